@@ -1,0 +1,45 @@
+#pragma once
+/// @file analytic/evaluate.hpp
+/// @brief Closed-form evaluation of a strategy on a model, cluster and training setup (ParaDL).
+/// @code
+/// constexpr auto net = strata::zoo::resnet50();
+/// constexpr auto r = strata::analytic::evaluate(net.view(), strata::parallel::data{.p = 16},
+///                                               strata::presets::abci(16), {.batch = 512});
+/// static_assert(r.memory.total() < 16_GiB);
+/// @endcode
+
+#include <span>
+#include <variant>
+
+#include "strata/analytic/report.hpp"
+#include "strata/error.hpp"
+#include "strata/hardware/cluster.hpp"
+#include "strata/parallel/strategy.hpp"
+#include "strata/training.hpp"
+
+namespace strata::analytic {
+
+/// Checks the plan (Table III's limits, the device count) and evaluates its cost.
+template <Strategy S>
+[[nodiscard]] constexpr report evaluate(std::span<const layer> layers, const S& strategy,
+                                        const cluster& machine, const training& setup,
+                                        std::span<const layer_time> profiled = {}) {
+  const context c = make_context(layers, machine, setup, profiled);
+  strategy.check(c);
+  if (strategy.devices() > machine.devices())
+    throw plan_error("the strategy needs more devices than the cluster has");
+  const cost_breakdown k = strategy.cost(c);
+  return {S::name, strategy.devices(), setup.batch,       setup.iterations(),
+          k.time,  k.memory,           machine.dev.memory};
+}
+
+/// The same for a strategy chosen at run time.
+[[nodiscard]] constexpr report evaluate(std::span<const layer> layers,
+                                        const parallel::any_strategy& strategy,
+                                        const cluster& machine, const training& setup,
+                                        std::span<const layer_time> profiled = {}) {
+  return std::visit([&](const auto& s) { return evaluate(layers, s, machine, setup, profiled); },
+                    strategy);
+}
+
+}  // namespace strata::analytic

@@ -1,0 +1,112 @@
+#pragma once
+/// @file hardware/cluster.hpp
+/// @brief Interconnects (alpha-beta links) and hierarchical clusters: device -> node -> rack ->
+/// cluster.
+///
+/// A cluster is a stack of levels. Level 0 groups devices into nodes, level 1 nodes into racks, and
+/// so on. Ranks are laid out in order, so rank r sits in level-k group r / span(k). Each level
+/// stores the link a *pair* of devices sees when their lowest common group is at that level: its
+/// alpha is the software start-up plus every switch latency along the path, its bandwidth the
+/// slowest link on the path (ParaDL §IV: "alpha ... depends on the number of intermediate
+/// switching elements", "beta is the inverse of the minimum link bandwidth on the routing path").
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+
+#include "strata/error.hpp"
+#include "strata/hardware/device.hpp"
+#include "strata/units.hpp"
+
+namespace strata {
+
+/// A point-to-point link under the alpha-beta model (named `interconnect` so that
+/// `using namespace strata` does not collide with POSIX `link()`): T(m) = alpha + m * beta.
+struct interconnect {
+  seconds alpha{};      ///< start-up latency of one message
+  byte_rate bandwidth;  ///< sustained bandwidth; beta = 1 / bandwidth
+
+  [[nodiscard]] constexpr seconds_per_byte beta() const { return 1.0 / bandwidth; }
+  /// ParaDL §IV: T_p2p(m) = alpha + m beta.
+  [[nodiscard]] constexpr seconds transfer(bytes m) const { return alpha + m / bandwidth; }
+};
+
+/// One level of the hierarchy.
+struct level {
+  std::string_view name;  ///< "node", "rack", ...
+  int fanout = 1;         ///< children per group at this level (GPUs per node, nodes per rack)
+  interconnect pair;      ///< what a pair whose lowest common group is at this level sees
+  double oversubscription = 1;  ///< uplink over-subscription above this level (1 = full bisection)
+};
+
+/// Consecutive ranks first, first + stride, ...: how a communicator is laid out on the cluster.
+struct group {
+  int first = 0;
+  int size = 1;
+  int stride = 1;
+  [[nodiscard]] constexpr int last() const { return first + (size - 1) * stride; }
+};
+
+inline constexpr std::size_t max_levels = 5;
+
+/// Devices of one kind in a hierarchy of levels.
+struct cluster {
+  std::string_view name;
+  device dev;
+  std::array<level, max_levels> levels{};
+  int depth = 0;
+
+  /// Number of devices: the product of the fan-outs.
+  [[nodiscard]] constexpr int devices() const {
+    int n = 1;
+    for (int k = 0; k < depth; ++k) n *= levels[static_cast<std::size_t>(k)].fanout;
+    return n;
+  }
+  /// Devices in one group of level k.
+  [[nodiscard]] constexpr int span(int k) const {
+    int n = 1;
+    for (int j = 0; j <= k; ++j) n *= levels[static_cast<std::size_t>(j)].fanout;
+    return n;
+  }
+  /// Lowest level whose group holds both ranks (-1 if a == b).
+  [[nodiscard]] constexpr int common_level(int a, int b) const {
+    if (a == b) return -1;
+    for (int k = 0; k < depth; ++k)
+      if (a / span(k) == b / span(k)) return k;
+    throw plan_error("rank lies outside the cluster: the plan uses more devices than it has");
+  }
+  /// The interconnect between two ranks (ParaDL §IV: the path's switch latencies plus start-up, and
+  /// its bottleneck bandwidth).
+  [[nodiscard]] constexpr interconnect between(int a, int b) const {
+    const int k = common_level(a, b);
+    return levels[static_cast<std::size_t>(k < 0 ? 0 : k)].pair;
+  }
+  /// The interconnect every step of a ring over `g` is charged: its slowest pair. Consecutive
+  /// members of a ring that spans several level-k groups must cross level k somewhere, so the
+  /// slowest pair is the one whose common level is that of the whole group.
+  [[nodiscard]] constexpr interconnect ring_link(group g) const {
+    if (g.size < 1 || g.stride < 1 || g.first < 0)
+      throw plan_error("a communication group needs size >= 1 and stride >= 1");
+    if (g.last() >= devices()) throw plan_error("the plan uses more devices than the cluster has");
+    if (g.size == 1) return levels[0].pair;
+    return between(g.first, g.last());
+  }
+};
+
+/// Builds a cluster, checking the levels once.
+[[nodiscard]] constexpr cluster make_cluster(std::string_view name, device dev,
+                                             std::initializer_list<level> levels) {
+  if (levels.size() == 0 || levels.size() > max_levels)
+    throw plan_error("a cluster needs between 1 and 5 levels");
+  cluster c{name, dev, {}, 0};
+  for (const level& l : levels) {
+    if (l.fanout < 1) throw plan_error("every cluster level needs a fan-out of at least 1");
+    if (!(l.pair.bandwidth > byte_rate{0}))
+      throw plan_error("every cluster level needs a positive link bandwidth");
+    if (l.pair.alpha < seconds{0}) throw plan_error("link latency must not be negative");
+    c.levels[static_cast<std::size_t>(c.depth++)] = l;
+  }
+  return c;
+}
+
+}  // namespace strata

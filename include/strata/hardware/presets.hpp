@@ -1,0 +1,118 @@
+#pragma once
+/// @file hardware/presets.hpp
+/// @brief Devices and clusters from the seed papers and from current DGX systems.
+///
+/// HBM sizes are binary (a "16 GB" V100 holds 16 GiB); H200's 141 GB is decimal.
+/// Device peaks are the dense figures of `test/data/gpu_peak_specs.csv` (vendor datasheets).
+/// Where a paper leaves a number out, the assumption is written next to it.
+/// @code
+/// constexpr auto c = strata::presets::abci(64);   // 16 ABCI nodes, 4 x V100 each
+/// static_assert(c.devices() == 64);
+/// @endcode
+
+#include "strata/hardware/cluster.hpp"
+#include "strata/hardware/device.hpp"
+
+namespace strata::presets {
+
+using namespace strata::literals;
+
+// ---- devices (gpu_peak_specs.csv; dense tensor-core peaks) ----------------------------------
+inline constexpr device v100_sxm2_16gb{"V100-SXM2-16GB", 15.7_TFLOPS, {}, 125_TFLOPS, {}, {},
+                                       16_GiB,           900_GBps};
+inline constexpr device v100_sxm2_32gb{"V100-SXM2-32GB", 15.7_TFLOPS, {}, 125_TFLOPS, {}, {},
+                                       32_GiB,           900_GBps};
+inline constexpr device a100_sxm4_40gb{"A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS,
+                                       312_TFLOPS,       {},          40_GiB,     1555_GBps};
+inline constexpr device a100_sxm4_80gb{"A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS,
+                                       312_TFLOPS,       {},          80_GiB,     2039_GBps};
+inline constexpr device h100_sxm5_80gb{"H100-SXM5-80GB",     66.9_TFLOPS,  494.7_TFLOPS,
+                                       989.4_TFLOPS,         989.4_TFLOPS, 1978.9_TFLOPS,
+                                       bytes{85017493504.0}, 3350_GBps};
+// H100 memory: 85,017,493,504 B, as CUDA reports it (test/data/h100_device.json).
+inline constexpr device h200_sxm_141gb{"H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS, 989_TFLOPS,
+                                       989_TFLOPS,       1979_TFLOPS, 141_GB,       4800_GBps};
+/// NVIDIA TITAN Xp (Proteus HC1): 12.15 TFLOP/s fp32, no fast fp16 path, 12 GB GDDR5X, 547.7 GB/s.
+inline constexpr device titan_xp{"TITAN-Xp", 12.15_TFLOPS, {}, {}, {}, {}, 12_GiB, 547.7_GBps};
+
+namespace detail {
+constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+constexpr void check_devices(int n) {
+  if (n < 1) throw plan_error("a cluster preset needs at least one device");
+}
+}  // namespace detail
+
+/// ABCI as ParaDL §V-A describes it: 4 x V100-16GB per node on NVLink (50 GB/s, 20 us GPU-to-GPU
+/// start-up); GPUs reach the InfiniBand HCA through PLX switches over PCIe Gen3 x16 (16 GB/s);
+/// inter-node links 12.5 GB/s; 3-level fat tree with 17 nodes per rack, full bisection inside a
+/// rack and 1:3 over-subscription between racks; switch latencies leaf 90 ns, spine 400 ns,
+/// PLX 110 ns. Sized to hold `gpus` devices (rounded up to whole nodes).
+[[nodiscard]] constexpr cluster abci(int gpus) {
+  detail::check_devices(gpus);
+  const int nodes = detail::ceil_div(gpus, 4);
+  const int racks = detail::ceil_div(nodes, 17);
+  constexpr seconds startup = 20_us;  // ParaDL §V-A, NVLink start-up; used for every pair
+  constexpr seconds plx = 110_ns, leaf = 90_ns, spine = 400_ns;
+  // Same node: NVLink, no switch.
+  const interconnect in_node{startup, 50_GBps};
+  // Same rack: PLX -> leaf -> PLX; bottleneck min(PCIe 16, IB 12.5) = 12.5 GB/s.
+  const interconnect in_rack{startup + 2.0 * plx + leaf, 12.5_GBps};
+  // Across racks: PLX -> leaf -> spine -> leaf -> PLX.
+  const interconnect across{startup + 2.0 * plx + 2.0 * leaf + spine, 12.5_GBps};
+  return make_cluster(
+      "ABCI", v100_sxm2_16gb,
+      {level{"node", 4, in_node, 1.0}, level{"rack", nodes < 17 ? nodes : 17, in_rack, 1.0},
+       level{"cluster", racks, across, 3.0}});
+}
+
+/// Proteus Table III HC1: one server, 8 x TITAN Xp on PCIe, two CPU sockets joined by QPI.
+/// Assumed: PCIe Gen3 x16 (16 GB/s) under each socket's switch, 10 us start-up; cross-socket
+/// peer traffic limited to 9.6 GB/s by QPI.
+[[nodiscard]] constexpr cluster hc1() {
+  return make_cluster("HC1", titan_xp,
+                      {level{"socket", 4, interconnect{10_us, 16_GBps}, 1.0},
+                       level{"node", 2, interconnect{10_us, 9.6_GBps}, 1.0}});
+}
+
+/// Proteus Table III HC2: 4 nodes x 8 x V100 on NVLink, 100 Gbps InfiniBand.
+/// Assumed: V100-SXM2-32GB, DGX-1 NVLink ring bandwidth 150 GB/s per direction.
+[[nodiscard]] constexpr cluster hc2() {
+  return make_cluster("HC2", v100_sxm2_32gb,
+                      {level{"node", 8, interconnect{5_us, 150_GBps}, 1.0},
+                       level{"cluster", 4, interconnect{10_us, 100_Gbps}, 1.0}});
+}
+
+/// Proteus Table III HC3: 2 nodes x 8 x A100 on NVLink, 200 Gbps InfiniBand.
+/// Assumed: A100-SXM4-40GB behind NVSwitch (300 GB/s per direction).
+[[nodiscard]] constexpr cluster hc3() {
+  return make_cluster("HC3", a100_sxm4_40gb,
+                      {level{"node", 8, interconnect{5_us, 300_GBps}, 1.0},
+                       level{"cluster", 2, interconnect{10_us, 200_Gbps}, 1.0}});
+}
+
+/// DGX-1 (V100-16GB): 8 GPUs, 6 NVLink2 links x 25 GB/s per direction; one 100 Gbps EDR HCA per
+/// pair of GPUs, modelled as 100 Gbps per GPU. Start-up: 5 us in a node, 10 us across.
+[[nodiscard]] constexpr cluster dgx1_v100(int nodes) {
+  detail::check_devices(nodes);
+  return make_cluster("DGX-1 V100", v100_sxm2_16gb,
+                      {level{"node", 8, interconnect{5_us, 150_GBps}, 1.0},
+                       level{"cluster", nodes, interconnect{10_us, 100_Gbps}, 1.0}});
+}
+
+/// DGX A100 (80GB): NVSwitch, 12 NVLink3 x 25 GB/s per direction; 8 x 200 Gbps HDR, one per GPU.
+[[nodiscard]] constexpr cluster dgx_a100(int nodes) {
+  detail::check_devices(nodes);
+  return make_cluster("DGX A100", a100_sxm4_80gb,
+                      {level{"node", 8, interconnect{5_us, 300_GBps}, 1.0},
+                       level{"cluster", nodes, interconnect{10_us, 200_Gbps}, 1.0}});
+}
+
+/// DGX H100: NVSwitch, 18 NVLink4 x 25 GB/s per direction; 8 x 400 Gbps NDR, one per GPU.
+[[nodiscard]] constexpr cluster dgx_h100(int nodes) {
+  detail::check_devices(nodes);
+  return make_cluster("DGX H100", h100_sxm5_80gb,
+                      {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0},
+                       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0}});
+}
+
+}  // namespace strata::presets

@@ -1,0 +1,499 @@
+#pragma once
+/// @file io/scenario.hpp
+/// @brief Scenarios as JSON (model, cluster, strategy, training) and reports as JSON or a table.
+///
+/// Needs nlohmann/json (target `strata::io`). Every error is a `plan_error` whose message starts
+/// with the path of the offending field, e.g. "strategy.p: must be an integer >= 1 (got 0)".
+/// The schema is documented in docs/cli.md.
+/// @code
+/// auto s = strata::io::parse_scenario(nlohmann::json::parse(R"({"model": "resnet50",
+///   "cluster": {"preset": "abci", "devices": 16}, "strategy": {"kind": "data", "p": 16},
+///   "training": {"batch": 256}})"));
+/// auto r = strata::io::evaluate(s);
+/// @endcode
+
+#include <cmath>
+#include <cstdio>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/analytic/evaluate.hpp"
+#include "strata/error.hpp"
+#include "strata/hardware/presets.hpp"
+#include "strata/model/model.hpp"
+#include "strata/model/zoo.hpp"
+#include "strata/parallel/strategy.hpp"
+#include "strata/training.hpp"
+
+namespace strata::io {
+
+/// A parsed scenario; owns its layers.
+struct scenario {
+  std::string model_name;
+  std::vector<layer> layers;
+  cluster machine;
+  parallel::any_strategy strategy;
+  training setup;
+  std::vector<layer_time> profiled;  ///< optional per-layer FW/BW/WU times
+};
+
+/// The scenario `strata` runs when given no input: ResNet-50, data parallelism on 64 ABCI GPUs,
+/// 16 samples per GPU, one ImageNet epoch.
+inline constexpr std::string_view default_scenario = R"({
+  "model": "resnet50",
+  "cluster": {"preset": "abci", "devices": 64},
+  "strategy": {"kind": "data", "p": 64},
+  "training": {"batch": 1024, "dataset": 1281167, "precision": "fp32", "optimizer": "sgd",
+               "efficiency": 0.5}
+})";
+
+namespace detail {
+
+using json = nlohmann::json;
+
+[[noreturn]] inline void fail(const std::string& path, const std::string& what) {
+  throw plan_error(path + ": " + what);
+}
+
+inline std::string show(const json& j) {
+  std::string s = j.dump();
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+inline const json& require(const json& obj, const std::string& path, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end()) fail(path + "." + key, "missing (required)");
+  return *it;
+}
+
+inline void only_keys(const json& obj, const std::string& path,
+                      std::initializer_list<std::string_view> allowed) {
+  if (!obj.is_object()) fail(path, "must be a JSON object (got " + show(obj) + ")");
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    bool ok = false;
+    for (std::string_view a : allowed) ok = ok || it.key() == a;
+    if (!ok) fail(path + "." + it.key(), "unknown field");
+  }
+}
+
+inline int get_int(const json& v, const std::string& path, long long lo, long long hi) {
+  if (!v.is_number()) fail(path, "must be a number (got " + show(v) + ")");
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d != std::floor(d))
+    fail(path, "must be an integer (got " + show(v) + ")");
+  if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
+    fail(path, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                   "] (got " + show(v) + ")");
+  return static_cast<int>(d);
+}
+
+inline int int_field(const json& obj, const std::string& path, const char* key, long long lo,
+                     long long hi, int fallback, bool required = false) {
+  auto it = obj.find(key);
+  if (it == obj.end()) {
+    if (required) fail(path + "." + key, "missing (required)");
+    return fallback;
+  }
+  return get_int(*it, path + "." + key, lo, hi);
+}
+
+inline double num_field(const json& obj, const std::string& path, const char* key, double lo,
+                        double hi, double fallback) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return fallback;
+  if (!it->is_number() || !std::isfinite(it->get<double>()))
+    fail(path + "." + key, "must be a number (got " + show(*it) + ")");
+  const double d = it->get<double>();
+  if (d < lo || d > hi)
+    fail(path + "." + key,
+         "must lie in [" + json(lo).dump() + ", " + json(hi).dump() + "] (got " + show(*it) + ")");
+  return d;
+}
+
+inline std::string str_field(const json& obj, const std::string& path, const char* key,
+                             const char* fallback) {
+  auto it = obj.find(key);
+  if (it == obj.end()) {
+    if (fallback == nullptr) fail(path + "." + key, "missing (required)");
+    return fallback;
+  }
+  if (!it->is_string()) fail(path + "." + key, "must be a string (got " + show(*it) + ")");
+  return it->get<std::string>();
+}
+
+constexpr long long max_degree = 1 << 24;  // 16M devices
+
+template <std::size_t N>
+std::vector<layer> to_vector(const model<N>& m) {
+  return {m.layers.begin(), m.layers.end()};
+}
+
+inline std::vector<layer> zoo_model(const std::string& name, const std::string& path) {
+  if (name == "resnet50") return to_vector(zoo::resnet50());
+  if (name == "resnet152") return to_vector(zoo::resnet152());
+  if (name == "vgg16") return to_vector(zoo::vgg16());
+  if (name == "cosmoflow") return to_vector(zoo::cosmoflow());
+  if (name == "megatron-2.5b") return to_vector(zoo::megatron_2_5b());
+  fail(path, "unknown model \"" + name +
+                 "\" (known: resnet50, resnet152, vgg16, cosmoflow, megatron-2.5b)");
+}
+
+inline layer parse_layer(const json& j, const std::string& path, shape in) {
+  const std::string type = str_field(j, path, "type", nullptr);
+  constexpr long long big = 1 << 30;
+  if (type == "conv") {
+    only_keys(j, path, {"type", "filters", "kernel", "stride", "padding", "bias"});
+    conv c{int_field(j, path, "filters", 1, big, 1, true),
+           int_field(j, path, "kernel", 1, 4096, 1, true), int_field(j, path, "stride", 1, 4096, 1),
+           int_field(j, path, "padding", -1, 4096, -1), j.value("bias", false)};
+    return c.apply(in);
+  }
+  if (type == "linear") {
+    only_keys(j, path, {"type", "features", "bias"});
+    return linear{int_field(j, path, "features", 1, big, 1, true), j.value("bias", true)}.apply(in);
+  }
+  if (type == "max_pool" || type == "pool") {
+    only_keys(j, path, {"type", "kernel", "stride", "padding"});
+    const int k = int_field(j, path, "kernel", 1, 4096, 2, true);
+    return max_pool{k, int_field(j, path, "stride", 1, 4096, k),
+                    int_field(j, path, "padding", 0, 4096, 0)}
+        .apply(in);
+  }
+  if (type == "global_avg_pool") {
+    only_keys(j, path, {"type"});
+    return global_avg_pool{}.apply(in);
+  }
+  if (type == "batch_norm") {
+    only_keys(j, path, {"type"});
+    return batch_norm{}.apply(in);
+  }
+  if (type == "layer_norm") {
+    only_keys(j, path, {"type"});
+    return layer_norm{}.apply(in);
+  }
+  if (type == "relu" || type == "elementwise") {
+    only_keys(j, path, {"type", "flops_per_element"});
+    return elementwise{num_field(j, path, "flops_per_element", 0.0, 1e6, 1.0)}.apply(in);
+  }
+  fail(path + ".type", "unknown layer type \"" + type +
+                           "\" (known: conv, linear, max_pool, global_avg_pool, batch_norm, "
+                           "layer_norm, relu, elementwise)");
+}
+
+inline void parse_model(const json& j, scenario& s) {
+  if (j.is_string()) {
+    s.model_name = j.get<std::string>();
+    s.layers = zoo_model(s.model_name, "model");
+    return;
+  }
+  only_keys(j, "model", {"name", "zoo", "input", "layers"});
+  if (j.contains("zoo")) {
+    if (j.contains("layers")) fail("model", "give either \"zoo\" or \"layers\", not both");
+    s.model_name = str_field(j, "model", "zoo", nullptr);
+    s.layers = zoo_model(s.model_name, "model.zoo");
+    return;
+  }
+  s.model_name = str_field(j, "model", "name", "custom");
+  const json& in = require(j, "model", "input");
+  shape cur;
+  if (!in.is_object()) fail("model.input", "must be an object {\"c\", \"d\", \"h\", \"w\"}");
+  only_keys(in, "model.input", {"c", "d", "h", "w"});
+  constexpr long long big = 1 << 30;
+  cur = {int_field(in, "model.input", "c", 1, big, 1, true),
+         int_field(in, "model.input", "d", 1, big, 1), int_field(in, "model.input", "h", 1, big, 1),
+         int_field(in, "model.input", "w", 1, big, 1)};
+  const json& ls = require(j, "model", "layers");
+  if (!ls.is_array() || ls.empty()) fail("model.layers", "must be a non-empty array");
+  for (std::size_t i = 0; i < ls.size(); ++i) {
+    const std::string path = "model.layers[" + std::to_string(i) + "]";
+    try {
+      s.layers.push_back(parse_layer(ls[i], path, cur));
+    } catch (const plan_error& e) {
+      const std::string what = e.what();
+      if (what.rfind("model.", 0) == 0) throw;
+      fail(path, what);
+    }
+    cur = s.layers.back().out;
+  }
+}
+
+inline device parse_device(const json& j, const std::string& path) {
+  const std::string name = j.get<std::string>();
+  if (name == "v100-16gb") return presets::v100_sxm2_16gb;
+  if (name == "v100-32gb") return presets::v100_sxm2_32gb;
+  if (name == "a100-40gb") return presets::a100_sxm4_40gb;
+  if (name == "a100-80gb") return presets::a100_sxm4_80gb;
+  if (name == "h100") return presets::h100_sxm5_80gb;
+  if (name == "h200") return presets::h200_sxm_141gb;
+  if (name == "titan-xp") return presets::titan_xp;
+  fail(path, "unknown device \"" + name +
+                 "\" (known: v100-16gb, v100-32gb, a100-40gb, a100-80gb, h100, h200, titan-xp)");
+}
+
+inline cluster parse_cluster(const json& j) {
+  if (j.is_string()) {
+    const std::string p = j.get<std::string>();
+    if (p == "hc1") return presets::hc1();
+    if (p == "hc2") return presets::hc2();
+    if (p == "hc3") return presets::hc3();
+    fail("cluster", "\"" + p + "\" needs a device count: use {\"preset\": \"" + p +
+                        "\", \"devices\": N} (presets without one: hc1, hc2, hc3)");
+  }
+  if (!j.is_object()) fail("cluster", "must be a preset name or an object");
+  if (j.contains("preset")) {
+    only_keys(j, "cluster", {"preset", "devices"});
+    const std::string p = str_field(j, "cluster", "preset", nullptr);
+    if (p == "hc1") return presets::hc1();
+    if (p == "hc2") return presets::hc2();
+    if (p == "hc3") return presets::hc3();
+    const int n = int_field(j, "cluster", "devices", 1, max_degree, 0, true);
+    if (p == "abci") return presets::abci(n);
+    const int nodes = (n + 7) / 8;
+    if (p == "dgx1-v100") return presets::dgx1_v100(nodes);
+    if (p == "dgx-a100") return presets::dgx_a100(nodes);
+    if (p == "dgx-h100") return presets::dgx_h100(nodes);
+    fail("cluster.preset", "unknown preset \"" + p +
+                               "\" (known: abci, hc1, hc2, hc3, dgx1-v100, dgx-a100, dgx-h100)");
+  }
+  only_keys(j, "cluster", {"name", "device", "levels"});
+  const std::string dpath = "cluster.device";
+  const json& d = require(j, "cluster", "device");
+  if (!d.is_string()) fail(dpath, "must be a device name");
+  const device dev = parse_device(d, dpath);
+  const json& lv = require(j, "cluster", "levels");
+  if (!lv.is_array() || lv.empty() || lv.size() > max_levels)
+    fail("cluster.levels", "must be an array of 1 to 5 levels");
+  cluster c{"custom", dev, {}, 0};
+  for (std::size_t i = 0; i < lv.size(); ++i) {
+    const std::string path = "cluster.levels[" + std::to_string(i) + "]";
+    only_keys(lv[i], path, {"name", "fanout", "alpha_us", "bandwidth_GBps", "oversubscription"});
+    level l;
+    l.name = "level";
+    l.fanout = int_field(lv[i], path, "fanout", 1, max_degree, 1, true);
+    l.pair.alpha = seconds{num_field(lv[i], path, "alpha_us", 0.0, 1e6, 0.0) * 1e-6};
+    if (!lv[i].contains("bandwidth_GBps")) fail(path + ".bandwidth_GBps", "missing (required)");
+    l.pair.bandwidth = byte_rate{num_field(lv[i], path, "bandwidth_GBps", 1e-6, 1e6, 1.0) * 1e9};
+    l.oversubscription = num_field(lv[i], path, "oversubscription", 1.0, 1e3, 1.0);
+    c.levels[i] = l;
+    ++c.depth;
+  }
+  return c;
+}
+
+inline parallel::any_strategy parse_strategy(const json& j) {
+  if (!j.is_object()) fail("strategy", "must be an object with a \"kind\"");
+  const std::string kind = str_field(j, "strategy", "kind", nullptr);
+  const std::string path = "strategy";
+  auto deg = [&](const char* key) { return int_field(j, path, key, 1, max_degree, 1, true); };
+  auto opt = [&](const char* key) { return int_field(j, path, key, 1, max_degree, 1); };
+  if (kind == "serial") {
+    only_keys(j, path, {"kind"});
+    return parallel::serial{};
+  }
+  if (kind == "data") {
+    only_keys(j, path, {"kind", "p"});
+    return parallel::data{deg("p")};
+  }
+  if (kind == "filter") {
+    only_keys(j, path, {"kind", "p"});
+    return parallel::filter{deg("p")};
+  }
+  if (kind == "channel") {
+    only_keys(j, path, {"kind", "p"});
+    return parallel::channel{deg("p")};
+  }
+  if (kind == "pipeline") {
+    only_keys(j, path, {"kind", "p", "segments"});
+    return parallel::pipeline{deg("p"), opt("segments")};
+  }
+  if (kind == "spatial") {
+    only_keys(j, path, {"kind", "p", "ph", "pw", "pd"});
+    if (j.contains("p") && (j.contains("ph") || j.contains("pw") || j.contains("pd")))
+      fail(path, "give either \"p\" (split the height) or \"ph\"/\"pw\"/\"pd\", not both");
+    if (j.contains("p")) return parallel::spatial{deg("p"), 1, 1};
+    return parallel::spatial{opt("ph"), opt("pw"), opt("pd")};
+  }
+  if (kind == "data+filter") {
+    only_keys(j, path, {"kind", "p1", "p2"});
+    return parallel::data_filter{deg("p1"), deg("p2")};
+  }
+  if (kind == "data+spatial") {
+    only_keys(j, path, {"kind", "p1", "p2", "ph", "pw", "pd"});
+    if (j.contains("p2") && (j.contains("ph") || j.contains("pw") || j.contains("pd")))
+      fail(path, "give either \"p2\" (split the height) or \"ph\"/\"pw\"/\"pd\", not both");
+    if (j.contains("p2")) return parallel::data_spatial{deg("p1"), {deg("p2"), 1, 1}};
+    return parallel::data_spatial{deg("p1"), {opt("ph"), opt("pw"), opt("pd")}};
+  }
+  fail("strategy.kind", "unknown strategy \"" + kind +
+                            "\" (known: serial, data, spatial, pipeline, filter, channel, "
+                            "data+filter, data+spatial)");
+}
+
+inline training parse_training(const json& j) {
+  only_keys(j, "training", {"batch", "dataset", "precision", "optimizer", "efficiency"});
+  training t;
+  t.batch = int_field(j, "training", "batch", 1, 1LL << 30, 1, true);
+  t.dataset = num_field(j, "training", "dataset", 0.0, 1e15, 0.0);
+  const std::string prec = str_field(j, "training", "precision", "fp32");
+  if (prec == "fp32")
+    t.precision = dtype::fp32;
+  else if (prec == "tf32")
+    t.precision = dtype::tf32;
+  else if (prec == "fp16")
+    t.precision = dtype::fp16;
+  else if (prec == "bf16")
+    t.precision = dtype::bf16;
+  else if (prec == "fp8")
+    t.precision = dtype::fp8;
+  else
+    fail("training.precision",
+         "unknown precision \"" + prec + "\" (known: fp32, tf32, fp16, bf16, fp8)");
+  const std::string opt = str_field(j, "training", "optimizer", "sgd");
+  if (opt == "sgd")
+    t.optim = optimizer::sgd;
+  else if (opt == "momentum")
+    t.optim = optimizer::momentum;
+  else if (opt == "adam")
+    t.optim = optimizer::adam;
+  else
+    fail("training.optimizer", "unknown optimizer \"" + opt + "\" (known: sgd, momentum, adam)");
+  t.efficiency = num_field(j, "training", "efficiency", 1e-6, 1.0, 0.5);
+  return t;
+}
+
+inline std::vector<layer_time> parse_times(const json& j, std::size_t n) {
+  if (!j.is_array()) fail("layer_times", "must be an array of [fw_s, bw_s, wu_s] per layer");
+  if (j.size() != n)
+    fail("layer_times", "has " + std::to_string(j.size()) + " entries but the model has " +
+                            std::to_string(n) + " layers");
+  std::vector<layer_time> v;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string path = "layer_times[" + std::to_string(i) + "]";
+    const json& e = j[i];
+    if (!e.is_array() || e.size() != 3) fail(path, "must be [fw_s, bw_s, wu_s]");
+    double t[3];
+    for (int k = 0; k < 3; ++k) {
+      if (!e[k].is_number() || !std::isfinite(e[k].get<double>()) || e[k].get<double>() < 0)
+        fail(path, "times must be non-negative numbers of seconds");
+      t[k] = e[k].get<double>();
+    }
+    v.push_back({seconds{t[0]}, seconds{t[1]}, seconds{t[2]}});
+  }
+  return v;
+}
+
+}  // namespace detail
+
+/// Reads a scenario; throws `plan_error` naming the field on any mistake.
+inline scenario parse_scenario(const nlohmann::json& j) {
+  using detail::require;
+  detail::only_keys(j, "scenario", {"model", "cluster", "strategy", "training", "layer_times"});
+  scenario s;
+  detail::parse_model(require(j, "scenario", "model"), s);
+  s.machine = detail::parse_cluster(require(j, "scenario", "cluster"));
+  s.strategy = detail::parse_strategy(require(j, "scenario", "strategy"));
+  const nlohmann::json& t = require(j, "scenario", "training");
+  if (!t.is_object()) detail::fail("training", "must be a JSON object");
+  s.setup = detail::parse_training(t);
+  if (j.contains("layer_times"))
+    s.profiled = detail::parse_times(j["layer_times"], s.layers.size());
+  return s;
+}
+
+/// Parses JSON text; malformed JSON becomes a `plan_error` with nlohmann's position.
+inline scenario parse_scenario_text(std::string_view text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw plan_error(std::string("malformed JSON: ") + e.what());
+  }
+  return parse_scenario(j);
+}
+
+/// Evaluates a parsed scenario with the closed-form (ParaDL) model.
+inline report evaluate(const scenario& s) {
+  return analytic::evaluate(s.layers, s.strategy, s.machine, s.setup, s.profiled);
+}
+
+/// The report as JSON; the schema is in docs/cli.md.
+inline nlohmann::json to_json(const scenario& s, const report& r) {
+  const time_breakdown& t = r.iteration;
+  const memory_breakdown& m = r.memory;
+  nlohmann::json j;
+  j["model"] = s.model_name;
+  j["cluster"] = std::string(s.machine.name);
+  j["device"] = std::string(s.machine.dev.name);
+  j["strategy"] = std::string(r.strategy);
+  j["devices"] = r.devices;
+  j["batch"] = r.batch;
+  j["iteration_time_s"] = r.iteration_time().count();
+  if (s.setup.dataset > 0) {
+    j["iterations_per_epoch"] = r.iterations;
+    j["epoch_time_s"] = r.epoch_time().count();
+  }
+  j["throughput_samples_per_s"] = r.throughput();
+  j["time_s"] = {{"forward", t.forward.count()},
+                 {"backward", t.backward.count()},
+                 {"weight_update", t.weight_update.count()},
+                 {"gradient_exchange", t.gradient_exchange.count()},
+                 {"layer_collectives", t.layer_collectives.count()},
+                 {"halo_exchange", t.halo_exchange.count()},
+                 {"pipeline_p2p", t.pipeline_p2p.count()},
+                 {"compute", t.compute().count()},
+                 {"communication", t.communication().count()}};
+  j["memory_bytes"] = {{"weights", m.weights.count()},
+                       {"gradients", m.gradients.count()},
+                       {"optimizer_states", m.optimizer_states.count()},
+                       {"activations", m.activations.count()},
+                       {"other", m.other.count()},
+                       {"peak", m.total().count()},
+                       {"capacity", r.capacity.count()}};
+  j["fits"] = r.fits();
+  return j;
+}
+
+/// The report as an aligned table for people.
+inline std::string to_table(const scenario& s, const report& r) {
+  std::string out;
+  char buf[160];
+  auto row = [&](const char* k, double v, const char* unit) {
+    std::snprintf(buf, sizeof buf, "  %-22s %14.6g %s\n", k, v, unit);
+    out += buf;
+  };
+  std::snprintf(buf, sizeof buf, "%s on %s (%d x %s), %s parallelism, batch %d\n",
+                s.model_name.c_str(), std::string(s.machine.name).c_str(), r.devices,
+                std::string(s.machine.dev.name).c_str(), std::string(r.strategy).c_str(), r.batch);
+  out += buf;
+  out += "time per iteration\n";
+  const time_breakdown& t = r.iteration;
+  row("forward", t.forward.count(), "s");
+  row("backward", t.backward.count(), "s");
+  row("weight update", t.weight_update.count(), "s");
+  row("gradient exchange", t.gradient_exchange.count(), "s");
+  row("layer collectives", t.layer_collectives.count(), "s");
+  row("halo exchange", t.halo_exchange.count(), "s");
+  row("pipeline p2p", t.pipeline_p2p.count(), "s");
+  row("iteration", r.iteration_time().count(), "s");
+  if (s.setup.dataset > 0) row("epoch", r.epoch_time().count(), "s");
+  row("throughput", r.throughput(), "samples/s");
+  out += "memory per device\n";
+  const memory_breakdown& m = r.memory;
+  row("weights", to_gib(m.weights), "GiB");
+  row("gradients", to_gib(m.gradients), "GiB");
+  row("optimizer states", to_gib(m.optimizer_states), "GiB");
+  row("activations", to_gib(m.activations), "GiB");
+  row("other", to_gib(m.other), "GiB");
+  row("peak", to_gib(m.total()), "GiB");
+  std::snprintf(buf, sizeof buf, "  %-22s %14.6g GiB (%s)\n", "capacity", to_gib(r.capacity),
+                r.fits() ? "fits" : "DOES NOT FIT");
+  out += buf;
+  return out;
+}
+
+}  // namespace strata::io

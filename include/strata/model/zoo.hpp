@@ -1,0 +1,150 @@
+#pragma once
+/// @file model/zoo.hpp
+/// @brief Reference models: ResNet-50/152, VGG16, CosmoFlow and ParaDL's 2.5B Megatron-LM.
+///
+/// Parameter counts equal the references: torchvision ResNet-50 25,557,032, ResNet-152
+/// 60,192,808 and VGG16 138,357,544; Megatron-LM 2.5B (54 layers, h = 1920, 20 heads,
+/// sequence 1024, vocabulary 51,200) 2,490,408,960. Each function is `constexpr`, so a model
+/// is built at compile time only where it is used.
+/// @code
+/// constexpr auto net = strata::zoo::resnet50();
+/// static_assert(net.params() == 25'557'032);
+/// @endcode
+
+#include <array>
+#include <cstddef>
+
+#include "strata/model/layer.hpp"
+#include "strata/model/model.hpp"
+
+namespace strata::zoo {
+
+namespace detail {
+
+/// torchvision ResNet v1.5 with bottleneck blocks (stride on the 3x3 convolution), 224 x 224.
+/// Layers: stem (conv, bn, relu, maxpool); per block conv-bn-relu x2, conv-bn, add, relu and,
+/// in each stage's first block, a 1x1 conv + bn downsample; global average pool; fc.
+template <int B1, int B2, int B3, int B4>
+constexpr std::size_t resnet_layers = 4 + 10 * (B1 + B2 + B3 + B4) + 2 * 4 + 2;
+
+template <int B1, int B2, int B3, int B4>
+constexpr model<resnet_layers<B1, B2, B3, B4>> resnet(std::string_view name) {
+  constexpr std::size_t n = resnet_layers<B1, B2, B3, B4>;
+  model_builder<n> b(name, shape{3, 1, 224, 224});
+  b.add(conv{.filters = 64, .kernel = 7, .stride = 2, .padding = 3})
+      .add(batch_norm{})
+      .add(relu{})
+      .add(max_pool{.kernel = 3, .stride = 2, .padding = 1});
+  constexpr std::array<int, 4> blocks{B1, B2, B3, B4};
+  for (int stage = 0; stage < 4; ++stage) {
+    const int width = 64 << stage;
+    for (int i = 0; i < blocks[static_cast<std::size_t>(stage)]; ++i) {
+      const int stride = (stage > 0 && i == 0) ? 2 : 1;
+      const shape block_in = b.current;
+      b.add(conv{.filters = width, .kernel = 1, .padding = 0})
+          .add(batch_norm{})
+          .add(relu{})
+          .add(conv{.filters = width, .kernel = 3, .stride = stride, .padding = 1})
+          .add(batch_norm{})
+          .add(relu{})
+          .add(conv{.filters = 4 * width, .kernel = 1, .padding = 0})
+          .add(batch_norm{});
+      const shape main_out = b.current;
+      if (i == 0) {
+        b.at(block_in)
+            .add(conv{.filters = 4 * width, .kernel = 1, .stride = stride, .padding = 0})
+            .add(batch_norm{});
+      }
+      b.at(main_out).add(elementwise{1.0}).add(relu{});  // residual add, then ReLU
+    }
+  }
+  b.add(global_avg_pool{}).add(linear{.features = 1000});
+  return b.template trim<n>();
+}
+
+}  // namespace detail
+
+[[nodiscard]] constexpr auto resnet50() { return detail::resnet<3, 4, 6, 3>("resnet50"); }
+[[nodiscard]] constexpr auto resnet152() { return detail::resnet<3, 8, 36, 3>("resnet152"); }
+
+/// torchvision VGG16 (configuration D) at 224 x 224: 13 conv3x3 + ReLU, 5 max pools, and the
+/// classifier fc-relu-dropout-fc-relu-dropout-fc: 38 layers, as ParaDL Table IV counts them.
+/// The adaptive 7 x 7 average pool is the identity at this input size and is left out.
+[[nodiscard]] constexpr model<38> vgg16() {
+  model_builder<38> b("vgg16", shape{3, 1, 224, 224});
+  constexpr std::array<int, 18> cfg{64, 64,  0,   128, 128, 0,   256, 256, 256,
+                                    0,  512, 512, 512, 0,   512, 512, 512, 0};
+  for (int f : cfg) {
+    if (f == 0) {
+      b.add(max_pool{.kernel = 2, .stride = 2});
+    } else {
+      b.add(conv{.filters = f, .kernel = 3, .stride = 1, .padding = 1, .bias = true}).add(relu{});
+    }
+  }
+  b.add(linear{.features = 4096}).add(relu{}).add(elementwise{1.0});
+  b.add(linear{.features = 4096}).add(relu{}).add(elementwise{1.0});
+  b.add(linear{.features = 1000});
+  return b.trim<38>();
+}
+
+/// CosmoFlow as in the MLPerf HPC reference: 4 input channels, five 3-D conv(k = 2, "same") +
+/// LeakyReLU + max-pool stages with 16, 32, 64, 128, 256 filters, then fc 128, 64, 4: 20 layers
+/// and 2,454,964 parameters, ParaDL Table IV's "~2M, 20 layers". ParaDL trains on 512^3
+/// samples; for inputs larger than 128^3 the first pools widen to 4 x 4 x 4 so the flattened
+/// features stay 4^3 x 256 (our assumption: the paper does not list its layers).
+/// `extent` must be 128 x 2^k with 0 <= k <= 5.
+[[nodiscard]] constexpr model<20> cosmoflow(int extent = 512) {
+  // Each 4x4x4 pool halves the extent once more than a 2x2x2 pool would.
+  int wide_pools = 0;
+  int e = 128;
+  while (e < extent && wide_pools < 5) {
+    e *= 2;
+    ++wide_pools;
+  }
+  if (e != extent)
+    throw plan_error("CosmoFlow input extent must be 128 x 2^k with 0 <= k <= 5 (128, 256, 512)");
+  model_builder<20> b("cosmoflow", shape{4, extent, extent, extent});
+  for (int i = 0; i < 5; ++i) {
+    const int pool = i < wide_pools ? 4 : 2;
+    b.add(conv{.filters = 16 << i, .kernel = 2, .stride = 1, .padding = -1, .bias = true})
+        .add(elementwise{1.0})  // LeakyReLU
+        .add(max_pool{.kernel = pool, .stride = pool});
+  }
+  b.add(linear{.features = 128}).add(elementwise{1.0});
+  b.add(linear{.features = 64}).add(elementwise{1.0});
+  b.add(linear{.features = 4});
+  return b.trim<20>();
+}
+
+/// A GPT-style decoder in ParaDL's layer notation: token + position embedding, then per block
+/// LN, QKV, attention core, projection, residual add, LN, fc 4h, GELU, fc h, residual add; a final
+/// LN and the output projection tied to the embedding.
+template <int Layers>
+constexpr model<10 * Layers + 3> gpt_layers(std::string_view name, int hidden, int heads, int seq,
+                                            int vocab) {
+  constexpr std::size_t n = 10 * Layers + 3;
+  model_builder<n> b(name, shape{1, 1, 1, seq});
+  b.add(embedding{.vocabulary = vocab, .dim = hidden, .positions = seq});
+  for (int i = 0; i < Layers; ++i) {
+    b.add(layer_norm{})
+        .add(token_linear{.features = 3 * hidden})
+        .add(attention{.heads = heads})
+        .add(token_linear{.features = hidden})
+        .add(elementwise{1.0})
+        .add(layer_norm{})
+        .add(token_linear{.features = 4 * hidden})
+        .add(elementwise{8.0})  // GELU
+        .add(token_linear{.features = hidden})
+        .add(elementwise{1.0});
+  }
+  b.add(layer_norm{}).add(token_linear{.features = vocab, .bias = false, .tied = true});
+  return b.template trim<n>();
+}
+
+/// ParaDL Table IV's 2.5B Megatron-LM: the Megatron-LM paper's 2.5B configuration (54 layers,
+/// hidden 1920, 20 heads, sequence 1024, vocabulary padded to 51,200).
+[[nodiscard]] constexpr auto megatron_2_5b() {
+  return gpt_layers<54>("megatron-2.5b", 1920, 20, 1024, 51200);
+}
+
+}  // namespace strata::zoo

@@ -1,0 +1,54 @@
+#pragma once
+/// @file plan.hpp
+/// @brief A plan bundles a model, a cluster, a strategy and a training setup; the queries on it
+/// are `constexpr`, so a memory budget can be a `static_assert`.
+/// @code
+/// constexpr strata::plan p{strata::zoo::resnet50(), strata::presets::abci(16),
+///                          strata::parallel::data{.p = 16}, strata::training{.batch = 512}};
+/// static_assert(strata::memory_per_device(p) <= 16_GiB);
+/// @endcode
+
+#include <cstddef>
+
+#include "strata/analytic/evaluate.hpp"
+#include "strata/model/model.hpp"
+
+namespace strata {
+
+/// Model + cluster + strategy + training setup.
+template <std::size_t N, class S>
+struct plan {
+  model<N> net;
+  cluster machine;
+  S strategy;
+  training setup;
+};
+
+template <std::size_t N, class S>
+plan(model<N>, cluster, S, training) -> plan<N, S>;
+
+/// The full report of a plan.
+template <std::size_t N, class S>
+[[nodiscard]] constexpr report evaluate(const plan<N, S>& p) {
+  return analytic::evaluate(p.net.view(), p.strategy, p.machine, p.setup);
+}
+
+/// Memory the busiest device needs (ParaDL's "maximum memory per PE").
+template <std::size_t N, class S>
+[[nodiscard]] constexpr bytes memory_per_device(const plan<N, S>& p) {
+  return evaluate(p).memory.total();
+}
+
+/// Peak memory of any device; with ParaDL's model the same as `memory_per_device`.
+template <std::size_t N, class S>
+[[nodiscard]] constexpr bytes peak_memory(const plan<N, S>& p) {
+  return memory_per_device(p);
+}
+
+/// Time of one iteration.
+template <std::size_t N, class S>
+[[nodiscard]] constexpr seconds iteration_time(const plan<N, S>& p) {
+  return evaluate(p).iteration_time();
+}
+
+}  // namespace strata
