@@ -22,12 +22,20 @@ namespace strata::parallel {
 
 namespace detail {
 /// ParaDL eq. (15)/(19) on group `g` of p devices with `samples` samples per group:
-/// sum over l = 1 .. G-1 of T_ag(p, samples |y_l| delta / p) + T_ar(p, samples |y_l| delta).
+/// sum over weighted layers l except the last of T_ag(p, samples |y_l| delta / p) +
+/// T_ar(p, samples |y_l| delta). Only convolution and fully-connected layers split their
+/// weights; normalisation, activation and pooling layers work channel by channel on the
+/// partitioned output and need no collective of their own (ParaDL Table IV counts ResNet-50 as
+/// 50 layers: its weighted ones).
 constexpr seconds layerwise_collectives(const context& c, double samples, group g) {
   if (g.size == 1) return {};
   const interconnect l = c.machine.ring_link(g);
+  std::size_t last = c.size();
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (c.layers[i].has_weights()) last = i;
   seconds t{};
-  for (std::size_t i = 0; i + 1 < c.size(); ++i) {
+  for (std::size_t i = 0; i < last; ++i) {
+    if (!c.layers[i].has_weights()) continue;
     const bytes m{samples * c.layers[i].y() * c.delta()};
     t += comm::ring::all_gather(g.size, m / static_cast<double>(g.size), l) +
          comm::ring::all_reduce(g.size, m, l);
