@@ -15,6 +15,7 @@
 #include "strata/model/layer.hpp"
 #include "strata/model/model.hpp"
 #include "strata/model/zoo.hpp"
+#include "strata/parallel/limits.hpp"
 #include "strata/parallel/context.hpp"
 #include "strata/parallel/data.hpp"
 #include "strata/parallel/filter.hpp"

@@ -642,6 +642,49 @@ struct embedding {
 
 }  // namespace strata
 
+// ---- strata/parallel/limits.hpp ----------------------------------------------------------------
+/// @file parallel/limits.hpp
+/// @brief The sentences for ParaDL Table III's limits on p and the other plan mistakes.
+///
+/// A check throws `plan_error(limits::name)` on one line. At run time `what()` is the sentence.
+/// In a constant expression the throw cannot be evaluated: GCC and Clang both stop and print the
+/// throwing line, so the variable's name states the mistake in the compile error, e.g.
+/// `throw plan_error(limits::filter_degree_exceeds_fewest_filters);`.
+
+namespace strata::limits {
+
+inline constexpr const char* degree_below_one = "a parallel degree must be at least 1";
+inline constexpr const char* plan_exceeds_cluster =
+    "the strategy needs more devices than the cluster has";
+/// ParaDL Table III: p <= B.
+inline constexpr const char* data_degree_exceeds_batch =
+    "data parallelism: the degree p must not exceed the mini-batch B (ParaDL Table III: p <= B)";
+/// ParaDL Table III: p <= min_l F_l.
+inline constexpr const char* filter_degree_exceeds_fewest_filters =
+    "filter parallelism: the degree p must not exceed the fewest filters F_l of any layer "
+    "(ParaDL Table III: p <= min F_l)";
+/// ParaDL Table III: p <= min_l C_l.
+inline constexpr const char* channel_degree_exceeds_fewest_channels =
+    "channel parallelism: the degree p must not exceed the fewest input channels C_l of any "
+    "layer after the first (ParaDL Table III: p <= min C_l)";
+/// ParaDL Table III: p = pw x ph <= min_l (W_l x H_l).
+inline constexpr const char* spatial_degree_exceeds_smallest_extent =
+    "spatial parallelism: the degree p = ph x pw x pd must not exceed the smallest spatial "
+    "extent W_l x H_l of any layer (ParaDL Table III)";
+inline constexpr const char* spatial_split_exceeds_dimension =
+    "spatial parallelism: ph, pw and pd must not exceed the height, width and depth of every "
+    "split layer";
+/// ParaDL Table III: p <= G.
+inline constexpr const char* pipeline_degree_exceeds_layers =
+    "pipeline parallelism: the degree p must not exceed the number of layers G (ParaDL Table "
+    "III: p <= G)";
+inline constexpr const char* pipeline_segments_below_one =
+    "pipeline parallelism: the segment count S must be at least 1";
+inline constexpr const char* pipeline_segments_exceed_batch =
+    "pipeline parallelism: the segment count S must not exceed the batch B";
+
+}  // namespace strata::limits
+
 // ---- strata/training.hpp -----------------------------------------------------------------------
 /// @file training.hpp
 /// @brief The training setup: batch, dataset size, precision, optimizer and compute efficiency.
@@ -841,7 +884,7 @@ concept Strategy = requires(const S& s, const context& c) {
 
 namespace detail {
 constexpr void check_degree(int p) {
-  if (p < 1) throw plan_error("a parallel degree must be at least 1");
+  if (p < 1) throw plan_error(limits::degree_below_one);
 }
 }  // namespace detail
 
@@ -964,10 +1007,7 @@ struct data {
   /// ParaDL Table III: p <= B.
   constexpr void check(const context& c) const {
     strata::detail::check_degree(p);
-    if (p > c.setup.batch)
-      throw plan_error(
-          "data parallelism: the degree p must not exceed the mini-batch B (ParaDL Table III: "
-          "p <= B)");
+    if (p > c.setup.batch) throw plan_error(limits::data_degree_exceeds_batch);
   }
 
   /// Per iteration, ParaDL eq. (5): (B/p) sum(FW_l + BW_l) + sum WU_l;
@@ -1049,10 +1089,7 @@ struct filter {
   constexpr void check(const context& c) const {
     strata::detail::check_degree(p);
     for (const layer& l : c.layers)
-      if (p > l.F())
-        throw plan_error(
-            "filter parallelism: the degree p must not exceed the fewest filters F_l of any "
-            "layer (ParaDL Table III: p <= min F_l)");
+      if (p > l.F()) throw plan_error(limits::filter_degree_exceeds_fewest_filters);
   }
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
     return detail::model_horizontal_cost(c, p);
@@ -1071,10 +1108,7 @@ struct channel {
   constexpr void check(const context& c) const {
     strata::detail::check_degree(p);
     for (std::size_t i = 1; i < c.size(); ++i)
-      if (p > c.layers[i].C())
-        throw plan_error(
-            "channel parallelism: the degree p must not exceed the fewest input channels C_l of "
-            "any layer after the first (ParaDL Table III: p <= min C_l)");
+      if (p > c.layers[i].C()) throw plan_error(limits::channel_degree_exceeds_fewest_channels);
   }
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
     return detail::model_horizontal_cost(c, p);
@@ -1132,14 +1166,9 @@ struct spatial {
     strata::detail::check_degree(pd);
     for (const layer& l : c.layers) {
       if (!splits(l)) continue;
-      if (devices() > l.WH())
-        throw plan_error(
-            "spatial parallelism: the degree p = ph x pw x pd must not exceed the smallest "
-            "spatial extent W_l x H_l of any layer (ParaDL Table III)");
+      if (devices() > l.WH()) throw plan_error(limits::spatial_degree_exceeds_smallest_extent);
       if (ph > l.in.h || pw > l.in.w || pd > l.in.d)
-        throw plan_error(
-            "spatial parallelism: ph, pw and pd must not exceed the height, width and depth of "
-            "every split layer");
+        throw plan_error(limits::spatial_split_exceeds_dimension);
     }
   }
 
@@ -1280,13 +1309,10 @@ struct pipeline {
   /// ParaDL Table III: p <= G; and a segment holds at least one sample (S <= B).
   constexpr void check(const context& c) const {
     strata::detail::check_degree(p);
-    if (segments < 1) throw plan_error("pipeline parallelism: the segment count S must be >= 1");
+    if (segments < 1) throw plan_error(limits::pipeline_segments_below_one);
     if (static_cast<std::size_t>(p) > c.size())
-      throw plan_error(
-          "pipeline parallelism: the degree p must not exceed the number of layers G (ParaDL "
-          "Table III: p <= G)");
-    if (segments > c.setup.batch)
-      throw plan_error("pipeline parallelism: the segment count S must not exceed the batch B");
+      throw plan_error(limits::pipeline_degree_exceeds_layers);
+    if (segments > c.setup.batch) throw plan_error(limits::pipeline_segments_exceed_batch);
   }
 
   /// Calls f(stage) for each of the p stages of the balanced split: contiguous groups whose
@@ -1424,8 +1450,7 @@ template <Strategy S>
                                         std::span<const layer_time> profiled = {}) {
   const context c = make_context(layers, machine, setup, profiled);
   strategy.check(c);
-  if (strategy.devices() > machine.devices())
-    throw plan_error("the strategy needs more devices than the cluster has");
+  if (strategy.devices() > machine.devices()) throw plan_error(limits::plan_exceeds_cluster);
   const cost_breakdown k = strategy.cost(c);
   return {S::name, strategy.devices(), setup.batch,       setup.iterations(),
           k.time,  k.memory,           machine.dev.memory};

@@ -26,8 +26,7 @@ template <Strategy S>
                                         std::span<const layer_time> profiled = {}) {
   const context c = make_context(layers, machine, setup, profiled);
   strategy.check(c);
-  if (strategy.devices() > machine.devices())
-    throw plan_error("the strategy needs more devices than the cluster has");
+  if (strategy.devices() > machine.devices()) throw plan_error(limits::plan_exceeds_cluster);
   const cost_breakdown k = strategy.cost(c);
   return {S::name, strategy.devices(), setup.batch,       setup.iterations(),
           k.time,  k.memory,           machine.dev.memory};

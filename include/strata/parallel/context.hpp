@@ -15,6 +15,7 @@
 #include "strata/error.hpp"
 #include "strata/hardware/cluster.hpp"
 #include "strata/model/layer.hpp"
+#include "strata/parallel/limits.hpp"
 #include "strata/training.hpp"
 #include "strata/units.hpp"
 
@@ -138,7 +139,7 @@ concept Strategy = requires(const S& s, const context& c) {
 
 namespace detail {
 constexpr void check_degree(int p) {
-  if (p < 1) throw plan_error("a parallel degree must be at least 1");
+  if (p < 1) throw plan_error(limits::degree_below_one);
 }
 }  // namespace detail
 

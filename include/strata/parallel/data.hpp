@@ -39,10 +39,7 @@ struct data {
   /// ParaDL Table III: p <= B.
   constexpr void check(const context& c) const {
     strata::detail::check_degree(p);
-    if (p > c.setup.batch)
-      throw plan_error(
-          "data parallelism: the degree p must not exceed the mini-batch B (ParaDL Table III: "
-          "p <= B)");
+    if (p > c.setup.batch) throw plan_error(limits::data_degree_exceeds_batch);
   }
 
   /// Per iteration, ParaDL eq. (5): (B/p) sum(FW_l + BW_l) + sum WU_l;

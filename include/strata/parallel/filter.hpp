@@ -65,10 +65,7 @@ struct filter {
   constexpr void check(const context& c) const {
     strata::detail::check_degree(p);
     for (const layer& l : c.layers)
-      if (p > l.F())
-        throw plan_error(
-            "filter parallelism: the degree p must not exceed the fewest filters F_l of any "
-            "layer (ParaDL Table III: p <= min F_l)");
+      if (p > l.F()) throw plan_error(limits::filter_degree_exceeds_fewest_filters);
   }
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
     return detail::model_horizontal_cost(c, p);
@@ -87,10 +84,7 @@ struct channel {
   constexpr void check(const context& c) const {
     strata::detail::check_degree(p);
     for (std::size_t i = 1; i < c.size(); ++i)
-      if (p > c.layers[i].C())
-        throw plan_error(
-            "channel parallelism: the degree p must not exceed the fewest input channels C_l of "
-            "any layer after the first (ParaDL Table III: p <= min C_l)");
+      if (p > c.layers[i].C()) throw plan_error(limits::channel_degree_exceeds_fewest_channels);
   }
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
     return detail::model_horizontal_cost(c, p);

@@ -32,13 +32,10 @@ struct pipeline {
   /// ParaDL Table III: p <= G; and a segment holds at least one sample (S <= B).
   constexpr void check(const context& c) const {
     strata::detail::check_degree(p);
-    if (segments < 1) throw plan_error("pipeline parallelism: the segment count S must be >= 1");
+    if (segments < 1) throw plan_error(limits::pipeline_segments_below_one);
     if (static_cast<std::size_t>(p) > c.size())
-      throw plan_error(
-          "pipeline parallelism: the degree p must not exceed the number of layers G (ParaDL "
-          "Table III: p <= G)");
-    if (segments > c.setup.batch)
-      throw plan_error("pipeline parallelism: the segment count S must not exceed the batch B");
+      throw plan_error(limits::pipeline_degree_exceeds_layers);
+    if (segments > c.setup.batch) throw plan_error(limits::pipeline_segments_exceed_batch);
   }
 
   /// Calls f(stage) for each of the p stages of the balanced split: contiguous groups whose

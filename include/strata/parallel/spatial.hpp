@@ -52,14 +52,9 @@ struct spatial {
     strata::detail::check_degree(pd);
     for (const layer& l : c.layers) {
       if (!splits(l)) continue;
-      if (devices() > l.WH())
-        throw plan_error(
-            "spatial parallelism: the degree p = ph x pw x pd must not exceed the smallest "
-            "spatial extent W_l x H_l of any layer (ParaDL Table III)");
+      if (devices() > l.WH()) throw plan_error(limits::spatial_degree_exceeds_smallest_extent);
       if (ph > l.in.h || pw > l.in.w || pd > l.in.d)
-        throw plan_error(
-            "spatial parallelism: ph, pw and pd must not exceed the height, width and depth of "
-            "every split layer");
+        throw plan_error(limits::spatial_split_exceeds_dimension);
     }
   }
 

@@ -1,0 +1,42 @@
+#pragma once
+/// @file parallel/limits.hpp
+/// @brief The sentences for ParaDL Table III's limits on p and the other plan mistakes.
+///
+/// A check throws `plan_error(limits::name)` on one line. At run time `what()` is the sentence.
+/// In a constant expression the throw cannot be evaluated: GCC and Clang both stop and print the
+/// throwing line, so the variable's name states the mistake in the compile error, e.g.
+/// `throw plan_error(limits::filter_degree_exceeds_fewest_filters);`.
+
+namespace strata::limits {
+
+inline constexpr const char* degree_below_one = "a parallel degree must be at least 1";
+inline constexpr const char* plan_exceeds_cluster =
+    "the strategy needs more devices than the cluster has";
+/// ParaDL Table III: p <= B.
+inline constexpr const char* data_degree_exceeds_batch =
+    "data parallelism: the degree p must not exceed the mini-batch B (ParaDL Table III: p <= B)";
+/// ParaDL Table III: p <= min_l F_l.
+inline constexpr const char* filter_degree_exceeds_fewest_filters =
+    "filter parallelism: the degree p must not exceed the fewest filters F_l of any layer "
+    "(ParaDL Table III: p <= min F_l)";
+/// ParaDL Table III: p <= min_l C_l.
+inline constexpr const char* channel_degree_exceeds_fewest_channels =
+    "channel parallelism: the degree p must not exceed the fewest input channels C_l of any "
+    "layer after the first (ParaDL Table III: p <= min C_l)";
+/// ParaDL Table III: p = pw x ph <= min_l (W_l x H_l).
+inline constexpr const char* spatial_degree_exceeds_smallest_extent =
+    "spatial parallelism: the degree p = ph x pw x pd must not exceed the smallest spatial "
+    "extent W_l x H_l of any layer (ParaDL Table III)";
+inline constexpr const char* spatial_split_exceeds_dimension =
+    "spatial parallelism: ph, pw and pd must not exceed the height, width and depth of every "
+    "split layer";
+/// ParaDL Table III: p <= G.
+inline constexpr const char* pipeline_degree_exceeds_layers =
+    "pipeline parallelism: the degree p must not exceed the number of layers G (ParaDL Table "
+    "III: p <= G)";
+inline constexpr const char* pipeline_segments_below_one =
+    "pipeline parallelism: the segment count S must be at least 1";
+inline constexpr const char* pipeline_segments_exceed_batch =
+    "pipeline parallelism: the segment count S must not exceed the batch B";
+
+}  // namespace strata::limits
