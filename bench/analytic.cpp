@@ -19,7 +19,7 @@ void baseline_hand_written_eq5_7(benchmark::State& st) {
   for (auto _ : st) {
     const double share = c.batch() / p;
     const double comp = share * (c.sum_fw + c.sum_bw).count() + c.sum_wu.count();
-    const strata::interconnect l = abci.ring_link({0, p, 1});
+    const strata::interconnect l = comm::ring_link(abci, {0, p, 1});
     const double comm = 2.0 * (p - 1) * (l.alpha.count() + c.sum_w * 4 / p / l.bandwidth.count());
     const double mem = 8.0 * (share * c.sum_xy + c.sum_w);
     benchmark::DoNotOptimize(comp + comm + mem);

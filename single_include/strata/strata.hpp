@@ -34,6 +34,10 @@
 #include <stdexcept>
 #include <array>
 #include <compare>
+#include <string>
+#include <cmath>
+#include <limits>
+#include <type_traits>
 
 // ---- strata/error.hpp --------------------------------------------------------------------------
 /// @file error.hpp
@@ -334,15 +338,8 @@ struct level {
   std::string_view name;  ///< "node", "rack", ...
   int fanout = 1;         ///< children per group at this level (GPUs per node, nodes per rack)
   interconnect pair;      ///< what a pair whose lowest common group is at this level sees
-  double oversubscription = 1;  ///< uplink over-subscription above this level (1 = full bisection)
-};
-
-/// Consecutive ranks first, first + stride, ...: how a communicator is laid out on the cluster.
-struct group {
-  int first = 0;
-  int size = 1;
-  int stride = 1;
-  [[nodiscard]] constexpr int last() const { return first + (size - 1) * stride; }
+  double oversubscription = 1;  ///< over-subscription of the links joining groups at this level
+  int rails = 1;  ///< parallel links (NICs, NCCL channels) one group can drive across this level
 };
 
 inline constexpr std::size_t max_levels = 5;
@@ -379,16 +376,6 @@ struct cluster {
     const int k = common_level(a, b);
     return levels[static_cast<std::size_t>(k < 0 ? 0 : k)].pair;
   }
-  /// The interconnect every step of a ring over `g` is charged: its slowest pair. Consecutive
-  /// members of a ring that spans several level-k groups must cross level k somewhere, so the
-  /// slowest pair is the one whose common level is that of the whole group.
-  [[nodiscard]] constexpr interconnect ring_link(group g) const {
-    if (g.size < 1 || g.stride < 1 || g.first < 0)
-      throw plan_error("a communication group needs size >= 1 and stride >= 1");
-    if (g.last() >= devices()) throw plan_error("the plan uses more devices than the cluster has");
-    if (g.size == 1) return levels[0].pair;
-    return between(g.first, g.last());
-  }
 };
 
 /// Builds a cluster, checking the levels once.
@@ -402,12 +389,57 @@ struct cluster {
     if (!(l.pair.bandwidth > byte_rate{0}))
       throw plan_error("every cluster level needs a positive link bandwidth");
     if (l.pair.alpha < seconds{0}) throw plan_error("link latency must not be negative");
+    if (l.rails < 1) throw plan_error("every cluster level needs at least one rail");
+    if (l.oversubscription < 1) throw plan_error("over-subscription must be at least 1");
     c.levels[static_cast<std::size_t>(c.depth++)] = l;
   }
   return c;
 }
 
 }  // namespace strata
+
+// ---- strata/limits.hpp -------------------------------------------------------------------------
+/// @file limits.hpp
+/// @brief The sentences for ParaDL Table III's limits on p and the other plan mistakes.
+///
+/// A check throws `plan_error(limits::name)` on one line. At run time `what()` is the sentence.
+/// In a constant expression the throw cannot be evaluated: GCC and Clang both stop and print the
+/// throwing line, so the variable's name states the mistake in the compile error, e.g.
+/// `throw plan_error(limits::filter_degree_exceeds_fewest_filters);`.
+
+namespace strata::limits {
+
+inline constexpr const char* degree_below_one = "a parallel degree must be at least 1";
+inline constexpr const char* plan_exceeds_cluster =
+    "the strategy needs more devices than the cluster has";
+/// ParaDL Table III: p <= B.
+inline constexpr const char* data_degree_exceeds_batch =
+    "data parallelism: the degree p must not exceed the mini-batch B (ParaDL Table III: p <= B)";
+/// ParaDL Table III: p <= min_l F_l.
+inline constexpr const char* filter_degree_exceeds_fewest_filters =
+    "filter parallelism: the degree p must not exceed the fewest filters F_l of any layer "
+    "(ParaDL Table III: p <= min F_l)";
+/// ParaDL Table III: p <= min_l C_l.
+inline constexpr const char* channel_degree_exceeds_fewest_channels =
+    "channel parallelism: the degree p must not exceed the fewest input channels C_l of any "
+    "layer after the first (ParaDL Table III: p <= min C_l)";
+/// ParaDL Table III: p = pw x ph <= min_l (W_l x H_l).
+inline constexpr const char* spatial_degree_exceeds_smallest_extent =
+    "spatial parallelism: the degree p = ph x pw x pd must not exceed the smallest spatial "
+    "extent W_l x H_l of any layer (ParaDL Table III)";
+inline constexpr const char* spatial_split_exceeds_dimension =
+    "spatial parallelism: ph, pw and pd must not exceed the height, width and depth of every "
+    "split layer";
+/// ParaDL Table III: p <= G.
+inline constexpr const char* pipeline_degree_exceeds_layers =
+    "pipeline parallelism: the degree p must not exceed the number of layers G (ParaDL Table "
+    "III: p <= G)";
+inline constexpr const char* pipeline_segments_below_one =
+    "pipeline parallelism: the segment count S must be at least 1";
+inline constexpr const char* pipeline_segments_exceed_batch =
+    "pipeline parallelism: the segment count S must not exceed the batch B";
+
+}  // namespace strata::limits
 
 // ---- strata/model/layer.hpp --------------------------------------------------------------------
 /// @file model/layer.hpp
@@ -642,49 +674,6 @@ struct embedding {
 
 }  // namespace strata
 
-// ---- strata/parallel/limits.hpp ----------------------------------------------------------------
-/// @file parallel/limits.hpp
-/// @brief The sentences for ParaDL Table III's limits on p and the other plan mistakes.
-///
-/// A check throws `plan_error(limits::name)` on one line. At run time `what()` is the sentence.
-/// In a constant expression the throw cannot be evaluated: GCC and Clang both stop and print the
-/// throwing line, so the variable's name states the mistake in the compile error, e.g.
-/// `throw plan_error(limits::filter_degree_exceeds_fewest_filters);`.
-
-namespace strata::limits {
-
-inline constexpr const char* degree_below_one = "a parallel degree must be at least 1";
-inline constexpr const char* plan_exceeds_cluster =
-    "the strategy needs more devices than the cluster has";
-/// ParaDL Table III: p <= B.
-inline constexpr const char* data_degree_exceeds_batch =
-    "data parallelism: the degree p must not exceed the mini-batch B (ParaDL Table III: p <= B)";
-/// ParaDL Table III: p <= min_l F_l.
-inline constexpr const char* filter_degree_exceeds_fewest_filters =
-    "filter parallelism: the degree p must not exceed the fewest filters F_l of any layer "
-    "(ParaDL Table III: p <= min F_l)";
-/// ParaDL Table III: p <= min_l C_l.
-inline constexpr const char* channel_degree_exceeds_fewest_channels =
-    "channel parallelism: the degree p must not exceed the fewest input channels C_l of any "
-    "layer after the first (ParaDL Table III: p <= min C_l)";
-/// ParaDL Table III: p = pw x ph <= min_l (W_l x H_l).
-inline constexpr const char* spatial_degree_exceeds_smallest_extent =
-    "spatial parallelism: the degree p = ph x pw x pd must not exceed the smallest spatial "
-    "extent W_l x H_l of any layer (ParaDL Table III)";
-inline constexpr const char* spatial_split_exceeds_dimension =
-    "spatial parallelism: ph, pw and pd must not exceed the height, width and depth of every "
-    "split layer";
-/// ParaDL Table III: p <= G.
-inline constexpr const char* pipeline_degree_exceeds_layers =
-    "pipeline parallelism: the degree p must not exceed the number of layers G (ParaDL Table "
-    "III: p <= G)";
-inline constexpr const char* pipeline_segments_below_one =
-    "pipeline parallelism: the segment count S must be at least 1";
-inline constexpr const char* pipeline_segments_exceed_batch =
-    "pipeline parallelism: the segment count S must not exceed the batch B";
-
-}  // namespace strata::limits
-
 // ---- strata/training.hpp -----------------------------------------------------------------------
 /// @file training.hpp
 /// @brief The training setup: batch, dataset size, precision, optimizer and compute efficiency.
@@ -917,56 +906,522 @@ struct report {
 
 }  // namespace strata
 
+// ---- strata/comm/placement.hpp -----------------------------------------------------------------
+/// @file comm/placement.hpp
+/// @brief Where a communicator's ranks sit on the cluster, and what its collectives see there.
+///
+/// A group is the ranks first, first + stride, ... (size of them). Its view records how many
+/// members share a node, the level that holds the whole group, the node-internal link, what a
+/// node can drive across the levels the group spans (pair bandwidth x rails, the NICs or NCCL
+/// channels it uses in parallel) and the over-subscription it meets there.
+/// @code
+/// constexpr auto c = strata::presets::dgx_a100(2);
+/// constexpr auto v = strata::comm::view(c, {.first = 0, .size = 16});
+/// static_assert(v.local == 8 && v.nodes == 2);
+/// @endcode
+
+
+
+namespace strata {
+
+/// Consecutive ranks first, first + stride, ...: how a communicator is laid out on the cluster.
+struct group {
+  int first = 0;
+  int size = 1;
+  int stride = 1;
+  [[nodiscard]] constexpr int last() const { return first + (size - 1) * stride; }
+};
+
+namespace comm {
+
+/// What a group's collectives see of the cluster.
+struct group_view {
+  int p = 1;           ///< members
+  int local = 1;       ///< members per node (level-0 group)
+  int nodes = 1;       ///< nodes the group spans
+  int top = -1;        ///< level whose group holds all members (-1: a single rank)
+  interconnect intra;  ///< a pair inside one node
+  interconnect inter;  ///< across nodes: alpha of the slowest pair; bandwidth a node drives
+  double oversubscription = 1;  ///< the largest over-subscription among the crossed levels
+  interconnect ring;            ///< the slowest hop of a ring over the group (ParaDL §IV)
+};
+
+/// The view of group `g` on cluster `c`. Groups are assumed regular: every node holds as many
+/// members as the first one.
+[[nodiscard]] constexpr group_view view(const cluster& c, group g) {
+  if (g.size < 1 || g.stride < 1 || g.first < 0)
+    throw plan_error("a communication group needs size >= 1, stride >= 1 and first >= 0");
+  if (g.last() >= c.devices()) throw plan_error(limits::plan_exceeds_cluster);
+  group_view v;
+  v.p = g.size;
+  const level& node = c.levels[0];
+  v.intra = node.pair;
+  v.intra.bandwidth = node.pair.bandwidth * static_cast<double>(node.rails);
+  const int n0 = c.span(0);
+  const int room = n0 - g.first % n0;  // node slots from `first` to the end of its node
+  v.local = g.stride >= n0 ? 1 : (room + g.stride - 1) / g.stride;
+  if (v.local > g.size) v.local = g.size;
+  v.nodes = (g.size + v.local - 1) / v.local;
+  v.top = g.size == 1 ? -1 : c.common_level(g.first, g.last());
+  v.ring = v.intra;
+  v.inter = v.intra;
+  if (v.top >= 1) {
+    const level& topl = c.levels[static_cast<std::size_t>(v.top)];
+    v.inter.alpha = topl.pair.alpha;
+    v.ring.alpha = topl.pair.alpha;
+    byte_rate across = topl.pair.bandwidth * static_cast<double>(topl.rails);
+    for (int j = 1; j <= v.top; ++j) {
+      const level& l = c.levels[static_cast<std::size_t>(j)];
+      const int rails = l.rails < v.local ? l.rails : v.local;
+      const byte_rate b = l.pair.bandwidth * static_cast<double>(rails);
+      if (b < across) across = b;
+      if (l.oversubscription > v.oversubscription) v.oversubscription = l.oversubscription;
+    }
+    v.inter.bandwidth = across;
+    v.ring.bandwidth = v.local > 1 ? min(v.intra.bandwidth, across) : across;
+  }
+  return v;
+}
+
+/// The link every step of a ring over `g` is charged: the slowest pair's start-up and the
+/// narrowest of the links the ring uses (ParaDL §IV: "each step costs its slowest pair").
+[[nodiscard]] constexpr interconnect ring_link(const cluster& c, group g) {
+  return view(c, g).ring;
+}
+
+}  // namespace comm
+}  // namespace strata
+
+// ---- strata/detail/cmath.hpp -------------------------------------------------------------------
+/// @file detail/cmath.hpp
+/// @brief `constexpr` exp, log, log2 and pow for the cost models (std's are not constexpr in
+/// C++20). At run time they call <cmath>; in constant evaluation they use range reduction and
+/// series accurate to a few ulp over the ranges the models use.
+
+
+namespace strata::detail {
+
+inline constexpr double ln2 = 0.693147180559945309417232121458176568;
+
+constexpr double ldexp_ce(double x, int e) {
+  while (e > 0) {
+    x *= 2.0;
+    --e;
+  }
+  while (e < 0) {
+    x *= 0.5;
+    ++e;
+  }
+  return x;
+}
+
+/// e^x.
+constexpr double exp(double x) {
+  if (!std::is_constant_evaluated()) return std::exp(x);
+  if (x != x) return x;
+  if (x > 709.0) return std::numeric_limits<double>::infinity();
+  if (x < -745.0) return 0.0;
+  // x = k ln2 + r, |r| <= ln2 / 2
+  const double kd = x / ln2;
+  const int k = static_cast<int>(kd < 0 ? kd - 0.5 : kd + 0.5);
+  const double r = x - k * ln2;
+  double term = 1.0, sum = 1.0;
+  for (int n = 1; n < 30; ++n) {
+    term *= r / n;
+    sum += term;
+  }
+  return ldexp_ce(sum, k);
+}
+
+/// Natural logarithm of x > 0.
+constexpr double log(double x) {
+  if (!std::is_constant_evaluated()) return std::log(x);
+  if (!(x > 0.0)) return std::numeric_limits<double>::quiet_NaN();
+  if (x == std::numeric_limits<double>::infinity()) return x;
+  // x = m 2^e with m in [1, 2)
+  int e = 0;
+  while (x >= 2.0) {
+    x *= 0.5;
+    ++e;
+  }
+  while (x < 1.0) {
+    x *= 2.0;
+    --e;
+  }
+  // log(m) = 2 atanh(z), z = (m - 1) / (m + 1) in [0, 1/3)
+  const double z = (x - 1.0) / (x + 1.0), z2 = z * z;
+  double term = z, sum = 0.0;
+  for (int n = 1; n < 80; n += 2) {
+    sum += term / n;
+    term *= z2;
+  }
+  return 2.0 * sum + e * ln2;
+}
+
+constexpr double log2(double x) { return log(x) / ln2; }
+constexpr double log10(double x) { return log(x) / 2.302585092994045684017991454684364208; }
+constexpr double pow(double base, double e) { return exp(e * log(base)); }
+
+}  // namespace strata::detail
+
 // ---- strata/comm/collectives.hpp ---------------------------------------------------------------
 /// @file comm/collectives.hpp
-/// @brief Collective operations under the alpha-beta model, as ParaDL §IV states them.
+/// @brief Collective operations x algorithms under the alpha-beta model, on the links a group's
+/// placement really uses.
 ///
-/// The algorithm is a policy type. `ring` is NCCL's default for large messages and the one
-/// ParaDL uses throughout: each of the p ranks cuts its m-byte buffer into p pieces and the ring
-/// runs p - 1 steps for all-gather and 2 (p - 1) for all-reduce. On a hierarchical cluster every
-/// step is charged the slowest pair of the ring (`cluster::ring_link`).
+/// Sizes follow nccl-tests (`test/data/nccl_busbw_formulas.csv`): S is the per-rank buffer for
+/// all-reduce, the total array for all-gather, reduce-scatter and all-to-all, and the message for
+/// broadcast, reduce and send/recv. Every algorithm is a policy type with
+/// `time(collective, const cluster&, group, bytes S)`; the ring also keeps ParaDL's closed forms
+/// on a single link, which the ParaDL strategies call.
 /// @code
 /// using namespace strata::literals;
 /// constexpr strata::interconnect nvlink{20_us, 50_GBps};
 /// constexpr auto t = strata::comm::ring::all_reduce(4, 100_MB, nvlink);
-/// // 2 (4 - 1) (20 us + 25 MB / 50 GB/s) = 6 x 520 us = 3.12 ms
+/// // 2 (4 - 1) (20 us + (100 MB / 4) / 50 GB/s) = 6 x 520 us = 3.12 ms
+/// constexpr auto c = strata::presets::dgx_h100(1);
+/// constexpr auto nvls = strata::comm::in_switch::time(strata::comm::collective::all_reduce, c,
+///                                                     {.size = 8}, 1_GB);
 /// @endcode
+
 
 
 namespace strata::comm {
 
+/// The collective operations.
+enum class collective {
+  all_reduce,
+  all_gather,
+  reduce_scatter,
+  all_to_all,
+  broadcast,
+  reduce,
+  send_recv
+};
+
+[[nodiscard]] constexpr std::string_view to_string(collective op) {
+  switch (op) {
+    case collective::all_reduce:
+      return "all_reduce";
+    case collective::all_gather:
+      return "all_gather";
+    case collective::reduce_scatter:
+      return "reduce_scatter";
+    case collective::all_to_all:
+      return "all_to_all";
+    case collective::broadcast:
+      return "broadcast";
+    case collective::reduce:
+      return "reduce";
+    case collective::send_recv:
+      return "send_recv";
+  }
+  return "?";
+}
+
+/// nccl-tests' bus-bandwidth factor: busbw = algbw x factor, algbw = S / t. All-reduce
+/// 2(n-1)/n; reduce-scatter, all-gather, all-to-all (n-1)/n; broadcast, reduce, send/recv 1.
+[[nodiscard]] constexpr double busbw_factor(collective op, int n) {
+  if (n < 1) throw plan_error("a collective needs at least one participant");
+  switch (op) {
+    case collective::all_reduce:
+      return 2.0 * (n - 1) / n;
+    case collective::all_gather:
+    case collective::reduce_scatter:
+    case collective::all_to_all:
+      return static_cast<double>(n - 1) / n;
+    case collective::broadcast:
+    case collective::reduce:
+    case collective::send_recv:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+/// algbw = S / t.
+[[nodiscard]] constexpr byte_rate algbw(bytes s, seconds t) { return s / t; }
+/// busbw = S / t x busbw_factor.
+[[nodiscard]] constexpr byte_rate busbw(collective op, int n, bytes s, seconds t) {
+  return s / t * busbw_factor(op, n);
+}
+/// The time at which a collective of S bytes reaches bus bandwidth `bw`.
+[[nodiscard]] constexpr seconds time_at_busbw(collective op, int n, bytes s, byte_rate bw) {
+  return s * busbw_factor(op, n) / bw;
+}
+
 namespace detail {
-constexpr void check_group(int p, bytes m) {
+constexpr void check(int p, bytes m) {
   if (p < 1) throw plan_error("a collective needs at least one participant");
   if (m < bytes{0}) throw plan_error("a message size must not be negative");
+}
+constexpr int ceil_log2(int p) {
+  int k = 0;
+  while ((1 << k) < p) ++k;
+  return k;
+}
+[[noreturn]] inline void unsupported(std::string_view algorithm, collective op) {
+  throw plan_error(std::string(algorithm) + " does not implement " + std::string(to_string(op)));
 }
 }  // namespace detail
 
 /// ParaDL §IV: T_p2p(m) = alpha + m beta.
 [[nodiscard]] constexpr seconds p2p(bytes m, interconnect l) {
-  detail::check_group(1, m);
+  detail::check(1, m);
   return l.transfer(m);
 }
 
-/// Ring algorithms (ParaDL §IV). `m` is the full buffer each rank holds (all-reduce,
-/// reduce-scatter) or contributes (all-gather: the piece each rank owns).
+/// Ring algorithms (ParaDL §IV; NCCL's default for large messages): the buffer is cut into p
+/// pieces and passed around the ring; every step is charged the slowest hop.
 struct ring {
-  /// T_ar(p, m) = 2 (p - 1) (alpha + (m / p) beta).
-  [[nodiscard]] static constexpr seconds all_reduce(int p, bytes m, interconnect l) {
-    detail::check_group(p, m);
-    return 2.0 * (p - 1) * (l.alpha + (m / static_cast<double>(p)) / l.bandwidth);
+  static constexpr std::string_view name = "ring";
+  /// T_ar(p, S) = 2 (p - 1) (alpha + (S / p) beta).
+  [[nodiscard]] static constexpr seconds all_reduce(int p, bytes s, interconnect l) {
+    detail::check(p, s);
+    return 2.0 * (p - 1) * (l.alpha + (s / static_cast<double>(p)) / l.bandwidth);
   }
-  /// T_ag(p, m) = (p - 1) (alpha + m beta), m = the piece each rank contributes.
-  [[nodiscard]] static constexpr seconds all_gather(int p, bytes piece, interconnect l) {
-    detail::check_group(p, piece);
-    return (p - 1) * (l.alpha + piece / l.bandwidth);
+  /// T_ag(p, S) = (p - 1) (alpha + (S / p) beta); ParaDL writes (p - 1)(alpha + m beta) with
+  /// m = S / p, the piece each rank owns.
+  [[nodiscard]] static constexpr seconds all_gather(int p, bytes s, interconnect l) {
+    detail::check(p, s);
+    return (p - 1) * (l.alpha + (s / static_cast<double>(p)) / l.bandwidth);
   }
-  /// The first half of a ring all-reduce: (p - 1) (alpha + (m / p) beta).
-  [[nodiscard]] static constexpr seconds reduce_scatter(int p, bytes m, interconnect l) {
-    detail::check_group(p, m);
-    return (p - 1) * (l.alpha + (m / static_cast<double>(p)) / l.bandwidth);
+  /// The first half of a ring all-reduce: (p - 1) (alpha + (S / p) beta).
+  [[nodiscard]] static constexpr seconds reduce_scatter(int p, bytes s, interconnect l) {
+    return all_gather(p, s, l);
+  }
+  /// Pipelined chain (broadcast, reduce): (p - 1) alpha + S beta.
+  [[nodiscard]] static constexpr seconds chain(int p, bytes s, interconnect l) {
+    detail::check(p, s);
+    return p == 1 ? seconds{} : (p - 1) * l.alpha + s / l.bandwidth;
+  }
+
+  [[nodiscard]] static constexpr seconds time(collective op, const cluster& c, group g, bytes s) {
+    const interconnect l = ring_link(c, g);
+    switch (op) {
+      case collective::all_reduce:
+        return all_reduce(g.size, s, l);
+      case collective::all_gather:
+        return all_gather(g.size, s, l);
+      case collective::reduce_scatter:
+        return reduce_scatter(g.size, s, l);
+      case collective::broadcast:
+      case collective::reduce:
+        return chain(g.size, s, l);
+      case collective::send_recv:
+        return g.size == 1 ? seconds{} : p2p(s, l);
+      case collective::all_to_all:
+        break;
+    }
+    detail::unsupported(name, op);
   }
 };
+
+/// Double binary tree (Sanders, Speck and Traff 2009; NCCL's "tree"): two complementary binary
+/// trees each carry half of the data, reduced up and broadcast down in a pipeline:
+/// all-reduce 2 ceil(log2 p) alpha + 2 S beta; broadcast and reduce ceil(log2 p) alpha + S beta.
+struct tree {
+  static constexpr std::string_view name = "tree";
+  [[nodiscard]] static constexpr seconds time(collective op, const cluster& c, group g, bytes s) {
+    detail::check(g.size, s);
+    if (g.size == 1) return {};
+    const interconnect l = ring_link(c, g);
+    const int depth = detail::ceil_log2(g.size);
+    switch (op) {
+      case collective::all_reduce:
+        return 2.0 * depth * l.alpha + 2.0 * (s / l.bandwidth);
+      case collective::broadcast:
+      case collective::reduce:
+        return depth * l.alpha + s / l.bandwidth;
+      default:
+        break;
+    }
+    detail::unsupported(name, op);
+  }
+};
+
+/// Recursive halving (reduce-scatter) and doubling (all-gather), Thakur, Rabenseifner and Gropp
+/// 2005: log2 p steps; step k exchanges S / 2^k with the partner p / 2^k ranks away, over that
+/// pair's own link (shared with the node's other members when it leaves the node). A
+/// non-power-of-two p first folds the extra ranks into partners and returns their result at the end
+/// (one more alpha + S beta each way). Broadcast and reduce use a binomial tree: ceil(log2 p)
+/// (alpha + S beta).
+struct recursive {
+  static constexpr std::string_view name = "recursive";
+  /// One exchange step between partners `d` members apart: partners on other nodes share the
+  /// node's rails with every other member crossing at the same time.
+  [[nodiscard]] static constexpr seconds step(const cluster& c, group g, const group_view& v, int d,
+                                              bytes m) {
+    const int lvl = c.common_level(g.first, g.first + d * g.stride);
+    if (lvl < 0) return {};
+    const level& at = c.levels[static_cast<std::size_t>(lvl)];
+    byte_rate bw = at.pair.bandwidth;
+    if (lvl == 0) {
+      bw = v.intra.bandwidth;
+    } else if (v.local > at.rails) {
+      bw = bw * (static_cast<double>(at.rails) / v.local) / at.oversubscription;
+    }
+    return at.pair.alpha + m / bw;
+  }
+  [[nodiscard]] static constexpr seconds halving(const cluster& c, group g, bytes s) {
+    const group_view v = view(c, g);
+    int q = 1;
+    while (2 * q <= g.size) q *= 2;
+    seconds t{};
+    for (int k = 1, d = q / 2; d >= 1; ++k, d /= 2)
+      t += step(c, g, v, d, s / static_cast<double>(1 << k));
+    if (q != g.size) t += step(c, g, v, q, s);
+    return t;
+  }
+  [[nodiscard]] static constexpr seconds time(collective op, const cluster& c, group g, bytes s) {
+    detail::check(g.size, s);
+    if (g.size == 1) return {};
+    switch (op) {
+      case collective::all_reduce:
+        return 2.0 * halving(c, g, s);
+      case collective::reduce_scatter:
+      case collective::all_gather:
+        return halving(c, g, s);
+      case collective::broadcast:
+      case collective::reduce: {
+        const interconnect l = ring_link(c, g);
+        return detail::ceil_log2(g.size) * l.transfer(s);
+      }
+      default:
+        break;
+    }
+    detail::unsupported(name, op);
+  }
+};
+
+/// Direct (pairwise) exchange: every rank talks to every other. All-to-all, and all-gather and
+/// reduce-scatter built from it, run p - 1 rounds whose data crosses the node's own links
+/// ((local - 1) S / p per rank) and its uplinks (local (p - local) S / p per node, over the
+/// node's rails, slowed by over-subscription); the slower of the two decides. Lin et al. feed
+/// uneven all-to-alls through `all_to_all_uneven`. Broadcast and reduce are flat: the root
+/// sends to each rank in turn, (p - 1)(alpha + S beta).
+struct direct {
+  static constexpr std::string_view name = "direct";
+  [[nodiscard]] static constexpr seconds exchange(const group_view& v, bytes s) {
+    const double p = v.p, local = v.local;
+    const seconds inside = (s * ((local - 1) / p)) / v.intra.bandwidth;
+    seconds across{};
+    if (v.nodes > 1)
+      across = (s * (local * (p - local) / p)) / (v.inter.bandwidth / v.oversubscription);
+    return (v.p - 1) * v.ring.alpha + max(inside, across);
+  }
+  [[nodiscard]] static constexpr seconds time(collective op, const cluster& c, group g, bytes s) {
+    detail::check(g.size, s);
+    if (g.size == 1) return {};
+    const group_view v = view(c, g);
+    switch (op) {
+      case collective::all_to_all:
+      case collective::all_gather:
+      case collective::reduce_scatter:
+        return exchange(v, s);
+      case collective::all_reduce:
+        return 2.0 * exchange(v, s);
+      case collective::broadcast:
+      case collective::reduce:
+        return (g.size - 1) * v.ring.transfer(s);
+      case collective::send_recv:
+        return p2p(s, c.between(g.first, g.last()));
+    }
+    detail::unsupported(name, op);
+  }
+};
+
+/// Hierarchical: reduce-scatter inside each node, all-reduce across nodes (one ring per local
+/// rank, the `local` rings sharing the node's rails), all-gather inside each node. Reduce-scatter
+/// and all-gather are the first and second halves. Falls back to the ring when the group sits in
+/// one node or has one member per node.
+struct hierarchical {
+  static constexpr std::string_view name = "hierarchical";
+  [[nodiscard]] static constexpr seconds time(collective op, const cluster& c, group g, bytes s) {
+    detail::check(g.size, s);
+    if (g.size == 1) return {};
+    const group_view v = view(c, g);
+    if (v.nodes == 1 || v.local == 1) {
+      if (op == collective::all_reduce || op == collective::all_gather ||
+          op == collective::reduce_scatter)
+        return ring::time(op, c, g, s);
+      detail::unsupported(name, op);
+    }
+    const double l = v.local;
+    const seconds in_node = (l - 1) * (v.intra.alpha + (s / l) / v.intra.bandwidth);
+    const interconnect across{v.inter.alpha, v.inter.bandwidth / l};  // each of l rings
+    switch (op) {
+      case collective::all_reduce:
+        return 2.0 * in_node + ring::all_reduce(v.nodes, s / l, across);
+      case collective::reduce_scatter:
+      case collective::all_gather:
+        return in_node + ring::all_gather(v.nodes, s / l, across);
+      default:
+        break;
+    }
+    detail::unsupported(name, op);
+  }
+};
+
+/// In-network reduction inside one NVSwitch domain (NVLink SHARP, "NVLS"): each GPU sends its
+/// buffer to the switch once and receives the reduced result once, so all-reduce costs
+/// 2 alpha + S beta and its bus bandwidth, 2(n-1)/n x S / t, can exceed the wire.
+struct in_switch {
+  static constexpr std::string_view name = "in_switch";
+  [[nodiscard]] static constexpr seconds time(collective op, const cluster& c, group g, bytes s) {
+    detail::check(g.size, s);
+    if (g.size == 1) return {};
+    const group_view v = view(c, g);
+    if (v.nodes > 1)
+      throw plan_error("in-switch reduction needs the whole group inside one NVSwitch node");
+    switch (op) {
+      case collective::all_reduce:
+        return 2.0 * v.intra.alpha + s / v.intra.bandwidth;
+      case collective::reduce_scatter:
+      case collective::all_gather:
+        return v.intra.alpha + (s * ((v.p - 1.0) / v.p)) / v.intra.bandwidth;
+      default:
+        break;
+    }
+    detail::unsupported(name, op);
+  }
+};
+
+/// Lin et al. §IV-A: an uneven all-to-all is as slow as its busiest device, so its size is
+/// the largest over devices of the bytes a device sends or receives; `sent[i]` and `received[i]`
+/// exclude what rank i keeps. Returns the equivalent uniform S (nccl-tests convention).
+template <class Range>
+[[nodiscard]] constexpr bytes all_to_all_uneven(const Range& sent, const Range& received) {
+  bytes worst{};
+  int p = 0;
+  for (const bytes b : sent) {
+    worst = max(worst, b);
+    ++p;
+  }
+  int q = 0;
+  for (const bytes b : received) {
+    worst = max(worst, b);
+    ++q;
+  }
+  if (p != q || p < 1) throw plan_error("all-to-all: sent and received need one entry per rank");
+  return p == 1 ? bytes{} : worst * (static_cast<double>(p) / (p - 1));
+}
+
+/// Parameter-server push: `workers` each send S bytes split evenly over `servers`; a worker's
+/// uplink carries S, a server's downlink workers x S / servers, shared fairly.
+[[nodiscard]] constexpr seconds ps_push(int workers, int servers, bytes s, interconnect worker,
+                                        interconnect server) {
+  if (workers < 1 || servers < 1)
+    throw plan_error("a parameter server needs at least one worker and one server");
+  detail::check(1, s);
+  const seconds up = s / worker.bandwidth;
+  const seconds in = s * (static_cast<double>(workers) / servers) / server.bandwidth;
+  return max(worker.alpha, server.alpha) + max(up, in);
+}
+/// Parameter-server pull: the mirror image of `ps_push`.
+[[nodiscard]] constexpr seconds ps_pull(int workers, int servers, bytes s, interconnect worker,
+                                        interconnect server) {
+  return ps_push(workers, servers, s, worker, server);
+}
 
 }  // namespace strata::comm
 
@@ -1019,8 +1474,8 @@ struct data {
     t.forward = share * c.sum_fw;
     t.backward = share * c.sum_bw;
     t.weight_update = c.sum_wu;
-    t.gradient_exchange =
-        comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()}, c.machine.ring_link({0, p, 1}));
+    t.gradient_exchange = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
+                                                 comm::ring_link(c.machine, {0, p, 1}));
     return {t, c.memory(1.0, share, 1.0)};
   }
 };
@@ -1053,7 +1508,7 @@ namespace detail {
 /// 50 layers: its weighted ones).
 constexpr seconds layerwise_collectives(const context& c, double samples, group g) {
   if (g.size == 1) return {};
-  const interconnect l = c.machine.ring_link(g);
+  const interconnect l = comm::ring_link(c.machine, g);
   std::size_t last = c.size();
   for (std::size_t i = 0; i < c.size(); ++i)
     if (c.layers[i].has_weights()) last = i;
@@ -1061,8 +1516,7 @@ constexpr seconds layerwise_collectives(const context& c, double samples, group 
   for (std::size_t i = 0; i < last; ++i) {
     if (!c.layers[i].has_weights()) continue;
     const bytes m{samples * c.layers[i].y() * c.delta()};
-    t += comm::ring::all_gather(g.size, m / static_cast<double>(g.size), l) +
-         comm::ring::all_reduce(g.size, m, l);
+    t += comm::ring::all_gather(g.size, m, l) + comm::ring::all_reduce(g.size, m, l);
   }
   return t;
 }
@@ -1175,7 +1629,7 @@ struct spatial {
   /// ParaDL eq. (10), per iteration for `samples` samples on the tile group `g`:
   /// 2 sum_l (T_p2p(samples halo(|x_l|) delta) + T_p2p(samples halo(|dL/dy_l|) delta)).
   [[nodiscard]] constexpr seconds halo_time(const context& c, double samples, group g) const {
-    const interconnect nb = c.machine.ring_link(g);
+    const interconnect nb = comm::ring_link(c.machine, g);
     seconds t{};
     for (const layer& l : c.layers) {
       const double hx = halo(l.in, l.kernel), hy = halo(l.out, l.kernel);
@@ -1193,8 +1647,8 @@ struct spatial {
     t.forward = c.batch() / p * c.sum_fw;
     t.backward = c.batch() / p * c.sum_bw;
     t.weight_update = c.sum_wu;
-    t.gradient_exchange =
-        comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()}, c.machine.ring_link({0, p, 1}));
+    t.gradient_exchange = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
+                                                 comm::ring_link(c.machine, {0, p, 1}));
     t.halo_exchange = halo_time(c, c.batch(), {0, p, 1});
     return {t, c.memory(1.0, c.batch(), p)};
   }
@@ -1243,7 +1697,7 @@ struct data_filter {
     t.weight_update = c.sum_wu / static_cast<double>(p2);
     t.layer_collectives = detail::layerwise_collectives(c, c.batch() / p1, {0, p2, 1});
     t.gradient_exchange = comm::ring::all_reduce(p1, bytes{c.sum_w * c.delta() / p2},
-                                                 c.machine.ring_link({0, p1, p2}));
+                                                 comm::ring_link(c.machine, {0, p1, p2}));
     return {t, c.memory(1.0 / p2, c.batch() / p1, 1.0)};
   }
 };
@@ -1271,8 +1725,8 @@ struct data_spatial {
     t.forward = c.batch() / p * c.sum_fw;
     t.backward = c.batch() / p * c.sum_bw;
     t.weight_update = c.sum_wu;
-    t.gradient_exchange =
-        comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()}, c.machine.ring_link({0, p, 1}));
+    t.gradient_exchange = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
+                                                 comm::ring_link(c.machine, {0, p, 1}));
     t.halo_exchange = inner.halo_time(c, c.batch() / p1, {0, p2, 1});
     return {t, c.memory(1.0, c.batch() / p1, p2)};
   }
@@ -1557,29 +2011,29 @@ constexpr void check_devices(int n) {
                        level{"cluster", 2, interconnect{10_us, 200_Gbps}, 1.0}});
 }
 
-/// DGX-1 (V100-16GB): 8 GPUs, 6 NVLink2 links x 25 GB/s per direction; one 100 Gbps EDR HCA per
-/// pair of GPUs, modelled as 100 Gbps per GPU. Start-up: 5 us in a node, 10 us across.
+/// DGX-1 (V100-16GB): 8 GPUs, 6 NVLink2 links x 25 GB/s per direction; four 100 Gbps EDR HCAs
+/// (4 rails). Start-up: 5 us in a node, 10 us across.
 [[nodiscard]] constexpr cluster dgx1_v100(int nodes) {
   detail::check_devices(nodes);
   return make_cluster("DGX-1 V100", v100_sxm2_16gb,
                       {level{"node", 8, interconnect{5_us, 150_GBps}, 1.0},
-                       level{"cluster", nodes, interconnect{10_us, 100_Gbps}, 1.0}});
+                       level{"cluster", nodes, interconnect{10_us, 100_Gbps}, 1.0, 4}});
 }
 
-/// DGX A100 (80GB): NVSwitch, 12 NVLink3 x 25 GB/s per direction; 8 x 200 Gbps HDR, one per GPU.
+/// DGX A100 (80GB): NVSwitch, 12 NVLink3 x 25 GB/s per direction; 8 x 200 Gbps HDR (8 rails).
 [[nodiscard]] constexpr cluster dgx_a100(int nodes) {
   detail::check_devices(nodes);
   return make_cluster("DGX A100", a100_sxm4_80gb,
                       {level{"node", 8, interconnect{5_us, 300_GBps}, 1.0},
-                       level{"cluster", nodes, interconnect{10_us, 200_Gbps}, 1.0}});
+                       level{"cluster", nodes, interconnect{10_us, 200_Gbps}, 1.0, 8}});
 }
 
-/// DGX H100: NVSwitch, 18 NVLink4 x 25 GB/s per direction; 8 x 400 Gbps NDR, one per GPU.
+/// DGX H100: NVSwitch, 18 NVLink4 x 25 GB/s per direction; 8 x 400 Gbps NDR (8 rails).
 [[nodiscard]] constexpr cluster dgx_h100(int nodes) {
   detail::check_devices(nodes);
   return make_cluster("DGX H100", h100_sxm5_80gb,
                       {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0},
-                       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0}});
+                       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
 }
 
 }  // namespace strata::presets

@@ -19,11 +19,12 @@ TEST_CASE("ABCI pair links follow ParaDL section V-A") {
 
 TEST_CASE("a ring is charged its slowest pair") {
   const cluster c = presets::abci(64);
-  CHECK(c.ring_link({0, 4, 1}).bandwidth.count() == 50e9);     // one node
-  CHECK(c.ring_link({0, 8, 1}).bandwidth.count() == 12.5e9);   // two nodes
-  CHECK(c.ring_link({0, 16, 4}).bandwidth.count() == 12.5e9);  // one GPU per node
-  CHECK(c.ring_link({2, 1, 1}).bandwidth.count() == 50e9);     // alone: no traffic
-  CHECK_THROWS_WITH(c.ring_link({0, 65, 1}), Catch::Contains("more devices than the cluster"));
+  CHECK(comm::ring_link(c, {0, 4, 1}).bandwidth.count() == 50e9);     // one node
+  CHECK(comm::ring_link(c, {0, 8, 1}).bandwidth.count() == 12.5e9);   // two nodes
+  CHECK(comm::ring_link(c, {0, 16, 4}).bandwidth.count() == 12.5e9);  // one GPU per node
+  CHECK(comm::ring_link(c, {2, 1, 1}).bandwidth.count() == 50e9);     // alone: no traffic
+  CHECK_THROWS_WITH(comm::ring_link(c, {0, 65, 1}),
+                    Catch::Contains("more devices than the cluster"));
 }
 
 TEST_CASE("device peaks come from gpu_peak_specs.csv") {

@@ -36,15 +36,8 @@ struct level {
   std::string_view name;  ///< "node", "rack", ...
   int fanout = 1;         ///< children per group at this level (GPUs per node, nodes per rack)
   interconnect pair;      ///< what a pair whose lowest common group is at this level sees
-  double oversubscription = 1;  ///< uplink over-subscription above this level (1 = full bisection)
-};
-
-/// Consecutive ranks first, first + stride, ...: how a communicator is laid out on the cluster.
-struct group {
-  int first = 0;
-  int size = 1;
-  int stride = 1;
-  [[nodiscard]] constexpr int last() const { return first + (size - 1) * stride; }
+  double oversubscription = 1;  ///< over-subscription of the links joining groups at this level
+  int rails = 1;  ///< parallel links (NICs, NCCL channels) one group can drive across this level
 };
 
 inline constexpr std::size_t max_levels = 5;
@@ -81,16 +74,6 @@ struct cluster {
     const int k = common_level(a, b);
     return levels[static_cast<std::size_t>(k < 0 ? 0 : k)].pair;
   }
-  /// The interconnect every step of a ring over `g` is charged: its slowest pair. Consecutive
-  /// members of a ring that spans several level-k groups must cross level k somewhere, so the
-  /// slowest pair is the one whose common level is that of the whole group.
-  [[nodiscard]] constexpr interconnect ring_link(group g) const {
-    if (g.size < 1 || g.stride < 1 || g.first < 0)
-      throw plan_error("a communication group needs size >= 1 and stride >= 1");
-    if (g.last() >= devices()) throw plan_error("the plan uses more devices than the cluster has");
-    if (g.size == 1) return levels[0].pair;
-    return between(g.first, g.last());
-  }
 };
 
 /// Builds a cluster, checking the levels once.
@@ -104,6 +87,8 @@ struct cluster {
     if (!(l.pair.bandwidth > byte_rate{0}))
       throw plan_error("every cluster level needs a positive link bandwidth");
     if (l.pair.alpha < seconds{0}) throw plan_error("link latency must not be negative");
+    if (l.rails < 1) throw plan_error("every cluster level needs at least one rail");
+    if (l.oversubscription < 1) throw plan_error("over-subscription must be at least 1");
     c.levels[static_cast<std::size_t>(c.depth++)] = l;
   }
   return c;

@@ -90,29 +90,29 @@ constexpr void check_devices(int n) {
                        level{"cluster", 2, interconnect{10_us, 200_Gbps}, 1.0}});
 }
 
-/// DGX-1 (V100-16GB): 8 GPUs, 6 NVLink2 links x 25 GB/s per direction; one 100 Gbps EDR HCA per
-/// pair of GPUs, modelled as 100 Gbps per GPU. Start-up: 5 us in a node, 10 us across.
+/// DGX-1 (V100-16GB): 8 GPUs, 6 NVLink2 links x 25 GB/s per direction; four 100 Gbps EDR HCAs
+/// (4 rails). Start-up: 5 us in a node, 10 us across.
 [[nodiscard]] constexpr cluster dgx1_v100(int nodes) {
   detail::check_devices(nodes);
   return make_cluster("DGX-1 V100", v100_sxm2_16gb,
                       {level{"node", 8, interconnect{5_us, 150_GBps}, 1.0},
-                       level{"cluster", nodes, interconnect{10_us, 100_Gbps}, 1.0}});
+                       level{"cluster", nodes, interconnect{10_us, 100_Gbps}, 1.0, 4}});
 }
 
-/// DGX A100 (80GB): NVSwitch, 12 NVLink3 x 25 GB/s per direction; 8 x 200 Gbps HDR, one per GPU.
+/// DGX A100 (80GB): NVSwitch, 12 NVLink3 x 25 GB/s per direction; 8 x 200 Gbps HDR (8 rails).
 [[nodiscard]] constexpr cluster dgx_a100(int nodes) {
   detail::check_devices(nodes);
   return make_cluster("DGX A100", a100_sxm4_80gb,
                       {level{"node", 8, interconnect{5_us, 300_GBps}, 1.0},
-                       level{"cluster", nodes, interconnect{10_us, 200_Gbps}, 1.0}});
+                       level{"cluster", nodes, interconnect{10_us, 200_Gbps}, 1.0, 8}});
 }
 
-/// DGX H100: NVSwitch, 18 NVLink4 x 25 GB/s per direction; 8 x 400 Gbps NDR, one per GPU.
+/// DGX H100: NVSwitch, 18 NVLink4 x 25 GB/s per direction; 8 x 400 Gbps NDR (8 rails).
 [[nodiscard]] constexpr cluster dgx_h100(int nodes) {
   detail::check_devices(nodes);
   return make_cluster("DGX H100", h100_sxm5_80gb,
                       {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0},
-                       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0}});
+                       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
 }
 
 }  // namespace strata::presets

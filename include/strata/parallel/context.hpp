@@ -14,8 +14,8 @@
 
 #include "strata/error.hpp"
 #include "strata/hardware/cluster.hpp"
+#include "strata/limits.hpp"
 #include "strata/model/layer.hpp"
-#include "strata/parallel/limits.hpp"
 #include "strata/training.hpp"
 #include "strata/units.hpp"
 

@@ -51,8 +51,8 @@ struct data {
     t.forward = share * c.sum_fw;
     t.backward = share * c.sum_bw;
     t.weight_update = c.sum_wu;
-    t.gradient_exchange =
-        comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()}, c.machine.ring_link({0, p, 1}));
+    t.gradient_exchange = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
+                                                 comm::ring_link(c.machine, {0, p, 1}));
     return {t, c.memory(1.0, share, 1.0)};
   }
 };

@@ -29,7 +29,7 @@ namespace detail {
 /// 50 layers: its weighted ones).
 constexpr seconds layerwise_collectives(const context& c, double samples, group g) {
   if (g.size == 1) return {};
-  const interconnect l = c.machine.ring_link(g);
+  const interconnect l = comm::ring_link(c.machine, g);
   std::size_t last = c.size();
   for (std::size_t i = 0; i < c.size(); ++i)
     if (c.layers[i].has_weights()) last = i;
@@ -37,8 +37,7 @@ constexpr seconds layerwise_collectives(const context& c, double samples, group 
   for (std::size_t i = 0; i < last; ++i) {
     if (!c.layers[i].has_weights()) continue;
     const bytes m{samples * c.layers[i].y() * c.delta()};
-    t += comm::ring::all_gather(g.size, m / static_cast<double>(g.size), l) +
-         comm::ring::all_reduce(g.size, m, l);
+    t += comm::ring::all_gather(g.size, m, l) + comm::ring::all_reduce(g.size, m, l);
   }
   return t;
 }

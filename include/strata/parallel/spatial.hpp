@@ -61,7 +61,7 @@ struct spatial {
   /// ParaDL eq. (10), per iteration for `samples` samples on the tile group `g`:
   /// 2 sum_l (T_p2p(samples halo(|x_l|) delta) + T_p2p(samples halo(|dL/dy_l|) delta)).
   [[nodiscard]] constexpr seconds halo_time(const context& c, double samples, group g) const {
-    const interconnect nb = c.machine.ring_link(g);
+    const interconnect nb = comm::ring_link(c.machine, g);
     seconds t{};
     for (const layer& l : c.layers) {
       const double hx = halo(l.in, l.kernel), hy = halo(l.out, l.kernel);
@@ -79,8 +79,8 @@ struct spatial {
     t.forward = c.batch() / p * c.sum_fw;
     t.backward = c.batch() / p * c.sum_bw;
     t.weight_update = c.sum_wu;
-    t.gradient_exchange =
-        comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()}, c.machine.ring_link({0, p, 1}));
+    t.gradient_exchange = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
+                                                 comm::ring_link(c.machine, {0, p, 1}));
     t.halo_exchange = halo_time(c, c.batch(), {0, p, 1});
     return {t, c.memory(1.0, c.batch(), p)};
   }

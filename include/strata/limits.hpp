@@ -1,5 +1,5 @@
 #pragma once
-/// @file parallel/limits.hpp
+/// @file limits.hpp
 /// @brief The sentences for ParaDL Table III's limits on p and the other plan mistakes.
 ///
 /// A check throws `plan_error(limits::name)` on one line. At run time `what()` is the sentence.
