@@ -38,6 +38,8 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <algorithm>
+#include <vector>
 
 // ---- strata/error.hpp --------------------------------------------------------------------------
 /// @file error.hpp
@@ -1921,6 +1923,241 @@ template <Strategy S>
 
 }  // namespace strata::analytic
 
+// ---- strata/comm/lin_model.hpp -----------------------------------------------------------------
+/// @file comm/lin_model.hpp
+/// @brief Lin et al.'s piecewise-sigmoid model of a collective (eqs. 5-7), and a measured curve
+/// with log-log interpolation.
+///
+/// Lin et al. §IV-A: below m1 a collective costs its start-up latency t_s; between m1 and m2
+/// its bus bandwidth follows a sigmoid in log2 of the size, 10^sigmoid(log2 S) GB/s with
+/// sigmoid(x) = L / (1 + e^{-k (x - x0)}) + b; above m2 it is t_s + S / BW_max. Eight parameters
+/// per operation (L, x0, k, b, m1, m2, t_s, BW_max). Bandwidths here are bus bandwidths, so time
+/// = busbw_factor x S / busbw (nccl-tests' convention, `comm::busbw_factor`).
+/// @code
+/// constexpr strata::comm::lin_model m{strata::comm::collective::all_reduce, 8, 20e-6, 65536.0,
+///                                     268435456.0, {2.7, 22.0, 0.45, -0.6}, 450e9};
+/// constexpr auto t = m.time(strata::bytes{1e6});
+/// @endcode
+
+
+
+namespace strata::comm {
+
+/// Lin et al. eq. (7): L / (1 + e^{-k (x - x0)}) + b.
+struct sigmoid {
+  double L = 0;
+  double x0 = 0;
+  double k = 1;
+  double b = 0;
+  [[nodiscard]] constexpr double operator()(double x) const {
+    return L / (1.0 + strata::detail::exp(-k * (x - x0))) + b;
+  }
+};
+
+/// Lin et al. eqs. (5)-(7) for one collective on one group size.
+struct lin_model {
+  collective op = collective::all_reduce;
+  int ranks = 2;      ///< n, for the bus-bandwidth factor
+  double ts = 0;      ///< t_s, start-up latency (s)
+  double m1 = 0;      ///< end of the latency-bound region (bytes)
+  double m2 = 0;      ///< start of the saturated region (bytes)
+  sigmoid bw;         ///< log10 of the bus bandwidth in GB/s, as a function of log2(S)
+  double bw_max = 1;  ///< BW_max, saturated bus bandwidth (B/s)
+
+  /// Bus bandwidth at size S in the transition region.
+  [[nodiscard]] constexpr byte_rate transition_busbw(bytes s) const {
+    return byte_rate{strata::detail::pow(10.0, bw(strata::detail::log2(s.count()))) * 1e9};
+  }
+  /// Lin et al. eq. (5).
+  [[nodiscard]] constexpr seconds time(bytes s) const {
+    if (s.count() <= m1) return seconds{ts};
+    if (s.count() <= m2) return time_at_busbw(op, ranks, s, transition_busbw(s));
+    return seconds{ts} + time_at_busbw(op, ranks, s, byte_rate{bw_max});
+  }
+};
+
+/// A measured time-versus-size curve; between points it interpolates in log-log space, below the
+/// smallest size it keeps that time (latency-bound), above the largest it grows linearly at the
+/// last measured algorithm bandwidth.
+class measured_curve {
+ public:
+  struct point {
+    bytes size;
+    seconds time;
+  };
+
+  measured_curve() = default;
+  explicit measured_curve(std::vector<point> pts) : pts_(std::move(pts)) {
+    if (pts_.empty()) throw plan_error("a measured curve needs at least one point");
+    std::sort(pts_.begin(), pts_.end(),
+              [](const point& a, const point& b) { return a.size < b.size; });
+    for (std::size_t i = 0; i < pts_.size(); ++i) {
+      if (!(pts_[i].size > bytes{0}) || !(pts_[i].time > seconds{0}))
+        throw plan_error("measured curve points need positive sizes and times");
+      if (i > 0 && pts_[i].size == pts_[i - 1].size)
+        throw plan_error("a measured curve has two points at the same size");
+    }
+  }
+
+  [[nodiscard]] const std::vector<point>& points() const { return pts_; }
+
+  [[nodiscard]] seconds time(bytes s) const {
+    if (pts_.empty()) throw plan_error("the measured curve is empty");
+    if (s <= pts_.front().size) return pts_.front().time;
+    if (s >= pts_.back().size) return pts_.back().time * (s / pts_.back().size);
+    const auto hi = std::lower_bound(pts_.begin(), pts_.end(), s,
+                                     [](const point& p, bytes v) { return p.size < v; });
+    const auto lo = hi - 1;
+    const double x0 = strata::detail::log(lo->size.count()),
+                 x1 = strata::detail::log(hi->size.count());
+    const double y0 = strata::detail::log(lo->time.count()),
+                 y1 = strata::detail::log(hi->time.count());
+    const double x = strata::detail::log(s.count());
+    return seconds{strata::detail::exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0))};
+  }
+
+ private:
+  std::vector<point> pts_;
+};
+
+}  // namespace strata::comm
+
+// ---- strata/hardware/mesh.hpp ------------------------------------------------------------------
+/// @file hardware/mesh.hpp
+/// @brief GPUs of one node joined by direct links (NVLink meshes like Lin et al. Fig. 8) and
+/// the bandwidth a ring over them reaches with NCCL-style channel search.
+///
+/// NCCL builds several rings ("channels") over the links of a node and splits each collective
+/// across them, so a group's bandwidth is the sum over its channels (Proteus §VI-C uses NCCL's
+/// channel search the same way). `ring_bandwidth` repeats: take the ring whose slowest hop is
+/// fastest given the capacity left, add it as a channel, take its bandwidth off every hop it
+/// uses. Hops without a direct link go through the host (PCIe), whose per-GPU capacity all such
+/// hops share. Exhaustive over ring orders, so meshes hold at most 8 GPUs.
+/// @code
+/// constexpr auto m = strata::presets::lin_4x_a100_mesh();
+/// static_assert(strata::ring_bandwidth(m) == strata::byte_rate{300e9});
+/// @endcode
+
+
+
+namespace strata {
+
+struct mesh {
+  static constexpr int max_gpus = 8;
+  int gpus = 0;
+  std::array<std::array<int, max_gpus>, max_gpus> links{};  ///< direct links between i and j
+  byte_rate link_bandwidth;                                 ///< one link, one direction
+  byte_rate host_bandwidth;  ///< a GPU's PCIe path through the host, one direction
+  int ports = 0;             ///< links a GPU can drive at once (0: its own link count)
+
+  /// Joins GPUs i and j with n links.
+  constexpr mesh& connect(int i, int j, int n) {
+    if (i < 0 || j < 0 || i >= gpus || j >= gpus || i == j)
+      throw plan_error("mesh: link endpoints must be two different GPUs of the mesh");
+    if (n < 0) throw plan_error("mesh: a link count must not be negative");
+    links[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = n;
+    links[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)] = n;
+    return *this;
+  }
+};
+
+namespace detail {
+struct mesh_capacity {
+  std::array<std::array<double, mesh::max_gpus>, mesh::max_gpus> edge{};
+  std::array<double, mesh::max_gpus> link_out{}, link_in{}, host_out{}, host_in{};
+};
+
+constexpr double hop(const mesh& m, const mesh_capacity& c, int i, int j) {
+  const auto a = static_cast<std::size_t>(i), b = static_cast<std::size_t>(j);
+  if (m.links[a][b] > 0) {
+    double v = c.edge[a][b];
+    v = c.link_out[a] < v ? c.link_out[a] : v;
+    return c.link_in[b] < v ? c.link_in[b] : v;
+  }
+  return c.host_out[a] < c.host_in[b] ? c.host_out[a] : c.host_in[b];
+}
+
+constexpr void take(const mesh& m, mesh_capacity& c, int i, int j, double bw) {
+  const auto a = static_cast<std::size_t>(i), b = static_cast<std::size_t>(j);
+  if (m.links[a][b] > 0) {
+    c.edge[a][b] -= bw;
+    c.link_out[a] -= bw;
+    c.link_in[b] -= bw;
+  } else {
+    c.host_out[a] -= bw;
+    c.host_in[b] -= bw;
+  }
+}
+
+constexpr bool next_permutation(int* first, int* last) {
+  if (last - first < 2) return false;
+  int* i = last - 1;
+  while (i != first && !(*(i - 1) < *i)) --i;
+  if (i == first) return false;
+  int* pivot = i - 1;
+  int* j = last - 1;
+  while (!(*pivot < *j)) --j;
+  const int t = *pivot;
+  *pivot = *j;
+  *j = t;
+  for (int *l = i, *r = last - 1; l < r; ++l, --r) {
+    const int u = *l;
+    *l = *r;
+    *r = u;
+  }
+  return true;
+}
+}  // namespace detail
+
+/// Sum of the channel bandwidths of rings over `members` (the first n GPUs if members is empty)
+/// with NCCL-style greedy channel search; at most `max_channels` channels.
+[[nodiscard]] constexpr byte_rate ring_bandwidth(const mesh& m, int members = 0,
+                                                 int max_channels = 32) {
+  if (m.gpus < 1 || m.gpus > mesh::max_gpus) throw plan_error("a mesh holds 1 to 8 GPUs");
+  const int n = members == 0 ? m.gpus : members;
+  if (n < 1 || n > m.gpus) throw plan_error("a ring needs between 1 and all GPUs of the mesh");
+  if (n == 1) return byte_rate{0};
+  detail::mesh_capacity cap;
+  for (int i = 0; i < m.gpus; ++i) {
+    const auto a = static_cast<std::size_t>(i);
+    int own = 0;
+    for (int j = 0; j < m.gpus; ++j) {
+      const auto b = static_cast<std::size_t>(j);
+      cap.edge[a][b] = m.links[a][b] * m.link_bandwidth.count();
+      own += m.links[a][b];
+    }
+    const int ports = m.ports > 0 ? m.ports : own;
+    cap.link_out[a] = cap.link_in[a] = ports * m.link_bandwidth.count();
+    cap.host_out[a] = cap.host_in[a] = m.host_bandwidth.count();
+  }
+  double total = 0;
+  for (int ch = 0; ch < max_channels; ++ch) {
+    std::array<int, mesh::max_gpus> order{}, best{};
+    for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+    double best_bw = 0;
+    do {  // GPU 0 stays first; both directions of every ring are tried
+      double bw = 1e300;
+      for (int i = 0; i < n; ++i) {
+        const double h = detail::hop(m, cap, order[static_cast<std::size_t>(i)],
+                                     order[static_cast<std::size_t>((i + 1) % n)]);
+        bw = h < bw ? h : bw;
+      }
+      if (bw > best_bw) {
+        best_bw = bw;
+        best = order;
+      }
+    } while (detail::next_permutation(order.data() + 1, order.data() + n));
+    if (best_bw <= 1e-9 * (total + 1)) break;
+    for (int i = 0; i < n; ++i)
+      detail::take(m, cap, best[static_cast<std::size_t>(i)],
+                   best[static_cast<std::size_t>((i + 1) % n)], best_bw);
+    total += best_bw;
+  }
+  return byte_rate{total};
+}
+
+}  // namespace strata
+
 // ---- strata/hardware/presets.hpp ---------------------------------------------------------------
 /// @file hardware/presets.hpp
 /// @brief Devices and clusters from the seed papers and from current DGX systems.
@@ -2034,6 +2271,39 @@ constexpr void check_devices(int n) {
   return make_cluster("DGX H100", h100_sxm5_80gb,
                       {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0},
                        level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+}
+
+/// Lin et al. Fig. 8(a), 4 x Quadro GV100: two NVLink-bridged pairs (GPU 0-1, 2-3; 4 links of
+/// 25 GB/s each way, "NV4"), every other pair over PCIe Gen3 x16 through the host (16 GB/s).
+/// The bridge layout is our reading of the figure, whose drawing the text does not keep.
+[[nodiscard]] constexpr mesh lin_4x_gv100_mesh() {
+  mesh m{4, {}, 25_GBps, 16_GBps, 0};
+  m.connect(0, 1, 4).connect(2, 3, 4);
+  return m;
+}
+
+/// Lin et al. Fig. 8(b), 4 x A100 (GCP a2-highgpu-4g): every pair "NV12" through NVSwitch, so
+/// each GPU drives 12 links of 25 GB/s at once, whichever peers they reach.
+[[nodiscard]] constexpr mesh lin_4x_a100_mesh() {
+  mesh m{4, {}, 25_GBps, 16_GBps, 12};
+  for (int i = 0; i < 4; ++i)
+    for (int j = i + 1; j < 4; ++j) m.connect(i, j, 12);
+  return m;
+}
+
+/// The GV100 platform of Lin et al. as a cluster: one node whose ring bandwidth is the channel
+/// sum of its mesh. Start-up 8 us (our assumption).
+[[nodiscard]] constexpr cluster lin_4x_gv100() {
+  constexpr device gv100{
+      "Quadro-GV100-32GB", 16.7_TFLOPS, {}, 118.5_TFLOPS, {}, {}, 32_GiB, 870_GBps};
+  return make_cluster("Lin 4xGV100", gv100,
+                      {level{"node", 4, interconnect{8_us, ring_bandwidth(lin_4x_gv100_mesh())}}});
+}
+
+/// The A100 platform of Lin et al. (A100-SXM4-40GB) as a cluster.
+[[nodiscard]] constexpr cluster lin_4x_a100() {
+  return make_cluster("Lin 4xA100", a100_sxm4_40gb,
+                      {level{"node", 4, interconnect{8_us, ring_bandwidth(lin_4x_a100_mesh())}}});
 }
 
 }  // namespace strata::presets

@@ -52,3 +52,22 @@ TEST_CASE("bad clusters are rejected") {
   CHECK_THROWS_WITH(zero_fanout(), Catch::Contains("fan-out of at least 1"));
   CHECK_THROWS_WITH(zero_bandwidth(), Catch::Contains("positive link bandwidth"));
 }
+
+TEST_CASE("NVLink meshes: ring bandwidth is the sum over NCCL-style channels") {
+  // Lin Fig. 8(b): 4 x A100 behind NVSwitch, 12 links x 25 GB/s per GPU: the channels add up to
+  // the GPU's 300 GB/s, however many rings carry it.
+  static_assert(ring_bandwidth(presets::lin_4x_a100_mesh()) == byte_rate{300e9});
+  // Lin Fig. 8(a): bridged pairs 0-1 and 2-3 (NV4, 100 GB/s), the rest through PCIe (16 GB/s).
+  // Every 4-GPU ring crosses PCIe twice, leaving two GPUs' host links each time: two channels of
+  // 16 GB/s. Inside a bridged pair the ring runs at the bridge's 100 GB/s.
+  CHECK(ring_bandwidth(presets::lin_4x_gv100_mesh()).count() == Approx(32e9));
+  CHECK(ring_bandwidth(presets::lin_4x_gv100_mesh(), 2).count() == Approx(100e9));
+  CHECK(presets::lin_4x_gv100().levels[0].pair.bandwidth.count() == Approx(32e9));
+  // a plain ring of single links: one channel at the link rate... and the reverse ring uses the
+  // opposite direction of the same full-duplex links: a second channel.
+  mesh ring4{4, {}, 25_GBps, 0_GBps, 0};
+  ring4.connect(0, 1, 1).connect(1, 2, 1).connect(2, 3, 1).connect(3, 0, 1);
+  CHECK(ring_bandwidth(ring4).count() == Approx(50e9));
+  mesh bad{2, {}, 25_GBps, 16_GBps, 0};
+  CHECK_THROWS_WITH(bad.connect(0, 0, 1), Catch::Contains("two different GPUs"));
+}

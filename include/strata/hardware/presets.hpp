@@ -12,6 +12,7 @@
 
 #include "strata/hardware/cluster.hpp"
 #include "strata/hardware/device.hpp"
+#include "strata/hardware/mesh.hpp"
 
 namespace strata::presets {
 
@@ -113,6 +114,39 @@ constexpr void check_devices(int n) {
   return make_cluster("DGX H100", h100_sxm5_80gb,
                       {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0},
                        level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+}
+
+/// Lin et al. Fig. 8(a), 4 x Quadro GV100: two NVLink-bridged pairs (GPU 0-1, 2-3; 4 links of
+/// 25 GB/s each way, "NV4"), every other pair over PCIe Gen3 x16 through the host (16 GB/s).
+/// The bridge layout is our reading of the figure, whose drawing the text does not keep.
+[[nodiscard]] constexpr mesh lin_4x_gv100_mesh() {
+  mesh m{4, {}, 25_GBps, 16_GBps, 0};
+  m.connect(0, 1, 4).connect(2, 3, 4);
+  return m;
+}
+
+/// Lin et al. Fig. 8(b), 4 x A100 (GCP a2-highgpu-4g): every pair "NV12" through NVSwitch, so
+/// each GPU drives 12 links of 25 GB/s at once, whichever peers they reach.
+[[nodiscard]] constexpr mesh lin_4x_a100_mesh() {
+  mesh m{4, {}, 25_GBps, 16_GBps, 12};
+  for (int i = 0; i < 4; ++i)
+    for (int j = i + 1; j < 4; ++j) m.connect(i, j, 12);
+  return m;
+}
+
+/// The GV100 platform of Lin et al. as a cluster: one node whose ring bandwidth is the channel
+/// sum of its mesh. Start-up 8 us (our assumption).
+[[nodiscard]] constexpr cluster lin_4x_gv100() {
+  constexpr device gv100{
+      "Quadro-GV100-32GB", 16.7_TFLOPS, {}, 118.5_TFLOPS, {}, {}, 32_GiB, 870_GBps};
+  return make_cluster("Lin 4xGV100", gv100,
+                      {level{"node", 4, interconnect{8_us, ring_bandwidth(lin_4x_gv100_mesh())}}});
+}
+
+/// The A100 platform of Lin et al. (A100-SXM4-40GB) as a cluster.
+[[nodiscard]] constexpr cluster lin_4x_a100() {
+  return make_cluster("Lin 4xA100", a100_sxm4_40gb,
+                      {level{"node", 4, interconnect{8_us, ring_bandwidth(lin_4x_a100_mesh())}}});
 }
 
 }  // namespace strata::presets
