@@ -147,4 +147,38 @@ constexpr model<10 * Layers + 3> gpt_layers(std::string_view name, int hidden, i
   return gpt_layers<54>("megatron-2.5b", 1920, 20, 1024, 51200);
 }
 
+/// Yan et al. §6.1's MNIST network (Adam): "2 convolutional layers, 2 linear layers, and a
+/// 10-way softmax output layer", about 2.5 million connections. The layers are not listed; we
+/// take LeNet's convolutions (20 and 50 filters of 5 x 5, each followed by 2 x 2 max pooling) and
+/// two 500-wide linear layers: 288,000 + 1,600,000 + 400,000 + 250,000 + 5,000 = 2,543,000
+/// connections (multiply-adds per sample).
+[[nodiscard]] constexpr model<7> mnist_adam() {
+  return sequential("mnist-adam", shape{.c = 1, .h = 28, .w = 28},
+                    conv{.filters = 20, .kernel = 5, .padding = 0, .bias = true},
+                    max_pool{.kernel = 2, .stride = 2},
+                    conv{.filters = 50, .kernel = 5, .padding = 0, .bias = true},
+                    max_pool{.kernel = 2, .stride = 2}, linear{.features = 500},
+                    linear{.features = 500}, linear{.features = 10});
+}
+
+/// Yan et al. §6.1's ImageNet-22K network (Adam): 256 x 256 inputs, "5 convolutional layers,
+/// 2 linear layers, and a 22000-way softmax output layer", over 2 billion connections. The layers
+/// are not listed; ours follows Krizhevsky et al.'s shape, widened to 2.0 billion connections,
+/// with 36.9 million weights (148 MB): a quarter of them fits a server's 40 MB of L3 cache, a
+/// half does not, which is Yan et al.'s explanation of ImageNet-22K's super-linear model-parallel
+/// speed-up (§6.2.1).
+[[nodiscard]] constexpr model<11> imagenet22k_adam() {
+  return sequential(
+      "imagenet22k-adam", shape{.c = 3, .h = 256, .w = 256},
+      conv{.filters = 128, .kernel = 7, .stride = 2, .padding = 3, .bias = true},  // 128 x 128
+      max_pool{.kernel = 2, .stride = 2},                                          // 64 x 64
+      conv{.filters = 256, .kernel = 5, .stride = 2, .padding = 2, .bias = true},  // 32 x 32
+      max_pool{.kernel = 2, .stride = 2},                                          // 16 x 16
+      conv{.filters = 384, .kernel = 3, .padding = 1, .bias = true},
+      conv{.filters = 384, .kernel = 3, .padding = 1, .bias = true},
+      conv{.filters = 256, .kernel = 3, .padding = 1, .bias = true},
+      max_pool{.kernel = 3, .stride = 3},  // 5 x 5
+      linear{.features = 1536}, linear{.features = 1024}, linear{.features = 22000});
+}
+
 }  // namespace strata::zoo
