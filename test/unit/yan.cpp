@@ -170,3 +170,17 @@ TEST_CASE("Yan et al. Table 1 and Fig. 15 with the E5-2450 constants") {
       }
   CHECK(hi / lo > 10);
 }
+
+TEST_CASE("costs from the datasheet and from the canonical loop") {
+  const auto c = yan::e5_2450();
+  CHECK(c.muladd == Approx(1.0 / 4.2e9));  // half of 268.8 / 16 / 2 G multiply-adds/s
+  CHECK(c.act == Approx(20 / 2.1e9));
+  CHECK(c.nbw == Approx(10e9));  // 10 Gbps
+  CHECK(c.ncost == Approx(50e-6));
+  CHECK(presets::yan_cluster().devices() == 20);
+  // Fig. 5's loop on this machine: a multiply-add takes between 0.01 and 100 ns here.
+  const auto m = yan::measure_canonical(c, 64, 256, 5);
+  CHECK(m.muladd > 1e-11);
+  CHECK(m.muladd < 1e-7);
+  CHECK(m.act > 0);
+}

@@ -49,11 +49,10 @@ int main(int argc, char** argv) {
   }
   try {
     const strata::io::scenario s = strata::io::parse_scenario_text(text);
-    const strata::report r = strata::io::evaluate(s);
     if (format == "table")
-      std::cout << strata::io::to_table(s, r);
+      std::cout << strata::io::report_table(s);
     else
-      std::cout << strata::io::to_json(s, r).dump(2) << '\n';
+      std::cout << strata::io::report_json(s).dump(2) << '\n';
   } catch (const strata::plan_error& e) {
     std::cerr << "strata: error: " << e.what() << '\n';
     return 2;

@@ -24,6 +24,8 @@
 /// @endcode
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <numeric>
 #include <span>
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include "strata/error.hpp"
+#include "strata/hardware/presets.hpp"
 #include "strata/model/layer.hpp"
 #include "strata/units.hpp"
 
@@ -105,27 +108,69 @@ struct costs {
   }
 };
 
-/// The servers of Yan et al. §6.1: dual Xeon E5-2450 (16 cores, 2.1 GHz, 268.8 GFLOP/s of SIMD,
-/// two 20 MB L3 caches, three DDR3-1600 channels per socket: 76.8 GB/s), one 10 Gbps NIC.
-/// Derived, not fitted: a multiply-add at half a core's SIMD rate (268.8 / 16 / 2 = 8.4 G
-/// multiply-adds/s/core -> 0.238 ns); weights that miss the cache stream from 76.8 GB/s shared
-/// by the threads; activation and error functions 20 cycles (9.5 ns); a
-/// Windows TCP message 50 us; 16 threads slow each other by 2 % per extra thread (memory
-/// controller contention); weight reads at eq. (11)'s best case, the bound Yan et al. use to
-/// explain Table 1 (docs/yan.md reports the ranking for other positions).
+/// Costs from a machine's datasheet (Yan et al. allow "device peaks" instead of canonical
+/// microbenchmarks): a multiply-add at `efficiency` of a core's share of the peak (2 FLOPs each),
+/// activation and error functions at `function_cycles` cycles of a `ghz` core, weights streamed
+/// at the machine's memory bandwidth, messages at the NIC's start-up and bandwidth.
+[[nodiscard]] constexpr costs from_datasheet(const device& d, int cores, double ghz,
+                                             double cache_bytes, const interconnect& nic,
+                                             double efficiency = 0.5, double function_cycles = 20) {
+  costs c;
+  c.muladd = 1.0 / (d.fp32.count() / cores / 2.0 * efficiency);
+  c.dram = d.memory_bandwidth.count();
+  c.cache_bytes = cache_bytes;
+  c.act = function_cycles / (ghz * 1e9);
+  c.err = c.act;
+  c.ncost = nic.alpha.count();
+  c.nbw = nic.bandwidth.count() * 8.0;
+  c.cores = cores;
+  return c;
+}
+
+/// The servers of Yan et al. §6.1 (`presets::yan_cluster`): a multiply-add at half a core's SIMD
+/// rate (268.8 / 16 / 2 = 8.4 G multiply-adds/s/core -> 0.238 ns); weights that miss the two
+/// 20 MB L3 caches stream from 76.8 GB/s shared by the threads; activation and error functions
+/// 20 cycles at 2.1 GHz (9.5 ns); a message 50 us on the 10 Gbps NIC; 16 threads slow each
+/// other by 2 % per extra thread (memory-controller contention); weight reads at eq. (11)'s best
+/// case, the bound Yan et al. use to explain Table 1 (docs/yan.md reports other positions).
 [[nodiscard]] constexpr costs e5_2450() {
-  return {1.0 / (8.4e9 * 0.5),
-          76.8e9,
-          40e6,
-          20 / 2.1e9,
-          20 / 2.1e9,
-          50e-6,
-          0.0,
-          10e9,
-          32,
-          16,
-          0.02,
-          0.0};
+  costs c = from_datasheet(presets::xeon_e5_2450_server, 16, 2.1, 40e6,
+                           presets::yan_cluster().levels[0].pair);
+  c.interference = 0.02;
+  c.read_position = 0.0;
+  return c;
+}
+
+/// Yan et al. Fig. 5's canonical feed-forward loop, timed on this machine: returns costs with
+/// C_muladd and C_act measured for a segment of `connections` weights feeding `neurons`
+/// neurons (the rest copied from `base`). Run time only.
+[[nodiscard]] inline costs measure_canonical(const costs& base, std::size_t neurons = 256,
+                                             std::size_t fan_in = 1024, int repeats = 20) {
+  std::vector<float> w(neurons * fan_in), a(fan_in), y(neurons);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = 1e-3f * static_cast<float>(i % 97);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = 1e-2f * static_cast<float>(i % 13);
+  using clock = std::chrono::steady_clock;
+  double best_muladd = 1e300, best_act = 1e300;
+  volatile float sink = 0;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = clock::now();
+    for (std::size_t i = 0; i < neurons; ++i) {
+      float acc = 0;
+      for (std::size_t j = 0; j < fan_in; ++j) acc += w[i * fan_in + j] * a[j];  // C_muladd
+      y[i] = acc;
+    }
+    const auto t1 = clock::now();
+    for (std::size_t i = 0; i < neurons; ++i) y[i] = std::tanh(y[i]);  // C_act
+    const auto t2 = clock::now();
+    sink = sink + y[neurons / 2];
+    best_muladd = std::min(best_muladd, std::chrono::duration<double>(t1 - t0).count());
+    best_act = std::min(best_act, std::chrono::duration<double>(t2 - t1).count());
+  }
+  costs c = base;
+  c.muladd = best_muladd / static_cast<double>(neurons * fan_in);
+  c.act = best_act / static_cast<double>(neurons);
+  c.err = c.act;
+  return c;
 }
 
 /// Per-layer choices: P(l), H(l), R(l).

@@ -149,4 +149,17 @@ constexpr void check_devices(int n) {
                       {level{"node", 4, interconnect{8_us, ring_bandwidth(lin_4x_a100_mesh())}}});
 }
 
+/// Yan et al. §6.1: a dual-socket Xeon E5-2450 server (16 cores at 2.1 GHz, 268.8 GFLOP/s of
+/// SIMD, 64 GB, three DDR3-1600 channels per socket = 76.8 GB/s).
+inline constexpr device xeon_e5_2450_server{"2x Xeon E5-2450", 268.8_GFLOPS, {}, {}, {}, {}, 64_GiB,
+                                            76.8_GBps};
+
+/// Yan et al. §6.1's cluster: `machines` such servers (20 in the paper), one 10 Gbps Ethernet NIC
+/// each; 50 us per message (our assumption for Windows TCP).
+[[nodiscard]] constexpr cluster yan_cluster(int machines = 20) {
+  detail::check_devices(machines);
+  return make_cluster("Yan E5-2450", xeon_e5_2450_server,
+                      {level{"cluster", machines, interconnect{50_us, 10_Gbps}}});
+}
+
 }  // namespace strata::presets

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,14 +24,25 @@
 #include <nlohmann/json.hpp>
 
 #include "strata/analytic/evaluate.hpp"
+#include "strata/analytic/yan.hpp"
 #include "strata/error.hpp"
 #include "strata/hardware/presets.hpp"
 #include "strata/model/model.hpp"
 #include "strata/model/zoo.hpp"
 #include "strata/parallel/strategy.hpp"
+#include "strata/search/yan_optimizer.hpp"
 #include "strata/training.hpp"
 
 namespace strata::io {
+
+/// A parameter-server scenario (Yan et al.): one configuration, or a search for the best.
+struct ps_request {
+  bool search = false;
+  yan::system system;
+  int threads = 16;
+  std::vector<yan::layer_split> layers;  ///< empty: every layer on all workers
+  search::yan_space space;
+};
 
 /// A parsed scenario; owns its layers.
 struct scenario {
@@ -40,6 +52,7 @@ struct scenario {
   parallel::any_strategy strategy;
   training setup;
   std::vector<layer_time> profiled;  ///< optional per-layer FW/BW/WU times
+  std::optional<ps_request> ps;      ///< set for the parameter-server strategies
 };
 
 /// The scenario `strata` runs when given no input: ResNet-50, data parallelism on 64 ABCI GPUs,
@@ -139,8 +152,11 @@ inline std::vector<layer> zoo_model(const std::string& name, const std::string& 
   if (name == "vgg16") return to_vector(zoo::vgg16());
   if (name == "cosmoflow") return to_vector(zoo::cosmoflow());
   if (name == "megatron-2.5b") return to_vector(zoo::megatron_2_5b());
+  if (name == "mnist-adam") return to_vector(zoo::mnist_adam());
+  if (name == "imagenet22k-adam") return to_vector(zoo::imagenet22k_adam());
   fail(path, "unknown model \"" + name +
-                 "\" (known: resnet50, resnet152, vgg16, cosmoflow, megatron-2.5b)");
+                 "\" (known: resnet50, resnet152, vgg16, cosmoflow, megatron-2.5b, mnist-adam, "
+                 "imagenet22k-adam)");
 }
 
 inline layer parse_layer(const json& j, const std::string& path, shape in) {
@@ -253,12 +269,14 @@ inline cluster parse_cluster(const json& j) {
     if (p == "hc3") return presets::hc3();
     const int n = int_field(j, "cluster", "devices", 1, max_degree, 0, true);
     if (p == "abci") return presets::abci(n);
+    if (p == "yan-e5-2450") return presets::yan_cluster(n);
     const int nodes = (n + 7) / 8;
     if (p == "dgx1-v100") return presets::dgx1_v100(nodes);
     if (p == "dgx-a100") return presets::dgx_a100(nodes);
     if (p == "dgx-h100") return presets::dgx_h100(nodes);
     fail("cluster.preset", "unknown preset \"" + p +
-                               "\" (known: abci, hc1, hc2, hc3, dgx1-v100, dgx-a100, dgx-h100)");
+                               "\" (known: abci, hc1, hc2, hc3, dgx1-v100, dgx-a100, dgx-h100, "
+                               "yan-e5-2450)");
   }
   only_keys(j, "cluster", {"name", "device", "levels"});
   const std::string dpath = "cluster.device";
@@ -283,6 +301,52 @@ inline cluster parse_cluster(const json& j) {
     ++c.depth;
   }
   return c;
+}
+
+inline ps_request parse_ps(const json& j, bool search) {
+  const std::string path = "strategy";
+  ps_request r;
+  r.search = search;
+  if (search) {
+    only_keys(j, path, {"kind", "threads", "replicate_layers", "read_period", "write_period"});
+    if (j.contains("threads")) {
+      const json& t = j["threads"];
+      if (!t.is_array() || t.empty()) fail(path + ".threads", "must be a non-empty array");
+      r.space.threads.clear();
+      for (std::size_t i = 0; i < t.size(); ++i)
+        r.space.threads.push_back(
+            get_int(t[i], path + ".threads[" + std::to_string(i) + "]", 1, 1024));
+    }
+    if (j.contains("replicate_layers")) {
+      if (!j["replicate_layers"].is_boolean())
+        fail(path + ".replicate_layers", "must be true or false");
+      r.space.replicate_layers = j["replicate_layers"].get<bool>();
+    }
+    r.space.read_period = int_field(j, path, "read_period", 1, 1 << 30, 70);
+    r.space.write_period = int_field(j, path, "write_period", 1, 1 << 30, 40);
+    return r;
+  }
+  only_keys(j, path,
+            {"kind", "servers", "replicas", "workers", "threads", "read_period", "write_period",
+             "layers"});
+  r.system = {int_field(j, path, "servers", 1, max_degree, 1, true),
+              int_field(j, path, "replicas", 1, max_degree, 1, true),
+              int_field(j, path, "workers", 1, max_degree, 1, true),
+              int_field(j, path, "read_period", 1, 1 << 30, 70),
+              int_field(j, path, "write_period", 1, 1 << 30, 40)};
+  r.threads = int_field(j, path, "threads", 1, 1024, 16);
+  if (j.contains("layers")) {
+    const json& ls = j["layers"];
+    if (!ls.is_array() || ls.empty()) fail(path + ".layers", "must be a non-empty array");
+    for (std::size_t i = 0; i < ls.size(); ++i) {
+      const std::string lp = path + ".layers[" + std::to_string(i) + "]";
+      only_keys(ls[i], lp, {"partitions", "threads", "replicas"});
+      r.layers.push_back({int_field(ls[i], lp, "partitions", 1, max_degree, 1),
+                          int_field(ls[i], lp, "threads", 1, 1024, r.threads),
+                          int_field(ls[i], lp, "replicas", 1, max_degree, 1)});
+    }
+  }
+  return r;
 }
 
 inline parallel::any_strategy parse_strategy(const json& j) {
@@ -331,13 +395,14 @@ inline parallel::any_strategy parse_strategy(const json& j) {
   }
   fail("strategy.kind", "unknown strategy \"" + kind +
                             "\" (known: serial, data, spatial, pipeline, filter, channel, "
-                            "data+filter, data+spatial)");
+                            "data+filter, data+spatial, parameter-server, "
+                            "parameter-server-search)");
 }
 
-inline training parse_training(const json& j) {
+inline training parse_training(const json& j, bool needs_batch = true) {
   only_keys(j, "training", {"batch", "dataset", "precision", "optimizer", "efficiency"});
   training t;
-  t.batch = int_field(j, "training", "batch", 1, 1LL << 30, 1, true);
+  t.batch = int_field(j, "training", "batch", 1, 1LL << 30, 1, needs_batch);
   t.dataset = num_field(j, "training", "dataset", 0.0, 1e15, 0.0);
   const std::string prec = str_field(j, "training", "precision", "fp32");
   if (prec == "fp32")
@@ -396,10 +461,27 @@ inline scenario parse_scenario(const nlohmann::json& j) {
   scenario s;
   detail::parse_model(require(j, "scenario", "model"), s);
   s.machine = detail::parse_cluster(require(j, "scenario", "cluster"));
-  s.strategy = detail::parse_strategy(require(j, "scenario", "strategy"));
+  const nlohmann::json& st = require(j, "scenario", "strategy");
+  const std::string kind = st.is_object() && st.contains("kind") && st["kind"].is_string()
+                               ? st["kind"].get<std::string>()
+                               : std::string();
+  if (kind == "parameter-server" || kind == "parameter-server-search") {
+    s.ps = detail::parse_ps(st, kind == "parameter-server-search");
+    if (s.machine.name != presets::yan_cluster().name)
+      detail::fail("cluster",
+                   "parameter-server strategies use Yan et al.'s CPU cost model: use "
+                   "{\"preset\": \"yan-e5-2450\", \"devices\": N}");
+    if (!s.ps->layers.empty() && s.ps->layers.size() != yan::fold(s.layers).size())
+      detail::fail("strategy.layers", "needs one entry per weighted layer of the model (" +
+                                          std::to_string(yan::fold(s.layers).size()) + ")");
+  } else {
+    s.strategy = detail::parse_strategy(st);
+  }
   const nlohmann::json& t = require(j, "scenario", "training");
   if (!t.is_object()) detail::fail("training", "must be a JSON object");
-  s.setup = detail::parse_training(t);
+  s.setup = detail::parse_training(t, !s.ps);
+  if (s.ps && !(s.setup.dataset > 0))
+    detail::fail("training.dataset", "parameter-server scenarios need the samples per epoch");
   if (j.contains("layer_times"))
     s.profiled = detail::parse_times(j["layer_times"], s.layers.size());
   return s;
@@ -458,6 +540,51 @@ inline nlohmann::json to_json(const scenario& s, const report& r) {
   return j;
 }
 
+/// Evaluates a parameter-server scenario (Yan et al.) and returns its report as JSON.
+inline nlohmann::json parameter_server_json(const scenario& s) {
+  const ps_request& r = *s.ps;
+  const auto net = yan::fold(s.layers);
+  const yan::costs c = yan::e5_2450();
+  const int machines = s.machine.devices();
+  yan::system sys = r.system;
+  std::vector<yan::layer_split> split = r.layers;
+  if (r.search) {
+    search::yan_space space = r.space;
+    space.machines = machines;
+    const auto best = search::optimize_yan(net, c, space, s.setup.dataset);
+    sys = best.system;
+    split = best.split;
+  } else if (split.empty()) {
+    split = yan::uniform(net, sys, r.threads);
+  }
+  const auto e = yan::evaluate(net, sys, split, c, s.setup.dataset, machines);
+  nlohmann::json j;
+  j["model"] = s.model_name;
+  j["cluster"] = std::string(s.machine.name);
+  j["device"] = std::string(s.machine.dev.name);
+  j["strategy"] = r.search ? "parameter-server-search" : "parameter-server";
+  j["machines"] = machines;
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& l : split)
+    layers.push_back(
+        {{"partitions", l.partitions}, {"threads", l.threads}, {"replicas", l.replicas}});
+  j["configuration"] = {{"servers", sys.servers},           {"replicas", sys.replicas},
+                        {"workers", sys.workers},           {"read_period", sys.read_period},
+                        {"write_period", sys.write_period}, {"layers", layers}};
+  j["samples_per_epoch"] = s.setup.dataset;
+  j["epoch_time_s"] = e.epoch();
+  j["throughput_samples_per_s"] = s.setup.dataset / e.epoch();
+  j["time_s"] = {
+      {"compute", e.compute}, {"communication", e.communication}, {"weight_reads", e.weight_reads}};
+  return j;
+}
+
+/// The report of any scenario as JSON.
+inline nlohmann::json report_json(const scenario& s) {
+  if (s.ps) return parameter_server_json(s);
+  return to_json(s, evaluate(s));
+}
+
 /// The report as an aligned table for people.
 inline std::string to_table(const scenario& s, const report& r) {
   std::string out;
@@ -492,6 +619,30 @@ inline std::string to_table(const scenario& s, const report& r) {
   row("peak", to_gib(m.total()), "GiB");
   std::snprintf(buf, sizeof buf, "  %-22s %14.6g GiB (%s)\n", "capacity", to_gib(r.capacity),
                 r.fits() ? "fits" : "DOES NOT FIT");
+  out += buf;
+  return out;
+}
+
+/// The report of any scenario as a table.
+inline std::string report_table(const scenario& s) {
+  if (!s.ps) return to_table(s, evaluate(s));
+  const nlohmann::json j = parameter_server_json(s);
+  const auto& cfg = j["configuration"];
+  char buf[200];
+  std::string out;
+  std::snprintf(buf, sizeof buf,
+                "%s on %s (%d machines), %s: %d workers x %d replicas + %d servers\n",
+                s.model_name.c_str(), std::string(s.machine.name).c_str(), j["machines"].get<int>(),
+                j["strategy"].get<std::string>().c_str(), cfg["workers"].get<int>(),
+                cfg["replicas"].get<int>(), cfg["servers"].get<int>());
+  out += buf;
+  for (const char* k : {"compute", "communication", "weight_reads"}) {
+    std::snprintf(buf, sizeof buf, "  %-22s %14.6g s\n", k, j["time_s"][k].get<double>());
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf, "  %-22s %14.6g s\n  %-22s %14.6g samples/s\n", "epoch",
+                j["epoch_time_s"].get<double>(), "throughput",
+                j["throughput_samples_per_s"].get<double>());
   out += buf;
   return out;
 }
