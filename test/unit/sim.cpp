@@ -1,0 +1,143 @@
+// The event core, case by case, with the expected times worked by hand.
+#include <catch2/catch.hpp>
+#include <strata/sim/core.hpp>
+
+using namespace strata::sim;
+
+TEST_CASE("fifo: a chain and a stream") {
+  simulator s;
+  const int gpu = s.add_resource({"gpu", discipline::fifo});
+  const int a = s.add_task({.name = "fw", .resources = {gpu}, .work = 1e-3});
+  s.add_task({.name = "bw", .resources = {gpu}, .work = 2e-3, .deps = {a}});
+  s.add_task({.name = "other", .resources = {gpu}, .work = 4e-3});  // ready at 0, after fw
+  const auto r = s.run();
+  CHECK(r.tasks[0].end == Approx(1e-3));
+  CHECK(r.tasks[2].start == Approx(1e-3));  // ready order: fw, other, then bw
+  CHECK(r.tasks[1].start == Approx(5e-3));
+  CHECK(r.makespan == Approx(7e-3));
+  CHECK(r.busy[0] == Approx(7e-3));
+}
+
+TEST_CASE("fair sharing conserves bytes and is max-min fair") {
+  // Two flows on one 1 GB/s link, 1 GB and 2 GB: both at 0.5 GB/s until the first ends at 2 s,
+  // then the second alone: 1 GB more at 1 GB/s, done at 3 s. 3 GB in 3 s: nothing lost.
+  simulator s;
+  const int l = s.add_resource({"link", discipline::fair_share, 1e9});
+  s.add_task({.name = "a", .resources = {l}, .work = 1e9});
+  s.add_task({.name = "b", .resources = {l}, .work = 2e9});
+  const auto r = s.run();
+  CHECK(r.tasks[0].end == Approx(2.0));
+  CHECK(r.tasks[1].end == Approx(3.0));
+  CHECK(r.busy[0] * 1e9 == Approx(3e9));
+  // Across a hierarchy: f1 crosses A (1 B/s) and B (10 B/s), f2 only B: f1 gets 1, f2 the 9 left.
+  simulator h;
+  const int A = h.add_resource({"A", discipline::fair_share, 1});
+  const int B = h.add_resource({"B", discipline::fair_share, 10});
+  h.add_task({.name = "f1", .resources = {A, B}, .work = 1});
+  h.add_task({.name = "f2", .resources = {B}, .work = 9});
+  const auto rh = h.run();
+  CHECK(rh.tasks[0].end == Approx(1.0));
+  CHECK(rh.tasks[1].end == Approx(1.0));
+}
+
+TEST_CASE("windowed round robin (Li et al. §3.2.2)") {
+  // 1 GB/s, window 0.25 GB: a (0.5 GB) and b (1 GB) alternate: a, b, a -> a ends at 0.75 s;
+  // b's last 0.5 GB alone -> 1.5 s.
+  simulator s;
+  const int l = s.add_resource({"http2", discipline::round_robin, 1e9, 0.25e9});
+  s.add_task({.name = "a", .resources = {l}, .work = 0.5e9});
+  s.add_task({.name = "b", .resources = {l}, .work = 1e9});
+  const auto r = s.run();
+  CHECK(r.tasks[0].end == Approx(0.75));
+  CHECK(r.tasks[1].end == Approx(1.5));
+}
+
+TEST_CASE("overlap factor gamma (Proteus §VI-C)") {
+  // 1 s of compute overlapping 0.5 s of communication on the same device, gamma = 0.5: the
+  // first 0.5 s run at 1/1.5, doing 1/3 of the work; the other 2/3 alone: ends at 7/6 s.
+  simulator s;
+  s.set_overlap_factor(0.5);
+  const int c = s.add_resource({"compute", discipline::fifo});
+  const int m = s.add_resource({"comm", discipline::fifo});
+  s.add_task(
+      {.name = "gemm", .resources = {c}, .work = 1.0, .cls = task_class::compute, .device = 0});
+  s.add_task({.name = "allreduce",
+              .resources = {m},
+              .work = 0.5,
+              .cls = task_class::communication,
+              .device = 0});
+  const auto r = s.run();
+  CHECK(r.tasks[0].end == Approx(7.0 / 6));
+  CHECK(r.tasks[1].end == Approx(0.5));
+}
+
+TEST_CASE("latency, memory by reference counts, OOM") {
+  simulator s;
+  const int gpu = s.add_resource({"gpu", discipline::fifo});
+  const int act = s.add_tensor({"activation", 0, 6e9});
+  const int grad = s.add_tensor({"gradient", 0, 4e9});
+  s.set_memory_capacity(0, 9e9);
+  const int fw =
+      s.add_task({.name = "fw", .resources = {gpu}, .work = 1, .device = 0, .produces = {act}});
+  const int bw = s.add_task({.name = "bw",
+                             .resources = {gpu},
+                             .work = 1,
+                             .deps = {fw},
+                             .device = 0,
+                             .latency = 0.5,
+                             .produces = {grad},
+                             .consumes = {act}});
+  s.add_task({.name = "update",
+              .resources = {gpu},
+              .work = 1,
+              .deps = {bw},
+              .device = 0,
+              .consumes = {grad}});
+  const auto r = s.run();
+  CHECK(r.tasks[1].ready == Approx(1.0));
+  CHECK(r.tasks[1].start == Approx(1.5));  // waited its latency
+  CHECK(r.makespan == Approx(3.5));
+  // 6 GB live, then the gradient (4 GB) while the activation is still read: 10 GB peak; the
+  // activation is freed after bw, the gradient after update
+  CHECK(r.peak_memory[0] == Approx(10e9));
+  REQUIRE(r.oom.has_value());
+  CHECK(r.oom->task == bw);
+  CHECK(r.oom->bytes == Approx(10e9));
+}
+
+TEST_CASE("bad graphs are errors that name the task") {
+  simulator s;
+  const int gpu = s.add_resource({"gpu", discipline::fifo});
+  CHECK_THROWS_WITH(s.add_task({.name = "neg", .resources = {gpu}, .work = -1}),
+                    Catch::Contains("task 'neg': negative work"));
+  CHECK_THROWS_WITH(s.add_task({.name = "dangling", .resources = {gpu}, .work = 1, .deps = {7}}),
+                    Catch::Contains("task 'dangling': depends on a task that does not exist"));
+  CHECK_THROWS_WITH(s.add_resource({"l", discipline::fair_share, 0}),
+                    Catch::Contains("positive capacity"));
+}
+
+TEST_CASE("runs are bit-identical") {
+  auto build = [] {
+    simulator s;
+    s.set_overlap_factor(0.3);
+    const int c = s.add_resource({"c", discipline::fifo});
+    const int l = s.add_resource({"l", discipline::fair_share, 3.3e9});
+    int prev = -1;
+    for (int i = 0; i < 50; ++i) {
+      task_spec t{.name = "t",
+                  .resources = {i % 3 == 0 ? l : c},
+                  .work = i % 3 == 0 ? 1.7e8 * i : 1e-3 * (i % 7 + 1)};
+      t.cls = i % 3 == 0 ? task_class::communication : task_class::compute;
+      t.device = 0;
+      if (prev >= 0 && i % 2 == 0) t.deps = {prev};
+      prev = s.add_task(t);
+    }
+    return s.run();
+  };
+  const auto a = build(), b = build();
+  REQUIRE(a.tasks.size() == b.tasks.size());
+  for (std::size_t i = 0; i < a.tasks.size(); ++i) {
+    CHECK(a.tasks[i].start == b.tasks[i].start);  // exact, not approximate
+    CHECK(a.tasks[i].end == b.tasks[i].end);
+  }
+}
