@@ -78,8 +78,16 @@ struct out_of_memory {
   double bytes = 0;
 };
 
+/// Memory of one device after an allocation or a release.
+struct memory_sample {
+  double time = 0;
+  int device = 0;
+  double bytes = 0;
+};
+
 struct result {
   std::vector<task_record> tasks;
+  std::vector<memory_sample> memory;  ///< every change, in time order
   double makespan = 0;
   std::vector<double> peak_memory;  ///< per device
   std::vector<double> busy;         ///< per resource: time with at least one task in service
@@ -193,6 +201,7 @@ inline result simulator::run() const {
       const auto& t = tensors_[static_cast<std::size_t>(x)];
       auto& m = mem[static_cast<std::size_t>(t.device)];
       m += t.bytes;
+      res.memory.push_back({now, t.device, m});
       auto& peak = res.peak_memory[static_cast<std::size_t>(t.device)];
       peak = std::max(peak, m);
       const double cap = static_cast<std::size_t>(t.device) < capacity_.size()
@@ -205,6 +214,7 @@ inline result simulator::run() const {
     auto drop = [&](int x) {
       const auto& t = tensors_[static_cast<std::size_t>(x)];
       mem[static_cast<std::size_t>(t.device)] -= t.bytes;
+      res.memory.push_back({now, t.device, mem[static_cast<std::size_t>(t.device)]});
     };
     for (int x : tasks_[static_cast<std::size_t>(i)].consumes)
       if (--readers[static_cast<std::size_t>(x)] == 0) drop(x);

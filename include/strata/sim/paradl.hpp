@@ -1,0 +1,391 @@
+#pragma once
+/// @file sim/paradl.hpp
+/// @brief The plan executor: a ParaDL plan lowered to per-rank tasks on the event core.
+///
+/// Each simulated rank has a compute stream and a communication stream (fifo). Per layer:
+/// forward and backward tasks; blocking layer-wise collectives (filter, channel, data+filter)
+/// and halo exchanges (spatial, data+spatial) between them; the gradient all-reduce (data,
+/// spatial, hybrids) in `buckets` buckets on the communication stream, overlapping the rest of
+/// the backward pass when `overlap` is on; the weight update last. Pipelines run GPipe: S
+/// micro-batches forward through the stages, then backward, with the activation (gradient)
+/// sends blocking the sending stage unless `overlap` is on. Collective and send times come from
+/// `comm` (ParaDL's alpha-beta ring on the group's placement). Memory: weights, gradients and
+/// optimizer states live through the iteration; each layer's activations from its forward to its
+/// backward task (ParaDL's 2 delta B (|x| + |y|)).
+///
+/// Ranks that are identical by symmetry (every rank of data, spatial, filter and channel
+/// parallelism and of the hybrids; the replicas of a stage) are simulated once.
+///
+/// With overlap off the iteration equals the closed form (`analytic::evaluate`); with overlap on
+/// it lies between the closed form and its perfect-overlap bound.
+/// @code
+/// const auto net = strata::zoo::resnet50();
+/// const auto run = strata::sim::simulate(net.view(), strata::parallel::data{.p = 16},
+///                                        strata::presets::abci(16), {.batch = 256},
+///                                        {.overlap = true, .buckets = 8});
+/// @endcode
+
+#include <algorithm>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "strata/comm/collectives.hpp"
+#include "strata/error.hpp"
+#include "strata/limits.hpp"
+#include "strata/parallel/strategy.hpp"
+#include "strata/sim/core.hpp"
+
+namespace strata::sim {
+
+struct plan_options {
+  bool overlap = false;  ///< gradient all-reduce overlaps backward; pipeline sends do not block
+  int buckets = 1;       ///< gradient all-reduce buckets (by parameter bytes, last layer first)
+  double gamma = 0;      ///< Proteus's overlap slowdown of compute under communication
+};
+
+struct plan_run {
+  simulator graph;
+  result run;
+  seconds iteration{};  ///< the makespan of one iteration
+  int simulated_ranks = 1;
+};
+
+namespace detail {
+
+struct streams {
+  int compute, comm, device;
+};
+
+/// One rank of the non-pipeline strategies: `samples` samples, compute divided `split` ways,
+/// the layer-wise collectives on `lgroup`, halo on `hgroup` with tile `tiles`, the gradient
+/// all-reduce over `ggroup` of `gshare` of the weights.
+struct rank_plan {
+  double samples = 1;
+  double split = 1;      ///< compute divided this many ways
+  double act_split = 1;  ///< activations divided this many ways (spatial tiles)
+  double wu_share = 1;
+  bool layerwise = false;
+  group lgroup{};
+  const parallel::spatial* tiles = nullptr;
+  group hgroup{};
+  bool gradients = false;
+  group ggroup{};
+  double gshare = 1;
+};
+
+inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_options& o) {
+  plan_run out;
+  simulator& s = out.graph;
+  s.set_overlap_factor(o.gamma);
+  const streams r{s.add_resource({"compute", discipline::fifo, 1, 0, 0}),
+                  s.add_resource({"communication", discipline::fifo, 1, 0, 0}), 0};
+  const int gradient_stream = s.add_resource({"gradients", discipline::fifo, 1, 0, 0});
+  const double d = c.delta();
+  const std::size_t L = c.size();
+  const int states = states_per_param(c.setup.optim);
+  const int weights = s.add_tensor(
+      {"weights, gradients, optimizer states", 0, c.sum_w * rp.wu_share * d * (2 + states)});
+  std::vector<int> acts(L);
+  for (std::size_t l = 0; l < L; ++l)
+    acts[l] =
+        s.add_tensor({"activations " + std::to_string(l), 0,
+                      2.0 * d * rp.samples * (c.layers[l].x() + c.layers[l].y()) / rp.act_split});
+  const interconnect lnk = comm::ring_link(c.machine, rp.lgroup);
+  const interconnect hnk = comm::ring_link(c.machine, rp.hgroup);
+  std::size_t last_weighted = L;
+  for (std::size_t l = 0; l < L; ++l)
+    if (c.layers[l].has_weights()) last_weighted = l;
+  auto compute = [&](const std::string& name, double t, std::vector<int> deps,
+                     std::vector<int> produces = {}, std::vector<int> consumes = {}) {
+    return s.add_task({.name = name,
+                       .resources = {r.compute},
+                       .work = t,
+                       .deps = std::move(deps),
+                       .cls = task_class::compute,
+                       .device = 0,
+                       .produces = std::move(produces),
+                       .consumes = std::move(consumes)});
+  };
+  auto communicate = [&](const std::string& name, seconds t, std::vector<int> deps) {
+    return s.add_task({.name = name,
+                       .resources = {r.comm},
+                       .work = t.count(),
+                       .deps = std::move(deps),
+                       .cls = task_class::communication,
+                       .device = 0});
+  };
+  int prev = -1;
+  auto after = [&]() { return prev < 0 ? std::vector<int>{} : std::vector<int>{prev}; };
+  // forward
+  for (std::size_t l = 0; l < L; ++l) {
+    const layer& ly = c.layers[l];
+    if (rp.tiles) {
+      const double hx = rp.tiles->halo(ly.in, ly.kernel);
+      if (hx > 0)
+        for (int k = 0; k < 2; ++k)
+          prev = communicate("halo x " + std::to_string(l),
+                             comm::p2p(bytes{rp.samples * hx * d}, hnk), after());
+    }
+    std::vector<int> produces{acts[l]};
+    if (l == 0) produces.push_back(weights);
+    prev = compute("forward " + std::to_string(l), rp.samples * c.time(l).fw.count() / rp.split,
+                   after(), produces);
+    if (rp.layerwise && ly.has_weights() && l < last_weighted)
+      prev = communicate(
+          "all-gather y " + std::to_string(l),
+          comm::ring::all_gather(rp.lgroup.size, bytes{rp.samples * ly.y() * d}, lnk), after());
+  }
+  // backward, with the gradient buckets
+  std::vector<std::size_t> bucket_end;  // bucket k closes after the backward of layer bucket_end[k]
+  {
+    const int nb = std::max(1, o.buckets);
+    const double per = c.sum_w / nb;
+    double acc = 0;
+    for (std::size_t l = L; l-- > 0;) {
+      acc += c.layers[l].params;
+      if (acc >= per * (static_cast<double>(bucket_end.size()) + 1) - 1e-9 &&
+          static_cast<int>(bucket_end.size()) < nb - 1)
+        bucket_end.push_back(l);
+    }
+    bucket_end.push_back(0);
+  }
+  struct bucket {
+    double weights;
+    int after;  // the backward task that completes it
+  };
+  std::vector<bucket> buckets;
+  double bucket_w = 0;
+  std::size_t next_bucket = 0;
+  for (std::size_t l = L; l-- > 0;) {
+    const layer& ly = c.layers[l];
+    if (rp.tiles) {
+      const double hy = rp.tiles->halo(ly.out, ly.kernel);
+      if (hy > 0)
+        for (int k = 0; k < 2; ++k)
+          prev = communicate("halo dy " + std::to_string(l),
+                             comm::p2p(bytes{rp.samples * hy * d}, hnk), after());
+    }
+    prev = compute("backward " + std::to_string(l), rp.samples * c.time(l).bw.count() / rp.split,
+                   after(), {}, {acts[l]});
+    const int bw = prev;
+    if (rp.layerwise && ly.has_weights() && l < last_weighted)
+      prev = communicate(
+          "all-reduce dx " + std::to_string(l),
+          comm::ring::all_reduce(rp.lgroup.size, bytes{rp.samples * ly.y() * d}, lnk), after());
+    bucket_w += ly.params;
+    if (next_bucket < bucket_end.size() && l == bucket_end[next_bucket]) {
+      buckets.push_back({bucket_w, bw});
+      bucket_w = 0;
+      ++next_bucket;
+    }
+  }
+  // Gradient all-reduce per bucket: right after its last backward task when overlapping, after
+  // the whole backward pass otherwise.
+  std::vector<int> exchanges;
+  if (rp.gradients)
+    for (std::size_t k = 0; k < buckets.size(); ++k) {
+      const seconds t =
+          comm::ring::all_reduce(rp.ggroup.size, bytes{buckets[k].weights * rp.gshare * d},
+                                 comm::ring_link(c.machine, rp.ggroup));
+      exchanges.push_back(s.add_task({.name = "gradient all-reduce " + std::to_string(k),
+                                      .resources = {gradient_stream},
+                                      .work = t.count(),
+                                      .deps = {o.overlap ? buckets[k].after : prev},
+                                      .cls = task_class::communication,
+                                      .device = 0}));
+    }
+  std::vector<int> before_update{prev};
+  for (int e : exchanges) before_update.push_back(e);
+  compute("weight update", c.sum_wu.count() * rp.wu_share, before_update, {}, {weights});
+  return out;
+}
+
+/// GPipe over the stages of `pp`: S micro-batches forward through every stage, then backward;
+/// each stage sends its micro-batch's output (forward) or input gradient (backward) to the next
+/// one, blocking the sender unless overlapping; weight update after the stage's last backward.
+inline plan_run lower_pipeline(const context& c, const parallel::pipeline& pp,
+                               const plan_options& o) {
+  plan_run out;
+  simulator& s = out.graph;
+  s.set_overlap_factor(o.gamma);
+  const double d = c.delta(), mb = c.batch() / pp.segments;
+  std::vector<parallel::stage> stages;
+  pp.for_each_stage(c, [&](parallel::stage st) { stages.push_back(st); });
+  const int p = static_cast<int>(stages.size()), S = pp.segments;
+  out.simulated_ranks = p;
+  std::vector<streams> r;
+  for (int i = 0; i < p; ++i)
+    r.push_back({s.add_resource({"compute", discipline::fifo, 1, 0, i}),
+                 s.add_resource({"communication", discipline::fifo, 1, 0, i}), i});
+  struct stage_cost {
+    double fw = 0, bw = 0, wu = 0, w = 0, xy = 0;
+  };
+  std::vector<stage_cost> sc(static_cast<std::size_t>(p));
+  for (int i = 0; i < p; ++i)
+    for (std::size_t l = stages[static_cast<std::size_t>(i)].first;
+         l <= stages[static_cast<std::size_t>(i)].last; ++l) {
+      auto& x = sc[static_cast<std::size_t>(i)];
+      const layer_time t = c.time(l);
+      x.fw += t.fw.count();
+      x.bw += t.bw.count();
+      x.wu += t.wu.count();
+      x.w += c.layers[l].params;
+      x.xy += c.layers[l].x() + c.layers[l].y();
+    }
+  auto send_time = [&](int i) {  // stage i <-> i + 1
+    const bytes m{mb * c.layers[stages[static_cast<std::size_t>(i)].last].y() * d};
+    return comm::p2p(m, c.machine.between(i, i + 1)).count();
+  };
+  // Each stream runs its tasks in program order (micro-batch by micro-batch), not in the order
+  // they happen to become ready.
+  std::vector<int> last_compute(static_cast<std::size_t>(p), -1),
+      last_comm(static_cast<std::size_t>(p), -1);
+  auto task = [&](int i, bool comm_stream, const std::string& name, double t, std::vector<int> deps,
+                  std::vector<int> produces = {}, std::vector<int> consumes = {}) {
+    const auto& rs = r[static_cast<std::size_t>(i)];
+    int& last = comm_stream ? last_comm[static_cast<std::size_t>(i)]
+                            : last_compute[static_cast<std::size_t>(i)];
+    if (last >= 0) deps.push_back(last);
+    last = s.add_task({.name = name,
+                       .resources = {comm_stream ? rs.comm : rs.compute},
+                       .work = t,
+                       .deps = std::move(deps),
+                       .cls = comm_stream ? task_class::communication : task_class::compute,
+                       .device = i,
+                       .produces = std::move(produces),
+                       .consumes = std::move(consumes)});
+    return last;
+  };
+  const int states = states_per_param(c.setup.optim);
+  std::vector<int> weights(static_cast<std::size_t>(p));
+  std::vector<std::vector<int>> acts(static_cast<std::size_t>(p));
+  for (int i = 0; i < p; ++i) {
+    const auto& x = sc[static_cast<std::size_t>(i)];
+    weights[static_cast<std::size_t>(i)] =
+        s.add_tensor({"weights " + std::to_string(i), i, x.w * d * (2 + states)});
+    for (int j = 0; j < S; ++j)
+      acts[static_cast<std::size_t>(i)].push_back(
+          s.add_tensor({"activations", i, 2.0 * d * mb * x.xy}));
+  }
+  std::vector<std::vector<int>> fsend(static_cast<std::size_t>(p),
+                                      std::vector<int>(static_cast<std::size_t>(S), -1));
+  std::vector<int> last_fw(static_cast<std::size_t>(p), -1);
+  for (int j = 0; j < S; ++j)
+    for (int i = 0; i < p; ++i) {
+      std::vector<int> deps;
+      if (i > 0)
+        deps.push_back(fsend[static_cast<std::size_t>(i - 1)][static_cast<std::size_t>(j)]);
+      std::vector<int> produces{acts[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]};
+      if (j == 0) produces.push_back(weights[static_cast<std::size_t>(i)]);
+      const int f = task(i, false, "forward mb " + std::to_string(j),
+                         mb * sc[static_cast<std::size_t>(i)].fw, deps, produces);
+      last_fw[static_cast<std::size_t>(i)] = f;
+      if (i + 1 < p)
+        fsend[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] =
+            task(i, o.overlap, "send activations mb " + std::to_string(j), send_time(i), {f});
+    }
+  std::vector<std::vector<int>> bsend(static_cast<std::size_t>(p),
+                                      std::vector<int>(static_cast<std::size_t>(S), -1));
+  std::vector<std::vector<int>> bws(static_cast<std::size_t>(p));
+  for (int j = 0; j < S; ++j)
+    for (int i = p - 1; i >= 0; --i) {
+      std::vector<int> deps{last_fw[static_cast<std::size_t>(i)]};  // GPipe: flush forwards first
+      if (i + 1 < p)
+        deps.push_back(bsend[static_cast<std::size_t>(i + 1)][static_cast<std::size_t>(j)]);
+      const int b = task(i, false, "backward mb " + std::to_string(j),
+                         mb * sc[static_cast<std::size_t>(i)].bw, deps, {},
+                         {acts[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]});
+      bws[static_cast<std::size_t>(i)].push_back(b);
+      if (i > 0)
+        bsend[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] =
+            task(i, o.overlap, "send gradients mb " + std::to_string(j), send_time(i - 1), {b});
+    }
+  for (int i = 0; i < p; ++i) {
+    std::vector<int> deps = bws[static_cast<std::size_t>(i)];
+    for (int j = 0; j < S; ++j)
+      if (bsend[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] >= 0)
+        deps.push_back(bsend[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
+    task(i, false, "weight update", sc[static_cast<std::size_t>(i)].wu, deps, {},
+         {weights[static_cast<std::size_t>(i)]});
+  }
+  return out;
+}
+
+}  // namespace detail
+
+/// Simulates one iteration of `strategy`. Checks the plan like `analytic::evaluate`.
+template <Strategy S>
+[[nodiscard]] plan_run simulate(std::span<const layer> layers, const S& strategy,
+                                const cluster& machine, const training& setup,
+                                const plan_options& o = {}) {
+  if (o.buckets < 1) throw plan_error("the gradient all-reduce needs at least one bucket");
+  const context c = make_context(layers, machine, setup);
+  strategy.check(c);
+  if (strategy.devices() > machine.devices()) throw plan_error(limits::plan_exceeds_cluster);
+  plan_run out;
+  detail::rank_plan rp;
+  const double B = c.batch();
+  if constexpr (std::is_same_v<S, parallel::pipeline>) {
+    out = detail::lower_pipeline(c, strategy, o);
+    out.run = out.graph.run();
+    out.iteration = seconds{out.run.makespan};
+    return out;
+  } else {
+    if constexpr (std::is_same_v<S, parallel::serial>) {
+      rp.samples = B;
+    } else if constexpr (std::is_same_v<S, parallel::data>) {
+      rp.samples = B / strategy.p;
+      rp.gradients = true;
+      rp.ggroup = {0, strategy.p, 1};
+    } else if constexpr (std::is_same_v<S, parallel::spatial>) {
+      rp.samples = B;
+      rp.split = strategy.devices();
+      rp.act_split = strategy.devices();
+      rp.tiles = &strategy;
+      rp.hgroup = {0, strategy.devices(), 1};
+      rp.gradients = true;
+      rp.ggroup = rp.hgroup;
+    } else if constexpr (std::is_same_v<S, parallel::filter> ||
+                         std::is_same_v<S, parallel::channel>) {
+      rp.samples = B;
+      rp.split = strategy.p;
+      rp.wu_share = 1.0 / strategy.p;
+      rp.layerwise = true;
+      rp.lgroup = {0, strategy.p, 1};
+    } else if constexpr (std::is_same_v<S, parallel::data_filter>) {
+      rp.samples = B / strategy.p1;
+      rp.split = strategy.p2;
+      rp.wu_share = 1.0 / strategy.p2;
+      rp.layerwise = true;
+      rp.lgroup = {0, strategy.p2, 1};
+      rp.gradients = true;
+      rp.ggroup = {0, strategy.p1, strategy.p2};
+      rp.gshare = 1.0 / strategy.p2;
+    } else if constexpr (std::is_same_v<S, parallel::data_spatial>) {
+      rp.samples = B / strategy.p1;
+      rp.split = strategy.inner.devices();
+      rp.act_split = strategy.inner.devices();
+      rp.tiles = &strategy.inner;
+      rp.hgroup = {0, strategy.inner.devices(), 1};
+      rp.gradients = true;
+      rp.ggroup = {0, strategy.devices(), 1};
+    }
+    out = detail::lower_rank(c, rp, o);
+  }
+  out.run = out.graph.run();
+  out.iteration = seconds{out.run.makespan};
+  return out;
+}
+
+/// The same for a strategy chosen at run time.
+[[nodiscard]] inline plan_run simulate(std::span<const layer> layers,
+                                       const parallel::any_strategy& strategy,
+                                       const cluster& machine, const training& setup,
+                                       const plan_options& o = {}) {
+  return std::visit([&](const auto& st) { return simulate(layers, st, machine, setup, o); },
+                    strategy);
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,86 @@
+// The plan executor against the closed form: equal with overlap off (issue 6's standing test),
+// between the bounds with overlap on.
+#include <catch2/catch.hpp>
+#include <strata/sim/paradl.hpp>
+#include <strata/strata.hpp>
+
+using namespace strata;
+
+namespace {
+template <class S>
+void check_equal(std::span<const layer> net, const S& s, const cluster& c, const training& t) {
+  const report closed = analytic::evaluate(net, s, c, t);
+  const sim::plan_run run = sim::simulate(net, s, c, t);
+  INFO(S::name << " on " << s.devices() << " devices, batch " << t.batch);
+  CHECK(run.iteration.count() == Approx(closed.iteration_time().count()).epsilon(1e-3));
+  CHECK(run.run.peak_memory[0] == Approx(closed.memory.total().count()).epsilon(1e-9));
+  // overlap: no slower than the same buckets without it, no faster than perfect overlap
+  const sim::plan_options on{.overlap = true, .buckets = 4};
+  const sim::plan_options off{.overlap = false, .buckets = 4};
+  const double with = sim::simulate(net, s, c, t, on).iteration.count();
+  const double without = sim::simulate(net, s, c, t, off).iteration.count();
+  const double perfect = std::max(closed.iteration.compute() + closed.iteration.layer_collectives +
+                                      closed.iteration.halo_exchange,
+                                  closed.iteration.gradient_exchange)
+                             .count();
+  CHECK(with <= without * (1 + 1e-12));
+  CHECK(with >= perfect * (1 - 1e-12));
+}
+}  // namespace
+
+TEST_CASE("simulator equals the closed form with overlap off, over a grid of plans") {
+  const auto resnet = zoo::resnet50();
+  const auto vgg = zoo::vgg16();
+  const cluster abci = presets::abci(128);
+  for (int p : {2, 8, 32}) {
+    check_equal(resnet.view(), parallel::data{p}, abci, {.batch = 8 * p});
+    check_equal(vgg.view(), parallel::data{p}, abci,
+                {.batch = 4 * p, .optim = optimizer::momentum});
+    check_equal(resnet.view(), parallel::filter{p}, abci, {.batch = 16});
+    check_equal(vgg.view(), parallel::channel{p}, abci, {.batch = 8});
+    check_equal(resnet.view(), parallel::spatial{p > 7 ? 7 : p, 1, 1}, abci, {.batch = 4});
+    check_equal(resnet.view(), parallel::data_filter{p, 4}, abci, {.batch = 8 * p});
+    check_equal(vgg.view(), parallel::data_spatial{p, {2, 2, 1}}, abci, {.batch = 4 * p});
+  }
+  check_equal(resnet.view(), parallel::serial{}, abci, {.batch = 8});
+}
+
+TEST_CASE("GPipe: equal to eqs. (12)-(13) for balanced stages, faster for unbalanced ones") {
+  // 8 identical layers on 4 stages of 2: every stage costs the same, the closed form's max is
+  // every stage's cost.
+  constexpr auto even =
+      sequential("even", shape{.c = 256}, linear{.features = 256}, linear{.features = 256},
+                 linear{.features = 256}, linear{.features = 256}, linear{.features = 256},
+                 linear{.features = 256}, linear{.features = 256}, linear{.features = 256});
+  const cluster c = presets::abci(8);
+  for (int segments : {1, 4, 16}) {
+    const parallel::pipeline pp{4, segments};
+    const training t{.batch = 64};
+    const double closed = analytic::evaluate(even.view(), pp, c, t).iteration_time().count();
+    const auto run = sim::simulate(even.view(), pp, c, t);
+    CHECK(run.simulated_ranks == 4);
+    CHECK(run.iteration.count() == Approx(closed).epsilon(1e-9));
+    // non-blocking sends hide some of the transfer
+    CHECK(sim::simulate(even.view(), pp, c, t, {.overlap = true}).iteration.count() <= closed);
+  }
+  const auto vgg = zoo::vgg16();
+  const parallel::pipeline pp{4, 8};
+  const training t{.batch = 64};
+  CHECK(sim::simulate(vgg.view(), pp, presets::abci(4), t).iteration.count() <=
+        analytic::evaluate(vgg.view(), pp, presets::abci(4), t).iteration_time().count());
+}
+
+TEST_CASE("plan simulation is bit-identical and checks the plan") {
+  const auto vgg = zoo::vgg16();
+  const auto a = sim::simulate(vgg.view(), parallel::data_filter{4, 2}, presets::abci(8),
+                               {.batch = 32}, {.overlap = true, .buckets = 3, .gamma = 0.2});
+  const auto b = sim::simulate(vgg.view(), parallel::data_filter{4, 2}, presets::abci(8),
+                               {.batch = 32}, {.overlap = true, .buckets = 3, .gamma = 0.2});
+  CHECK(a.iteration == b.iteration);
+  CHECK_THROWS_WITH(
+      sim::simulate(vgg.view(), parallel::filter{128}, presets::abci(128), {.batch = 32}),
+      Catch::Contains("fewest filters"));
+  CHECK_THROWS_WITH(
+      sim::simulate(vgg.view(), parallel::data{4}, presets::abci(4), {.batch = 32}, {.buckets = 0}),
+      Catch::Contains("at least one bucket"));
+}
