@@ -141,3 +141,34 @@ TEST_CASE("runs are bit-identical") {
     CHECK(a.tasks[i].end == b.tasks[i].end);
   }
 }
+
+#include <strata/io/simulation.hpp>
+
+TEST_CASE("timeline, exposed communication and critical path") {
+  // compute 0-1 s, communication 0.5-2 s (after a 0.5 s latency) on device 0: exposed 1-2 s.
+  simulator s;
+  const int c = s.add_resource({"compute", discipline::fifo, 1, 0, 0});
+  const int m = s.add_resource({"comm", discipline::fifo, 1, 0, 0});
+  const int a = s.add_task({.name = "gemm", .resources = {c}, .work = 1, .device = 0});
+  s.add_task({.name = "send",
+              .resources = {m},
+              .work = 1.5,
+              .cls = task_class::communication,
+              .device = 0,
+              .latency = 0.5});
+  s.add_task({.name = "update", .resources = {c}, .work = 0.25, .deps = {a}, .device = 0});
+  const auto r = s.run();
+  const auto exposed = strata::io::exposed_communication(s, r);
+  REQUIRE(exposed.size() == 1);
+  CHECK(exposed[0] == Approx(0.75));  // 1.25 .. 2.0: update ends at 1.25
+  const auto path = strata::io::critical_path(s, r);
+  REQUIRE(path.size() == 1);
+  CHECK(s.tasks()[static_cast<std::size_t>(path[0])].name == "send");
+  const auto trace = strata::io::chrome_trace(s, r);
+  int complete = 0;
+  for (const auto& e : trace["traceEvents"]) complete += e["ph"] == "X" ? 1 : 0;
+  CHECK(complete == 3);
+  const auto sum = strata::io::summary(s, r);
+  CHECK(sum["iteration_time_s"].get<double>() == Approx(2.0));
+  CHECK(sum["utilization"][0]["utilization"].get<double>() == Approx(1.25 / 2.0));
+}
