@@ -172,3 +172,46 @@ TEST_CASE("timeline, exposed communication and critical path") {
   CHECK(sum["iteration_time_s"].get<double>() == Approx(2.0));
   CHECK(sum["utilization"][0]["utilization"].get<double>() == Approx(1.25 / 2.0));
 }
+
+#include <strata/sim/lin.hpp>
+
+TEST_CASE("Lin et al. Algorithm 1, worked by hand") {
+  // Two ranks, overheads T1 = T3 = 1 us, T2 = T4 = 2 us, T5 = 1 us, kernel gap 0.
+  // rank 0: gemm 100 us, all_reduce 50 us, update 10 us (depends on the all-reduce)
+  // rank 1: gemm 300 us, all_reduce 50 us, update 10 us
+  const double us = 1e-6;
+  lin_trace t;
+  t.overheads = {1 * us, 2 * us, 1 * us, 2 * us, 1 * us, 0};
+  for (double g : {100.0, 300.0})
+    t.ranks.push_back({{"gemm", stream::compute, {g * us}, {}},
+                       {"ar", stream::communication, {50 * us}, {"gemm"}},
+                       {"update", stream::compute, {10 * us}, {"ar"}}});
+  const auto r = replay(t);
+  // rank 0: gemm: cpu 1 + 2 = 3, kernel starts max(0, 3 + 1) = 4, ends 104; cpu 5, + T3 = 6.
+  //   ar: sync streams (104); cpu 7 + 2 = 9; starts max(104, 10) = 104, ends 154; cpu 11.
+  // rank 1: gemm ends 304; ar starts 304, ends 354. Inter-rank sync: both ar end at 354.
+  //   update (after the all-reduce): streams synced to 354; starts 354 on both; ends 364.
+  REQUIRE(r.rank_time.size() == 2);
+  CHECK(r.rank_time[0] == Approx(364 * us));
+  CHECK(r.rank_time[1] == Approx(364 * us));
+  CHECK(r.time == Approx(364 * us));
+  CHECK(r.gpu_time[0] == Approx(160 * us));
+  // rank 0's all-reduce kernel waited for rank 1: it ends at 354, not 154
+  for (const auto& e : r.events)
+    if (e.op == "ar") CHECK(e.end == Approx(354 * us));
+}
+
+TEST_CASE("bad traces name the op") {
+  lin_trace t;
+  t.ranks.push_back({{"a", stream::compute, {1e-6}, {"b"}}, {"b", stream::compute, {1e-6}, {}}});
+  CHECK_THROWS_WITH(replay(t),
+                    Catch::Contains("op 'a' on rank 0: depends on 'b', which comes later"));
+  t.ranks[0][0].deps = {"zzz"};
+  CHECK_THROWS_WITH(replay(t), Catch::Contains("op 'a' on rank 0: depends on unknown op 'zzz'"));
+  t.ranks[0][0].deps = {};
+  t.ranks[0][1].kernels = {-1};
+  CHECK_THROWS_WITH(replay(t), Catch::Contains("op 'b' on rank 0: a kernel time is negative"));
+  t.ranks[0][1].kernels = {1e-6};
+  t.ranks.push_back({{"x", stream::communication, {1e-6}, {}}});
+  CHECK_THROWS_WITH(replay(t), Catch::Contains("collectives must match across ranks"));
+}

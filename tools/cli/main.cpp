@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "strata/io/lin_trace.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/io/simulation.hpp"
 #include "strata/sim/paradl.hpp"
@@ -37,6 +38,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20));
   sim_cmd->add_option("--gamma", gamma, "compute slowdown while communicating (Proteus)")
       ->check(CLI::Range(0.0, 100.0));
+  // strata replay: Lin et al.'s Algorithm 1 over per-rank operation traces.
+  auto* replay_cmd = app.add_subcommand("replay", "replay per-rank operation traces (Lin et al.)");
+  std::string replay_input, replay_trace;
+  replay_cmd->add_option("trace", replay_input, "trace JSON file, or - for standard input")
+      ->required();
+  replay_cmd->add_option("--trace", replay_trace, "write a Chrome-trace / Perfetto timeline");
   app.set_version_flag("--version", std::to_string(STRATA_VERSION_MAJOR) + "." +
                                         std::to_string(STRATA_VERSION_MINOR) + "." +
                                         std::to_string(STRATA_VERSION_PATCH));
@@ -63,6 +70,23 @@ int main(int argc, char** argv) {
     out.assign(std::istreambuf_iterator<char>(f), {});
     return true;
   };
+  if (replay_cmd->parsed()) {
+    std::string text;
+    if (!read_text(replay_input, text)) return 2;
+    try {
+      const auto r = strata::sim::replay(strata::io::parse_lin_trace(text));
+      if (!replay_trace.empty()) {
+        std::ofstream out(replay_trace);
+        if (!out) throw strata::plan_error("--trace: cannot write '" + replay_trace + "'");
+        out << strata::io::chrome_trace(r).dump();
+      }
+      std::cout << strata::io::to_json(r).dump(2) << '\n';
+    } catch (const std::exception& e) {
+      std::cerr << "strata: error: " << e.what() << '\n';
+      return 2;
+    }
+    return 0;
+  }
   if (sim_cmd->parsed()) {
     std::string text;
     if (!read_text(sim_input, text)) return 2;

@@ -193,6 +193,7 @@ inline result simulator::run() const {
   std::vector<std::deque<int>> queue(nr);  // fifo / round-robin waiting lines
   std::vector<int> in_service(nr, -1);     // fifo / round-robin: the task served
   std::vector<int> flows;                  // fair-share flows in service
+  std::vector<int> delayed;                // tasks waiting out their latency
   double now = 0;
   std::size_t finished = 0;
 
@@ -241,6 +242,7 @@ inline result simulator::run() const {
     if (lat > 0) {
       st[static_cast<std::size_t>(i)] = state::delayed;
       delay_until[static_cast<std::size_t>(i)] = now + lat;
+      delayed.push_back(i);
     } else {
       enqueue(i);
     }
@@ -348,8 +350,7 @@ inline result simulator::run() const {
     }
     for (int f : flows)
       dt = std::min(dt, remaining[static_cast<std::size_t>(f)] / rate[static_cast<std::size_t>(f)]);
-    for (std::size_t i = 0; i < n; ++i)
-      if (st[i] == state::delayed) dt = std::min(dt, delay_until[i] - now);
+    for (int i : delayed) dt = std::min(dt, delay_until[static_cast<std::size_t>(i)] - now);
     if (!(dt < std::numeric_limits<double>::infinity()))
       throw plan_error("the task graph has a cycle: " + std::to_string(n - finished) +
                        " tasks can never start");
@@ -395,9 +396,11 @@ inline result simulator::run() const {
     flows.swap(still);
     std::sort(done_now.begin(), done_now.end());
     for (int i : done_now) finish(i);
-    std::vector<int> wake;
-    for (std::size_t i = 0; i < n; ++i)
-      if (st[i] == state::delayed && delay_until[i] <= now) wake.push_back(static_cast<int>(i));
+    std::vector<int> wake, still_delayed;
+    for (int i : delayed)
+      (delay_until[static_cast<std::size_t>(i)] <= now ? wake : still_delayed).push_back(i);
+    delayed.swap(still_delayed);
+    std::sort(wake.begin(), wake.end());
     for (int i : wake) enqueue(i);
     dispatch();
   }

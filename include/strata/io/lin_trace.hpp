@@ -1,0 +1,156 @@
+#pragma once
+/// @file io/lin_trace.hpp
+/// @brief The JSON trace format for Lin et al.'s Algorithm 1 (`sim::replay`), its reader, and
+/// the replay's report and timeline.
+///
+/// Format (docs/simulation.md):
+/// @code{.json}
+/// {"overheads_us": {"T1": 5, "T2": 10, "T3": 3, "T4": 6, "T5": 2, "kernel_gap": 1},
+///  "cluster": {"preset": "dgx-a100", "devices": 8},          // only for ops given in bytes
+///  "ops": [
+///    {"id": "fc1", "rank": 0, "stream": "compute", "kind": "gemm", "duration_us": 120},
+///    {"id": "ar1", "rank": 0, "stream": "communication", "kind": "all_reduce",
+///     "bytes": 67108864, "deps": ["fc1"]}]}
+/// @endcode
+/// An op gives `duration_us` (one kernel), `kernels_us` (several), or, for a collective,
+/// `bytes`: its time is then the ring algorithm over all ranks of the trace on `cluster`
+/// (`kind` names the collective). Ops of a rank are listed in launch order.
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/comm/collectives.hpp"
+#include "strata/io/scenario.hpp"
+#include "strata/sim/lin.hpp"
+
+namespace strata::io {
+
+namespace detail {
+inline comm::collective collective_named(const std::string& kind, const std::string& path) {
+  if (kind == "all_reduce") return comm::collective::all_reduce;
+  if (kind == "all_gather") return comm::collective::all_gather;
+  if (kind == "reduce_scatter") return comm::collective::reduce_scatter;
+  if (kind == "broadcast") return comm::collective::broadcast;
+  if (kind == "reduce") return comm::collective::reduce;
+  fail(path,
+       "a collective given in bytes needs kind all_reduce, all_gather, reduce_scatter, "
+       "broadcast or reduce (got \"" +
+           kind + "\")");
+}
+}  // namespace detail
+
+/// Reads a trace; every error names the op (or field) at fault.
+inline sim::lin_trace parse_lin_trace(std::string_view text) {
+  using detail::fail;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw plan_error(std::string("malformed JSON: ") + e.what());
+  }
+  detail::only_keys(j, "trace", {"overheads_us", "cluster", "ops"});
+  sim::lin_trace t;
+  if (j.contains("overheads_us")) {
+    const auto& o = j["overheads_us"];
+    detail::only_keys(o, "overheads_us", {"T1", "T2", "T3", "T4", "T5", "kernel_gap"});
+    auto us = [&](const char* k, double d) {
+      return detail::num_field(o, "overheads_us", k, 0.0, 1e9, d) * 1e-6;
+    };
+    t.overheads = {us("T1", 0), us("T2", 0), us("T3", 0),
+                   us("T4", 0), us("T5", 0), us("kernel_gap", 1)};
+  }
+  const auto& ops = detail::require(j, "trace", "ops");
+  if (!ops.is_array() || ops.empty()) fail("ops", "must be a non-empty array");
+  int ranks = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    ranks = std::max(ranks, 1 + detail::int_field(ops[i], "ops[" + std::to_string(i) + "]", "rank",
+                                                  0, 1 << 20, 0, true));
+  std::optional<cluster> machine;
+  if (j.contains("cluster")) machine = detail::parse_cluster(j["cluster"]);
+  t.ranks.assign(static_cast<std::size_t>(ranks), {});
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& o = ops[i];
+    const std::string path = "ops[" + std::to_string(i) + "]";
+    detail::only_keys(
+        o, path, {"id", "rank", "stream", "kind", "duration_us", "kernels_us", "bytes", "deps"});
+    sim::lin_op op;
+    op.id = detail::str_field(o, path, "id", nullptr);
+    const std::string who = path + " ('" + op.id + "')";
+    const int rank = detail::int_field(o, path, "rank", 0, 1 << 20, 0, true);
+    const std::string st = detail::str_field(o, path, "stream", "compute");
+    if (st == "compute") {
+      op.on = sim::stream::compute;
+    } else if (st == "communication") {
+      op.on = sim::stream::communication;
+    } else {
+      fail(who + ".stream", "must be \"compute\" or \"communication\"");
+    }
+    const std::string kind = detail::str_field(o, path, "kind", "");
+    if (o.contains("duration_us")) {
+      op.kernels.push_back(detail::num_field(o, who, "duration_us", 0.0, 1e12, 0) * 1e-6);
+    } else if (o.contains("kernels_us")) {
+      if (!o["kernels_us"].is_array()) fail(who + ".kernels_us", "must be an array of times");
+      for (const auto& k : o["kernels_us"]) {
+        if (!k.is_number() || k.get<double>() < 0)
+          fail(who + ".kernels_us", "times must be non-negative numbers");
+        op.kernels.push_back(k.get<double>() * 1e-6);
+      }
+    } else if (o.contains("bytes")) {
+      if (op.on != sim::stream::communication)
+        fail(who + ".bytes", "only communication ops may be given in bytes");
+      if (!machine) fail("cluster", "ops given in bytes need a cluster to place them on");
+      const double b = detail::num_field(o, who, "bytes", 0.0, 1e18, 0);
+      const auto op_kind = detail::collective_named(kind, who + ".kind");
+      op.kernels.push_back(comm::ring::time(op_kind, *machine, {0, ranks, 1}, bytes{b}).count());
+    }
+    if (o.contains("deps")) {
+      if (!o["deps"].is_array()) fail(who + ".deps", "must be an array of op ids");
+      for (const auto& d : o["deps"]) {
+        if (!d.is_string()) fail(who + ".deps", "must be an array of op ids");
+        op.deps.push_back(d.get<std::string>());
+      }
+    }
+    t.ranks[static_cast<std::size_t>(rank)].push_back(std::move(op));
+  }
+  return t;
+}
+
+/// The replay's report.
+inline nlohmann::json to_json(const sim::lin_result& r) {
+  return {{"iteration_time_s", r.time}, {"rank_time_s", r.rank_time}, {"gpu_time_s", r.gpu_time}};
+}
+
+/// The replay's timeline as a Chrome trace: one process per rank, its two streams as threads.
+inline nlohmann::json chrome_trace(const sim::lin_result& r) {
+  nlohmann::json ev = nlohmann::json::array();
+  for (std::size_t i = 0; i < r.rank_time.size(); ++i) {
+    ev.push_back({{"ph", "M"},
+                  {"name", "process_name"},
+                  {"pid", i},
+                  {"args", {{"name", "rank " + std::to_string(i)}}}});
+    ev.push_back({{"ph", "M"},
+                  {"name", "thread_name"},
+                  {"pid", i},
+                  {"tid", 0},
+                  {"args", {{"name", "compute"}}}});
+    ev.push_back({{"ph", "M"},
+                  {"name", "thread_name"},
+                  {"pid", i},
+                  {"tid", 1},
+                  {"args", {{"name", "communication"}}}});
+  }
+  for (const auto& e : r.events)
+    ev.push_back({{"ph", "X"},
+                  {"name", e.op},
+                  {"pid", e.rank},
+                  {"tid", e.on == sim::stream::compute ? 0 : 1},
+                  {"ts", e.start * 1e6},
+                  {"dur", (e.end - e.start) * 1e6}});
+  return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace strata::io
