@@ -118,16 +118,18 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
   };
   int prev = -1;
   auto after = [&]() { return prev < 0 ? std::vector<int>{} : std::vector<int>{prev}; };
+  // ParaDL eq. (10): a tile sends floor(K/2) rows of `sh` to each of its two neighbours.
+  auto halo = [&](const shape& sh, int kernel, const std::string& name) {
+    if (!rp.tiles) return;
+    const double h = rp.tiles->halo(sh, kernel);
+    if (h > 0)
+      for (int k = 0; k < 2; ++k)
+        prev = communicate(name, comm::p2p(bytes{rp.samples * h * d}, hnk), after());
+  };
   // forward
   for (std::size_t l = 0; l < L; ++l) {
     const layer& ly = c.layers[l];
-    if (rp.tiles) {
-      const double hx = rp.tiles->halo(ly.in, ly.kernel);
-      if (hx > 0)
-        for (int k = 0; k < 2; ++k)
-          prev = communicate("halo x " + std::to_string(l),
-                             comm::p2p(bytes{rp.samples * hx * d}, hnk), after());
-    }
+    halo(ly.in, ly.kernel, "halo x " + std::to_string(l));
     std::vector<int> produces{acts[l]};
     if (l == 0) produces.push_back(weights);
     prev = compute("forward " + std::to_string(l), rp.samples * c.time(l).fw.count() / rp.split,
@@ -160,13 +162,7 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
   std::size_t next_bucket = 0;
   for (std::size_t l = L; l-- > 0;) {
     const layer& ly = c.layers[l];
-    if (rp.tiles) {
-      const double hy = rp.tiles->halo(ly.out, ly.kernel);
-      if (hy > 0)
-        for (int k = 0; k < 2; ++k)
-          prev = communicate("halo dy " + std::to_string(l),
-                             comm::p2p(bytes{rp.samples * hy * d}, hnk), after());
-    }
+    halo(ly.out, ly.kernel, "halo dy " + std::to_string(l));
     prev = compute("backward " + std::to_string(l), rp.samples * c.time(l).bw.count() / rp.split,
                    after(), {}, {acts[l]});
     const int bw = prev;
