@@ -38,6 +38,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20));
   sim_cmd->add_option("--gamma", gamma, "compute slowdown while communicating (Proteus)")
       ->check(CLI::Range(0.0, 100.0));
+  std::string schedule = "gpipe";
+  int max_in_flight = 0;
+  sim_cmd->add_option("--schedule", schedule, "pipeline schedule")
+      ->check(CLI::IsMember({"gpipe", "1f1b"}));
+  sim_cmd
+      ->add_option("--max-in-flight", max_in_flight,
+                   "micro-batches in flight per pipeline stage (0: no limit)")
+      ->check(CLI::Range(0, 1 << 20));
   // strata replay: Lin et al.'s Algorithm 1 over per-rank operation traces.
   auto* replay_cmd = app.add_subcommand("replay", "replay per-rank operation traces (Lin et al.)");
   std::string replay_input, replay_trace;

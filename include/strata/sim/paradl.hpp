@@ -7,11 +7,12 @@
 /// and halo exchanges (spatial, data+spatial) between them; the gradient all-reduce (data,
 /// spatial, hybrids) in `buckets` buckets on the communication stream, overlapping the rest of
 /// the backward pass when `overlap` is on; the weight update last. Pipelines run GPipe: S
-/// micro-batches forward through the stages, then backward, with the activation (gradient)
-/// sends blocking the sending stage unless `overlap` is on. Collective and send times come from
-/// `comm` (ParaDL's alpha-beta ring on the group's placement). Memory: weights, gradients and
-/// optimizer states live through the iteration; each layer's activations from its forward to its
-/// backward task (ParaDL's 2 delta B (|x| + |y|)).
+/// micro-batches forward through the stages, then backward, or 1F1B (with an optional limit on
+/// micro-batches in flight per stage, Proteus's max_ongoing_micro_batch), with the activation
+/// (gradient) sends blocking the sending stage unless `overlap` is on. Collective and send times
+/// come from `comm` (ParaDL's alpha-beta ring on the group's placement). Memory: weights, gradients
+/// and optimizer states live through the iteration; each layer's activations from its forward to
+/// its backward task (ParaDL's 2 delta B (|x| + |y|)).
 ///
 /// Ranks that are identical by symmetry (every rank of data, spatial, filter and channel
 /// parallelism and of the hybrids; the replicas of a stage) are simulated once.
@@ -39,10 +40,14 @@
 
 namespace strata::sim {
 
+enum class pipeline_schedule { gpipe, one_f_one_b };
+
 struct plan_options {
   bool overlap = false;  ///< gradient all-reduce overlaps backward; pipeline sends do not block
   int buckets = 1;       ///< gradient all-reduce buckets (by parameter bytes, last layer first)
   double gamma = 0;      ///< Proteus's overlap slowdown of compute under communication
+  pipeline_schedule schedule = pipeline_schedule::gpipe;
+  int max_in_flight = 0;  ///< Proteus's max_ongoing_micro_batch per stage (0: no limit)
 };
 
 struct plan_run {
@@ -265,39 +270,68 @@ inline plan_run lower_pipeline(const context& c, const parallel::pipeline& pp,
       acts[static_cast<std::size_t>(i)].push_back(
           s.add_tensor({"activations", i, 2.0 * d * mb * x.xy}));
   }
-  std::vector<std::vector<int>> fsend(static_cast<std::size_t>(p),
-                                      std::vector<int>(static_cast<std::size_t>(S), -1));
-  std::vector<int> last_fw(static_cast<std::size_t>(p), -1);
-  for (int j = 0; j < S; ++j)
+  // Program order of each stage: GPipe runs every forward, then every backward; 1F1B runs
+  // p - i - 1 forwards (fewer under an in-flight limit), then alternates, then drains.
+  const int limit = o.max_in_flight > 0 ? o.max_in_flight : S;
+  std::vector<std::vector<std::pair<bool, int>>> order(static_cast<std::size_t>(p));
+  for (int i = 0; i < p; ++i) {
+    auto& ord = order[static_cast<std::size_t>(i)];
+    if (o.schedule == pipeline_schedule::gpipe) {
+      for (int j = 0; j < S; ++j) ord.push_back({true, j});
+      for (int j = 0; j < S; ++j) ord.push_back({false, j});
+    } else {
+      const int warm = std::min({p - i - 1, S, limit - 1});
+      int f = 0, bk = 0;
+      for (; f < warm; ++f) ord.push_back({true, f});
+      for (; f < S; ++f, ++bk) {
+        ord.push_back({true, f});
+        ord.push_back({false, bk});
+      }
+      for (; bk < S; ++bk) ord.push_back({false, bk});
+    }
+  }
+  const std::size_t P = static_cast<std::size_t>(p), SS = static_cast<std::size_t>(S);
+  std::vector<std::vector<int>> fwd(P, std::vector<int>(SS, -1)),
+      fsend(P, std::vector<int>(SS, -1)), bsend(P, std::vector<int>(SS, -1));
+  std::vector<std::vector<int>> bws(P);
+  std::vector<std::size_t> next(P, 0);
+  // Create tasks in an order that respects the cross-stage dependencies.
+  for (bool progress = true; progress;) {
+    progress = false;
     for (int i = 0; i < p; ++i) {
-      std::vector<int> deps;
-      if (i > 0)
-        deps.push_back(fsend[static_cast<std::size_t>(i - 1)][static_cast<std::size_t>(j)]);
-      std::vector<int> produces{acts[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]};
-      if (j == 0) produces.push_back(weights[static_cast<std::size_t>(i)]);
-      const int f = task(i, false, "forward mb " + std::to_string(j),
-                         mb * sc[static_cast<std::size_t>(i)].fw, deps, produces);
-      last_fw[static_cast<std::size_t>(i)] = f;
-      if (i + 1 < p)
-        fsend[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] =
-            task(i, o.overlap, "send activations mb " + std::to_string(j), send_time(i), {f});
+      const auto I = static_cast<std::size_t>(i);
+      while (next[I] < order[I].size()) {
+        const auto [forward, j] = order[I][next[I]];
+        const auto J = static_cast<std::size_t>(j);
+        if (forward) {
+          if (i > 0 && fsend[I - 1][J] < 0) break;
+          std::vector<int> deps;
+          if (i > 0) deps.push_back(fsend[I - 1][J]);
+          std::vector<int> produces{acts[I][J]};
+          if (j == 0) produces.push_back(weights[I]);
+          fwd[I][J] =
+              task(i, false, "forward mb " + std::to_string(j), mb * sc[I].fw, deps, produces);
+          if (i + 1 < p)
+            fsend[I][J] = task(i, o.overlap, "send activations mb " + std::to_string(j),
+                               send_time(i), {fwd[I][J]});
+        } else {
+          if (i + 1 < p && bsend[I + 1][J] < 0) break;
+          std::vector<int> deps{fwd[I][J]};
+          if (i + 1 < p) deps.push_back(bsend[I + 1][J]);
+          const int bw = task(i, false, "backward mb " + std::to_string(j), mb * sc[I].bw, deps, {},
+                              {acts[I][J]});
+          bws[I].push_back(bw);
+          if (i > 0)
+            bsend[I][J] = task(i, o.overlap, "send gradients mb " + std::to_string(j),
+                               send_time(i - 1), {bw});
+        }
+        ++next[I];
+        progress = true;
+      }
     }
-  std::vector<std::vector<int>> bsend(static_cast<std::size_t>(p),
-                                      std::vector<int>(static_cast<std::size_t>(S), -1));
-  std::vector<std::vector<int>> bws(static_cast<std::size_t>(p));
-  for (int j = 0; j < S; ++j)
-    for (int i = p - 1; i >= 0; --i) {
-      std::vector<int> deps{last_fw[static_cast<std::size_t>(i)]};  // GPipe: flush forwards first
-      if (i + 1 < p)
-        deps.push_back(bsend[static_cast<std::size_t>(i + 1)][static_cast<std::size_t>(j)]);
-      const int b = task(i, false, "backward mb " + std::to_string(j),
-                         mb * sc[static_cast<std::size_t>(i)].bw, deps, {},
-                         {acts[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]});
-      bws[static_cast<std::size_t>(i)].push_back(b);
-      if (i > 0)
-        bsend[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] =
-            task(i, o.overlap, "send gradients mb " + std::to_string(j), send_time(i - 1), {b});
-    }
+  }
+  for (std::size_t i = 0; i < P; ++i)
+    if (next[i] < order[i].size()) throw plan_error("the pipeline schedule deadlocks");
   for (int i = 0; i < p; ++i) {
     std::vector<int> deps = bws[static_cast<std::size_t>(i)];
     for (int j = 0; j < S; ++j)
@@ -317,6 +351,7 @@ template <Strategy S>
                                 const cluster& machine, const training& setup,
                                 const plan_options& o = {}) {
   if (o.buckets < 1) throw plan_error("the gradient all-reduce needs at least one bucket");
+  if (o.max_in_flight < 0) throw plan_error("max_in_flight must not be negative");
   const context c = make_context(layers, machine, setup);
   strategy.check(c);
   if (strategy.devices() > machine.devices()) throw plan_error(limits::plan_exceeds_cluster);
@@ -324,6 +359,11 @@ template <Strategy S>
   detail::rank_plan rp;
   const double B = c.batch();
   if constexpr (std::is_same_v<S, parallel::pipeline>) {
+    if (o.max_in_flight > 0 && o.schedule == pipeline_schedule::gpipe &&
+        o.max_in_flight < strategy.segments)
+      throw plan_error(
+          "a limit on in-flight micro-batches needs the 1F1B schedule: GPipe runs every forward "
+          "before any backward");
     out = detail::lower_pipeline(c, strategy, o);
     out.run = out.graph.run();
     out.iteration = seconds{out.run.makespan};
