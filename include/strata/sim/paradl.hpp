@@ -2,11 +2,12 @@
 /// @file sim/paradl.hpp
 /// @brief The plan executor: a ParaDL plan lowered to per-rank tasks on the event core.
 ///
-/// Each simulated rank has a compute stream and a communication stream (fifo). Per layer:
-/// forward and backward tasks; blocking layer-wise collectives (filter, channel, data+filter)
-/// and halo exchanges (spatial, data+spatial) between them; the gradient all-reduce (data,
-/// spatial, hybrids) in `buckets` buckets on the communication stream, overlapping the rest of
-/// the backward pass when `overlap` is on; the weight update last. Pipelines run GPipe: S
+/// Each simulated rank has a compute stream (fifo); its communication runs as flows on
+/// fair-share links, one per level its groups span, so collectives that overlap share bandwidth.
+/// Per layer: forward and backward tasks; blocking layer-wise collectives (filter, channel,
+/// data+filter) and halo exchanges (spatial, data+spatial) between them; the gradient all-reduce
+/// (data, spatial, hybrids) in `buckets` buckets, one after another, overlapping the rest of the
+/// backward pass when `overlap` is on; the weight update last. Pipelines run GPipe: S
 /// micro-batches forward through the stages, then backward, or 1F1B (with an optional limit on
 /// micro-batches in flight per stage, Proteus's max_ongoing_micro_batch), with the activation
 /// (gradient) sends blocking the sending stage unless `overlap` is on. Collective and send times
@@ -84,9 +85,7 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
   plan_run out;
   simulator& s = out.graph;
   s.set_overlap_factor(o.gamma);
-  const streams r{s.add_resource({"compute", discipline::fifo, 1, 0, 0}),
-                  s.add_resource({"communication", discipline::fifo, 1, 0, 0}), 0};
-  const int gradient_stream = s.add_resource({"gradients", discipline::fifo, 1, 0, 0});
+  const int compute_stream = s.add_resource({"compute", discipline::fifo, 1, 0, 0});
   const double d = c.delta();
   const std::size_t L = c.size();
   const int states = states_per_param(c.setup.optim);
@@ -97,15 +96,13 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
     acts[l] =
         s.add_tensor({"activations " + std::to_string(l), 0,
                       2.0 * d * rp.samples * (c.layers[l].x() + c.layers[l].y()) / rp.act_split});
-  const interconnect lnk = comm::ring_link(c.machine, rp.lgroup);
-  const interconnect hnk = comm::ring_link(c.machine, rp.hgroup);
   std::size_t last_weighted = L;
   for (std::size_t l = 0; l < L; ++l)
     if (c.layers[l].has_weights()) last_weighted = l;
   auto compute = [&](const std::string& name, double t, std::vector<int> deps,
                      std::vector<int> produces = {}, std::vector<int> consumes = {}) {
     return s.add_task({.name = name,
-                       .resources = {r.compute},
+                       .resources = {compute_stream},
                        .work = t,
                        .deps = std::move(deps),
                        .cls = task_class::compute,
@@ -113,13 +110,42 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
                        .produces = std::move(produces),
                        .consumes = std::move(consumes)});
   };
-  auto communicate = [&](const std::string& name, seconds t, std::vector<int> deps) {
+  // Communication runs as flows on the links it crosses, one fair-share link per (level,
+  // bandwidth) a group spans: concurrent collectives on the same link share it. A collective of
+  // `steps` alpha-beta steps moving `wire` bytes per rank waits steps x alpha, then streams its
+  // bytes; alone on its link that is exactly the closed form.
+  std::vector<std::pair<std::pair<int, double>, int>> links;
+  auto flow = [&](const std::string& name, group g, double steps, double wire,
+                  std::vector<int> deps) {
+    const comm::group_view v = comm::view(c.machine, g);
+    const std::pair<int, double> key{v.top, v.ring.bandwidth.count()};
+    int res = -1;
+    for (const auto& [k, id] : links)
+      if (k == key) res = id;
+    if (res < 0) {
+      res = s.add_resource({"link (level " + std::to_string(v.top) + ")", discipline::fair_share,
+                            v.ring.bandwidth.count(), 0, 0});
+      links.push_back({key, res});
+    }
     return s.add_task({.name = name,
-                       .resources = {r.comm},
-                       .work = t.count(),
+                       .resources = {res},
+                       .work = wire,
                        .deps = std::move(deps),
                        .cls = task_class::communication,
-                       .device = 0});
+                       .device = 0,
+                       .latency = steps * v.ring.alpha.count()});
+  };
+  // ParaDL §IV's ring and p2p, split into start-ups and bytes on the wire.
+  auto all_gather = [&](const std::string& name, group g, double m, std::vector<int> deps) {
+    const double p = g.size;
+    return flow(name, g, p - 1, m * (p - 1) / p, std::move(deps));
+  };
+  auto all_reduce = [&](const std::string& name, group g, double m, std::vector<int> deps) {
+    const double p = g.size;
+    return flow(name, g, 2 * (p - 1), 2 * m * (p - 1) / p, std::move(deps));
+  };
+  auto send = [&](const std::string& name, group g, double m, std::vector<int> deps) {
+    return flow(name, g, 1, m, std::move(deps));
   };
   int prev = -1;
   auto after = [&]() { return prev < 0 ? std::vector<int>{} : std::vector<int>{prev}; };
@@ -128,8 +154,7 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
     if (!rp.tiles) return;
     const double h = rp.tiles->halo(sh, kernel);
     if (h > 0)
-      for (int k = 0; k < 2; ++k)
-        prev = communicate(name, comm::p2p(bytes{rp.samples * h * d}, hnk), after());
+      for (int k = 0; k < 2; ++k) prev = send(name, rp.hgroup, rp.samples * h * d, after());
   };
   // forward
   for (std::size_t l = 0; l < L; ++l) {
@@ -140,9 +165,8 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
     prev = compute("forward " + std::to_string(l), rp.samples * c.time(l).fw.count() / rp.split,
                    after(), produces);
     if (rp.layerwise && ly.has_weights() && l < last_weighted)
-      prev = communicate(
-          "all-gather y " + std::to_string(l),
-          comm::ring::all_gather(rp.lgroup.size, bytes{rp.samples * ly.y() * d}, lnk), after());
+      prev = all_gather("all-gather y " + std::to_string(l), rp.lgroup, rp.samples * ly.y() * d,
+                        after());
   }
   // backward, with the gradient buckets
   std::vector<std::size_t> bucket_end;  // bucket k closes after the backward of layer bucket_end[k]
@@ -172,9 +196,8 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
                    after(), {}, {acts[l]});
     const int bw = prev;
     if (rp.layerwise && ly.has_weights() && l < last_weighted)
-      prev = communicate(
-          "all-reduce dx " + std::to_string(l),
-          comm::ring::all_reduce(rp.lgroup.size, bytes{rp.samples * ly.y() * d}, lnk), after());
+      prev = all_reduce("all-reduce dx " + std::to_string(l), rp.lgroup, rp.samples * ly.y() * d,
+                        after());
     bucket_w += ly.params;
     if (next_bucket < bucket_end.size() && l == bucket_end[next_bucket]) {
       buckets.push_back({bucket_w, bw});
@@ -182,20 +205,15 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
       ++next_bucket;
     }
   }
-  // Gradient all-reduce per bucket: right after its last backward task when overlapping, after
-  // the whole backward pass otherwise.
+  // Gradient all-reduce per bucket, in bucket order (one stream): right after its last backward
+  // task when overlapping, after the whole backward pass otherwise.
   std::vector<int> exchanges;
   if (rp.gradients)
     for (std::size_t k = 0; k < buckets.size(); ++k) {
-      const seconds t =
-          comm::ring::all_reduce(rp.ggroup.size, bytes{buckets[k].weights * rp.gshare * d},
-                                 comm::ring_link(c.machine, rp.ggroup));
-      exchanges.push_back(s.add_task({.name = "gradient all-reduce " + std::to_string(k),
-                                      .resources = {gradient_stream},
-                                      .work = t.count(),
-                                      .deps = {o.overlap ? buckets[k].after : prev},
-                                      .cls = task_class::communication,
-                                      .device = 0}));
+      std::vector<int> deps{o.overlap ? buckets[k].after : prev};
+      if (!exchanges.empty()) deps.push_back(exchanges.back());
+      exchanges.push_back(all_reduce("gradient all-reduce " + std::to_string(k), rp.ggroup,
+                                     buckets[k].weights * rp.gshare * d, std::move(deps)));
     }
   std::vector<int> before_update{prev};
   for (int e : exchanges) before_update.push_back(e);
