@@ -14,6 +14,7 @@
 #include "strata/error.hpp"
 #include "strata/hardware/cluster.hpp"
 #include "strata/hardware/device.hpp"
+#include "strata/hardware/kernels.hpp"
 #include "strata/hardware/mesh.hpp"
 #include "strata/hardware/presets.hpp"
 #include "strata/limits.hpp"

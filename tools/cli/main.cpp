@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "strata/io/lin_trace.hpp"
+#include "strata/io/profile.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/io/simulation.hpp"
 #include "strata/sim/paradl.hpp"
@@ -52,6 +53,17 @@ int main(int argc, char** argv) {
   replay_cmd->add_option("trace", replay_input, "trace JSON file, or - for standard input")
       ->required();
   replay_cmd->add_option("--trace", replay_trace, "write a Chrome-trace / Perfetto timeline");
+  // strata calibrate: fit a device profile to microbenchmarks.
+  auto* cal_cmd = app.add_subcommand("calibrate", "fit a device profile to microbenchmark CSVs");
+  std::string gemm_csv, membound_csv, attention_csv, cal_device = "h100", profile_out;
+  int sms = 132;
+  cal_cmd->add_option("--gemm", gemm_csv, "GEMM timings (dtype,M,N,K,ms)")->required();
+  cal_cmd->add_option("--membound", membound_csv, "memory-bound timings (op,bytes,ms)")->required();
+  cal_cmd->add_option("--attention", attention_csv, "flash-attention timings")->required();
+  cal_cmd->add_option("--device", cal_device, "datasheet device the profile starts from")
+      ->check(CLI::IsMember({"v100-16gb", "v100-32gb", "a100-40gb", "a100-80gb", "h100", "h200"}));
+  cal_cmd->add_option("--sms", sms, "streaming multiprocessors")->check(CLI::Range(1, 100000));
+  cal_cmd->add_option("--output", profile_out, "write the profile (JSON) here");
   app.set_version_flag("--version", std::to_string(STRATA_VERSION_MAJOR) + "." +
                                         std::to_string(STRATA_VERSION_MINOR) + "." +
                                         std::to_string(STRATA_VERSION_PATCH));
@@ -78,6 +90,27 @@ int main(int argc, char** argv) {
     out.assign(std::istreambuf_iterator<char>(f), {});
     return true;
   };
+  if (cal_cmd->parsed()) {
+    try {
+      std::ifstream g(gemm_csv), m(membound_csv), a(attention_csv);
+      if (!g) throw strata::plan_error("--gemm: cannot open '" + gemm_csv + "'");
+      if (!m) throw strata::plan_error("--membound: cannot open '" + membound_csv + "'");
+      if (!a) throw strata::plan_error("--attention: cannot open '" + attention_csv + "'");
+      const strata::device dev =
+          strata::io::detail::parse_device(nlohmann::json(cal_device), "--device");
+      const auto fit = strata::calibrate::fit_profile(dev, sms, g, m, a);
+      if (!profile_out.empty()) {
+        std::ofstream out(profile_out);
+        if (!out) throw strata::plan_error("--output: cannot write '" + profile_out + "'");
+        out << strata::io::to_json(fit.profile).dump(2) << '\n';
+      }
+      std::cout << nlohmann::json{{"report", strata::io::to_json(fit.report)}}.dump(2) << '\n';
+    } catch (const std::exception& e) {
+      std::cerr << "strata: error: " << e.what() << '\n';
+      return 2;
+    }
+    return 0;
+  }
   if (replay_cmd->parsed()) {
     std::string text;
     if (!read_text(replay_input, text)) return 2;

@@ -1,0 +1,231 @@
+#pragma once
+/// @file calibrate/kernel_fit.hpp
+/// @brief Fitting a device profile (`hardware/kernels.hpp`) to microbenchmarks: GEMMs, memory-
+/// bound kernels and flash attention, with Levenberg-Marquardt on log time (Eigen).
+///
+/// Input: the columns of test/data/h100_{gemm,membound,attention}.csv. Every fit reports its
+/// errors on all points and, fitted again on the even-indexed rows only, on the odd-indexed rows
+/// it did not see.
+/// @code
+/// std::ifstream g("gemm.csv"), m("membound.csv"), a("attention.csv");
+/// auto fit = strata::calibrate::fit_profile(strata::presets::h100_sxm5_80gb, 132, g, m, a);
+/// fit.profile;  // a strata::device_profile
+/// fit.report;   // errors per op class
+/// @endcode
+
+#include <cmath>
+#include <istream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "strata/calibrate/levenberg_marquardt.hpp"
+#include "strata/calibrate/measurement.hpp"
+#include "strata/calibrate/readers.hpp"
+#include "strata/hardware/kernels.hpp"
+
+namespace strata::calibrate {
+
+/// Errors of one op class: all points with the fit on all of them, and the odd rows with a fit
+/// on the even ones.
+struct class_report {
+  std::string op;
+  error_summary all;
+  error_summary held_out;
+};
+
+struct profile_fit {
+  device_profile profile;
+  std::vector<class_report> report;
+};
+
+namespace detail {
+
+struct gemm_point {
+  double m, n, k, t;
+};
+
+inline gemm_model fit_gemm(const std::vector<gemm_point>& pts, gemm_model base) {
+  if (pts.size() < 4) throw plan_error("a GEMM fit needs at least 4 shapes");
+  auto make = [&](const Eigen::VectorXd& x) {
+    gemm_model g = base;
+    g.efficiency = std::exp(x(0));
+    g.half_area = std::exp(x(1));
+    g.floor = std::exp(x(2));
+    g.wave = std::exp(x(3));
+    return g;
+  };
+  Eigen::VectorXd th(4);
+  th << std::log(0.8), std::log(4096.0), std::log(10e-6), std::log(1e-6);
+  const auto r =
+      levenberg_marquardt(th, pts.size(), [&](const Eigen::VectorXd& x, Eigen::VectorXd& res) {
+        const gemm_model g = make(x);
+        for (std::size_t i = 0; i < pts.size(); ++i)
+          res(static_cast<Eigen::Index>(i)) =
+              std::log(g.time(pts[i].m, pts[i].n, pts[i].k) / pts[i].t);
+      });
+  return make(r.theta);
+}
+
+inline stream_model fit_stream(const std::vector<std::pair<double, double>>& pts) {
+  if (pts.size() < 2) throw plan_error("a memory-bound fit needs at least 2 sizes");
+  auto make = [](const Eigen::VectorXd& x) { return stream_model{std::exp(x(0)), std::exp(x(1))}; };
+  Eigen::VectorXd th(2);
+  th << std::log(1e12), std::log(10e-6);
+  const auto r =
+      levenberg_marquardt(th, pts.size(), [&](const Eigen::VectorXd& x, Eigen::VectorXd& res) {
+        const stream_model s = make(x);
+        for (std::size_t i = 0; i < pts.size(); ++i)
+          res(static_cast<Eigen::Index>(i)) = std::log(s.time(pts[i].first) / pts[i].second);
+      });
+  return make(r.theta);
+}
+
+template <class Fit, class Predict, class Point>
+class_report report(const std::string& op, const std::vector<Point>& pts, Fit&& fit,
+                    Predict&& predict) {
+  class_report rep{op, {}, {}};
+  const auto full = fit(pts);
+  std::vector<double> e;
+  for (const auto& p : pts) e.push_back(predict(full, p));
+  rep.all = summarize(e);
+  std::vector<Point> even, odd;
+  for (std::size_t i = 0; i < pts.size(); ++i) (i % 2 == 0 ? even : odd).push_back(pts[i]);
+  if (even.size() >= 2 && !odd.empty()) {
+    try {
+      const auto half = fit(even);
+      std::vector<double> h;
+      for (const auto& p : odd) h.push_back(predict(half, p));
+      rep.held_out = summarize(h);
+    } catch (const plan_error&) {  // too few points for a separate fit: no held-out figure
+    }
+  }
+  return rep;
+}
+
+inline double number(const std::map<std::string, std::string>& row, const char* col, int line) {
+  const auto it = row.find(col);
+  if (it == row.end())
+    throw plan_error("CSV row " + std::to_string(line) + ": no column '" + col + "'");
+  return strata::calibrate::detail::number(it->second,
+                                           "CSV row " + std::to_string(line) + " column " + col);
+}
+
+}  // namespace detail
+
+/// Fits a profile for `dev` (with `sms` SMs) to the three microbenchmark tables.
+inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_csv,
+                               std::istream& membound_csv, std::istream& attention_csv) {
+  profile_fit out{datasheet_profile(dev, sms), {}};
+  device_profile& p = out.profile;
+  // GEMMs, per data type
+  const csv_table g = read_csv(gemm_csv);
+  for (const char* type : {"bfloat16", "float32"}) {
+    std::vector<detail::gemm_point> pts;
+    for (std::size_t i = 0; i < g.rows.size(); ++i) {
+      const auto& row = g.rows[i];
+      if (row.at("dtype") != type) continue;
+      const int line = static_cast<int>(i) + 2;
+      const detail::gemm_point pt{detail::number(row, "M", line), detail::number(row, "N", line),
+                                  detail::number(row, "K", line),
+                                  detail::number(row, "ms", line) * 1e-3};
+      if (!(pt.m > 0 && pt.n > 0 && pt.k > 0 && pt.t > 0))
+        throw plan_error("CSV row " + std::to_string(line) + ": sizes and times must be positive");
+      pts.push_back(pt);
+    }
+    if (pts.empty()) continue;
+    gemm_model& target = std::string(type) == "float32" ? p.fp32 : p.bf16;
+    const gemm_model base = target;
+    target = detail::fit_gemm(pts, base);
+    out.report.push_back(detail::report(
+        std::string("gemm ") + type, pts, [&](const auto& v) { return detail::fit_gemm(v, base); },
+        [](const gemm_model& m, const detail::gemm_point& q) {
+          return (m.time(q.m, q.n, q.k) - q.t) / q.t;
+        }));
+  }
+  // Memory-bound kernels, by class
+  const csv_table mb = read_csv(membound_csv);
+  std::map<std::string, std::vector<std::pair<double, double>>> classes;
+  for (std::size_t i = 0; i < mb.rows.size(); ++i) {
+    const auto& row = mb.rows[i];
+    const int line = static_cast<int>(i) + 2;
+    const std::string op = row.at("op");
+    std::string cls;
+    if (op == "d2d_copy")
+      cls = "copy";
+    else if (op == "h2d_pinned")
+      cls = "host_to_device";
+    else if (op == "d2h_pinned")
+      cls = "device_to_host";
+    else if (op.rfind("gelu", 0) == 0)
+      cls = "gelu";
+    else if (op.rfind("dropout", 0) == 0)
+      cls = "dropout";
+    else if (op.rfind("layernorm", 0) == 0)
+      cls = "layer_norm";
+    else if (op.rfind("softmax", 0) == 0)
+      cls = "softmax";
+    else
+      throw plan_error("CSV row " + std::to_string(line) + ": unknown op '" + op + "'");
+    classes[cls].push_back(
+        {detail::number(row, "bytes", line), detail::number(row, "ms", line) * 1e-3});
+  }
+  for (auto& [cls, pts] : classes) {
+    stream_model& target = cls == "copy"             ? p.copy
+                           : cls == "host_to_device" ? p.host_to_device
+                           : cls == "device_to_host" ? p.device_to_host
+                           : cls == "gelu"           ? p.gelu
+                           : cls == "dropout"        ? p.dropout
+                           : cls == "layer_norm"     ? p.layer_norm
+                                                     : p.softmax;
+    target = detail::fit_stream(pts);
+    out.report.push_back(detail::report(
+        cls, pts, [](const auto& v) { return detail::fit_stream(v); },
+        [](const stream_model& m, const std::pair<double, double>& q) {
+          return (m.time(q.first) - q.second) / q.second;
+        }));
+  }
+  // Flash attention: achieved rates and the floor
+  const csv_table at = read_csv(attention_csv);
+  struct att_point {
+    double b, h, s, d, fwd, train;
+  };
+  std::vector<att_point> ap;
+  for (std::size_t i = 0; i < at.rows.size(); ++i) {
+    const auto& row = at.rows[i];
+    const int line = static_cast<int>(i) + 2;
+    ap.push_back({detail::number(row, "b", line), detail::number(row, "heads", line),
+                  detail::number(row, "s", line), detail::number(row, "d", line),
+                  detail::number(row, "fwd_ms", line) * 1e-3,
+                  detail::number(row, "fwdbwd_ms", line) * 1e-3});
+  }
+  auto fit_attention = [](const std::vector<att_point>& v) {
+    if (v.size() < 2) throw plan_error("an attention fit needs at least 2 shapes");
+    auto make = [](const Eigen::VectorXd& x) {
+      return attention_model{std::exp(x(0)), std::exp(x(1)), std::exp(x(2)), std::exp(x(3))};
+    };
+    Eigen::VectorXd th(4);
+    th << std::log(600e12), std::log(500e12), std::log(1e9), std::log(10e-6);
+    const auto r =
+        levenberg_marquardt(th, 2 * v.size(), [&](const Eigen::VectorXd& x, Eigen::VectorXd& res) {
+          const attention_model a = make(x);
+          for (std::size_t i = 0; i < v.size(); ++i) {
+            res(static_cast<Eigen::Index>(2 * i)) =
+                std::log(a.forward(v[i].b, v[i].h, v[i].s, v[i].d) / v[i].fwd);
+            res(static_cast<Eigen::Index>(2 * i + 1)) =
+                std::log(a.forward_backward(v[i].b, v[i].h, v[i].s, v[i].d) / v[i].train);
+          }
+        });
+    return make(r.theta);
+  };
+  if (!ap.empty()) {
+    p.attention = fit_attention(ap);
+    out.report.push_back(detail::report(
+        "attention", ap, fit_attention, [](const attention_model& a, const att_point& q) {
+          return (a.forward_backward(q.b, q.h, q.s, q.d) - q.train) / q.train;
+        }));
+  }
+  return out;
+}
+
+}  // namespace strata::calibrate

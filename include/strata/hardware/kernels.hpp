@@ -1,0 +1,148 @@
+#pragma once
+/// @file hardware/kernels.hpp
+/// @brief Time of one kernel on one device: GEMMs with tile and wave quantization, memory-bound
+/// kernels and flash attention, each above a launch-bound floor.
+///
+/// GEMM C = A(M x K) B(K x N) (cuBLAS picks the fastest of its tile shapes, and so do we): with
+/// tiles of tm x tn, ceil(M/tm) ceil(N/tn) tiles run in waves over the SMs; a wave costs one
+/// tile's 2 tm tn K FLOPs at the SM's share of the peak, scaled by an efficiency that grows with
+/// the tile area (operand reuse: e x area / (area + half)), plus a fixed per-wave overhead. A
+/// partly filled last wave costs a full one (wave quantization). The kernel also cannot beat its
+/// bytes ((MK + KN + MN) x element) over the memory bandwidth. Small kernels are launch-bound:
+/// the work w blends into a floor f as (f^4 + w^4)^(1/4).
+/// @code
+/// constexpr auto g = strata::datasheet_profile(strata::presets::h100_sxm5_80gb, 132).bf16;
+/// const double t = g.time(4096, 4096, 4096);
+/// @endcode
+
+#include <array>
+#include <string_view>
+
+#include "strata/detail/cmath.hpp"
+#include "strata/error.hpp"
+#include "strata/hardware/device.hpp"
+
+namespace strata {
+
+namespace detail {
+constexpr double ceil_ratio(double a, double b) {
+  const double q = a / b;
+  const double f = static_cast<double>(static_cast<long long>(q));
+  return f < q ? f + 1 : f;
+}
+/// (f^4 + w^4)^(1/4): the floor for tiny kernels, the work for large ones.
+constexpr double soft_floor(double floor, double work) {
+  if (floor <= 0) return work;
+  const double a = floor * floor, b = work * work;
+  const double s = a * a + b * b;
+  return strata::detail::pow(s, 0.25);
+}
+}  // namespace detail
+
+/// GEMM model for one data type.
+struct gemm_model {
+  double peak = 0;        ///< dense FLOP/s
+  double efficiency = 1;  ///< e: fraction of the peak a large tile sustains
+  double half_area = 0;   ///< tile area at which half of e is reached
+  double floor = 0;       ///< launch-bound floor (s)
+  double wave = 0;        ///< overhead per wave (s)
+  double bandwidth = 1;   ///< B/s
+  double element = 2;     ///< bytes per element
+  int sms = 1;            ///< streaming multiprocessors
+
+  static constexpr std::array<std::array<int, 2>, 6> tiles{
+      {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}};
+
+  [[nodiscard]] constexpr double time(double m, double n, double k) const {
+    if (!(m > 0 && n > 0 && k > 0)) throw plan_error("GEMM dimensions must be positive");
+    double best = -1;
+    for (const auto& t : tiles) {
+      const double tm = t[0], tn = t[1], area = tm * tn;
+      const double waves =
+          detail::ceil_ratio(detail::ceil_ratio(m, tm) * detail::ceil_ratio(n, tn), sms);
+      const double rate = peak / sms * efficiency * area / (area + half_area);
+      const double w = waves * (2.0 * area * k / rate + wave);
+      if (best < 0 || w < best) best = w;
+    }
+    const double memory = (m * k + k * n + m * n) * element / bandwidth;
+    return detail::soft_floor(floor, best > memory ? best : memory);
+  }
+  [[nodiscard]] constexpr double flops(double m, double n, double k) const { return 2 * m * n * k; }
+};
+
+/// A memory-bound kernel: bytes at an achieved bandwidth, above a floor.
+struct stream_model {
+  double bandwidth = 1;  ///< achieved B/s for large transfers
+  double floor = 0;      ///< s
+  [[nodiscard]] constexpr double time(double size) const {
+    if (!(size >= 0)) throw plan_error("a transfer size must not be negative");
+    return detail::soft_floor(floor, size / bandwidth);
+  }
+};
+
+/// Flash attention (causal): 4 b h s^2 d / 2 FLOPs forward, 3.5 times that forward + backward
+/// (the backward recomputes the scores). Small problems run below the peak rate; the achieved
+/// rate R F / (F + F0) makes the time (F + F0) / R, above a floor.
+struct attention_model {
+  double forward_rate = 1;   ///< R, FLOP/s forward
+  double training_rate = 1;  ///< R, FLOP/s forward + backward
+  double ramp = 0;           ///< F0, FLOPs
+  double floor = 0;
+  [[nodiscard]] static constexpr double forward_flops(double b, double h, double s, double d) {
+    return 2.0 * b * h * s * s * d;  // Q K^T and P V, half of them masked
+  }
+  [[nodiscard]] constexpr double forward(double b, double h, double s, double d) const {
+    return detail::soft_floor(floor, (forward_flops(b, h, s, d) + ramp) / forward_rate);
+  }
+  [[nodiscard]] constexpr double forward_backward(double b, double h, double s, double d) const {
+    return detail::soft_floor(floor, (3.5 * forward_flops(b, h, s, d) + ramp) / training_rate);
+  }
+};
+
+/// Everything strata needs to time kernels on a device.
+struct device_profile {
+  device dev;
+  int sms = 1;
+  gemm_model bf16;    ///< also fp16
+  gemm_model fp32;    ///< fp32 inputs, TF32 allowed
+  stream_model copy;  ///< device-to-device
+  stream_model host_to_device;
+  stream_model device_to_host;
+  stream_model gelu;  ///< also other element-wise kernels (residual adds)
+  stream_model dropout;
+  stream_model layer_norm;
+  stream_model softmax;
+  attention_model attention;
+
+  [[nodiscard]] constexpr const gemm_model& gemm(dtype t) const {
+    return t == dtype::fp32 || t == dtype::tf32 ? fp32 : bf16;
+  }
+};
+
+/// A profile from datasheet peaks alone, with default efficiencies that are the same for every
+/// device (no fitting): GEMMs at 70 % of the dense peak for large tiles (half of it at a 64 x 64
+/// tile), 2 us per wave; copies and element-wise kernels at 80 % of the memory bandwidth,
+/// normalization (layer norm, softmax) at 50 %; host copies at 25 GB/s (PCIe Gen4 x16 in
+/// practice); attention at 50 % of the 16-bit peak forward, 40 % forward + backward; a 10 us
+/// launch floor.
+[[nodiscard]] constexpr device_profile datasheet_profile(const device& d, int sms) {
+  if (sms < 1) throw plan_error("a device profile needs at least one SM");
+  const double bw = d.memory_bandwidth.count();
+  auto gemm = [&](dtype t, double element) {
+    return gemm_model{d.peak(t).count(), 0.7, 4096, 10e-6, 2e-6, bw, element, sms};
+  };
+  return {d,
+          sms,
+          gemm(dtype::bf16, 2),
+          gemm(dtype::tf32, 4),
+          {0.8 * bw, 10e-6},
+          {25e9, 10e-6},
+          {25e9, 10e-6},
+          {0.8 * bw, 10e-6},
+          {0.8 * bw, 10e-6},
+          {0.5 * bw, 10e-6},
+          {0.5 * bw, 10e-6},
+          {0.5 * d.peak(dtype::bf16).count(), 0.4 * d.peak(dtype::bf16).count(), 0, 10e-6}};
+}
+
+}  // namespace strata

@@ -1,0 +1,163 @@
+#pragma once
+/// @file io/profile.hpp
+/// @brief Device profiles (`hardware/kernels.hpp`) as JSON, and the calibration report.
+///
+/// Schema (docs/calibration.md): {"device": {name, fp32, tf32, fp16, bf16, fp8 (FLOP/s), memory
+/// (B), memory_bandwidth (B/s)}, "sms", "gemm": {"bf16": {...}, "fp32": {...}}, "stream": {"copy",
+/// "host_to_device", "device_to_host", "gelu", "dropout", "layer_norm", "softmax": {bandwidth,
+/// floor}}, "attention": {forward_rate, training_rate, ramp, floor}}. Times in seconds, rates in
+/// per-second units.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/calibrate/kernel_fit.hpp"
+#include "strata/hardware/kernels.hpp"
+#include "strata/io/scenario.hpp"
+
+namespace strata::io {
+
+/// A profile owns its device name (the `device` struct holds a view).
+struct stored_profile {
+  std::string name;
+  device_profile profile;
+};
+
+inline nlohmann::json to_json(const device_profile& p) {
+  auto gemm = [](const gemm_model& g) {
+    return nlohmann::json{{"peak", g.peak},           {"efficiency", g.efficiency},
+                          {"half_area", g.half_area}, {"floor", g.floor},
+                          {"wave", g.wave},           {"bandwidth", g.bandwidth},
+                          {"element", g.element},     {"sms", g.sms}};
+  };
+  auto stream = [](const stream_model& s) {
+    return nlohmann::json{{"bandwidth", s.bandwidth}, {"floor", s.floor}};
+  };
+  const device& d = p.dev;
+  return {{"device",
+           {{"name", std::string(d.name)},
+            {"fp32", d.fp32.count()},
+            {"tf32", d.tf32.count()},
+            {"fp16", d.fp16.count()},
+            {"bf16", d.bf16.count()},
+            {"fp8", d.fp8.count()},
+            {"memory", d.memory.count()},
+            {"memory_bandwidth", d.memory_bandwidth.count()}}},
+          {"sms", p.sms},
+          {"gemm", {{"bf16", gemm(p.bf16)}, {"fp32", gemm(p.fp32)}}},
+          {"stream",
+           {{"copy", stream(p.copy)},
+            {"host_to_device", stream(p.host_to_device)},
+            {"device_to_host", stream(p.device_to_host)},
+            {"gelu", stream(p.gelu)},
+            {"dropout", stream(p.dropout)},
+            {"layer_norm", stream(p.layer_norm)},
+            {"softmax", stream(p.softmax)}}},
+          {"attention",
+           {{"forward_rate", p.attention.forward_rate},
+            {"training_rate", p.attention.training_rate},
+            {"ramp", p.attention.ramp},
+            {"floor", p.attention.floor}}}};
+}
+
+/// Reads a profile; errors name the field.
+inline stored_profile profile_from_json(const nlohmann::json& j) {
+  using detail::num_field;
+  using detail::require;
+  stored_profile out;
+  detail::only_keys(j, "profile", {"device", "sms", "gemm", "stream", "attention"});
+  const auto& d = require(j, "profile", "device");
+  detail::only_keys(d, "profile.device",
+                    {"name", "fp32", "tf32", "fp16", "bf16", "fp8", "memory", "memory_bandwidth"});
+  out.name = detail::str_field(d, "profile.device", "name", nullptr);
+  auto rate = [&](const nlohmann::json& o, const std::string& path, const char* k, bool required) {
+    if (required && !o.contains(k)) detail::fail(path + "." + k, "missing (required)");
+    return num_field(o, path, k, 0.0, 1e20, 0.0);
+  };
+  device& dev = out.profile.dev;
+  dev.fp32 = flop_rate{rate(d, "profile.device", "fp32", true)};
+  dev.tf32 = flop_rate{rate(d, "profile.device", "tf32", false)};
+  dev.fp16 = flop_rate{rate(d, "profile.device", "fp16", false)};
+  dev.bf16 = flop_rate{rate(d, "profile.device", "bf16", false)};
+  dev.fp8 = flop_rate{rate(d, "profile.device", "fp8", false)};
+  dev.memory = bytes{rate(d, "profile.device", "memory", true)};
+  dev.memory_bandwidth = byte_rate{rate(d, "profile.device", "memory_bandwidth", true)};
+  out.profile.sms = detail::int_field(j, "profile", "sms", 1, 100000, 1, true);
+  auto positive = [&](const nlohmann::json& o, const std::string& path, const char* k) {
+    if (!o.contains(k)) detail::fail(path + "." + k, "missing (required)");
+    const double v = num_field(o, path, k, 0.0, 1e20, 0.0);
+    return v;
+  };
+  auto gemm = [&](const nlohmann::json& o, const std::string& path) {
+    detail::only_keys(
+        o, path,
+        {"peak", "efficiency", "half_area", "floor", "wave", "bandwidth", "element", "sms"});
+    gemm_model g{
+        positive(o, path, "peak"),      positive(o, path, "efficiency"),
+        positive(o, path, "half_area"), positive(o, path, "floor"),
+        positive(o, path, "wave"),      positive(o, path, "bandwidth"),
+        positive(o, path, "element"),   detail::int_field(o, path, "sms", 1, 100000, 1, true)};
+    if (!(g.peak > 0 && g.efficiency > 0 && g.bandwidth > 0 && g.element > 0))
+      detail::fail(path, "peak, efficiency, bandwidth and element must be positive");
+    return g;
+  };
+  const auto& g = require(j, "profile", "gemm");
+  detail::only_keys(g, "profile.gemm", {"bf16", "fp32"});
+  out.profile.bf16 = gemm(require(g, "profile.gemm", "bf16"), "profile.gemm.bf16");
+  out.profile.fp32 = gemm(require(g, "profile.gemm", "fp32"), "profile.gemm.fp32");
+  const auto& st = require(j, "profile", "stream");
+  detail::only_keys(
+      st, "profile.stream",
+      {"copy", "host_to_device", "device_to_host", "gelu", "dropout", "layer_norm", "softmax"});
+  auto stream = [&](const char* k) {
+    const std::string path = std::string("profile.stream.") + k;
+    const auto& o = require(st, "profile.stream", k);
+    detail::only_keys(o, path, {"bandwidth", "floor"});
+    const stream_model m{positive(o, path, "bandwidth"), positive(o, path, "floor")};
+    if (!(m.bandwidth > 0)) detail::fail(path + ".bandwidth", "must be positive");
+    return m;
+  };
+  out.profile.copy = stream("copy");
+  out.profile.host_to_device = stream("host_to_device");
+  out.profile.device_to_host = stream("device_to_host");
+  out.profile.gelu = stream("gelu");
+  out.profile.dropout = stream("dropout");
+  out.profile.layer_norm = stream("layer_norm");
+  out.profile.softmax = stream("softmax");
+  const auto& a = require(j, "profile", "attention");
+  detail::only_keys(a, "profile.attention", {"forward_rate", "training_rate", "ramp", "floor"});
+  out.profile.attention = {positive(a, "profile.attention", "forward_rate"),
+                           positive(a, "profile.attention", "training_rate"),
+                           positive(a, "profile.attention", "ramp"),
+                           positive(a, "profile.attention", "floor")};
+  if (!(out.profile.attention.forward_rate > 0 && out.profile.attention.training_rate > 0))
+    detail::fail("profile.attention", "rates must be positive");
+  return out;
+}
+
+inline stored_profile profile_from_text(std::string_view text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw plan_error(std::string("malformed JSON: ") + e.what());
+  }
+  return profile_from_json(j);
+}
+
+/// The calibration report: errors per op class, on all points and held out.
+inline nlohmann::json to_json(const std::vector<calibrate::class_report>& report) {
+  nlohmann::json r = nlohmann::json::array();
+  for (const auto& c : report)
+    r.push_back({{"op", c.op},
+                 {"points", c.all.points},
+                 {"mape", c.all.mape},
+                 {"gmae", c.all.gmae},
+                 {"held_out_points", c.held_out.points},
+                 {"held_out_mape", c.held_out.mape},
+                 {"held_out_gmae", c.held_out.gmae}});
+  return r;
+}
+
+}  // namespace strata::io
