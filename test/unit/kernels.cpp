@@ -100,3 +100,32 @@ TEST_CASE("profiles round-trip and bad profiles name the field") {
   CHECK_THROWS_WITH(calibrate::fit_profile(presets::h100_sxm5_80gb, 132, bad_gemm, mem, att),
                     Catch::Contains("CSV row 2 column ms: 'x' is not a number"));
 }
+
+#include <strata/analytic/step.hpp>
+
+TEST_CASE("a GPT-2 step lowered to kernels has Narayanan's FLOPs") {
+  const auto p = datasheet_profile(presets::h100_sxm5_80gb, 132);
+  const analytic::gpt2_config c{
+      .layers = 12, .hidden = 768, .heads = 12, .sequence = 1024, .batch = 8};
+  const auto step = analytic::gpt2_step(c, p);
+  const double B = 8, s = 1024, l = 12, h = 768, V = 50304;
+  // GEMMs: Narayanan et al.'s 72 B s l h^2 (1 + s/6h + V/12lh) without its attention term
+  // (forward 24 B s h^2 per layer, backward twice that, and the logits 2 B s h V, x 3)
+  CHECK(step.flops(analytic::kernel_kind::gemm) ==
+        Approx(72 * B * s * l * h * h * (1 + V / (12 * l * h))));
+  // causal flash attention: forward 2 B s^2 h per layer, backward 2.5 x (recomputing the scores)
+  CHECK(step.flops(analytic::kernel_kind::attention) == Approx(3.5 * 2 * B * s * s * h * l));
+  // checkpointing adds one more forward of every block
+  auto ck = c;
+  ck.checkpoint = true;
+  const auto re = analytic::gpt2_step(ck, p);
+  CHECK(re.flops(analytic::kernel_kind::gemm) - step.flops(analytic::kernel_kind::gemm) ==
+        Approx(24 * B * s * h * h * l));
+  CHECK(re.time() > step.time());
+  // the fused AdamW pass: 28 B per parameter, 124,475,904 parameters with V = 50304
+  const double params = 12 * l * h * h + 13 * l * h + (V + s) * h + 2 * h;
+  CHECK(params == 124'475'904);
+  CHECK(step.kernels.back().bytes == 28 * params);
+  CHECK_THROWS_WITH(analytic::gpt2_step({.hidden = 770, .heads = 12}, p),
+                    Catch::Contains("heads must divide the hidden size"));
+}
