@@ -129,3 +129,28 @@ TEST_CASE("a GPT-2 step lowered to kernels has Narayanan's FLOPs") {
   CHECK_THROWS_WITH(analytic::gpt2_step({.hidden = 770, .heads = 12}, p),
                     Catch::Contains("heads must divide the hidden size"));
 }
+
+TEST_CASE("GPT-2 step memory, worked by hand") {
+  // 1 layer, h = 8, s = 4, b = 1, V = 16, bf16 autocast: P = 12 x 64 + 13 x 8 + (16 + 4) x 8 + 16
+  //   = 768 + 104 + 160 + 16 = 1048 parameters.
+  const analytic::gpt2_config c{
+      .layers = 1, .hidden = 8, .heads = 2, .sequence = 4, .batch = 1, .vocabulary = 16};
+  CHECK(analytic::gpt2_parameters(c) == 1048);
+  const auto m = analytic::gpt2_memory(c);
+  // between steps: fp32 parameters and two Adam moments, 12 x 1048, and the int64 batch 2 x 8 x 4
+  CHECK(m.between_steps == 12 * 1048 + 64);
+  // saved: 38 T h per block = 38 x 4 x 8 = 1216, plus the final LN input 4 T h = 128 and the
+  // output layer's bf16 input 2 T h = 64
+  CHECK(m.activations == 1216 + 128 + 64);
+  // bf16 casts: the block's linear weights and biases (12 h^2 + 9 h = 840) and the output
+  // projection (V h = 128), 2 bytes each
+  CHECK(m.weight_casts == 2 * (840 + 128));
+  // logits (T V = 64): held bf16 128 + log-probs and two fp32 gradients 3 x 256 = 896
+  CHECK(m.logits == 128 + 3 * 256);
+  // the peak is at the loss: 12640 + 1936 + 1408 + 896
+  CHECK(m.peak == 12 * 1048 + 64 + 1936 + 1408 + 896);
+  auto fp = c;
+  fp.precision = dtype::fp32;
+  CHECK(analytic::gpt2_memory(fp).weight_casts == 0);
+  CHECK(analytic::gpt2_memory(fp).activations == 68 * 32 + 128 + 128);
+}

@@ -9,12 +9,87 @@
 
 #include <CLI/CLI.hpp>
 
+#include "shipped_profiles.hpp"
+#include "strata/analytic/step.hpp"
 #include "strata/io/lin_trace.hpp"
 #include "strata/io/profile.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/io/simulation.hpp"
 #include "strata/sim/paradl.hpp"
 #include "strata/version.hpp"
+
+namespace {
+using json = nlohmann::json;
+
+// A single-GPU training step (docs/cli.md): {"step": {...}, "profile": ...}.
+json run_step(const json& j) {
+  namespace d = strata::io::detail;
+  d::only_keys(j, "scenario", {"step", "profile"});
+  const json& st = d::require(j, "scenario", "step");
+  d::only_keys(st, "step",
+               {"model", "layers", "hidden", "heads", "sequence", "batch", "vocabulary",
+                "precision", "checkpoint"});
+  const std::string model = d::str_field(st, "step", "model", nullptr);
+  if (model != "gpt2")
+    d::fail("step.model",
+            "unknown model \"" + model + "\" (known: gpt2; CNN steps are not lowered yet)");
+  strata::analytic::gpt2_config c;
+  c.layers = d::int_field(st, "step", "layers", 1, 100000, 12, true);
+  c.hidden = d::int_field(st, "step", "hidden", 1, 1 << 20, 768, true);
+  c.heads = d::int_field(st, "step", "heads", 1, 1 << 16, 12, true);
+  c.sequence = d::int_field(st, "step", "sequence", 1, 1 << 24, 1024, true);
+  c.batch = d::int_field(st, "step", "batch", 1, 1 << 20, 1, true);
+  c.vocabulary = d::int_field(st, "step", "vocabulary", 1, 1 << 24, 50304);
+  const std::string prec = d::str_field(st, "step", "precision", "bf16");
+  if (prec == "bf16")
+    c.precision = strata::dtype::bf16;
+  else if (prec == "fp32")
+    c.precision = strata::dtype::fp32;
+  else
+    d::fail("step.precision", "must be \"bf16\" (autocast) or \"fp32\"");
+  if (st.contains("checkpoint")) {
+    if (!st["checkpoint"].is_boolean()) d::fail("step.checkpoint", "must be true or false");
+    c.checkpoint = st["checkpoint"].get<bool>();
+  }
+  // the profile: "h100" (shipped), a datasheet device {"datasheet": name, "sms": n}, or a file
+  strata::io::stored_profile prof;
+  const json pj = j.contains("profile") ? j["profile"] : json("h100");
+  if (pj.is_string() && pj.get<std::string>() == "h100") {
+    prof = strata::io::profile_from_text(strata_cli::h100_sxm_profile);
+  } else if (pj.is_string()) {
+    std::ifstream f(pj.get<std::string>());
+    if (!f) d::fail("profile", "cannot open '" + pj.get<std::string>() + "'");
+    std::string text((std::istreambuf_iterator<char>(f)), {});
+    prof = strata::io::profile_from_text(text);
+  } else if (pj.is_object()) {
+    d::only_keys(pj, "profile", {"datasheet", "sms"});
+    const strata::device dev =
+        d::parse_device(d::require(pj, "profile", "datasheet"), "profile.datasheet");
+    prof.profile =
+        strata::datasheet_profile(dev, d::int_field(pj, "profile", "sms", 1, 100000, 1, true));
+    prof.name = std::string(dev.name);
+  } else {
+    d::fail("profile", "must be \"h100\", a profile file, or {\"datasheet\": name, \"sms\": n}");
+  }
+  const auto step = strata::analytic::gpt2_step(c, prof.profile);
+  const auto mem = strata::analytic::gpt2_memory(c);
+  return {{"model", "gpt2"},
+          {"device", prof.name},
+          {"parameters", strata::analytic::gpt2_parameters(c)},
+          {"step_time_s", step.time()},
+          {"kernels", step.kernels.size()},
+          {"memory_bytes",
+           {{"peak", mem.peak},
+            {"between_steps", mem.between_steps},
+            {"parameters", mem.parameters},
+            {"optimizer_states", mem.optimizer_states},
+            {"gradients", mem.gradients},
+            {"weight_casts", mem.weight_casts},
+            {"activations", mem.activations},
+            {"logits", mem.logits},
+            {"batch", mem.batch}}}};
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"strata: predict iteration time and per-device memory of distributed training"};
@@ -166,6 +241,18 @@ int main(int argc, char** argv) {
     text.assign(std::istreambuf_iterator<char>(f), {});
   }
   try {
+    {
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(text);
+      } catch (const nlohmann::json::parse_error& e) {
+        throw strata::plan_error(std::string("malformed JSON: ") + e.what());
+      }
+      if (j.is_object() && j.contains("step")) {
+        std::cout << run_step(j).dump(2) << '\n';
+        return 0;
+      }
+    }
     const strata::io::scenario s = strata::io::parse_scenario_text(text);
     if (format == "table")
       std::cout << strata::io::report_table(s);

@@ -12,13 +12,15 @@
 /// tied output projection (T x V x h, two GEMMs back), cross-entropy on fp32 logits (read,
 /// write, softmax and its gradient: four fp32 passes over T x V) and the fused AdamW step (reads
 /// weight, gradient and two moments, writes three: 28 B per fp32 parameter). Full activation
-/// checkpointing repeats every block's forward during backward.
+/// checkpointing repeats every block's forward during backward. `gpt2_memory` gives the memory
+/// between steps and the peak during one, for the framework behaviour it documents.
 /// @code
 /// const auto p = strata::datasheet_profile(strata::presets::h100_sxm5_80gb, 132);
 /// const auto step = strata::analytic::gpt2_step({.layers = 12, .hidden = 768, .heads = 12,
 ///                                               .sequence = 1024, .batch = 8}, p);
 /// @endcode
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -131,6 +133,76 @@ struct step_estimate {
   out.kernels.push_back(
       {"AdamW (fused)", kernel_kind::optimizer, 0, 28 * params, p.copy.time(28 * params)});
   return out;
+}
+
+/// Memory of a GPT-2 training step in PyTorch eager, the framework behaviour strata assumes
+/// (a nanoGPT-style loop): fp32 parameters; `torch.autocast(bfloat16)` for bf16 (GEMMs and
+/// attention in bf16, layer norm and the residual stream in fp32, linear weights cast to bf16 once
+/// per forward and held by autograd until their backward); `scaled_dot_product_attention` (flash,
+/// or memory-efficient in fp32: no s^2 buffer); dropout 0; cross-entropy on fp32 logits; fused
+/// AdamW; `zero_grad(set_to_none=True)`; the batch (inputs and targets, int64) on the GPU.
+struct step_memory {
+  double between_steps = 0;  ///< allocated after optimizer.step() and zero_grad()
+  double peak = 0;           ///< max_memory_allocated during the step
+  // the terms
+  double parameters = 0, optimizer_states = 0, gradients = 0, weight_casts = 0, activations = 0,
+         logits = 0, batch = 0;
+};
+
+/// Parameters of the GPT-2 model of `gpt2_step` (weights, biases, LN, tied embedding, positions).
+[[nodiscard]] constexpr double gpt2_parameters(const gpt2_config& c) {
+  const double h = c.hidden, l = c.layers;
+  return 12.0 * l * h * h + 13.0 * l * h + (static_cast<double>(c.vocabulary) + c.sequence) * h +
+         2 * h;
+}
+
+[[nodiscard]] inline step_memory gpt2_memory(const gpt2_config& c) {
+  if (c.layers < 1 || c.hidden < 1 || c.sequence < 1 || c.batch < 1 || c.vocabulary < 1)
+    throw plan_error("GPT-2 memory: layers, hidden, sequence, batch and vocabulary must be >= 1");
+  const bool bf16 = c.precision != dtype::fp32;
+  const double T = static_cast<double>(c.batch) * c.sequence, h = c.hidden, V = c.vocabulary,
+               l = c.layers;
+  const double P = gpt2_parameters(c);
+  step_memory m;
+  m.parameters = 4 * P;
+  m.optimizer_states = 8 * P;  // AdamW exp_avg and exp_avg_sq, fp32
+  m.gradients = 4 * P;
+  m.batch = 2 * 8 * T;  // inputs and targets, int64
+  // Saved for backward per block, in bytes per token and hidden unit:
+  // bf16: LN1 input (fp32) 4, QKV input (bf16 cast) 2, QKV output (q, k, v views) 6, attention
+  //   output 2 and its contiguous copy 2, LN2 input 4, fc input 2, GELU input 8, fc-projection
+  //   input 8: 38.
+  // fp32: 4 + 4 + 12 + 4 + 4 + 4 + 4 + 16 + 16 = 68.
+  const double per_block = (bf16 ? 38.0 : 68.0) * T * h;
+  const double block_input = 4 * T * h;  // what a checkpointed block keeps (fp32 residual)
+  const double cast = bf16 ? 2.0 : 0.0;
+  const double block_casts = cast * (12.0 * h * h + 9.0 * h);  // a block's linear weights in bf16
+  const double output_cast = cast * V * h;                     // the tied output projection
+  // Alive at the end of the forward pass: every block's saved tensors (only its input under
+  // checkpointing), the casts autograd holds, the final LN input and the output layer's input.
+  const double blocks = c.checkpoint ? l * block_input : l * per_block;
+  const double casts = (c.checkpoint ? 0.0 : l * block_casts) + output_cast;
+  const double head = 4 * T * h + (bf16 ? 2 : 4) * T * h;
+  m.activations = blocks + head;
+  m.weight_casts = casts;
+  // Logits: the model's output (bf16 under autocast) stays referenced through the step; the loss
+  // up-casts it to fp32 (a copy under autocast) and log-softmax keeps its fp32 output; its
+  // backward holds a dense fp32 gradient of the log-probabilities and makes one for the logits.
+  const double held = (bf16 ? 2 : 4) * T * V, fp32 = 4 * T * V;
+  const double loss_forward = held + (bf16 ? fp32 : 0) + fp32;
+  const double loss_backward = held + 3 * fp32;
+  m.logits = loss_forward > loss_backward ? loss_forward : loss_backward;
+  const double fixed = m.parameters + m.optimizer_states + m.batch;
+  m.between_steps = fixed;
+  // Candidates for the peak: the loss (everything saved is still alive); the last block's
+  // backward, when every other gradient exists and its own saved tensors (recomputed, under
+  // checkpointing) are alive; the optimizer step.
+  const double at_loss = fixed + casts + m.activations + m.logits;
+  const double block_params = 12.0 * h * h + 13.0 * h;
+  const double last_block = fixed + m.gradients - 4 * block_params + held + per_block + block_casts;
+  const double at_update = fixed + m.gradients;
+  m.peak = std::max({at_loss, last_block, at_update});
+  return m;
 }
 
 }  // namespace strata::analytic
