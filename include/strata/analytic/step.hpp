@@ -66,6 +66,13 @@ struct step_estimate {
   }
 };
 
+/// Parameters of the GPT-2 model of `gpt2_step` (weights, biases, LN, tied embedding, positions).
+[[nodiscard]] constexpr double gpt2_parameters(const gpt2_config& c) {
+  const double h = c.hidden, l = c.layers;
+  return 12.0 * l * h * h + 13.0 * l * h + (static_cast<double>(c.vocabulary) + c.sequence) * h +
+         2 * h;
+}
+
 [[nodiscard]] inline step_estimate gpt2_step(const gpt2_config& c, const device_profile& p) {
   if (c.layers < 1 || c.hidden < 1 || c.heads < 1 || c.sequence < 1 || c.batch < 1 ||
       c.vocabulary < 1)
@@ -128,8 +135,7 @@ struct step_estimate {
     block(l, true);
   }
   memory("embedding backward", p.copy, 2 * T * h * act);
-  const double params =
-      12.0 * c.layers * h * h + 13.0 * c.layers * h + (V + c.sequence) * h + 2 * h;
+  const double params = gpt2_parameters(c);
   out.kernels.push_back(
       {"AdamW (fused)", kernel_kind::optimizer, 0, 28 * params, p.copy.time(28 * params)});
   return out;
@@ -148,13 +154,6 @@ struct step_memory {
   double parameters = 0, optimizer_states = 0, gradients = 0, weight_casts = 0, activations = 0,
          logits = 0, batch = 0;
 };
-
-/// Parameters of the GPT-2 model of `gpt2_step` (weights, biases, LN, tied embedding, positions).
-[[nodiscard]] constexpr double gpt2_parameters(const gpt2_config& c) {
-  const double h = c.hidden, l = c.layers;
-  return 12.0 * l * h * h + 13.0 * l * h + (static_cast<double>(c.vocabulary) + c.sequence) * h +
-         2 * h;
-}
 
 [[nodiscard]] inline step_memory gpt2_memory(const gpt2_config& c) {
   if (c.layers < 1 || c.hidden < 1 || c.sequence < 1 || c.batch < 1 || c.vocabulary < 1)
