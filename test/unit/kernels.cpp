@@ -154,3 +154,29 @@ TEST_CASE("GPT-2 step memory, worked by hand") {
   CHECK(analytic::gpt2_memory(fp).weight_casts == 0);
   CHECK(analytic::gpt2_memory(fp).activations == 68 * 32 + 128 + 128);
 }
+
+TEST_CASE("a CNN step: implicit GEMMs, and memory worked by hand") {
+  // conv 3x3 (2 -> 4 channels, 8x8, no bias) + batch norm + ReLU + 2x2 max pool + linear (64 -> 10)
+  constexpr auto net =
+      sequential("tiny", shape{.c = 2, .h = 8, .w = 8},
+                 conv{.filters = 4, .kernel = 3, .padding = 1}, batch_norm{}, relu{},
+                 max_pool{.kernel = 2, .stride = 2}, linear{.features = 10, .bias = false});
+  const auto p = datasheet_profile(presets::h100_sxm5_80gb, 132);
+  const analytic::cnn_config c{.batch = 4};
+  const auto step = analytic::cnn_step(net.view(), c, p);
+  // forward, data gradient (not for the input layer) and weight gradient GEMMs:
+  // conv 2 x 4 x 9 x 64 = 4608 multiply-adds per sample, linear 64 x 10 = 640
+  const double conv = 2.0 * 4608, fc = 2.0 * 640;
+  CHECK(step.flops(analytic::kernel_kind::gemm) == Approx(4 * (2 * conv + 3 * fc)));
+  const auto m = analytic::cnn_memory(net.view(), c);
+  // saved, bf16: the image cast (4 x 128 x 2 = 1024), the conv output batch norm keeps
+  // (4 x 256 x 2 = 2048), the ReLU output (2048), the pool indices (4 x 64 x 8 = 2048), the
+  // linear layer's input after pooling (4 x 64 x 2 = 512)
+  CHECK(m.activations == 1024 + 2048 + 2048 + 2048 + 512);
+  // parameters: conv 72, batch norm 8, linear 640 = 720; weights cast: conv + linear = 712
+  CHECK(m.parameters == 4 * 720);
+  CHECK(m.weight_casts == 2 * 712);
+  // between steps: parameters and momentum, the fp32 images (4 x 128 x 4), int64 labels, the
+  // batch-norm running statistics (2 x 4 x 4 B)
+  CHECK(m.between_steps == 8 * 720 + 2048 + 32 + 32);
+}

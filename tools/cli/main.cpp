@@ -15,6 +15,7 @@
 #include "strata/io/profile.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/io/simulation.hpp"
+#include "strata/model/zoo.hpp"
 #include "strata/sim/paradl.hpp"
 #include "strata/version.hpp"
 
@@ -30,14 +31,17 @@ json run_step(const json& j) {
                {"model", "layers", "hidden", "heads", "sequence", "batch", "vocabulary",
                 "precision", "checkpoint"});
   const std::string model = d::str_field(st, "step", "model", nullptr);
-  if (model != "gpt2")
-    d::fail("step.model",
-            "unknown model \"" + model + "\" (known: gpt2; CNN steps are not lowered yet)");
+  if (model != "gpt2" && model != "resnet50" && model != "vgg16")
+    d::fail("step.model", "unknown model \"" + model + "\" (known: gpt2, resnet50, vgg16)");
+  const bool cnn = model != "gpt2";
+  if (cnn)
+    for (const char* k : {"layers", "hidden", "heads", "sequence", "vocabulary", "checkpoint"})
+      if (st.contains(k)) d::fail(std::string("step.") + k, "does not apply to " + model);
   strata::analytic::gpt2_config c;
-  c.layers = d::int_field(st, "step", "layers", 1, 100000, 12, true);
-  c.hidden = d::int_field(st, "step", "hidden", 1, 1 << 20, 768, true);
-  c.heads = d::int_field(st, "step", "heads", 1, 1 << 16, 12, true);
-  c.sequence = d::int_field(st, "step", "sequence", 1, 1 << 24, 1024, true);
+  c.layers = d::int_field(st, "step", "layers", 1, 100000, 12, !cnn);
+  c.hidden = d::int_field(st, "step", "hidden", 1, 1 << 20, 768, !cnn);
+  c.heads = d::int_field(st, "step", "heads", 1, 1 << 16, 12, !cnn);
+  c.sequence = d::int_field(st, "step", "sequence", 1, 1 << 24, 1024, !cnn);
   c.batch = d::int_field(st, "step", "batch", 1, 1 << 20, 1, true);
   c.vocabulary = d::int_field(st, "step", "vocabulary", 1, 1 << 24, 50304);
   const std::string prec = d::str_field(st, "step", "precision", "bf16");
@@ -71,11 +75,25 @@ json run_step(const json& j) {
   } else {
     d::fail("profile", "must be \"h100\", a profile file, or {\"datasheet\": name, \"sms\": n}");
   }
-  const auto step = strata::analytic::gpt2_step(c, prof.profile);
-  const auto mem = strata::analytic::gpt2_memory(c);
-  return {{"model", "gpt2"},
+  strata::analytic::step_estimate step;
+  strata::analytic::step_memory mem;
+  double params = 0;
+  if (cnn) {
+    const auto r = strata::zoo::resnet50();
+    const auto v = strata::zoo::vgg16();
+    const std::span<const strata::layer> net = model == "resnet50" ? r.view() : v.view();
+    const strata::analytic::cnn_config cc{c.batch, c.precision};
+    step = strata::analytic::cnn_step(net, cc, prof.profile);
+    mem = strata::analytic::cnn_memory(net, cc);
+    params = strata::total_params(net);
+  } else {
+    step = strata::analytic::gpt2_step(c, prof.profile);
+    mem = strata::analytic::gpt2_memory(c);
+    params = strata::analytic::gpt2_parameters(c);
+  }
+  return {{"model", model},
           {"device", prof.name},
-          {"parameters", strata::analytic::gpt2_parameters(c)},
+          {"parameters", params},
           {"step_time_s", step.time()},
           {"kernels", step.kernels.size()},
           {"memory_bytes",

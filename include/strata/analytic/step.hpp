@@ -21,11 +21,13 @@
 /// @endcode
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "strata/error.hpp"
 #include "strata/hardware/kernels.hpp"
+#include "strata/model/layer.hpp"
 
 namespace strata::analytic {
 
@@ -201,6 +203,128 @@ struct step_memory {
   const double last_block = fixed + m.gradients - 4 * block_params + held + per_block + block_casts;
   const double at_update = fixed + m.gradients;
   m.peak = std::max({at_loss, last_block, at_update});
+  return m;
+}
+
+/// A CNN training step (torchvision ResNet, VGG) lowered to kernels: convolutions as implicit
+/// GEMMs (forward N Ho Wo x F x C k^2; backward data N Ho Wo x C k^2 x F, skipped for the input
+/// layer; backward weights C k^2 x F x N Ho Wo), fully-connected layers likewise, batch norm,
+/// ReLU, residual adds and pooling as memory-bound kernels (backward at twice the bytes), and
+/// SGD with momentum as five fp32 passes over the parameters (20 B each).
+struct cnn_config {
+  int batch = 32;
+  dtype precision = dtype::bf16;  ///< bf16: autocast; fp32: TF32 convolutions
+};
+
+[[nodiscard]] inline step_estimate cnn_step(std::span<const layer> layers, const cnn_config& c,
+                                            const device_profile& p) {
+  if (c.batch < 1) throw plan_error("CNN step: the batch must be at least 1");
+  if (layers.empty()) throw plan_error("CNN step: the model has no layers");
+  step_estimate out;
+  const double N = c.batch, act = c.precision == dtype::fp32 ? 4.0 : 2.0;
+  const gemm_model& g = p.gemm(c.precision);
+  auto gemm = [&](const std::string& name, double m, double n, double k) {
+    out.kernels.push_back({name, kernel_kind::gemm, 2 * m * n * k, 0, g.time(m, n, k)});
+  };
+  auto memory = [&](const std::string& name, const stream_model& s, double bytes) {
+    out.kernels.push_back({name, kernel_kind::memory, 0, bytes, s.time(bytes)});
+  };
+  double params = 0;
+  auto lower = [&](std::size_t i, bool backward) {
+    const layer& l = layers[i];
+    const std::string name =
+        std::string(to_string(l.kind)) + " " + std::to_string(i) + (backward ? " backward" : "");
+    const double k = backward ? 2 : 1;
+    switch (l.kind) {
+      case layer_kind::conv:
+      case layer_kind::linear: {
+        const double window =
+            l.kind == layer_kind::conv
+                ? static_cast<double>(l.kernel) * l.kernel * (l.in.d > 1 ? l.kernel : 1)
+                : l.in.elements();
+        const double positions = l.kind == layer_kind::conv ? N * l.out.spatial() : N;
+        const double ck = l.kind == layer_kind::conv ? l.in.c * window : window;
+        if (!backward) {
+          gemm(name, positions, l.out.c, ck);
+        } else {
+          if (i > 0) gemm(name + " data", positions, ck, l.out.c);
+          gemm(name + " weights", ck, l.out.c, positions);
+        }
+        break;
+      }
+      case layer_kind::norm:
+        memory(name, p.layer_norm, k * 3 * N * l.x() * act);
+        break;
+      case layer_kind::pool:
+        memory(name, p.gelu, k * N * (l.x() + l.y()) * act);
+        break;
+      default:
+        memory(name, p.gelu, k * 2 * N * l.y() * act);
+        break;
+    }
+  };
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    lower(i, false);
+    params += layers[i].params;
+  }
+  memory("cross-entropy", p.softmax, 4 * N * layers.back().y() * 4);
+  for (std::size_t i = layers.size(); i-- > 0;) lower(i, true);
+  out.kernels.push_back(
+      {"SGD with momentum", kernel_kind::optimizer, 0, 20 * params, p.copy.time(20 * params)});
+  return out;
+}
+
+/// Memory of a CNN step in PyTorch eager (torchvision models: ReLU in place; batch norm saves its
+/// input; max pooling saves int64 indices; autocast keeps bf16 copies of conv and linear weights
+/// until their backward), SGD with momentum, `zero_grad(set_to_none=True)`, the fp32 image batch
+/// and int64 labels on the GPU. cuDNN workspaces are not counted.
+[[nodiscard]] inline step_memory cnn_memory(std::span<const layer> layers, const cnn_config& c) {
+  if (c.batch < 1) throw plan_error("CNN memory: the batch must be at least 1");
+  if (layers.empty()) throw plan_error("CNN memory: the model has no layers");
+  const bool bf16 = c.precision != dtype::fp32;
+  const double N = c.batch, act = bf16 ? 2.0 : 4.0;
+  double P = 0, weights = 0, saved = 0, buffers = 0;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const layer& l = layers[i];
+    const bool next_norm = i + 1 < layers.size() && layers[i + 1].kind == layer_kind::norm;
+    const bool next_elementwise =
+        i + 1 < layers.size() && layers[i + 1].kind == layer_kind::elementwise;
+    const bool prev_elementwise = i > 0 && layers[i - 1].kind == layer_kind::elementwise;
+    P += l.params;
+    switch (l.kind) {
+      case layer_kind::conv:
+      case layer_kind::linear:
+        weights += l.params;
+        if (next_norm) saved += N * l.y() * act;       // batch norm saves its input
+        if (i == 0 && bf16) saved += N * l.x() * act;  // the image cast to bf16
+        if (l.kind == layer_kind::linear && !prev_elementwise)
+          saved += N * l.x() * act;  // the input of a linear layer after pooling
+        break;
+      case layer_kind::norm:
+        buffers += 2.0 * l.in.c * 4;  // running mean and variance
+        break;
+      case layer_kind::elementwise:
+        // ReLU in place keeps its output; a residual add followed by its ReLU shares storage
+        if (!next_elementwise) saved += N * l.y() * act;
+        break;
+      case layer_kind::pool:
+        if (l.kernel > 1) saved += N * l.y() * 8;  // max-pool indices, int64
+        break;
+      default:
+        break;
+    }
+  }
+  step_memory m;
+  m.parameters = 4 * P;
+  m.optimizer_states = 4 * P;  // momentum buffers
+  m.gradients = 4 * P;
+  m.batch = N * layers.front().x() * 4 + N * 8 + buffers;
+  m.weight_casts = bf16 ? 2 * weights : 0;
+  m.activations = saved;
+  m.logits = 3 * N * layers.back().y() * 4;
+  const double fixed = m.parameters + m.optimizer_states + m.batch;
+  m.between_steps = fixed;
+  m.peak = std::max(fixed + m.weight_casts + m.activations + m.logits, fixed + m.gradients);
   return m;
 }
 
