@@ -2,6 +2,7 @@
 // roofline formula as a baseline.
 #include <benchmark/benchmark.h>
 
+#include <strata/analytic/step.hpp>
 #include <strata/strata.hpp>
 
 using namespace strata;
@@ -36,4 +37,24 @@ void stream_time(benchmark::State& st) {
   }
 }
 BENCHMARK(stream_time);
+
+// One whole-step prediction: time (every kernel) and memory.
+void gpt2_124m_step(benchmark::State& st) {
+  const analytic::gpt2_config c{
+      .layers = 12, .hidden = 768, .heads = 12, .sequence = 1024, .batch = 8};
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(analytic::gpt2_step(c, profile).time());
+    benchmark::DoNotOptimize(analytic::gpt2_memory(c).peak);
+  }
+}
+BENCHMARK(gpt2_124m_step)->Unit(benchmark::kMicrosecond);
+
+void resnet50_step(benchmark::State& st) {
+  const auto net = zoo::resnet50();
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(analytic::cnn_step(net.view(), {128}, profile).time());
+    benchmark::DoNotOptimize(analytic::cnn_memory(net.view(), {128}).peak);
+  }
+}
+BENCHMARK(resnet50_step)->Unit(benchmark::kMicrosecond);
 }  // namespace
