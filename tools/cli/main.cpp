@@ -22,6 +22,13 @@
 namespace {
 using json = nlohmann::json;
 
+// Writes `j` to `path` for the option `option`; an unwritable path is a plan_error.
+void write_json(const std::string& option, const std::string& path, const json& j, int indent) {
+  std::ofstream out(path);
+  if (!out) throw strata::plan_error(option + ": cannot write '" + path + "'");
+  out << j.dump(indent) << '\n';
+}
+
 // A single-GPU training step (docs/cli.md): {"step": {...}, "profile": ...}.
 json run_step(const json& j) {
   namespace d = strata::io::detail;
@@ -192,11 +199,8 @@ int main(int argc, char** argv) {
       const strata::device dev =
           strata::io::detail::parse_device(nlohmann::json(cal_device), "--device");
       const auto fit = strata::calibrate::fit_profile(dev, sms, g, m, a);
-      if (!profile_out.empty()) {
-        std::ofstream out(profile_out);
-        if (!out) throw strata::plan_error("--output: cannot write '" + profile_out + "'");
-        out << strata::io::to_json(fit.profile).dump(2) << '\n';
-      }
+      if (!profile_out.empty())
+        write_json("--output", profile_out, strata::io::to_json(fit.profile), 2);
       std::cout << nlohmann::json{{"report", strata::io::to_json(fit.report)}}.dump(2) << '\n';
     } catch (const std::exception& e) {
       std::cerr << "strata: error: " << e.what() << '\n';
@@ -209,11 +213,8 @@ int main(int argc, char** argv) {
     if (!read_text(replay_input, text)) return 2;
     try {
       const auto r = strata::sim::replay(strata::io::parse_lin_trace(text));
-      if (!replay_trace.empty()) {
-        std::ofstream out(replay_trace);
-        if (!out) throw strata::plan_error("--trace: cannot write '" + replay_trace + "'");
-        out << strata::io::chrome_trace(r).dump();
-      }
+      if (!replay_trace.empty())
+        write_json("--trace", replay_trace, strata::io::chrome_trace(r), -1);
       std::cout << strata::io::to_json(r).dump(2) << '\n';
     } catch (const std::exception& e) {
       std::cerr << "strata: error: " << e.what() << '\n';
@@ -233,11 +234,8 @@ int main(int argc, char** argv) {
       nlohmann::json j = strata::io::summary(run.graph, run.run);
       j["closed_form_iteration_time_s"] = strata::io::evaluate(s).iteration_time().count();
       j["simulated_ranks"] = run.simulated_ranks;
-      if (!trace_path.empty()) {
-        std::ofstream out(trace_path);
-        if (!out) throw strata::plan_error("--trace: cannot write '" + trace_path + "'");
-        out << strata::io::chrome_trace(run.graph, run.run).dump();
-      }
+      if (!trace_path.empty())
+        write_json("--trace", trace_path, strata::io::chrome_trace(run.graph, run.run), -1);
       std::cout << j.dump(2) << '\n';
     } catch (const std::exception& e) {
       std::cerr << "strata: error: " << e.what() << '\n';
@@ -260,12 +258,7 @@ int main(int argc, char** argv) {
   }
   try {
     {
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(text);
-      } catch (const nlohmann::json::parse_error& e) {
-        throw strata::plan_error(std::string("malformed JSON: ") + e.what());
-      }
+      const nlohmann::json j = strata::io::detail::parse_json(text);
       if (j.is_object() && j.contains("step")) {
         std::cout << run_step(j).dump(2) << '\n';
         return 0;

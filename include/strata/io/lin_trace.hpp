@@ -46,12 +46,7 @@ inline comm::collective collective_named(const std::string& kind, const std::str
 /// Reads a trace; every error names the op (or field) at fault.
 inline sim::lin_trace parse_lin_trace(std::string_view text) {
   using detail::fail;
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw plan_error(std::string("malformed JSON: ") + e.what());
-  }
+  const nlohmann::json j = detail::parse_json(text);
   detail::only_keys(j, "trace", {"overheads_us", "cluster", "ops"});
   sim::lin_trace t;
   if (j.contains("overheads_us")) {

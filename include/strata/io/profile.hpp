@@ -137,12 +137,7 @@ inline stored_profile profile_from_json(const nlohmann::json& j) {
 }
 
 inline stored_profile profile_from_text(std::string_view text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw plan_error(std::string("malformed JSON: ") + e.what());
-  }
+  const nlohmann::json j = detail::parse_json(text);
   return profile_from_json(j);
 }
 

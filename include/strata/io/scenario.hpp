@@ -73,6 +73,15 @@ using json = nlohmann::json;
   throw plan_error(path + ": " + what);
 }
 
+/// Parses JSON text; malformed input becomes a plan_error carrying nlohmann's position.
+inline json parse_json(std::string_view text) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw plan_error(std::string("malformed JSON: ") + e.what());
+  }
+}
+
 inline std::string show(const json& j) {
   std::string s = j.dump();
   return s.size() > 40 ? s.substr(0, 37) + "..." : s;
@@ -489,13 +498,7 @@ inline scenario parse_scenario(const nlohmann::json& j) {
 
 /// Parses JSON text; malformed JSON becomes a `plan_error` with nlohmann's position.
 inline scenario parse_scenario_text(std::string_view text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw plan_error(std::string("malformed JSON: ") + e.what());
-  }
-  return parse_scenario(j);
+  return parse_scenario(detail::parse_json(text));
 }
 
 /// Evaluates a parsed scenario with the closed-form (ParaDL) model.
