@@ -39,4 +39,40 @@ inline constexpr const char* pipeline_segments_below_one =
 inline constexpr const char* pipeline_segments_exceed_batch =
     "pipeline parallelism: the segment count S must not exceed the batch B";
 
+// ---- transformer plans (parallel/nd.hpp) ----
+inline constexpr const char* degrees_must_match_devices =
+    "tensor x pipeline x data x context x expert degrees must equal the cluster's device count";
+inline constexpr const char* tensor_degree_must_divide_heads =
+    "tensor parallelism: the degree must divide the attention heads";
+inline constexpr const char* tensor_degree_must_divide_hidden =
+    "tensor parallelism: the degree must divide the hidden size";
+inline constexpr const char* tensor_degree_must_divide_kv_heads =
+    "tensor parallelism: the degree must divide the key/value heads";
+inline constexpr const char* tensor_degree_must_divide_ffn =
+    "tensor parallelism: the degree must divide the MLP width";
+inline constexpr const char* micro_batch_must_divide_replica_batch =
+    "the micro-batch must divide each data-parallel replica's share of the global batch";
+inline constexpr const char* global_batch_must_divide_replicas =
+    "the global batch must split evenly over the data-parallel (x expert) replicas";
+inline constexpr const char* pipeline_degree_exceeds_transformer_layers =
+    "pipeline parallelism: the degree must not exceed the number of layers";
+inline constexpr const char* pipeline_layers_must_split_evenly =
+    "pipeline parallelism: the layers (after any first/last-stage counts) must split evenly "
+    "over the stages and their virtual chunks";
+inline constexpr const char* interleaving_needs_pipeline =
+    "pipeline parallelism: virtual stages > 1 need the interleaved schedule and a pipeline "
+    "degree > 1";
+inline constexpr const char* interleaving_needs_micro_batch_multiple =
+    "pipeline parallelism: the interleaved schedule needs the micro-batch count to be a "
+    "multiple of the pipeline degree";
+inline constexpr const char* expert_degree_must_divide_experts =
+    "expert parallelism: the degree must divide the number of experts";
+inline constexpr const char* context_degree_must_divide_sequence =
+    "context parallelism: twice the degree must divide the sequence length";
+inline constexpr const char* zero_stage_out_of_range = "ZeRO stage must be 0, 1, 2 or 3";
+inline constexpr const char* overlap_out_of_range =
+    "data parallelism: the overlapped fraction must lie in [0, 1]";
+inline constexpr const char* sequence_exceeds_positions =
+    "the training sequence is longer than the model's learned position table";
+
 }  // namespace strata::limits

@@ -6,12 +6,20 @@
 /// constexpr strata::plan p{strata::zoo::resnet50(), strata::presets::abci(16),
 ///                          strata::parallel::data{.p = 16}, strata::training{.batch = 512}};
 /// static_assert(strata::memory_per_device(p) <= 16_GiB);
+/// constexpr strata::transformer_plan q{strata::zoo::llama2_7b(),
+/// strata::presets::dgx_a100_40gb(1),
+///                                      strata::parallel::nd{.data = {.degree = 8, .zero = 3}},
+///                                      strata::transformer_training{.global_batch = 64}};
+/// static_assert(strata::peak_memory(q) <= 40_GiB);
 /// @endcode
 
 #include <cstddef>
 
 #include "strata/analytic/evaluate.hpp"
+#include "strata/analytic/transformer.hpp"
 #include "strata/model/model.hpp"
+#include "strata/model/transformer.hpp"
+#include "strata/parallel/nd.hpp"
 
 namespace strata {
 
@@ -48,6 +56,34 @@ template <std::size_t N, class S>
 /// Time of one iteration.
 template <std::size_t N, class S>
 [[nodiscard]] constexpr seconds iteration_time(const plan<N, S>& p) {
+  return evaluate(p).iteration_time();
+}
+
+/// A transformer + cluster + `parallel::nd` strategy + training setup. Its queries use the
+/// device's datasheet profile unless one is passed.
+struct transformer_plan {
+  transformer net;
+  cluster machine;
+  parallel::nd strategy;
+  transformer_training setup;
+};
+
+[[nodiscard]] constexpr analytic::transformer_report evaluate(const transformer_plan& p,
+                                                              const device_profile& prof) {
+  return analytic::evaluate(p.net, p.strategy, p.machine, p.setup, prof);
+}
+[[nodiscard]] constexpr analytic::transformer_report evaluate(const transformer_plan& p) {
+  return analytic::evaluate(p.net, p.strategy, p.machine, p.setup);
+}
+/// Memory of the fullest device (the largest pipeline stage), at its peak.
+[[nodiscard]] constexpr bytes peak_memory(const transformer_plan& p) {
+  p.strategy.check(p.net, p.setup, p.machine.devices());
+  return analytic::peak_stage_memory(p.net, p.strategy, p.setup).total();
+}
+[[nodiscard]] constexpr bytes memory_per_device(const transformer_plan& p) {
+  return peak_memory(p);
+}
+[[nodiscard]] constexpr seconds iteration_time(const transformer_plan& p) {
   return evaluate(p).iteration_time();
 }
 

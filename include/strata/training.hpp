@@ -67,4 +67,74 @@ struct training {
   }
 };
 
+/// How a transformer is trained numerically. Mixed modes compute in 16 (or 8) bits and keep
+/// fp32 master weights in the optimizer (Micikevicius et al. 2018); fp8 runs the GEMMs in fp8
+/// and stores weights and activations as bf16 (Transformer Engine's default recipe).
+enum class precision_mode { fp32, fp16_mixed, bf16_mixed, fp8_mixed };
+
+[[nodiscard]] constexpr std::string_view to_string(precision_mode p) {
+  switch (p) {
+    case precision_mode::fp32:
+      return "fp32";
+    case precision_mode::fp16_mixed:
+      return "fp16";
+    case precision_mode::bf16_mixed:
+      return "bf16";
+    case precision_mode::fp8_mixed:
+      return "fp8";
+  }
+  return "fp32";
+}
+
+/// The training setup of a transformer plan: tokens per iteration, numerics and optimizer.
+struct transformer_training {
+  int global_batch = 512;  ///< B, sequences per iteration
+  int sequence = 0;        ///< s, tokens per sequence; 0 means the model's
+  precision_mode precision = precision_mode::bf16_mixed;
+  optimizer optim = optimizer::adam;
+  /// Storage and reduction type of gradients under mixed precision: fp32 as Megatron-LM's
+  /// main_grad buffers (18 B/param with Adam), bf16/fp16 as DeepSpeed (16 B/param).
+  dtype gradients = dtype::fp32;
+  bool flash_attention = true;  ///< fused attention: no s x s tensors are kept (or moved)
+  double reserved = 0;          ///< bytes of "other" memory per device (framework, workspaces)
+
+  /// Type of the GEMMs and of the attention kernels.
+  [[nodiscard]] constexpr dtype compute() const {
+    switch (precision) {
+      case precision_mode::fp32:
+        return dtype::fp32;
+      case precision_mode::fp16_mixed:
+        return dtype::fp16;
+      case precision_mode::bf16_mixed:
+        return dtype::bf16;
+      case precision_mode::fp8_mixed:
+        return dtype::fp8;
+    }
+    return dtype::fp32;
+  }
+  [[nodiscard]] constexpr bool mixed() const { return precision != precision_mode::fp32; }
+  /// Bytes per element of activations and of the working copy of the weights.
+  [[nodiscard]] constexpr double activation_bytes() const { return mixed() ? 2.0 : 4.0; }
+  [[nodiscard]] constexpr double weight_bytes() const { return activation_bytes(); }
+  [[nodiscard]] constexpr double gradient_bytes() const {
+    return mixed() ? size_of(gradients) : 4.0;
+  }
+  /// Optimizer bytes per parameter: the fp32 master copy (mixed) and 4 B per state.
+  [[nodiscard]] constexpr double optimizer_bytes() const {
+    return (mixed() ? 4.0 : 0.0) + 4.0 * states_per_param(optim);
+  }
+  /// Bytes the optimizer step reads and writes per parameter: gradient, master weight and states
+  /// read and written back, plus the working copy written (mixed).
+  [[nodiscard]] constexpr double update_bytes() const {
+    return gradient_bytes() + 2 * (4.0 + 4.0 * states_per_param(optim)) +
+           (mixed() ? weight_bytes() : 0.0);
+  }
+
+  constexpr void check() const {
+    if (global_batch < 1) throw plan_error("transformer_training.global_batch must be at least 1");
+    if (sequence < 0) throw plan_error("transformer_training.sequence must not be negative");
+    if (reserved < 0) throw plan_error("transformer_training.reserved must not be negative");
+  }
+};
+
 }  // namespace strata

@@ -281,6 +281,7 @@ struct device {
   flop_rate fp8{};
   bytes memory{};
   byte_rate memory_bandwidth{};
+  int sms = 0;  ///< streaming multiprocessors (GPU); 0 where unknown or not a GPU
 
   /// Dense peak for arithmetic in `t`.
   [[nodiscard]] constexpr flop_rate peak(dtype t) const {
@@ -440,6 +441,42 @@ inline constexpr const char* pipeline_segments_below_one =
     "pipeline parallelism: the segment count S must be at least 1";
 inline constexpr const char* pipeline_segments_exceed_batch =
     "pipeline parallelism: the segment count S must not exceed the batch B";
+
+// ---- transformer plans (parallel/nd.hpp) ----
+inline constexpr const char* degrees_must_match_devices =
+    "tensor x pipeline x data x context x expert degrees must equal the cluster's device count";
+inline constexpr const char* tensor_degree_must_divide_heads =
+    "tensor parallelism: the degree must divide the attention heads";
+inline constexpr const char* tensor_degree_must_divide_hidden =
+    "tensor parallelism: the degree must divide the hidden size";
+inline constexpr const char* tensor_degree_must_divide_kv_heads =
+    "tensor parallelism: the degree must divide the key/value heads";
+inline constexpr const char* tensor_degree_must_divide_ffn =
+    "tensor parallelism: the degree must divide the MLP width";
+inline constexpr const char* micro_batch_must_divide_replica_batch =
+    "the micro-batch must divide each data-parallel replica's share of the global batch";
+inline constexpr const char* global_batch_must_divide_replicas =
+    "the global batch must split evenly over the data-parallel (x expert) replicas";
+inline constexpr const char* pipeline_degree_exceeds_transformer_layers =
+    "pipeline parallelism: the degree must not exceed the number of layers";
+inline constexpr const char* pipeline_layers_must_split_evenly =
+    "pipeline parallelism: the layers (after any first/last-stage counts) must split evenly "
+    "over the stages and their virtual chunks";
+inline constexpr const char* interleaving_needs_pipeline =
+    "pipeline parallelism: virtual stages > 1 need the interleaved schedule and a pipeline "
+    "degree > 1";
+inline constexpr const char* interleaving_needs_micro_batch_multiple =
+    "pipeline parallelism: the interleaved schedule needs the micro-batch count to be a "
+    "multiple of the pipeline degree";
+inline constexpr const char* expert_degree_must_divide_experts =
+    "expert parallelism: the degree must divide the number of experts";
+inline constexpr const char* context_degree_must_divide_sequence =
+    "context parallelism: twice the degree must divide the sequence length";
+inline constexpr const char* zero_stage_out_of_range = "ZeRO stage must be 0, 1, 2 or 3";
+inline constexpr const char* overlap_out_of_range =
+    "data parallelism: the overlapped fraction must lie in [0, 1]";
+inline constexpr const char* sequence_exceeds_positions =
+    "the training sequence is longer than the model's learned position table";
 
 }  // namespace strata::limits
 
@@ -739,6 +776,76 @@ struct training {
     if (dataset < 0) throw plan_error("training.dataset must not be negative");
     if (!(efficiency > 0.0 && efficiency <= 1.0))
       throw plan_error("training.efficiency must lie in (0, 1]");
+  }
+};
+
+/// How a transformer is trained numerically. Mixed modes compute in 16 (or 8) bits and keep
+/// fp32 master weights in the optimizer (Micikevicius et al. 2018); fp8 runs the GEMMs in fp8
+/// and stores weights and activations as bf16 (Transformer Engine's default recipe).
+enum class precision_mode { fp32, fp16_mixed, bf16_mixed, fp8_mixed };
+
+[[nodiscard]] constexpr std::string_view to_string(precision_mode p) {
+  switch (p) {
+    case precision_mode::fp32:
+      return "fp32";
+    case precision_mode::fp16_mixed:
+      return "fp16";
+    case precision_mode::bf16_mixed:
+      return "bf16";
+    case precision_mode::fp8_mixed:
+      return "fp8";
+  }
+  return "fp32";
+}
+
+/// The training setup of a transformer plan: tokens per iteration, numerics and optimizer.
+struct transformer_training {
+  int global_batch = 512;  ///< B, sequences per iteration
+  int sequence = 0;        ///< s, tokens per sequence; 0 means the model's
+  precision_mode precision = precision_mode::bf16_mixed;
+  optimizer optim = optimizer::adam;
+  /// Storage and reduction type of gradients under mixed precision: fp32 as Megatron-LM's
+  /// main_grad buffers (18 B/param with Adam), bf16/fp16 as DeepSpeed (16 B/param).
+  dtype gradients = dtype::fp32;
+  bool flash_attention = true;  ///< fused attention: no s x s tensors are kept (or moved)
+  double reserved = 0;          ///< bytes of "other" memory per device (framework, workspaces)
+
+  /// Type of the GEMMs and of the attention kernels.
+  [[nodiscard]] constexpr dtype compute() const {
+    switch (precision) {
+      case precision_mode::fp32:
+        return dtype::fp32;
+      case precision_mode::fp16_mixed:
+        return dtype::fp16;
+      case precision_mode::bf16_mixed:
+        return dtype::bf16;
+      case precision_mode::fp8_mixed:
+        return dtype::fp8;
+    }
+    return dtype::fp32;
+  }
+  [[nodiscard]] constexpr bool mixed() const { return precision != precision_mode::fp32; }
+  /// Bytes per element of activations and of the working copy of the weights.
+  [[nodiscard]] constexpr double activation_bytes() const { return mixed() ? 2.0 : 4.0; }
+  [[nodiscard]] constexpr double weight_bytes() const { return activation_bytes(); }
+  [[nodiscard]] constexpr double gradient_bytes() const {
+    return mixed() ? size_of(gradients) : 4.0;
+  }
+  /// Optimizer bytes per parameter: the fp32 master copy (mixed) and 4 B per state.
+  [[nodiscard]] constexpr double optimizer_bytes() const {
+    return (mixed() ? 4.0 : 0.0) + 4.0 * states_per_param(optim);
+  }
+  /// Bytes the optimizer step reads and writes per parameter: gradient, master weight and states
+  /// read and written back, plus the working copy written (mixed).
+  [[nodiscard]] constexpr double update_bytes() const {
+    return gradient_bytes() + 2 * (4.0 + 4.0 * states_per_param(optim)) +
+           (mixed() ? weight_bytes() : 0.0);
+  }
+
+  constexpr void check() const {
+    if (global_batch < 1) throw plan_error("transformer_training.global_batch must be at least 1");
+    if (sequence < 0) throw plan_error("transformer_training.sequence must not be negative");
+    if (reserved < 0) throw plan_error("transformer_training.reserved must not be negative");
   }
 };
 
@@ -1923,105 +2030,6 @@ template <Strategy S>
 
 }  // namespace strata::analytic
 
-// ---- strata/comm/lin_model.hpp -----------------------------------------------------------------
-/// @file comm/lin_model.hpp
-/// @brief Lin et al.'s piecewise-sigmoid model of a collective (eqs. 5-7), and a measured curve
-/// with log-log interpolation.
-///
-/// Lin et al. §IV-A: below m1 a collective costs its start-up latency t_s; between m1 and m2
-/// its bus bandwidth follows a sigmoid in log2 of the size, 10^sigmoid(log2 S) GB/s with
-/// sigmoid(x) = L / (1 + e^{-k (x - x0)}) + b; above m2 it is t_s + S / BW_max. Eight parameters
-/// per operation (L, x0, k, b, m1, m2, t_s, BW_max). Bandwidths here are bus bandwidths, so time
-/// = busbw_factor x S / busbw (nccl-tests' convention, `comm::busbw_factor`).
-/// @code
-/// constexpr strata::comm::lin_model m{strata::comm::collective::all_reduce, 8, 20e-6, 65536.0,
-///                                     268435456.0, {2.7, 22.0, 0.45, -0.6}, 450e9};
-/// constexpr auto t = m.time(strata::bytes{1e6});
-/// @endcode
-
-
-
-namespace strata::comm {
-
-/// Lin et al. eq. (7): L / (1 + e^{-k (x - x0)}) + b.
-struct sigmoid {
-  double L = 0;
-  double x0 = 0;
-  double k = 1;
-  double b = 0;
-  [[nodiscard]] constexpr double operator()(double x) const {
-    return L / (1.0 + strata::detail::exp(-k * (x - x0))) + b;
-  }
-};
-
-/// Lin et al. eqs. (5)-(7) for one collective on one group size.
-struct lin_model {
-  collective op = collective::all_reduce;
-  int ranks = 2;      ///< n, for the bus-bandwidth factor
-  double ts = 0;      ///< t_s, start-up latency (s)
-  double m1 = 0;      ///< end of the latency-bound region (bytes)
-  double m2 = 0;      ///< start of the saturated region (bytes)
-  sigmoid bw;         ///< log10 of the bus bandwidth in GB/s, as a function of log2(S)
-  double bw_max = 1;  ///< BW_max, saturated bus bandwidth (B/s)
-
-  /// Bus bandwidth at size S in the transition region.
-  [[nodiscard]] constexpr byte_rate transition_busbw(bytes s) const {
-    return byte_rate{strata::detail::pow(10.0, bw(strata::detail::log2(s.count()))) * 1e9};
-  }
-  /// Lin et al. eq. (5).
-  [[nodiscard]] constexpr seconds time(bytes s) const {
-    if (s.count() <= m1) return seconds{ts};
-    if (s.count() <= m2) return time_at_busbw(op, ranks, s, transition_busbw(s));
-    return seconds{ts} + time_at_busbw(op, ranks, s, byte_rate{bw_max});
-  }
-};
-
-/// A measured time-versus-size curve; between points it interpolates in log-log space, below the
-/// smallest size it keeps that time (latency-bound), above the largest it grows linearly at the
-/// last measured algorithm bandwidth.
-class measured_curve {
- public:
-  struct point {
-    bytes size;
-    seconds time;
-  };
-
-  measured_curve() = default;
-  explicit measured_curve(std::vector<point> pts) : pts_(std::move(pts)) {
-    if (pts_.empty()) throw plan_error("a measured curve needs at least one point");
-    std::sort(pts_.begin(), pts_.end(),
-              [](const point& a, const point& b) { return a.size < b.size; });
-    for (std::size_t i = 0; i < pts_.size(); ++i) {
-      if (!(pts_[i].size > bytes{0}) || !(pts_[i].time > seconds{0}))
-        throw plan_error("measured curve points need positive sizes and times");
-      if (i > 0 && pts_[i].size == pts_[i - 1].size)
-        throw plan_error("a measured curve has two points at the same size");
-    }
-  }
-
-  [[nodiscard]] const std::vector<point>& points() const { return pts_; }
-
-  [[nodiscard]] seconds time(bytes s) const {
-    if (pts_.empty()) throw plan_error("the measured curve is empty");
-    if (s <= pts_.front().size) return pts_.front().time;
-    if (s >= pts_.back().size) return pts_.back().time * (s / pts_.back().size);
-    const auto hi = std::lower_bound(pts_.begin(), pts_.end(), s,
-                                     [](const point& p, bytes v) { return p.size < v; });
-    const auto lo = hi - 1;
-    const double x0 = strata::detail::log(lo->size.count()),
-                 x1 = strata::detail::log(hi->size.count());
-    const double y0 = strata::detail::log(lo->time.count()),
-                 y1 = strata::detail::log(hi->time.count());
-    const double x = strata::detail::log(s.count());
-    return seconds{strata::detail::exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0))};
-  }
-
- private:
-  std::vector<point> pts_;
-};
-
-}  // namespace strata::comm
-
 // ---- strata/hardware/kernels.hpp ---------------------------------------------------------------
 /// @file hardware/kernels.hpp
 /// @brief Time of one kernel on one device: GEMMs with tile and wave quantization, memory-bound
@@ -2138,17 +2146,31 @@ struct device_profile {
   }
 };
 
+/// How large GEMM tiles run: the fraction e of the peak, the tile area reaching half of it, the
+/// overhead per wave.
+struct gemm_efficiency {
+  double efficiency = 0.7;
+  double half_area = 4096;
+  double wave = 2e-6;
+};
+
+/// The bf16 GEMM parameters fitted on the H100 (`tools/profiles/h100_sxm.json`, rounded): large
+/// tiles reach 86.3 % of the peak, a 4880-element tile half of that, 3.063 us per wave.
+inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
+
 /// A profile from datasheet peaks alone, with default efficiencies that are the same for every
 /// device (no fitting): GEMMs at 70 % of the dense peak for large tiles (half of it at a 64 x 64
-/// tile), 2 us per wave; copies and element-wise kernels at 80 % of the memory bandwidth,
-/// normalization (layer norm, softmax) at 50 %; host copies at 25 GB/s (PCIe Gen4 x16 in
-/// practice); attention at 50 % of the 16-bit peak forward, 40 % forward + backward; a 10 us
-/// launch floor.
-[[nodiscard]] constexpr device_profile datasheet_profile(const device& d, int sms) {
+/// tile), 2 us per wave (or the given `gemm_efficiency`); copies and element-wise kernels at 80 %
+/// of the memory bandwidth, normalization (layer norm, softmax) at 50 %; host copies at 25 GB/s
+/// (PCIe Gen4 x16 in practice); attention at 50 % of the 16-bit peak forward, 40 % forward +
+/// backward; a 10 us launch floor.
+[[nodiscard]] constexpr device_profile datasheet_profile(const device& d, int sms,
+                                                         gemm_efficiency e = {}) {
   if (sms < 1) throw plan_error("a device profile needs at least one SM");
   const double bw = d.memory_bandwidth.count();
   auto gemm = [&](dtype t, double element) {
-    return gemm_model{d.peak(t).count(), 0.7, 4096, 10e-6, 2e-6, bw, element, sms};
+    return gemm_model{d.peak(t).count(), e.efficiency, e.half_area, 10e-6, e.wave, bw,
+                      element,           sms};
   };
   return {d,
           sms,
@@ -2164,7 +2186,1127 @@ struct device_profile {
           {0.5 * d.peak(dtype::bf16).count(), 0.4 * d.peak(dtype::bf16).count(), 0, 10e-6}};
 }
 
+/// `datasheet_profile` with the device's own SM count.
+[[nodiscard]] constexpr device_profile datasheet_profile(const device& d, gemm_efficiency e = {}) {
+  if (d.sms < 1) throw plan_error("the device lists no SM count: pass one to datasheet_profile");
+  return datasheet_profile(d, d.sms, e);
+}
+
+/// Carries a profile measured on one device to another: every rate keeps its fraction of the
+/// datasheet peak it is bound by (GEMMs and attention of the arithmetic peak, memory-bound
+/// kernels of the memory bandwidth), shapes, floors and per-wave overheads stay, the SM count is
+/// the target's. Host copies are unchanged (the same PCIe generation is assumed).
+[[nodiscard]] constexpr device_profile rescale_profile(const device_profile& from,
+                                                       const device& to) {
+  if (to.sms < 1) throw plan_error("rescale_profile: the target device lists no SM count");
+  device_profile p = from;
+  p.dev = to;
+  p.sms = to.sms;
+  auto gemm = [&](gemm_model g, dtype t) {
+    g.peak = to.peak(t).count();
+    g.bandwidth = to.memory_bandwidth.count();
+    g.sms = to.sms;
+    return g;
+  };
+  p.bf16 = gemm(from.bf16, dtype::bf16);
+  p.fp32 = gemm(from.fp32, dtype::tf32);
+  const double mem = to.memory_bandwidth / from.dev.memory_bandwidth;
+  for (stream_model* sm : {&p.copy, &p.gelu, &p.dropout, &p.layer_norm, &p.softmax})
+    sm->bandwidth *= mem;
+  const double arith = to.peak(dtype::bf16) / from.dev.peak(dtype::bf16);
+  p.attention.forward_rate *= arith;
+  p.attention.training_rate *= arith;
+  return p;
+}
+
 }  // namespace strata
+
+// ---- strata/model/transformer.hpp --------------------------------------------------------------
+/// @file model/transformer.hpp
+/// @brief A decoder (or encoder) transformer described by its published dimensions: attention
+/// (multi-head, grouped-query, multi-query), MLP (GELU or SwiGLU, any width), LayerNorm or
+/// RMSNorm, learned or rotary positions, tied or untied embeddings, and mixture-of-experts MLPs.
+///
+/// Counts are per layer and per token so that the parallel strategies can split them: attention
+/// weights are h (2h + 2 kv d) (Q and the output projection are h x h, K and V are h x kv d with
+/// d = h / heads); a GELU MLP is 2 h f, a SwiGLU MLP 3 h f (gate, up, down); an MoE layer holds
+/// `experts` MLPs and a router of h x experts, and each token runs `top_k` of them.
+/// @code
+/// constexpr strata::transformer llama{.layers = 32, .hidden = 4096, .heads = 32, .ffn = 11008,
+///                                     .vocabulary = 32000, .sequence = 4096,
+///                                     .mlp = strata::mlp_kind::swiglu,
+///                                     .norm = strata::norm_kind::rms_norm,
+///                                     .positions = strata::position_kind::rotary,
+///                                     .tied = false, .bias = false};
+/// static_assert(llama.parameters() == 6'738'415'616);
+/// @endcode
+
+
+
+namespace strata {
+
+enum class mlp_kind { gelu, swiglu };
+enum class norm_kind { layer_norm, rms_norm };
+enum class position_kind { learned, rotary };
+
+/// The dimensions of a transformer language model.
+struct transformer {
+  std::string_view name = "transformer";
+  int layers = 12;
+  int hidden = 768;  ///< h
+  int heads = 12;    ///< a, query heads
+  int kv_heads = 0;  ///< key/value heads; 0 means `heads` (multi-head); 1 is multi-query
+  int ffn = 0;       ///< MLP width f; 0 means 4h
+  int vocabulary = 50257;
+  int sequence = 1024;  ///< the longest sequence (size of a learned position table)
+  mlp_kind mlp = mlp_kind::gelu;
+  norm_kind norm = norm_kind::layer_norm;
+  position_kind positions = position_kind::learned;
+  bool tied = true;     ///< the output projection shares the embedding matrix
+  bool bias = true;     ///< linear layers carry biases
+  bool dropout = true;  ///< dropout after attention, the projections and the embedding
+  int experts = 1;      ///< MLPs per layer (> 1: every layer is a mixture of experts)
+  int top_k = 1;        ///< experts each token runs
+  double capacity = 1;  ///< capacity factor: tokens an expert accepts / its even share
+
+  [[nodiscard]] constexpr int kv() const { return kv_heads == 0 ? heads : kv_heads; }
+  [[nodiscard]] constexpr double head_dim() const { return static_cast<double>(hidden) / heads; }
+  [[nodiscard]] constexpr double ffn_size() const {
+    return ffn == 0 ? 4.0 * hidden : static_cast<double>(ffn);
+  }
+  [[nodiscard]] constexpr bool moe() const { return experts > 1; }
+  /// Width of the K and V projections: kv x d.
+  [[nodiscard]] constexpr double kv_width() const { return kv() * head_dim(); }
+
+  /// Q, K, V and output projection weights and biases.
+  [[nodiscard]] constexpr double attention_parameters() const {
+    const double h = hidden, w = kv_width();
+    return h * (2 * h + 2 * w) + (bias ? 2 * h + 2 * w : 0.0);
+  }
+  /// One MLP (one expert of an MoE layer).
+  [[nodiscard]] constexpr double mlp_parameters() const {
+    const double h = hidden, f = ffn_size();
+    if (mlp == mlp_kind::swiglu) return 3 * h * f + (bias ? 2 * f + h : 0.0);
+    return 2 * h * f + (bias ? f + h : 0.0);
+  }
+  [[nodiscard]] constexpr double norm_parameters() const {
+    return norm == norm_kind::layer_norm ? 2.0 * hidden : static_cast<double>(hidden);
+  }
+  /// The router of an MoE layer: h x experts.
+  [[nodiscard]] constexpr double router_parameters() const {
+    return moe() ? static_cast<double>(hidden) * experts : 0.0;
+  }
+  /// Parameters of one layer outside its experts (attention, norms, router; the MLP when dense).
+  [[nodiscard]] constexpr double dense_layer_parameters() const {
+    return attention_parameters() + 2 * norm_parameters() + router_parameters() +
+           (moe() ? 0.0 : mlp_parameters());
+  }
+  /// Expert weights of one layer (zero for a dense model).
+  [[nodiscard]] constexpr double expert_layer_parameters() const {
+    return moe() ? experts * mlp_parameters() : 0.0;
+  }
+  [[nodiscard]] constexpr double layer_parameters() const {
+    return dense_layer_parameters() + expert_layer_parameters();
+  }
+  /// Token embedding V x h plus a learned position table.
+  [[nodiscard]] constexpr double embedding_parameters() const {
+    const double h = hidden;
+    return vocabulary * h + (positions == position_kind::learned ? sequence * h : 0.0);
+  }
+  /// The output projection V x h when untied (zero when tied), plus the final norm.
+  [[nodiscard]] constexpr double head_parameters() const {
+    return (tied ? 0.0 : static_cast<double>(vocabulary) * hidden) + norm_parameters();
+  }
+  [[nodiscard]] constexpr double parameters() const {
+    return layers * layer_parameters() + embedding_parameters() + head_parameters();
+  }
+  /// Parameters one token's forward pass multiplies with (top_k experts of each MoE layer).
+  [[nodiscard]] constexpr double active_parameters() const {
+    return layers * (dense_layer_parameters() + (moe() ? top_k * mlp_parameters() : 0.0)) +
+           embedding_parameters() + head_parameters();
+  }
+
+  /// Forward FLOPs of one layer for one token at sequence length s, counted as Narayanan et
+  /// al. (SC'21 §5.1) do: 2 per multiply-add of every weight matrix the token meets (top_k
+  /// experts), plus 4 s h for the attention scores and their product with V (no causal
+  /// discount).
+  [[nodiscard]] constexpr double layer_forward_flops(double s) const {
+    const double h = hidden, w = kv_width(), f = ffn_size();
+    const double attention = 2 * h * (2 * h + 2 * w) + 4 * s * h;
+    const double one_mlp = 2 * (mlp == mlp_kind::swiglu ? 3.0 : 2.0) * h * f;
+    const double mlp_flops = moe() ? top_k * one_mlp + 2 * h * experts : one_mlp;
+    return attention + mlp_flops;
+  }
+  /// Forward FLOPs of the vocabulary projection for one token: 2 h V.
+  [[nodiscard]] constexpr double head_forward_flops() const {
+    return 2.0 * hidden * static_cast<double>(vocabulary);
+  }
+
+  constexpr void check() const {
+    if (layers < 1 || hidden < 1 || heads < 1 || vocabulary < 1 || sequence < 1)
+      throw plan_error("a transformer needs layers, hidden, heads, vocabulary and sequence >= 1");
+    if (hidden % heads != 0) throw plan_error("a transformer's heads must divide its hidden size");
+    if (kv_heads < 0 || kv() > heads || heads % kv() != 0)
+      throw plan_error("a transformer's key/value heads must divide its query heads");
+    if (ffn < 0) throw plan_error("a transformer's ffn size must not be negative");
+    if (experts < 1 || top_k < 1 || top_k > experts)
+      throw plan_error("a mixture of experts needs 1 <= top_k <= experts");
+    if (!(capacity > 0)) throw plan_error("an MoE capacity factor must be positive");
+  }
+};
+
+}  // namespace strata
+
+// ---- strata/parallel/nd.hpp --------------------------------------------------------------------
+/// @file parallel/nd.hpp
+/// @brief N-dimensional parallelism for transformers: tensor (with sequence), context, expert,
+/// pipeline and data (with ZeRO) policies composed into one strategy, `parallel::nd`.
+///
+/// Each policy owns its rule: how it divides compute, which collectives it inserts and how it
+/// divides memory; `analytic/transformer.hpp` evaluates them. The ranks are laid out axis by
+/// axis in `order`, innermost first (default: tensor, context, expert, pipeline, data, so a
+/// tensor group sits inside a node), and every collective runs on the group that layout gives
+/// it. Misuse is a `plan_error` with a `limits::` sentence: a compile error in a constant
+/// expression, an exception at run time.
+/// @code
+/// constexpr strata::parallel::nd s{.tensor = {.degree = 8, .sequence = true},
+///                                  .pipeline = {.degree = 8, .virtual_stages = 2,
+///                                               .schedule =
+///                                               strata::parallel::schedule::interleaved},
+///                                  .data = {.degree = 16, .zero = 1},
+///                                  .micro_batch = 1};
+/// static_assert(s.devices() == 1024);
+/// @endcode
+
+
+
+namespace strata::parallel {
+
+enum class schedule { gpipe, one_f_one_b, interleaved };
+enum class recompute { none, selective, full };
+enum class axis { tensor, context, expert, pipeline, data };
+
+[[nodiscard]] constexpr std::string_view to_string(schedule s) {
+  switch (s) {
+    case schedule::gpipe:
+      return "gpipe";
+    case schedule::one_f_one_b:
+      return "1f1b";
+    case schedule::interleaved:
+      return "interleaved";
+  }
+  return "1f1b";
+}
+[[nodiscard]] constexpr std::string_view to_string(recompute r) {
+  switch (r) {
+    case recompute::none:
+      return "none";
+    case recompute::selective:
+      return "selective";
+    case recompute::full:
+      return "full";
+  }
+  return "none";
+}
+[[nodiscard]] constexpr std::string_view to_string(axis a) {
+  switch (a) {
+    case axis::tensor:
+      return "tensor";
+    case axis::context:
+      return "context";
+    case axis::expert:
+      return "expert";
+    case axis::pipeline:
+      return "pipeline";
+    case axis::data:
+      return "data";
+  }
+  return "tensor";
+}
+
+/// Megatron tensor parallelism (Shoeybi et al. 2019): QKV and the first MLP GEMM split by
+/// columns, the output projections by rows; two all-reduces forward and two backward per layer.
+/// With `sequence` (Korthikanti et al. 2022 §4.2.2) each all-reduce becomes an all-gather plus a
+/// reduce-scatter and norms, dropout and residuals work on s / t tokens.
+struct tensor_parallel {
+  int degree = 1;
+  bool sequence = false;
+};
+
+/// Context parallelism (ring attention, Liu et al. 2023): the sequence is split `degree` ways;
+/// K and V blocks travel around the ring while attention computes.
+struct context_parallel {
+  int degree = 1;
+};
+
+/// Expert parallelism (GShard, Lepikhin et al. 2020): experts spread over `degree` ranks, tokens
+/// dispatched and combined by all-to-all. The expert ranks are also data-parallel replicas for
+/// the dense weights.
+struct expert_parallel {
+  int degree = 1;
+};
+
+/// Pipeline parallelism: GPipe (Huang et al. 2019), 1F1B (PipeDream-Flush, Narayanan et al.
+/// 2021) or interleaved 1F1B with `virtual_stages` chunks per device (SC'21 §2.2.2). Layers
+/// split evenly, or the first and last stages take the given counts and the rest split evenly.
+struct pipeline_parallel {
+  int degree = 1;
+  int virtual_stages = 1;
+  schedule kind = schedule::one_f_one_b;
+  int first_stage_layers = 0;  ///< 0: an even share
+  int last_stage_layers = 0;   ///< 0: an even share
+};
+
+/// Data parallelism: gradients reduced in buckets, `overlap` of the reduction may hide behind
+/// backward. ZeRO (Rajbhandari et al. 2020) stage 1 shards optimizer states (Megatron's
+/// distributed optimizer), 2 also gradients, 3 also weights (FSDP's full sharding).
+struct data_parallel {
+  int degree = 1;
+  int zero = 0;
+  double overlap = 1.0;      ///< fraction of the backward pass the reduction may hide behind
+  double bucket = 25e6 * 4;  ///< bucket bytes (PyTorch DDP: 25 MB of fp32 = 100 MB here)
+};
+
+/// A transformer strategy: the five axes, recomputation, micro-batch and rank order.
+struct nd {
+  static constexpr std::string_view name = "nd";
+  tensor_parallel tensor{};
+  context_parallel context{};
+  expert_parallel expert{};
+  pipeline_parallel pipeline{};
+  data_parallel data{};
+  recompute recomputation = recompute::none;
+  int micro_batch = 1;  ///< b, sequences per micro-batch
+  std::array<axis, 5> order{axis::tensor, axis::context, axis::expert, axis::pipeline, axis::data};
+
+  [[nodiscard]] constexpr int degree(axis a) const {
+    switch (a) {
+      case axis::tensor:
+        return tensor.degree;
+      case axis::context:
+        return context.degree;
+      case axis::expert:
+        return expert.degree;
+      case axis::pipeline:
+        return pipeline.degree;
+      case axis::data:
+        return data.degree;
+    }
+    return 1;
+  }
+  [[nodiscard]] constexpr int devices() const {
+    return tensor.degree * context.degree * expert.degree * pipeline.degree * data.degree;
+  }
+  /// Data-parallel replicas of the dense weights (expert ranks see different tokens).
+  [[nodiscard]] constexpr int replicas() const { return data.degree * expert.degree; }
+  /// The communicator of axis `a`: ranks `stride` apart, stride = product of inner axes.
+  [[nodiscard]] constexpr group group_of(axis a) const {
+    int stride = 1;
+    for (const axis b : order) {
+      if (b == a) return {0, degree(a), stride};
+      stride *= degree(b);
+    }
+    return {0, degree(a), stride};
+  }
+  /// Micro-batches per replica per iteration.
+  [[nodiscard]] constexpr int micro_batches(const transformer_training& t) const {
+    return t.global_batch / replicas() / micro_batch;
+  }
+  /// Layers of pipeline stage `i` (all its virtual chunks together).
+  [[nodiscard]] constexpr int stage_layers(const transformer& m, int i) const {
+    const int p = pipeline.degree;
+    if (p == 1) return m.layers;
+    if (i == 0 && pipeline.first_stage_layers > 0) return pipeline.first_stage_layers;
+    if (i == p - 1 && pipeline.last_stage_layers > 0) return pipeline.last_stage_layers;
+    int rest = m.layers, stages = p;
+    if (pipeline.first_stage_layers > 0) rest -= pipeline.first_stage_layers, --stages;
+    if (pipeline.last_stage_layers > 0) rest -= pipeline.last_stage_layers, --stages;
+    return rest / stages;
+  }
+
+  /// The limits of a transformer plan on `devices` ranks (see `limits.hpp`).
+  constexpr void check(const transformer& m, const transformer_training& t, int devices) const {
+    m.check();
+    t.check();
+    for (const axis a : order)
+      if (degree(a) < 1) throw plan_error(limits::degree_below_one);
+    for (std::size_t i = 0; i < order.size(); ++i)
+      for (std::size_t j = i + 1; j < order.size(); ++j)
+        if (order[i] == order[j])
+          throw plan_error("the rank order must name each of the five axes once");
+    if (this->devices() != devices) throw plan_error(limits::degrees_must_match_devices);
+    const int tp = tensor.degree;
+    if (m.heads % tp != 0) throw plan_error(limits::tensor_degree_must_divide_heads);
+    if (m.hidden % tp != 0) throw plan_error(limits::tensor_degree_must_divide_hidden);
+    if (m.kv() % tp != 0) throw plan_error(limits::tensor_degree_must_divide_kv_heads);
+    if (static_cast<long long>(m.ffn_size()) % tp != 0)
+      throw plan_error(limits::tensor_degree_must_divide_ffn);
+    if (m.experts % expert.degree != 0) throw plan_error(limits::expert_degree_must_divide_experts);
+    const int s = t.sequence == 0 ? m.sequence : t.sequence;
+    if (m.positions == position_kind::learned && s > m.sequence)
+      throw plan_error(limits::sequence_exceeds_positions);
+    if (context.degree > 1 && s % (2 * context.degree) != 0)
+      throw plan_error(limits::context_degree_must_divide_sequence);
+    if (micro_batch < 1) throw plan_error(limits::degree_below_one);
+    if (t.global_batch % replicas() != 0)
+      throw plan_error(limits::global_batch_must_divide_replicas);
+    if ((t.global_batch / replicas()) % micro_batch != 0)
+      throw plan_error(limits::micro_batch_must_divide_replica_batch);
+    const int p = pipeline.degree, v = pipeline.virtual_stages;
+    if (p > m.layers) throw plan_error(limits::pipeline_degree_exceeds_transformer_layers);
+    if (v < 1) throw plan_error(limits::degree_below_one);
+    if (v > 1 && (pipeline.kind != schedule::interleaved || p == 1))
+      throw plan_error(limits::interleaving_needs_pipeline);
+    if (pipeline.first_stage_layers < 0 || pipeline.last_stage_layers < 0)
+      throw plan_error(limits::pipeline_layers_must_split_evenly);
+    if (p > 1) {
+      int rest = m.layers, stages = p;
+      if (pipeline.first_stage_layers > 0) rest -= pipeline.first_stage_layers, --stages;
+      if (pipeline.last_stage_layers > 0) rest -= pipeline.last_stage_layers, --stages;
+      if (stages < 1 ? rest != 0 : (rest < stages || rest % stages != 0))
+        throw plan_error(limits::pipeline_layers_must_split_evenly);
+      for (int i = 0; i < p; ++i)
+        if (stage_layers(m, i) % v != 0)
+          throw plan_error(limits::pipeline_layers_must_split_evenly);
+    }
+    if (pipeline.kind == schedule::interleaved && v > 1 && micro_batches(t) % p != 0)
+      throw plan_error(limits::interleaving_needs_micro_batch_multiple);
+    if (data.zero < 0 || data.zero > 3) throw plan_error(limits::zero_stage_out_of_range);
+    if (!(data.overlap >= 0 && data.overlap <= 1)) throw plan_error(limits::overlap_out_of_range);
+    if (!(data.bucket > 0)) throw plan_error("data parallelism: the bucket size must be positive");
+  }
+};
+
+}  // namespace strata::parallel
+
+// ---- strata/analytic/transformer.hpp -----------------------------------------------------------
+/// @file analytic/transformer.hpp
+/// @brief Closed-form time and memory of a transformer trained with `parallel::nd`.
+///
+/// FLOPs follow Narayanan et al. SC'21 §5.1 (72 B s l h^2 (1 + s/6h + V/12lh) per iteration,
+/// 96 B s l h^2 (1 + s/6h + V/16lh) with full recomputation), generalized per token by
+/// `transformer::layer_forward_flops` to GQA, SwiGLU and MoE. Activation memory follows
+/// Korthikanti et al. 2022 Table 2 (34 s b h + 5 a s^2 b bytes per layer, split into the 10 s b h
+/// that tensor parallelism replicates and the 24 s b h + 5 a s^2 b it shards), the in-flight
+/// micro-batches of the first 1F1B stage and the interleaving factor 1 + (p-1)/(p v) (§4.2.3),
+/// and the embedding and output-layer terms (§4.3). Model states follow Rajbhandari et al.
+/// 2020 §5 (ZeRO stages) with Megatron's 18 B/param as the default mixed-precision recipe.
+/// Times come from a kernel-level lowering of one layer (`hardware/kernels.hpp`) and the
+/// foundation's collectives on the groups `parallel::nd` lays out.
+/// @code
+/// const auto r = strata::analytic::evaluate(strata::zoo::gpt3_175b(), s,
+///                                           strata::presets::dgx_a100(128),
+///                                           {.global_batch = 1536, .sequence = 2048});
+/// @endcode
+
+
+
+namespace strata::analytic {
+
+using parallel::recompute;
+
+// ---- FLOPs ---------------------------------------------------------------------------------
+
+/// Model FLOPs of one iteration: forward and backward (3x forward) of every layer and of the
+/// vocabulary projection, for B sequences of s tokens (Narayanan et al. SC'21 eq. (3) without
+/// recomputation, generalized).
+[[nodiscard]] constexpr double model_flops(const transformer& m, double batch, double s) {
+  return 3 * batch * s * (m.layers * m.layer_forward_flops(s) + m.head_forward_flops());
+}
+
+/// FLOPs the hardware runs: model FLOPs plus the recomputed forward (full: every layer, giving
+/// SC'21's 96 B s l h^2 (1 + s/6h + V/16lh); selective: the attention core, 4 s h per token).
+[[nodiscard]] constexpr double hardware_flops(const transformer& m, double batch, double s,
+                                              recompute r) {
+  const double base = model_flops(m, batch, s);
+  if (r == recompute::full) return base + batch * s * m.layers * m.layer_forward_flops(s);
+  if (r == recompute::selective) return base + batch * s * m.layers * 4 * s * m.hidden;
+  return base;
+}
+
+// ---- activation memory (Korthikanti et al. 2022) -------------------------------------------
+
+/// Bytes one layer keeps for backward, for b sequences of s tokens on one tensor-parallel rank.
+/// In units of s b h (2-byte activations, 1-byte dropout masks):
+/// - replicated by tensor parallelism (10 for GPT): the two norms' inputs (4), the inputs of
+///   the QKV and first MLP GEMMs (4) and the two dropout masks (2);
+/// - sharded (24 for GPT): Q (2), K and V (4 kv d / h), the attention output (2), the MLP's
+///   GELU input and second-GEMM input (2 f / h each, 16 for f = 4h; SwiGLU keeps its
+///   two input halves and their product, 6 f / h);
+/// - the scores: 5 a s / h (softmax output 2, dropout mask 1, dropout output 2; 2 without
+///   dropout), gone with selective recomputation or fused (flash) attention.
+/// MoE layers keep the MLP terms for top_k x capacity routed copies of each token. fp32
+/// activations double every 2-byte term.
+[[nodiscard]] constexpr double layer_activation_bytes(const transformer& m, double s, double b,
+                                                      int tp, bool sp, recompute r, bool flash,
+                                                      double act = 2) {
+  const double h = m.hidden, sbh = s * b * h, t = tp;
+  const double mask = m.dropout ? 1.0 : 0.0;
+  const double routed = m.moe() ? m.top_k * m.capacity : 1.0;
+  if (r == recompute::full) return act * sbh / (sp ? t : 1.0);  // each layer's input
+  const double f = m.ffn_size() / h, kv = m.kv_width() / h;
+  const double replicated =
+      2 * act /*norms*/ + act /*QKV input*/ + routed * act /*MLP input*/ + 2 * mask;
+  const double mlp = m.mlp == mlp_kind::swiglu ? 3 * act * f : 2 * act * f;
+  const double sharded =
+      act /*Q*/ + 2 * act * kv /*K, V*/ + act /*attention output*/ + routed * mlp;
+  const double scores = (r == recompute::selective || flash)
+                            ? 0.0
+                            : (act + (m.dropout ? mask + act : 0.0)) * m.heads * s / h;
+  return sbh * ((sp ? replicated / t : replicated) + sharded / t + scores / t);
+}
+
+// ---- results --------------------------------------------------------------------------------
+
+/// One iteration on the critical path (the slowest pipeline stage and its waits).
+struct transformer_time {
+  seconds forward{};          ///< compute of the forward passes
+  seconds backward{};         ///< compute of the backward passes
+  seconds recompute{};        ///< forward work repeated during backward (with its collectives)
+  seconds tensor_comm{};      ///< tensor/sequence-parallel collectives (blocking)
+  seconds context_comm{};     ///< ring-attention exchange not hidden by attention
+  seconds expert_comm{};      ///< MoE all-to-all dispatch and combine
+  seconds pipeline_bubble{};  ///< fill and drain: (p - 1) / v of a stage's micro-batch time
+  seconds pipeline_p2p{};     ///< activation and gradient sends between stages
+  seconds data_comm{};        ///< data-parallel / ZeRO collectives not hidden by compute
+  seconds optimizer{};        ///< the optimizer step
+
+  [[nodiscard]] constexpr seconds total() const {
+    return forward + backward + recompute + tensor_comm + context_comm + expert_comm +
+           pipeline_bubble + pipeline_p2p + data_comm + optimizer;
+  }
+};
+
+/// Memory of one device (the stage with the largest total).
+struct transformer_memory {
+  bytes weights{};
+  bytes gradients{};
+  bytes optimizer_states{};  ///< fp32 master weights and the optimizer's moments
+  bytes activations{};       ///< the transformer layers' saved tensors, all in-flight micro-batches
+  bytes embedding_activations{};  ///< input-embedding dropout mask and the output layer (§4.3)
+  bytes buffers{};                ///< communication buffers: DDP buckets, ZeRO-3 gathered layers
+  bytes other{};                  ///< `transformer_training::reserved`
+  bytes embedding_states{};       ///< the part of the model states held for embedding and head
+  int stage = 0;                  ///< the pipeline stage this is
+  [[nodiscard]] constexpr bytes model_states() const {
+    return weights + gradients + optimizer_states;
+  }
+  [[nodiscard]] constexpr bytes total() const {
+    return model_states() + activations + embedding_activations + buffers + other;
+  }
+};
+
+struct transformer_report {
+  transformer_time time;
+  transformer_memory memory;
+  bytes capacity{};
+  int devices = 1;
+  int micro_batches = 1;
+  double tokens = 0;          ///< per iteration
+  double model_flops = 0;     ///< per iteration, all devices
+  double hardware_flops = 0;  ///< with recomputation
+  flop_rate peak{};           ///< one device's dense peak in the compute type
+
+  [[nodiscard]] constexpr seconds iteration_time() const { return time.total(); }
+  [[nodiscard]] constexpr double tokens_per_second() const { return tokens / time.total().count(); }
+  /// Achieved hardware FLOP/s per device (SC'21 Table 1 reports this).
+  [[nodiscard]] constexpr double flops_per_device() const {
+    return hardware_flops / (time.total().count() * devices);
+  }
+  [[nodiscard]] constexpr double mfu() const {
+    return model_flops / (time.total().count() * devices) / peak.count();
+  }
+  [[nodiscard]] constexpr double hfu() const { return flops_per_device() / peak.count(); }
+  [[nodiscard]] constexpr bool fits() const { return memory.total() <= capacity; }
+};
+
+// ---- model states ---------------------------------------------------------------------------
+
+/// Parameters pipeline stage i holds on one rank, split into dense (replicated over data, expert
+/// and context ranks) and expert weights (replicated over data and context ranks).
+struct stage_parameters {
+  double dense = 0;  ///< all dense parameters, embedding and head included
+  double expert = 0;
+  double embedding = 0;  ///< the part of `dense` in the embedding, head and final norm
+};
+
+[[nodiscard]] constexpr stage_parameters parameters_on(const transformer& m, const parallel::nd& s,
+                                                       int stage) {
+  const double t = s.tensor.degree;
+  const int p = s.pipeline.degree;
+  const int l = s.stage_layers(m, stage);
+  stage_parameters out;
+  out.dense = l * m.dense_layer_parameters() / t;
+  out.expert = l * m.expert_layer_parameters() / (t * s.expert.degree);
+  if (stage == 0) out.embedding += m.embedding_parameters() / t;
+  if (stage == p - 1) {
+    out.embedding += m.head_parameters() / t;
+    // a tied projection on a separate last stage keeps its own copy of the embedding
+    if (m.tied && p > 1) out.embedding += static_cast<double>(m.vocabulary) * m.hidden / t;
+  }
+  out.dense += out.embedding;
+  return out;
+}
+
+namespace detail {
+/// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
+/// ZeRO stage `zero`.
+constexpr void add_states(transformer_memory& mem, double n, double shards, int zero,
+                          const transformer_training& t) {
+  mem.weights += bytes{n * t.weight_bytes() / (zero >= 3 ? shards : 1.0)};
+  mem.gradients += bytes{n * t.gradient_bytes() / (zero >= 2 ? shards : 1.0)};
+  mem.optimizer_states += bytes{n * t.optimizer_bytes() / (zero >= 1 ? shards : 1.0)};
+}
+constexpr int sequence_of(const transformer& m, const transformer_training& t) {
+  return t.sequence == 0 ? m.sequence : t.sequence;
+}
+}  // namespace detail
+
+/// Memory of pipeline stage `stage` on one rank.
+[[nodiscard]] constexpr transformer_memory stage_memory(const transformer& m, const parallel::nd& s,
+                                                        const transformer_training& t, int stage) {
+  transformer_memory mem;
+  mem.stage = stage;
+  const stage_parameters n = parameters_on(m, s, stage);
+  const double dense_shards =
+      static_cast<double>(s.data.degree) * s.expert.degree * s.context.degree;
+  const double expert_shards = static_cast<double>(s.data.degree) * s.context.degree;
+  detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
+  detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
+  {
+    transformer_memory e;
+    detail::add_states(e, n.embedding, dense_shards, s.data.zero, t);
+    mem.embedding_states = e.model_states();
+  }
+
+  const int p = s.pipeline.degree, v = s.pipeline.virtual_stages;
+  const int mb = s.micro_batches(t);
+  const double seq = static_cast<double>(detail::sequence_of(m, t)) / s.context.degree;
+  const double b = s.micro_batch, act = t.activation_bytes();
+  const int tp = s.tensor.degree;
+  const bool sp = s.tensor.sequence;
+  // micro-batches whose activations stage `stage` holds at its fullest
+  double in_flight = 1;
+  if (s.pipeline.kind == parallel::schedule::gpipe) {
+    in_flight = mb;
+  } else {
+    in_flight = std::min(mb, p - stage);
+    if (v > 1 && stage == 0)  // Korthikanti §4.2.3: interleaving keeps 1 + (p-1)/(pv) more
+      in_flight *= 1.0 + static_cast<double>(p - 1) / (static_cast<double>(p) * v);
+  }
+  const int layers = s.stage_layers(m, stage);
+  const bool flash = t.flash_attention;
+  mem.activations = bytes{layers * in_flight *
+                          layer_activation_bytes(m, seq, b, tp, sp, s.recomputation, flash, act)};
+  if (s.recomputation == recompute::full)  // one layer rebuilt in full during its backward
+    mem.activations +=
+        bytes{layer_activation_bytes(m, seq, b, tp, sp, recompute::none, flash, act)};
+  const double sbh = seq * b * m.hidden;
+  if (stage == 0 && m.dropout)  // the embedding's dropout mask, s b h p / t
+    mem.embedding_activations += bytes{sbh * in_flight / tp};
+  if (stage == p - 1)  // final norm and projection inputs, fp32 logits: 4 s b h / t (1 + V/h)
+    mem.embedding_activations +=
+        bytes{2 * act * sbh / tp + 4 * seq * b * static_cast<double>(m.vocabulary) / tp};
+  // communication buffers
+  if (s.data.zero >= 3) {
+    mem.buffers += bytes{2 * t.weight_bytes() * m.layer_parameters() / tp};  // gathered + prefetch
+  } else if (s.replicas() * s.context.degree > 1 && s.data.zero == 0) {
+    mem.buffers += bytes{std::min(s.data.bucket, (n.dense + n.expert) * t.gradient_bytes())};
+  }
+  mem.other = bytes{t.reserved};
+  return mem;
+}
+
+/// The largest per-device memory over the pipeline stages (stage 0 holds the most in-flight
+/// micro-batches; the last stage the logits).
+[[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
+                                                             const parallel::nd& s,
+                                                             const transformer_training& t) {
+  transformer_memory best = stage_memory(m, s, t, 0);
+  for (int i = 1; i < s.pipeline.degree; ++i) {
+    const transformer_memory x = stage_memory(m, s, t, i);
+    if (x.total() > best.total()) best = x;
+  }
+  return best;
+}
+
+// ---- time -----------------------------------------------------------------------------------
+
+/// Compute time of one layer for one micro-batch on one rank, from its kernels.
+struct layer_compute {
+  double forward = 0;    ///< s
+  double backward = 0;   ///< s
+  double attention = 0;  ///< the attention core's forward (recomputed under selective)
+  double attention_backward = 0;
+  double embedding_forward = 0, embedding_backward = 0;  ///< first stage
+  double head_forward = 0, head_backward = 0;            ///< last stage: norm, logits, loss
+};
+
+/// Lowers one layer to kernels: the GEMMs (dX and dW in backward) with their tensor-parallel
+/// shards, flash attention or the unfused score GEMMs with softmax and dropout, norms,
+/// activation, bias-dropout-residual, rotary embedding and the MoE permutations (memory-bound
+/// kernels move twice their forward bytes backward).
+[[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
+                                                  const transformer_training& tr, int tp, bool sp,
+                                                  int cp, int ep, double b) {
+  const double seq = detail::sequence_of(m, tr);
+  const double s = seq / cp, T = b * s, h = m.hidden, t = tp, w = m.kv_width(), f = m.ffn_size(),
+               V = m.vocabulary, a = m.heads, d = m.head_dim();
+  const double act = tr.activation_bytes();
+  gemm_model g = prof.gemm(tr.compute());
+  if (tr.compute() == dtype::fp8 && prof.dev.peak(dtype::fp8) > prof.dev.peak(dtype::bf16)) {
+    g.peak = prof.dev.peak(dtype::fp8).count();
+    g.element = 1;
+  }
+  layer_compute c;
+  auto gemm = [&](double mm, double nn, double kk, double count = 1) {
+    c.forward += count * g.time(mm, nn, kk);
+    c.backward += count * (g.time(mm, kk, nn) + g.time(kk, nn, mm));
+  };
+  auto memory = [&](const stream_model& sm, double size) {
+    c.forward += sm.time(size);
+    c.backward += 2 * sm.time(size);
+  };
+  const double tn = sp ? T / t : T;  // tokens the norms and residuals see
+  const double mask = m.dropout ? 1.0 : 0.0;
+  // attention block
+  memory(prof.layer_norm, 2 * tn * h * act);
+  gemm(T, (h + 2 * w) / t, h);
+  if (m.positions == position_kind::rotary) memory(prof.gelu, 2 * T * (h + w) / t * act);
+  const double heads = a / t;
+  if (tr.flash_attention) {
+    const double fwd = prof.attention.forward(b / cp, heads, seq, d);
+    const double both = prof.attention.forward_backward(b / cp, heads, seq, d);
+    c.attention = fwd;
+    c.attention_backward = std::max(both - fwd, 0.0);
+  } else {
+    const double rows = b * heads * s, scores = rows * seq;
+    c.attention = g.time(rows, seq, d) + g.time(rows, d, seq) +
+                  prof.softmax.time(2 * scores * act) +
+                  (m.dropout ? prof.dropout.time(scores * (2 * act + mask)) : 0.0);
+    c.attention_backward = 2 * (g.time(rows, d, seq) + g.time(rows, seq, d)) +
+                           prof.softmax.time(3 * scores * act) +
+                           (m.dropout ? prof.dropout.time(scores * (2 * act + mask)) : 0.0);
+  }
+  c.forward += c.attention;
+  c.backward += c.attention_backward;
+  gemm(T, h, h / t);
+  memory(prof.dropout, tn * h * (3 * act + mask));
+  // MLP block
+  memory(prof.layer_norm, 2 * tn * h * act);
+  const double up = m.mlp == mlp_kind::swiglu ? 2 * f : f;
+  if (m.moe()) {
+    const double local = static_cast<double>(m.experts) / ep;  // experts on this rank
+    const double rows = T * m.top_k * m.capacity * ep / m.experts;
+    gemm(T, m.experts, h);                             // router
+    memory(prof.copy, 2 * 2 * T * m.top_k * h * act);  // permute and un-permute
+    gemm(rows, up / t, h, local);
+    memory(prof.gelu, (m.mlp == mlp_kind::swiglu ? 3 : 2) * rows * local * f / t * act);
+    gemm(rows, h, f / t, local);
+  } else {
+    gemm(T, up / t, h);
+    memory(prof.gelu, (m.mlp == mlp_kind::swiglu ? 3 : 2) * T * f / t * act);
+    gemm(T, h, f / t);
+  }
+  memory(prof.dropout, tn * h * (3 * act + mask));
+  // embedding (first stage) and head (last stage)
+  c.embedding_forward = prof.copy.time(2 * T * h * act / (sp ? t : 1.0));
+  c.embedding_backward = 2 * c.embedding_forward;
+  c.head_forward = prof.layer_norm.time(2 * tn * h * act) + g.time(T, V / t, h) +
+                   prof.softmax.time(4 * T * V / t * 4);
+  c.head_backward =
+      2 * prof.layer_norm.time(2 * tn * h * act) + g.time(T, h, V / t) + g.time(h, V / t, T);
+  return c;
+}
+
+namespace detail {
+/// A collective over several axes at once, composed hierarchically: reduce-scatter over each
+/// axis in turn on a shrinking buffer (all-gather back in reverse). With one axis of size > 1
+/// this is the ring itself: all-reduce = reduce-scatter + all-gather.
+constexpr seconds over_axes(comm::collective op, const cluster& c, const parallel::nd& s,
+                            std::initializer_list<parallel::axis> axes, bytes size) {
+  seconds total{};
+  bytes piece = size;
+  for (const parallel::axis ax : axes) {
+    const group g = s.group_of(ax);
+    if (g.size == 1 || !(size > bytes{})) continue;
+    if (op == comm::collective::all_reduce)
+      total += comm::ring::time(comm::collective::reduce_scatter, c, g, piece) +
+               comm::ring::time(comm::collective::all_gather, c, g, piece);
+    else
+      total += comm::ring::time(op, c, g, piece);
+    piece = piece / static_cast<double>(g.size);
+  }
+  return total;
+}
+}  // namespace detail
+
+/// Evaluates a transformer plan with kernel times from `prof` (one layer lowered once; pass the
+/// same `layer_compute` to evaluate many strategies that share tp, sp, cp, ep and b).
+[[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
+                                                    const cluster& c,
+                                                    const transformer_training& tr,
+                                                    const device_profile& prof,
+                                                    const layer_compute& lc) {
+  using parallel::axis;
+  transformer_report r;
+  r.devices = s.devices();
+  r.capacity = c.dev.memory;
+  r.micro_batches = s.micro_batches(tr);
+  r.peak = c.dev.peak(tr.compute());
+  const double seq = detail::sequence_of(m, tr);
+  r.tokens = tr.global_batch * seq;
+  r.model_flops = model_flops(m, tr.global_batch, seq);
+  r.hardware_flops = hardware_flops(m, tr.global_batch, seq, s.recomputation);
+  r.memory = peak_stage_memory(m, s, tr);
+
+  const int p = s.pipeline.degree, v = s.pipeline.virtual_stages, mb = r.micro_batches;
+  const double b = s.micro_batch, sl = seq / s.context.degree, h = m.hidden;
+  const double act = tr.activation_bytes();
+  const int tp = s.tensor.degree;
+  const bool sp = s.tensor.sequence;
+  const recompute rc = s.recomputation;
+
+  // per layer and micro-batch: blocking tensor-parallel collectives on the T h activation
+  seconds tp_fwd{};
+  if (tp > 1) {
+    const group g = s.group_of(axis::tensor);
+    const bytes x{b * sl * h * act};
+    tp_fwd = sp ? 2.0 * (comm::ring::time(comm::collective::all_gather, c, g, x) +
+                         comm::ring::time(comm::collective::reduce_scatter, c, g, x))
+                : 2.0 * comm::ring::time(comm::collective::all_reduce, c, g, x);
+  }
+  // ring attention: cp - 1 K/V blocks forward, K/V plus their gradients backward, behind the
+  // attention kernels
+  seconds cp_fwd{}, cp_bwd{};
+  if (s.context.degree > 1) {
+    const group g = s.group_of(axis::context);
+    const interconnect link = comm::ring_link(c, g);
+    const bytes block{2 * b * sl * m.kv_width() / tp * act};
+    const seconds ring = (s.context.degree - 1) * link.transfer(block);
+    cp_fwd = max(ring - seconds{lc.attention}, seconds{});
+    cp_bwd = max(2.0 * ring - seconds{lc.attention_backward}, seconds{});
+  }
+  // MoE dispatch and combine
+  seconds ep_fwd{};
+  if (m.moe() && s.expert.degree > 1) {
+    const bytes x{b * sl * m.top_k * m.capacity * h * act};
+    ep_fwd = 2.0 * comm::direct::time(comm::collective::all_to_all, c, s.group_of(axis::expert), x);
+  }
+  const seconds layer_comm_fwd = tp_fwd + cp_fwd + ep_fwd;
+  const seconds layer_comm_bwd = tp_fwd + cp_bwd + ep_fwd;
+  const seconds layer_recompute = rc == recompute::full ? seconds{lc.forward} + layer_comm_fwd
+                                  : rc == recompute::selective ? seconds{lc.attention}
+                                                               : seconds{};
+
+  // per micro-batch time of each stage; the slowest sets the steady state
+  seconds worst{}, sum{};
+  int critical = 0;
+  for (int i = 0; i < p; ++i) {
+    const double l = s.stage_layers(m, i);
+    seconds ti =
+        l * (seconds{lc.forward + lc.backward} + layer_comm_fwd + layer_comm_bwd + layer_recompute);
+    if (i == 0) ti += seconds{lc.embedding_forward + lc.embedding_backward};
+    if (i == p - 1) ti += seconds{lc.head_forward + lc.head_backward};
+    sum += ti;
+    if (ti > worst) worst = ti, critical = i;
+  }
+  const double lcrit = s.stage_layers(m, critical);
+  transformer_time& T = r.time;
+  T.forward = mb * seconds{lcrit * lc.forward + (critical == 0 ? lc.embedding_forward : 0.0) +
+                           (critical == p - 1 ? lc.head_forward : 0.0)};
+  T.backward = mb * seconds{lcrit * lc.backward + (critical == 0 ? lc.embedding_backward : 0.0) +
+                            (critical == p - 1 ? lc.head_backward : 0.0)};
+  T.recompute = mb * lcrit * layer_recompute;
+  T.tensor_comm = mb * lcrit * 2.0 * tp_fwd;
+  T.context_comm = mb * lcrit * (cp_fwd + cp_bwd);
+  T.expert_comm = mb * lcrit * 2.0 * ep_fwd;
+  // fill and drain: (p - 1) / v of the other stages' micro-batch time (Narayanan et al. SC'21
+  // §2.2: bubble fraction (p - 1) / (v m))
+  T.pipeline_bubble = (sum - worst) / static_cast<double>(v);
+  if (p > 1) {
+    // each forward and backward step waits for its send: 2 (v m + p - 1) sends of b s h / t
+    // (Megatron's scatter/gather: each tensor-parallel rank sends its 1/t)
+    const group g = s.group_of(axis::pipeline);
+    const interconnect link = c.between(0, g.stride);
+    T.pipeline_p2p = 2.0 * (v * mb + p - 1) * link.transfer(bytes{b * sl * h * act / tp});
+  }
+
+  // data parallelism and ZeRO on the critical stage's parameters
+  const stage_parameters n = parameters_on(m, s, critical);
+  const int zero = s.data.zero;
+  const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
+  auto dense_and_expert = [&](comm::collective op, double per_param) {
+    return detail::over_axes(op, c, s, {axis::context, axis::expert, axis::data},
+                             bytes{n.dense * per_param}) +
+           detail::over_axes(op, c, s, {axis::context, axis::data}, bytes{n.expert * per_param});
+  };
+  const double bucket_fraction =
+      std::min(1.0, s.data.bucket / std::max((n.dense + n.expert) * gb, 1.0));
+  const seconds f_mb = T.forward / static_cast<double>(mb);
+  const seconds b_mb = (T.backward + T.recompute) / static_cast<double>(mb);
+  const double ov = s.data.overlap;
+  if (s.replicas() * s.context.degree > 1) {
+    if (zero <= 1) {
+      // gradients reduced once, in buckets during the last micro-batch's backward; the last
+      // bucket cannot hide
+      const seconds reduce = zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb)
+                                       : dense_and_expert(comm::collective::reduce_scatter, gb);
+      T.data_comm = max(reduce - ov * b_mb, bucket_fraction * reduce);
+    } else {
+      // ZeRO-2/3: gradients reduce-scattered after every micro-batch's backward
+      const seconds rs = dense_and_expert(comm::collective::reduce_scatter, gb);
+      const double layer_share = 1.0 / std::max(1.0, lcrit);
+      if (zero == 2) {
+        T.data_comm = mb * max(rs - ov * b_mb, bucket_fraction * rs);
+      } else {
+        // ZeRO-3/FSDP: weights gathered before each forward and backward (prefetched a layer
+        // ahead; the first layer's gather is exposed)
+        const seconds ag = dense_and_expert(comm::collective::all_gather, wb);
+        T.data_comm = mb * (max(ag - ov * f_mb, layer_share * ag) +
+                            max(ag + rs - ov * b_mb, layer_share * rs));
+      }
+    }
+    if (zero == 1 || zero == 2)  // updated weights gathered back, behind the next forward
+      T.data_comm += max(dense_and_expert(comm::collective::all_gather, wb) - ov * f_mb,
+                         bucket_fraction * dense_and_expert(comm::collective::all_gather, wb));
+  }
+  // optimizer: one memory-bound pass over this rank's (sharded) parameters
+  const double shards_dense = zero >= 1 ? s.replicas() * s.context.degree : 1.0;
+  const double shards_expert = zero >= 1 ? s.data.degree * s.context.degree : 1.0;
+  T.optimizer = seconds{
+      prof.copy.time(tr.update_bytes() * (n.dense / shards_dense + n.expert / shards_expert))};
+  return r;
+}
+
+/// Evaluates a transformer plan; checks it first (`parallel::nd::check`).
+[[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
+                                                    const cluster& c,
+                                                    const transformer_training& tr,
+                                                    const device_profile& prof) {
+  s.check(m, tr, c.devices());
+  return evaluate(m, s, c, tr, prof,
+                  lower_layer(m, prof, tr, s.tensor.degree, s.tensor.sequence, s.context.degree,
+                              s.expert.degree, s.micro_batch));
+}
+
+/// Evaluates with the device's datasheet profile (`datasheet_profile`).
+[[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
+                                                    const cluster& c,
+                                                    const transformer_training& tr) {
+  return evaluate(m, s, c, tr, datasheet_profile(c.dev));
+}
+
+}  // namespace strata::analytic
+
+// ---- strata/analytic/zero.hpp ------------------------------------------------------------------
+/// @file analytic/zero.hpp
+/// @brief Model-state memory under ZeRO: Rajbhandari et al. 2020 §5 and DeepSpeed's estimators.
+///
+/// With mixed-precision Adam a parameter costs 2 B (fp16 weight) + 2 B (fp16 gradient) + K B of
+/// optimizer state (K = 12: fp32 master weight, momentum, variance). Over N_d data-parallel ranks
+/// stage 1 shards the optimizer states, stage 2 also the gradients, stage 3 also the weights
+/// (Rajbhandari et al. Fig. 1: (2 + 2 + K) Psi, 4 Psi + K Psi / N_d, 2 Psi + (2 + K) Psi / N_d,
+/// (2 + 2 + K) Psi / N_d).
+///
+/// DeepSpeed ships two estimators, `estimate_zero2_model_states_mem_needs` and
+/// `estimate_zero3_model_states_mem_needs` (deepspeed/runtime/zero/stage_1_and_2.py and
+/// stage3.py; docs/code-docs/source/memory.rst). `deepspeed_zero2` and `deepspeed_zero3` give
+/// the same numbers, including the 1.5x buffer factor on host memory; they count model states
+/// only, not activations.
+/// @code
+/// constexpr auto e = strata::analytic::deepspeed_zero2({.parameters = 2851e6, .nodes = 1,
+///                                                     .gpus_per_node = 8});
+/// // 4 x 2851e6 + 16 x 2851e6 / 8 = 17.1e9 B = 15.93 GiB per GPU
+/// @endcode
+
+
+namespace strata::analytic {
+
+/// Bytes of model states per data-parallel rank for `parameters` parameters at ZeRO stage
+/// `stage` over `ranks` ranks, with K bytes of optimizer state per parameter (Rajbhandari et
+/// al. §5.1: K = 12 for mixed-precision Adam).
+[[nodiscard]] constexpr bytes zero_model_states(double parameters, int ranks, int stage,
+                                                double k = 12) {
+  if (ranks < 1) throw plan_error("ZeRO needs at least one data-parallel rank");
+  if (stage < 0 || stage > 3) throw plan_error("ZeRO stage must be 0, 1, 2 or 3");
+  const double n = ranks, psi = parameters;
+  const double w = stage >= 3 ? 2 * psi / n : 2 * psi;
+  const double g = stage >= 2 ? 2 * psi / n : 2 * psi;
+  const double o = stage >= 1 ? k * psi / n : k * psi;
+  return bytes{w + g + o};
+}
+
+/// The inputs of DeepSpeed's model-state estimators.
+struct deepspeed_setup {
+  double parameters = 0;     ///< total_params
+  double largest_layer = 0;  ///< largest_layer_params (ZeRO-3)
+  int nodes = 1;
+  int gpus_per_node = 1;
+  bool offload_optimizer = false;   ///< cpu_offload
+  bool offload_parameters = false;  ///< cpu_offload_params (ZeRO-3)
+  bool zero_init = true;            ///< ZeRO-3: parameters partitioned at construction
+  double buffer_factor = 1.5;       ///< additional_buffer_factor on host memory
+};
+
+/// Per-GPU and per-node host bytes.
+struct deepspeed_estimate {
+  bytes gpu{};
+  bytes cpu{};
+};
+
+namespace detail {
+constexpr void check(const deepspeed_setup& s) {
+  if (s.parameters < 0 || s.largest_layer < 0)
+    throw plan_error("DeepSpeed estimate: parameter counts must not be negative");
+  if (s.nodes < 1 || s.gpus_per_node < 1)
+    throw plan_error("DeepSpeed estimate: nodes and GPUs per node must be at least 1");
+}
+/// Python's int() of a non-negative double.
+constexpr double trunc(double x) { return static_cast<double>(static_cast<long long>(x)); }
+}  // namespace detail
+
+/// DeepSpeed's ZeRO-2 estimate: GPU 4 Psi + 16 Psi / N (2 Psi when the optimizer is offloaded);
+/// host Psi max(4 N, 16) x 1.5 with offload, 4 Psi x GPUs per node x 1.5 without.
+[[nodiscard]] constexpr deepspeed_estimate deepspeed_zero2(const deepspeed_setup& s) {
+  detail::check(s);
+  const double psi = s.parameters, gpus = static_cast<double>(s.nodes) * s.gpus_per_node;
+  deepspeed_estimate e;
+  if (s.offload_optimizer) {
+    e.gpu = bytes{2 * psi};
+    e.cpu = bytes{psi * (4 * gpus > 16 ? 4 * gpus : 16) * s.buffer_factor};
+  } else {
+    e.gpu = bytes{4 * psi + detail::trunc(16 * psi / gpus)};
+    e.cpu = bytes{psi * 4 * s.gpus_per_node * s.buffer_factor};
+  }
+  return e;
+}
+
+/// DeepSpeed's ZeRO-3 estimate: GPU 4 x largest layer plus 18 Psi / N (2 Psi / N with the
+/// optimizer offloaded, nothing more with parameters offloaded too); host per node as
+/// DeepSpeed computes it, with gpus_factor = 1 / nodes.
+[[nodiscard]] constexpr deepspeed_estimate deepspeed_zero3(const deepspeed_setup& s) {
+  detail::check(s);
+  const double psi = s.parameters, gpus = static_cast<double>(s.nodes) * s.gpus_per_node;
+  const double per_node = s.gpus_per_node, factor = 1.0 / s.nodes;
+  const double largest = 4 * s.largest_layer;
+  auto larger = [](double a, double b) { return a > b ? a : b; };
+  deepspeed_estimate e;
+  if (s.offload_optimizer && s.offload_parameters) {
+    e.gpu = bytes{largest};
+    e.cpu = bytes{psi * (s.zero_init ? 18 * factor : larger(4 * per_node, 18 * factor)) *
+                  s.buffer_factor};
+  } else if (s.offload_optimizer) {
+    e.gpu = bytes{largest + detail::trunc(2 * psi / gpus)};
+    e.cpu = bytes{psi * (s.zero_init ? 16 * factor : larger(4 * per_node, 16 * factor)) *
+                  s.buffer_factor};
+  } else {
+    e.gpu = bytes{largest + detail::trunc(18 * psi / gpus)};
+    e.cpu = bytes{(s.zero_init ? s.largest_layer : psi) * 4 * per_node * s.buffer_factor};
+  }
+  return e;
+}
+
+}  // namespace strata::analytic
+
+// ---- strata/comm/lin_model.hpp -----------------------------------------------------------------
+/// @file comm/lin_model.hpp
+/// @brief Lin et al.'s piecewise-sigmoid model of a collective (eqs. 5-7), and a measured curve
+/// with log-log interpolation.
+///
+/// Lin et al. §IV-A: below m1 a collective costs its start-up latency t_s; between m1 and m2
+/// its bus bandwidth follows a sigmoid in log2 of the size, 10^sigmoid(log2 S) GB/s with
+/// sigmoid(x) = L / (1 + e^{-k (x - x0)}) + b; above m2 it is t_s + S / BW_max. Eight parameters
+/// per operation (L, x0, k, b, m1, m2, t_s, BW_max). Bandwidths here are bus bandwidths, so time
+/// = busbw_factor x S / busbw (nccl-tests' convention, `comm::busbw_factor`).
+/// @code
+/// constexpr strata::comm::lin_model m{strata::comm::collective::all_reduce, 8, 20e-6, 65536.0,
+///                                     268435456.0, {2.7, 22.0, 0.45, -0.6}, 450e9};
+/// constexpr auto t = m.time(strata::bytes{1e6});
+/// @endcode
+
+
+
+namespace strata::comm {
+
+/// Lin et al. eq. (7): L / (1 + e^{-k (x - x0)}) + b.
+struct sigmoid {
+  double L = 0;
+  double x0 = 0;
+  double k = 1;
+  double b = 0;
+  [[nodiscard]] constexpr double operator()(double x) const {
+    return L / (1.0 + strata::detail::exp(-k * (x - x0))) + b;
+  }
+};
+
+/// Lin et al. eqs. (5)-(7) for one collective on one group size.
+struct lin_model {
+  collective op = collective::all_reduce;
+  int ranks = 2;      ///< n, for the bus-bandwidth factor
+  double ts = 0;      ///< t_s, start-up latency (s)
+  double m1 = 0;      ///< end of the latency-bound region (bytes)
+  double m2 = 0;      ///< start of the saturated region (bytes)
+  sigmoid bw;         ///< log10 of the bus bandwidth in GB/s, as a function of log2(S)
+  double bw_max = 1;  ///< BW_max, saturated bus bandwidth (B/s)
+
+  /// Bus bandwidth at size S in the transition region.
+  [[nodiscard]] constexpr byte_rate transition_busbw(bytes s) const {
+    return byte_rate{strata::detail::pow(10.0, bw(strata::detail::log2(s.count()))) * 1e9};
+  }
+  /// Lin et al. eq. (5).
+  [[nodiscard]] constexpr seconds time(bytes s) const {
+    if (s.count() <= m1) return seconds{ts};
+    if (s.count() <= m2) return time_at_busbw(op, ranks, s, transition_busbw(s));
+    return seconds{ts} + time_at_busbw(op, ranks, s, byte_rate{bw_max});
+  }
+};
+
+/// A measured time-versus-size curve; between points it interpolates in log-log space, below the
+/// smallest size it keeps that time (latency-bound), above the largest it grows linearly at the
+/// last measured algorithm bandwidth.
+class measured_curve {
+ public:
+  struct point {
+    bytes size;
+    seconds time;
+  };
+
+  measured_curve() = default;
+  explicit measured_curve(std::vector<point> pts) : pts_(std::move(pts)) {
+    if (pts_.empty()) throw plan_error("a measured curve needs at least one point");
+    std::sort(pts_.begin(), pts_.end(),
+              [](const point& a, const point& b) { return a.size < b.size; });
+    for (std::size_t i = 0; i < pts_.size(); ++i) {
+      if (!(pts_[i].size > bytes{0}) || !(pts_[i].time > seconds{0}))
+        throw plan_error("measured curve points need positive sizes and times");
+      if (i > 0 && pts_[i].size == pts_[i - 1].size)
+        throw plan_error("a measured curve has two points at the same size");
+    }
+  }
+
+  [[nodiscard]] const std::vector<point>& points() const { return pts_; }
+
+  [[nodiscard]] seconds time(bytes s) const {
+    if (pts_.empty()) throw plan_error("the measured curve is empty");
+    if (s <= pts_.front().size) return pts_.front().time;
+    if (s >= pts_.back().size) return pts_.back().time * (s / pts_.back().size);
+    const auto hi = std::lower_bound(pts_.begin(), pts_.end(), s,
+                                     [](const point& p, bytes v) { return p.size < v; });
+    const auto lo = hi - 1;
+    const double x0 = strata::detail::log(lo->size.count()),
+                 x1 = strata::detail::log(hi->size.count());
+    const double y0 = strata::detail::log(lo->time.count()),
+                 y1 = strata::detail::log(hi->time.count());
+    const double x = strata::detail::log(s.count());
+    return seconds{strata::detail::exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0))};
+  }
+
+ private:
+  std::vector<point> pts_;
+};
+
+}  // namespace strata::comm
 
 // ---- strata/hardware/mesh.hpp ------------------------------------------------------------------
 /// @file hardware/mesh.hpp
@@ -2321,21 +3463,22 @@ using namespace strata::literals;
 
 // ---- devices (gpu_peak_specs.csv; dense tensor-core peaks) ----------------------------------
 inline constexpr device v100_sxm2_16gb{"V100-SXM2-16GB", 15.7_TFLOPS, {}, 125_TFLOPS, {}, {},
-                                       16_GiB,           900_GBps};
+                                       16_GiB,           900_GBps,    80};
 inline constexpr device v100_sxm2_32gb{"V100-SXM2-32GB", 15.7_TFLOPS, {}, 125_TFLOPS, {}, {},
-                                       32_GiB,           900_GBps};
-inline constexpr device a100_sxm4_40gb{"A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS,
-                                       312_TFLOPS,       {},          40_GiB,     1555_GBps};
-inline constexpr device a100_sxm4_80gb{"A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS,
-                                       312_TFLOPS,       {},          80_GiB,     2039_GBps};
+                                       32_GiB,           900_GBps,    80};
+inline constexpr device a100_sxm4_40gb{
+    "A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {}, 40_GiB, 1555_GBps, 108};
+inline constexpr device a100_sxm4_80gb{
+    "A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {}, 80_GiB, 2039_GBps, 108};
 inline constexpr device h100_sxm5_80gb{"H100-SXM5-80GB",     66.9_TFLOPS,  494.7_TFLOPS,
                                        989.4_TFLOPS,         989.4_TFLOPS, 1978.9_TFLOPS,
-                                       bytes{85017493504.0}, 3350_GBps};
+                                       bytes{85017493504.0}, 3350_GBps,    132};
 // H100 memory: 85,017,493,504 B, as CUDA reports it (test/data/h100_device.json).
-inline constexpr device h200_sxm_141gb{"H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS, 989_TFLOPS,
-                                       989_TFLOPS,       1979_TFLOPS, 141_GB,       4800_GBps};
+inline constexpr device h200_sxm_141gb{"H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS,
+                                       989_TFLOPS,       989_TFLOPS,  1979_TFLOPS,
+                                       141_GB,           4800_GBps,   132};
 /// NVIDIA TITAN Xp (Proteus HC1): 12.15 TFLOP/s fp32, no fast fp16 path, 12 GB GDDR5X, 547.7 GB/s.
-inline constexpr device titan_xp{"TITAN-Xp", 12.15_TFLOPS, {}, {}, {}, {}, 12_GiB, 547.7_GBps};
+inline constexpr device titan_xp{"TITAN-Xp", 12.15_TFLOPS, {}, {}, {}, {}, 12_GiB, 547.7_GBps, 30};
 
 namespace detail {
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -2409,6 +3552,14 @@ constexpr void check_devices(int n) {
                        level{"cluster", nodes, interconnect{10_us, 200_Gbps}, 1.0, 8}});
 }
 
+/// DGX A100 with the 40 GB A100 (the first DGX A100 and many clouds' 8-GPU nodes).
+[[nodiscard]] constexpr cluster dgx_a100_40gb(int nodes) {
+  cluster c = dgx_a100(nodes);
+  c.name = "DGX A100 40GB";
+  c.dev = a100_sxm4_40gb;
+  return c;
+}
+
 /// DGX H100: NVSwitch, 18 NVLink4 x 25 GB/s per direction; 8 x 400 Gbps NDR (8 rails).
 [[nodiscard]] constexpr cluster dgx_h100(int nodes) {
   detail::check_devices(nodes);
@@ -2439,7 +3590,7 @@ constexpr void check_devices(int n) {
 /// sum of its mesh. Start-up 8 us (our assumption).
 [[nodiscard]] constexpr cluster lin_4x_gv100() {
   constexpr device gv100{
-      "Quadro-GV100-32GB", 16.7_TFLOPS, {}, 118.5_TFLOPS, {}, {}, 32_GiB, 870_GBps};
+      "Quadro-GV100-32GB", 16.7_TFLOPS, {}, 118.5_TFLOPS, {}, {}, 32_GiB, 870_GBps, 80};
   return make_cluster("Lin 4xGV100", gv100,
                       {level{"node", 4, interconnect{8_us, ring_bandwidth(lin_4x_gv100_mesh())}}});
 }
@@ -2452,8 +3603,8 @@ constexpr void check_devices(int n) {
 
 /// Yan et al. §6.1: a dual-socket Xeon E5-2450 server (16 cores at 2.1 GHz, 268.8 GFLOP/s of
 /// SIMD, 64 GB, three DDR3-1600 channels per socket = 76.8 GB/s).
-inline constexpr device xeon_e5_2450_server{"2x Xeon E5-2450", 268.8_GFLOPS, {}, {}, {}, {}, 64_GiB,
-                                            76.8_GBps};
+inline constexpr device xeon_e5_2450_server{
+    "2x Xeon E5-2450", 268.8_GFLOPS, {}, {}, {}, {}, 64_GiB, 76.8_GBps, 0};
 
 /// Yan et al. §6.1's cluster: `machines` such servers (20 in the paper), one 10 Gbps Ethernet NIC
 /// each; 50 us per message (our assumption for Windows TCP).
@@ -2563,6 +3714,106 @@ struct model_builder {
 };
 
 }  // namespace strata
+
+// ---- strata/model/transformer_zoo.hpp ----------------------------------------------------------
+/// @file model/transformer_zoo.hpp
+/// @brief Transformers with their published dimensions.
+///
+/// GPT-2 (Radford et al. 2019: vocabulary 50257, 1024 positions, tied); the GPT models of
+/// Narayanan et al. SC'21 Table 1 (vocabulary 51200, sequence 2048); GPT-3 175B (Brown et al.
+/// 2020 Table 2.1); BERT (Devlin et al. 2019; token-type embeddings, pooler and MLM transform
+/// not modelled: 0.7 % of BERT-base); Llama 2 (Touvron et al. 2023), Llama 3 (Meta 2024:
+/// grouped-query attention with 8 KV heads, vocabulary 128256) and Mixtral 8x7B (Jiang et al.
+/// 2024: 8 experts, top-2), each from its released configuration.
+/// @code
+/// static_assert(strata::zoo::gpt2_124m().parameters() == 124'439'808);
+/// @endcode
+
+
+namespace strata::zoo {
+
+namespace detail {
+constexpr transformer gpt(std::string_view name, int l, int h, int a, int vocab = 50257,
+                          int seq = 1024) {
+  return {.name = name, .layers = l, .hidden = h, .heads = a, .vocabulary = vocab, .sequence = seq};
+}
+constexpr transformer llama(std::string_view name, int l, int h, int a, int kv, int f, int vocab,
+                            int seq) {
+  return {.name = name,
+          .layers = l,
+          .hidden = h,
+          .heads = a,
+          .kv_heads = kv,
+          .ffn = f,
+          .vocabulary = vocab,
+          .sequence = seq,
+          .mlp = mlp_kind::swiglu,
+          .norm = norm_kind::rms_norm,
+          .positions = position_kind::rotary,
+          .tied = false,
+          .bias = false,
+          .dropout = false};
+}
+constexpr transformer sc21(std::string_view name, int l, int h, int a) {
+  return gpt(name, l, h, a, 51200, 2048);
+}
+}  // namespace detail
+
+[[nodiscard]] constexpr transformer gpt2_124m() { return detail::gpt("GPT-2 124M", 12, 768, 12); }
+[[nodiscard]] constexpr transformer gpt2_355m() { return detail::gpt("GPT-2 355M", 24, 1024, 16); }
+[[nodiscard]] constexpr transformer gpt2_774m() { return detail::gpt("GPT-2 774M", 36, 1280, 20); }
+[[nodiscard]] constexpr transformer gpt2_1_5b() { return detail::gpt("GPT-2 1.5B", 48, 1600, 25); }
+
+/// GPT-3 175B: 96 layers, h = 12288, 96 heads, context 2048.
+[[nodiscard]] constexpr transformer gpt3_175b() {
+  return detail::gpt("GPT-3 175B", 96, 12288, 96, 50257, 2048);
+}
+
+// Narayanan et al. SC'21 Table 1.
+[[nodiscard]] constexpr transformer gpt_1_7b() { return detail::sc21("GPT 1.7B", 24, 2304, 24); }
+[[nodiscard]] constexpr transformer gpt_3_6b() { return detail::sc21("GPT 3.6B", 30, 3072, 32); }
+[[nodiscard]] constexpr transformer gpt_7_5b() { return detail::sc21("GPT 7.5B", 36, 4096, 32); }
+[[nodiscard]] constexpr transformer gpt_18b() { return detail::sc21("GPT 18B", 40, 6144, 48); }
+[[nodiscard]] constexpr transformer gpt_39b() { return detail::sc21("GPT 39B", 48, 8192, 64); }
+[[nodiscard]] constexpr transformer gpt_76b() { return detail::sc21("GPT 76B", 60, 10240, 80); }
+[[nodiscard]] constexpr transformer gpt_145b() { return detail::sc21("GPT 145B", 80, 12288, 96); }
+[[nodiscard]] constexpr transformer gpt_310b() { return detail::sc21("GPT 310B", 96, 16384, 128); }
+[[nodiscard]] constexpr transformer gpt_530b() { return detail::sc21("GPT 530B", 105, 20480, 128); }
+[[nodiscard]] constexpr transformer gpt_1t() { return detail::sc21("GPT 1T", 128, 25600, 160); }
+
+[[nodiscard]] constexpr transformer bert_base() {
+  return detail::gpt("BERT-base", 12, 768, 12, 30522, 512);
+}
+[[nodiscard]] constexpr transformer bert_large() {
+  return detail::gpt("BERT-large", 24, 1024, 16, 30522, 512);
+}
+
+[[nodiscard]] constexpr transformer llama2_7b() {
+  return detail::llama("Llama-2 7B", 32, 4096, 32, 32, 11008, 32000, 4096);
+}
+[[nodiscard]] constexpr transformer llama2_13b() {
+  return detail::llama("Llama-2 13B", 40, 5120, 40, 40, 13824, 32000, 4096);
+}
+[[nodiscard]] constexpr transformer llama2_70b() {
+  return detail::llama("Llama-2 70B", 80, 8192, 64, 8, 28672, 32000, 4096);
+}
+[[nodiscard]] constexpr transformer llama3_8b() {
+  return detail::llama("Llama-3 8B", 32, 4096, 32, 8, 14336, 128256, 8192);
+}
+[[nodiscard]] constexpr transformer llama3_70b() {
+  return detail::llama("Llama-3 70B", 80, 8192, 64, 8, 28672, 128256, 8192);
+}
+[[nodiscard]] constexpr transformer llama3_405b() {
+  return detail::llama("Llama-3 405B", 126, 16384, 128, 8, 53248, 128256, 8192);
+}
+[[nodiscard]] constexpr transformer mixtral_8x7b() {
+  transformer m = detail::llama("Mixtral 8x7B", 32, 4096, 32, 8, 14336, 32000, 32768);
+  m.experts = 8;
+  m.top_k = 2;
+  return m;
+}
+
+}  // namespace strata::zoo
 
 // ---- strata/model/zoo.hpp ----------------------------------------------------------------------
 /// @file model/zoo.hpp
@@ -2753,6 +4004,11 @@ constexpr model<10 * Layers + 3> gpt_layers(std::string_view name, int hidden, i
 /// constexpr strata::plan p{strata::zoo::resnet50(), strata::presets::abci(16),
 ///                          strata::parallel::data{.p = 16}, strata::training{.batch = 512}};
 /// static_assert(strata::memory_per_device(p) <= 16_GiB);
+/// constexpr strata::transformer_plan q{strata::zoo::llama2_7b(),
+/// strata::presets::dgx_a100_40gb(1),
+///                                      strata::parallel::nd{.data = {.degree = 8, .zero = 3}},
+///                                      strata::transformer_training{.global_batch = 64}};
+/// static_assert(strata::peak_memory(q) <= 40_GiB);
 /// @endcode
 
 
@@ -2792,6 +4048,34 @@ template <std::size_t N, class S>
 /// Time of one iteration.
 template <std::size_t N, class S>
 [[nodiscard]] constexpr seconds iteration_time(const plan<N, S>& p) {
+  return evaluate(p).iteration_time();
+}
+
+/// A transformer + cluster + `parallel::nd` strategy + training setup. Its queries use the
+/// device's datasheet profile unless one is passed.
+struct transformer_plan {
+  transformer net;
+  cluster machine;
+  parallel::nd strategy;
+  transformer_training setup;
+};
+
+[[nodiscard]] constexpr analytic::transformer_report evaluate(const transformer_plan& p,
+                                                              const device_profile& prof) {
+  return analytic::evaluate(p.net, p.strategy, p.machine, p.setup, prof);
+}
+[[nodiscard]] constexpr analytic::transformer_report evaluate(const transformer_plan& p) {
+  return analytic::evaluate(p.net, p.strategy, p.machine, p.setup);
+}
+/// Memory of the fullest device (the largest pipeline stage), at its peak.
+[[nodiscard]] constexpr bytes peak_memory(const transformer_plan& p) {
+  p.strategy.check(p.net, p.setup, p.machine.devices());
+  return analytic::peak_stage_memory(p.net, p.strategy, p.setup).total();
+}
+[[nodiscard]] constexpr bytes memory_per_device(const transformer_plan& p) {
+  return peak_memory(p);
+}
+[[nodiscard]] constexpr seconds iteration_time(const transformer_plan& p) {
   return evaluate(p).iteration_time();
 }
 

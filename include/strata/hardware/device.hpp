@@ -57,6 +57,7 @@ struct device {
   flop_rate fp8{};
   bytes memory{};
   byte_rate memory_bandwidth{};
+  int sms = 0;  ///< streaming multiprocessors (GPU); 0 where unknown or not a GPU
 
   /// Dense peak for arithmetic in `t`.
   [[nodiscard]] constexpr flop_rate peak(dtype t) const {

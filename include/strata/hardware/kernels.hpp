@@ -119,17 +119,31 @@ struct device_profile {
   }
 };
 
+/// How large GEMM tiles run: the fraction e of the peak, the tile area reaching half of it, the
+/// overhead per wave.
+struct gemm_efficiency {
+  double efficiency = 0.7;
+  double half_area = 4096;
+  double wave = 2e-6;
+};
+
+/// The bf16 GEMM parameters fitted on the H100 (`tools/profiles/h100_sxm.json`, rounded): large
+/// tiles reach 86.3 % of the peak, a 4880-element tile half of that, 3.063 us per wave.
+inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
+
 /// A profile from datasheet peaks alone, with default efficiencies that are the same for every
 /// device (no fitting): GEMMs at 70 % of the dense peak for large tiles (half of it at a 64 x 64
-/// tile), 2 us per wave; copies and element-wise kernels at 80 % of the memory bandwidth,
-/// normalization (layer norm, softmax) at 50 %; host copies at 25 GB/s (PCIe Gen4 x16 in
-/// practice); attention at 50 % of the 16-bit peak forward, 40 % forward + backward; a 10 us
-/// launch floor.
-[[nodiscard]] constexpr device_profile datasheet_profile(const device& d, int sms) {
+/// tile), 2 us per wave (or the given `gemm_efficiency`); copies and element-wise kernels at 80 %
+/// of the memory bandwidth, normalization (layer norm, softmax) at 50 %; host copies at 25 GB/s
+/// (PCIe Gen4 x16 in practice); attention at 50 % of the 16-bit peak forward, 40 % forward +
+/// backward; a 10 us launch floor.
+[[nodiscard]] constexpr device_profile datasheet_profile(const device& d, int sms,
+                                                         gemm_efficiency e = {}) {
   if (sms < 1) throw plan_error("a device profile needs at least one SM");
   const double bw = d.memory_bandwidth.count();
   auto gemm = [&](dtype t, double element) {
-    return gemm_model{d.peak(t).count(), 0.7, 4096, 10e-6, 2e-6, bw, element, sms};
+    return gemm_model{d.peak(t).count(), e.efficiency, e.half_area, 10e-6, e.wave, bw,
+                      element,           sms};
   };
   return {d,
           sms,
@@ -143,6 +157,39 @@ struct device_profile {
           {0.5 * bw, 10e-6},
           {0.5 * bw, 10e-6},
           {0.5 * d.peak(dtype::bf16).count(), 0.4 * d.peak(dtype::bf16).count(), 0, 10e-6}};
+}
+
+/// `datasheet_profile` with the device's own SM count.
+[[nodiscard]] constexpr device_profile datasheet_profile(const device& d, gemm_efficiency e = {}) {
+  if (d.sms < 1) throw plan_error("the device lists no SM count: pass one to datasheet_profile");
+  return datasheet_profile(d, d.sms, e);
+}
+
+/// Carries a profile measured on one device to another: every rate keeps its fraction of the
+/// datasheet peak it is bound by (GEMMs and attention of the arithmetic peak, memory-bound
+/// kernels of the memory bandwidth), shapes, floors and per-wave overheads stay, the SM count is
+/// the target's. Host copies are unchanged (the same PCIe generation is assumed).
+[[nodiscard]] constexpr device_profile rescale_profile(const device_profile& from,
+                                                       const device& to) {
+  if (to.sms < 1) throw plan_error("rescale_profile: the target device lists no SM count");
+  device_profile p = from;
+  p.dev = to;
+  p.sms = to.sms;
+  auto gemm = [&](gemm_model g, dtype t) {
+    g.peak = to.peak(t).count();
+    g.bandwidth = to.memory_bandwidth.count();
+    g.sms = to.sms;
+    return g;
+  };
+  p.bf16 = gemm(from.bf16, dtype::bf16);
+  p.fp32 = gemm(from.fp32, dtype::tf32);
+  const double mem = to.memory_bandwidth / from.dev.memory_bandwidth;
+  for (stream_model* sm : {&p.copy, &p.gelu, &p.dropout, &p.layer_norm, &p.softmax})
+    sm->bandwidth *= mem;
+  const double arith = to.peak(dtype::bf16) / from.dev.peak(dtype::bf16);
+  p.attention.forward_rate *= arith;
+  p.attention.training_rate *= arith;
+  return p;
 }
 
 }  // namespace strata

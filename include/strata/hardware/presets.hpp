@@ -20,21 +20,22 @@ using namespace strata::literals;
 
 // ---- devices (gpu_peak_specs.csv; dense tensor-core peaks) ----------------------------------
 inline constexpr device v100_sxm2_16gb{"V100-SXM2-16GB", 15.7_TFLOPS, {}, 125_TFLOPS, {}, {},
-                                       16_GiB,           900_GBps};
+                                       16_GiB,           900_GBps,    80};
 inline constexpr device v100_sxm2_32gb{"V100-SXM2-32GB", 15.7_TFLOPS, {}, 125_TFLOPS, {}, {},
-                                       32_GiB,           900_GBps};
-inline constexpr device a100_sxm4_40gb{"A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS,
-                                       312_TFLOPS,       {},          40_GiB,     1555_GBps};
-inline constexpr device a100_sxm4_80gb{"A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS,
-                                       312_TFLOPS,       {},          80_GiB,     2039_GBps};
+                                       32_GiB,           900_GBps,    80};
+inline constexpr device a100_sxm4_40gb{
+    "A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {}, 40_GiB, 1555_GBps, 108};
+inline constexpr device a100_sxm4_80gb{
+    "A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {}, 80_GiB, 2039_GBps, 108};
 inline constexpr device h100_sxm5_80gb{"H100-SXM5-80GB",     66.9_TFLOPS,  494.7_TFLOPS,
                                        989.4_TFLOPS,         989.4_TFLOPS, 1978.9_TFLOPS,
-                                       bytes{85017493504.0}, 3350_GBps};
+                                       bytes{85017493504.0}, 3350_GBps,    132};
 // H100 memory: 85,017,493,504 B, as CUDA reports it (test/data/h100_device.json).
-inline constexpr device h200_sxm_141gb{"H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS, 989_TFLOPS,
-                                       989_TFLOPS,       1979_TFLOPS, 141_GB,       4800_GBps};
+inline constexpr device h200_sxm_141gb{"H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS,
+                                       989_TFLOPS,       989_TFLOPS,  1979_TFLOPS,
+                                       141_GB,           4800_GBps,   132};
 /// NVIDIA TITAN Xp (Proteus HC1): 12.15 TFLOP/s fp32, no fast fp16 path, 12 GB GDDR5X, 547.7 GB/s.
-inline constexpr device titan_xp{"TITAN-Xp", 12.15_TFLOPS, {}, {}, {}, {}, 12_GiB, 547.7_GBps};
+inline constexpr device titan_xp{"TITAN-Xp", 12.15_TFLOPS, {}, {}, {}, {}, 12_GiB, 547.7_GBps, 30};
 
 namespace detail {
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -108,6 +109,14 @@ constexpr void check_devices(int n) {
                        level{"cluster", nodes, interconnect{10_us, 200_Gbps}, 1.0, 8}});
 }
 
+/// DGX A100 with the 40 GB A100 (the first DGX A100 and many clouds' 8-GPU nodes).
+[[nodiscard]] constexpr cluster dgx_a100_40gb(int nodes) {
+  cluster c = dgx_a100(nodes);
+  c.name = "DGX A100 40GB";
+  c.dev = a100_sxm4_40gb;
+  return c;
+}
+
 /// DGX H100: NVSwitch, 18 NVLink4 x 25 GB/s per direction; 8 x 400 Gbps NDR (8 rails).
 [[nodiscard]] constexpr cluster dgx_h100(int nodes) {
   detail::check_devices(nodes);
@@ -138,7 +147,7 @@ constexpr void check_devices(int n) {
 /// sum of its mesh. Start-up 8 us (our assumption).
 [[nodiscard]] constexpr cluster lin_4x_gv100() {
   constexpr device gv100{
-      "Quadro-GV100-32GB", 16.7_TFLOPS, {}, 118.5_TFLOPS, {}, {}, 32_GiB, 870_GBps};
+      "Quadro-GV100-32GB", 16.7_TFLOPS, {}, 118.5_TFLOPS, {}, {}, 32_GiB, 870_GBps, 80};
   return make_cluster("Lin 4xGV100", gv100,
                       {level{"node", 4, interconnect{8_us, ring_bandwidth(lin_4x_gv100_mesh())}}});
 }
@@ -151,8 +160,8 @@ constexpr void check_devices(int n) {
 
 /// Yan et al. §6.1: a dual-socket Xeon E5-2450 server (16 cores at 2.1 GHz, 268.8 GFLOP/s of
 /// SIMD, 64 GB, three DDR3-1600 channels per socket = 76.8 GB/s).
-inline constexpr device xeon_e5_2450_server{"2x Xeon E5-2450", 268.8_GFLOPS, {}, {}, {}, {}, 64_GiB,
-                                            76.8_GBps};
+inline constexpr device xeon_e5_2450_server{
+    "2x Xeon E5-2450", 268.8_GFLOPS, {}, {}, {}, {}, 64_GiB, 76.8_GBps, 0};
 
 /// Yan et al. §6.1's cluster: `machines` such servers (20 in the paper), one 10 Gbps Ethernet NIC
 /// each; 50 us per message (our assumption for Windows TCP).

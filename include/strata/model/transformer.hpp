@@ -1,0 +1,137 @@
+#pragma once
+/// @file model/transformer.hpp
+/// @brief A decoder (or encoder) transformer described by its published dimensions: attention
+/// (multi-head, grouped-query, multi-query), MLP (GELU or SwiGLU, any width), LayerNorm or
+/// RMSNorm, learned or rotary positions, tied or untied embeddings, and mixture-of-experts MLPs.
+///
+/// Counts are per layer and per token so that the parallel strategies can split them: attention
+/// weights are h (2h + 2 kv d) (Q and the output projection are h x h, K and V are h x kv d with
+/// d = h / heads); a GELU MLP is 2 h f, a SwiGLU MLP 3 h f (gate, up, down); an MoE layer holds
+/// `experts` MLPs and a router of h x experts, and each token runs `top_k` of them.
+/// @code
+/// constexpr strata::transformer llama{.layers = 32, .hidden = 4096, .heads = 32, .ffn = 11008,
+///                                     .vocabulary = 32000, .sequence = 4096,
+///                                     .mlp = strata::mlp_kind::swiglu,
+///                                     .norm = strata::norm_kind::rms_norm,
+///                                     .positions = strata::position_kind::rotary,
+///                                     .tied = false, .bias = false};
+/// static_assert(llama.parameters() == 6'738'415'616);
+/// @endcode
+
+#include <string_view>
+
+#include "strata/error.hpp"
+
+namespace strata {
+
+enum class mlp_kind { gelu, swiglu };
+enum class norm_kind { layer_norm, rms_norm };
+enum class position_kind { learned, rotary };
+
+/// The dimensions of a transformer language model.
+struct transformer {
+  std::string_view name = "transformer";
+  int layers = 12;
+  int hidden = 768;  ///< h
+  int heads = 12;    ///< a, query heads
+  int kv_heads = 0;  ///< key/value heads; 0 means `heads` (multi-head); 1 is multi-query
+  int ffn = 0;       ///< MLP width f; 0 means 4h
+  int vocabulary = 50257;
+  int sequence = 1024;  ///< the longest sequence (size of a learned position table)
+  mlp_kind mlp = mlp_kind::gelu;
+  norm_kind norm = norm_kind::layer_norm;
+  position_kind positions = position_kind::learned;
+  bool tied = true;     ///< the output projection shares the embedding matrix
+  bool bias = true;     ///< linear layers carry biases
+  bool dropout = true;  ///< dropout after attention, the projections and the embedding
+  int experts = 1;      ///< MLPs per layer (> 1: every layer is a mixture of experts)
+  int top_k = 1;        ///< experts each token runs
+  double capacity = 1;  ///< capacity factor: tokens an expert accepts / its even share
+
+  [[nodiscard]] constexpr int kv() const { return kv_heads == 0 ? heads : kv_heads; }
+  [[nodiscard]] constexpr double head_dim() const { return static_cast<double>(hidden) / heads; }
+  [[nodiscard]] constexpr double ffn_size() const {
+    return ffn == 0 ? 4.0 * hidden : static_cast<double>(ffn);
+  }
+  [[nodiscard]] constexpr bool moe() const { return experts > 1; }
+  /// Width of the K and V projections: kv x d.
+  [[nodiscard]] constexpr double kv_width() const { return kv() * head_dim(); }
+
+  /// Q, K, V and output projection weights and biases.
+  [[nodiscard]] constexpr double attention_parameters() const {
+    const double h = hidden, w = kv_width();
+    return h * (2 * h + 2 * w) + (bias ? 2 * h + 2 * w : 0.0);
+  }
+  /// One MLP (one expert of an MoE layer).
+  [[nodiscard]] constexpr double mlp_parameters() const {
+    const double h = hidden, f = ffn_size();
+    if (mlp == mlp_kind::swiglu) return 3 * h * f + (bias ? 2 * f + h : 0.0);
+    return 2 * h * f + (bias ? f + h : 0.0);
+  }
+  [[nodiscard]] constexpr double norm_parameters() const {
+    return norm == norm_kind::layer_norm ? 2.0 * hidden : static_cast<double>(hidden);
+  }
+  /// The router of an MoE layer: h x experts.
+  [[nodiscard]] constexpr double router_parameters() const {
+    return moe() ? static_cast<double>(hidden) * experts : 0.0;
+  }
+  /// Parameters of one layer outside its experts (attention, norms, router; the MLP when dense).
+  [[nodiscard]] constexpr double dense_layer_parameters() const {
+    return attention_parameters() + 2 * norm_parameters() + router_parameters() +
+           (moe() ? 0.0 : mlp_parameters());
+  }
+  /// Expert weights of one layer (zero for a dense model).
+  [[nodiscard]] constexpr double expert_layer_parameters() const {
+    return moe() ? experts * mlp_parameters() : 0.0;
+  }
+  [[nodiscard]] constexpr double layer_parameters() const {
+    return dense_layer_parameters() + expert_layer_parameters();
+  }
+  /// Token embedding V x h plus a learned position table.
+  [[nodiscard]] constexpr double embedding_parameters() const {
+    const double h = hidden;
+    return vocabulary * h + (positions == position_kind::learned ? sequence * h : 0.0);
+  }
+  /// The output projection V x h when untied (zero when tied), plus the final norm.
+  [[nodiscard]] constexpr double head_parameters() const {
+    return (tied ? 0.0 : static_cast<double>(vocabulary) * hidden) + norm_parameters();
+  }
+  [[nodiscard]] constexpr double parameters() const {
+    return layers * layer_parameters() + embedding_parameters() + head_parameters();
+  }
+  /// Parameters one token's forward pass multiplies with (top_k experts of each MoE layer).
+  [[nodiscard]] constexpr double active_parameters() const {
+    return layers * (dense_layer_parameters() + (moe() ? top_k * mlp_parameters() : 0.0)) +
+           embedding_parameters() + head_parameters();
+  }
+
+  /// Forward FLOPs of one layer for one token at sequence length s, counted as Narayanan et
+  /// al. (SC'21 §5.1) do: 2 per multiply-add of every weight matrix the token meets (top_k
+  /// experts), plus 4 s h for the attention scores and their product with V (no causal
+  /// discount).
+  [[nodiscard]] constexpr double layer_forward_flops(double s) const {
+    const double h = hidden, w = kv_width(), f = ffn_size();
+    const double attention = 2 * h * (2 * h + 2 * w) + 4 * s * h;
+    const double one_mlp = 2 * (mlp == mlp_kind::swiglu ? 3.0 : 2.0) * h * f;
+    const double mlp_flops = moe() ? top_k * one_mlp + 2 * h * experts : one_mlp;
+    return attention + mlp_flops;
+  }
+  /// Forward FLOPs of the vocabulary projection for one token: 2 h V.
+  [[nodiscard]] constexpr double head_forward_flops() const {
+    return 2.0 * hidden * static_cast<double>(vocabulary);
+  }
+
+  constexpr void check() const {
+    if (layers < 1 || hidden < 1 || heads < 1 || vocabulary < 1 || sequence < 1)
+      throw plan_error("a transformer needs layers, hidden, heads, vocabulary and sequence >= 1");
+    if (hidden % heads != 0) throw plan_error("a transformer's heads must divide its hidden size");
+    if (kv_heads < 0 || kv() > heads || heads % kv() != 0)
+      throw plan_error("a transformer's key/value heads must divide its query heads");
+    if (ffn < 0) throw plan_error("a transformer's ffn size must not be negative");
+    if (experts < 1 || top_k < 1 || top_k > experts)
+      throw plan_error("a mixture of experts needs 1 <= top_k <= experts");
+    if (!(capacity > 0)) throw plan_error("an MoE capacity factor must be positive");
+  }
+};
+
+}  // namespace strata

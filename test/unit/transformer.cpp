@@ -1,0 +1,228 @@
+// Transformers: parameter counts of the zoo, Narayanan's FLOPs, Korthikanti's activation terms,
+// ZeRO's model states, the limits of parallel::nd and the composition of an iteration's time.
+#include <catch2/catch.hpp>
+#include <strata/strata.hpp>
+
+using namespace strata;
+using namespace strata::literals;
+using parallel::axis;
+using parallel::recompute;
+using parallel::schedule;
+
+TEST_CASE("zoo parameter counts equal the released checkpoints") {
+  // GPT-2 small: 12 (12 h^2 + 13 h) + (50257 + 1024) h + 2 h, h = 768
+  STATIC_REQUIRE(zoo::gpt2_124m().parameters() == 124'439'808);
+  // Llama 2 7B: 32 (4 h^2 + 3 h f + 2 h) + 2 V h + h, h = 4096, f = 11008, V = 32000
+  STATIC_REQUIRE(zoo::llama2_7b().parameters() == 6'738'415'616);
+  CHECK(zoo::llama2_70b().parameters() == 68'976'648'192);
+  CHECK(zoo::llama3_8b().parameters() == 8'030'261'248);
+  CHECK(zoo::llama3_70b().parameters() == 70'553'706'496);
+  CHECK(zoo::llama3_405b().parameters() == 405'853'388'800);
+  // Mixtral: 46.7B stored, 12.9B active (two of eight experts)
+  CHECK(zoo::mixtral_8x7b().parameters() == 46'702'792'704);
+  CHECK(zoo::mixtral_8x7b().active_parameters() == 12'879'925'248);
+  // GPT-3: 96 (12 h^2 + 13 h) + (50257 + 2048) h + 2 h, h = 12288
+  CHECK(zoo::gpt3_175b().parameters() == 174'604'259'328);
+  CHECK(zoo::gpt2_1_5b().parameters() == Approx(1.558e9).epsilon(0.001));
+  CHECK(zoo::bert_large().parameters() == Approx(335e6).epsilon(0.01));
+}
+
+TEST_CASE("FLOPs equal Narayanan et al.'s closed forms") {
+  const transformer m = zoo::gpt3_175b();
+  const double B = 1536, s = 2048, l = m.layers, h = m.hidden, V = m.vocabulary;
+  const double base = B * s * l * h * h;
+  // SC'21 eq. (3): 72 B s l h^2 (1 + s/6h + V/12lh); with full recomputation 96 (... V/16lh)
+  CHECK(analytic::model_flops(m, B, s) ==
+        Approx(72 * base * (1 + s / (6 * h) + V / (12 * l * h))).epsilon(1e-12));
+  CHECK(analytic::hardware_flops(m, B, s, recompute::full) ==
+        Approx(96 * base * (1 + s / (6 * h) + V / (16 * l * h))).epsilon(1e-12));
+  CHECK(analytic::hardware_flops(m, B, s, recompute::none) == analytic::model_flops(m, B, s));
+  // SwiGLU and GQA: Llama-2 70B forward per token and layer = 2 (h (2h + 2 kv d) + 3 h f) + 4 s h
+  const transformer q = zoo::llama2_70b();
+  CHECK(q.layer_forward_flops(4096) ==
+        2.0 * (8192.0 * (2 * 8192 + 2 * 1024) + 3 * 8192.0 * 28672) + 4 * 4096.0 * 8192);
+}
+
+TEST_CASE("activation memory per layer follows Korthikanti et al. Table 2") {
+  const transformer m = zoo::gpt3_175b();  // a = 96, h = 12288
+  const double s = 2048, b = 1, sbh = s * b * 12288;
+  using analytic::layer_activation_bytes;
+  // no parallelism: s b h (34 + 5 a s / h) = (34 + 80) s b h
+  CHECK(layer_activation_bytes(m, s, b, 1, false, recompute::none, false) == 114 * sbh);
+  // tensor parallel, t = 8: s b h (10 + 24/t + 5 a s / (h t)) = (10 + 3 + 10) s b h
+  CHECK(layer_activation_bytes(m, s, b, 8, false, recompute::none, false) == 23 * sbh);
+  // + sequence parallelism: s b h (34/t + 5 a s / (h t))
+  CHECK(layer_activation_bytes(m, s, b, 8, true, recompute::none, false) == (34.0 / 8 + 10) * sbh);
+  // + selective recomputation: 34 s b h / t (flash attention drops the same term)
+  CHECK(layer_activation_bytes(m, s, b, 8, true, recompute::selective, false) == 34.0 / 8 * sbh);
+  CHECK(layer_activation_bytes(m, s, b, 8, true, recompute::none, true) == 34.0 / 8 * sbh);
+  // full recomputation: the layer input, 2 s b h (2 s b h / t with sequence parallelism)
+  CHECK(layer_activation_bytes(m, s, b, 8, false, recompute::full, false) == 2 * sbh);
+  CHECK(layer_activation_bytes(m, s, b, 8, true, recompute::full, false) == 2 * sbh / 8);
+  // Llama-2 70B (no dropout, kv width 1024, SwiGLU f = 28672), t = 8 with SP and selective:
+  // replicated 4 + 2 + 2 = 8, sharded 2 + 4 x 1024/8192 + 2 + 6 x 28672/8192 = 25.5: 33.5/8
+  const double sbh70 = s * b * 8192;
+  CHECK(layer_activation_bytes(zoo::llama2_70b(), s, b, 8, true, recompute::selective, false) ==
+        33.5 / 8 * sbh70);
+}
+
+TEST_CASE("ZeRO model states follow Rajbhandari et al. Fig. 1") {
+  // Psi = 7.5B, N_d = 64, K = 12: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB
+  CHECK(analytic::zero_model_states(7.5e9, 64, 0) == 120_GB);
+  CHECK(analytic::zero_model_states(7.5e9, 64, 1).count() == 31.40625e9);
+  CHECK(analytic::zero_model_states(7.5e9, 64, 2).count() == 16.640625e9);
+  CHECK(analytic::zero_model_states(7.5e9, 64, 3).count() == 1.875e9);
+  CHECK_THROWS_WITH(analytic::zero_model_states(1e9, 8, 4), "ZeRO stage must be 0, 1, 2 or 3");
+}
+
+TEST_CASE("model states of a plan: 18 B/param, 6 + 12/d with the distributed optimizer") {
+  const transformer m = zoo::gpt_1_7b();
+  const transformer_training t{.global_batch = 512, .precision = precision_mode::fp16_mixed};
+  parallel::nd s{.data = {.degree = 32}, .micro_batch = 16};
+  const double n = m.parameters();
+  CHECK(analytic::stage_memory(m, s, t, 0).model_states().count() == Approx(18 * n));
+  s.data.zero = 1;
+  CHECK(analytic::stage_memory(m, s, t, 0).model_states().count() == Approx((6 + 12.0 / 32) * n));
+  // DeepSpeed's recipe: fp16 gradients, ZeRO-3: 16 / d
+  const transformer_training ds{
+      .global_batch = 512, .precision = precision_mode::fp16_mixed, .gradients = dtype::fp16};
+  s.data.zero = 3;
+  CHECK(analytic::stage_memory(m, s, ds, 0).model_states().count() == Approx(16.0 / 32 * n));
+}
+
+TEST_CASE("ranks are laid out axis by axis, tensor innermost") {
+  const parallel::nd s{.tensor = {.degree = 8}, .pipeline = {.degree = 4}, .data = {.degree = 16}};
+  CHECK(s.devices() == 512);
+  CHECK(s.group_of(axis::tensor).stride == 1);
+  CHECK(s.group_of(axis::pipeline).stride == 8);
+  CHECK(s.group_of(axis::data).stride == 32);
+  CHECK(s.group_of(axis::data).size == 16);
+  parallel::nd d = s;
+  d.order = {axis::data, axis::tensor, axis::context, axis::expert, axis::pipeline};
+  CHECK(d.group_of(axis::data).stride == 1);
+  CHECK(d.group_of(axis::tensor).stride == 16);
+}
+
+TEST_CASE("misuse of a transformer plan names the mistake") {
+  const transformer m = zoo::gpt2_124m();  // 12 heads, 12 layers
+  const transformer_training t{.global_batch = 64};
+  auto check = [&](parallel::nd s, int devices) { s.check(m, t, devices); };
+  CHECK_THROWS_WITH(check({.tensor = {.degree = 5}}, 5), limits::tensor_degree_must_divide_heads);
+  CHECK_THROWS_WITH(check({.tensor = {.degree = 2}}, 4), limits::degrees_must_match_devices);
+  CHECK_THROWS_WITH(check({.data = {.degree = 4}, .micro_batch = 3}, 4),
+                    limits::micro_batch_must_divide_replica_batch);
+  CHECK_THROWS_WITH(check({.data = {.degree = 3}}, 3), limits::global_batch_must_divide_replicas);
+  CHECK_THROWS_WITH(check({.pipeline = {.degree = 16}}, 16),
+                    limits::pipeline_degree_exceeds_transformer_layers);
+  CHECK_THROWS_WITH(check({.pipeline = {.degree = 5}}, 5),
+                    limits::pipeline_layers_must_split_evenly);
+  CHECK_THROWS_WITH(check({.pipeline = {.degree = 2, .virtual_stages = 2}}, 2),
+                    limits::interleaving_needs_pipeline);
+  CHECK_THROWS_WITH(
+      check({.pipeline = {.degree = 3, .virtual_stages = 2, .kind = schedule::interleaved}}, 3),
+      limits::interleaving_needs_micro_batch_multiple);
+  CHECK_THROWS_WITH(check({.expert = {.degree = 2}}, 2), limits::expert_degree_must_divide_experts);
+  CHECK_THROWS_WITH(check({.data = {.zero = 4}}, 1), limits::zero_stage_out_of_range);
+  // uneven split: 12 layers as 2 + 5 + 5 is fine, 2 + 4 + 5 is not
+  CHECK_NOTHROW(check({.pipeline = {.degree = 3, .first_stage_layers = 2}}, 3));
+  CHECK_THROWS_WITH(check({.pipeline = {.degree = 3, .first_stage_layers = 3}}, 3),
+                    limits::pipeline_layers_must_split_evenly);
+}
+
+namespace {
+const device_profile a100 = datasheet_profile(presets::a100_sxm4_80gb);
+const cluster one_a100 = make_cluster("one A100", presets::a100_sxm4_80gb,
+                                      {level{"node", 1, interconnect{5_us, 300_GBps}}});
+}  // namespace
+
+TEST_CASE("one GPU: the iteration is micro-batches x (forward + backward) + the optimizer") {
+  const transformer m = zoo::gpt2_124m();
+  const transformer_training t{.global_batch = 32};
+  const parallel::nd s{.micro_batch = 8};
+  const auto r = analytic::evaluate(m, s, one_a100, t, a100);
+  const auto lc = analytic::lower_layer(m, a100, t, 1, false, 1, 1, 8);
+  const double per_mb = 12 * (lc.forward + lc.backward) + lc.embedding_forward +
+                        lc.embedding_backward + lc.head_forward + lc.head_backward;
+  CHECK(r.micro_batches == 4);
+  CHECK(r.time.total().count() == Approx(4 * per_mb + r.time.optimizer.count()));
+  CHECK(r.time.data_comm == seconds{});
+  CHECK(r.time.pipeline_bubble == seconds{});
+  // the optimizer reads the fp32 gradient (4), reads and writes master weight and moments
+  // (2 x 12), writes the bf16 working copy (2): 30 B per parameter
+  CHECK(r.time.optimizer.count() == Approx(a100.copy.time(30 * m.parameters())));
+}
+
+TEST_CASE("tensor-parallel all-reduces: four per layer and micro-batch") {
+  const transformer m = zoo::gpt2_355m();  // 24 layers, h = 1024
+  const transformer_training t{.global_batch = 8};
+  const parallel::nd s{.tensor = {.degree = 8}, .micro_batch = 2};
+  const cluster c = presets::dgx_a100(1);
+  const auto r = analytic::evaluate(m, s, c, t, a100);
+  // b s h x 2 bytes = 2 x 1024 x 1024 x 2 = 4 MiB per all-reduce on the node's NVLink ring
+  const seconds ar = comm::ring::time(comm::collective::all_reduce, c, {0, 8, 1}, 4_MiB);
+  CHECK(r.time.tensor_comm.count() == Approx(4 * 24 * 4 * ar.count()));
+  // sequence parallelism: the same bytes as all-gather + reduce-scatter
+  parallel::nd sp = s;
+  sp.tensor.sequence = true;
+  CHECK(analytic::evaluate(m, sp, c, t, a100).time.tensor_comm.count() ==
+        Approx(4 * 24 * 4 * ar.count()));
+}
+
+TEST_CASE("pipeline bubble: (p - 1) / (v m), halved by two virtual stages") {
+  const transformer m = zoo::gpt3_175b();
+  const transformer_training t{.global_batch = 64};
+  const cluster c = presets::dgx_a100(8);
+  parallel::nd s{.tensor = {.degree = 8}, .pipeline = {.degree = 8}, .micro_batch = 1};
+  const auto one = analytic::evaluate(m, s, c, t, a100);
+  const double busy = (one.time.forward + one.time.backward + one.time.tensor_comm).count();
+  CHECK(one.time.pipeline_bubble.count() / busy == Approx(7.0 / 64).epsilon(0.1));
+  s.pipeline.virtual_stages = 2;
+  s.pipeline.kind = schedule::interleaved;
+  const auto two = analytic::evaluate(m, s, c, t, a100);
+  CHECK(two.time.pipeline_bubble.count() == Approx(one.time.pipeline_bubble.count() / 2));
+  // interleaving costs p2p: 2 (v m + p - 1) sends instead of 2 (m + p - 1)
+  CHECK(two.time.pipeline_p2p.count() / one.time.pipeline_p2p.count() ==
+        Approx((2.0 * 64 + 7) / (64 + 7)));
+  // and memory: the first stage holds 1 + (p - 1)/(p v) times the activations
+  CHECK(two.memory.activations.count() / one.memory.activations.count() == Approx(1 + 7.0 / 16));
+}
+
+TEST_CASE("data parallelism: overlap hides the all-reduce behind backward, up to a bucket") {
+  const transformer m = zoo::gpt2_355m();
+  const transformer_training t{.global_batch = 64};
+  const cluster c = presets::dgx_a100(2);
+  parallel::nd s{.data = {.degree = 16, .overlap = 0}, .micro_batch = 4};
+  const auto exposed = analytic::evaluate(m, s, c, t, a100);
+  // all-reduce of every gradient in fp32 over the 16-rank ring spanning two nodes
+  const seconds ar =
+      comm::ring::time(comm::collective::all_reduce, c, {0, 16, 1}, bytes{4 * m.parameters()});
+  CHECK(exposed.time.data_comm.count() == Approx(ar.count()));
+  s.data.overlap = 1;
+  const auto hidden = analytic::evaluate(m, s, c, t, a100);
+  CHECK(hidden.time.data_comm < exposed.time.data_comm);
+  CHECK(hidden.time.data_comm.count() >= Approx(ar.count() * 100e6 / (4 * m.parameters())));
+}
+
+TEST_CASE("memory: ZeRO-3 shards everything, 1F1B keeps p micro-batches on the first stage") {
+  const transformer m = zoo::llama2_7b();
+  const transformer_training t{.global_batch = 64};
+  parallel::nd s{
+      .data = {.degree = 8, .zero = 3}, .recomputation = recompute::full, .micro_batch = 1};
+  const auto mem = analytic::stage_memory(m, s, t, 0);
+  CHECK(mem.model_states().count() == Approx(18.0 / 8 * m.parameters()));
+  parallel::nd pp{.pipeline = {.degree = 4}, .data = {.degree = 2}, .micro_batch = 1};
+  const auto first = analytic::stage_memory(m, pp, t, 0);
+  const auto last = analytic::stage_memory(m, pp, t, 3);
+  // 8 layers each; stage 0 holds 4 micro-batches, stage 3 one
+  CHECK(first.activations.count() == Approx(4 * last.activations.count()));
+}
+
+TEST_CASE("a plan is a constexpr value: Llama-2 7B with ZeRO-3 fits 8 x A100-40GB") {
+  constexpr transformer_plan p{
+      zoo::llama2_7b(), presets::dgx_a100_40gb(1),
+      parallel::nd{
+          .data = {.degree = 8, .zero = 3}, .recomputation = recompute::full, .micro_batch = 1},
+      transformer_training{.global_batch = 64, .sequence = 4096}};
+  STATIC_REQUIRE(peak_memory(p) <= 40_GiB);
+  STATIC_REQUIRE(iteration_time(p) > 0_s);
+}
