@@ -34,6 +34,7 @@
 #include "strata/parallel/spatial.hpp"
 #include "strata/parallel/strategy.hpp"
 #include "strata/plan.hpp"
+#include "strata/search/transformer_sweep.hpp"
 #include "strata/training.hpp"
 #include "strata/units.hpp"
 #include "strata/version.hpp"

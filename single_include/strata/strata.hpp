@@ -2817,13 +2817,17 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
   return mem;
 }
 
-/// The largest per-device memory over the pipeline stages (stage 0 holds the most in-flight
-/// micro-batches; the last stage the logits).
+/// The largest per-device memory over the pipeline stages. Only three stages can hold it: the
+/// first (most in-flight micro-batches, the embedding), the second (the fullest of the middle
+/// stages, which all have the same layers and fewer micro-batches in flight down the pipeline)
+/// and the last (the logits).
 [[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
                                                              const parallel::nd& s,
                                                              const transformer_training& t) {
+  const int p = s.pipeline.degree;
   transformer_memory best = stage_memory(m, s, t, 0);
-  for (int i = 1; i < s.pipeline.degree; ++i) {
+  for (const int i : {1, p - 1}) {
+    if (i < 1 || i >= p) continue;
     const transformer_memory x = stage_memory(m, s, t, i);
     if (x.total() > best.total()) best = x;
   }
@@ -2941,26 +2945,15 @@ constexpr seconds over_axes(comm::collective op, const cluster& c, const paralle
 }
 }  // namespace detail
 
-/// Evaluates a transformer plan with kernel times from `prof` (one layer lowered once; pass the
-/// same `layer_compute` to evaluate many strategies that share tp, sp, cp, ep and b).
-[[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
-                                                    const cluster& c,
-                                                    const transformer_training& tr,
-                                                    const device_profile& prof,
-                                                    const layer_compute& lc) {
+/// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
+/// the same `layer_compute` to every strategy that shares tp, sp, cp, ep and b).
+[[nodiscard]] constexpr transformer_time iteration(const transformer& m, const parallel::nd& s,
+                                                   const cluster& c, const transformer_training& tr,
+                                                   const device_profile& prof,
+                                                   const layer_compute& lc) {
   using parallel::axis;
-  transformer_report r;
-  r.devices = s.devices();
-  r.capacity = c.dev.memory;
-  r.micro_batches = s.micro_batches(tr);
-  r.peak = c.dev.peak(tr.compute());
   const double seq = detail::sequence_of(m, tr);
-  r.tokens = tr.global_batch * seq;
-  r.model_flops = model_flops(m, tr.global_batch, seq);
-  r.hardware_flops = hardware_flops(m, tr.global_batch, seq, s.recomputation);
-  r.memory = peak_stage_memory(m, s, tr);
-
-  const int p = s.pipeline.degree, v = s.pipeline.virtual_stages, mb = r.micro_batches;
+  const int p = s.pipeline.degree, v = s.pipeline.virtual_stages, mb = s.micro_batches(tr);
   const double b = s.micro_batch, sl = seq / s.context.degree, h = m.hidden;
   const double act = tr.activation_bytes();
   const int tp = s.tensor.degree;
@@ -2999,20 +2992,30 @@ constexpr seconds over_axes(comm::collective op, const cluster& c, const paralle
                                   : rc == recompute::selective ? seconds{lc.attention}
                                                                : seconds{};
 
-  // per micro-batch time of each stage; the slowest sets the steady state
-  seconds worst{}, sum{};
-  int critical = 0;
-  for (int i = 0; i < p; ++i) {
+  // per micro-batch time of each stage; the slowest sets the steady state. The middle stages
+  // are alike, so three stage times give the worst and the sum.
+  auto stage_time = [&](int i) {
     const double l = s.stage_layers(m, i);
     seconds ti =
         l * (seconds{lc.forward + lc.backward} + layer_comm_fwd + layer_comm_bwd + layer_recompute);
     if (i == 0) ti += seconds{lc.embedding_forward + lc.embedding_backward};
     if (i == p - 1) ti += seconds{lc.head_forward + lc.head_backward};
-    sum += ti;
-    if (ti > worst) worst = ti, critical = i;
+    return ti;
+  };
+  seconds worst = stage_time(0), sum = worst;
+  int critical = 0;
+  if (p > 2) {
+    const seconds middle = stage_time(1);
+    sum += (p - 2) * middle;
+    if (middle > worst) worst = middle, critical = 1;
+  }
+  if (p > 1) {
+    const seconds last = stage_time(p - 1);
+    sum += last;
+    if (last > worst) worst = last, critical = p - 1;
   }
   const double lcrit = s.stage_layers(m, critical);
-  transformer_time& T = r.time;
+  transformer_time T;
   T.forward = mb * seconds{lcrit * lc.forward + (critical == 0 ? lc.embedding_forward : 0.0) +
                            (critical == p - 1 ? lc.head_forward : 0.0)};
   T.backward = mb * seconds{lcrit * lc.backward + (critical == 0 ? lc.embedding_backward : 0.0) +
@@ -3076,6 +3079,26 @@ constexpr seconds over_axes(comm::collective op, const cluster& c, const paralle
   const double shards_expert = zero >= 1 ? s.data.degree * s.context.degree : 1.0;
   T.optimizer = seconds{
       prof.copy.time(tr.update_bytes() * (n.dense / shards_dense + n.expert / shards_expert))};
+  return T;
+}
+
+/// The report of a plan: its time (`iteration`), its peak memory (`peak_stage_memory`), FLOPs.
+[[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
+                                                    const cluster& c,
+                                                    const transformer_training& tr,
+                                                    const device_profile& prof,
+                                                    const layer_compute& lc) {
+  transformer_report r;
+  r.devices = s.devices();
+  r.capacity = c.dev.memory;
+  r.micro_batches = s.micro_batches(tr);
+  r.peak = c.dev.peak(tr.compute());
+  const double seq = detail::sequence_of(m, tr);
+  r.tokens = tr.global_batch * seq;
+  r.model_flops = model_flops(m, tr.global_batch, seq);
+  r.hardware_flops = hardware_flops(m, tr.global_batch, seq, s.recomputation);
+  r.memory = peak_stage_memory(m, s, tr);
+  r.time = iteration(m, s, c, tr, prof, lc);
   return r;
 }
 
@@ -4080,6 +4103,137 @@ struct transformer_plan {
 }
 
 }  // namespace strata
+
+// ---- strata/search/transformer_sweep.hpp -------------------------------------------------------
+/// @file search/transformer_sweep.hpp
+/// @brief Sweeps the strategy space of a transformer on a cluster and ranks the plans that fit.
+///
+/// The space: tensor degrees (dividing the heads, the KV heads, the hidden and MLP sizes, at
+/// most a node), sequence parallelism on or off, pipeline degrees (dividing the layers), the data
+/// degree that fills the cluster, micro-batches, interleaving, recomputation modes and ZeRO
+/// stages. Candidates are valid by construction. Each is pruned on memory first (three pipeline
+/// stages, `peak_stage_memory`); only plans that fit are timed, with one kernel lowering per
+/// (tensor degree, sequence parallelism, micro-batch) shared by everything else.
+/// @code
+/// const auto result = strata::search::sweep(strata::zoo::gpt3_175b(),
+/// strata::presets::dgx_a100(128),
+///                                           {.global_batch = 1536, .sequence = 2048}, profile);
+/// // result.best.front() is the fastest plan that fits
+/// @endcode
+
+
+
+namespace strata::search {
+
+/// What to sweep; empty lists mean "every valid value".
+struct transformer_space {
+  std::vector<int> tensor{};    ///< default: divisors of the node size that fit the model
+  std::vector<int> pipeline{};  ///< default: divisors of the layers
+  std::vector<int> micro_batch{1, 2, 4, 8};
+  std::vector<int> virtual_stages{1, 2, 4};  ///< > 1 uses the interleaved schedule
+  std::vector<parallel::recompute> recompute{
+      parallel::recompute::none, parallel::recompute::selective, parallel::recompute::full};
+  std::vector<int> zero{0, 1, 2, 3};
+  std::vector<bool> sequence_parallel{false, true};
+  std::size_t keep = 10;  ///< best plans kept
+};
+
+struct ranked_transformer_plan {
+  parallel::nd strategy;
+  analytic::transformer_time time;
+  bytes memory{};
+};
+
+struct transformer_sweep_result {
+  std::vector<ranked_transformer_plan> best;  ///< fastest first
+  long long candidates = 0;                   ///< valid plans considered
+  long long fitting = 0;                      ///< plans within the device memory (timed)
+};
+
+namespace detail {
+inline std::vector<int> divisors(int n, int limit) {
+  std::vector<int> out;
+  for (int d = 1; d <= n && d <= limit; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+}  // namespace detail
+
+/// Sweeps `space` for `m` on every device of `c`.
+[[nodiscard]] inline transformer_sweep_result sweep(const transformer& m, const cluster& c,
+                                                    const transformer_training& tr,
+                                                    const device_profile& prof,
+                                                    const transformer_space& space = {}) {
+  m.check();
+  tr.check();
+  const int devices = c.devices();
+  const int node = c.levels[0].fanout;
+  std::vector<int> tensor = space.tensor;
+  if (tensor.empty())
+    for (const int t : detail::divisors(node, node))
+      if (m.heads % t == 0 && m.hidden % t == 0 && m.kv() % t == 0 &&
+          static_cast<long long>(m.ffn_size()) % t == 0)
+        tensor.push_back(t);
+  std::vector<int> pipeline =
+      space.pipeline.empty() ? detail::divisors(m.layers, m.layers) : space.pipeline;
+  transformer_sweep_result out;
+  std::vector<ranked_transformer_plan>& best = out.best;
+  auto consider = [&](const ranked_transformer_plan& r) {
+    const auto slower = [](const ranked_transformer_plan& a, const ranked_transformer_plan& b) {
+      return a.time.total() < b.time.total();
+    };
+    if (best.size() < space.keep) {
+      best.push_back(r);
+      std::push_heap(best.begin(), best.end(), slower);
+    } else if (space.keep > 0 && r.time.total() < best.front().time.total()) {
+      std::pop_heap(best.begin(), best.end(), slower);
+      best.back() = r;
+      std::push_heap(best.begin(), best.end(), slower);
+    }
+  };
+  for (const int t : tensor) {
+    for (const bool sp : space.sequence_parallel) {
+      if (sp && t == 1) continue;
+      for (const int b : space.micro_batch) {
+        const analytic::layer_compute lc = analytic::lower_layer(m, prof, tr, t, sp, 1, 1, b);
+        for (const int p : pipeline) {
+          if (m.layers % p != 0 || devices % (t * p) != 0) continue;
+          const int d = devices / (t * p);
+          if (tr.global_batch % d != 0 || (tr.global_batch / d) % b != 0) continue;
+          const int micro = tr.global_batch / d / b;
+          for (const int v : space.virtual_stages) {
+            if (v > 1 && (p == 1 || (m.layers / p) % v != 0 || micro % p != 0)) continue;
+            for (const auto rc : space.recompute) {
+              for (const int z : space.zero) {
+                if (z > 0 && d == 1) continue;  // nothing to shard
+                parallel::nd s{.tensor = {.degree = t, .sequence = sp},
+                               .pipeline = {.degree = p,
+                                            .virtual_stages = v,
+                                            .kind = v > 1 ? parallel::schedule::interleaved
+                                                          : parallel::schedule::one_f_one_b},
+                               .data = {.degree = d, .zero = z},
+                               .recomputation = rc,
+                               .micro_batch = b};
+                ++out.candidates;
+                const bytes mem = analytic::peak_stage_memory(m, s, tr).total();
+                if (mem > c.dev.memory) continue;
+                ++out.fitting;
+                consider({s, analytic::iteration(m, s, c, tr, prof, lc), mem});
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::sort_heap(best.begin(), best.end(),
+                 [](const ranked_transformer_plan& a, const ranked_transformer_plan& b) {
+                   return a.time.total() < b.time.total();
+                 });
+  return out;
+}
+
+}  // namespace strata::search
 
 // ---- strata/version.hpp ------------------------------------------------------------------------
 /// @file version.hpp

@@ -245,13 +245,17 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
   return mem;
 }
 
-/// The largest per-device memory over the pipeline stages (stage 0 holds the most in-flight
-/// micro-batches; the last stage the logits).
+/// The largest per-device memory over the pipeline stages. Only three stages can hold it: the
+/// first (most in-flight micro-batches, the embedding), the second (the fullest of the middle
+/// stages, which all have the same layers and fewer micro-batches in flight down the pipeline)
+/// and the last (the logits).
 [[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
                                                              const parallel::nd& s,
                                                              const transformer_training& t) {
+  const int p = s.pipeline.degree;
   transformer_memory best = stage_memory(m, s, t, 0);
-  for (int i = 1; i < s.pipeline.degree; ++i) {
+  for (const int i : {1, p - 1}) {
+    if (i < 1 || i >= p) continue;
     const transformer_memory x = stage_memory(m, s, t, i);
     if (x.total() > best.total()) best = x;
   }
@@ -369,26 +373,15 @@ constexpr seconds over_axes(comm::collective op, const cluster& c, const paralle
 }
 }  // namespace detail
 
-/// Evaluates a transformer plan with kernel times from `prof` (one layer lowered once; pass the
-/// same `layer_compute` to evaluate many strategies that share tp, sp, cp, ep and b).
-[[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
-                                                    const cluster& c,
-                                                    const transformer_training& tr,
-                                                    const device_profile& prof,
-                                                    const layer_compute& lc) {
+/// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
+/// the same `layer_compute` to every strategy that shares tp, sp, cp, ep and b).
+[[nodiscard]] constexpr transformer_time iteration(const transformer& m, const parallel::nd& s,
+                                                   const cluster& c, const transformer_training& tr,
+                                                   const device_profile& prof,
+                                                   const layer_compute& lc) {
   using parallel::axis;
-  transformer_report r;
-  r.devices = s.devices();
-  r.capacity = c.dev.memory;
-  r.micro_batches = s.micro_batches(tr);
-  r.peak = c.dev.peak(tr.compute());
   const double seq = detail::sequence_of(m, tr);
-  r.tokens = tr.global_batch * seq;
-  r.model_flops = model_flops(m, tr.global_batch, seq);
-  r.hardware_flops = hardware_flops(m, tr.global_batch, seq, s.recomputation);
-  r.memory = peak_stage_memory(m, s, tr);
-
-  const int p = s.pipeline.degree, v = s.pipeline.virtual_stages, mb = r.micro_batches;
+  const int p = s.pipeline.degree, v = s.pipeline.virtual_stages, mb = s.micro_batches(tr);
   const double b = s.micro_batch, sl = seq / s.context.degree, h = m.hidden;
   const double act = tr.activation_bytes();
   const int tp = s.tensor.degree;
@@ -427,20 +420,30 @@ constexpr seconds over_axes(comm::collective op, const cluster& c, const paralle
                                   : rc == recompute::selective ? seconds{lc.attention}
                                                                : seconds{};
 
-  // per micro-batch time of each stage; the slowest sets the steady state
-  seconds worst{}, sum{};
-  int critical = 0;
-  for (int i = 0; i < p; ++i) {
+  // per micro-batch time of each stage; the slowest sets the steady state. The middle stages
+  // are alike, so three stage times give the worst and the sum.
+  auto stage_time = [&](int i) {
     const double l = s.stage_layers(m, i);
     seconds ti =
         l * (seconds{lc.forward + lc.backward} + layer_comm_fwd + layer_comm_bwd + layer_recompute);
     if (i == 0) ti += seconds{lc.embedding_forward + lc.embedding_backward};
     if (i == p - 1) ti += seconds{lc.head_forward + lc.head_backward};
-    sum += ti;
-    if (ti > worst) worst = ti, critical = i;
+    return ti;
+  };
+  seconds worst = stage_time(0), sum = worst;
+  int critical = 0;
+  if (p > 2) {
+    const seconds middle = stage_time(1);
+    sum += (p - 2) * middle;
+    if (middle > worst) worst = middle, critical = 1;
+  }
+  if (p > 1) {
+    const seconds last = stage_time(p - 1);
+    sum += last;
+    if (last > worst) worst = last, critical = p - 1;
   }
   const double lcrit = s.stage_layers(m, critical);
-  transformer_time& T = r.time;
+  transformer_time T;
   T.forward = mb * seconds{lcrit * lc.forward + (critical == 0 ? lc.embedding_forward : 0.0) +
                            (critical == p - 1 ? lc.head_forward : 0.0)};
   T.backward = mb * seconds{lcrit * lc.backward + (critical == 0 ? lc.embedding_backward : 0.0) +
@@ -504,6 +507,26 @@ constexpr seconds over_axes(comm::collective op, const cluster& c, const paralle
   const double shards_expert = zero >= 1 ? s.data.degree * s.context.degree : 1.0;
   T.optimizer = seconds{
       prof.copy.time(tr.update_bytes() * (n.dense / shards_dense + n.expert / shards_expert))};
+  return T;
+}
+
+/// The report of a plan: its time (`iteration`), its peak memory (`peak_stage_memory`), FLOPs.
+[[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
+                                                    const cluster& c,
+                                                    const transformer_training& tr,
+                                                    const device_profile& prof,
+                                                    const layer_compute& lc) {
+  transformer_report r;
+  r.devices = s.devices();
+  r.capacity = c.dev.memory;
+  r.micro_batches = s.micro_batches(tr);
+  r.peak = c.dev.peak(tr.compute());
+  const double seq = detail::sequence_of(m, tr);
+  r.tokens = tr.global_batch * seq;
+  r.model_flops = model_flops(m, tr.global_batch, seq);
+  r.hardware_flops = hardware_flops(m, tr.global_batch, seq, s.recomputation);
+  r.memory = peak_stage_memory(m, s, tr);
+  r.time = iteration(m, s, c, tr, prof, lc);
   return r;
 }
 

@@ -1,0 +1,133 @@
+#pragma once
+/// @file search/transformer_sweep.hpp
+/// @brief Sweeps the strategy space of a transformer on a cluster and ranks the plans that fit.
+///
+/// The space: tensor degrees (dividing the heads, the KV heads, the hidden and MLP sizes, at
+/// most a node), sequence parallelism on or off, pipeline degrees (dividing the layers), the data
+/// degree that fills the cluster, micro-batches, interleaving, recomputation modes and ZeRO
+/// stages. Candidates are valid by construction. Each is pruned on memory first (three pipeline
+/// stages, `peak_stage_memory`); only plans that fit are timed, with one kernel lowering per
+/// (tensor degree, sequence parallelism, micro-batch) shared by everything else.
+/// @code
+/// const auto result = strata::search::sweep(strata::zoo::gpt3_175b(),
+/// strata::presets::dgx_a100(128),
+///                                           {.global_batch = 1536, .sequence = 2048}, profile);
+/// // result.best.front() is the fastest plan that fits
+/// @endcode
+
+#include <algorithm>
+#include <vector>
+
+#include "strata/analytic/transformer.hpp"
+
+namespace strata::search {
+
+/// What to sweep; empty lists mean "every valid value".
+struct transformer_space {
+  std::vector<int> tensor{};    ///< default: divisors of the node size that fit the model
+  std::vector<int> pipeline{};  ///< default: divisors of the layers
+  std::vector<int> micro_batch{1, 2, 4, 8};
+  std::vector<int> virtual_stages{1, 2, 4};  ///< > 1 uses the interleaved schedule
+  std::vector<parallel::recompute> recompute{
+      parallel::recompute::none, parallel::recompute::selective, parallel::recompute::full};
+  std::vector<int> zero{0, 1, 2, 3};
+  std::vector<bool> sequence_parallel{false, true};
+  std::size_t keep = 10;  ///< best plans kept
+};
+
+struct ranked_transformer_plan {
+  parallel::nd strategy;
+  analytic::transformer_time time;
+  bytes memory{};
+};
+
+struct transformer_sweep_result {
+  std::vector<ranked_transformer_plan> best;  ///< fastest first
+  long long candidates = 0;                   ///< valid plans considered
+  long long fitting = 0;                      ///< plans within the device memory (timed)
+};
+
+namespace detail {
+inline std::vector<int> divisors(int n, int limit) {
+  std::vector<int> out;
+  for (int d = 1; d <= n && d <= limit; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+}  // namespace detail
+
+/// Sweeps `space` for `m` on every device of `c`.
+[[nodiscard]] inline transformer_sweep_result sweep(const transformer& m, const cluster& c,
+                                                    const transformer_training& tr,
+                                                    const device_profile& prof,
+                                                    const transformer_space& space = {}) {
+  m.check();
+  tr.check();
+  const int devices = c.devices();
+  const int node = c.levels[0].fanout;
+  std::vector<int> tensor = space.tensor;
+  if (tensor.empty())
+    for (const int t : detail::divisors(node, node))
+      if (m.heads % t == 0 && m.hidden % t == 0 && m.kv() % t == 0 &&
+          static_cast<long long>(m.ffn_size()) % t == 0)
+        tensor.push_back(t);
+  std::vector<int> pipeline =
+      space.pipeline.empty() ? detail::divisors(m.layers, m.layers) : space.pipeline;
+  transformer_sweep_result out;
+  std::vector<ranked_transformer_plan>& best = out.best;
+  auto consider = [&](const ranked_transformer_plan& r) {
+    const auto slower = [](const ranked_transformer_plan& a, const ranked_transformer_plan& b) {
+      return a.time.total() < b.time.total();
+    };
+    if (best.size() < space.keep) {
+      best.push_back(r);
+      std::push_heap(best.begin(), best.end(), slower);
+    } else if (space.keep > 0 && r.time.total() < best.front().time.total()) {
+      std::pop_heap(best.begin(), best.end(), slower);
+      best.back() = r;
+      std::push_heap(best.begin(), best.end(), slower);
+    }
+  };
+  for (const int t : tensor) {
+    for (const bool sp : space.sequence_parallel) {
+      if (sp && t == 1) continue;
+      for (const int b : space.micro_batch) {
+        const analytic::layer_compute lc = analytic::lower_layer(m, prof, tr, t, sp, 1, 1, b);
+        for (const int p : pipeline) {
+          if (m.layers % p != 0 || devices % (t * p) != 0) continue;
+          const int d = devices / (t * p);
+          if (tr.global_batch % d != 0 || (tr.global_batch / d) % b != 0) continue;
+          const int micro = tr.global_batch / d / b;
+          for (const int v : space.virtual_stages) {
+            if (v > 1 && (p == 1 || (m.layers / p) % v != 0 || micro % p != 0)) continue;
+            for (const auto rc : space.recompute) {
+              for (const int z : space.zero) {
+                if (z > 0 && d == 1) continue;  // nothing to shard
+                parallel::nd s{.tensor = {.degree = t, .sequence = sp},
+                               .pipeline = {.degree = p,
+                                            .virtual_stages = v,
+                                            .kind = v > 1 ? parallel::schedule::interleaved
+                                                          : parallel::schedule::one_f_one_b},
+                               .data = {.degree = d, .zero = z},
+                               .recomputation = rc,
+                               .micro_batch = b};
+                ++out.candidates;
+                const bytes mem = analytic::peak_stage_memory(m, s, tr).total();
+                if (mem > c.dev.memory) continue;
+                ++out.fitting;
+                consider({s, analytic::iteration(m, s, c, tr, prof, lc), mem});
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::sort_heap(best.begin(), best.end(),
+                 [](const ranked_transformer_plan& a, const ranked_transformer_plan& b) {
+                   return a.time.total() < b.time.total();
+                 });
+  return out;
+}
+
+}  // namespace strata::search
