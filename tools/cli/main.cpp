@@ -15,6 +15,7 @@
 #include "strata/io/profile.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/io/simulation.hpp"
+#include "strata/io/transformer_scenario.hpp"
 #include "strata/model/zoo.hpp"
 #include "strata/sim/paradl.hpp"
 #include "strata/version.hpp"
@@ -261,6 +262,14 @@ int main(int argc, char** argv) {
       const nlohmann::json j = strata::io::detail::parse_json(text);
       if (j.is_object() && j.contains("step")) {
         std::cout << run_step(j).dump(2) << '\n';
+        return 0;
+      }
+      if (j.is_object() && j.contains("transformer")) {
+        const auto s = strata::io::parse_transformer_scenario(j, strata_cli::h100_sxm_profile);
+        if (format == "table")
+          std::cout << strata::io::transformer_report_table(s);
+        else
+          std::cout << strata::io::transformer_report_json(s).dump(2) << '\n';
         return 0;
       }
     }

@@ -282,10 +282,13 @@ inline cluster parse_cluster(const json& j) {
     const int nodes = (n + 7) / 8;
     if (p == "dgx1-v100") return presets::dgx1_v100(nodes);
     if (p == "dgx-a100") return presets::dgx_a100(nodes);
+    if (p == "dgx-a100-40gb") return presets::dgx_a100_40gb(nodes);
     if (p == "dgx-h100") return presets::dgx_h100(nodes);
-    fail("cluster.preset", "unknown preset \"" + p +
-                               "\" (known: abci, hc1, hc2, hc3, dgx1-v100, dgx-a100, dgx-h100, "
-                               "yan-e5-2450)");
+    fail("cluster.preset",
+         "unknown preset \"" + p +
+             "\" (known: abci, hc1, hc2, hc3, dgx1-v100, dgx-a100, dgx-a100-40gb, "
+             "dgx-h100, "
+             "yan-e5-2450)");
   }
   only_keys(j, "cluster", {"name", "device", "levels"});
   const std::string dpath = "cluster.device";

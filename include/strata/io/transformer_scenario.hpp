@@ -1,0 +1,416 @@
+#pragma once
+/// @file io/transformer_scenario.hpp
+/// @brief Transformer scenarios as JSON: a model (zoo name or dimensions), a cluster, a
+/// `parallel::nd` strategy (or a search), the training setup and a device profile; reports as
+/// JSON or a table. Errors are `plan_error`s that start with the offending field's path; a
+/// plan that breaks a limit gets the same sentence as the compile-time check. Schema:
+/// docs/cli.md.
+/// @code
+/// auto s = strata::io::parse_transformer_scenario(nlohmann::json::parse(R"({
+///   "transformer": "gpt3-175b", "cluster": {"preset": "dgx-a100", "devices": 1024},
+///   "parallel": {"tensor": 8, "pipeline": 8, "data": 16},
+///   "training": {"global_batch": 1536}})"));
+/// auto j = strata::io::transformer_report_json(s);
+/// @endcode
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/analytic/transformer.hpp"
+#include "strata/io/profile.hpp"
+#include "strata/io/scenario.hpp"
+#include "strata/model/transformer_zoo.hpp"
+#include "strata/search/transformer_sweep.hpp"
+
+namespace strata::io {
+
+/// A parsed transformer scenario.
+struct transformer_scenario {
+  transformer net;
+  std::string name;  ///< owns the model's name
+  cluster machine;
+  parallel::nd strategy;
+  transformer_training setup;
+  device_profile profile;
+  std::string profile_name;
+  bool search = false;  ///< sweep the space instead of evaluating `strategy`
+  search::transformer_space space;
+};
+
+namespace detail {
+
+inline transformer zoo_transformer(const std::string& name, const std::string& path) {
+  struct entry {
+    const char* key;
+    transformer (*make)();
+  };
+  static constexpr entry table[] = {
+      {"gpt2-124m", zoo::gpt2_124m},     {"gpt2-355m", zoo::gpt2_355m},
+      {"gpt2-774m", zoo::gpt2_774m},     {"gpt2-1.5b", zoo::gpt2_1_5b},
+      {"gpt3-175b", zoo::gpt3_175b},     {"gpt-1.7b", zoo::gpt_1_7b},
+      {"gpt-3.6b", zoo::gpt_3_6b},       {"gpt-7.5b", zoo::gpt_7_5b},
+      {"gpt-18b", zoo::gpt_18b},         {"gpt-39b", zoo::gpt_39b},
+      {"gpt-76b", zoo::gpt_76b},         {"gpt-145b", zoo::gpt_145b},
+      {"gpt-310b", zoo::gpt_310b},       {"gpt-530b", zoo::gpt_530b},
+      {"gpt-1t", zoo::gpt_1t},           {"bert-base", zoo::bert_base},
+      {"bert-large", zoo::bert_large},   {"llama2-7b", zoo::llama2_7b},
+      {"llama2-13b", zoo::llama2_13b},   {"llama2-70b", zoo::llama2_70b},
+      {"llama3-8b", zoo::llama3_8b},     {"llama3-70b", zoo::llama3_70b},
+      {"llama3-405b", zoo::llama3_405b}, {"mixtral-8x7b", zoo::mixtral_8x7b}};
+  std::string known;
+  for (const entry& e : table) {
+    if (name == e.key) return e.make();
+    known += (known.empty() ? "" : ", ") + std::string(e.key);
+  }
+  fail(path, "unknown model \"" + name + "\" (known: " + known + ")");
+}
+
+inline bool bool_field(const json& obj, const std::string& path, const char* key, bool fallback) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return fallback;
+  if (!it->is_boolean()) fail(path + "." + key, "must be true or false (got " + show(*it) + ")");
+  return it->get<bool>();
+}
+
+template <class E>
+E enum_field(const json& obj, const std::string& path, const char* key, E fallback,
+             std::initializer_list<std::pair<const char*, E>> values) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return fallback;
+  std::string known;
+  if (it->is_string())
+    for (const auto& [n, v] : values)
+      if (it->get<std::string>() == n) return v;
+  for (const auto& [n, v] : values)
+    known += (known.empty() ? "\"" : ", \"") + std::string(n) + "\"";
+  fail(path + "." + key, "must be one of " + known + " (got " + show(*it) + ")");
+}
+
+inline transformer parse_transformer(const json& j, std::string& name) {
+  if (j.is_string()) {
+    transformer m = zoo_transformer(j.get<std::string>(), "transformer");
+    name = std::string(m.name);
+    return m;
+  }
+  const std::string p = "transformer";
+  only_keys(
+      j, p,
+      {"name", "layers", "hidden", "heads", "kv_heads", "ffn", "vocabulary", "sequence", "mlp",
+       "norm", "positions", "tied", "bias", "dropout", "experts", "top_k", "capacity"});
+  transformer m;
+  name = str_field(j, p, "name", "custom transformer");
+  m.layers = int_field(j, p, "layers", 1, 1 << 20, 0, true);
+  m.hidden = int_field(j, p, "hidden", 1, 1 << 24, 0, true);
+  m.heads = int_field(j, p, "heads", 1, 1 << 20, 0, true);
+  m.kv_heads = int_field(j, p, "kv_heads", 0, 1 << 20, 0);
+  m.ffn = int_field(j, p, "ffn", 0, 1 << 26, 0);
+  m.vocabulary = int_field(j, p, "vocabulary", 1, 1 << 26, 50257);
+  m.sequence = int_field(j, p, "sequence", 1, 1 << 26, 2048);
+  m.mlp = enum_field(j, p, "mlp", mlp_kind::gelu,
+                     {{"gelu", mlp_kind::gelu}, {"swiglu", mlp_kind::swiglu}});
+  m.norm = enum_field(j, p, "norm", norm_kind::layer_norm,
+                      {{"layernorm", norm_kind::layer_norm}, {"rmsnorm", norm_kind::rms_norm}});
+  m.positions =
+      enum_field(j, p, "positions", position_kind::learned,
+                 {{"learned", position_kind::learned}, {"rotary", position_kind::rotary}});
+  m.tied = bool_field(j, p, "tied", true);
+  m.bias = bool_field(j, p, "bias", true);
+  m.dropout = bool_field(j, p, "dropout", true);
+  m.experts = int_field(j, p, "experts", 1, 1 << 16, 1);
+  m.top_k = int_field(j, p, "top_k", 1, 1 << 16, 1);
+  m.capacity = num_field(j, p, "capacity", 1e-3, 1e3, 1.0);
+  m.check();
+  return m;
+}
+
+inline parallel::nd parse_nd(const json& j) {
+  const std::string p = "parallel";
+  only_keys(j, p,
+            {"tensor", "sequence_parallel", "context", "expert", "pipeline", "virtual_stages",
+             "schedule", "first_stage_layers", "last_stage_layers", "data", "zero", "overlap",
+             "bucket_MB", "recompute", "micro_batch", "order"});
+  parallel::nd s;
+  s.tensor.degree = int_field(j, p, "tensor", 1, max_degree, 1);
+  s.tensor.sequence = bool_field(j, p, "sequence_parallel", false);
+  s.context.degree = int_field(j, p, "context", 1, max_degree, 1);
+  s.expert.degree = int_field(j, p, "expert", 1, max_degree, 1);
+  s.pipeline.degree = int_field(j, p, "pipeline", 1, max_degree, 1);
+  s.pipeline.virtual_stages = int_field(j, p, "virtual_stages", 1, 1 << 16, 1);
+  s.pipeline.kind = enum_field(j, p, "schedule",
+                               s.pipeline.virtual_stages > 1 ? parallel::schedule::interleaved
+                                                             : parallel::schedule::one_f_one_b,
+                               {{"gpipe", parallel::schedule::gpipe},
+                                {"1f1b", parallel::schedule::one_f_one_b},
+                                {"interleaved", parallel::schedule::interleaved}});
+  s.pipeline.first_stage_layers = int_field(j, p, "first_stage_layers", 0, 1 << 20, 0);
+  s.pipeline.last_stage_layers = int_field(j, p, "last_stage_layers", 0, 1 << 20, 0);
+  s.data.degree = int_field(j, p, "data", 1, max_degree, 1);
+  s.data.zero = int_field(j, p, "zero", 0, 3, 0);
+  s.data.overlap = num_field(j, p, "overlap", 0.0, 1.0, 1.0);
+  s.data.bucket = num_field(j, p, "bucket_MB", 1e-3, 1e6, 100.0) * 1e6;
+  s.recomputation = enum_field(j, p, "recompute", parallel::recompute::none,
+                               {{"none", parallel::recompute::none},
+                                {"selective", parallel::recompute::selective},
+                                {"full", parallel::recompute::full}});
+  s.micro_batch = int_field(j, p, "micro_batch", 1, 1 << 20, 1);
+  if (j.contains("order")) {
+    const json& o = j["order"];
+    if (!o.is_array() || o.size() != 5)
+      fail(p + ".order", "must list the five axes, innermost first");
+    for (std::size_t i = 0; i < 5; ++i) {
+      const json wrapped{{"axis", o[i]}};
+      s.order[i] = enum_field(wrapped, p + ".order[" + std::to_string(i) + "]", "axis",
+                              parallel::axis::tensor,
+                              {{"tensor", parallel::axis::tensor},
+                               {"context", parallel::axis::context},
+                               {"expert", parallel::axis::expert},
+                               {"pipeline", parallel::axis::pipeline},
+                               {"data", parallel::axis::data}});
+    }
+  }
+  return s;
+}
+
+inline transformer_training parse_transformer_training(const json& j) {
+  const std::string p = "training";
+  only_keys(j, p,
+            {"global_batch", "sequence", "precision", "optimizer", "gradients", "flash_attention",
+             "reserved_GiB"});
+  transformer_training t;
+  t.global_batch = int_field(j, p, "global_batch", 1, 1 << 30, 0, true);
+  t.sequence = int_field(j, p, "sequence", 0, 1 << 26, 0);
+  t.precision = enum_field(j, p, "precision", precision_mode::bf16_mixed,
+                           {{"fp32", precision_mode::fp32},
+                            {"fp16", precision_mode::fp16_mixed},
+                            {"bf16", precision_mode::bf16_mixed},
+                            {"fp8", precision_mode::fp8_mixed}});
+  t.optim = enum_field(
+      j, p, "optimizer", optimizer::adam,
+      {{"sgd", optimizer::sgd}, {"momentum", optimizer::momentum}, {"adam", optimizer::adam}});
+  t.gradients = enum_field(j, p, "gradients", dtype::fp32,
+                           {{"fp32", dtype::fp32}, {"bf16", dtype::bf16}, {"fp16", dtype::fp16}});
+  t.flash_attention = bool_field(j, p, "flash_attention", true);
+  t.reserved = num_field(j, p, "reserved_GiB", 0.0, 1e6, 0.0) * 1024.0 * 1024 * 1024;
+  return t;
+}
+
+inline search::transformer_space parse_space(const json& j) {
+  search::transformer_space sp;
+  if (j.is_boolean()) return sp;
+  const std::string p = "search";
+  only_keys(j, p,
+            {"tensor", "pipeline", "micro_batch", "virtual_stages", "zero", "recompute",
+             "sequence_parallel", "keep"});
+  auto ints = [&](const char* key, std::vector<int>& out, long long lo, long long hi) {
+    if (!j.contains(key)) return;
+    const json& a = j[key];
+    const std::string path = p + "." + key;
+    if (!a.is_array() || a.empty()) fail(path, "must be a non-empty array of integers");
+    out.clear();
+    for (std::size_t i = 0; i < a.size(); ++i)
+      out.push_back(get_int(a[i], path + "[" + std::to_string(i) + "]", lo, hi));
+  };
+  ints("tensor", sp.tensor, 1, max_degree);
+  ints("pipeline", sp.pipeline, 1, max_degree);
+  ints("micro_batch", sp.micro_batch, 1, 1 << 20);
+  ints("virtual_stages", sp.virtual_stages, 1, 1 << 16);
+  ints("zero", sp.zero, 0, 3);
+  if (j.contains("recompute")) {
+    const json& a = j["recompute"];
+    if (!a.is_array() || a.empty()) fail(p + ".recompute", "must be a non-empty array");
+    sp.recompute.clear();
+    for (std::size_t i = 0; i < a.size(); ++i)
+      sp.recompute.push_back(enum_field(json{{"r", a[i]}},
+                                        p + ".recompute[" + std::to_string(i) + "]", "r",
+                                        parallel::recompute::none,
+                                        {{"none", parallel::recompute::none},
+                                         {"selective", parallel::recompute::selective},
+                                         {"full", parallel::recompute::full}}));
+  }
+  if (j.contains("sequence_parallel")) {
+    const bool b = bool_field(j, p, "sequence_parallel", false);
+    sp.sequence_parallel = b ? std::vector<bool>{false, true} : std::vector<bool>{false};
+  }
+  sp.keep = static_cast<std::size_t>(int_field(j, p, "keep", 1, 10000, 10));
+  return sp;
+}
+
+}  // namespace detail
+
+/// Parses a transformer scenario. `h100_profile` is the text of the shipped H100 profile (the
+/// CLI embeds it) for `"profile": "h100"`.
+inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
+                                                       std::string_view h100_profile = {}) {
+  namespace d = detail;
+  d::only_keys(j, "scenario",
+               {"transformer", "cluster", "parallel", "training", "profile", "search"});
+  transformer_scenario s;
+  s.net = d::parse_transformer(d::require(j, "scenario", "transformer"), s.name);
+  s.net.name = s.name;
+  s.machine = d::parse_cluster(d::require(j, "scenario", "cluster"));
+  s.setup = d::parse_transformer_training(d::require(j, "scenario", "training"));
+  s.search = j.contains("search");
+  if (s.search) {
+    s.space = d::parse_space(j["search"]);
+    if (j.contains("parallel")) d::fail("parallel", "give either \"parallel\" or \"search\"");
+  } else {
+    s.strategy = d::parse_nd(j.contains("parallel") ? j["parallel"] : nlohmann::json::object());
+  }
+  // profile: "fitted-gemm" (default: datasheet peaks, GEMM efficiency fitted on the H100),
+  // "datasheet", "h100" (the shipped fit, carried to the cluster's device), or a profile file
+  const nlohmann::json pj = j.contains("profile") ? j["profile"] : nlohmann::json("fitted-gemm");
+  if (!pj.is_string())
+    d::fail("profile", "must be \"fitted-gemm\", \"datasheet\", \"h100\" or a file");
+  const std::string pn = pj.get<std::string>();
+  const device& dev = s.machine.dev;
+  if (dev.sms < 1) d::fail("cluster.device", "has no SM count: transformer plans need a GPU");
+  s.profile_name = pn;
+  if (pn == "fitted-gemm") {
+    s.profile = datasheet_profile(dev, h100_fitted_gemm);
+  } else if (pn == "datasheet") {
+    s.profile = datasheet_profile(dev);
+  } else {
+    std::string text;
+    if (pn == "h100") {
+      if (h100_profile.empty()) d::fail("profile", "no shipped H100 profile in this build");
+      text = h100_profile;
+    } else {
+      std::ifstream f(pn);
+      if (!f) d::fail("profile", "cannot open '" + pn + "'");
+      text.assign(std::istreambuf_iterator<char>(f), {});
+    }
+    const device_profile p = profile_from_text(text).profile;
+    s.profile = p.dev.name == dev.name ? p : rescale_profile(p, dev);
+  }
+  if (!s.search) s.strategy.check(s.net, s.setup, s.machine.devices());
+  return s;
+}
+
+namespace detail {
+inline nlohmann::json nd_json(const parallel::nd& s) {
+  return {{"tensor", s.tensor.degree},
+          {"sequence_parallel", s.tensor.sequence},
+          {"context", s.context.degree},
+          {"expert", s.expert.degree},
+          {"pipeline", s.pipeline.degree},
+          {"virtual_stages", s.pipeline.virtual_stages},
+          {"schedule", to_string(s.pipeline.kind)},
+          {"data", s.data.degree},
+          {"zero", s.data.zero},
+          {"recompute", to_string(s.recomputation)},
+          {"micro_batch", s.micro_batch}};
+}
+inline nlohmann::json time_json(const analytic::transformer_time& t) {
+  return {
+      {"iteration_s", t.total().count()},         {"forward_s", t.forward.count()},
+      {"backward_s", t.backward.count()},         {"recompute_s", t.recompute.count()},
+      {"tensor_comm_s", t.tensor_comm.count()},   {"context_comm_s", t.context_comm.count()},
+      {"expert_comm_s", t.expert_comm.count()},   {"pipeline_bubble_s", t.pipeline_bubble.count()},
+      {"pipeline_p2p_s", t.pipeline_p2p.count()}, {"data_comm_s", t.data_comm.count()},
+      {"optimizer_s", t.optimizer.count()}};
+}
+}  // namespace detail
+
+/// The report of a scenario (or, for a search, its ranked plans) as JSON.
+inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
+  nlohmann::json j{{"model", s.name},
+                   {"parameters", s.net.parameters()},
+                   {"cluster", std::string(s.machine.name)},
+                   {"devices", s.machine.devices()},
+                   {"profile", s.profile_name}};
+  if (s.search) {
+    const auto r = search::sweep(s.net, s.machine, s.setup, s.profile, s.space);
+    j["candidates"] = r.candidates;
+    j["fitting"] = r.fitting;
+    nlohmann::json plans = nlohmann::json::array();
+    for (const auto& p : r.best)
+      plans.push_back(
+          {{"parallel", detail::nd_json(p.strategy)},
+           {"iteration_s", p.time.total().count()},
+           {"tokens_per_s",
+            s.setup.global_batch *
+                static_cast<double>(s.setup.sequence == 0 ? s.net.sequence : s.setup.sequence) /
+                p.time.total().count()},
+           {"memory_GiB", to_gib(p.memory)}});
+    j["best"] = plans;
+    return j;
+  }
+  const auto r = analytic::evaluate(s.net, s.strategy, s.machine, s.setup, s.profile);
+  const auto& m = r.memory;
+  j["parallel"] = detail::nd_json(s.strategy);
+  j["micro_batches"] = r.micro_batches;
+  j["time"] = detail::time_json(r.time);
+  j["iteration_time_s"] = r.iteration_time().count();
+  j["tokens_per_s"] = r.tokens_per_second();
+  j["tflops_per_device"] = r.flops_per_device() / 1e12;
+  j["mfu"] = r.mfu();
+  j["hfu"] = r.hfu();
+  j["memory_GiB"] = {{"stage", m.stage},
+                     {"weights", to_gib(m.weights)},
+                     {"gradients", to_gib(m.gradients)},
+                     {"optimizer_states", to_gib(m.optimizer_states)},
+                     {"activations", to_gib(m.activations)},
+                     {"embedding_activations", to_gib(m.embedding_activations)},
+                     {"buffers", to_gib(m.buffers)},
+                     {"other", to_gib(m.other)},
+                     {"peak", to_gib(m.total())},
+                     {"capacity", to_gib(r.capacity)}};
+  j["fits"] = r.fits();
+  return j;
+}
+
+/// The same as a table for people.
+inline std::string transformer_report_table(const transformer_scenario& s) {
+  const nlohmann::json j = transformer_report_json(s);
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%s (%.2fB parameters) on %d x %s\n", s.name.c_str(),
+                s.net.parameters() / 1e9, s.machine.devices(),
+                std::string(s.machine.dev.name).c_str());
+  out += line;
+  if (s.search) {
+    std::snprintf(line, sizeof line, "%lld candidates, %lld fit\n",
+                  j["candidates"].get<long long>(), j["fitting"].get<long long>());
+    out += line;
+    for (const auto& p : j["best"]) {
+      const auto& q = p["parallel"];
+      std::snprintf(line, sizeof line,
+                    "  t=%d%s p=%d v=%d d=%d zero=%d b=%d recompute=%-9s %8.3f s %6.1f GiB\n",
+                    q["tensor"].get<int>(), q["sequence_parallel"].get<bool>() ? "+sp" : "",
+                    q["pipeline"].get<int>(), q["virtual_stages"].get<int>(), q["data"].get<int>(),
+                    q["zero"].get<int>(), q["micro_batch"].get<int>(),
+                    q["recompute"].get<std::string>().c_str(), p["iteration_s"].get<double>(),
+                    p["memory_GiB"].get<double>());
+      out += line;
+    }
+    return out;
+  }
+  const auto& t = j["time"];
+  std::snprintf(line, sizeof line,
+                "iteration %.3f s, %.0f tokens/s, %.1f TFLOP/s per device, MFU %.1f %%\n",
+                j["iteration_time_s"].get<double>(), j["tokens_per_s"].get<double>(),
+                j["tflops_per_device"].get<double>(), 100 * j["mfu"].get<double>());
+  out += line;
+  for (const char* k :
+       {"forward_s", "backward_s", "recompute_s", "tensor_comm_s", "context_comm_s",
+        "expert_comm_s", "pipeline_bubble_s", "pipeline_p2p_s", "data_comm_s", "optimizer_s"}) {
+    std::snprintf(line, sizeof line, "  %-18s %10.4f s\n", k, t[k].get<double>());
+    out += line;
+  }
+  const auto& m = j["memory_GiB"];
+  for (const char* k : {"weights", "gradients", "optimizer_states", "activations",
+                        "embedding_activations", "buffers", "other", "peak"}) {
+    std::snprintf(line, sizeof line, "  %-22s %8.2f GiB\n", k, m[k].get<double>());
+    out += line;
+  }
+  out += j["fits"].get<bool>() ? "  fits\n" : "  does NOT fit\n";
+  return out;
+}
+
+}  // namespace strata::io
