@@ -255,3 +255,53 @@ TEST_CASE("the sweep ranks valid, fitting plans; SC'21's configuration is among 
   CHECK(none.fitting == 0);
   CHECK(none.candidates > 0);
 }
+
+TEST_CASE("expert parallelism: experts / e per rank, four all-to-alls per layer") {
+  const transformer m = zoo::mixtral_8x7b();
+  const cluster c = presets::dgx_h100(1);
+  const device_profile h100 = datasheet_profile(presets::h100_sxm5_80gb);
+  const transformer_training t{.global_batch = 16, .sequence = 4096};
+  const parallel::nd s{.expert = {.degree = 8}, .recomputation = recompute::full};
+  const auto n = analytic::parameters_on(m, s, 0);
+  CHECK(n.expert == 32 * m.mlp_parameters());  // one expert of each of the 32 layers
+  const auto r = analytic::evaluate(m, s, c, t, h100);
+  // per micro-batch and layer: dispatch and combine forward, again backward; b s k h x 2 bytes
+  const seconds a2a = comm::direct::time(comm::collective::all_to_all, c, {0, 8, 1},
+                                         bytes{1 * 4096.0 * 2 * 4096 * 2});
+  CHECK(r.micro_batches == 2);
+  CHECK(r.time.expert_comm.count() == Approx(2 * 32 * 4 * a2a.count()));
+  // the dense weights are replicated over the 8 expert ranks: ZeRO-1 shards their optimizer
+  // states eight ways, the experts' not at all (d = 1)
+  parallel::nd z = s;
+  z.data.zero = 1;
+  const auto sharded = analytic::stage_memory(m, z, t, 0);
+  CHECK(sharded.optimizer_states.count() == Approx(12 * ((n.dense) / 8 + n.expert)));
+}
+
+TEST_CASE("context parallelism halves the activations; GPipe keeps every micro-batch") {
+  const transformer m = zoo::llama3_8b();
+  const transformer_training t{.global_batch = 16, .sequence = 8192};
+  const parallel::nd one{.data = {.degree = 1}, .recomputation = recompute::selective};
+  parallel::nd two = one;
+  two.context.degree = 2;
+  CHECK(analytic::stage_memory(m, two, t, 0).activations.count() ==
+        Approx(analytic::stage_memory(m, one, t, 0).activations.count() / 2));
+  parallel::nd pp{.pipeline = {.degree = 4}, .micro_batch = 1};
+  parallel::nd gpipe = pp;
+  gpipe.pipeline.kind = schedule::gpipe;
+  // 16 micro-batches in flight instead of p = 4
+  CHECK(analytic::stage_memory(m, gpipe, t, 0).activations.count() ==
+        Approx(4 * analytic::stage_memory(m, pp, t, 0).activations.count()));
+}
+
+TEST_CASE("fp8 GEMMs run at the fp8 peak") {
+  const transformer m = zoo::llama3_70b();
+  const device_profile h100 = datasheet_profile(presets::h100_sxm5_80gb);
+  const transformer_training bf16{.global_batch = 8, .sequence = 8192};
+  transformer_training fp8 = bf16;
+  fp8.precision = precision_mode::fp8_mixed;
+  const auto a = analytic::lower_layer(m, h100, bf16, 8, true, 1, 1, 1);
+  const auto b = analytic::lower_layer(m, h100, fp8, 8, true, 1, 1, 1);
+  CHECK(b.forward < a.forward);
+  CHECK(b.forward > a.forward / 2);  // attention and memory-bound kernels do not speed up
+}
