@@ -1,0 +1,110 @@
+// The transformer plan executor against the closed form: equal where the closed form's
+// assumptions hold (one stage, no overlap), close under 1F1B, and the in-flight activations of
+// each schedule emerge from the schedule itself.
+#include <catch2/catch.hpp>
+#include <strata/sim/transformer.hpp>
+#include <strata/strata.hpp>
+
+using namespace strata;
+using namespace strata::literals;
+using parallel::recompute;
+using parallel::schedule;
+
+namespace {
+const device_profile a100 = datasheet_profile(presets::a100_sxm4_80gb, h100_fitted_gemm);
+const cluster one = make_cluster("one A100", presets::a100_sxm4_80gb,
+                                 {level{"node", 1, interconnect{5_us, 300_GBps}}});
+}  // namespace
+
+TEST_CASE("one stage, no overlap: the simulation equals the closed form over a grid") {
+  const sim::transformer_options off{.overlap = false, .buckets = 1};
+  for (const transformer& m : {zoo::gpt2_355m(), zoo::llama2_7b()})
+    for (const int t : {1, 2, 8})
+      for (const int d : {1, 2})
+        for (const auto rc : {recompute::none, recompute::selective, recompute::full})
+          for (const bool sp : {false, true}) {
+            if (sp && t == 1) continue;
+            const parallel::nd s{.tensor = {.degree = t, .sequence = sp},
+                                 .data = {.degree = d, .overlap = 0},
+                                 .recomputation = rc,
+                                 .micro_batch = 2};
+            const cluster c = presets::dgx_a100(2);
+            const cluster used =
+                make_cluster("part", c.dev, {level{"node", t * d, c.levels[0].pair}});
+            const transformer_training tr{.global_batch = 8, .sequence = 1024};
+            const auto run = sim::simulate(m, s, used, tr, a100, off);
+            const auto cf = analytic::evaluate(m, s, used, tr, a100);
+            INFO(m.name << " t=" << t << " d=" << d << " sp=" << sp);
+            CHECK(run.iteration.count() == Approx(cf.iteration_time().count()).epsilon(1e-9));
+            CHECK(run.run.peak_memory[0] == Approx(cf.memory.total().count()).epsilon(1e-9));
+          }
+}
+
+TEST_CASE("overlap hides gradient buckets behind the last backward") {
+  const transformer m = zoo::gpt2_355m();
+  const parallel::nd s{.data = {.degree = 16, .overlap = 0}, .micro_batch = 4};
+  const transformer_training tr{.global_batch = 64};
+  const cluster c = presets::dgx_a100(2);
+  const auto off = sim::simulate(m, s, c, tr, a100, {.overlap = false, .buckets = 1});
+  const auto on = sim::simulate(m, s, c, tr, a100, {.overlap = true, .buckets = 8});
+  const auto cf = analytic::evaluate(m, s, c, tr, a100);
+  const seconds compute = cf.time.forward + cf.time.backward + cf.time.optimizer;
+  CHECK(on.iteration < off.iteration);
+  CHECK(on.iteration > compute);  // the last bucket and the step cannot hide
+  CHECK(off.iteration.count() == Approx(cf.iteration_time().count()).epsilon(1e-9));
+}
+
+TEST_CASE("1F1B on 1024 GPUs: the simulated pipeline agrees with the closed form") {
+  const transformer m = zoo::gpt3_175b();
+  const cluster c = presets::dgx_a100(128);
+  const transformer_training tr{.global_batch = 1024, .sequence = 2048};
+  parallel::nd s{.tensor = {.degree = 8},
+                 .pipeline = {.degree = 8},
+                 .data = {.degree = 16},
+                 .recomputation = recompute::full,
+                 .micro_batch = 1};
+  const auto run = sim::simulate(m, s, c, tr, a100);
+  const auto cf = analytic::evaluate(m, s, c, tr, a100);
+  CHECK(run.simulated_ranks == 8);
+  CHECK(run.iteration.count() == Approx(cf.iteration_time().count()).epsilon(0.01));
+  // the first stage holds p = 8 micro-batches at its fullest, exactly the closed form's count
+  CHECK(run.run.peak_memory[0] == Approx(cf.memory.total().count()).epsilon(1e-9));
+  CHECK_FALSE(run.run.oom);
+  // interleaving (v = 2) shortens the iteration; its in-flight memory is Korthikanti's factor
+  s.pipeline.virtual_stages = 2;
+  s.pipeline.kind = schedule::interleaved;
+  const auto v2 = sim::simulate(m, s, c, tr, a100);
+  CHECK(v2.iteration < run.iteration);
+  CHECK(v2.run.peak_memory[0] ==
+        Approx(analytic::stage_memory(m, s, tr, 0).total().count()).epsilon(0.001));
+  // GPipe holds all 64 micro-batches: 83.5 GiB does not fit, and the simulator says where
+  s.pipeline.virtual_stages = 1;
+  s.pipeline.kind = schedule::gpipe;
+  const auto gp = sim::simulate(m, s, c, tr, a100);
+  REQUIRE(gp.run.oom);
+  CHECK(gp.run.oom->device == 0);
+  CHECK(gp.graph.tasks()[static_cast<std::size_t>(gp.run.oom->task)].name.rfind("forward", 0) == 0);
+  // runs are bit-identical
+  const auto again = sim::simulate(m, s, c, tr, a100);
+  CHECK(again.iteration == gp.iteration);
+  CHECK(again.run.events == gp.run.events);
+}
+
+TEST_CASE("a pipeline send alone on its wire takes alpha + bytes / bandwidth") {
+  const transformer m = zoo::gpt2_355m();
+  const cluster c = presets::dgx_a100(2);
+  // two stages on two nodes (tensor 8 fills each node): sends cross InfiniBand, 25 GB/s
+  const parallel::nd s{.tensor = {.degree = 8}, .pipeline = {.degree = 2}, .micro_batch = 1};
+  const transformer_training tr{.global_batch = 1};
+  const auto run = sim::simulate(m, s, c, tr, a100);
+  const double bytes_sent = 1024.0 * 1024 * 2 / 8;  // b s h x 2 bytes / t
+  int sends = 0;
+  for (std::size_t i = 0; i < run.graph.tasks().size(); ++i)
+    if (run.graph.tasks()[i].name.rfind("send", 0) == 0) {
+      ++sends;
+      const auto& rec = run.run.tasks[i];
+      CHECK(rec.end - rec.start == Approx(bytes_sent / 25e9));
+      CHECK(rec.start - rec.ready == Approx(10e-6));
+    }
+  CHECK(sends == 2);  // activations forward, gradients back
+}
