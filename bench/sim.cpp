@@ -2,6 +2,7 @@
 #include <benchmark/benchmark.h>
 
 #include <strata/sim/paradl.hpp>
+#include <strata/sim/transformer.hpp>
 #include <strata/strata.hpp>
 
 using namespace strata;
@@ -70,4 +71,49 @@ void simulate_vgg16_gpipe_4x32(benchmark::State& st) {
             .iteration);
 }
 BENCHMARK(simulate_vgg16_gpipe_4x32)->Unit(benchmark::kMicrosecond);
+
+// Issue 6's transformer targets. GPT-2 1.5B dimensions (48 layers, h = 1600) with 16 heads, so
+// that t = 2 divides them (GPT-2 XL's 25 heads admit only t in {1, 5, 25}), on 32 A100 as
+// t = 2 x p = 4 x d = 4, 16 micro-batches; Proteus Table VI needs 6.3 s for GPT-2 on 32 GPUs.
+// Target <= 10 ms.
+const device_profile a100 = datasheet_profile(presets::a100_sxm4_80gb, h100_fitted_gemm);
+
+void simulate_gpt2_1_5b_3d_32_gpus(benchmark::State& st) {
+  transformer m = zoo::gpt2_1_5b();
+  m.heads = 16;
+  const parallel::nd s{
+      .tensor = {.degree = 2}, .pipeline = {.degree = 4}, .data = {.degree = 4}, .micro_batch = 4};
+  const cluster c = presets::dgx_a100(4);
+  const transformer_training t{.global_batch = 256};
+  std::size_t tasks = 0;
+  for (auto _ : st) {
+    const auto r = sim::simulate(m, s, c, t, a100);
+    tasks = r.graph.tasks().size();
+    benchmark::DoNotOptimize(r.iteration);
+  }
+  st.counters["tasks"] = static_cast<double>(tasks);
+}
+BENCHMARK(simulate_gpt2_1_5b_3d_32_gpus)->Unit(benchmark::kMillisecond);
+
+// GPT-3 175B on 1024 A100: t = 8, p = 8, d = 16, 1F1B, 64 micro-batches (global batch 1024).
+// Target <= 1 s.
+void simulate_gpt3_1024_gpus_1f1b_64(benchmark::State& st) {
+  const parallel::nd s{.tensor = {.degree = 8},
+                       .pipeline = {.degree = 8},
+                       .data = {.degree = 16},
+                       .recomputation = parallel::recompute::full,
+                       .micro_batch = 1};
+  const cluster c = presets::dgx_a100(128);
+  const transformer_training t{.global_batch = 1024, .sequence = 2048};
+  std::size_t tasks = 0, events = 0;
+  for (auto _ : st) {
+    const auto r = sim::simulate(zoo::gpt3_175b(), s, c, t, a100);
+    tasks = r.graph.tasks().size();
+    events = r.run.events;
+    benchmark::DoNotOptimize(r.iteration);
+  }
+  st.counters["tasks"] = static_cast<double>(tasks);
+  st.counters["events"] = static_cast<double>(events);
+}
+BENCHMARK(simulate_gpt3_1024_gpus_1f1b_64)->Unit(benchmark::kMillisecond);
 }  // namespace

@@ -18,6 +18,7 @@
 #include "strata/io/transformer_scenario.hpp"
 #include "strata/model/zoo.hpp"
 #include "strata/sim/paradl.hpp"
+#include "strata/sim/transformer.hpp"
 #include "strata/version.hpp"
 
 namespace {
@@ -227,6 +228,36 @@ int main(int argc, char** argv) {
     std::string text;
     if (!read_text(sim_input, text)) return 2;
     try {
+      const nlohmann::json tj = strata::io::detail::parse_json(text);
+      if (tj.is_object() && tj.contains("transformer")) {
+        // a transformer plan: the schedule is the scenario's (parallel.schedule)
+        if (sim_cmd->count("--schedule") > 0)
+          throw strata::plan_error(
+              "--schedule: a transformer scenario sets its schedule in parallel.schedule");
+        const auto ts = strata::io::parse_transformer_scenario(tj, strata_cli::h100_sxm_profile);
+        if (ts.search) throw strata::plan_error("search: simulate runs one plan, not a search");
+        const auto run =
+            strata::sim::simulate(ts.net, ts.strategy, ts.machine, ts.setup, ts.profile,
+                                  {.overlap = overlap,
+                                   .buckets = buckets,
+                                   .max_in_flight = max_in_flight,
+                                   .gamma = gamma});
+        nlohmann::json j = strata::io::summary(run.graph, run.run);
+        j["closed_form_iteration_time_s"] =
+            strata::analytic::evaluate(ts.net, ts.strategy, ts.machine, ts.setup, ts.profile)
+                .iteration_time()
+                .count();
+        j["simulated_ranks"] = run.simulated_ranks;
+        if (run.run.oom)
+          j["out_of_memory"] = {
+              {"stage", run.run.oom->device},
+              {"task", run.graph.tasks()[static_cast<std::size_t>(run.run.oom->task)].name},
+              {"GiB", run.run.oom->bytes / (1024.0 * 1024 * 1024)}};
+        if (!trace_path.empty())
+          write_json("--trace", trace_path, strata::io::chrome_trace(run.graph, run.run), -1);
+        std::cout << j.dump(2) << '\n';
+        return 0;
+      }
       const strata::io::scenario s = strata::io::parse_scenario_text(text);
       if (s.ps) throw strata::plan_error("strategy: simulate runs the ParaDL strategies");
       const auto run =

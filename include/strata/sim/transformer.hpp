@@ -266,7 +266,8 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
         const auto GS = static_cast<std::size_t>(gs), J = static_cast<std::size_t>(u.micro);
         std::vector<int> deps;
         if (last[I] >= 0) deps.push_back(last[I]);
-        const std::string tag = std::to_string(u.micro) + "." + std::to_string(u.chunk);
+        const std::string tag =
+            std::to_string(u.micro) + "." + std::to_string(u.chunk) + " @" + std::to_string(i);
         const double layers = s.stage_layers(m, i) / static_cast<double>(v);
         if (u.forward) {
           if (gs > 0 && fsend[GS - 1][J] < 0) break;
