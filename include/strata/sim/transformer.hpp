@@ -5,10 +5,11 @@
 /// symmetry), lowered to tasks on the event core.
 ///
 /// Per stage: a compute stream (fifo) runs, in the schedule's order, each (micro-batch, chunk)
-/// forward and backward (with the recomputation), each followed by its blocking tensor-,
-/// context- and expert-parallel collectives (`analytic::iteration`'s per-layer costs). Schedules:
-/// GPipe (every forward, then every backward), 1F1B (p - i - 1 warm-up forwards, then one
-/// forward one backward, then the drain) and Megatron's interleaved 1F1B with v chunks per stage
+/// forward and backward layer by layer (with the recomputation), each layer followed by its
+/// blocking tensor-, context- and expert-parallel collectives (`analytic::iteration`'s per-layer
+/// costs). Schedules: GPipe (every forward, then every backward), 1F1B (p - i - 1 warm-up forwards,
+/// then one forward one backward, then the drain) and Megatron's interleaved 1F1B with v chunks per
+/// stage
 /// ((p - i - 1) 2 + (v - 1) p warm-up units; unit k runs chunk (k / p) mod v of micro-batch
 /// (k / pv) p + k mod p), optionally capped at `max_in_flight` micro-batches (Proteus's
 /// max_ongoing_micro_batch). Activations and gradients travel between stages as flows: each
@@ -16,7 +17,7 @@
 /// it) and a cap at the pair's bandwidth. Data-parallel traffic runs as flows on the same NICs:
 /// ZeRO-0/1 reduce the stage's gradients in `buckets` buckets as the last backward proceeds
 /// (after it, without overlap); ZeRO-2/3 reduce-scatter after every micro-batch, ZeRO-3 also
-/// all-gathers the weights before each micro-batch's forward and backward, one step ahead; the
+/// all-gathers each layer's weights before its forward and backward, one layer ahead; the
 /// optimizer step ends the iteration. Memory: model states all iteration, each unit's
 /// activations from its forward to its backward.
 ///
@@ -260,6 +261,17 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
     progress = false;
     for (int i = 0; i < p; ++i) {
       const auto I = static_cast<std::size_t>(i);
+      const auto n = np(i);
+      const int layers = s.stage_layers(m, i) / v;
+      // ZeRO-3 gathers one layer's weights at a time, one layer ahead of the compute
+      const double layer_gather = wire_of((n.dense + n.expert) * wb / (layers * v), false);
+      auto gather = [&](const std::string& name, int two_back) {
+        std::vector<int> d;
+        if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
+        if (two_back >= 0) d.push_back(two_back);
+        prev_dp[I] = dp_flow(i, name, layer_gather, dsteps, d);
+        return prev_dp[I];
+      };
       while (next[I] < prog[I].size()) {
         const detail::unit u = prog[I][next[I]];
         const int gs = u.chunk * p + i;  // virtual stage
@@ -268,27 +280,28 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
         if (last[I] >= 0) deps.push_back(last[I]);
         const std::string tag =
             std::to_string(u.micro) + "." + std::to_string(u.chunk) + " @" + std::to_string(i);
-        const double layers = s.stage_layers(m, i) / static_cast<double>(v);
+        const bool gathers = zero >= 3 && has_dp;
         if (u.forward) {
           if (gs > 0 && fsend[GS - 1][J] < 0) break;
           if (gs > 0) deps.push_back(fsend[GS - 1][J]);
-          if (zero >= 3 && has_dp) {  // gather this chunk's weights, one step ahead
-            const auto n = np(i);
-            const int ag = dp_flow(
-                i, "all-gather weights " + tag, wire_of((n.dense + n.expert) * wb / v, false),
-                dsteps, prev_dp[I] >= 0 ? std::vector<int>{prev_dp[I]} : std::vector<int>{});
-            prev_dp[I] = ag;
-            deps.push_back(ag);
+          int task = -1, before = -1;
+          for (int l = 0; l < layers; ++l) {
+            const std::string lt = " layer " + std::to_string(l) + " mb " + tag;
+            std::vector<int> d = l == 0 ? deps : std::vector<int>{task};
+            if (gathers) d.push_back(gather("all-gather weights" + lt, before));
+            double t = lc.forward;
+            if (l == 0 && gs == 0) t += lc.embedding_forward;
+            if (l + 1 == layers && gs == vp - 1) t += lc.head_forward;
+            std::vector<int> produces;
+            if (l == 0) produces.push_back(act_of(i, u.micro, u.chunk));
+            if (l == 0 && next[I] == 0) produces.push_back(states[I]);
+            before = task;
+            task = compute_task(i, "forward" + lt, t, std::move(d), task_class::compute,
+                                std::move(produces));
+            if (comm_fwd > seconds{})
+              task = compute_task(i, "collectives" + lt, comm_fwd.count(), {task},
+                                  task_class::communication);
           }
-          double t = layers * lc.forward;
-          if (gs == 0) t += lc.embedding_forward;
-          if (gs == vp - 1) t += lc.head_forward;
-          std::vector<int> produces{act_of(i, u.micro, u.chunk)};
-          if (next[I] == 0) produces.push_back(states[I]);
-          int task = compute_task(i, "forward " + tag, t, deps, task_class::compute, produces);
-          if (comm_fwd > seconds{})
-            task = compute_task(i, "tensor/context/expert collectives " + tag,
-                                layers * comm_fwd.count(), {task}, task_class::communication);
           fdone[GS][J] = task;
           last[I] = task;
           if (gs + 1 < vp) fsend[GS][J] = send(i, (gs + 1) % p, "send activations " + tag, task);
@@ -296,49 +309,45 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
           if (gs + 1 < vp && bsend[GS + 1][J] < 0) break;
           if (gs + 1 < vp) deps.push_back(bsend[GS + 1][J]);
           deps.push_back(fdone[GS][J]);
-          if (zero >= 3 && has_dp) {
-            const auto w = np(i);
-            const int ag =
-                dp_flow(i, "all-gather weights (backward) " + tag,
-                        wire_of((w.dense + w.expert) * wb / v, false), dsteps,
-                        prev_dp[I] >= 0 ? std::vector<int>{prev_dp[I]} : std::vector<int>{});
-            prev_dp[I] = ag;
-            deps.push_back(ag);
-          }
-          double t = layers * (lc.backward + recompute);
-          if (rc == parallel::recompute::full) t += layers * comm_fwd.count();
-          if (gs == 0) t += lc.embedding_backward;
-          if (gs == vp - 1) t += lc.head_backward;
-          // ZeRO-0/1: the stage's last backward releases the gradient buckets as it goes (or
-          // all of them after it, without overlap)
+          // ZeRO-0/1: the stage's last backward releases the gradient buckets layer group by
+          // layer group (all of them after it, without overlap)
           const bool reduce_here = next[I] + 1 == prog[I].size() && zero <= 1 && has_dp;
-          const int pieces = reduce_here && o.overlap ? o.buckets : 1;
-          const auto n = np(i);
           const double bucket = (n.dense + n.expert) * gb / o.buckets;
-          auto reduce_bucket = [&](int k, int after) {
+          int released = 0;
+          auto reduce_bucket = [&](int after) {
             std::vector<int> d{after};
             if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
-            prev_dp[I] = dp_flow(i, "reduce gradients bucket " + std::to_string(k),
+            prev_dp[I] = dp_flow(i, "reduce gradients bucket " + std::to_string(released++),
                                  wire_of(bucket, zero == 0), dsteps * (zero == 0 ? 2 : 1), d);
             pending[I].push_back(prev_dp[I]);
           };
-          int task = -1;
-          for (int k = 0; k < pieces; ++k) {
-            task = compute_task(i, "backward " + tag, t / pieces,
-                                k == 0 ? deps : std::vector<int>{task}, task_class::compute,
-                                {working[I]},
-                                k + 1 == pieces ? std::vector<int>{act_of(i, u.micro, u.chunk)}
-                                                : std::vector<int>{});
-            if (pieces > 1) reduce_bucket(k, task);
+          int task = -1, before = -1;
+          for (int l = layers - 1; l >= 0; --l) {
+            const std::string lt = " layer " + std::to_string(l) + " mb " + tag;
+            std::vector<int> d = l == layers - 1 ? deps : std::vector<int>{task};
+            if (gathers) d.push_back(gather("all-gather weights (backward)" + lt, before));
+            double t = lc.backward + recompute;
+            if (rc == parallel::recompute::full) t += comm_fwd.count();
+            if (l == 0 && gs == 0) t += lc.embedding_backward;
+            if (l + 1 == layers && gs == vp - 1) t += lc.head_backward;
+            before = task;
+            task = compute_task(
+                i, "backward" + lt, t, std::move(d), task_class::compute, {working[I]},
+                l == 0 ? std::vector<int>{act_of(i, u.micro, u.chunk)} : std::vector<int>{});
+            if (comm_bwd > seconds{})
+              task = compute_task(i, "collectives (backward)" + lt, comm_bwd.count(), {task},
+                                  task_class::communication);
+            // bucket k closes once (k + 1) / buckets of the layers are done
+            if (reduce_here && o.overlap)
+              while (released < o.buckets - 1 &&
+                     (layers - l) * o.buckets >= (released + 1) * layers)
+                reduce_bucket(task);
           }
-          if (comm_bwd > seconds{})
-            task = compute_task(i, "tensor/context/expert collectives (backward) " + tag,
-                                layers * comm_bwd.count(), {task}, task_class::communication);
-          if (reduce_here && pieces == 1)  // without overlap: after the whole backward
-            for (int k = 0; k < o.buckets; ++k) reduce_bucket(k, task);
+          if (reduce_here)
+            while (released < o.buckets) reduce_bucket(task);
           last[I] = task;
           if (gs > 0) bsend[GS][J] = send(i, (gs - 1) % p, "send gradients " + tag, task);
-          if (gs > 0) pending[static_cast<std::size_t>(i)].push_back(bsend[GS][J]);
+          if (gs > 0) pending[I].push_back(bsend[GS][J]);
           const auto MB = static_cast<std::size_t>(i * mb + u.micro);
           if (--remaining_bwd[MB] == 0 && zero >= 2 && has_dp) {  // micro-batch done here
             std::vector<int> d{task};
