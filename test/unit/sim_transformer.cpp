@@ -108,3 +108,31 @@ TEST_CASE("a pipeline send alone on its wire takes alpha + bytes / bandwidth") {
     }
   CHECK(sends == 2);  // activations forward, gradients back
 }
+
+TEST_CASE("a limit on in-flight micro-batches trades memory for bubble") {
+  const transformer m = zoo::gpt3_175b();
+  const cluster c = presets::dgx_a100(128);
+  const transformer_training tr{.global_batch = 1024, .sequence = 2048};
+  const parallel::nd s{.tensor = {.degree = 8},
+                       .pipeline = {.degree = 8},
+                       .data = {.degree = 16},
+                       .recomputation = recompute::full,
+                       .micro_batch = 1};
+  const auto free = sim::simulate(m, s, c, tr, a100);
+  const auto two = sim::simulate(m, s, c, tr, a100, {.max_in_flight = 2});
+  // stage 0 keeps 2 micro-batches instead of 8: six units of 12 layer inputs (2 s b h each,
+  // full recomputation) and the embedding's dropout mask (s b h / t) fewer
+  const double sbh = 2048.0 * 12288;
+  CHECK(free.run.peak_memory[0] - two.run.peak_memory[0] == Approx(6 * (12 * 2 * sbh + sbh / 8)));
+  CHECK(two.iteration > free.iteration);
+  CHECK_THROWS_WITH(sim::simulate(m,
+                                  parallel::nd{s.tensor,
+                                               s.context,
+                                               s.expert,
+                                               {.degree = 8, .kind = schedule::gpipe},
+                                               s.data,
+                                               s.recomputation,
+                                               1},
+                                  c, tr, a100, {.max_in_flight = 2}),
+                    Catch::Contains("needs a 1F1B schedule"));
+}
