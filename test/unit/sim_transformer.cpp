@@ -12,8 +12,6 @@ using parallel::schedule;
 
 namespace {
 const device_profile a100 = datasheet_profile(presets::a100_sxm4_80gb, h100_fitted_gemm);
-const cluster one = make_cluster("one A100", presets::a100_sxm4_80gb,
-                                 {level{"node", 1, interconnect{5_us, 300_GBps}}});
 }  // namespace
 
 TEST_CASE("one stage, no overlap: the simulation equals the closed form over a grid") {
@@ -66,7 +64,7 @@ TEST_CASE("1F1B on 1024 GPUs: the simulated pipeline agrees with the closed form
   const auto run = sim::simulate(m, s, c, tr, a100);
   const auto cf = analytic::evaluate(m, s, c, tr, a100);
   CHECK(run.simulated_ranks == 8);
-  CHECK(run.iteration.count() == Approx(cf.iteration_time().count()).epsilon(0.01));
+  CHECK(run.iteration.count() == Approx(cf.iteration_time().count()).epsilon(0.002));  // 0.07 %
   // the first stage holds p = 8 micro-batches at its fullest, exactly the closed form's count
   CHECK(run.run.peak_memory[0] == Approx(cf.memory.total().count()).epsilon(1e-9));
   CHECK_FALSE(run.run.oom);
