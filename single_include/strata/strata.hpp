@@ -2945,6 +2945,50 @@ constexpr seconds over_axes(comm::collective op, const cluster& c, const paralle
 }
 }  // namespace detail
 
+/// Blocking collectives of one layer for one micro-batch on one rank.
+struct layer_collectives {
+  seconds tensor{};            ///< each pass: 2 all-reduces (or all-gather + reduce-scatter)
+  seconds context_forward{};   ///< ring attention's K/V exchange not hidden by attention
+  seconds context_backward{};  ///< K/V and their gradients, behind attention's backward
+  seconds expert{};            ///< each pass: dispatch and combine all-to-alls
+  [[nodiscard]] constexpr seconds forward() const { return tensor + context_forward + expert; }
+  [[nodiscard]] constexpr seconds backward() const { return tensor + context_backward + expert; }
+};
+
+/// The collectives of one layer on the groups `s` lays out: tensor parallelism's two
+/// all-reduces per pass of the b s h activation (Shoeybi et al. §3; with sequence parallelism
+/// all-gather + reduce-scatter of the same bytes, Korthikanti et al. §4.2.2), ring attention's
+/// c - 1 K/V blocks (Liu et al. 2023) and MoE's all-to-alls of the routed tokens.
+[[nodiscard]] constexpr layer_collectives collectives_of(const transformer& m,
+                                                         const parallel::nd& s, const cluster& c,
+                                                         const transformer_training& tr,
+                                                         const layer_compute& lc) {
+  using parallel::axis;
+  const double b = s.micro_batch, sl = detail::sequence_of(m, tr) / s.context.degree, h = m.hidden,
+               act = tr.activation_bytes();
+  const int tp = s.tensor.degree;
+  layer_collectives out;
+  if (tp > 1) {
+    const group g = s.group_of(axis::tensor);
+    const bytes x{b * sl * h * act};
+    out.tensor = s.tensor.sequence
+                     ? 2.0 * (comm::ring::time(comm::collective::all_gather, c, g, x) +
+                              comm::ring::time(comm::collective::reduce_scatter, c, g, x))
+                     : 2.0 * comm::ring::time(comm::collective::all_reduce, c, g, x);
+  }
+  if (s.context.degree > 1) {
+    const interconnect link = comm::ring_link(c, s.group_of(axis::context));
+    const seconds ring =
+        (s.context.degree - 1) * link.transfer(bytes{2 * b * sl * m.kv_width() / tp * act});
+    out.context_forward = max(ring - seconds{lc.attention}, seconds{});
+    out.context_backward = max(2.0 * ring - seconds{lc.attention_backward}, seconds{});
+  }
+  if (m.moe() && s.expert.degree > 1)
+    out.expert = 2.0 * comm::direct::time(comm::collective::all_to_all, c, s.group_of(axis::expert),
+                                          bytes{b * sl * m.top_k * m.capacity * h * act});
+  return out;
+}
+
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
 /// the same `layer_compute` to every strategy that shares tp, sp, cp, ep and b).
 [[nodiscard]] constexpr transformer_time iteration(const transformer& m, const parallel::nd& s,
@@ -2957,37 +3001,13 @@ constexpr seconds over_axes(comm::collective op, const cluster& c, const paralle
   const double b = s.micro_batch, sl = seq / s.context.degree, h = m.hidden;
   const double act = tr.activation_bytes();
   const int tp = s.tensor.degree;
-  const bool sp = s.tensor.sequence;
   const recompute rc = s.recomputation;
 
-  // per layer and micro-batch: blocking tensor-parallel collectives on the T h activation
-  seconds tp_fwd{};
-  if (tp > 1) {
-    const group g = s.group_of(axis::tensor);
-    const bytes x{b * sl * h * act};
-    tp_fwd = sp ? 2.0 * (comm::ring::time(comm::collective::all_gather, c, g, x) +
-                         comm::ring::time(comm::collective::reduce_scatter, c, g, x))
-                : 2.0 * comm::ring::time(comm::collective::all_reduce, c, g, x);
-  }
-  // ring attention: cp - 1 K/V blocks forward, K/V plus their gradients backward, behind the
-  // attention kernels
-  seconds cp_fwd{}, cp_bwd{};
-  if (s.context.degree > 1) {
-    const group g = s.group_of(axis::context);
-    const interconnect link = comm::ring_link(c, g);
-    const bytes block{2 * b * sl * m.kv_width() / tp * act};
-    const seconds ring = (s.context.degree - 1) * link.transfer(block);
-    cp_fwd = max(ring - seconds{lc.attention}, seconds{});
-    cp_bwd = max(2.0 * ring - seconds{lc.attention_backward}, seconds{});
-  }
-  // MoE dispatch and combine
-  seconds ep_fwd{};
-  if (m.moe() && s.expert.degree > 1) {
-    const bytes x{b * sl * m.top_k * m.capacity * h * act};
-    ep_fwd = 2.0 * comm::direct::time(comm::collective::all_to_all, c, s.group_of(axis::expert), x);
-  }
-  const seconds layer_comm_fwd = tp_fwd + cp_fwd + ep_fwd;
-  const seconds layer_comm_bwd = tp_fwd + cp_bwd + ep_fwd;
+  const layer_collectives lcoll = collectives_of(m, s, c, tr, lc);
+  const seconds tp_fwd = lcoll.tensor, cp_fwd = lcoll.context_forward,
+                cp_bwd = lcoll.context_backward, ep_fwd = lcoll.expert;
+  const seconds layer_comm_fwd = lcoll.forward();
+  const seconds layer_comm_bwd = lcoll.backward();
   const seconds layer_recompute = rc == recompute::full ? seconds{lc.forward} + layer_comm_fwd
                                   : rc == recompute::selective ? seconds{lc.attention}
                                                                : seconds{};

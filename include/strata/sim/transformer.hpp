@@ -106,32 +106,13 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
   const analytic::layer_compute lc =
       analytic::lower_layer(m, prof, tr, s.tensor.degree, s.tensor.sequence, s.context.degree,
                             s.expert.degree, s.micro_batch);
-  // the per-layer costs of the closed form: a one-layer, one-stage copy of the plan gives them
+  // the per-layer collectives of the closed form
   const double seq = tr.sequence == 0 ? m.sequence : tr.sequence;
   const double b = s.micro_batch, sl = seq / s.context.degree, h = m.hidden;
   const double act = tr.activation_bytes();
   const int tp = s.tensor.degree;
-  seconds tp_fwd{};
-  if (tp > 1) {
-    const group g = s.group_of(axis::tensor);
-    const bytes x{b * sl * h * act};
-    tp_fwd = s.tensor.sequence ? 2.0 * (comm::ring::time(comm::collective::all_gather, c, g, x) +
-                                        comm::ring::time(comm::collective::reduce_scatter, c, g, x))
-                               : 2.0 * comm::ring::time(comm::collective::all_reduce, c, g, x);
-  }
-  seconds ep_fwd{};
-  if (m.moe() && s.expert.degree > 1)
-    ep_fwd = 2.0 * comm::direct::time(comm::collective::all_to_all, c, s.group_of(axis::expert),
-                                      bytes{b * sl * m.top_k * m.capacity * h * act});
-  seconds cp_fwd{}, cp_bwd{};
-  if (s.context.degree > 1) {
-    const interconnect link = comm::ring_link(c, s.group_of(axis::context));
-    const seconds ring =
-        (s.context.degree - 1) * link.transfer(bytes{2 * b * sl * m.kv_width() / tp * act});
-    cp_fwd = max(ring - seconds{lc.attention}, seconds{});
-    cp_bwd = max(2.0 * ring - seconds{lc.attention_backward}, seconds{});
-  }
-  const seconds comm_fwd = tp_fwd + cp_fwd + ep_fwd, comm_bwd = tp_fwd + cp_bwd + ep_fwd;
+  const analytic::layer_collectives lcoll = analytic::collectives_of(m, s, c, tr, lc);
+  const seconds comm_fwd = lcoll.forward(), comm_bwd = lcoll.backward();
   const parallel::recompute rc = s.recomputation;
   const double recompute = rc == parallel::recompute::full        ? lc.forward
                            : rc == parallel::recompute::selective ? lc.attention
