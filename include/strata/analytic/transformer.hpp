@@ -190,6 +190,22 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
 }
 }  // namespace detail
 
+/// Korthikanti et al. §4.3, per micro-batch on one rank: the input embedding's dropout mask,
+/// s b h / t bytes.
+[[nodiscard]] constexpr double input_embedding_bytes(const transformer& m, const parallel::nd& s,
+                                                     const transformer_training& t) {
+  const double sl = static_cast<double>(detail::sequence_of(m, t)) / s.context.degree;
+  return m.dropout ? sl * s.micro_batch * m.hidden / s.tensor.degree : 0.0;
+}
+/// Korthikanti et al. §4.3: the final norm's and the projection's inputs and the fp32 logits,
+/// 4 s b h / t (1 + V / h) with 2-byte activations.
+[[nodiscard]] constexpr double output_layer_bytes(const transformer& m, const parallel::nd& s,
+                                                  const transformer_training& t) {
+  const double sl = static_cast<double>(detail::sequence_of(m, t)) / s.context.degree;
+  const double sb = sl * s.micro_batch, tp = s.tensor.degree;
+  return 2 * t.activation_bytes() * sb * m.hidden / tp + 4 * sb * m.vocabulary / tp;
+}
+
 /// Memory of pipeline stage `stage` on one rank.
 [[nodiscard]] constexpr transformer_memory stage_memory(const transformer& m, const parallel::nd& s,
                                                         const transformer_training& t, int stage) {
@@ -229,12 +245,8 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
   if (s.recomputation == recompute::full)  // one layer rebuilt in full during its backward
     mem.activations +=
         bytes{layer_activation_bytes(m, seq, b, tp, sp, recompute::none, flash, act)};
-  const double sbh = seq * b * m.hidden;
-  if (stage == 0 && m.dropout)  // the embedding's dropout mask, s b h p / t
-    mem.embedding_activations += bytes{sbh * in_flight / tp};
-  if (stage == p - 1)  // final norm and projection inputs, fp32 logits: 4 s b h / t (1 + V/h)
-    mem.embedding_activations +=
-        bytes{2 * act * sbh / tp + 4 * seq * b * static_cast<double>(m.vocabulary) / tp};
+  if (stage == 0) mem.embedding_activations += bytes{in_flight * input_embedding_bytes(m, s, t)};
+  if (stage == p - 1) mem.embedding_activations += bytes{output_layer_bytes(m, s, t)};
   // communication buffers
   if (s.data.zero >= 3) {
     mem.buffers += bytes{2 * t.weight_bytes() * m.layer_parameters() / tp};  // gathered + prefetch

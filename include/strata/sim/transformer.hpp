@@ -157,12 +157,11 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
     const int layers = s.stage_layers(m, i) / v;
     // each unit's layers, plus the embedding's dropout mask (first virtual stage) or the output
     // layer's inputs and fp32 logits (last), as in `analytic::stage_memory`
-    const double sbh = sl * b * h;
     for (int j = 0; j < mb * v; ++j) {
       const int gs = (j % v) * p + i;
       double x = layers * per_layer;
-      if (gs == 0 && m.dropout) x += sbh / tp;
-      if (gs == p * v - 1) x += 2 * act * sbh / tp + 4 * sl * b * m.vocabulary / tp;
+      if (gs == 0) x += analytic::input_embedding_bytes(m, s, tr);
+      if (gs == p * v - 1) x += analytic::output_layer_bytes(m, s, tr);
       acts[static_cast<std::size_t>(i)].push_back(g.add_tensor({"activations", i, x}));
     }
     // full recomputation rebuilds one layer in full during each backward
