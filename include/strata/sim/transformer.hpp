@@ -107,7 +107,7 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
       analytic::lower_layer(m, prof, tr, s.tensor.degree, s.tensor.sequence, s.context.degree,
                             s.expert.degree, s.micro_batch);
   // the per-layer collectives of the closed form
-  const double seq = tr.sequence == 0 ? m.sequence : tr.sequence;
+  const double seq = analytic::detail::sequence_of(m, tr);
   const double b = s.micro_batch, sl = seq / s.context.degree, h = m.hidden;
   const double act = tr.activation_bytes();
   const int tp = s.tensor.degree;
