@@ -573,11 +573,12 @@ struct layer_collectives {
                               s.expert.degree, s.micro_batch));
 }
 
-/// Evaluates with the device's datasheet profile (`datasheet_profile`).
+/// Evaluates with the device's datasheet peaks and the GEMM efficiency fitted on the H100
+/// (`datasheet_profile(c.dev, h100_fitted_gemm)`, the profile validated on SC'21 Table 1).
 [[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
                                                     const cluster& c,
                                                     const transformer_training& tr) {
-  return evaluate(m, s, c, tr, datasheet_profile(c.dev));
+  return evaluate(m, s, c, tr, datasheet_profile(c.dev, h100_fitted_gemm));
 }
 
 }  // namespace strata::analytic

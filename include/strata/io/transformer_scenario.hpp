@@ -262,14 +262,17 @@ inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
   } else {
     s.strategy = d::parse_nd(j.contains("parallel") ? j["parallel"] : nlohmann::json::object());
   }
-  // profile: "fitted-gemm" (default: datasheet peaks, GEMM efficiency fitted on the H100),
-  // "datasheet", "h100" (the shipped fit, carried to the cluster's device), or a profile file
-  const nlohmann::json pj = j.contains("profile") ? j["profile"] : nlohmann::json("fitted-gemm");
+  // profile: "auto" (default: the shipped H100 fit on an H100, "fitted-gemm" elsewhere),
+  // "fitted-gemm" (datasheet peaks, GEMM efficiency fitted on the H100), "datasheet", "h100"
+  // (the shipped fit, carried to the cluster's device), or a profile file
+  const nlohmann::json pj = j.contains("profile") ? j["profile"] : nlohmann::json("auto");
   if (!pj.is_string())
-    d::fail("profile", "must be \"fitted-gemm\", \"datasheet\", \"h100\" or a file");
-  const std::string pn = pj.get<std::string>();
+    d::fail("profile", "must be \"auto\", \"fitted-gemm\", \"datasheet\", \"h100\" or a file");
+  std::string pn = pj.get<std::string>();
   const device& dev = s.machine.dev;
   if (dev.sms < 1) d::fail("cluster.device", "has no SM count: transformer plans need a GPU");
+  if (pn == "auto")
+    pn = dev.name == presets::h100_sxm5_80gb.name && !h100_profile.empty() ? "h100" : "fitted-gemm";
   s.profile_name = pn;
   if (pn == "fitted-gemm") {
     s.profile = datasheet_profile(dev, h100_fitted_gemm);

@@ -1,0 +1,35 @@
+// Compiling this file is the test: transformer plans are constant expressions.
+#include <strata/strata.hpp>
+
+using namespace strata;
+using namespace strata::literals;
+
+// Released parameter counts.
+static_assert(zoo::llama3_8b().parameters() == 8'030'261'248);
+static_assert(zoo::mixtral_8x7b().active_parameters() == 12'879'925'248);
+
+// Korthikanti et al. Table 2 at compile time: GPT-3, t = 8, s = 2048, b = 1: 23 s b h.
+static_assert(analytic::layer_activation_bytes(zoo::gpt3_175b(), 2048, 1, 8, false,
+                                               parallel::recompute::none,
+                                               false) == 23.0 * 2048 * 12288);
+
+// ZeRO (Rajbhandari et al. Fig. 1): 7.5B parameters on 64 ranks, stage 3: 1.875 GB.
+static_assert(analytic::zero_model_states(7.5e9, 64, 3) == 1.875_GB);
+
+// GPT-3 175B with SC'21's recipe on 1024 A100 fits in 80 GiB and runs an iteration in
+// 10-60 s; the same without pipeline parallelism does not fit.
+constexpr transformer_training gpt3_setup{.global_batch = 1536, .sequence = 2048};
+constexpr transformer_plan gpt3{
+    zoo::gpt3_175b(), presets::dgx_a100(128),
+    parallel::nd{
+        .tensor = {.degree = 8},
+        .pipeline = {.degree = 8, .virtual_stages = 2, .kind = parallel::schedule::interleaved},
+        .data = {.degree = 16},
+        .recomputation = parallel::recompute::full},
+    gpt3_setup};
+static_assert(peak_memory(gpt3) <= 80_GiB);
+static_assert(iteration_time(gpt3) > 10_s && iteration_time(gpt3) < 60_s);
+constexpr transformer_plan gpt3_flat{zoo::gpt3_175b(), presets::dgx_a100(128),
+                                     parallel::nd{.tensor = {.degree = 8}, .data = {.degree = 128}},
+                                     transformer_training{.global_batch = 1024, .sequence = 2048}};
+static_assert(peak_memory(gpt3_flat) > 80_GiB);
