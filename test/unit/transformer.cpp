@@ -1,6 +1,7 @@
 // Transformers: parameter counts of the zoo, Narayanan's FLOPs, Korthikanti's activation terms,
 // ZeRO's model states, the limits of parallel::nd and the composition of an iteration's time.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <strata/strata.hpp>
 
 using namespace strata;
@@ -304,4 +305,46 @@ TEST_CASE("fp8 GEMMs run at the fp8 peak") {
   const auto b = analytic::lower_layer(m, h100, fp8, 8, true, 1, 1, 1);
   CHECK(b.forward < a.forward);
   CHECK(b.forward > a.forward / 2);  // attention and memory-bound kernels do not speed up
+}
+
+TEST_CASE("the sweep covers expert and context parallelism when asked") {
+  const transformer m = zoo::mixtral_8x7b();
+  const cluster c = presets::dgx_h100(4);
+  const transformer_training t{.global_batch = 64, .sequence = 8192};
+  const device_profile h100 = datasheet_profile(presets::h100_sxm5_80gb, h100_fitted_gemm);
+  search::transformer_space space{.expert = {1, 2, 4, 8, 3}, .context = {1, 2}, .keep = 1000};
+  const auto r = search::sweep(m, c, t, h100, space);
+  REQUIRE(!r.best.empty());
+  bool expert = false, context = false;
+  for (const auto& p : r.best) {
+    CHECK_NOTHROW(p.strategy.check(m, t, 32));
+    expert = expert || p.strategy.expert.degree > 1;
+    context = context || p.strategy.context.degree > 1;
+    CHECK(p.strategy.expert.degree != 3);  // 3 does not divide 8 experts
+    // every timed plan has a finite, positive time made of non-negative parts
+    CHECK(p.time.total() > seconds{});
+    CHECK(p.time.expert_comm >= seconds{});
+    CHECK(p.time.context_comm >= seconds{});
+    CHECK(std::isfinite(p.time.total().count()));
+  }
+  CHECK(expert);
+  CHECK(context);
+}
+
+TEST_CASE("every zoo model sweeps to finite plans on 64 H100") {
+  const cluster c = presets::dgx_h100(8);
+  const device_profile h100 = datasheet_profile(presets::h100_sxm5_80gb, h100_fitted_gemm);
+  for (const transformer& m :
+       {zoo::gpt2_124m(), zoo::gpt2_1_5b(), zoo::bert_large(), zoo::gpt_18b(), zoo::llama2_13b(),
+        zoo::llama2_70b(), zoo::llama3_8b(), zoo::llama3_70b(), zoo::mixtral_8x7b()}) {
+    const transformer_training t{.global_batch = 256};
+    const auto r = search::sweep(m, c, t, h100, {.keep = 3});
+    INFO(m.name);
+    REQUIRE(!r.best.empty());
+    for (const auto& p : r.best) {
+      CHECK(std::isfinite(p.time.total().count()));
+      CHECK(p.time.total() > seconds{});
+      CHECK(p.memory <= c.dev.memory);
+    }
+  }
 }

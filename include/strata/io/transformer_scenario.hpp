@@ -206,7 +206,7 @@ inline search::transformer_space parse_space(const json& j) {
   const std::string p = "search";
   only_keys(j, p,
             {"tensor", "pipeline", "micro_batch", "virtual_stages", "zero", "recompute",
-             "sequence_parallel", "keep"});
+             "sequence_parallel", "expert", "context", "keep"});
   auto ints = [&](const char* key, std::vector<int>& out, long long lo, long long hi) {
     if (!j.contains(key)) return;
     const json& a = j[key];
@@ -221,6 +221,8 @@ inline search::transformer_space parse_space(const json& j) {
   ints("micro_batch", sp.micro_batch, 1, 1 << 20);
   ints("virtual_stages", sp.virtual_stages, 1, 1 << 16);
   ints("zero", sp.zero, 0, 3);
+  ints("expert", sp.expert, 1, max_degree);
+  ints("context", sp.context, 1, max_degree);
   if (j.contains("recompute")) {
     const json& a = j["recompute"];
     if (!a.is_array() || a.empty()) fail(p + ".recompute", "must be a non-empty array");
@@ -383,13 +385,14 @@ inline std::string transformer_report_table(const transformer_scenario& s) {
     out += line;
     for (const auto& p : j["best"]) {
       const auto& q = p["parallel"];
-      std::snprintf(line, sizeof line,
-                    "  t=%d%s p=%d v=%d d=%d zero=%d b=%d recompute=%-9s %8.3f s %6.1f GiB\n",
-                    q["tensor"].get<int>(), q["sequence_parallel"].get<bool>() ? "+sp" : "",
-                    q["pipeline"].get<int>(), q["virtual_stages"].get<int>(), q["data"].get<int>(),
-                    q["zero"].get<int>(), q["micro_batch"].get<int>(),
-                    q["recompute"].get<std::string>().c_str(), p["iteration_s"].get<double>(),
-                    p["memory_GiB"].get<double>());
+      std::snprintf(
+          line, sizeof line,
+          "  t=%d%s c=%d e=%d p=%d v=%d d=%d zero=%d b=%d recompute=%-9s %8.3f s %6.1f GiB\n",
+          q["tensor"].get<int>(), q["sequence_parallel"].get<bool>() ? "+sp" : "",
+          q["context"].get<int>(), q["expert"].get<int>(), q["pipeline"].get<int>(),
+          q["virtual_stages"].get<int>(), q["data"].get<int>(), q["zero"].get<int>(),
+          q["micro_batch"].get<int>(), q["recompute"].get<std::string>().c_str(),
+          p["iteration_s"].get<double>(), p["memory_GiB"].get<double>());
       out += line;
     }
     return out;

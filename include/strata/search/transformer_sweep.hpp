@@ -3,7 +3,8 @@
 /// @brief Sweeps the strategy space of a transformer on a cluster and ranks the plans that fit.
 ///
 /// The space: tensor degrees (dividing the heads, the KV heads, the hidden and MLP sizes, at
-/// most a node), sequence parallelism on or off, pipeline degrees (dividing the layers), the data
+/// most a node), sequence parallelism on or off, expert and context degrees (1 unless given),
+/// pipeline degrees (dividing the layers), the data
 /// degree that fills the cluster, micro-batches, interleaving, recomputation modes and ZeRO
 /// stages. Candidates are valid by construction. Each is pruned on memory first (three pipeline
 /// stages, `peak_stage_memory`); only plans that fit are timed, with one kernel lowering per
@@ -32,7 +33,9 @@ struct transformer_space {
       parallel::recompute::none, parallel::recompute::selective, parallel::recompute::full};
   std::vector<int> zero{0, 1, 2, 3};
   std::vector<bool> sequence_parallel{false, true};
-  std::size_t keep = 10;  ///< best plans kept
+  std::vector<int> expert{1};   ///< expert degrees (those dividing the experts are tried)
+  std::vector<int> context{1};  ///< context degrees (those whose double divides the sequence)
+  std::size_t keep = 10;        ///< best plans kept
 };
 
 struct ranked_transformer_plan {
@@ -88,41 +91,54 @@ inline std::vector<int> divisors(int n, int limit) {
       std::push_heap(best.begin(), best.end(), slower);
     }
   };
-  for (const int t : tensor) {
-    for (const bool sp : space.sequence_parallel) {
-      if (sp && t == 1) continue;
-      for (const int b : space.micro_batch) {
-        const analytic::layer_compute lc = analytic::lower_layer(m, prof, tr, t, sp, 1, 1, b);
-        for (const int p : pipeline) {
-          if (m.layers % p != 0 || devices % (t * p) != 0) continue;
-          const int d = devices / (t * p);
-          if (tr.global_batch % d != 0 || (tr.global_batch / d) % b != 0) continue;
-          const int micro = tr.global_batch / d / b;
-          for (const int v : space.virtual_stages) {
-            if (v > 1 && (p == 1 || (m.layers / p) % v != 0 || micro % p != 0)) continue;
-            for (const auto rc : space.recompute) {
-              for (const int z : space.zero) {
-                if (z > 0 && d == 1) continue;  // nothing to shard
-                parallel::nd s{.tensor = {.degree = t, .sequence = sp},
-                               .pipeline = {.degree = p,
-                                            .virtual_stages = v,
-                                            .kind = v > 1 ? parallel::schedule::interleaved
-                                                          : parallel::schedule::one_f_one_b},
-                               .data = {.degree = d, .zero = z},
-                               .recomputation = rc,
-                               .micro_batch = b};
-                ++out.candidates;
-                const bytes mem = analytic::peak_stage_memory(m, s, tr).total();
-                if (mem > c.dev.memory) continue;
-                ++out.fitting;
-                consider({s, analytic::iteration(m, s, c, tr, prof, lc), mem});
+  const int seq = tr.sequence == 0 ? m.sequence : tr.sequence;
+  // one plan: pruned on memory, timed when it fits
+  auto visit = [&](const parallel::nd& s, const analytic::layer_compute& lc) {
+    ++out.candidates;
+    const bytes mem = analytic::peak_stage_memory(m, s, tr).total();
+    if (mem > c.dev.memory) return;
+    ++out.fitting;
+    consider({s, analytic::iteration(m, s, c, tr, prof, lc), mem});
+  };
+  // the axes that change the lowered layer: tensor, sequence parallelism, expert, context and
+  // micro-batch; everything else reuses it
+  for (const int t : tensor)
+    for (const bool sp : space.sequence_parallel)
+      for (const int e : space.expert)
+        for (const int cx : space.context)
+          for (const int b : space.micro_batch) {
+            if ((sp && t == 1) || e < 1 || m.experts % e != 0 || cx < 1 ||
+                (cx > 1 && seq % (2 * cx) != 0) || b < 1)
+              continue;
+            const analytic::layer_compute lc = analytic::lower_layer(m, prof, tr, t, sp, cx, e, b);
+            for (const int p : pipeline) {
+              if (p < 1 || m.layers % p != 0 || devices % (t * p * e * cx) != 0) continue;
+              const int d = devices / (t * p * e * cx);
+              const int replicas = d * e;
+              if (tr.global_batch % replicas != 0 || (tr.global_batch / replicas) % b != 0)
+                continue;
+              const int micro = tr.global_batch / replicas / b;
+              for (const int v : space.virtual_stages) {
+                if (v < 1 || (v > 1 && (p == 1 || (m.layers / p) % v != 0 || micro % p != 0)))
+                  continue;
+                for (const auto rc : space.recompute)
+                  for (const int z : space.zero) {
+                    if (z > 0 && d * e * cx == 1) continue;  // nothing to shard
+                    visit({.tensor = {.degree = t, .sequence = sp},
+                           .context = {.degree = cx},
+                           .expert = {.degree = e},
+                           .pipeline = {.degree = p,
+                                        .virtual_stages = v,
+                                        .kind = v > 1 ? parallel::schedule::interleaved
+                                                      : parallel::schedule::one_f_one_b},
+                           .data = {.degree = d, .zero = z},
+                           .recomputation = rc,
+                           .micro_batch = b},
+                          lc);
+                  }
               }
             }
           }
-        }
-      }
-    }
-  }
   std::sort_heap(best.begin(), best.end(),
                  [](const ranked_transformer_plan& a, const ranked_transformer_plan& b) {
                    return a.time.total() < b.time.total();
