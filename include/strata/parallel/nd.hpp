@@ -10,12 +10,12 @@
 /// it. Misuse is a `plan_error` with a `limits::` sentence: a compile error in a constant
 /// expression, an exception at run time.
 /// @code
-/// constexpr strata::parallel::nd s{.tensor = {.degree = 8, .sequence = true},
-///                                  .pipeline = {.degree = 8, .virtual_stages = 2,
-///                                               .schedule =
-///                                               strata::parallel::schedule::interleaved},
-///                                  .data = {.degree = 16, .zero = 1},
-///                                  .micro_batch = 1};
+/// constexpr strata::parallel::nd s{
+///     .tensor = {.degree = 8, .sequence = true},
+///     .pipeline = {.degree = 8, .virtual_stages = 2,
+///                  .kind = strata::parallel::schedule::interleaved},
+///     .data = {.degree = 16, .zero = 1},
+///     .micro_batch = 1};
 /// static_assert(s.devices() == 1024);
 /// @endcode
 
