@@ -98,6 +98,10 @@ struct transformer_training {
   bool flash_attention = true;  ///< fused attention: no s x s tensors are kept (or moved)
   double reserved = 0;          ///< bytes of "other" memory per device (framework, workspaces)
 
+  /// Tokens per sequence: `sequence`, or the model's own length `model_sequence` when it is 0.
+  [[nodiscard]] constexpr int sequence_or(int model_sequence) const {
+    return sequence == 0 ? model_sequence : sequence;
+  }
   /// Type of the GEMMs and of the attention kernels.
   [[nodiscard]] constexpr dtype compute() const {
     switch (precision) {

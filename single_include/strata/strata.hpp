@@ -810,6 +810,10 @@ struct transformer_training {
   bool flash_attention = true;  ///< fused attention: no s x s tensors are kept (or moved)
   double reserved = 0;          ///< bytes of "other" memory per device (framework, workspaces)
 
+  /// Tokens per sequence: `sequence`, or the model's own length `model_sequence` when it is 0.
+  [[nodiscard]] constexpr int sequence_or(int model_sequence) const {
+    return sequence == 0 ? model_sequence : sequence;
+  }
   /// Type of the GEMMs and of the attention kernels.
   [[nodiscard]] constexpr dtype compute() const {
     switch (precision) {
@@ -2512,16 +2516,24 @@ struct nd {
   [[nodiscard]] constexpr int micro_batches(const transformer_training& t) const {
     return t.global_batch / replicas() / micro_batch;
   }
+  /// The layers and stages left once the first and last stages take their given counts.
+  struct evenly_split {
+    int layers, stages;
+  };
+  [[nodiscard]] constexpr evenly_split even_part(const transformer& m) const {
+    evenly_split e{m.layers, pipeline.degree};
+    if (pipeline.first_stage_layers > 0) e.layers -= pipeline.first_stage_layers, --e.stages;
+    if (pipeline.last_stage_layers > 0) e.layers -= pipeline.last_stage_layers, --e.stages;
+    return e;
+  }
   /// Layers of pipeline stage `i` (all its virtual chunks together).
   [[nodiscard]] constexpr int stage_layers(const transformer& m, int i) const {
     const int p = pipeline.degree;
     if (p == 1) return m.layers;
     if (i == 0 && pipeline.first_stage_layers > 0) return pipeline.first_stage_layers;
     if (i == p - 1 && pipeline.last_stage_layers > 0) return pipeline.last_stage_layers;
-    int rest = m.layers, stages = p;
-    if (pipeline.first_stage_layers > 0) rest -= pipeline.first_stage_layers, --stages;
-    if (pipeline.last_stage_layers > 0) rest -= pipeline.last_stage_layers, --stages;
-    return rest / stages;
+    const evenly_split e = even_part(m);
+    return e.layers / e.stages;
   }
 
   /// The limits of a transformer plan on `devices` ranks (see `limits.hpp`).
@@ -2542,7 +2554,7 @@ struct nd {
     if (static_cast<long long>(m.ffn_size()) % tp != 0)
       throw plan_error(limits::tensor_degree_must_divide_ffn);
     if (m.experts % expert.degree != 0) throw plan_error(limits::expert_degree_must_divide_experts);
-    const int s = t.sequence == 0 ? m.sequence : t.sequence;
+    const int s = t.sequence_or(m.sequence);
     if (m.positions == position_kind::learned && s > m.sequence)
       throw plan_error(limits::sequence_exceeds_positions);
     if (context.degree > 1 && s % (2 * context.degree) != 0)
@@ -2560,10 +2572,8 @@ struct nd {
     if (pipeline.first_stage_layers < 0 || pipeline.last_stage_layers < 0)
       throw plan_error(limits::pipeline_layers_must_split_evenly);
     if (p > 1) {
-      int rest = m.layers, stages = p;
-      if (pipeline.first_stage_layers > 0) rest -= pipeline.first_stage_layers, --stages;
-      if (pipeline.last_stage_layers > 0) rest -= pipeline.last_stage_layers, --stages;
-      if (stages < 1 ? rest != 0 : (rest < stages || rest % stages != 0))
+      const evenly_split e = even_part(m);
+      if (e.stages < 1 ? e.layers != 0 : (e.layers < e.stages || e.layers % e.stages != 0))
         throw plan_error(limits::pipeline_layers_must_split_evenly);
       for (int i = 0; i < p; ++i)
         if (stage_layers(m, i) % v != 0)
@@ -2758,7 +2768,7 @@ constexpr void add_states(transformer_memory& mem, double n, double shards, int 
   mem.optimizer_states += bytes{n * t.optimizer_bytes() / (zero >= 1 ? shards : 1.0)};
 }
 constexpr int sequence_of(const transformer& m, const transformer_training& t) {
-  return t.sequence == 0 ? m.sequence : t.sequence;
+  return t.sequence_or(m.sequence);
 }
 }  // namespace detail
 
@@ -3016,8 +3026,6 @@ struct layer_collectives {
   const recompute rc = s.recomputation;
 
   const layer_collectives lcoll = collectives_of(m, s, c, tr, lc);
-  const seconds tp_fwd = lcoll.tensor, cp_fwd = lcoll.context_forward,
-                cp_bwd = lcoll.context_backward, ep_fwd = lcoll.expert;
   const seconds layer_comm_fwd = lcoll.forward();
   const seconds layer_comm_bwd = lcoll.backward();
   const seconds layer_recompute = rc == recompute::full ? seconds{lc.forward} + layer_comm_fwd
@@ -3053,9 +3061,9 @@ struct layer_collectives {
   T.backward = mb * seconds{lcrit * lc.backward + (critical == 0 ? lc.embedding_backward : 0.0) +
                             (critical == p - 1 ? lc.head_backward : 0.0)};
   T.recompute = mb * lcrit * layer_recompute;
-  T.tensor_comm = mb * lcrit * 2.0 * tp_fwd;
-  T.context_comm = mb * lcrit * (cp_fwd + cp_bwd);
-  T.expert_comm = mb * lcrit * 2.0 * ep_fwd;
+  T.tensor_comm = mb * lcrit * 2.0 * lcoll.tensor;
+  T.context_comm = mb * lcrit * (lcoll.context_forward + lcoll.context_backward);
+  T.expert_comm = mb * lcrit * 2.0 * lcoll.expert;
   // fill and drain: (p - 1) / v of the other stages' micro-batch time (Narayanan et al. SC'21
   // §2.2: bubble fraction (p - 1) / (v m))
   T.pipeline_bubble = (sum - worst) / static_cast<double>(v);
@@ -4227,7 +4235,7 @@ inline std::vector<int> divisors(int n, int limit) {
       std::push_heap(best.begin(), best.end(), slower);
     }
   };
-  const int seq = tr.sequence == 0 ? m.sequence : tr.sequence;
+  const int seq = tr.sequence_or(m.sequence);
   // one plan: pruned on memory, timed when it fits
   auto visit = [&](const parallel::nd& s, const analytic::layer_compute& lc) {
     ++out.candidates;

@@ -186,7 +186,7 @@ constexpr void add_states(transformer_memory& mem, double n, double shards, int 
   mem.optimizer_states += bytes{n * t.optimizer_bytes() / (zero >= 1 ? shards : 1.0)};
 }
 constexpr int sequence_of(const transformer& m, const transformer_training& t) {
-  return t.sequence == 0 ? m.sequence : t.sequence;
+  return t.sequence_or(m.sequence);
 }
 }  // namespace detail
 
@@ -444,8 +444,6 @@ struct layer_collectives {
   const recompute rc = s.recomputation;
 
   const layer_collectives lcoll = collectives_of(m, s, c, tr, lc);
-  const seconds tp_fwd = lcoll.tensor, cp_fwd = lcoll.context_forward,
-                cp_bwd = lcoll.context_backward, ep_fwd = lcoll.expert;
   const seconds layer_comm_fwd = lcoll.forward();
   const seconds layer_comm_bwd = lcoll.backward();
   const seconds layer_recompute = rc == recompute::full ? seconds{lc.forward} + layer_comm_fwd
@@ -481,9 +479,9 @@ struct layer_collectives {
   T.backward = mb * seconds{lcrit * lc.backward + (critical == 0 ? lc.embedding_backward : 0.0) +
                             (critical == p - 1 ? lc.head_backward : 0.0)};
   T.recompute = mb * lcrit * layer_recompute;
-  T.tensor_comm = mb * lcrit * 2.0 * tp_fwd;
-  T.context_comm = mb * lcrit * (cp_fwd + cp_bwd);
-  T.expert_comm = mb * lcrit * 2.0 * ep_fwd;
+  T.tensor_comm = mb * lcrit * 2.0 * lcoll.tensor;
+  T.context_comm = mb * lcrit * (lcoll.context_forward + lcoll.context_backward);
+  T.expert_comm = mb * lcrit * 2.0 * lcoll.expert;
   // fill and drain: (p - 1) / v of the other stages' micro-batch time (Narayanan et al. SC'21
   // §2.2: bubble fraction (p - 1) / (v m))
   T.pipeline_bubble = (sum - worst) / static_cast<double>(v);

@@ -338,10 +338,9 @@ inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
       plans.push_back(
           {{"parallel", detail::nd_json(p.strategy)},
            {"iteration_s", p.time.total().count()},
-           {"tokens_per_s",
-            s.setup.global_batch *
-                static_cast<double>(s.setup.sequence == 0 ? s.net.sequence : s.setup.sequence) /
-                p.time.total().count()},
+           {"tokens_per_s", s.setup.global_batch *
+                                static_cast<double>(s.setup.sequence_or(s.net.sequence)) /
+                                p.time.total().count()},
            {"memory_GiB", to_gib(p.memory)}});
     j["best"] = plans;
     return j;

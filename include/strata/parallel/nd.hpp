@@ -160,16 +160,24 @@ struct nd {
   [[nodiscard]] constexpr int micro_batches(const transformer_training& t) const {
     return t.global_batch / replicas() / micro_batch;
   }
+  /// The layers and stages left once the first and last stages take their given counts.
+  struct evenly_split {
+    int layers, stages;
+  };
+  [[nodiscard]] constexpr evenly_split even_part(const transformer& m) const {
+    evenly_split e{m.layers, pipeline.degree};
+    if (pipeline.first_stage_layers > 0) e.layers -= pipeline.first_stage_layers, --e.stages;
+    if (pipeline.last_stage_layers > 0) e.layers -= pipeline.last_stage_layers, --e.stages;
+    return e;
+  }
   /// Layers of pipeline stage `i` (all its virtual chunks together).
   [[nodiscard]] constexpr int stage_layers(const transformer& m, int i) const {
     const int p = pipeline.degree;
     if (p == 1) return m.layers;
     if (i == 0 && pipeline.first_stage_layers > 0) return pipeline.first_stage_layers;
     if (i == p - 1 && pipeline.last_stage_layers > 0) return pipeline.last_stage_layers;
-    int rest = m.layers, stages = p;
-    if (pipeline.first_stage_layers > 0) rest -= pipeline.first_stage_layers, --stages;
-    if (pipeline.last_stage_layers > 0) rest -= pipeline.last_stage_layers, --stages;
-    return rest / stages;
+    const evenly_split e = even_part(m);
+    return e.layers / e.stages;
   }
 
   /// The limits of a transformer plan on `devices` ranks (see `limits.hpp`).
@@ -190,7 +198,7 @@ struct nd {
     if (static_cast<long long>(m.ffn_size()) % tp != 0)
       throw plan_error(limits::tensor_degree_must_divide_ffn);
     if (m.experts % expert.degree != 0) throw plan_error(limits::expert_degree_must_divide_experts);
-    const int s = t.sequence == 0 ? m.sequence : t.sequence;
+    const int s = t.sequence_or(m.sequence);
     if (m.positions == position_kind::learned && s > m.sequence)
       throw plan_error(limits::sequence_exceeds_positions);
     if (context.degree > 1 && s % (2 * context.degree) != 0)
@@ -208,10 +216,8 @@ struct nd {
     if (pipeline.first_stage_layers < 0 || pipeline.last_stage_layers < 0)
       throw plan_error(limits::pipeline_layers_must_split_evenly);
     if (p > 1) {
-      int rest = m.layers, stages = p;
-      if (pipeline.first_stage_layers > 0) rest -= pipeline.first_stage_layers, --stages;
-      if (pipeline.last_stage_layers > 0) rest -= pipeline.last_stage_layers, --stages;
-      if (stages < 1 ? rest != 0 : (rest < stages || rest % stages != 0))
+      const evenly_split e = even_part(m);
+      if (e.stages < 1 ? e.layers != 0 : (e.layers < e.stages || e.layers % e.stages != 0))
         throw plan_error(limits::pipeline_layers_must_split_evenly);
       for (int i = 0; i < p; ++i)
         if (stage_layers(m, i) % v != 0)

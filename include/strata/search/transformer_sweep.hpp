@@ -91,7 +91,7 @@ inline std::vector<int> divisors(int n, int limit) {
       std::push_heap(best.begin(), best.end(), slower);
     }
   };
-  const int seq = tr.sequence == 0 ? m.sequence : tr.sequence;
+  const int seq = tr.sequence_or(m.sequence);
   // one plan: pruned on memory, timed when it fits
   auto visit = [&](const parallel::nd& s, const analytic::layer_compute& lc) {
     ++out.candidates;
