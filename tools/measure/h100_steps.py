@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Measure single-GPU training steps (time and memory) in PyTorch eager.
+
+The framework behaviour measured is the one strata's step model documents (docs/calibration.md):
+fp32 parameters; bf16 through torch.autocast or fp32 with TF32 allowed; fused AdamW (GPT-2) or SGD
+with momentum (CNNs); zero_grad(set_to_none=True); the batch resident on the GPU; dropout 0 in the
+GPT-2 model; scaled_dot_product_attention; cross-entropy on fp32 logits; channels-last CNNs.
+
+For each configuration: median step time over timed steps (CUDA events around forward, backward,
+optimizer step and zero_grad, synchronised per step), max_memory_allocated during a step (the
+peak is reset after the previous step's zero_grad), memory_allocated between steps.
+
+    python3 tools/measure/h100_steps.py --part gpt --models 124m,350m --out steps.csv
+    python3 tools/measure/h100_steps.py --part cnn --out cnn.csv
+"""
+import argparse, csv, gc, math, os, statistics, sys, time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+torch.backends.cuda.matmul.allow_tf32 = True
+torch.backends.cudnn.allow_tf32 = True
+
+GPT2 = {  # layers, hidden, heads
+    "124m": (12, 768, 12), "350m": (24, 1024, 16), "774m": (36, 1280, 20),
+    "1.5b": (48, 1600, 25), "2.7b": (32, 2560, 32),
+}
+
+
+class Block(nn.Module):
+    def __init__(self, h, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(h), nn.LayerNorm(h)
+        self.qkv, self.proj = nn.Linear(h, 3 * h), nn.Linear(h, h)
+        self.fc, self.fc_proj = nn.Linear(h, 4 * h), nn.Linear(4 * h, h)
+
+    def forward(self, x):
+        b, s, h = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(h, dim=2)
+        q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).contiguous().view(b, s, h))
+        return x + self.fc_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, h, heads, sequence, vocabulary=50304):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocabulary, h), nn.Embedding(sequence, h)
+        self.blocks = nn.ModuleList(Block(h, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(h)
+        self.lm_head = nn.Linear(h, vocabulary, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied
+        self.checkpoint = False
+
+    def forward(self, idx, targets):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        for blk in self.blocks:
+            x = checkpoint(blk, x, use_reentrant=False) if self.checkpoint else blk(x)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1))
+
+
+def measure(step, warmup, timed, budget_s):
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    between = torch.cuda.memory_allocated()
+    times, peaks = [], []
+    start = time.time()
+    for i in range(timed):
+        torch.cuda.reset_peak_memory_stats()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        step()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b))
+        peaks.append(torch.cuda.max_memory_allocated())
+        if i >= 2 and time.time() - start > budget_s:
+            break
+    return statistics.median(times), min(times), max(peaks), between, len(times)
+
+
+def cleanup():
+    gc.collect()
+    torch.cuda.empty_cache()
+
+
+def run_gpt(args, w):
+    for name in args.models.split(","):
+        layers, h, heads = GPT2[name]
+        for precision in ("bf16", "fp32"):
+            for seq in (512, 1024, 2048):
+                model = GPT(layers, h, heads, seq).cuda()
+                params = sum(p.numel() for p in model.parameters())
+                opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+                for ckpt in (False, True):
+                    model.checkpoint = ckpt
+                    for mb in (1, 4, 8, 16):
+                        idx = torch.randint(0, 50304, (mb, seq), device="cuda")
+                        tgt = torch.randint(0, 50304, (mb, seq), device="cuda")
+
+                        def step():
+                            with torch.autocast("cuda", torch.bfloat16, enabled=precision == "bf16"):
+                                loss = model(idx, tgt)
+                            loss.backward()
+                            opt.step()
+                            opt.zero_grad(set_to_none=True)
+
+                        row = dict(model="gpt2", size=name, layers=layers, hidden=h, heads=heads,
+                                   sequence=seq, batch=mb, precision=precision,
+                                   checkpoint=int(ckpt), parameters=params)
+                        try:
+                            med, lo, peak, between, n = measure(step, 2, 5, 6.0)
+                            row.update(step_ms=med, step_ms_min=lo, peak_bytes=peak,
+                                       between_bytes=between, steps=n, oom=0)
+                        except torch.OutOfMemoryError:
+                            opt.zero_grad(set_to_none=True)
+                            row.update(step_ms="", step_ms_min="", peak_bytes="",
+                                       between_bytes="", steps=0, oom=1)
+                        del idx, tgt
+                        cleanup()
+                        w.writerow(row)
+                        print(row, flush=True)
+                        if row["oom"]:
+                            break  # larger micro-batches do not fit either
+                del model, opt
+                cleanup()
+
+
+def run_cnn(args, w):
+    import torchvision
+    for name in ("resnet50", "vgg16"):
+        for precision in ("bf16", "fp32"):
+            model = getattr(torchvision.models, name)().cuda().to(memory_format=torch.channels_last)
+            params = sum(p.numel() for p in model.parameters())
+            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            for n in (32, 64, 128, 256):
+                x = torch.randn(n, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+                y = torch.randint(0, 1000, (n,), device="cuda")
+
+                def step():
+                    with torch.autocast("cuda", torch.bfloat16, enabled=precision == "bf16"):
+                        loss = F.cross_entropy(model(x).float(), y)
+                    loss.backward()
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+
+                row = dict(model=name, size="", layers="", hidden="", heads="", sequence="",
+                           batch=n, precision=precision, checkpoint=0, parameters=params)
+                try:
+                    med, lo, peak, between, k = measure(step, 3, 8, 8.0)
+                    row.update(step_ms=med, step_ms_min=lo, peak_bytes=peak, between_bytes=between,
+                               steps=k, oom=0)
+                except torch.OutOfMemoryError:
+                    row.update(step_ms="", step_ms_min="", peak_bytes="", between_bytes="",
+                               steps=0, oom=1)
+                del x, y
+                cleanup()
+                w.writerow(row)
+                print(row, flush=True)
+            del model, opt
+            cleanup()
+
+
+def run_profile(args):
+    """Kernel times of a few steps, grouped by kernel, for explaining gaps."""
+    from torch.profiler import profile, ProfilerActivity
+    import torchvision
+    cases = [("gpt2-350m-s1024-b8-bf16", "350m", 1024, 8, "bf16"),
+             ("gpt2-350m-s1024-b8-fp32", "350m", 1024, 8, "fp32"),
+             ("gpt2-124m-s512-b1-bf16", "124m", 512, 1, "bf16")]
+    for label, name, seq, mb, precision in cases:
+        layers, h, heads = GPT2[name]
+        model = GPT(layers, h, heads, seq).cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+        idx = torch.randint(0, 50304, (mb, seq), device="cuda")
+
+        def step():
+            with torch.autocast("cuda", torch.bfloat16, enabled=precision == "bf16"):
+                loss = model(idx, idx)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        profile_steps(label, step, args.out_dir)
+        del model, opt
+        cleanup()
+    for name, precision in (("resnet50", "bf16"), ("vgg16", "bf16")):
+        model = getattr(torchvision.models, name)().cuda().to(memory_format=torch.channels_last)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x = torch.randn(128, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+        y = torch.randint(0, 1000, (128,), device="cuda")
+
+        def step():
+            with torch.autocast("cuda", torch.bfloat16, enabled=precision == "bf16"):
+                loss = F.cross_entropy(model(x).float(), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        profile_steps(f"{name}-b128-{precision}", step, args.out_dir)
+        del model, opt
+        cleanup()
+
+
+def profile_steps(label, step, out_dir):
+    from torch.profiler import profile, ProfilerActivity
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(2):
+            step()
+        torch.cuda.synchronize()
+    rows = []
+    for e in prof.key_averages():
+        t = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+        if t > 0:
+            rows.append((t / 2, e.count // 2, e.key))
+    rows.sort(reverse=True)
+    with open(os.path.join(out_dir, f"profile_{label}.txt"), "w") as f:
+        total = sum(r[0] for r in rows)
+        f.write(f"# {label}: kernel time per step {total / 1000:.3f} ms\n")
+        for t, n, key in rows:
+            f.write(f"{t / 1000:10.4f} ms {n:6d}  {key[:150]}\n")
+    print(label, f"kernel ms/step {sum(r[0] for r in rows) / 1000:.2f}", flush=True)
+
+
+def run_gemm(args, w):
+    """Re-measure the fp32 (TF32) shapes of h100_gemm.csv over rotated buffers."""
+    shapes = []
+    with open(args.gemm_shapes) as f:
+        for r in csv.DictReader(f):
+            if r["dtype"] == "float32":
+                shapes.append((int(r["M"]), int(r["N"]), int(r["K"])))
+    for dt, name in ((torch.float32, "float32"), (torch.bfloat16, "bfloat16")):
+        for m, n, k in shapes:
+            sets = max(2, min(8, int(2e9 // ((m * k + k * n + m * n) * 4)) ))
+            bufs = [(torch.randn(m, k, device="cuda", dtype=dt), torch.randn(k, n, device="cuda", dtype=dt))
+                    for _ in range(sets)]
+            for a, b in bufs[:2]:
+                torch.matmul(a, b)
+            times = []
+            for i in range(30):
+                a, b = bufs[i % sets]
+                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                e0.record(); torch.matmul(a, b); e1.record()
+                torch.cuda.synchronize()
+                times.append(e0.elapsed_time(e1))
+            med = statistics.median(times)
+            w.writerow(dict(dtype=name, M=m, N=n, K=k, ms=med, ms_min=min(times), ms_max=max(times),
+                            tflops=2 * m * n * k / med / 1e9))
+            del bufs
+        cleanup()
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--part", required=True, choices=["gpt", "cnn", "profile", "gemm"])
+    ap.add_argument("--models", default="124m,350m,774m,1.5b,2.7b")
+    ap.add_argument("--out", default="-")
+    ap.add_argument("--out-dir", default=".")
+    ap.add_argument("--gemm-shapes", default="test/data/h100_gemm.csv")
+    args = ap.parse_args()
+    print(torch.__version__, torch.cuda.get_device_name(), flush=True)
+    if args.part == "profile":
+        run_profile(args)
+        sys.exit(0)
+    fields = (["dtype", "M", "N", "K", "ms", "ms_min", "ms_max", "tflops"] if args.part == "gemm" else
+              ["model", "size", "layers", "hidden", "heads", "sequence", "batch", "precision",
+               "checkpoint", "parameters", "step_ms", "step_ms_min", "peak_bytes", "between_bytes",
+               "steps", "oom"])
+    f = sys.stdout if args.out == "-" else open(args.out, "w", newline="", buffering=1)
+    w = csv.DictWriter(f, fieldnames=fields)
+    w.writeheader()
+    {"gpt": run_gpt, "cnn": run_cnn, "gemm": run_gemm}[args.part](args, w)
+    f.flush()
