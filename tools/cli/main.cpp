@@ -11,6 +11,7 @@
 
 #include "shipped_profiles.hpp"
 #include "strata/analytic/step.hpp"
+#include "strata/calibrate/step_fit.hpp"
 #include "strata/io/lin_trace.hpp"
 #include "strata/io/profile.hpp"
 #include "strata/io/scenario.hpp"
@@ -38,13 +39,14 @@ json run_step(const json& j) {
   const json& st = d::require(j, "scenario", "step");
   d::only_keys(st, "step",
                {"model", "layers", "hidden", "heads", "sequence", "batch", "vocabulary",
-                "precision", "checkpoint"});
+                "precision", "checkpoint", "keep_logits"});
   const std::string model = d::str_field(st, "step", "model", nullptr);
   if (model != "gpt2" && model != "resnet50" && model != "vgg16")
     d::fail("step.model", "unknown model \"" + model + "\" (known: gpt2, resnet50, vgg16)");
   const bool cnn = model != "gpt2";
   if (cnn)
-    for (const char* k : {"layers", "hidden", "heads", "sequence", "vocabulary", "checkpoint"})
+    for (const char* k :
+         {"layers", "hidden", "heads", "sequence", "vocabulary", "checkpoint", "keep_logits"})
       if (st.contains(k)) d::fail(std::string("step.") + k, "does not apply to " + model);
   strata::analytic::gpt2_config c;
   c.layers = d::int_field(st, "step", "layers", 1, 100000, 12, !cnn);
@@ -63,6 +65,10 @@ json run_step(const json& j) {
   if (st.contains("checkpoint")) {
     if (!st["checkpoint"].is_boolean()) d::fail("step.checkpoint", "must be true or false");
     c.checkpoint = st["checkpoint"].get<bool>();
+  }
+  if (st.contains("keep_logits")) {
+    if (!st["keep_logits"].is_boolean()) d::fail("step.keep_logits", "must be true or false");
+    c.keep_logits = st["keep_logits"].get<bool>();
   }
   // the profile: "h100" (shipped), a datasheet device {"datasheet": name, "sms": n}, or a file
   strata::io::stored_profile prof;
@@ -104,6 +110,8 @@ json run_step(const json& j) {
           {"device", prof.name},
           {"parameters", params},
           {"step_time_s", step.time()},
+          {"kernel_time_s", step.kernel_time()},
+          {"host_time_s", step.host_time()},
           {"kernels", step.kernels.size()},
           {"memory_bytes",
            {{"peak", mem.peak},
@@ -114,7 +122,8 @@ json run_step(const json& j) {
             {"weight_casts", mem.weight_casts},
             {"activations", mem.activations},
             {"logits", mem.logits},
-            {"batch", mem.batch}}}};
+            {"batch", mem.batch},
+            {"workspace", mem.workspace}}}};
 }
 }  // namespace
 
@@ -162,6 +171,13 @@ int main(int argc, char** argv) {
   cal_cmd->add_option("--gemm", gemm_csv, "GEMM timings (dtype,M,N,K,ms)")->required();
   cal_cmd->add_option("--membound", membound_csv, "memory-bound timings (op,bytes,ms)")->required();
   cal_cmd->add_option("--attention", attention_csv, "flash-attention timings")->required();
+  std::string attention_fp32_csv;
+  std::vector<std::string> step_csvs;
+  cal_cmd->add_option("--attention-fp32", attention_fp32_csv,
+                      "fp32 attention timings (the same columns)");
+  cal_cmd->add_option("--steps", step_csvs,
+                      "whole training steps (tools/measure/h100_steps.py) to fit the framework's "
+                      "dispatch costs; repeatable");
   cal_cmd->add_option("--device", cal_device, "datasheet device the profile starts from")
       ->check(CLI::IsMember({"v100-16gb", "v100-32gb", "a100-40gb", "a100-80gb", "h100", "h200"}));
   cal_cmd->add_option("--sms", sms, "streaming multiprocessors")->check(CLI::Range(1, 100000));
@@ -200,7 +216,26 @@ int main(int argc, char** argv) {
       if (!a) throw strata::plan_error("--attention: cannot open '" + attention_csv + "'");
       const strata::device dev =
           strata::io::detail::parse_device(nlohmann::json(cal_device), "--device");
-      const auto fit = strata::calibrate::fit_profile(dev, sms, g, m, a);
+      std::ifstream a32;
+      if (!attention_fp32_csv.empty()) {
+        a32.open(attention_fp32_csv);
+        if (!a32)
+          throw strata::plan_error("--attention-fp32: cannot open '" + attention_fp32_csv + "'");
+      }
+      auto fit = strata::calibrate::fit_profile(dev, sms, g, m, a,
+                                                attention_fp32_csv.empty() ? nullptr : &a32);
+      if (!step_csvs.empty()) {
+        std::vector<strata::calibrate::step_measurement> steps;
+        for (const auto& path : step_csvs) {
+          std::ifstream f(path);
+          if (!f) throw strata::plan_error("--steps: cannot open '" + path + "'");
+          const auto rows = strata::calibrate::read_steps(f);
+          steps.insert(steps.end(), rows.begin(), rows.end());
+        }
+        const auto d = strata::calibrate::fit_dispatch(steps, fit.profile);
+        fit.profile.dispatch = d.dispatch;
+        fit.report.push_back(d.report);
+      }
       if (!profile_out.empty())
         write_json("--output", profile_out, strata::io::to_json(fit.profile), 2);
       std::cout << nlohmann::json{{"report", strata::io::to_json(fit.report)}}.dump(2) << '\n';

@@ -229,6 +229,82 @@ def profile_steps(label, step, out_dir):
     print(label, f"kernel ms/step {sum(r[0] for r in rows) / 1000:.2f}", flush=True)
 
 
+def run_host_profile(args):
+    """Where the time of small, launch-bound steps goes: CPU-side operators and GPU kernels."""
+    from torch.profiler import profile, ProfilerActivity
+    for name, seq, mb, ckpt in (("774m", 512, 1, False), ("774m", 512, 1, True),
+                                ("124m", 512, 1, False), ("124m", 512, 1, True)):
+        layers, h, heads = GPT2[name]
+        model = GPT(layers, h, heads, seq).cuda()
+        model.checkpoint = ckpt
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+        idx = torch.randint(0, 50304, (mb, seq), device="cuda")
+
+        def step():
+            with torch.autocast("cuda", torch.bfloat16):
+                loss = model(idx, idx)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.autocast("cuda", torch.bfloat16):
+            loss = model(idx, idx)
+        t1 = time.perf_counter(); torch.cuda.synchronize(); t2 = time.perf_counter()
+        loss.backward()
+        t3 = time.perf_counter(); torch.cuda.synchronize(); t4 = time.perf_counter()
+        opt.step()
+        t5 = time.perf_counter(); torch.cuda.synchronize(); t6 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        t7 = time.perf_counter()
+        label = f"{name}-s{seq}-b{mb}-ckpt{int(ckpt)}"
+        print(label, "host ms: forward %.2f (+sync %.2f) backward %.2f (+sync %.2f) "
+              "optimizer %.2f (+sync %.2f) zero_grad %.2f" % tuple(
+                  1e3 * x for x in (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t7 - t6)),
+              flush=True)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            step()
+            torch.cuda.synchronize()
+        with open(os.path.join(args.out_dir, f"host_{label}.txt"), "w") as f:
+            f.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40,
+                                              max_name_column_width=60))
+        del model, opt
+        cleanup()
+
+
+def run_attention(args, w):
+    """Causal scaled_dot_product_attention in fp32 (the memory-efficient kernel) at the shapes of
+    h100_attention.csv, in its format."""
+    with open(args.attention_shapes) as f:
+        shapes = [(int(r["b"]), int(r["heads"]), int(r["s"]), int(r["d"])) for r in csv.DictReader(f)]
+    shapes += [(8, 16, 1024, 64), (4, 25, 2048, 64), (1, 32, 2048, 80), (16, 12, 512, 64)]
+    for b, h, s, d in shapes:
+        q, k, v = (torch.randn(b, h, s, d, device="cuda", requires_grad=True) for _ in range(3))
+        def fwd():
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        def fwdbwd():
+            fwd().sum().backward()
+        out = {}
+        for label, fn in (("fwd", fwd), ("fwdbwd", fwdbwd)):
+            for _ in range(3):
+                fn()
+            times = []
+            for _ in range(10):
+                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                e0.record(); fn(); e1.record()
+                torch.cuda.synchronize()
+                times.append(e0.elapsed_time(e1))
+            out[label] = statistics.median(times)
+        flops = 2 * b * h * s * s * d
+        w.writerow(dict(b=b, heads=h, s=s, d=d, fwd_ms=out["fwd"], fwdbwd_ms=out["fwdbwd"],
+                        fwd_tflops=flops / out["fwd"] / 1e9,
+                        fwdbwd_tflops=3.5 * flops / out["fwdbwd"] / 1e9))
+        del q, k, v
+        cleanup()
+
+
 def run_gemm(args, w):
     """Re-measure the fp32 (TF32) shapes of h100_gemm.csv over rotated buffers."""
     shapes = []
@@ -259,22 +335,42 @@ def run_gemm(args, w):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", required=True, choices=["gpt", "cnn", "profile", "gemm"])
+    ap.add_argument("--part", required=True, choices=["gpt", "cnn", "profile", "cnn-profile", "host", "gemm", "attention"])
     ap.add_argument("--models", default="124m,350m,774m,1.5b,2.7b")
     ap.add_argument("--out", default="-")
     ap.add_argument("--out-dir", default=".")
     ap.add_argument("--gemm-shapes", default="test/data/h100_gemm.csv")
+    ap.add_argument("--attention-shapes", default="test/data/h100_attention.csv")
     args = ap.parse_args()
     print(torch.__version__, torch.cuda.get_device_name(), flush=True)
-    if args.part == "profile":
-        run_profile(args)
+    if args.part == "cnn-profile":
+        import torchvision
+        for name in ("resnet50", "vgg16"):
+            model = getattr(torchvision.models, name)().cuda().to(memory_format=torch.channels_last)
+            opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            x = torch.randn(128, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
+            y = torch.randint(0, 1000, (128,), device="cuda")
+
+            def step():
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            profile_steps(f"{name}-b128-fp32", step, args.out_dir)
+            del model, opt
+            cleanup()
+        sys.exit(0)
+    if args.part in ("profile", "host"):
+        (run_profile if args.part == "profile" else run_host_profile)(args)
         sys.exit(0)
     fields = (["dtype", "M", "N", "K", "ms", "ms_min", "ms_max", "tflops"] if args.part == "gemm" else
+              ["b", "heads", "s", "d", "fwd_ms", "fwdbwd_ms", "fwd_tflops", "fwdbwd_tflops"]
+              if args.part == "attention" else
               ["model", "size", "layers", "hidden", "heads", "sequence", "batch", "precision",
                "checkpoint", "parameters", "step_ms", "step_ms_min", "peak_bytes", "between_bytes",
                "steps", "oom"])
     f = sys.stdout if args.out == "-" else open(args.out, "w", newline="", buffering=1)
     w = csv.DictWriter(f, fieldnames=fields)
     w.writeheader()
-    {"gpt": run_gpt, "cnn": run_cnn, "gemm": run_gemm}[args.part](args, w)
+    {"gpt": run_gpt, "cnn": run_cnn, "gemm": run_gemm, "attention": run_attention}[args.part](args, w)
     f.flush()

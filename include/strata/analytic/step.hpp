@@ -40,6 +40,9 @@ struct gpt2_config {
   int vocabulary = 50304;
   dtype precision = dtype::bf16;  ///< bf16: autocast GEMMs and attention; fp32: TF32 GEMMs
   bool checkpoint = false;        ///< full activation checkpointing
+  /// the training loop keeps the logits referenced through the backward pass (nanoGPT's forward
+  /// returns them); false: only the loss leaves the model
+  bool keep_logits = false;
 };
 
 enum class kernel_kind { gemm, attention, memory, optimizer };
@@ -49,15 +52,34 @@ struct kernel {
   std::string name;
   kernel_kind kind = kernel_kind::gemm;
   double flops = 0;  ///< counted FLOPs (GEMMs: 2MNK; attention: the causal half)
-  double bytes = 0;  ///< memory-bound kernels: bytes read and written
-  double time = 0;   ///< seconds with the profile
+  double bytes = 0;  ///< bytes read and written
+  double time = 0;   ///< seconds on the GPU with the profile
+  double host = 0;   ///< seconds of host time to dispatch it (the profile's `dispatch`)
 };
 
+/// The kernels of a step and their time: the host issues kernel i after spending its host time,
+/// the GPU runs it once issued and once kernel i-1 is done, and the step ends with the last
+/// kernel (a synchronising step). A launch-bound step takes its host time, a large one the sum
+/// of its kernels.
 struct step_estimate {
   std::vector<kernel> kernels;
   [[nodiscard]] double time() const {
+    double host = 0, gpu = 0;
+    for (const auto& k : kernels) {
+      host += k.host;
+      gpu = (gpu > host ? gpu : host) + k.time;
+    }
+    return gpu;
+  }
+  /// The kernels' time alone (what a profiler sums over the GPU stream).
+  [[nodiscard]] double kernel_time() const {
     double t = 0;
     for (const auto& k : kernels) t += k.time;
+    return t;
+  }
+  [[nodiscard]] double host_time() const {
+    double t = 0;
+    for (const auto& k : kernels) t += k.host;
     return t;
   }
   [[nodiscard]] double flops(kernel_kind kind) const {
@@ -75,18 +97,20 @@ struct step_estimate {
          2 * h;
 }
 
-[[nodiscard]] inline step_estimate gpt2_step(const gpt2_config& c, const device_profile& p) {
+[[nodiscard]] inline step_estimate gpt2_step(const gpt2_config& c, const device_profile& profile) {
   if (c.layers < 1 || c.hidden < 1 || c.heads < 1 || c.sequence < 1 || c.batch < 1 ||
       c.vocabulary < 1)
     throw plan_error(
         "GPT-2 step: layers, hidden, heads, sequence, batch and vocabulary must be >= 1");
   if (c.hidden % c.heads != 0) throw plan_error("GPT-2 step: heads must divide the hidden size");
   step_estimate out;
+  const device_profile p = profile.queued();
+  const double dispatch = p.dispatch.per_kernel;
   const double T = static_cast<double>(c.batch) * c.sequence, h = c.hidden, V = c.vocabulary;
   const double act = c.precision == dtype::fp32 ? 4.0 : 2.0;  // activation bytes per element
   const gemm_model& g = p.gemm(c.precision);
   auto gemm = [&](const std::string& name, double m, double n, double k) {
-    out.kernels.push_back({name, kernel_kind::gemm, 2 * m * n * k, 0, g.time(m, n, k)});
+    out.kernels.push_back({name, kernel_kind::gemm, 2 * m * n * k, 0, g.time(m, n, k), dispatch});
   };
   // forward GEMM and its two backward GEMMs
   auto gemm_fb = [&](const std::string& name, double m, double n, double k, bool backward) {
@@ -98,9 +122,11 @@ struct step_estimate {
     gemm(name + " dW", k, n, m);
   };
   auto memory = [&](const std::string& name, const stream_model& s, double bytes) {
-    out.kernels.push_back({name, kernel_kind::memory, 0, bytes, s.time(bytes)});
+    out.kernels.push_back({name, kernel_kind::memory, 0, bytes, s.time(bytes), dispatch});
   };
   const double dh = h / c.heads, s = c.sequence;
+  // fp32 inputs run PyTorch's memory-efficient attention (no tensor cores), 16-bit ones flash
+  const attention_model& att = c.precision == dtype::fp32 ? p.attention_fp32 : p.attention;
   auto block = [&](int l, bool backward) {
     const std::string b = "block " + std::to_string(l) + (backward ? " backward " : " ");
     const double k = backward ? 2 : 1;  // backward memory kernels move twice the bytes
@@ -109,12 +135,13 @@ struct step_estimate {
     if (!backward) {
       const double f = attention_model::forward_flops(static_cast<double>(c.batch), c.heads, s, dh);
       out.kernels.push_back({b + "attention", kernel_kind::attention, f, 0,
-                             p.attention.forward(static_cast<double>(c.batch), c.heads, s, dh)});
+                             att.forward(static_cast<double>(c.batch), c.heads, s, dh), dispatch});
     } else {
       const double f = attention_model::forward_flops(static_cast<double>(c.batch), c.heads, s, dh);
-      const double t = p.attention.forward_backward(static_cast<double>(c.batch), c.heads, s, dh) -
-                       p.attention.forward(static_cast<double>(c.batch), c.heads, s, dh);
-      out.kernels.push_back({b + "attention", kernel_kind::attention, 2.5 * f, 0, t > 0 ? t : 0});
+      const double t = att.forward_backward(static_cast<double>(c.batch), c.heads, s, dh) -
+                       att.forward(static_cast<double>(c.batch), c.heads, s, dh);
+      out.kernels.push_back(
+          {b + "attention", kernel_kind::attention, 2.5 * f, 0, t > 0 ? t : 0, dispatch});
     }
     gemm_fb(b + "attention projection", T, h, h, backward);
     memory(b + "dropout + residual 1", p.dropout, k * 3 * T * h * act);
@@ -133,13 +160,18 @@ struct step_estimate {
   gemm("output projection dW", h, V, T);
   memory("final layer norm backward", p.layer_norm, 4 * T * h * act);
   for (int l = c.layers - 1; l >= 0; --l) {
-    if (c.checkpoint) block(l, false);  // recompute the block's forward
+    if (c.checkpoint) {  // recompute the block's forward
+      const std::size_t first = out.kernels.size();
+      block(l, false);
+      out.kernels[first].host += p.dispatch.per_checkpoint;
+    }
     block(l, true);
   }
   memory("embedding backward", p.copy, 2 * T * h * act);
   const double params = gpt2_parameters(c);
-  out.kernels.push_back(
-      {"AdamW (fused)", kernel_kind::optimizer, 0, 28 * params, p.copy.time(28 * params)});
+  const double tensors = 12.0 * c.layers + 4;  // per block 4 weights, 4 biases, 2 LN x 2
+  out.kernels.push_back({"AdamW (fused)", kernel_kind::optimizer, 0, 28 * params,
+                         p.copy.time(28 * params), tensors * p.dispatch.per_tensor});
   return out;
 }
 
@@ -148,13 +180,16 @@ struct step_estimate {
 /// attention in bf16, layer norm and the residual stream in fp32, linear weights cast to bf16 once
 /// per forward and held by autograd until their backward); `scaled_dot_product_attention` (flash,
 /// or memory-efficient in fp32: no s^2 buffer); dropout 0; cross-entropy on fp32 logits; fused
-/// AdamW; `zero_grad(set_to_none=True)`; the batch (inputs and targets, int64) on the GPU.
+/// AdamW; `zero_grad(set_to_none=True)`; the batch (inputs and targets, int64) on the GPU; the
+/// cuBLAS and cuBLASLt workspaces (32 MiB each on Hopper) taken from the caching allocator.
+inline constexpr double blas_workspace = 64.0 * 1024 * 1024;
+
 struct step_memory {
   double between_steps = 0;  ///< allocated after optimizer.step() and zero_grad()
   double peak = 0;           ///< max_memory_allocated during the step
   // the terms
   double parameters = 0, optimizer_states = 0, gradients = 0, weight_casts = 0, activations = 0,
-         logits = 0, batch = 0;
+         logits = 0, batch = 0, workspace = blas_workspace;
 };
 
 [[nodiscard]] inline step_memory gpt2_memory(const gpt2_config& c) {
@@ -186,14 +221,15 @@ struct step_memory {
   const double head = 4 * T * h + (bf16 ? 2 : 4) * T * h;
   m.activations = blocks + head;
   m.weight_casts = casts;
-  // Logits: the model's output (bf16 under autocast) stays referenced through the step; the loss
-  // up-casts it to fp32 (a copy under autocast) and log-softmax keeps its fp32 output; its
-  // backward holds a dense fp32 gradient of the log-probabilities and makes one for the logits.
-  const double held = (bf16 ? 2 : 4) * T * V, fp32 = 4 * T * V;
-  const double loss_forward = held + (bf16 ? fp32 : 0) + fp32;
-  const double loss_backward = held + 3 * fp32;
-  m.logits = loss_forward > loss_backward ? loss_forward : loss_backward;
-  const double fixed = m.parameters + m.optimizer_states + m.batch;
+  // Logits: the loss up-casts the model's output to fp32 (a copy under autocast, freed once
+  // log-softmax has run) and log-softmax keeps its fp32 output for backward (forward: 8 B per
+  // logit at most); its backward holds that output, a dense fp32 gradient of it and the
+  // gradient of the logits: 12 B per logit, plus the logits themselves when the loop keeps them.
+  // Measured (h100_steps_gpt2.csv, GPT-2 124M, checkpointed, micro-batch 16): the peak less the
+  // memory between steps is 12.9 logits' worth of bytes in bf16 and fp32 alike.
+  const double held = c.keep_logits ? (bf16 ? 2 : 4) * T * V : 0.0, fp32 = 4 * T * V;
+  m.logits = held + 3 * fp32;
+  const double fixed = m.parameters + m.optimizer_states + m.batch + m.workspace;
   m.between_steps = fixed;
   // Candidates for the peak: the loss (everything saved is still alive); the last block's
   // backward, when every other gradient exists and its own saved tensors (recomputed, under
@@ -217,19 +253,18 @@ struct cnn_config {
 };
 
 [[nodiscard]] inline step_estimate cnn_step(std::span<const layer> layers, const cnn_config& c,
-                                            const device_profile& p) {
+                                            const device_profile& profile) {
   if (c.batch < 1) throw plan_error("CNN step: the batch must be at least 1");
   if (layers.empty()) throw plan_error("CNN step: the model has no layers");
   step_estimate out;
+  const device_profile p = profile.queued();
+  const double dispatch = p.dispatch.per_kernel;
   const double N = c.batch, act = c.precision == dtype::fp32 ? 4.0 : 2.0;
   const gemm_model& g = p.gemm(c.precision);
-  auto gemm = [&](const std::string& name, double m, double n, double k) {
-    out.kernels.push_back({name, kernel_kind::gemm, 2 * m * n * k, 0, g.time(m, n, k)});
-  };
   auto memory = [&](const std::string& name, const stream_model& s, double bytes) {
-    out.kernels.push_back({name, kernel_kind::memory, 0, bytes, s.time(bytes)});
+    out.kernels.push_back({name, kernel_kind::memory, 0, bytes, s.time(bytes), dispatch});
   };
-  double params = 0;
+  double params = 0, tensors = 0;
   auto lower = [&](std::size_t i, bool backward) {
     const layer& l = layers[i];
     const std::string name =
@@ -244,19 +279,40 @@ struct cnn_config {
                 : l.in.elements();
         const double positions = l.kind == layer_kind::conv ? N * l.out.spatial() : N;
         const double ck = l.kind == layer_kind::conv ? l.in.c * window : window;
+        const double weights = ck * l.out.c;
+        const bool bias = l.params > weights;
+        // the tensors an implicit GEMM moves: input, weights, output, each once
+        const double traffic = (N * l.x() + weights + N * l.y()) * act;
+        auto gemm = [&](const std::string& what, double m, double n, double kk) {
+          out.kernels.push_back({what, kernel_kind::gemm, 2 * m * n * kk, traffic,
+                                 g.time(m, n, kk, traffic), dispatch});
+        };
         if (!backward) {
+          tensors += bias ? 2 : 1;
           gemm(name, positions, l.out.c, ck);
+          // PyTorch adds a convolution's bias in a separate pass over the output
+          if (bias && l.kind == layer_kind::conv)
+            memory(name + " bias", p.gelu, 2 * N * l.y() * act);
         } else {
           if (i > 0) gemm(name + " data", positions, ck, l.out.c);
           gemm(name + " weights", ck, l.out.c, positions);
+          if (bias) memory(name + " bias", p.softmax, N * l.y() * act);  // a reduction of dY
         }
         break;
       }
       case layer_kind::norm:
+        if (!backward) tensors += 2;  // scale and shift
         memory(name, p.layer_norm, k * 3 * N * l.x() * act);
         break;
       case layer_kind::pool:
-        memory(name, p.gelu, k * N * (l.x() + l.y()) * act);
+        if (l.kernel > 1) {
+          // max pooling also writes (forward) or reads (backward) int64 indices, and its
+          // backward first zero-fills the input gradient
+          const double moved = N * (l.x() + l.y()) * act + N * l.y() * 8;
+          memory(name, p.gelu, backward ? moved + N * l.x() * act : moved);
+        } else {
+          memory(name, p.gelu, k * N * (l.x() + l.y()) * act);
+        }
         break;
       default:
         memory(name, p.gelu, k * 2 * N * l.y() * act);
@@ -269,8 +325,8 @@ struct cnn_config {
   }
   memory("cross-entropy", p.softmax, 4 * N * layers.back().y() * 4);
   for (std::size_t i = layers.size(); i-- > 0;) lower(i, true);
-  out.kernels.push_back(
-      {"SGD with momentum", kernel_kind::optimizer, 0, 20 * params, p.copy.time(20 * params)});
+  out.kernels.push_back({"SGD with momentum", kernel_kind::optimizer, 0, 20 * params,
+                         p.copy.time(20 * params), tensors * p.dispatch.per_tensor});
   return out;
 }
 
@@ -322,7 +378,7 @@ struct cnn_config {
   m.weight_casts = bf16 ? 2 * weights : 0;
   m.activations = saved;
   m.logits = 3 * N * layers.back().y() * 4;
-  const double fixed = m.parameters + m.optimizer_states + m.batch;
+  const double fixed = m.parameters + m.optimizer_states + m.batch + m.workspace;
   m.between_steps = fixed;
   m.peak = std::max(fixed + m.weight_casts + m.activations + m.logits, fixed + m.gradients);
   return m;

@@ -115,7 +115,8 @@ inline double number(const std::map<std::string, std::string>& row, const char* 
 
 /// Fits a profile for `dev` (with `sms` SMs) to the three microbenchmark tables.
 inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_csv,
-                               std::istream& membound_csv, std::istream& attention_csv) {
+                               std::istream& membound_csv, std::istream& attention_csv,
+                               std::istream* attention_fp32_csv = nullptr) {
   profile_fit out{datasheet_profile(dev, sms), {}};
   device_profile& p = out.profile;
   // GEMMs, per data type
@@ -185,20 +186,24 @@ inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_cs
           return (m.time(q.first) - q.second) / q.second;
         }));
   }
-  // Flash attention: achieved rates and the floor
-  const csv_table at = read_csv(attention_csv);
+  // Attention: achieved rates and the floor; bf16 (flash) and, when measured, fp32 (the
+  // memory-efficient kernel, no tensor cores)
   struct att_point {
     double b, h, s, d, fwd, train;
   };
-  std::vector<att_point> ap;
-  for (std::size_t i = 0; i < at.rows.size(); ++i) {
-    const auto& row = at.rows[i];
-    const int line = static_cast<int>(i) + 2;
-    ap.push_back({detail::number(row, "b", line), detail::number(row, "heads", line),
-                  detail::number(row, "s", line), detail::number(row, "d", line),
-                  detail::number(row, "fwd_ms", line) * 1e-3,
-                  detail::number(row, "fwdbwd_ms", line) * 1e-3});
-  }
+  auto read_attention = [](std::istream& csv) {
+    const csv_table at = read_csv(csv);
+    std::vector<att_point> ap;
+    for (std::size_t i = 0; i < at.rows.size(); ++i) {
+      const auto& row = at.rows[i];
+      const int line = static_cast<int>(i) + 2;
+      ap.push_back({detail::number(row, "b", line), detail::number(row, "heads", line),
+                    detail::number(row, "s", line), detail::number(row, "d", line),
+                    detail::number(row, "fwd_ms", line) * 1e-3,
+                    detail::number(row, "fwdbwd_ms", line) * 1e-3});
+    }
+    return ap;
+  };
   auto fit_attention = [](const std::vector<att_point>& v) {
     if (v.size() < 2) throw plan_error("an attention fit needs at least 2 shapes");
     auto make = [](const Eigen::VectorXd& x) {
@@ -218,13 +223,18 @@ inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_cs
         });
     return make(r.theta);
   };
-  if (!ap.empty()) {
-    p.attention = fit_attention(ap);
-    out.report.push_back(detail::report(
-        "attention", ap, fit_attention, [](const attention_model& a, const att_point& q) {
+  auto attention = [&](std::istream& csv, attention_model& target, const char* name) {
+    const auto ap = read_attention(csv);
+    if (ap.empty()) return;
+    target = fit_attention(ap);
+    out.report.push_back(
+        detail::report(name, ap, fit_attention, [](const attention_model& a, const att_point& q) {
           return (a.forward_backward(q.b, q.h, q.s, q.d) - q.train) / q.train;
         }));
-  }
+  };
+  attention(attention_csv, p.attention, "attention");
+  if (attention_fp32_csv != nullptr)
+    attention(*attention_fp32_csv, p.attention_fp32, "attention fp32");
   return out;
 }
 

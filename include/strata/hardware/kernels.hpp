@@ -7,7 +7,9 @@
 /// tiles of tm x tn, ceil(M/tm) ceil(N/tn) tiles run in waves over the SMs; a wave costs one
 /// tile's 2 tm tn K FLOPs at the SM's share of the peak, scaled by an efficiency that grows with
 /// the tile area (operand reuse: e x area / (area + half)), plus a fixed per-wave overhead. A
-/// partly filled last wave costs a full one (wave quantization). The kernel also cannot beat its
+/// partly filled last wave costs a full one (wave quantization). When there are fewer tiles than
+/// SMs the K loop is split over the idle SMs and a reduction pass adds the partial tiles (split-K,
+/// as cuBLAS and cuDNN's weight-gradient kernels do). The kernel also cannot beat its
 /// bytes ((MK + KN + MN) x element) over the memory bandwidth. Small kernels are launch-bound:
 /// the work w blends into a floor f as (f^4 + w^4)^(1/4).
 /// @code
@@ -50,21 +52,37 @@ struct gemm_model {
   double element = 2;     ///< bytes per element
   int sms = 1;            ///< streaming multiprocessors
 
-  static constexpr std::array<std::array<int, 2>, 6> tiles{
-      {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}};
+  static constexpr std::array<std::array<int, 2>, 8> tiles{
+      {{256, 128}, {128, 256}, {256, 64}, {64, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}};
+  static constexpr double split_k_chunk = 512;  ///< the shortest K slice a split-K kernel takes
 
   [[nodiscard]] constexpr double time(double m, double n, double k) const {
+    return time(m, n, k, (m * k + k * n + m * n) * element);
+  }
+  /// The same with the bytes the kernel must move given: an implicit-GEMM convolution reads its
+  /// input once, not the k^2 times larger unfolded matrix.
+  [[nodiscard]] constexpr double time(double m, double n, double k, double moved) const {
     if (!(m > 0 && n > 0 && k > 0)) throw plan_error("GEMM dimensions must be positive");
     double best = -1;
     for (const auto& t : tiles) {
       const double tm = t[0], tn = t[1], area = tm * tn;
-      const double waves =
-          detail::ceil_ratio(detail::ceil_ratio(m, tm) * detail::ceil_ratio(n, tn), sms);
+      const double count = detail::ceil_ratio(m, tm) * detail::ceil_ratio(n, tn);
+      // Split-K: too few output tiles to fill the SMs split the K loop into slices of at least
+      // split_k_chunk, and a second pass sums the fp32 partial tiles.
+      double split = 1;
+      if (count < sms) {
+        const double by_sms = static_cast<double>(static_cast<long long>(sms / count));
+        const double by_k = detail::ceil_ratio(k, split_k_chunk);
+        split = by_sms < by_k ? by_sms : by_k;
+        if (split < 1) split = 1;
+      }
+      const double waves = detail::ceil_ratio(count * split, sms);
       const double rate = peak / sms * efficiency * area / (area + half_area);
-      const double w = waves * (2.0 * area * k / rate + wave);
+      double w = waves * (2.0 * area * (k / split) / rate + wave);
+      if (split > 1) w += split * m * n * 4 / bandwidth + wave;
       if (best < 0 || w < best) best = w;
     }
-    const double memory = (m * k + k * n + m * n) * element / bandwidth;
+    const double memory = moved / bandwidth;
     return detail::soft_floor(floor, best > memory ? best : memory);
   }
   [[nodiscard]] constexpr double flops(double m, double n, double k) const { return 2 * m * n * k; }
@@ -99,6 +117,21 @@ struct attention_model {
   }
 };
 
+/// What an eager framework adds around the kernels of a training step (PyTorch eager, measured on
+/// the H100 machine of `test/data/h100_steps_*.csv`): host time to dispatch each kernel (the
+/// operator, autograd and autocast bookkeeping, the launch itself), extra host time per
+/// checkpointed block (`torch.utils.checkpoint` re-entering the block's forward), host time per
+/// parameter tensor in the optimizer step and `zero_grad`, and the GPU floor of a kernel queued
+/// behind others. Microbenchmarks time kernels launched one at a time, so their floors include
+/// the launch latency; inside a step that latency overlaps the previous kernel and the floor is
+/// `kernel_floor` instead. All zero: no host model (kernels back to back, isolated floors).
+struct dispatch_model {
+  double per_kernel = 0;      ///< s of host time per kernel of the lowering
+  double per_checkpoint = 0;  ///< s of host time per recomputed (checkpointed) block
+  double per_tensor = 0;      ///< s of host time per parameter tensor in the optimizer step
+  double kernel_floor = 0;    ///< s, a queued kernel's floor (0: keep the isolated floors)
+};
+
 /// Everything strata needs to time kernels on a device.
 struct device_profile {
   device dev;
@@ -112,10 +145,26 @@ struct device_profile {
   stream_model dropout;
   stream_model layer_norm;
   stream_model softmax;
-  attention_model attention;
+  attention_model attention;       ///< bf16/fp16 (flash attention)
+  attention_model attention_fp32;  ///< fp32 inputs (PyTorch's memory-efficient kernel)
+  dispatch_model dispatch;
 
   [[nodiscard]] constexpr const gemm_model& gemm(dtype t) const {
     return t == dtype::fp32 || t == dtype::tf32 ? fp32 : bf16;
+  }
+
+  /// The profile of kernels queued back to back in a stream: every floor is `dispatch`'s
+  /// `kernel_floor` (unchanged when that is 0).
+  [[nodiscard]] constexpr device_profile queued() const {
+    device_profile q = *this;
+    const double f = dispatch.kernel_floor;
+    if (f <= 0) return q;
+    q.bf16.floor = q.fp32.floor = f;
+    for (stream_model* m : {&q.copy, &q.host_to_device, &q.device_to_host, &q.gelu, &q.dropout,
+                            &q.layer_norm, &q.softmax})
+      m->floor = f;
+    q.attention.floor = q.attention_fp32.floor = f;
+    return q;
   }
 };
 
@@ -136,7 +185,7 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
 /// tile), 2 us per wave (or the given `gemm_efficiency`); copies and element-wise kernels at 80 %
 /// of the memory bandwidth, normalization (layer norm, softmax) at 50 %; host copies at 25 GB/s
 /// (PCIe Gen4 x16 in practice); attention at 50 % of the 16-bit peak forward, 40 % forward +
-/// backward; a 10 us launch floor.
+/// backward (fp32 attention: the same fractions of the fp32 peak); a 10 us launch floor.
 [[nodiscard]] constexpr device_profile datasheet_profile(const device& d, int sms,
                                                          gemm_efficiency e = {}) {
   if (sms < 1) throw plan_error("a device profile needs at least one SM");
@@ -156,7 +205,9 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
           {0.8 * bw, 10e-6},
           {0.5 * bw, 10e-6},
           {0.5 * bw, 10e-6},
-          {0.5 * d.peak(dtype::bf16).count(), 0.4 * d.peak(dtype::bf16).count(), 0, 10e-6}};
+          {0.5 * d.peak(dtype::bf16).count(), 0.4 * d.peak(dtype::bf16).count(), 0, 10e-6},
+          {0.5 * d.peak(dtype::fp32).count(), 0.4 * d.peak(dtype::fp32).count(), 0, 10e-6},
+          {}};
 }
 
 /// `datasheet_profile` with the device's own SM count.
@@ -189,6 +240,9 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
   const double arith = to.peak(dtype::bf16) / from.dev.peak(dtype::bf16);
   p.attention.forward_rate *= arith;
   p.attention.training_rate *= arith;
+  const double simt = to.peak(dtype::fp32) / from.dev.peak(dtype::fp32);
+  p.attention_fp32.forward_rate *= simt;
+  p.attention_fp32.training_rate *= simt;
   return p;
 }
 

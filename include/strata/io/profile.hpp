@@ -5,8 +5,10 @@
 /// Schema (docs/calibration.md): {"device": {name, fp32, tf32, fp16, bf16, fp8 (FLOP/s), memory
 /// (B), memory_bandwidth (B/s)}, "sms", "gemm": {"bf16": {...}, "fp32": {...}}, "stream": {"copy",
 /// "host_to_device", "device_to_host", "gelu", "dropout", "layer_norm", "softmax": {bandwidth,
-/// floor}}, "attention": {forward_rate, training_rate, ramp, floor}}. Times in seconds, rates in
-/// per-second units.
+/// floor}}, "attention": {forward_rate, training_rate, ramp, floor}, "attention_fp32" (optional,
+/// the same fields), "dispatch" (optional):
+/// {per_kernel, per_checkpoint, per_tensor, kernel_floor}}. Times in seconds, rates in per-second
+/// units.
 
 #include <string>
 
@@ -58,7 +60,17 @@ inline nlohmann::json to_json(const device_profile& p) {
            {{"forward_rate", p.attention.forward_rate},
             {"training_rate", p.attention.training_rate},
             {"ramp", p.attention.ramp},
-            {"floor", p.attention.floor}}}};
+            {"floor", p.attention.floor}}},
+          {"attention_fp32",
+           {{"forward_rate", p.attention_fp32.forward_rate},
+            {"training_rate", p.attention_fp32.training_rate},
+            {"ramp", p.attention_fp32.ramp},
+            {"floor", p.attention_fp32.floor}}},
+          {"dispatch",
+           {{"per_kernel", p.dispatch.per_kernel},
+            {"per_checkpoint", p.dispatch.per_checkpoint},
+            {"per_tensor", p.dispatch.per_tensor},
+            {"kernel_floor", p.dispatch.kernel_floor}}}};
 }
 
 /// Reads a profile; errors name the field.
@@ -66,7 +78,8 @@ inline stored_profile profile_from_json(const nlohmann::json& j) {
   using detail::num_field;
   using detail::require;
   stored_profile out;
-  detail::only_keys(j, "profile", {"device", "sms", "gemm", "stream", "attention"});
+  detail::only_keys(j, "profile",
+                    {"device", "sms", "gemm", "stream", "attention", "attention_fp32", "dispatch"});
   const auto& d = require(j, "profile", "device");
   detail::only_keys(d, "profile.device",
                     {"name", "fp32", "tf32", "fp16", "bf16", "fp8", "memory", "memory_bandwidth"});
@@ -125,14 +138,25 @@ inline stored_profile profile_from_json(const nlohmann::json& j) {
   out.profile.dropout = stream("dropout");
   out.profile.layer_norm = stream("layer_norm");
   out.profile.softmax = stream("softmax");
-  const auto& a = require(j, "profile", "attention");
-  detail::only_keys(a, "profile.attention", {"forward_rate", "training_rate", "ramp", "floor"});
-  out.profile.attention = {positive(a, "profile.attention", "forward_rate"),
-                           positive(a, "profile.attention", "training_rate"),
-                           positive(a, "profile.attention", "ramp"),
-                           positive(a, "profile.attention", "floor")};
-  if (!(out.profile.attention.forward_rate > 0 && out.profile.attention.training_rate > 0))
-    detail::fail("profile.attention", "rates must be positive");
+  auto attention = [&](const nlohmann::json& a, const std::string& path) {
+    detail::only_keys(a, path, {"forward_rate", "training_rate", "ramp", "floor"});
+    const attention_model m{positive(a, path, "forward_rate"), positive(a, path, "training_rate"),
+                            positive(a, path, "ramp"), positive(a, path, "floor")};
+    if (!(m.forward_rate > 0 && m.training_rate > 0)) detail::fail(path, "rates must be positive");
+    return m;
+  };
+  out.profile.attention = attention(require(j, "profile", "attention"), "profile.attention");
+  // older profiles have no fp32 attention: the datasheet default for the device
+  out.profile.attention_fp32 = j.contains("attention_fp32")
+                                   ? attention(j["attention_fp32"], "profile.attention_fp32")
+                                   : datasheet_profile(dev, out.profile.sms).attention_fp32;
+  if (j.contains("dispatch")) {  // older profiles have none: no host model
+    const auto& h = j["dispatch"];
+    const char* path = "profile.dispatch";
+    detail::only_keys(h, path, {"per_kernel", "per_checkpoint", "per_tensor", "kernel_floor"});
+    out.profile.dispatch = {positive(h, path, "per_kernel"), positive(h, path, "per_checkpoint"),
+                            positive(h, path, "per_tensor"), positive(h, path, "kernel_floor")};
+  }
   return out;
 }
 
