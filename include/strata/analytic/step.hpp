@@ -1,7 +1,8 @@
 #pragma once
 /// @file analytic/step.hpp
-/// @brief A single-GPU training step of a GPT-2-style model lowered to kernels and timed with a
-/// device profile (`hardware/kernels.hpp`). First part of the kernel-level step model: time only.
+/// @brief Single-GPU training steps (GPT-2-style models, torchvision CNNs) lowered to kernels,
+/// timed with a device profile (`hardware/kernels.hpp`, including the framework's dispatch costs)
+/// and their memory between steps and at the peak (validated in test/validation/h100_steps.cpp).
 ///
 /// The model: learned positions, pre-LayerNorm blocks with biases, a tanh-GELU MLP of 4h, tied
 /// embeddings, vocabulary V (50304 by default). Per block forward: LN, QKV GEMM (T x 3h x h),
