@@ -244,7 +244,7 @@ struct step_memory {
 }
 
 /// A CNN training step (torchvision ResNet, VGG) lowered to kernels: convolutions as implicit
-/// GEMMs (forward N Ho Wo x F x C k^2; backward data N Ho Wo x C k^2 x F, skipped for the input
+/// GEMMs (forward N Ho Wo x F x C k^2; backward data N Ho Wo x C x F k^2, skipped for the input
 /// layer; backward weights C k^2 x F x N Ho Wo), fully-connected layers likewise, batch norm,
 /// ReLU, residual adds and pooling as memory-bound kernels (backward at twice the bytes), and
 /// SGD with momentum as five fp32 passes over the parameters (20 B each).
@@ -295,7 +295,14 @@ struct cnn_config {
           if (bias && l.kind == layer_kind::conv)
             memory(name + " bias", p.gelu, 2 * N * l.y() * act);
         } else {
-          if (i > 0) gemm(name + " data", positions, ck, l.out.c);
+          // the data gradient is a convolution of dY with the flipped filters: C outputs per
+          // position, a reduction over F k^2 (a linear layer: in features over out features)
+          if (i > 0) {
+            if (l.kind == layer_kind::conv)
+              gemm(name + " data", positions, l.in.c, window * l.out.c);
+            else
+              gemm(name + " data", positions, ck, l.out.c);
+          }
           gemm(name + " weights", ck, l.out.c, positions);
           if (bias) memory(name + " bias", p.softmax, N * l.y() * act);  // a reduction of dY
         }
