@@ -168,8 +168,10 @@ inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_cs
       cls = "softmax";
     else
       throw plan_error("CSV row " + std::to_string(line) + ": unknown op '" + op + "'");
-    classes[cls].push_back(
-        {detail::number(row, "bytes", line), detail::number(row, "ms", line) * 1e-3});
+    // a copy's `bytes` is the buffer it copies; every other row counts bytes read + written, as
+    // the kernels' time models do: a copy moves its buffer twice
+    const double moved = detail::number(row, "bytes", line) * (cls == "copy" ? 2 : 1);
+    classes[cls].push_back({moved, detail::number(row, "ms", line) * 1e-3});
   }
   for (auto& [cls, pts] : classes) {
     stream_model& target = cls == "copy"             ? p.copy
