@@ -12,9 +12,11 @@
 /// backward, and each memory-bound kernel's backward at twice its bytes. Then the final LN, the
 /// tied output projection (T x V x h, two GEMMs back), cross-entropy on fp32 logits (read,
 /// write, softmax and its gradient: four fp32 passes over T x V) and the fused AdamW step (reads
-/// weight, gradient and two moments, writes three: 28 B per fp32 parameter). Full activation
-/// checkpointing repeats every block's forward during backward. `gpt2_memory` gives the memory
-/// between steps and the peak during one, for the framework behaviour it documents.
+/// weight, gradient and two moments, writes three: 28 B per fp32 parameter). Under bf16 autocast
+/// each linear layer's weight is cast to bf16 before its forward and its gradient back to fp32
+/// after its backward, and the layer-norm outputs are cast too (6 B per element each). Full
+/// activation checkpointing repeats every block's forward during backward. `gpt2_memory` gives the
+/// memory between steps and the peak during one, for the framework behaviour it documents.
 /// @code
 /// const auto p = strata::datasheet_profile(strata::presets::h100_sxm5_80gb, 132);
 /// const auto step = strata::analytic::gpt2_step({.layers = 12, .hidden = 768, .heads = 12,
@@ -113,17 +115,26 @@ struct step_estimate {
   auto gemm = [&](const std::string& name, double m, double n, double k) {
     out.kernels.push_back({name, kernel_kind::gemm, 2 * m * n * k, 0, g.time(m, n, k), dispatch});
   };
+  auto memory = [&](const std::string& name, const stream_model& s, double bytes) {
+    out.kernels.push_back({name, kernel_kind::memory, 0, bytes, s.time(bytes), dispatch});
+  };
+  // Autocast casts a linear layer's fp32 weight and bias to bf16 before its forward GEMM, and the
+  // bf16 weight gradient back to fp32 after the backward (6 B per parameter each way).
+  const bool autocast = c.precision != dtype::fp32;
   // forward GEMM and its two backward GEMMs
   auto gemm_fb = [&](const std::string& name, double m, double n, double k, bool backward) {
     if (!backward) {
+      if (autocast) memory(name + " weight cast", p.copy, 6 * (n * k + n));
       gemm(name, m, n, k);
       return;
     }
     gemm(name + " dX", m, k, n);
     gemm(name + " dW", k, n, m);
+    if (autocast) memory(name + " gradient to fp32", p.copy, 6 * (n * k + n));
   };
-  auto memory = [&](const std::string& name, const stream_model& s, double bytes) {
-    out.kernels.push_back({name, kernel_kind::memory, 0, bytes, s.time(bytes), dispatch});
+  // ... and casts the fp32 layer-norm output to bf16 (its backward casts the gradient back)
+  auto norm_cast = [&](const std::string& name) {
+    if (autocast) memory(name + " cast", p.copy, 6 * T * h);
   };
   const double dh = h / c.heads, s = c.sequence;
   // fp32 inputs run PyTorch's memory-efficient attention (no tensor cores), 16-bit ones flash
@@ -132,6 +143,7 @@ struct step_estimate {
     const std::string b = "block " + std::to_string(l) + (backward ? " backward " : " ");
     const double k = backward ? 2 : 1;  // backward memory kernels move twice the bytes
     memory(b + "layer norm 1", p.layer_norm, k * 2 * T * h * act);
+    norm_cast(b + "layer norm 1");
     gemm_fb(b + "qkv", T, 3 * h, h, backward);
     if (!backward) {
       const double f = attention_model::forward_flops(static_cast<double>(c.batch), c.heads, s, dh);
@@ -147,6 +159,7 @@ struct step_estimate {
     gemm_fb(b + "attention projection", T, h, h, backward);
     memory(b + "dropout + residual 1", p.dropout, k * 3 * T * h * act);
     memory(b + "layer norm 2", p.layer_norm, k * 2 * T * h * act);
+    norm_cast(b + "layer norm 2");
     gemm_fb(b + "fc", T, 4 * h, h, backward);
     memory(b + "gelu", p.gelu, k * 2 * T * 4 * h * act);
     gemm_fb(b + "fc projection", T, h, 4 * h, backward);
@@ -155,10 +168,13 @@ struct step_estimate {
   memory("embedding", p.copy, 2 * T * h * act);
   for (int l = 0; l < c.layers; ++l) block(l, false);
   memory("final layer norm", p.layer_norm, 2 * T * h * act);
+  norm_cast("final layer norm");
+  if (autocast) memory("output projection weight cast", p.copy, 6 * V * h);
   gemm("output projection", T, V, h);
   memory("cross-entropy (fp32 logits)", p.softmax, 4 * T * V * 4);
   gemm("output projection dX", T, h, V);
   gemm("output projection dW", h, V, T);
+  if (autocast) memory("output projection gradient to fp32", p.copy, 6 * V * h);
   memory("final layer norm backward", p.layer_norm, 4 * T * h * act);
   for (int l = c.layers - 1; l >= 0; --l) {
     if (c.checkpoint) {  // recompute the block's forward
@@ -288,8 +304,12 @@ struct cnn_config {
           out.kernels.push_back({what, kernel_kind::gemm, 2 * m * n * kk, traffic,
                                  g.time(m, n, kk, traffic), dispatch});
         };
+        const bool autocast = c.precision != dtype::fp32;
         if (!backward) {
           tensors += bias ? 2 : 1;
+          // autocast: the image and the fp32 weights cast to bf16 (6 B per element)
+          if (autocast && i == 0) memory("input cast", p.copy, 6 * N * l.x());
+          if (autocast) memory(name + " weight cast", p.copy, 6 * l.params);
           gemm(name, positions, l.out.c, ck);
           // PyTorch adds a convolution's bias in a separate pass over the output
           if (bias && l.kind == layer_kind::conv)
@@ -304,6 +324,7 @@ struct cnn_config {
               gemm(name + " data", positions, ck, l.out.c);
           }
           gemm(name + " weights", ck, l.out.c, positions);
+          if (autocast) memory(name + " gradient to fp32", p.copy, 6 * l.params);
           if (bias) memory(name + " bias", p.softmax, N * l.y() * act);  // a reduction of dY
         }
         break;
