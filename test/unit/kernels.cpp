@@ -51,10 +51,11 @@ const calibrate::class_report& find(const calibrate::profile_fit& f, const std::
 TEST_CASE("calibration on the H100 microbenchmarks") {
   const auto fit = fit_h100();
   // fitted on the even rows, predicting the odd ones (measured here, docs/calibration.md):
-  // bf16 GEMM MAPE 9.3 %, GMAE 6.7 % (target <= 10 %); fp32 (TF32) GEMM 17.8 %
+  // bf16 GEMM MAPE 9.2 %, GMAE 5.9 % (target <= 10 %); fp32 (TF32) GEMM 14.4 %, over the target:
+  // some TF32 rows of this file are noisy (next test)
   CHECK(find(fit, "gemm bfloat16").held_out.points == 32);
   CHECK(find(fit, "gemm bfloat16").held_out.mape < 0.10);
-  CHECK(find(fit, "gemm float32").held_out.mape < 0.20);
+  CHECK(find(fit, "gemm float32").held_out.mape < 0.15);
   CHECK(find(fit, "copy").held_out.mape < 0.06);
   CHECK(find(fit, "host_to_device").all.mape < 0.02);
   CHECK(find(fit, "device_to_host").all.mape < 0.02);
@@ -69,6 +70,19 @@ TEST_CASE("calibration on the H100 microbenchmarks") {
   CHECK(fit.profile.host_to_device.bandwidth == Approx(55e9).epsilon(0.05));
   CHECK(fit.profile.bf16.efficiency < 1.0);
   CHECK(fit.profile.copy.bandwidth == Approx(2.88e12).epsilon(0.02));
+}
+
+TEST_CASE("GEMM fits on the re-measured shapes meet the 10 % held-out target") {
+  // test/data/h100_gemm_rotated.csv: the same 130 shapes, median of 30 over rotating input sets.
+  // Held out: bf16 7.2 %, fp32 (TF32) 8.0 % (the shared file's TF32 rows give 14.4 %: e.g.
+  // 4096 x 768 x 3072 is 0.301 ms there and 0.095 ms here).
+  std::ifstream g(STRATA_TEST_DATA_DIR "/h100_gemm_rotated.csv"),
+      m(STRATA_TEST_DATA_DIR "/h100_membound.csv"), a(STRATA_TEST_DATA_DIR "/h100_attention.csv");
+  REQUIRE(g);
+  const auto fit = calibrate::fit_profile(presets::h100_sxm5_80gb, 132, g, m, a);
+  CHECK(find(fit, "gemm bfloat16").held_out.mape < 0.08);
+  CHECK(find(fit, "gemm float32").held_out.mape < 0.085);
+  CHECK(find(fit, "gemm float32").held_out.points == 32);
 }
 
 TEST_CASE("the shipped H100 profile is what the documented command produces") {

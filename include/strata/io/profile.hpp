@@ -31,7 +31,8 @@ inline nlohmann::json to_json(const device_profile& p) {
     return nlohmann::json{{"peak", g.peak},           {"efficiency", g.efficiency},
                           {"half_area", g.half_area}, {"floor", g.floor},
                           {"wave", g.wave},           {"bandwidth", g.bandwidth},
-                          {"element", g.element},     {"sms", g.sms}};
+                          {"element", g.element},     {"sms", g.sms},
+                          {"blend", g.blend}};
   };
   auto stream = [](const stream_model& s) {
     return nlohmann::json{{"bandwidth", s.bandwidth}, {"floor", s.floor}};
@@ -103,14 +104,18 @@ inline stored_profile profile_from_json(const nlohmann::json& j) {
     return v;
   };
   auto gemm = [&](const nlohmann::json& o, const std::string& path) {
-    detail::only_keys(
-        o, path,
-        {"peak", "efficiency", "half_area", "floor", "wave", "bandwidth", "element", "sms"});
-    gemm_model g{
-        positive(o, path, "peak"),      positive(o, path, "efficiency"),
-        positive(o, path, "half_area"), positive(o, path, "floor"),
-        positive(o, path, "wave"),      positive(o, path, "bandwidth"),
-        positive(o, path, "element"),   detail::int_field(o, path, "sms", 1, 100000, 1, true)};
+    detail::only_keys(o, path,
+                      {"peak", "efficiency", "half_area", "floor", "wave", "bandwidth", "element",
+                       "sms", "blend"});
+    gemm_model g{positive(o, path, "peak"),
+                 positive(o, path, "efficiency"),
+                 positive(o, path, "half_area"),
+                 positive(o, path, "floor"),
+                 positive(o, path, "wave"),
+                 positive(o, path, "bandwidth"),
+                 positive(o, path, "element"),
+                 detail::int_field(o, path, "sms", 1, 100000, 1, true),
+                 o.contains("blend") ? num_field(o, path, "blend", 1.0, 16.0, 4.0) : 4.0};
     if (!(g.peak > 0 && g.efficiency > 0 && g.bandwidth > 0 && g.element > 0))
       detail::fail(path, "peak, efficiency, bandwidth and element must be positive");
     return g;
