@@ -90,6 +90,22 @@ def cleanup():
     torch.cuda.empty_cache()
 
 
+def make_step(loss_fn, opt, precision, *batch):
+    """One training step: the loss under bf16 autocast (or in fp32), backward, the optimizer step
+    and zero_grad(set_to_none=True)."""
+    def step():
+        with torch.autocast("cuda", torch.bfloat16, enabled=precision == "bf16"):
+            loss = loss_fn(*batch)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return step
+
+
+def cnn_loss(net):
+    return lambda x, y: F.cross_entropy(net(x).float(), y)
+
+
 def run_gpt(args, w):
     for name in args.models.split(","):
         layers, h, heads = GPT2[name]
@@ -103,14 +119,7 @@ def run_gpt(args, w):
                     for mb in (1, 4, 8, 16):
                         idx = torch.randint(0, 50304, (mb, seq), device="cuda")
                         tgt = torch.randint(0, 50304, (mb, seq), device="cuda")
-
-                        def step():
-                            with torch.autocast("cuda", torch.bfloat16, enabled=precision == "bf16"):
-                                loss = model(idx, tgt)
-                            loss.backward()
-                            opt.step()
-                            opt.zero_grad(set_to_none=True)
-
+                        step = make_step(model, opt, precision, idx, tgt)
                         row = dict(model="gpt2", size=name, layers=layers, hidden=h, heads=heads,
                                    sequence=seq, batch=mb, precision=precision,
                                    checkpoint=int(ckpt), parameters=params)
@@ -142,14 +151,7 @@ def run_cnn(args, w):
             for n in (32, 64, 128, 256):
                 x = torch.randn(n, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
                 y = torch.randint(0, 1000, (n,), device="cuda")
-
-                def step():
-                    with torch.autocast("cuda", torch.bfloat16, enabled=precision == "bf16"):
-                        loss = F.cross_entropy(model(x).float(), y)
-                    loss.backward()
-                    opt.step()
-                    opt.zero_grad(set_to_none=True)
-
+                step = make_step(cnn_loss(model), opt, precision, x, y)
                 row = dict(model=name, size="", layers="", hidden="", heads="", sequence="",
                            batch=n, precision=precision, checkpoint=0, parameters=params)
                 try:
@@ -169,7 +171,6 @@ def run_cnn(args, w):
 
 def run_profile(args):
     """Kernel times of a few steps, grouped by kernel, for explaining gaps."""
-    from torch.profiler import profile, ProfilerActivity
     import torchvision
     cases = [("gpt2-350m-s1024-b8-bf16", "350m", 1024, 8, "bf16"),
              ("gpt2-350m-s1024-b8-fp32", "350m", 1024, 8, "fp32"),
@@ -179,14 +180,7 @@ def run_profile(args):
         model = GPT(layers, h, heads, seq).cuda()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
         idx = torch.randint(0, 50304, (mb, seq), device="cuda")
-
-        def step():
-            with torch.autocast("cuda", torch.bfloat16, enabled=precision == "bf16"):
-                loss = model(idx, idx)
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-        profile_steps(label, step, args.out_dir)
+        profile_steps(label, make_step(model, opt, precision, idx, idx), args.out_dir)
         del model, opt
         cleanup()
     for name, precision in (("resnet50", "bf16"), ("vgg16", "bf16")):
@@ -194,14 +188,8 @@ def run_profile(args):
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         x = torch.randn(128, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
         y = torch.randint(0, 1000, (128,), device="cuda")
-
-        def step():
-            with torch.autocast("cuda", torch.bfloat16, enabled=precision == "bf16"):
-                loss = F.cross_entropy(model(x).float(), y)
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-        profile_steps(f"{name}-b128-{precision}", step, args.out_dir)
+        profile_steps(f"{name}-b128-{precision}", make_step(cnn_loss(model), opt, precision, x, y),
+                      args.out_dir)
         del model, opt
         cleanup()
 
@@ -239,13 +227,7 @@ def run_host_profile(args):
         model.checkpoint = ckpt
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
         idx = torch.randint(0, 50304, (mb, seq), device="cuda")
-
-        def step():
-            with torch.autocast("cuda", torch.bfloat16):
-                loss = model(idx, idx)
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+        step = make_step(model, opt, "bf16", idx, idx)
         for _ in range(3):
             step()
         torch.cuda.synchronize()
@@ -350,13 +332,8 @@ if __name__ == "__main__":
             opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
             x = torch.randn(128, 3, 224, 224, device="cuda").to(memory_format=torch.channels_last)
             y = torch.randint(0, 1000, (128,), device="cuda")
-
-            def step():
-                loss = F.cross_entropy(model(x), y)
-                loss.backward()
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-            profile_steps(f"{name}-b128-fp32", step, args.out_dir)
+            profile_steps(f"{name}-b128-fp32", make_step(cnn_loss(model), opt, "fp32", x, y),
+                          args.out_dir)
             del model, opt
             cleanup()
         sys.exit(0)
