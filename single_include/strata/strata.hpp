@@ -2170,6 +2170,11 @@ struct dispatch_model {
   double kernel_floor = 0;    ///< s, a queued kernel's floor (0: keep the isolated floors)
 };
 
+/// The dispatch costs fitted on the H100 steps (`tools/profiles/h100_sxm.json`, rounded): PyTorch
+/// 2.11 eager on that machine's CPU. Datasheet profiles use them too: they belong to the framework
+/// and the host, not to the GPU.
+inline constexpr dispatch_model pytorch_eager_dispatch{48.6e-6, 1.48e-3, 0.8e-6, 1e-6};
+
 /// Everything strata needs to time kernels on a device.
 struct device_profile {
   device dev;
@@ -2223,7 +2228,8 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
 /// tile), 2 us per wave (or the given `gemm_efficiency`); copies and element-wise kernels at 80 %
 /// of the memory bandwidth, normalization (layer norm, softmax) at 50 %; host copies at 25 GB/s
 /// (PCIe Gen4 x16 in practice); attention at 50 % of the 16-bit peak forward, 40 % forward +
-/// backward (fp32 attention: the same fractions of the fp32 peak); a 10 us launch floor.
+/// backward (fp32 attention: the same fractions of the fp32 peak); a 10 us launch floor; PyTorch
+/// eager's dispatch costs as measured with the H100 (`pytorch_eager_dispatch`).
 [[nodiscard]] constexpr device_profile datasheet_profile(const device& d, int sms,
                                                          gemm_efficiency e = {}) {
   if (sms < 1) throw plan_error("a device profile needs at least one SM");
@@ -2246,7 +2252,7 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
           {0.5 * bw, 10e-6},
           {0.5 * d.peak(dtype::bf16).count(), 0.4 * d.peak(dtype::bf16).count(), 0, 10e-6},
           {0.5 * d.peak(dtype::fp32).count(), 0.4 * d.peak(dtype::fp32).count(), 0, 10e-6},
-          {}};
+          pytorch_eager_dispatch};
 }
 
 /// `datasheet_profile` with the device's own SM count.

@@ -131,6 +131,12 @@ TEST_CASE("the shipped dispatch costs are what the documented calibration fits")
   CHECK(profile.dispatch.per_kernel < 100e-6);
   CHECK(profile.dispatch.per_checkpoint > 0.5e-3);
   CHECK(profile.dispatch.per_checkpoint < 3e-3);
+  // the rounded copy datasheet profiles use
+  CHECK(pytorch_eager_dispatch.per_kernel == Approx(profile.dispatch.per_kernel).epsilon(0.01));
+  CHECK(pytorch_eager_dispatch.per_checkpoint ==
+        Approx(profile.dispatch.per_checkpoint).epsilon(0.01));
+  CHECK(pytorch_eager_dispatch.per_tensor == Approx(profile.dispatch.per_tensor).epsilon(0.05));
+  CHECK(pytorch_eager_dispatch.kernel_floor == profile.dispatch.kernel_floor);
 }
 
 TEST_CASE("step measurements: bad rows are named") {

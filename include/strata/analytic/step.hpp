@@ -277,6 +277,7 @@ struct cnn_config {
   const device_profile p = profile.queued();
   const double dispatch = p.dispatch.per_kernel;
   const double N = c.batch, act = c.precision == dtype::fp32 ? 4.0 : 2.0;
+  const bool autocast = c.precision != dtype::fp32;
   const gemm_model& g = p.gemm(c.precision);
   auto memory = [&](const std::string& name, const stream_model& s, double bytes) {
     out.kernels.push_back({name, kernel_kind::memory, 0, bytes, s.time(bytes), dispatch});
@@ -304,7 +305,6 @@ struct cnn_config {
           out.kernels.push_back({what, kernel_kind::gemm, 2 * m * n * kk, traffic,
                                  g.time(m, n, kk, traffic), dispatch});
         };
-        const bool autocast = c.precision != dtype::fp32;
         if (!backward) {
           tensors += bias ? 2 : 1;
           // autocast: the image and the fp32 weights cast to bf16 (6 B per element)
