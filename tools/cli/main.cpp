@@ -48,7 +48,7 @@ json run_step(const json& j) {
     for (const char* k :
          {"layers", "hidden", "heads", "sequence", "vocabulary", "checkpoint", "keep_logits"})
       if (st.contains(k)) d::fail(std::string("step.") + k, "does not apply to " + model);
-  strata::analytic::gpt2_config c;
+  strata::analytic::gpt2_config c;  // the CNNs read only batch and precision
   c.layers = d::int_field(st, "step", "layers", 1, 100000, 12, !cnn);
   c.hidden = d::int_field(st, "step", "hidden", 1, 1 << 20, 768, !cnn);
   c.heads = d::int_field(st, "step", "heads", 1, 1 << 16, 12, !cnn);
@@ -90,22 +90,14 @@ json run_step(const json& j) {
   } else {
     d::fail("profile", "must be \"h100\", a profile file, or {\"datasheet\": name, \"sms\": n}");
   }
-  strata::analytic::step_estimate step;
-  strata::analytic::step_memory mem;
-  double params = 0;
-  if (cnn) {
-    const auto r = strata::zoo::resnet50();
-    const auto v = strata::zoo::vgg16();
-    const std::span<const strata::layer> net = model == "resnet50" ? r.view() : v.view();
-    const strata::analytic::cnn_config cc{c.batch, c.precision};
-    step = strata::analytic::cnn_step(net, cc, prof.profile);
-    mem = strata::analytic::cnn_memory(net, cc);
-    params = strata::total_params(net);
-  } else {
-    step = strata::analytic::gpt2_step(c, prof.profile);
-    mem = strata::analytic::gpt2_memory(c);
-    params = strata::analytic::gpt2_parameters(c);
-  }
+  strata::calibrate::step_measurement what;  // the step to predict (no measured figures)
+  what.model = model;
+  what.config = c;
+  const auto step = strata::calibrate::predict_step(what, prof.profile);
+  const auto mem = strata::calibrate::predict_memory(what);
+  const double params = model == "resnet50" ? strata::total_params(strata::zoo::resnet50().view())
+                        : model == "vgg16"  ? strata::total_params(strata::zoo::vgg16().view())
+                                            : strata::analytic::gpt2_parameters(c);
   return {{"model", model},
           {"device", prof.name},
           {"parameters", params},

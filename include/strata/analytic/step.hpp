@@ -60,19 +60,26 @@ struct kernel {
   double host = 0;   ///< seconds of host time to dispatch it (the profile's `dispatch`)
 };
 
-/// The kernels of a step and their time: the host issues kernel i after spending its host time,
-/// the GPU runs it once issued and once kernel i-1 is done, and the step ends with the last
-/// kernel (a synchronising step). A launch-bound step takes its host time, a large one the sum
-/// of its kernels.
+/// The host issues kernel i after spending host(i), the GPU runs it once issued and once kernel
+/// i-1 is done (gpu(i) seconds), and the step ends with the last kernel (a synchronising step):
+/// a launch-bound step takes its host time, a large one the sum of its kernels.
+template <class Host, class Gpu>
+[[nodiscard]] double issue_and_run(std::size_t kernels, Host&& host, Gpu&& gpu) {
+  double issued = 0, done = 0;
+  for (std::size_t i = 0; i < kernels; ++i) {
+    issued += host(i);
+    done = (done > issued ? done : issued) + gpu(i);
+  }
+  return done;
+}
+
+/// The kernels of a step and their time (`issue_and_run`).
 struct step_estimate {
   std::vector<kernel> kernels;
   [[nodiscard]] double time() const {
-    double host = 0, gpu = 0;
-    for (const auto& k : kernels) {
-      host += k.host;
-      gpu = (gpu > host ? gpu : host) + k.time;
-    }
-    return gpu;
+    return issue_and_run(
+        kernels.size(), [&](std::size_t i) { return kernels[i].host; },
+        [&](std::size_t i) { return kernels[i].time; });
   }
   /// The kernels' time alone (what a profiler sums over the GPU stream).
   [[nodiscard]] double kernel_time() const {

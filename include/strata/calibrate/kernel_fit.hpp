@@ -81,14 +81,21 @@ inline stream_model fit_stream(const std::vector<std::pair<double, double>>& pts
   return make(r.theta);
 }
 
+/// A fit on all points and its report.
+template <class Model>
+struct fitted {
+  Model model;
+  class_report report;
+};
+
+/// Fits on all points and reports their errors, then fits on the even rows and reports the odd
+/// ones' errors (held out).
 template <class Fit, class Predict, class Point>
-class_report report(const std::string& op, const std::vector<Point>& pts, Fit&& fit,
-                    Predict&& predict) {
-  class_report rep{op, {}, {}};
-  const auto full = fit(pts);
+auto report(const std::string& op, const std::vector<Point>& pts, Fit&& fit, Predict&& predict) {
+  fitted<decltype(fit(pts))> out{fit(pts), {op, {}, {}}};
   std::vector<double> e;
-  for (const auto& p : pts) e.push_back(predict(full, p));
-  rep.all = summarize(e);
+  for (const auto& p : pts) e.push_back(predict(out.model, p));
+  out.report.all = summarize(e);
   std::vector<Point> even, odd;
   for (std::size_t i = 0; i < pts.size(); ++i) (i % 2 == 0 ? even : odd).push_back(pts[i]);
   if (even.size() >= 2 && !odd.empty()) {
@@ -96,11 +103,11 @@ class_report report(const std::string& op, const std::vector<Point>& pts, Fit&& 
       const auto half = fit(even);
       std::vector<double> h;
       for (const auto& p : odd) h.push_back(predict(half, p));
-      rep.held_out = summarize(h);
+      out.report.held_out = summarize(h);
     } catch (const plan_error&) {  // too few points for a separate fit: no held-out figure
     }
   }
-  return rep;
+  return out;
 }
 
 inline double number(const std::map<std::string, std::string>& row, const char* col, int line) {
@@ -137,12 +144,13 @@ inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_cs
     if (pts.empty()) continue;
     gemm_model& target = std::string(type) == "float32" ? p.fp32 : p.bf16;
     const gemm_model base = target;
-    target = detail::fit_gemm(pts, base);
-    out.report.push_back(detail::report(
+    auto r = detail::report(
         std::string("gemm ") + type, pts, [&](const auto& v) { return detail::fit_gemm(v, base); },
         [](const gemm_model& m, const detail::gemm_point& q) {
           return (m.time(q.m, q.n, q.k) - q.t) / q.t;
-        }));
+        });
+    target = r.model;
+    out.report.push_back(r.report);
   }
   // Memory-bound kernels, by class
   const csv_table mb = read_csv(membound_csv);
@@ -181,12 +189,13 @@ inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_cs
                            : cls == "dropout"        ? p.dropout
                            : cls == "layer_norm"     ? p.layer_norm
                                                      : p.softmax;
-    target = detail::fit_stream(pts);
-    out.report.push_back(detail::report(
+    auto r = detail::report(
         cls, pts, [](const auto& v) { return detail::fit_stream(v); },
         [](const stream_model& m, const std::pair<double, double>& q) {
           return (m.time(q.first) - q.second) / q.second;
-        }));
+        });
+    target = r.model;
+    out.report.push_back(r.report);
   }
   // Attention: achieved rates and the floor; bf16 (flash) and, when measured, fp32 (the
   // memory-efficient kernel, no tensor cores)
@@ -228,11 +237,12 @@ inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_cs
   auto attention = [&](std::istream& csv, attention_model& target, const char* name) {
     const auto ap = read_attention(csv);
     if (ap.empty()) return;
-    target = fit_attention(ap);
-    out.report.push_back(
+    auto r =
         detail::report(name, ap, fit_attention, [](const attention_model& a, const att_point& q) {
           return (a.forward_backward(q.b, q.h, q.s, q.d) - q.train) / q.train;
-        }));
+        });
+    target = r.model;
+    out.report.push_back(r.report);
   };
   attention(attention_csv, p.attention, "attention");
   if (attention_fp32_csv != nullptr)

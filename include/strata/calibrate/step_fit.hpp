@@ -109,12 +109,10 @@ struct lowered_step {
   std::vector<double> gpu, kernel, checkpoint, tensor;
   double measured = 0;
   [[nodiscard]] double time(double a, double b, double c) const {
-    double host = 0, t = 0;
-    for (std::size_t i = 0; i < gpu.size(); ++i) {
-      host += a * kernel[i] + b * checkpoint[i] + c * tensor[i];
-      t = (t > host ? t : host) + gpu[i];
-    }
-    return t;
+    return analytic::issue_and_run(
+        gpu.size(),
+        [&](std::size_t i) { return a * kernel[i] + b * checkpoint[i] + c * tensor[i]; },
+        [&](std::size_t i) { return gpu[i]; });
   }
 };
 
@@ -198,16 +196,14 @@ inline dispatch_model fit_host(const std::vector<lowered_step>& steps, double ke
   std::vector<step_measurement> measured;
   for (const auto& m : steps)
     if (!m.oom) measured.push_back(m);
-  dispatch_fit out;
-  out.dispatch = fit(measured);
-  out.report = detail::report(
+  auto r = detail::report(
       "step time", measured, [&](const auto& rows) { return fit(rows); },
       [&](const dispatch_model& d, const step_measurement& m) {
         device_profile q = p;
         q.dispatch = d;
         return predict_step(m, q).time() / m.time - 1;
       });
-  return out;
+  return {r.model, r.report};
 }
 
 }  // namespace strata::calibrate
