@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "strata/error.hpp"
+#include "strata/frameworks/megatron.hpp"
 #include "strata/hardware/device.hpp"
 
 namespace strata {
@@ -97,6 +98,8 @@ struct transformer_training {
   dtype gradients = dtype::fp32;
   bool flash_attention = true;  ///< fused attention: no s x s tensors are kept (or moved)
   double reserved = 0;          ///< bytes of "other" memory per device (framework, workspaces)
+  /// how the framework runs the step (`frameworks/*.hpp`): kernels, saved tensors, storage
+  frameworks::recipe framework = frameworks::megatron;
 
   /// Tokens per sequence: `sequence`, or the model's own length `model_sequence` when it is 0.
   [[nodiscard]] constexpr int sequence_or(int model_sequence) const {
@@ -117,21 +120,29 @@ struct transformer_training {
     return dtype::fp32;
   }
   [[nodiscard]] constexpr bool mixed() const { return precision != precision_mode::fp32; }
-  /// Bytes per element of activations and of the working copy of the weights.
+  /// Bytes per element of activations (the GEMMs' inputs and outputs).
   [[nodiscard]] constexpr double activation_bytes() const { return mixed() ? 2.0 : 4.0; }
-  [[nodiscard]] constexpr double weight_bytes() const { return activation_bytes(); }
+  /// Mixed precision with 16-bit working weights and fp32 masters (Megatron); under autocast the
+  /// parameters themselves stay fp32 and there is no master copy.
+  [[nodiscard]] constexpr bool master_weights() const { return mixed() && !framework.autocast; }
+  /// Bytes per element of the residual stream (fp32 under autocast: the norms run in fp32).
+  [[nodiscard]] constexpr double residual_bytes() const {
+    return framework.autocast ? 4.0 : activation_bytes();
+  }
+  [[nodiscard]] constexpr double weight_bytes() const { return master_weights() ? 2.0 : 4.0; }
   [[nodiscard]] constexpr double gradient_bytes() const {
-    return mixed() ? size_of(gradients) : 4.0;
+    return master_weights() ? size_of(gradients) : 4.0;
   }
-  /// Optimizer bytes per parameter: the fp32 master copy (mixed) and 4 B per state.
+  /// Optimizer bytes per parameter: the fp32 master copy (if any) and 4 B per state.
   [[nodiscard]] constexpr double optimizer_bytes() const {
-    return (mixed() ? 4.0 : 0.0) + 4.0 * states_per_param(optim);
+    return (master_weights() ? 4.0 : 0.0) + 4.0 * states_per_param(optim);
   }
-  /// Bytes the optimizer step reads and writes per parameter: gradient, master weight and states
-  /// read and written back, plus the working copy written (mixed).
+  /// Bytes the optimizer step reads and writes per parameter: gradient, (master) weight and
+  /// states read and written back, plus the working copy written (master weights): 30 B for
+  /// Megatron's Adam, 28 B for fused AdamW on fp32 parameters.
   [[nodiscard]] constexpr double update_bytes() const {
     return gradient_bytes() + 2 * (4.0 + 4.0 * states_per_param(optim)) +
-           (mixed() ? weight_bytes() : 0.0);
+           (master_weights() ? weight_bytes() : 0.0);
   }
 
   constexpr void check() const {

@@ -142,8 +142,8 @@ TEST_CASE("one GPU: the iteration is micro-batches x (forward + backward) + the 
   const parallel::nd s{.micro_batch = 8};
   const auto r = analytic::evaluate(m, s, one_a100, t, a100);
   const auto lc = analytic::lower_layer(m, a100, t, 1, false, 1, 1, 8);
-  const double per_mb = 12 * (lc.forward + lc.backward) + lc.embedding_forward +
-                        lc.embedding_backward + lc.head_forward + lc.head_backward;
+  const double per_mb = 12 * (lc.forward.gpu + lc.backward.gpu) + lc.embedding_forward.gpu +
+                        lc.embedding_backward.gpu + lc.head_forward.gpu + lc.head_backward.gpu;
   CHECK(r.micro_batches == 4);
   CHECK(r.time.total().count() == Approx(4 * per_mb + r.time.optimizer.count()));
   CHECK(r.time.data_comm == seconds{});
@@ -303,8 +303,8 @@ TEST_CASE("fp8 GEMMs run at the fp8 peak") {
   fp8.precision = precision_mode::fp8_mixed;
   const auto a = analytic::lower_layer(m, h100, bf16, 8, true, 1, 1, 1);
   const auto b = analytic::lower_layer(m, h100, fp8, 8, true, 1, 1, 1);
-  CHECK(b.forward < a.forward);
-  CHECK(b.forward > a.forward / 2);  // attention and memory-bound kernels do not speed up
+  CHECK(b.forward.gpu < a.forward.gpu);
+  CHECK(b.forward.gpu > a.forward.gpu / 2);  // attention and memory-bound kernels do not speed up
 }
 
 TEST_CASE("the sweep covers expert and context parallelism when asked") {

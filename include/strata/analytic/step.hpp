@@ -28,49 +28,44 @@
 #include <string>
 #include <vector>
 
+#include "strata/analytic/transformer.hpp"
 #include "strata/error.hpp"
+#include "strata/frameworks/pytorch_eager.hpp"
 #include "strata/hardware/kernels.hpp"
 #include "strata/model/layer.hpp"
 
 namespace strata::analytic {
 
-struct gpt2_config {
-  int layers = 12;
-  int hidden = 768;
-  int heads = 12;
-  int sequence = 1024;
-  int batch = 8;  ///< micro-batch b
-  int vocabulary = 50304;
-  dtype precision = dtype::bf16;  ///< bf16: autocast GEMMs and attention; fp32: TF32 GEMMs
-  bool checkpoint = false;        ///< full activation checkpointing
-  /// the training loop keeps the logits referenced through the backward pass (nanoGPT's forward
-  /// returns them); false: only the loss leaves the model
-  bool keep_logits = false;
-};
-
-enum class kernel_kind { gemm, attention, memory, optimizer };
+using kernel_kind = lower::kernel_kind;
 
 /// One kernel of the step.
 struct kernel {
   std::string name;
   kernel_kind kind = kernel_kind::gemm;
-  double flops = 0;  ///< counted FLOPs (GEMMs: 2MNK; attention: the causal half)
-  double bytes = 0;  ///< bytes read and written
-  double time = 0;   ///< seconds on the GPU with the profile
-  double host = 0;   ///< seconds of host time to dispatch it (the profile's `dispatch`)
+  double flops = 0;   ///< counted FLOPs (GEMMs: 2MNK; attention: the causal half)
+  double bytes = 0;   ///< bytes read and written
+  double time = 0;    ///< seconds on the GPU with the profile
+  double host = 0;    ///< seconds of host time to dispatch it (the profile's `dispatch`)
+  bool sync = false;  ///< the host waits for it to finish before issuing the next
 };
 
 /// The host issues kernel i after spending host(i), the GPU runs it once issued and once kernel
 /// i-1 is done (gpu(i) seconds), and the step ends with the last kernel (a synchronising step):
-/// a launch-bound step takes its host time, a large one the sum of its kernels.
-template <class Host, class Gpu>
-[[nodiscard]] double issue_and_run(std::size_t kernels, Host&& host, Gpu&& gpu) {
+/// a launch-bound step takes its host time, a large one the sum of its kernels. After a kernel
+/// with `sync(i)` the host waits for the GPU. (`lower::span` is the same rule in closed form.)
+template <class Host, class Gpu, class Sync>
+[[nodiscard]] double issue_and_run(std::size_t kernels, Host&& host, Gpu&& gpu, Sync&& sync) {
   double issued = 0, done = 0;
   for (std::size_t i = 0; i < kernels; ++i) {
     issued += host(i);
     done = (done > issued ? done : issued) + gpu(i);
+    if (sync(i)) issued = done;
   }
   return done;
+}
+template <class Host, class Gpu>
+[[nodiscard]] double issue_and_run(std::size_t kernels, Host&& host, Gpu&& gpu) {
+  return issue_and_run(kernels, host, gpu, [](std::size_t) { return false; });
 }
 
 /// The kernels of a step and their time (`issue_and_run`).
@@ -79,7 +74,8 @@ struct step_estimate {
   [[nodiscard]] double time() const {
     return issue_and_run(
         kernels.size(), [&](std::size_t i) { return kernels[i].host; },
-        [&](std::size_t i) { return kernels[i].time; });
+        [&](std::size_t i) { return kernels[i].time; },
+        [&](std::size_t i) { return kernels[i].sync; });
   }
   /// The kernels' time alone (what a profiler sums over the GPU stream).
   [[nodiscard]] double kernel_time() const {
@@ -100,114 +96,166 @@ struct step_estimate {
   }
 };
 
-/// Parameters of the GPT-2 model of `gpt2_step` (weights, biases, LN, tied embedding, positions).
-[[nodiscard]] constexpr double gpt2_parameters(const gpt2_config& c) {
-  const double h = c.hidden, l = c.layers;
-  return 12.0 * l * h * h + 13.0 * l * h + (static_cast<double>(c.vocabulary) + c.sequence) * h +
-         2 * h;
+/// The kernels one GPU runs for a one-GPU transformer plan, in issue order, as `lower/` lowers
+/// them and `analytic::evaluate` sums them: per micro-batch the embedding, each layer's forward,
+/// the head's forward and backward, each layer's recomputation (checkpointing) and backward, the
+/// embedding's backward; then the optimizer step. `step_estimate::time()` equals the plan's
+/// `iteration_time`.
+[[nodiscard]] inline step_estimate step_kernels(const transformer& m, const parallel::nd& s,
+                                                const transformer_training& tr,
+                                                const device_profile& profile) {
+  s.check(m, tr, s.devices());
+  if (s.devices() != 1) throw plan_error("a step lists the kernels of a one-GPU plan");
+  const layer_compute lc = lower_layer(m, profile, tr, lower::shard_of(m, s, tr));
+  const device_profile q = profile.queued();
+  gemm_model g = q.gemm(tr.compute());
+  if (tr.compute() == dtype::fp8 && q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
+    g.peak = q.dev.peak(dtype::fp8).count();
+    g.element = 1;
+  }
+  const lower::shard x = lower::shard_of(m, s, tr);
+  step_estimate out;
+  std::string prefix;
+  double extra_host = 0;  // added to the next kernel (re-entering a checkpointed block)
+  struct collector {
+    step_estimate& out;
+    const device_profile& q;
+    const gemm_model& g;
+    const layer_compute& lc;
+    bool fp32_attention;
+    std::string& prefix;
+    double& extra_host;
+    void kernel(const lower::kernel_op& k) {
+      std::string name = prefix;
+      name += k.what;
+      if (!k.part.empty()) {
+        name += ' ';
+        name += k.part;
+      }
+      lower::kernel_op one = k;
+      one.times = 1;
+      const double t = lower::gpu_time(one, q, g, fp32_attention);
+      for (double i = 0; i < k.times; ++i) {
+        out.kernels.push_back({name, k.kind, one.flops(), one.bytes, t,
+                               lc.per_kernel + (i == 0 ? k.host : 0.0) + extra_host,
+                               k.sync && i + 1 >= k.times});
+        extra_host = 0;
+      }
+    }
+  } v{out, q, g, lc, tr.compute() == dtype::fp32, prefix, extra_host};
+  using lower::phase;
+  auto block = [](int l, const char* what) {  // "block 3 backward " (appends: GCC 12's
+    std::string p = "block ";                 // -Wrestrict misfires on "literal" + string)
+    p += std::to_string(l);
+    p += ' ';
+    p += what;
+    return p;
+  };
+  const int mb = s.micro_batches(tr);
+  for (int micro = 0; micro < mb; ++micro) {
+    prefix.clear();
+    lower::embedding(m, x, tr, phase::forward, v);
+    for (int l = 0; l < m.layers; ++l) {
+      prefix = block(l, "");
+      lower::layer(m, x, tr, phase::forward, v);
+    }
+    prefix.clear();
+    lower::head(m, x, tr, phase::forward, v);
+    lower::head(m, x, tr, phase::backward, v);
+    for (int l = m.layers - 1; l >= 0; --l) {
+      if (s.recomputation == parallel::recompute::full) {
+        extra_host = lc.checkpoint_host;
+        prefix = block(l, "recompute ");
+        lower::layer(m, x, tr, phase::forward, v);
+      }
+      prefix = block(l, "backward ");
+      lower::layer(m, x, tr, phase::backward, v);
+    }
+    prefix.clear();
+    lower::embedding(m, x, tr, phase::backward, v);
+  }
+  const double params = m.parameters();
+  const lower::span opt =
+      optimizer_span(profile, tr, lc, params, lower::parameter_tensors(m, tr.framework));
+  std::string update(to_string(tr.optim));
+  update += " step";
+  out.kernels.push_back(
+      {update, kernel_kind::optimizer, 0, tr.update_bytes() * params, opt.gpu, opt.host, false});
+  return out;
 }
 
-[[nodiscard]] inline step_estimate gpt2_step(const gpt2_config& c, const device_profile& profile) {
+// ---- GPT-2 steps (the measured H100 steps' model) ----------------------------------------------
+
+struct gpt2_config {
+  int layers = 12;
+  int hidden = 768;
+  int heads = 12;
+  int sequence = 1024;
+  int batch = 8;  ///< micro-batch b
+  int vocabulary = 50304;
+  dtype precision = dtype::bf16;  ///< bf16: autocast GEMMs and attention; fp32: TF32 GEMMs
+  bool checkpoint = false;        ///< full activation checkpointing
+  /// the training loop keeps the logits referenced through the backward pass (nanoGPT's forward
+  /// returns them); false: only the loss leaves the model
+  bool keep_logits = false;
+};
+
+/// The GPT-2-style model of the measured steps: learned positions, pre-LayerNorm blocks with
+/// biases, a tanh-GELU MLP of 4h, tied embeddings, no dropout.
+[[nodiscard]] constexpr transformer gpt2_model(const gpt2_config& c) {
+  transformer m;
+  m.name = "gpt2";
+  m.layers = c.layers;
+  m.hidden = c.hidden;
+  m.heads = c.heads;
+  m.vocabulary = c.vocabulary;
+  m.sequence = c.sequence;
+  m.dropout = false;
+  return m;
+}
+/// nanoGPT's loop in PyTorch eager (`frameworks::pytorch_eager`), AdamW, one micro-batch.
+[[nodiscard]] constexpr transformer_training gpt2_training(const gpt2_config& c) {
+  transformer_training t;
+  t.global_batch = c.batch;
+  t.sequence = c.sequence;
+  t.precision = c.precision == dtype::fp32 ? precision_mode::fp32 : precision_mode::bf16_mixed;
+  t.optim = optimizer::adam;
+  t.framework = frameworks::pytorch_eager;
+  t.framework.keep_logits = c.keep_logits;
+  return t;
+}
+[[nodiscard]] constexpr parallel::nd gpt2_strategy(const gpt2_config& c) {
+  parallel::nd s;
+  s.micro_batch = c.batch;
+  s.recomputation = c.checkpoint ? parallel::recompute::full : parallel::recompute::none;
+  return s;
+}
+
+/// Parameters of the GPT-2 model of `gpt2_step` (weights, biases, LN, tied embedding, positions).
+[[nodiscard]] constexpr double gpt2_parameters(const gpt2_config& c) {
+  return gpt2_model(c).parameters();
+}
+
+namespace detail {
+inline void check_gpt2(const gpt2_config& c) {
   if (c.layers < 1 || c.hidden < 1 || c.heads < 1 || c.sequence < 1 || c.batch < 1 ||
       c.vocabulary < 1)
     throw plan_error(
         "GPT-2 step: layers, hidden, heads, sequence, batch and vocabulary must be >= 1");
   if (c.hidden % c.heads != 0) throw plan_error("GPT-2 step: heads must divide the hidden size");
-  step_estimate out;
-  const device_profile p = profile.queued();
-  const double dispatch = p.dispatch.per_kernel;
-  const double T = static_cast<double>(c.batch) * c.sequence, h = c.hidden, V = c.vocabulary;
-  const double act = c.precision == dtype::fp32 ? 4.0 : 2.0;  // activation bytes per element
-  const gemm_model& g = p.gemm(c.precision);
-  auto gemm = [&](const std::string& name, double m, double n, double k) {
-    out.kernels.push_back({name, kernel_kind::gemm, 2 * m * n * k, 0, g.time(m, n, k), dispatch});
-  };
-  auto memory = [&](const std::string& name, const stream_model& s, double bytes) {
-    out.kernels.push_back({name, kernel_kind::memory, 0, bytes, s.time(bytes), dispatch});
-  };
-  // Autocast casts a linear layer's fp32 weight and bias to bf16 before its forward GEMM, and the
-  // bf16 weight gradient back to fp32 after the backward (6 B per parameter each way).
-  const bool autocast = c.precision != dtype::fp32;
-  // forward GEMM and its two backward GEMMs
-  auto gemm_fb = [&](const std::string& name, double m, double n, double k, bool backward) {
-    if (!backward) {
-      if (autocast) memory(name + " weight cast", p.copy, 6 * (n * k + n));
-      gemm(name, m, n, k);
-      return;
-    }
-    gemm(name + " dX", m, k, n);
-    gemm(name + " dW", k, n, m);
-    if (autocast) memory(name + " gradient to fp32", p.copy, 6 * (n * k + n));
-  };
-  // ... and casts the fp32 layer-norm output to bf16 (its backward casts the gradient back)
-  auto norm_cast = [&](const std::string& name) {
-    if (autocast) memory(name + " cast", p.copy, 6 * T * h);
-  };
-  const double dh = h / c.heads, s = c.sequence;
-  // fp32 inputs run PyTorch's memory-efficient attention (no tensor cores), 16-bit ones flash
-  const attention_model& att = c.precision == dtype::fp32 ? p.attention_fp32 : p.attention;
-  auto block = [&](int l, bool backward) {
-    const std::string b = "block " + std::to_string(l) + (backward ? " backward " : " ");
-    const double k = backward ? 2 : 1;  // backward memory kernels move twice the bytes
-    memory(b + "layer norm 1", p.layer_norm, k * 2 * T * h * act);
-    norm_cast(b + "layer norm 1");
-    gemm_fb(b + "qkv", T, 3 * h, h, backward);
-    if (!backward) {
-      const double f = attention_model::forward_flops(static_cast<double>(c.batch), c.heads, s, dh);
-      out.kernels.push_back({b + "attention", kernel_kind::attention, f, 0,
-                             att.forward(static_cast<double>(c.batch), c.heads, s, dh), dispatch});
-    } else {
-      const double f = attention_model::forward_flops(static_cast<double>(c.batch), c.heads, s, dh);
-      const double t = att.forward_backward(static_cast<double>(c.batch), c.heads, s, dh) -
-                       att.forward(static_cast<double>(c.batch), c.heads, s, dh);
-      out.kernels.push_back(
-          {b + "attention", kernel_kind::attention, 2.5 * f, 0, t > 0 ? t : 0, dispatch});
-    }
-    gemm_fb(b + "attention projection", T, h, h, backward);
-    memory(b + "dropout + residual 1", p.dropout, k * 3 * T * h * act);
-    memory(b + "layer norm 2", p.layer_norm, k * 2 * T * h * act);
-    norm_cast(b + "layer norm 2");
-    gemm_fb(b + "fc", T, 4 * h, h, backward);
-    memory(b + "gelu", p.gelu, k * 2 * T * 4 * h * act);
-    gemm_fb(b + "fc projection", T, h, 4 * h, backward);
-    memory(b + "dropout + residual 2", p.dropout, k * 3 * T * h * act);
-  };
-  memory("embedding", p.copy, 2 * T * h * act);
-  for (int l = 0; l < c.layers; ++l) block(l, false);
-  memory("final layer norm", p.layer_norm, 2 * T * h * act);
-  norm_cast("final layer norm");
-  if (autocast) memory("output projection weight cast", p.copy, 6 * V * h);
-  gemm("output projection", T, V, h);
-  memory("cross-entropy (fp32 logits)", p.softmax, 4 * T * V * 4);
-  gemm("output projection dX", T, h, V);
-  gemm("output projection dW", h, V, T);
-  if (autocast) memory("output projection gradient to fp32", p.copy, 6 * V * h);
-  memory("final layer norm backward", p.layer_norm, 4 * T * h * act);
-  for (int l = c.layers - 1; l >= 0; --l) {
-    if (c.checkpoint) {  // recompute the block's forward
-      const std::size_t first = out.kernels.size();
-      block(l, false);
-      out.kernels[first].host += p.dispatch.per_checkpoint;
-    }
-    block(l, true);
-  }
-  memory("embedding backward", p.copy, 2 * T * h * act);
-  const double params = gpt2_parameters(c);
-  const double tensors = 12.0 * c.layers + 4;  // per block 4 weights, 4 biases, 2 LN x 2
-  out.kernels.push_back({"AdamW (fused)", kernel_kind::optimizer, 0, 28 * params,
-                         p.copy.time(28 * params), tensors * p.dispatch.per_tensor});
-  return out;
+}
+}  // namespace detail
+
+/// A GPT-2 step: the one-GPU plan of `gpt2_model`, `gpt2_training` and `gpt2_strategy`.
+[[nodiscard]] inline step_estimate gpt2_step(const gpt2_config& c, const device_profile& profile) {
+  detail::check_gpt2(c);
+  return step_kernels(gpt2_model(c), gpt2_strategy(c), gpt2_training(c), profile);
 }
 
-/// Memory of a GPT-2 training step in PyTorch eager, the framework behaviour strata assumes
-/// (a nanoGPT-style loop): fp32 parameters; `torch.autocast(bfloat16)` for bf16 (GEMMs and
-/// attention in bf16, layer norm and the residual stream in fp32, linear weights cast to bf16 once
-/// per forward and held by autograd until their backward); `scaled_dot_product_attention` (flash,
-/// or memory-efficient in fp32: no s^2 buffer); dropout 0; cross-entropy on fp32 logits; fused
-/// AdamW; `zero_grad(set_to_none=True)`; the batch (inputs and targets, int64) on the GPU; the
-/// cuBLAS and cuBLASLt workspaces (32 MiB each on Hopper) taken from the caching allocator.
+/// cuBLAS and cuBLASLt workspaces on Hopper (32 MiB each), held by the caching allocator.
 inline constexpr double blas_workspace = 64.0 * 1024 * 1024;
 
+/// Memory of a single-GPU step between steps and at its peak, with the terms of the loss moment.
 struct step_memory {
   double between_steps = 0;  ///< allocated after optimizer.step() and zero_grad()
   double peak = 0;           ///< max_memory_allocated during the step
@@ -216,54 +264,30 @@ struct step_memory {
          logits = 0, batch = 0, workspace = blas_workspace;
 };
 
+/// The memory of a one-GPU transformer plan (`analytic::stage_memory`) as a step's figures.
+[[nodiscard]] constexpr step_memory step_memory_of(const transformer& m, const parallel::nd& s,
+                                                   const transformer_training& tr) {
+  const memory_terms x = stage_terms(m, s, tr, 0);
+  step_memory out;
+  out.parameters = x.states.weights.count();
+  out.optimizer_states = x.states.optimizer_states.count();
+  out.gradients = x.gradients;
+  out.batch = x.states.batch.count();
+  out.workspace = x.states.workspace.count();
+  out.weight_casts = x.layers * x.in_flight * x.casts + x.head_casts;
+  out.activations = x.layers * x.in_flight * x.saved + x.embedding + x.head;
+  out.logits = x.logits + x.held_logits;
+  out.between_steps = x.states.between_steps.count();
+  out.peak = stage_memory(m, s, tr, 0).total().count();
+  return out;
+}
+
+/// Memory of a GPT-2 training step in PyTorch eager (`frameworks::pytorch_eager` says what it
+/// keeps): fp32 parameters, AdamW moments, the saved tensors, autocast's weight copies, the loss's
+/// fp32 logits, the batch and the BLAS workspace.
 [[nodiscard]] inline step_memory gpt2_memory(const gpt2_config& c) {
-  if (c.layers < 1 || c.hidden < 1 || c.sequence < 1 || c.batch < 1 || c.vocabulary < 1)
-    throw plan_error("GPT-2 memory: layers, hidden, sequence, batch and vocabulary must be >= 1");
-  const bool bf16 = c.precision != dtype::fp32;
-  const double T = static_cast<double>(c.batch) * c.sequence, h = c.hidden, V = c.vocabulary,
-               l = c.layers;
-  const double P = gpt2_parameters(c);
-  step_memory m;
-  m.parameters = 4 * P;
-  m.optimizer_states = 8 * P;  // AdamW exp_avg and exp_avg_sq, fp32
-  m.gradients = 4 * P;
-  m.batch = 2 * 8 * T;  // inputs and targets, int64
-  // Saved for backward per block, in bytes per token and hidden unit:
-  // bf16: LN1 input (fp32) 4, QKV input (bf16 cast) 2, QKV output (q, k, v views) 6, attention
-  //   output 2 and its contiguous copy 2, LN2 input 4, fc input 2, GELU input 8, fc-projection
-  //   input 8: 38.
-  // fp32: 4 + 4 + 12 + 4 + 4 + 4 + 4 + 16 + 16 = 68.
-  const double per_block = (bf16 ? 38.0 : 68.0) * T * h;
-  const double block_input = 4 * T * h;  // what a checkpointed block keeps (fp32 residual)
-  const double cast = bf16 ? 2.0 : 0.0;
-  const double block_casts = cast * (12.0 * h * h + 9.0 * h);  // a block's linear weights in bf16
-  const double output_cast = cast * V * h;                     // the tied output projection
-  // Alive at the end of the forward pass: every block's saved tensors (only its input under
-  // checkpointing), the casts autograd holds, the final LN input and the output layer's input.
-  const double blocks = c.checkpoint ? l * block_input : l * per_block;
-  const double casts = (c.checkpoint ? 0.0 : l * block_casts) + output_cast;
-  const double head = 4 * T * h + (bf16 ? 2 : 4) * T * h;
-  m.activations = blocks + head;
-  m.weight_casts = casts;
-  // Logits: the loss up-casts the model's output to fp32 (a copy under autocast, freed once
-  // log-softmax has run) and log-softmax keeps its fp32 output for backward (forward: 8 B per
-  // logit at most); its backward holds that output, a dense fp32 gradient of it and the
-  // gradient of the logits: 12 B per logit, plus the logits themselves when the loop keeps them.
-  // Measured (h100_steps_gpt2.csv, GPT-2 124M, checkpointed, micro-batch 16): the peak less the
-  // memory between steps is 12.9 logits' worth of bytes in bf16 and fp32 alike.
-  const double held = c.keep_logits ? (bf16 ? 2 : 4) * T * V : 0.0, fp32 = 4 * T * V;
-  m.logits = held + 3 * fp32;
-  const double fixed = m.parameters + m.optimizer_states + m.batch + m.workspace;
-  m.between_steps = fixed;
-  // Candidates for the peak: the loss (everything saved is still alive); the last block's
-  // backward, when every other gradient exists and its own saved tensors (recomputed, under
-  // checkpointing) are alive; the optimizer step.
-  const double at_loss = fixed + casts + m.activations + m.logits;
-  const double block_params = 12.0 * h * h + 13.0 * h;
-  const double last_block = fixed + m.gradients - 4 * block_params + held + per_block + block_casts;
-  const double at_update = fixed + m.gradients;
-  m.peak = std::max({at_loss, last_block, at_update});
-  return m;
+  detail::check_gpt2(c);
+  return step_memory_of(gpt2_model(c), gpt2_strategy(c), gpt2_training(c));
 }
 
 /// A CNN training step (torchvision ResNet, VGG) lowered to kernels: convolutions as implicit

@@ -19,11 +19,13 @@
 /// @endcode
 
 #include <algorithm>
+#include <string_view>
 
 #include "strata/comm/collectives.hpp"
 #include "strata/error.hpp"
 #include "strata/hardware/cluster.hpp"
 #include "strata/hardware/kernels.hpp"
+#include "strata/lower/transformer.hpp"
 #include "strata/model/transformer.hpp"
 #include "strata/parallel/nd.hpp"
 #include "strata/training.hpp"
@@ -54,8 +56,31 @@ using parallel::recompute;
 
 // ---- activation memory (Korthikanti et al. 2022) -------------------------------------------
 
-/// Bytes one layer keeps for backward, for b sequences of s tokens on one tensor-parallel rank.
-/// In units of s b h (2-byte activations, 1-byte dropout masks):
+/// Bytes one layer keeps on one rank: the tensors of `lower::layer` of one kind (activations
+/// saved for backward by default).
+[[nodiscard]] constexpr double layer_saved_bytes(
+    const transformer& m, const lower::shard& x, const transformer_training& tr,
+    lower::keep_kind kind = lower::keep_kind::activation) {
+  double total = 0;
+  lower::layer(m, x, tr, lower::phase::forward, lower::on_save{[&](const lower::saved_tensor& t) {
+                 if (t.kind == kind) total += t.bytes;
+               }});
+  return total;
+}
+/// The same for the head (last stage).
+[[nodiscard]] constexpr double head_saved_bytes(const transformer& m, const lower::shard& x,
+                                                const transformer_training& tr,
+                                                lower::keep_kind kind) {
+  double total = 0;
+  lower::head(m, x, tr, lower::phase::forward, lower::on_save{[&](const lower::saved_tensor& t) {
+                if (t.kind == kind) total += t.bytes;
+              }});
+  return total;
+}
+
+/// Korthikanti et al. 2022 Table 2 as `lower::layer` keeps it under Megatron's recipe, for b
+/// sequences of s tokens on one tensor-parallel rank. In units of s b h (2-byte activations,
+/// 1-byte dropout masks):
 /// - replicated by tensor parallelism (10 for GPT): the two norms' inputs (4), the inputs of
 ///   the QKV and first MLP GEMMs (4) and the two dropout masks (2);
 /// - sharded (24 for GPT): Q (2), K and V (4 kv d / h), the attention output (2), the MLP's
@@ -68,20 +93,10 @@ using parallel::recompute;
 [[nodiscard]] constexpr double layer_activation_bytes(const transformer& m, double s, double b,
                                                       int tp, bool sp, recompute r, bool flash,
                                                       double act = 2) {
-  const double h = m.hidden, sbh = s * b * h, t = tp;
-  const double mask = m.dropout ? 1.0 : 0.0;
-  const double routed = m.moe() ? m.top_k * m.capacity : 1.0;
-  if (r == recompute::full) return act * sbh / (sp ? t : 1.0);  // each layer's input
-  const double f = m.ffn_size() / h, kv = m.kv_width() / h;
-  const double replicated =
-      2 * act /*norms*/ + act /*QKV input*/ + routed * act /*MLP input*/ + 2 * mask;
-  const double mlp = m.mlp == mlp_kind::swiglu ? 3 * act * f : 2 * act * f;
-  const double sharded =
-      act /*Q*/ + 2 * act * kv /*K, V*/ + act /*attention output*/ + routed * mlp;
-  const double scores = (r == recompute::selective || flash)
-                            ? 0.0
-                            : (act + (m.dropout ? mask + act : 0.0)) * m.heads * s / h;
-  return sbh * ((sp ? replicated / t : replicated) + sharded / t + scores / t);
+  transformer_training tr;
+  tr.precision = act >= 4 ? precision_mode::fp32 : precision_mode::bf16_mixed;
+  tr.flash_attention = flash;
+  return layer_saved_bytes(m, {b, s, s, tp, sp, 1, 1, r}, tr);
 }
 
 // ---- results --------------------------------------------------------------------------------
@@ -98,14 +113,37 @@ struct transformer_time {
   seconds pipeline_p2p{};     ///< activation and gradient sends between stages
   seconds data_comm{};        ///< data-parallel / ZeRO collectives not hidden by compute
   seconds optimizer{};        ///< the optimizer step
+  seconds host{};  ///< the GPU waiting for an eager host to issue kernels (`lower::span`)
 
   [[nodiscard]] constexpr seconds total() const {
     return forward + backward + recompute + tensor_comm + context_comm + expert_comm +
-           pipeline_bubble + pipeline_p2p + data_comm + optimizer;
+           pipeline_bubble + pipeline_p2p + data_comm + optimizer + host;
   }
 };
 
-/// Memory of one device (the stage with the largest total).
+/// The moment of the step at which a device's memory peaks.
+enum class memory_moment {
+  loss,            ///< the forward is done: every saved tensor and the logits' working set
+  first_backward,  ///< the first layer's backward (with its recomputed layer)
+  last_backward,   ///< the last layer's backward: almost every gradient exists
+  update           ///< the optimizer step: every gradient
+};
+
+[[nodiscard]] constexpr std::string_view to_string(memory_moment m) {
+  switch (m) {
+    case memory_moment::loss:
+      return "loss";
+    case memory_moment::first_backward:
+      return "first backward";
+    case memory_moment::last_backward:
+      return "last backward";
+    case memory_moment::update:
+      return "update";
+  }
+  return "loss";
+}
+
+/// Memory of one device (the stage with the largest total), at its peak moment.
 struct transformer_memory {
   bytes weights{};
   bytes gradients{};
@@ -115,12 +153,19 @@ struct transformer_memory {
   bytes buffers{};                ///< communication buffers: DDP buckets, ZeRO-3 gathered layers
   bytes other{};                  ///< `transformer_training::reserved`
   bytes embedding_states{};       ///< the part of the model states held for embedding and head
-  int stage = 0;                  ///< the pipeline stage this is
+  bytes weight_casts{};           ///< 16-bit weight copies autocast made, held by autograd
+  bytes logits{};                 ///< the loss's working set (the recipe's `loss_style`)
+  bytes batch{};                  ///< input ids and labels
+  bytes workspace{};              ///< BLAS workspace held by the allocator
+  bytes between_steps{};          ///< what stays allocated from one step to the next
+  memory_moment moment = memory_moment::first_backward;
+  int stage = 0;  ///< the pipeline stage this is
   [[nodiscard]] constexpr bytes model_states() const {
     return weights + gradients + optimizer_states;
   }
   [[nodiscard]] constexpr bytes total() const {
-    return model_states() + activations + embedding_activations + buffers + other;
+    return model_states() + activations + embedding_activations + buffers + other + weight_casts +
+           logits + batch + workspace;
   }
 };
 
@@ -206,11 +251,46 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
   return 2 * t.activation_bytes() * sb * m.hidden / tp + 4 * sb * m.vocabulary / tp;
 }
 
-/// Memory of pipeline stage `stage` on one rank.
-[[nodiscard]] constexpr transformer_memory stage_memory(const transformer& m, const parallel::nd& s,
-                                                        const transformer_training& t, int stage) {
-  transformer_memory mem;
+/// Micro-batches whose activations pipeline stage `stage` holds at its fullest: all of them
+/// under GPipe, p - stage under 1F1B, and for the first stage of an interleaved schedule
+/// 1 + (p - 1) / (p v) times that (Korthikanti et al. §4.2.3).
+[[nodiscard]] constexpr double in_flight(const parallel::nd& s, const transformer_training& t,
+                                         int stage) {
+  const int p = s.pipeline.degree, v = s.pipeline.virtual_stages, mb = s.micro_batches(t);
+  if (s.pipeline.kind == parallel::schedule::gpipe) return mb;
+  double n = std::min(mb, p - stage);
+  if (v > 1 && stage == 0) n *= 1.0 + static_cast<double>(p - 1) / (static_cast<double>(p) * v);
+  return n;
+}
+
+/// The pieces of a stage's memory the moments are made of (see `stage_memory`).
+struct memory_terms {
+  transformer_memory states;   ///< model states, buffers, batch, workspace, other
+  double fixed = 0;            ///< all of `states` but the gradients
+  double gradients = 0;        ///< every gradient of the stage
+  bool persistent = true;      ///< gradients live all step (else: made in backward)
+  double layer_gradients = 0;  ///< one layer's
+  double head_gradients = 0;   ///< embedding's and head's (made by the first backward)
+  double layers = 0, in_flight = 1;
+  double saved = 0, casts = 0;            ///< one layer's saved tensors and weight copies
+  double full_layer = 0, full_casts = 0;  ///< the same without recomputation
+  double rebuilt = 0;                     ///< a recomputed layer during its backward
+  double embedding = 0;       ///< input-embedding tensors of the in-flight micro-batches
+  double head = 0;            ///< final norm and projection inputs
+  double head_casts = 0;      ///< the projection's weight copy
+  double logits = 0;          ///< the loss's working set, freed by the head's backward
+  double forward_logits = 0;  ///< the same at the forward's end (with `until_loss`)
+  double until_loss = 0;      ///< tensors alive until the forward ends
+  double held_logits = 0;     ///< logits the training loop keeps
+};
+
+/// The terms of pipeline stage `stage` on one rank.
+[[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
+                                                 const transformer_training& t, int stage) {
+  memory_terms x;
+  transformer_memory& mem = x.states;
   mem.stage = stage;
+  const frameworks::recipe& r = t.framework;
   const stage_parameters n = parameters_on(m, s, stage);
   const double dense_shards =
       static_cast<double>(s.data.degree) * s.expert.degree * s.context.degree;
@@ -221,32 +301,44 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
     transformer_memory e;
     detail::add_states(e, n.embedding, dense_shards, s.data.zero, t);
     mem.embedding_states = e.model_states();
+    x.head_gradients = e.gradients.count();
   }
-
-  const int p = s.pipeline.degree, v = s.pipeline.virtual_stages;
-  const int mb = s.micro_batches(t);
-  const double seq = static_cast<double>(detail::sequence_of(m, t)) / s.context.degree;
-  const double b = s.micro_batch, act = t.activation_bytes();
-  const int tp = s.tensor.degree;
-  const bool sp = s.tensor.sequence;
-  // micro-batches whose activations stage `stage` holds at its fullest
-  double in_flight = 1;
-  if (s.pipeline.kind == parallel::schedule::gpipe) {
-    in_flight = mb;
-  } else {
-    in_flight = std::min(mb, p - stage);
-    if (v > 1 && stage == 0)  // Korthikanti §4.2.3: interleaving keeps 1 + (p-1)/(pv) more
-      in_flight *= 1.0 + static_cast<double>(p - 1) / (static_cast<double>(p) * v);
+  const int p = s.pipeline.degree;
+  const lower::shard sh = lower::shard_of(m, s, t);
+  const double T = sh.tokens(), tp = s.tensor.degree;
+  x.layers = s.stage_layers(m, stage);
+  x.in_flight = in_flight(s, t, stage);
+  using lower::keep_kind;
+  x.saved = layer_saved_bytes(m, sh, t);
+  x.casts = layer_saved_bytes(m, sh, t, keep_kind::weight_copy);
+  x.until_loss = x.layers * x.in_flight * layer_saved_bytes(m, sh, t, keep_kind::until_loss);
+  lower::shard whole = sh;
+  whole.recompute = recompute::none;
+  x.full_layer = sh.recompute == recompute::full ? layer_saved_bytes(m, whole, t) : x.saved;
+  x.full_casts = sh.recompute == recompute::full
+                     ? layer_saved_bytes(m, whole, t, keep_kind::weight_copy)
+                     : x.casts;
+  if (sh.recompute == recompute::full) x.rebuilt = x.full_layer;
+  x.layer_gradients = (mem.gradients.count() - x.head_gradients) / std::max(x.layers, 1.0);
+  if (stage == 0) x.embedding = x.in_flight * input_embedding_bytes(m, s, t);
+  if (stage == p - 1) {
+    const double act = t.activation_bytes(), V = m.vocabulary / tp;
+    if (r.loss == frameworks::loss_style::vocab_parallel) {
+      x.head = output_layer_bytes(m, s, t);  // kept through the backward (Korthikanti §4.3)
+    } else {
+      // the final norm's and the projection's inputs (and weight copy); the loss upcasts the
+      // logits to fp32 and, at its backward's peak, holds log-softmax's output, its gradient and
+      // the logits' gradient (12 B per logit; measured: h100_steps_gpt2.csv); `transformers`
+      // also peaks in the forward with the bf16 logits, their fp32 copy and log-softmax's output
+      // (10 B) while the caches live; a loop that keeps the logits (nanoGPT returns them) holds
+      // them through the backward
+      x.head = head_saved_bytes(m, sh, t, keep_kind::activation);
+      x.head_casts = head_saved_bytes(m, sh, t, keep_kind::weight_copy);
+      x.logits = 3 * 4 * T * V;
+      if (r.loss == frameworks::loss_style::transformers) x.forward_logits = 10 * T * V;
+      x.held_logits = r.keep_logits ? act * T * V : 0.0;
+    }
   }
-  const int layers = s.stage_layers(m, stage);
-  const bool flash = t.flash_attention;
-  mem.activations = bytes{layers * in_flight *
-                          layer_activation_bytes(m, seq, b, tp, sp, s.recomputation, flash, act)};
-  if (s.recomputation == recompute::full)  // one layer rebuilt in full during its backward
-    mem.activations +=
-        bytes{layer_activation_bytes(m, seq, b, tp, sp, recompute::none, flash, act)};
-  if (stage == 0) mem.embedding_activations += bytes{in_flight * input_embedding_bytes(m, s, t)};
-  if (stage == p - 1) mem.embedding_activations += bytes{output_layer_bytes(m, s, t)};
   // communication buffers
   if (s.data.zero >= 3) {
     mem.buffers += bytes{2 * t.weight_bytes() * m.layer_parameters() / tp};  // gathered + prefetch
@@ -254,7 +346,63 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
     mem.buffers += bytes{std::min(s.data.bucket, (n.dense + n.expert) * t.gradient_bytes())};
   }
   mem.other = bytes{t.reserved};
-  return mem;
+  mem.batch = bytes{r.batch_bytes_per_token * T};
+  mem.workspace = bytes{r.workspace};
+  x.persistent = r.persistent_gradients;
+  x.gradients = mem.gradients.count();
+  mem.gradients = bytes{};
+  x.fixed = mem.total().count();
+  mem.between_steps = bytes{x.fixed + (x.persistent ? x.gradients : 0.0)};
+  return x;
+}
+
+/// Memory of pipeline stage `stage` on one rank at its peak, the largest of four moments:
+/// - loss: model states, every in-flight micro-batch's saved tensors and weight copies, the
+///   head's inputs and the loss's working set;
+/// - first backward: the same without the loss's working set (and, unless the recipe keeps them
+///   through the backward as Megatron's accounting does, the head's inputs), plus the
+///   recomputed layer (full recomputation, Korthikanti §5) and, when gradients are made in
+///   backward, the embedding's and head's gradients;
+/// - last backward: every gradient but the layer's own, the layer's saved and rebuilt tensors,
+///   the other in-flight micro-batches;
+/// - update: every gradient.
+/// Gradients live all step under Megatron (main_grad buffers) and are made by the backward under
+/// `zero_grad(set_to_none=True)` (PyTorch eager, Hugging Face).
+[[nodiscard]] constexpr transformer_memory stage_memory(const transformer& m, const parallel::nd& s,
+                                                        const transformer_training& t, int stage) {
+  const memory_terms x = stage_terms(m, s, t, stage);
+  const bool vocab_parallel = t.framework.loss == frameworks::loss_style::vocab_parallel;
+  const double g_always = x.persistent ? x.gradients : 0.0;
+  const double acts = x.layers * x.in_flight * x.saved, casts = x.layers * x.in_flight * x.casts;
+  transformer_memory best = x.states;
+  double top = -1;
+  auto consider = [&](memory_moment at, double gradients, double activations, double weight_casts,
+                      double stored, double logits) {
+    const double total = x.fixed + gradients + activations + weight_casts + stored + logits;
+    if (total <= top) return;
+    top = total;
+    best = x.states;
+    best.moment = at;
+    best.gradients = bytes{gradients};
+    best.activations = bytes{activations};
+    best.weight_casts = bytes{weight_casts};
+    best.embedding_activations = bytes{stored};
+    best.logits = bytes{logits};
+  };
+  // Megatron's accounting first: on ties the Korthikanti moment is the one reported
+  consider(memory_moment::first_backward, x.persistent ? x.gradients : x.head_gradients,
+           acts + x.rebuilt, casts + (x.rebuilt > 0 ? x.full_casts : 0.0),
+           x.embedding + (vocab_parallel ? x.head : 0.0), x.held_logits);
+  consider(memory_moment::loss, g_always, acts, casts + x.head_casts, x.embedding + x.head,
+           x.logits + x.held_logits);
+  consider(memory_moment::loss, g_always, acts + x.until_loss, casts + x.head_casts,
+           x.embedding + x.head, x.forward_logits + x.held_logits);
+  consider(memory_moment::last_backward,
+           x.persistent ? x.gradients : x.gradients - x.layer_gradients,
+           (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt,
+           (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits);
+  consider(memory_moment::update, x.gradients, 0, 0, 0, 0);
+  return best;
 }
 
 /// The largest per-device memory over the pipeline stages. Only three stages can hold it: the
@@ -276,91 +424,87 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
 
 // ---- time -----------------------------------------------------------------------------------
 
-/// Compute time of one layer for one micro-batch on one rank, from its kernels.
+/// Time of one layer for one micro-batch on one rank: `lower::layer`'s kernels priced with the
+/// device profile (queued back to back) and, for eager recipes, the host's dispatch
+/// (`lower::span`).
 struct layer_compute {
-  double forward = 0;    ///< s
-  double backward = 0;   ///< s
-  double attention = 0;  ///< the attention core's forward (recomputed under selective)
-  double attention_backward = 0;
-  double embedding_forward = 0, embedding_backward = 0;  ///< first stage
-  double head_forward = 0, head_backward = 0;            ///< last stage: norm, logits, loss
+  lower::span forward, backward;
+  lower::span attention;  ///< the attention core's forward (recomputed under selective)
+  lower::span embedding_forward, embedding_backward;  ///< first stage
+  lower::span head_forward, head_backward;            ///< last stage: norm, logits, loss
+  double attention_backward = 0;  ///< s of GPU time (what ring attention hides behind)
+  double checkpoint_host = 0;     ///< host time to re-enter a checkpointed layer
+  double per_kernel = 0;          ///< host time per kernel (eager recipes)
+  double per_tensor = 0;          ///< host time per parameter tensor in the optimizer step
 };
 
-/// Lowers one layer to kernels: the GEMMs (dX and dW in backward) with their tensor-parallel
-/// shards, flash attention or the unfused score GEMMs with softmax and dropout, norms,
-/// activation, bias-dropout-residual, rotary embedding and the MoE permutations (memory-bound
-/// kernels move twice their forward bytes backward).
+namespace detail {
+/// Prices kernels into a span: GPU time from the profile, the recipe's host time per kernel.
+struct pricer {
+  const device_profile& p;
+  gemm_model g;
+  bool fp32_attention = false;
+  double per_kernel = 0;
+  lower::span total{};
+  lower::span attention{};
+  double attention_gpu = 0;
+
+  constexpr void kernel(const lower::kernel_op& k) {
+    const double t = lower::gpu_time(k, p, g, fp32_attention);
+    lower::span one = lower::span::kernel(per_kernel, t / k.times).repeat(k.times);
+    if (k.host > 0) one = lower::span::kernel(k.host, 0).then(one);
+    if (k.sync) one = one.then(lower::span::sync());
+    total = total.then(one);
+    if (k.kind == lower::kernel_kind::attention) attention = attention.then(one);
+  }
+};
+}  // namespace detail
+
+/// Lowers one layer, the embedding and the head for the shard `x` (`lower/transformer.hpp`) and
+/// prices them.
 [[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
-                                                  const transformer_training& tr, int tp, bool sp,
-                                                  int cp, int ep, double b) {
-  const double seq = detail::sequence_of(m, tr);
-  const double s = seq / cp, T = b * s, h = m.hidden, t = tp, w = m.kv_width(), f = m.ffn_size(),
-               V = m.vocabulary, a = m.heads, d = m.head_dim();
-  const double act = tr.activation_bytes();
-  gemm_model g = prof.gemm(tr.compute());
-  if (tr.compute() == dtype::fp8 && prof.dev.peak(dtype::fp8) > prof.dev.peak(dtype::bf16)) {
-    g.peak = prof.dev.peak(dtype::fp8).count();
+                                                  const transformer_training& tr,
+                                                  const lower::shard& x) {
+  const device_profile q = prof.queued();
+  gemm_model g = q.gemm(tr.compute());
+  if (tr.compute() == dtype::fp8 && q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
+    g.peak = q.dev.peak(dtype::fp8).count();
     g.element = 1;
   }
+  const bool eager = tr.framework.eager;
   layer_compute c;
-  auto gemm = [&](double mm, double nn, double kk, double count = 1) {
-    c.forward += count * g.time(mm, nn, kk);
-    c.backward += count * (g.time(mm, kk, nn) + g.time(kk, nn, mm));
+  c.per_kernel = eager ? q.dispatch.per_kernel : 0.0;
+  c.per_tensor = eager ? q.dispatch.per_tensor : 0.0;
+  c.checkpoint_host = eager ? q.dispatch.per_checkpoint : 0.0;
+  const bool fp32_attention = tr.compute() == dtype::fp32;
+  auto run = [&](auto&& lowering, lower::phase ph) {
+    detail::pricer pr{q, g, fp32_attention, c.per_kernel};
+    lowering(m, x, tr, ph, pr);
+    return pr;
   };
-  auto memory = [&](const stream_model& sm, double size) {
-    c.forward += sm.time(size);
-    c.backward += 2 * sm.time(size);
-  };
-  const double tn = sp ? T / t : T;  // tokens the norms and residuals see
-  const double mask = m.dropout ? 1.0 : 0.0;
-  // attention block
-  memory(prof.layer_norm, 2 * tn * h * act);
-  gemm(T, (h + 2 * w) / t, h);
-  if (m.positions == position_kind::rotary) memory(prof.gelu, 2 * T * (h + w) / t * act);
-  const double heads = a / t;
-  if (tr.flash_attention) {
-    const double fwd = prof.attention.forward(b / cp, heads, seq, d);
-    const double both = prof.attention.forward_backward(b / cp, heads, seq, d);
-    c.attention = fwd;
-    c.attention_backward = std::max(both - fwd, 0.0);
-  } else {
-    const double rows = b * heads * s, scores = rows * seq;
-    c.attention = g.time(rows, seq, d) + g.time(rows, d, seq) +
-                  prof.softmax.time(2 * scores * act) +
-                  (m.dropout ? prof.dropout.time(scores * (2 * act + mask)) : 0.0);
-    c.attention_backward = 2 * (g.time(rows, d, seq) + g.time(rows, seq, d)) +
-                           prof.softmax.time(3 * scores * act) +
-                           (m.dropout ? prof.dropout.time(scores * (2 * act + mask)) : 0.0);
-  }
-  c.forward += c.attention;
-  c.backward += c.attention_backward;
-  gemm(T, h, h / t);
-  memory(prof.dropout, tn * h * (3 * act + mask));
-  // MLP block
-  memory(prof.layer_norm, 2 * tn * h * act);
-  const double up = m.mlp == mlp_kind::swiglu ? 2 * f : f;
-  if (m.moe()) {
-    const double local = static_cast<double>(m.experts) / ep;  // experts on this rank
-    const double rows = T * m.top_k * m.capacity * ep / m.experts;
-    gemm(T, m.experts, h);                             // router
-    memory(prof.copy, 2 * 2 * T * m.top_k * h * act);  // permute and un-permute
-    gemm(rows, up / t, h, local);
-    memory(prof.gelu, (m.mlp == mlp_kind::swiglu ? 3 : 2) * rows * local * f / t * act);
-    gemm(rows, h, f / t, local);
-  } else {
-    gemm(T, up / t, h);
-    memory(prof.gelu, (m.mlp == mlp_kind::swiglu ? 3 : 2) * T * f / t * act);
-    gemm(T, h, f / t);
-  }
-  memory(prof.dropout, tn * h * (3 * act + mask));
-  // embedding (first stage) and head (last stage)
-  c.embedding_forward = prof.copy.time(2 * T * h * act / (sp ? t : 1.0));
-  c.embedding_backward = 2 * c.embedding_forward;
-  c.head_forward = prof.layer_norm.time(2 * tn * h * act) + g.time(T, V / t, h) +
-                   prof.softmax.time(4 * T * V / t * 4);
-  c.head_backward =
-      2 * prof.layer_norm.time(2 * tn * h * act) + g.time(T, h, V / t) + g.time(h, V / t, T);
+  using lower::phase;
+  const auto f = run([](auto&&... a) { lower::layer(a...); }, phase::forward);
+  c.forward = f.total;
+  c.attention = f.attention;
+  const auto b = run([](auto&&... a) { lower::layer(a...); }, phase::backward);
+  c.backward = b.total;
+  c.attention_backward = b.attention.gpu;
+  c.embedding_forward = run([](auto&&... a) { lower::embedding(a...); }, phase::forward).total;
+  c.embedding_backward = run([](auto&&... a) { lower::embedding(a...); }, phase::backward).total;
+  c.head_forward = run([](auto&&... a) { lower::head(a...); }, phase::forward).total;
+  c.head_backward = run([](auto&&... a) { lower::head(a...); }, phase::backward).total;
   return c;
+}
+
+/// The same for a strategy's shard (`tp`, `sp`, `cp`, `ep`, micro-batch `b` and its
+/// recomputation: some recipes run other kernels under checkpointing, e.g. Hugging Face's
+/// models build no k/v cache).
+[[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
+                                                  const transformer_training& tr, int tp, bool sp,
+                                                  int cp, int ep, double b,
+                                                  recompute rc = recompute::none) {
+  const double seq = detail::sequence_of(m, tr);
+  return lower_layer(m, prof, tr, lower::shard{b, seq / cp, seq, tp, sp, cp, ep, rc});
 }
 
 namespace detail {
@@ -395,38 +539,87 @@ struct layer_collectives {
   [[nodiscard]] constexpr seconds backward() const { return tensor + context_backward + expert; }
 };
 
-/// The collectives of one layer on the groups `s` lays out: tensor parallelism's two
-/// all-reduces per pass of the b s h activation (Shoeybi et al. §3; with sequence parallelism
-/// all-gather + reduce-scatter of the same bytes, Korthikanti et al. §4.2.2), ring attention's
-/// c - 1 K/V blocks (Liu et al. 2023) and MoE's all-to-alls of the routed tokens.
+/// Prices `lower::layer_collectives` on the groups `s` lays out: tensor-parallel collectives as
+/// rings, ring attention's transfers on the context ring's link less the attention they hide
+/// behind, MoE all-to-alls as direct exchanges.
 [[nodiscard]] constexpr layer_collectives collectives_of(const transformer& m,
                                                          const parallel::nd& s, const cluster& c,
                                                          const transformer_training& tr,
                                                          const layer_compute& lc) {
   using parallel::axis;
-  const double b = s.micro_batch, sl = detail::sequence_of(m, tr) / s.context.degree, h = m.hidden,
-               act = tr.activation_bytes();
-  const int tp = s.tensor.degree;
-  layer_collectives out;
-  if (tp > 1) {
-    const group g = s.group_of(axis::tensor);
-    const bytes x{b * sl * h * act};
-    out.tensor = s.tensor.sequence
-                     ? 2.0 * (comm::ring::time(comm::collective::all_gather, c, g, x) +
-                              comm::ring::time(comm::collective::reduce_scatter, c, g, x))
-                     : 2.0 * comm::ring::time(comm::collective::all_reduce, c, g, x);
+  struct visitor {
+    const cluster& c;
+    const parallel::nd& s;
+    const layer_compute& lc;
+    layer_collectives out{};
+    constexpr void collective(const lower::collective_op& op) {
+      const bool fwd = op.when == lower::phase::forward;
+      switch (op.axis) {
+        case lower::comm_axis::tensor:
+          if (fwd)
+            out.tensor += comm::ring::time(op.op, c, s.group_of(axis::tensor), bytes{op.bytes});
+          break;
+        case lower::comm_axis::context: {
+          const seconds ring =
+              op.times * comm::ring_link(c, s.group_of(axis::context)).transfer(bytes{op.bytes});
+          if (fwd)
+            out.context_forward = max(ring - seconds{lc.attention.gpu}, seconds{});
+          else
+            out.context_backward = max(ring - seconds{lc.attention_backward}, seconds{});
+          break;
+        }
+        case lower::comm_axis::expert:
+          if (fwd)
+            out.expert += comm::direct::time(op.op, c, s.group_of(axis::expert), bytes{op.bytes});
+          break;
+      }
+    }
+  } v{c, s, lc};
+  const lower::shard x = lower::shard_of(m, s, tr);
+  lower::layer_collectives(m, x, tr, lower::phase::forward, v);
+  lower::layer_collectives(m, x, tr, lower::phase::backward, v);
+  return v.out;
+}
+
+/// What one micro-batch runs on pipeline stage `i`, in issue order: the embedding (first
+/// stage), each layer's forward, the head's forward and backward (last stage), each layer's
+/// recomputation and backward, the embedding's backward. Blocking collectives count as GPU time.
+struct stage_spans {
+  lower::span forward_layer, backward_layer;  ///< with their collectives and recomputation
+  lower::span recompute;                      ///< what `backward_layer` repeats of the forward
+  [[nodiscard]] constexpr lower::span micro_batch(const layer_compute& lc, double layers,
+                                                  bool first, bool last) const {
+    lower::span s = first ? lc.embedding_forward : lower::span{};
+    s = s.then(forward_layer.repeat(layers));
+    if (last) s = s.then(lc.head_forward).then(lc.head_backward);
+    s = s.then(backward_layer.repeat(layers));
+    if (first) s = s.then(lc.embedding_backward);
+    return s;
   }
-  if (s.context.degree > 1) {
-    const interconnect link = comm::ring_link(c, s.group_of(axis::context));
-    const seconds ring =
-        (s.context.degree - 1) * link.transfer(bytes{2 * b * sl * m.kv_width() / tp * act});
-    out.context_forward = max(ring - seconds{lc.attention}, seconds{});
-    out.context_backward = max(2.0 * ring - seconds{lc.attention_backward}, seconds{});
-  }
-  if (m.moe() && s.expert.degree > 1)
-    out.expert = 2.0 * comm::direct::time(comm::collective::all_to_all, c, s.group_of(axis::expert),
-                                          bytes{b * sl * m.top_k * m.capacity * h * act});
+};
+
+[[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
+                                             const layer_collectives& lcoll, recompute rc) {
+  stage_spans out;
+  const lower::span comm_f = lower::span::kernel(0, lcoll.forward().count());
+  const lower::span comm_b = lower::span::kernel(0, lcoll.backward().count());
+  out.forward_layer = lc.forward.then(comm_f);
+  if (rc == recompute::full)
+    out.recompute = lower::span::kernel(lc.checkpoint_host, 0).then(lc.forward).then(comm_f);
+  else if (rc == recompute::selective)
+    out.recompute = lc.attention;
+  out.backward_layer = out.recompute.then(lc.backward).then(comm_b);
   return out;
+}
+
+/// The optimizer step over `params` parameters in `tensors` tensors on one rank: one
+/// memory-bound pass (`transformer_training::update_bytes` per parameter) issued per tensor.
+[[nodiscard]] constexpr lower::span optimizer_span(const device_profile& prof,
+                                                   const transformer_training& tr,
+                                                   const layer_compute& lc, double params,
+                                                   double tensors) {
+  return lower::span::kernel(tensors * lc.per_tensor,
+                             prof.queued().copy.time(tr.update_bytes() * params));
 }
 
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
@@ -444,41 +637,34 @@ struct layer_collectives {
   const recompute rc = s.recomputation;
 
   const layer_collectives lcoll = collectives_of(m, s, c, tr, lc);
-  const seconds layer_comm_fwd = lcoll.forward();
-  const seconds layer_comm_bwd = lcoll.backward();
-  const seconds layer_recompute = rc == recompute::full ? seconds{lc.forward} + layer_comm_fwd
-                                  : rc == recompute::selective ? seconds{lc.attention}
-                                                               : seconds{};
+  const stage_spans sp = spans_of(lc, lcoll, rc);
 
   // per micro-batch time of each stage; the slowest sets the steady state. The middle stages
   // are alike, so three stage times give the worst and the sum.
-  auto stage_time = [&](int i) {
-    const double l = s.stage_layers(m, i);
-    seconds ti =
-        l * (seconds{lc.forward + lc.backward} + layer_comm_fwd + layer_comm_bwd + layer_recompute);
-    if (i == 0) ti += seconds{lc.embedding_forward + lc.embedding_backward};
-    if (i == p - 1) ti += seconds{lc.head_forward + lc.head_backward};
-    return ti;
+  auto stage_span = [&](int i) {
+    return sp.micro_batch(lc, s.stage_layers(m, i), i == 0, i == p - 1);
   };
-  seconds worst = stage_time(0), sum = worst;
+  lower::span crit = stage_span(0);
+  seconds worst{crit.time}, sum = worst;
   int critical = 0;
   if (p > 2) {
-    const seconds middle = stage_time(1);
-    sum += (p - 2) * middle;
-    if (middle > worst) worst = middle, critical = 1;
+    const lower::span middle = stage_span(1);
+    sum += (p - 2) * seconds{middle.time};
+    if (seconds{middle.time} > worst) worst = seconds{middle.time}, critical = 1, crit = middle;
   }
   if (p > 1) {
-    const seconds last = stage_time(p - 1);
-    sum += last;
-    if (last > worst) worst = last, critical = p - 1;
+    const lower::span last = stage_span(p - 1);
+    sum += seconds{last.time};
+    if (seconds{last.time} > worst) worst = seconds{last.time}, critical = p - 1, crit = last;
   }
   const double lcrit = s.stage_layers(m, critical);
+  const bool first = critical == 0, last = critical == p - 1;
   transformer_time T;
-  T.forward = mb * seconds{lcrit * lc.forward + (critical == 0 ? lc.embedding_forward : 0.0) +
-                           (critical == p - 1 ? lc.head_forward : 0.0)};
-  T.backward = mb * seconds{lcrit * lc.backward + (critical == 0 ? lc.embedding_backward : 0.0) +
-                            (critical == p - 1 ? lc.head_backward : 0.0)};
-  T.recompute = mb * lcrit * layer_recompute;
+  T.forward = mb * seconds{lcrit * lc.forward.gpu + (first ? lc.embedding_forward.gpu : 0.0) +
+                           (last ? lc.head_forward.gpu : 0.0)};
+  T.backward = mb * seconds{lcrit * lc.backward.gpu + (first ? lc.embedding_backward.gpu : 0.0) +
+                            (last ? lc.head_backward.gpu : 0.0)};
+  T.recompute = mb * lcrit * seconds{sp.recompute.gpu};
   T.tensor_comm = mb * lcrit * 2.0 * lcoll.tensor;
   T.context_comm = mb * lcrit * (lcoll.context_forward + lcoll.context_backward);
   T.expert_comm = mb * lcrit * 2.0 * lcoll.expert;
@@ -535,8 +721,14 @@ struct layer_collectives {
   // optimizer: one memory-bound pass over this rank's (sharded) parameters
   const double shards_dense = zero >= 1 ? s.replicas() * s.context.degree : 1.0;
   const double shards_expert = zero >= 1 ? s.data.degree * s.context.degree : 1.0;
-  T.optimizer = seconds{
-      prof.copy.time(tr.update_bytes() * (n.dense / shards_dense + n.expert / shards_expert))};
+  const lower::span opt =
+      optimizer_span(prof, tr, lc, n.dense / shards_dense + n.expert / shards_expert,
+                     lower::parameter_tensors(m, tr.framework) * lcrit / m.layers);
+  T.optimizer = seconds{opt.gpu};
+  // an eager host: the time the GPU waits for kernels to be issued (exact on one stage, where
+  // the micro-batches and the update run back to back)
+  T.host = seconds{p == 1 ? crit.repeat(mb).then(opt).exposed_host()
+                          : mb * crit.exposed_host() + opt.exposed_host()};
   return T;
 }
 
@@ -566,9 +758,7 @@ struct layer_collectives {
                                                     const transformer_training& tr,
                                                     const device_profile& prof) {
   s.check(m, tr, c.devices());
-  return evaluate(m, s, c, tr, prof,
-                  lower_layer(m, prof, tr, s.tensor.degree, s.tensor.sequence, s.context.degree,
-                              s.expert.degree, s.micro_batch));
+  return evaluate(m, s, c, tr, prof, lower_layer(m, prof, tr, lower::shard_of(m, s, tr)));
 }
 
 /// Evaluates with the device's datasheet peaks and the GEMM efficiency fitted on the H100

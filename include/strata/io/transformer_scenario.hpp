@@ -23,6 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "strata/analytic/transformer.hpp"
+#include "strata/frameworks/huggingface.hpp"
+#include "strata/frameworks/pytorch_eager.hpp"
 #include "strata/io/profile.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/model/transformer_zoo.hpp"
@@ -50,19 +52,35 @@ inline transformer zoo_transformer(const std::string& name, const std::string& p
     const char* key;
     transformer (*make)();
   };
-  static constexpr entry table[] = {
-      {"gpt2-124m", zoo::gpt2_124m},     {"gpt2-355m", zoo::gpt2_355m},
-      {"gpt2-774m", zoo::gpt2_774m},     {"gpt2-1.5b", zoo::gpt2_1_5b},
-      {"gpt3-175b", zoo::gpt3_175b},     {"gpt-1.7b", zoo::gpt_1_7b},
-      {"gpt-3.6b", zoo::gpt_3_6b},       {"gpt-7.5b", zoo::gpt_7_5b},
-      {"gpt-18b", zoo::gpt_18b},         {"gpt-39b", zoo::gpt_39b},
-      {"gpt-76b", zoo::gpt_76b},         {"gpt-145b", zoo::gpt_145b},
-      {"gpt-310b", zoo::gpt_310b},       {"gpt-530b", zoo::gpt_530b},
-      {"gpt-1t", zoo::gpt_1t},           {"bert-base", zoo::bert_base},
-      {"bert-large", zoo::bert_large},   {"llama2-7b", zoo::llama2_7b},
-      {"llama2-13b", zoo::llama2_13b},   {"llama2-70b", zoo::llama2_70b},
-      {"llama3-8b", zoo::llama3_8b},     {"llama3-70b", zoo::llama3_70b},
-      {"llama3-405b", zoo::llama3_405b}, {"mixtral-8x7b", zoo::mixtral_8x7b}};
+  static constexpr entry table[] = {{"gpt2-124m", zoo::gpt2_124m},
+                                    {"gpt2-355m", zoo::gpt2_355m},
+                                    {"gpt2-774m", zoo::gpt2_774m},
+                                    {"gpt2-1.5b", zoo::gpt2_1_5b},
+                                    {"gpt3-175b", zoo::gpt3_175b},
+                                    {"gpt-1.7b", zoo::gpt_1_7b},
+                                    {"gpt-3.6b", zoo::gpt_3_6b},
+                                    {"gpt-7.5b", zoo::gpt_7_5b},
+                                    {"gpt-18b", zoo::gpt_18b},
+                                    {"gpt-39b", zoo::gpt_39b},
+                                    {"gpt-76b", zoo::gpt_76b},
+                                    {"gpt-145b", zoo::gpt_145b},
+                                    {"gpt-310b", zoo::gpt_310b},
+                                    {"gpt-530b", zoo::gpt_530b},
+                                    {"gpt-1t", zoo::gpt_1t},
+                                    {"bert-base", zoo::bert_base},
+                                    {"bert-large", zoo::bert_large},
+                                    {"llama2-7b", zoo::llama2_7b},
+                                    {"llama2-13b", zoo::llama2_13b},
+                                    {"llama2-70b", zoo::llama2_70b},
+                                    {"llama3-8b", zoo::llama3_8b},
+                                    {"llama3-70b", zoo::llama3_70b},
+                                    {"llama3-405b", zoo::llama3_405b},
+                                    {"mixtral-8x7b", zoo::mixtral_8x7b},
+                                    {"llama3.2-1b", zoo::llama3_2_1b},
+                                    {"tinyllama-1.1b", zoo::tinyllama_1_1b},
+                                    {"qwen2.5-0.5b", zoo::qwen2_5_0_5b},
+                                    {"qwen2.5-7b", zoo::qwen2_5_7b},
+                                    {"mistral-7b", zoo::mistral_7b}};
   std::string known;
   for (const entry& e : table) {
     if (name == e.key) return e.make();
@@ -102,7 +120,7 @@ inline transformer parse_transformer(const json& j, std::string& name) {
   only_keys(
       j, p,
       {"name", "layers", "hidden", "heads", "kv_heads", "ffn", "vocabulary", "sequence", "mlp",
-       "norm", "positions", "tied", "bias", "dropout", "experts", "top_k", "capacity"});
+       "norm", "positions", "tied", "bias", "qkv_bias", "dropout", "experts", "top_k", "capacity"});
   transformer m;
   name = str_field(j, p, "name", "custom transformer");
   m.layers = int_field(j, p, "layers", 1, 1 << 20, 0, true);
@@ -121,6 +139,7 @@ inline transformer parse_transformer(const json& j, std::string& name) {
                  {{"learned", position_kind::learned}, {"rotary", position_kind::rotary}});
   m.tied = bool_field(j, p, "tied", true);
   m.bias = bool_field(j, p, "bias", true);
+  m.qkv_bias = bool_field(j, p, "qkv_bias", false);
   m.dropout = bool_field(j, p, "dropout", true);
   m.experts = int_field(j, p, "experts", 1, 1 << 16, 1);
   m.top_k = int_field(j, p, "top_k", 1, 1 << 16, 1);
@@ -181,7 +200,7 @@ inline transformer_training parse_transformer_training(const json& j) {
   const std::string p = "training";
   only_keys(j, p,
             {"global_batch", "sequence", "precision", "optimizer", "gradients", "flash_attention",
-             "reserved_GiB"});
+             "reserved_GiB", "framework"});
   transformer_training t;
   t.global_batch = int_field(j, p, "global_batch", 1, 1 << 30, 0, true);
   t.sequence = int_field(j, p, "sequence", 0, 1 << 26, 0);
@@ -197,6 +216,10 @@ inline transformer_training parse_transformer_training(const json& j) {
                            {{"fp32", dtype::fp32}, {"bf16", dtype::bf16}, {"fp16", dtype::fp16}});
   t.flash_attention = bool_field(j, p, "flash_attention", true);
   t.reserved = num_field(j, p, "reserved_GiB", 0.0, 1e6, 0.0) * 1024.0 * 1024 * 1024;
+  t.framework = enum_field(j, p, "framework", frameworks::megatron,
+                           {{"megatron", frameworks::megatron},
+                            {"pytorch", frameworks::pytorch_eager},
+                            {"huggingface", frameworks::huggingface}});
   return t;
 }
 
@@ -318,7 +341,7 @@ inline nlohmann::json time_json(const analytic::transformer_time& t) {
       {"tensor_comm_s", t.tensor_comm.count()},   {"context_comm_s", t.context_comm.count()},
       {"expert_comm_s", t.expert_comm.count()},   {"pipeline_bubble_s", t.pipeline_bubble.count()},
       {"pipeline_p2p_s", t.pipeline_p2p.count()}, {"data_comm_s", t.data_comm.count()},
-      {"optimizer_s", t.optimizer.count()}};
+      {"optimizer_s", t.optimizer.count()},       {"host_s", t.host.count()}};
 }
 }  // namespace detail
 
@@ -348,6 +371,7 @@ inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
   const auto r = analytic::evaluate(s.net, s.strategy, s.machine, s.setup, s.profile);
   const auto& m = r.memory;
   j["parallel"] = detail::nd_json(s.strategy);
+  j["framework"] = std::string(s.setup.framework.name);
   j["micro_batches"] = r.micro_batches;
   j["time"] = detail::time_json(r.time);
   j["iteration_time_s"] = r.iteration_time().count();
@@ -363,6 +387,12 @@ inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
                      {"embedding_activations", to_gib(m.embedding_activations)},
                      {"buffers", to_gib(m.buffers)},
                      {"other", to_gib(m.other)},
+                     {"weight_casts", to_gib(m.weight_casts)},
+                     {"logits", to_gib(m.logits)},
+                     {"batch", to_gib(m.batch)},
+                     {"workspace", to_gib(m.workspace)},
+                     {"moment", to_string(m.moment)},
+                     {"between_steps", to_gib(m.between_steps)},
                      {"peak", to_gib(m.total())},
                      {"capacity", to_gib(r.capacity)}};
   j["fits"] = r.fits();
@@ -402,15 +432,16 @@ inline std::string transformer_report_table(const transformer_scenario& s) {
                 j["iteration_time_s"].get<double>(), j["tokens_per_s"].get<double>(),
                 j["tflops_per_device"].get<double>(), 100 * j["mfu"].get<double>());
   out += line;
-  for (const char* k :
-       {"forward_s", "backward_s", "recompute_s", "tensor_comm_s", "context_comm_s",
-        "expert_comm_s", "pipeline_bubble_s", "pipeline_p2p_s", "data_comm_s", "optimizer_s"}) {
+  for (const char* k : {"forward_s", "backward_s", "recompute_s", "tensor_comm_s", "context_comm_s",
+                        "expert_comm_s", "pipeline_bubble_s", "pipeline_p2p_s", "data_comm_s",
+                        "optimizer_s", "host_s"}) {
     std::snprintf(line, sizeof line, "  %-18s %10.4f s\n", k, t[k].get<double>());
     out += line;
   }
   const auto& m = j["memory_GiB"];
-  for (const char* k : {"weights", "gradients", "optimizer_states", "activations",
-                        "embedding_activations", "buffers", "other", "peak"}) {
+  for (const char* k :
+       {"weights", "gradients", "optimizer_states", "activations", "embedding_activations",
+        "weight_casts", "logits", "batch", "workspace", "buffers", "other", "peak"}) {
     std::snprintf(line, sizeof line, "  %-22s %8.2f GiB\n", k, m[k].get<double>());
     out += line;
   }

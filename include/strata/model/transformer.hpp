@@ -41,12 +41,13 @@ struct transformer {
   mlp_kind mlp = mlp_kind::gelu;
   norm_kind norm = norm_kind::layer_norm;
   position_kind positions = position_kind::learned;
-  bool tied = true;     ///< the output projection shares the embedding matrix
-  bool bias = true;     ///< linear layers carry biases
-  bool dropout = true;  ///< dropout after attention, the projections and the embedding
-  int experts = 1;      ///< MLPs per layer (> 1: every layer is a mixture of experts)
-  int top_k = 1;        ///< experts each token runs
-  double capacity = 1;  ///< capacity factor: tokens an expert accepts / its even share
+  bool tied = true;       ///< the output projection shares the embedding matrix
+  bool bias = true;       ///< linear layers carry biases
+  bool qkv_bias = false;  ///< Q, K and V carry biases even without `bias` (Qwen2)
+  bool dropout = true;    ///< dropout after attention, the projections and the embedding
+  int experts = 1;        ///< MLPs per layer (> 1: every layer is a mixture of experts)
+  int top_k = 1;          ///< experts each token runs
+  double capacity = 1;    ///< capacity factor: tokens an expert accepts / its even share
 
   [[nodiscard]] constexpr int kv() const { return kv_heads == 0 ? heads : kv_heads; }
   [[nodiscard]] constexpr double head_dim() const { return static_cast<double>(hidden) / heads; }
@@ -60,7 +61,7 @@ struct transformer {
   /// Q, K, V and output projection weights and biases.
   [[nodiscard]] constexpr double attention_parameters() const {
     const double h = hidden, w = kv_width();
-    return h * (2 * h + 2 * w) + (bias ? 2 * h + 2 * w : 0.0);
+    return h * (2 * h + 2 * w) + (bias ? 2 * h + 2 * w : qkv_bias ? h + 2 * w : 0.0);
   }
   /// One MLP (one expert of an MoE layer).
   [[nodiscard]] constexpr double mlp_parameters() const {

@@ -90,6 +90,33 @@ constexpr transformer sc21(std::string_view name, int l, int h, int a) {
 [[nodiscard]] constexpr transformer llama3_405b() {
   return detail::llama("Llama-3 405B", 126, 16384, 128, 8, 53248, 128256, 8192);
 }
+/// Llama-3.2 1B: tied embeddings (its released config), 1,235,814,400 parameters.
+[[nodiscard]] constexpr transformer llama3_2_1b() {
+  transformer m = detail::llama("Llama-3.2 1B", 16, 2048, 32, 8, 8192, 128256, 131072);
+  m.tied = true;
+  return m;
+}
+/// TinyLlama 1.1B: 22 layers, 4 key/value heads, 1,100,048,384 parameters.
+[[nodiscard]] constexpr transformer tinyllama_1_1b() {
+  return detail::llama("TinyLlama 1.1B", 22, 2048, 32, 4, 5632, 32000, 2048);
+}
+/// Qwen2.5 0.5B: Q/K/V biases only, tied embeddings, 494,032,768 parameters.
+[[nodiscard]] constexpr transformer qwen2_5_0_5b() {
+  transformer m = detail::llama("Qwen2.5 0.5B", 24, 896, 14, 2, 4864, 151936, 32768);
+  m.tied = true;
+  m.qkv_bias = true;
+  return m;
+}
+/// Qwen2.5 7B: 28 layers, 4 key/value heads, Q/K/V biases, 7,615,616,512 parameters.
+[[nodiscard]] constexpr transformer qwen2_5_7b() {
+  transformer m = detail::llama("Qwen2.5 7B", 28, 3584, 28, 4, 18944, 152064, 32768);
+  m.qkv_bias = true;
+  return m;
+}
+/// Mistral 7B (v0.1): Llama's architecture with 8 key/value heads, 7,241,732,096 parameters.
+[[nodiscard]] constexpr transformer mistral_7b() {
+  return detail::llama("Mistral 7B", 32, 4096, 32, 8, 14336, 32000, 32768);
+}
 [[nodiscard]] constexpr transformer mixtral_8x7b() {
   transformer m = detail::llama("Mixtral 8x7B", 32, 4096, 32, 8, 14336, 32000, 32768);
   m.experts = 8;

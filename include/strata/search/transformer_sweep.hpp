@@ -17,6 +17,7 @@
 /// @endcode
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "strata/analytic/transformer.hpp"
@@ -110,7 +111,13 @@ inline std::vector<int> divisors(int n, int limit) {
             if ((sp && t == 1) || e < 1 || m.experts % e != 0 || cx < 1 ||
                 (cx > 1 && seq % (2 * cx) != 0) || b < 1)
               continue;
-            const analytic::layer_compute lc = analytic::lower_layer(m, prof, tr, t, sp, cx, e, b);
+            // recipes whose kernels change under checkpointing lower once per recomputation
+            const bool per_rc = tr.framework.modules == frameworks::module_style::transformers;
+            std::array<analytic::layer_compute, 3> lcs{};
+            for (const auto rc : space.recompute)
+              if (per_rc || rc == space.recompute.front())
+                lcs[static_cast<std::size_t>(rc)] =
+                    analytic::lower_layer(m, prof, tr, t, sp, cx, e, b, rc);
             for (const int p : pipeline) {
               if (p < 1 || m.layers % p != 0 || devices % (t * p * e * cx) != 0) continue;
               const int d = devices / (t * p * e * cx);
@@ -123,6 +130,8 @@ inline std::vector<int> divisors(int n, int limit) {
                   continue;
                 for (const auto rc : space.recompute)
                   for (const int z : space.zero) {
+                    const analytic::layer_compute& lc =
+                        lcs[static_cast<std::size_t>(per_rc ? rc : space.recompute.front())];
                     if (z > 0 && d * e * cx == 1) continue;  // nothing to shard
                     visit({.tensor = {.degree = t, .sequence = sp},
                            .context = {.degree = cx},

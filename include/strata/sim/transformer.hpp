@@ -103,9 +103,7 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
     throw plan_error(
         "a limit on in-flight micro-batches needs a 1F1B schedule: GPipe runs every forward "
         "before any backward");
-  const analytic::layer_compute lc =
-      analytic::lower_layer(m, prof, tr, s.tensor.degree, s.tensor.sequence, s.context.degree,
-                            s.expert.degree, s.micro_batch);
+  const analytic::layer_compute lc = analytic::lower_layer(m, prof, tr, lower::shard_of(m, s, tr));
   // the per-layer collectives of the closed form
   const double seq = analytic::detail::sequence_of(m, tr);
   const double b = s.micro_batch, sl = seq / s.context.degree, h = m.hidden;
@@ -114,9 +112,9 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
   const analytic::layer_collectives lcoll = analytic::collectives_of(m, s, c, tr, lc);
   const seconds comm_fwd = lcoll.forward(), comm_bwd = lcoll.backward();
   const parallel::recompute rc = s.recomputation;
-  const double recompute = rc == parallel::recompute::full        ? lc.forward
-                           : rc == parallel::recompute::selective ? lc.attention
-                                                                  : 0.0;
+  const analytic::stage_spans spans = analytic::spans_of(lc, lcoll, rc);
+  // an eager host issues every kernel: each compute task waits for its kernels to be issued
+  const bool host_model = lc.per_kernel > 0 || lc.checkpoint_host > 0 || lc.per_tensor > 0;
 
   transformer_run out;
   out.simulated_ranks = p;
@@ -129,7 +127,7 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
   const comm::group_view dv = comm::view(c, {0, s.data.degree, s.group_of(axis::data).stride});
   const double nic = std::max(pipe_link.bandwidth.count(), dv.ring.bandwidth.count());
   struct stage_res {
-    int compute, out, in, pcap, dcap;
+    int compute, out, in, pcap, dcap, host = -1, issue = -1;
   };
   std::vector<stage_res> res(static_cast<std::size_t>(p));
   for (int i = 0; i < p; ++i) {
@@ -142,38 +140,31 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
         {n + " pipeline sends", discipline::fair_share, pipe_link.bandwidth.count(), 0, i});
     r.dcap = g.add_resource(
         {n + " data-parallel", discipline::fair_share, dv.ring.bandwidth.count(), 0, i});
+    if (host_model) {
+      r.host = g.add_resource({n + " host", discipline::fifo, 1, 0, i});
+      r.issue = g.add_resource({n + " issue lead", discipline::fifo, 1, 0, i});
+    }
   }
-  // memory
-  std::vector<int> states(static_cast<std::size_t>(p));
-  std::vector<std::vector<int>> acts(static_cast<std::size_t>(p));
-  std::vector<int> working;
-  const double per_layer = analytic::layer_activation_bytes(m, sl, b, tp, s.tensor.sequence, rc,
-                                                            tr.flash_attention, act);
+  // memory (the tensors of `analytic::stage_memory`'s moments): the stage's between-steps
+  // memory all iteration; per micro-batch and layer its saved tensors and weight copies (forward
+  // to backward); the embedding's and the head's tensors and the loss's working set; a
+  // recomputed layer while its backward runs; gradients made by the backward (unless the recipe
+  // keeps them all step), each layer's once the next layer's backward starts
+  std::vector<int> states(static_cast<std::size_t>(p)), working(static_cast<std::size_t>(p));
+  std::vector<analytic::memory_terms> terms;
   for (int i = 0; i < p; ++i) {
-    const auto mem = analytic::stage_memory(m, s, tr, i);
+    const auto x = analytic::stage_terms(m, s, tr, i);
+    terms.push_back(x);
     g.set_memory_capacity(i, c.dev.memory.count());
     states[static_cast<std::size_t>(i)] =
-        g.add_tensor({"model states", i, mem.model_states().count() + mem.buffers.count()});
-    const int layers = s.stage_layers(m, i) / v;
-    // each unit's layers, plus the embedding's dropout mask (first virtual stage) or the output
-    // layer's inputs and fp32 logits (last), as in `analytic::stage_memory`
-    for (int j = 0; j < mb * v; ++j) {
-      const int gs = (j % v) * p + i;
-      double x = layers * per_layer;
-      if (gs == 0) x += analytic::input_embedding_bytes(m, s, tr);
-      if (gs == p * v - 1) x += analytic::output_layer_bytes(m, s, tr);
-      acts[static_cast<std::size_t>(i)].push_back(g.add_tensor({"activations", i, x}));
-    }
-    // full recomputation rebuilds one layer in full during each backward
-    working.push_back(g.add_tensor(
-        {"recomputed layer", i,
-         rc == parallel::recompute::full
-             ? analytic::layer_activation_bytes(m, sl, b, tp, s.tensor.sequence,
-                                                parallel::recompute::none, tr.flash_attention, act)
-             : 0.0}));
+        g.add_tensor({"between steps", i, x.states.between_steps.count()});
+    working[static_cast<std::size_t>(i)] =
+        g.add_tensor({"recomputed layer", i,
+                      x.rebuilt + (rc == parallel::recompute::full ? x.full_casts : 0.0)});
   }
-  auto act_of = [&](int i, int micro, int chunk) {
-    return acts[static_cast<std::size_t>(i)][static_cast<std::size_t>(micro * v + chunk)];
+  const bool vocab_parallel = tr.framework.loss == frameworks::loss_style::vocab_parallel;
+  auto tensor = [&](int i, const char* name, double bytes) {
+    return g.add_tensor({name, i, bytes});
   };
   // data-parallel collectives of a stage: a flow of `wire` bytes after `steps` start-ups
   const double shards = static_cast<double>(s.data.degree) * s.expert.degree * s.context.degree;
@@ -189,18 +180,65 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
                        .device = i,
                        .latency = steps * dv.ring.alpha.count()});
   };
-  auto compute_task = [&](int i, const std::string& name, double t, std::vector<int> deps,
+  std::vector<int> prev_host(static_cast<std::size_t>(p), -1);
+  auto compute_task = [&](int i, const std::string& name, lower::span t, std::vector<int> deps,
                           task_class cls = task_class::compute, std::vector<int> produces = {},
                           std::vector<int> consumes = {}) {
-    return g.add_task({.name = name,
-                       .resources = {res[static_cast<std::size_t>(i)].compute},
-                       .work = t,
-                       .deps = std::move(deps),
+    const auto& r = res[static_cast<std::size_t>(i)];
+    if (!host_model || t.host <= 0)
+      return g.add_task({.name = name,
+                         .resources = {r.compute},
+                         .work = t.gpu,
+                         .deps = std::move(deps),
+                         .cls = cls,
+                         .device = i,
+                         .produces = std::move(produces),
+                         .consumes = std::move(consumes)});
+    // The task's kernels can start once the host has issued enough of them: `first.time -
+    // first.gpu` after it finished issuing the previous task's (`lower::span`). A task with a
+    // synchronization runs as two: up to the host and GPU meeting at its last synchronization,
+    // then the rest, issued from there.
+    auto& host = prev_host[static_cast<std::size_t>(i)];
+    auto lead = [&](const std::string& what, double seconds_, std::vector<int> after) {
+      return g.add_task({.name = name + what,
+                         .resources = {r.issue},
+                         .work = seconds_,
+                         .deps = std::move(after),
+                         .cls = task_class::other,
+                         .device = i});
+    };
+    auto issue = [&](double seconds_, std::vector<int> after) {
+      host = g.add_task({.name = name + " (host)",
+                         .resources = {r.host},
+                         .work = seconds_,
+                         .deps = std::move(after),
+                         .cls = task_class::other,
+                         .device = i});
+    };
+    const std::vector<int> after_host = host >= 0 ? std::vector<int>{host} : std::vector<int>{};
+    deps.push_back(lead(" (issued)", t.first.time - t.first.gpu, after_host));
+    if (!t.synced) issue(t.host, after_host);
+    const double work = t.synced ? t.first.gpu + t.middle : t.gpu;
+    int task = g.add_task({.name = name,
+                           .resources = {r.compute},
+                           .work = work,
+                           .deps = std::move(deps),
+                           .cls = cls,
+                           .device = i,
+                           .produces = std::move(produces),
+                           .consumes = t.synced ? std::vector<int>{} : consumes});
+    if (!t.synced) return task;
+    issue(t.last.host, {task});
+    const int second = lead(" (issued after sync)", t.last.time - t.last.gpu, {task});
+    return g.add_task({.name = name + " (after sync)",
+                       .resources = {r.compute},
+                       .work = t.last.gpu,
+                       .deps = {task, second},
                        .cls = cls,
                        .device = i,
-                       .produces = std::move(produces),
                        .consumes = std::move(consumes)});
   };
+  auto comm_span = [](seconds t) { return lower::span::kernel(0, t.count()); };
   const double send_bytes = b * sl * h * act / tp;
   auto send = [&](int from, int to, const std::string& name, int after) {
     const auto& a = res[static_cast<std::size_t>(from)];
@@ -237,12 +275,29 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
     return (reduce_and_gather ? 2 : 1) * f * bytes_total;
   };
   const int vp = p * v;
+  // per stage and unit (micro-batch, chunk): each layer's saved tensors, the tensors the unit's
+  // last backward frees, the loss's (freed by the head's backward)
+  using per_unit = std::vector<std::vector<int>>;
+  const auto units = static_cast<std::size_t>(mb * v);
+  std::vector<per_unit> layer_t(static_cast<std::size_t>(p), per_unit(units)), held = layer_t,
+                                                                               loss = layer_t;
+  auto U = [&](const detail::unit& u) { return static_cast<std::size_t>(u.micro * v + u.chunk); };
+  std::vector<per_unit> until = layer_t;
+  std::vector<int> until_free;
+  std::vector<double> layer_bytes, until_bytes;
+  for (const auto& x : terms) {
+    layer_bytes.push_back(x.saved + x.casts);
+    until_bytes.push_back(x.until_loss / std::max(1.0, x.layers * x.in_flight));
+  }
+  const double embed_bytes = analytic::input_embedding_bytes(m, s, tr);
+  std::vector<int> made_grads(static_cast<std::size_t>(p), 0);
+  std::vector<std::vector<int>> grads(static_cast<std::size_t>(p));
   for (bool progress = true; progress;) {
     progress = false;
     for (int i = 0; i < p; ++i) {
       const auto I = static_cast<std::size_t>(i);
       const auto n = np(i);
-      const int layers = s.stage_layers(m, i) / v;
+      const int stage_layers = s.stage_layers(m, i), layers = stage_layers / v;
       // ZeRO-3 gathers one layer's weights at a time, one layer ahead of the compute
       const double layer_gather = wire_of((n.dense + n.expert) * wb / (layers * v), false);
       auto gather = [&](const std::string& name, int two_back) {
@@ -269,18 +324,43 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
             const std::string lt = " layer " + std::to_string(l) + " mb " + tag;
             std::vector<int> d = l == 0 ? deps : std::vector<int>{task};
             if (gathers) d.push_back(gather("all-gather weights" + lt, before));
-            double t = lc.forward;
-            if (l == 0 && gs == 0) t += lc.embedding_forward;
-            if (l + 1 == layers && gs == vp - 1) t += lc.head_forward;
-            std::vector<int> produces;
-            if (l == 0) produces.push_back(act_of(i, u.micro, u.chunk));
+            lower::span t = lc.forward;
+            std::vector<int> produces{tensor(i, "layer activations", layer_bytes[I])};
+            layer_t[I][U(u)].push_back(produces.back());
+            if (l == 0 && gs == 0) {
+              t = lc.embedding_forward.then(t);
+              produces.push_back(tensor(i, "embedding activations", embed_bytes));
+              held[I][U(u)].push_back(produces.back());
+            }
+            if (until_bytes[I] > 0) {
+              produces.push_back(tensor(i, "until the loss", until_bytes[I]));
+              until[I][U(u)].push_back(produces.back());
+            }
             if (l == 0 && next[I] == 0) produces.push_back(states[I]);
             before = task;
             task = compute_task(i, "forward" + lt, t, std::move(d), task_class::compute,
                                 std::move(produces));
             if (comm_fwd > seconds{})
-              task = compute_task(i, "collectives" + lt, comm_fwd.count(), {task},
+              task = compute_task(i, "collectives" + lt, comm_span(comm_fwd), {task},
                                   task_class::communication);
+          }
+          if (gs == vp - 1) {
+            // the head and the loss: the caches die with the forward, the loss's forward working
+            // set with this task; what the head's backward needs stays
+            const auto& x = terms[I];
+            const int kept = tensor(i, "head activations", x.head);
+            (vocab_parallel ? held[I][U(u)] : loss[I][U(u)]).push_back(kept);
+            const int casts = tensor(i, "head weight copies", x.head_casts);
+            loss[I][U(u)].push_back(casts);
+            const int logits = tensor(i, "logits", x.held_logits);
+            held[I][U(u)].push_back(logits);
+            task =
+                compute_task(i, "head mb " + tag, lc.head_forward, {task}, task_class::compute,
+                             {kept, casts, logits, tensor(i, "loss (forward)", x.forward_logits)},
+                             until[I][U(u)]);
+          } else if (!until[I][U(u)].empty()) {
+            until_free.push_back(compute_task(i, "free caches mb " + tag, {}, {task},
+                                              task_class::compute, {}, until[I][U(u)]));
           }
           fdone[GS][J] = task;
           last[I] = task;
@@ -302,20 +382,37 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
             pending[I].push_back(prev_dp[I]);
           };
           int task = -1, before = -1;
+          if (gs == vp - 1) {  // the head's backward frees the loss's working set
+            task = compute_task(i, "head backward mb " + tag, lc.head_backward, deps,
+                                task_class::compute,
+                                {tensor(i, "loss (backward)", terms[I].logits)}, loss[I][U(u)]);
+            deps = {task};
+          }
+          auto& unit_held = held[I][U(u)];
           for (int l = layers - 1; l >= 0; --l) {
             const std::string lt = " layer " + std::to_string(l) + " mb " + tag;
             std::vector<int> d = l == layers - 1 ? deps : std::vector<int>{task};
             if (gathers) d.push_back(gather("all-gather weights (backward)" + lt, before));
-            double t = lc.backward + recompute;
-            if (rc == parallel::recompute::full) t += comm_fwd.count();
-            if (l == 0 && gs == 0) t += lc.embedding_backward;
-            if (l + 1 == layers && gs == vp - 1) t += lc.head_backward;
+            lower::span t = spans.recompute.then(lc.backward);
+            if (l == 0 && gs == 0) t = t.then(lc.embedding_backward);
+            std::vector<int> produces{working[I]}, consumes;
+            // gradients made by the backward: the embedding's and head's first, then each layer's
+            // once the next one's backward starts (the last one's by the optimizer step)
+            if (!terms[I].persistent && made_grads[I] < stage_layers) {
+              const bool head_grads = made_grads[I]++ == 0;
+              produces.push_back(tensor(
+                  i, "gradients", head_grads ? terms[I].head_gradients : terms[I].layer_gradients));
+              grads[I].push_back(produces.back());
+            }
+            // the layer's saved tensors (index l of the unit's); the unit's remaining ones with
+            // its last layer
+            consumes.push_back(layer_t[I][U(u)][static_cast<std::size_t>(l)]);
+            if (l == 0) consumes.insert(consumes.end(), unit_held.begin(), unit_held.end());
             before = task;
-            task = compute_task(
-                i, "backward" + lt, t, std::move(d), task_class::compute, {working[I]},
-                l == 0 ? std::vector<int>{act_of(i, u.micro, u.chunk)} : std::vector<int>{});
+            task = compute_task(i, "backward" + lt, t, std::move(d), task_class::compute,
+                                std::move(produces), std::move(consumes));
             if (comm_bwd > seconds{})
-              task = compute_task(i, "collectives (backward)" + lt, comm_bwd.count(), {task},
+              task = compute_task(i, "collectives (backward)" + lt, comm_span(comm_bwd), {task},
                                   task_class::communication);
             // bucket k closes once (k + 1) / buckets of the layers are done
             if (reduce_here && o.overlap)
@@ -354,10 +451,22 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
     const double sh_dense = zero >= 1 ? shards : 1.0;
     const double sh_expert =
         zero >= 1 ? static_cast<double>(s.data.degree) * s.context.degree : 1.0;
+    std::vector<int> last_grads;
+    if (!terms[I].persistent) {  // the gradients the backward has not made yet
+      const double made = made_grads[I] == 0 ? 0.0
+                                             : terms[I].head_gradients +
+                                                   (made_grads[I] - 1) * terms[I].layer_gradients;
+      last_grads.push_back(tensor(i, "gradients", std::max(terms[I].gradients - made, 0.0)));
+      grads[I].push_back(last_grads.back());
+    }
+    std::vector<int> consumes = grads[I];
+    consumes.push_back(states[I]);
     const int upd = compute_task(
         i, "optimizer step",
-        prof.copy.time(tr.update_bytes() * (n.dense / sh_dense + n.expert / sh_expert)), deps,
-        task_class::compute, {}, {states[I]});
+        analytic::optimizer_span(
+            prof, tr, lc, n.dense / sh_dense + n.expert / sh_expert,
+            lower::parameter_tensors(m, tr.framework) * s.stage_layers(m, i) / m.layers),
+        deps, task_class::compute, std::move(last_grads), std::move(consumes));
     if ((zero == 1 || zero == 2) && has_dp)
       dp_flow(i, "all-gather updated weights", wire_of((n.dense + n.expert) * wb, false), dsteps,
               {upd});

@@ -1,0 +1,37 @@
+#pragma once
+/// @file frameworks/pytorch_eager.hpp
+/// @brief A plain PyTorch eager training loop (nanoGPT-style modules: `F.layer_norm`, a fused
+/// QKV `nn.Linear`, `scaled_dot_product_attention`, tanh-GELU, `F.cross_entropy`), under
+/// `torch.autocast(bfloat16)` over fp32 parameters, fused AdamW and `zero_grad(set_to_none=True)`;
+/// validated on 253 H100 steps (test/validation/h100_steps.cpp).
+///
+/// What it runs and keeps, from PyTorch's autocast and autograd rules:
+/// - each `nn.Linear` casts its fp32 weight and bias to bf16 on every forward (6 B per element:
+///   read 4, write 2) and autograd holds the copy until the layer's backward; the bf16 weight
+///   gradient is cast back to fp32 (6 B per element);
+/// - layer norm runs in fp32 on the fp32 residual stream (it saves its fp32 input) and its output
+///   is cast to bf16 for the next GEMM (that cast is what the GEMM saves);
+/// - `y.transpose(1, 2).contiguous()` after attention: autograd keeps the attention output and
+///   its contiguous copy;
+/// - the loss upcasts the logits to fp32 (the peak holds log-softmax's output, its gradient and
+///   the logits' gradient, 12 B per logit);
+/// - the host issues every kernel (the profile's `dispatch` costs);
+/// - 64 MiB of cuBLAS/cuBLASLt workspace on Hopper, the int64 inputs and targets on the GPU.
+
+#include "strata/frameworks/recipe.hpp"
+
+namespace strata::frameworks {
+
+inline constexpr recipe pytorch_eager{.name = "pytorch",
+                                      .autocast = true,
+                                      .eager = true,
+                                      .modules = module_style::fused,
+                                      .loss = loss_style::eager,
+                                      .fused_qkv = true,
+                                      .fused_gate_up = true,
+                                      .attention_output_copy = true,
+                                      .persistent_gradients = false,
+                                      .workspace = 64.0 * 1024 * 1024,
+                                      .batch_bytes_per_token = 16};
+
+}  // namespace strata::frameworks

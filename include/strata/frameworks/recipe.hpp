@@ -1,0 +1,64 @@
+#pragma once
+/// @file frameworks/recipe.hpp
+/// @brief A framework recipe: the facts of how a training framework runs a model that change its
+/// time and memory — which kernels it launches, which tensors autograd keeps, how it stores
+/// weights, gradients and optimizer states, and whether the host's dispatch shows.
+///
+/// A recipe is a literal value, so a plan that names one stays `constexpr`; the shipped ones are
+/// `frameworks::megatron`, `frameworks::pytorch_eager` and `frameworks::huggingface`
+/// (`frameworks/*.hpp`), each derived from its framework's source and cited there. A user
+/// describes another framework by filling in the same fields.
+/// @code
+/// constexpr strata::frameworks::recipe mine = [] {
+///   auto r = strata::frameworks::pytorch_eager;
+///   r.name = "my loop";
+///   r.workspace = 0;  // no cuBLAS workspace counted
+///   return r;
+/// }();
+/// @endcode
+
+#include <string_view>
+
+namespace strata::frameworks {
+
+/// How the module code writes a block's pieces (the kernels they become and what they keep).
+enum class module_style {
+  fused,        ///< one kernel per norm, activation and rotary embedding (Megatron, nanoGPT)
+  transformers  ///< Hugging Face `transformers` modeling code: norms, RoPE and gates as op chains
+};
+
+/// What the loss keeps (bytes per logit on the last stage).
+enum class loss_style {
+  vocab_parallel,  ///< Megatron's fused cross-entropy on fp32 logits (Korthikanti et al. §4.3)
+  eager,           ///< F.cross_entropy on the model's logits, upcast to fp32 inside the loss
+  transformers     ///< `logits.float()` in the model's loss function, then F.cross_entropy
+};
+
+struct recipe {
+  std::string_view name = "megatron";
+  /// `torch.autocast` over fp32 parameters: each linear layer's weight is cast to the compute
+  /// type on every forward (autograd holds the copy until its backward) and its gradient cast back;
+  /// norms and the residual stream stay fp32 and their outputs are cast. false: the framework
+  /// keeps 16-bit working weights and fp32 master copies (Micikevicius et al. 2018, Megatron).
+  bool autocast = false;
+  /// Python issues every kernel (eager PyTorch): the profile's `dispatch` costs are host time the
+  /// GPU may wait for. false: kernels are queued far ahead of the GPU (host time hidden).
+  bool eager = false;
+  module_style modules = module_style::fused;
+  loss_style loss = loss_style::vocab_parallel;
+  bool fused_qkv = true;      ///< one GEMM for Q, K and V (false: three projections)
+  bool fused_gate_up = true;  ///< SwiGLU's gate and up projections as one GEMM
+  /// the attention output is made contiguous before the output projection, and autograd keeps
+  /// both the kernel's output and the copy
+  bool attention_output_copy = false;
+  /// gradients live in persistent buffers (Megatron's main_grad); false: allocated during
+  /// backward and freed by `zero_grad(set_to_none=True)`
+  bool persistent_gradients = true;
+  /// the training loop keeps the model's logits through the backward (nanoGPT's forward returns
+  /// them); false: only the loss leaves the model
+  bool keep_logits = false;
+  double workspace = 0;              ///< bytes of BLAS workspace held by the allocator
+  double batch_bytes_per_token = 0;  ///< input ids and labels kept on the GPU
+};
+
+}  // namespace strata::frameworks

@@ -1,0 +1,512 @@
+#pragma once
+/// @file lower/transformer.hpp
+/// @brief One transformer layer, the embedding, the head with its loss and the optimizer step,
+/// lowered to the operations one rank runs under a framework recipe: kernels in issue order,
+/// blocking collectives, and the tensors kept for backward.
+///
+/// This is the only description of a transformer step in strata: the closed form
+/// (`analytic/transformer.hpp`) prices and sums it, the single-GPU step (`analytic/step.hpp`)
+/// lists it, the simulator (`sim/transformer.hpp`) runs it. The layer's forward, per token
+/// (T = b s tokens on the rank; t the tensor degree; norms and residuals see T / t under sequence
+/// parallelism): a norm, the Q/K/V projections (one fused GEMM or three), rotary embedding, causal
+/// attention (flash, or the unfused score GEMMs with softmax and dropout), the output projection,
+/// bias-dropout-residual, a norm, the MLP (GELU, SwiGLU, or MoE: router, permutation and the
+/// experts on this rank), bias-dropout-residual. Backward: each GEMM's dX and dW GEMMs, attention's
+/// backward, each memory-bound kernel at twice its bytes (Megatron-LM and PyTorch alike read the
+/// saved input and the incoming gradient and write the outgoing one). Under `torch.autocast` each
+/// linear layer casts its weight per forward and its weight gradient back (6 B per element), and
+/// each norm's output is cast (6 B per element) forward and backward (`frameworks::recipe`).
+///
+/// Saved tensors (Korthikanti et al. 2022 Table 2, generalized; bytes for the rank): both norms'
+/// inputs (residual dtype), the QKV and MLP inputs, Q/K/V, the attention output (and its
+/// contiguous copy where the module makes one), the MLP's activation inputs (GELU: its input and
+/// output, 2 f; SwiGLU: gate, up and their product, 3 f; MoE: for top_k x capacity routed copies),
+/// dropout masks (1 B), the unfused attention's scores; full recomputation keeps each layer's
+/// input only, selective drops the scores. Under autocast the bf16 weight copies are held too.
+/// @code
+/// strata::lower::shard x{.b = 8, .s = 1024, .seq = 1024};
+/// double saved = 0;
+/// strata::lower::layer(strata::zoo::gpt2_124m(), x, {}, strata::lower::phase::forward,
+///                      strata::lower::on_save([&](const auto& t) { saved += t.bytes; }));
+/// @endcode
+
+#include <type_traits>
+
+#include "strata/lower/ops.hpp"
+#include "strata/model/transformer.hpp"
+#include "strata/parallel/nd.hpp"
+#include "strata/training.hpp"
+
+namespace strata::lower {
+
+/// The slice of a micro-batch one rank works on.
+struct shard {
+  double b = 1;    ///< sequences per micro-batch
+  double s = 1;    ///< tokens per sequence on this rank (the sequence / context degree)
+  double seq = 1;  ///< the full sequence (attention's length)
+  int tp = 1;      ///< tensor-parallel degree
+  bool sp = false;
+  int cp = 1;  ///< context-parallel degree
+  int ep = 1;  ///< expert-parallel degree
+  parallel::recompute recompute = parallel::recompute::none;
+
+  [[nodiscard]] constexpr double tokens() const { return b * s; }
+  /// Tokens the norms, dropouts and residuals see (sequence parallelism splits them).
+  [[nodiscard]] constexpr double norm_tokens() const { return sp ? b * s / tp : b * s; }
+};
+
+/// The shard of a `parallel::nd` strategy.
+[[nodiscard]] constexpr shard shard_of(const transformer& m, const parallel::nd& s,
+                                       const transformer_training& t) {
+  const double seq = t.sequence_or(m.sequence);
+  return {static_cast<double>(s.micro_batch),
+          seq / s.context.degree,
+          seq,
+          s.tensor.degree,
+          s.tensor.sequence,
+          s.context.degree,
+          s.expert.degree,
+          s.recomputation};
+}
+
+namespace detail {
+template <class V>
+constexpr void emit(V& v, const kernel_op& k) {
+  if constexpr (requires { v.kernel(k); }) v.kernel(k);
+}
+template <class V>
+constexpr void keep(V& v, std::string_view what, double bytes,
+                    keep_kind kind = keep_kind::activation) {
+  if constexpr (requires { v.save(saved_tensor{}); }) v.save(saved_tensor{what, bytes, kind});
+}
+template <class V>
+constexpr void communicate(V& v, const collective_op& c) {
+  if constexpr (requires { v.collective(c); }) v.collective(c);
+}
+
+/// The pieces every lowering shares (GEMMs and autocast's casts of a linear layer, memory-bound
+/// kernels, norms, residual adds) in the pass `backward` says, keeping tensors only when `keep`.
+template <class V>
+struct builder {
+  V& v;
+  const transformer_training& tr;
+  bool backward;
+  bool keep = true;
+
+  [[nodiscard]] constexpr bool autocast() const { return tr.framework.autocast && tr.mixed(); }
+  [[nodiscard]] constexpr bool hf() const {
+    return tr.framework.modules == frameworks::module_style::transformers;
+  }
+  constexpr void save(std::string_view what, double bytes,
+                      keep_kind kind = keep_kind::activation) const {
+    if (!backward && (keep || kind == keep_kind::until_loss) && bytes > 0)
+      detail::keep(v, what, bytes, kind);
+  }
+  constexpr void memory(std::string_view what, std::string_view part, stream_class c, double bytes,
+                        double times = 1) const {
+    kernel_op k{.what = what, .part = part, .kind = kernel_kind::memory, .stream = c};
+    k.bytes = bytes;
+    k.times = times;
+    emit(v, k);
+  }
+  /// A memory-bound kernel that moves `bytes` forward and twice that backward.
+  constexpr void pointwise(std::string_view what, stream_class c, double bytes,
+                           double times = 1) const {
+    memory(what, {}, c, backward ? 2 * bytes : bytes, times);
+  }
+  /// Kernels of one pass only.
+  constexpr void forward_only(std::string_view what, stream_class c, double bytes,
+                              double times = 1) const {
+    if (!backward) memory(what, {}, c, bytes, times);
+  }
+  constexpr void backward_only(std::string_view what, stream_class c, double bytes,
+                               double times = 1) const {
+    if (backward) memory(what, "backward", c, bytes, times);
+  }
+  constexpr void gemm(std::string_view what, std::string_view part, double m, double n, double k,
+                      double times = 1, bool fp32 = false, bool sync = false) const {
+    kernel_op op{.what = what, .part = part, .kind = kernel_kind::gemm, .m = m, .n = n, .k = k};
+    op.times = times;
+    op.fp32 = fp32;
+    op.sync = sync;
+    emit(v, op);
+  }
+  /// y = x W^T (+ b) with W of n x k over m rows: one GEMM forward, dX and dW backward. Under
+  /// autocast the weight (and bias) is cast to 16 bits before (held until backward; with
+  /// `cast_input` the fp32 input too, and that copy is what the GEMM keeps) and the weight
+  /// gradient cast back after (6 B per element each way; the input's gradient too).
+  constexpr void linear(std::string_view what, double m, double n, double k, double bias,
+                        double times = 1, bool cast_input = false) const {
+    const double elements = n * k + bias;
+    const bool in = cast_input && autocast();
+    if (!backward) {
+      if (in) {
+        memory(what, "input cast", stream_class::copy, 6 * m * k, times);
+        save("16-bit input copy", times * 2 * m * k);
+      }
+      if (autocast()) {
+        memory(what, "weight cast", stream_class::copy, 6 * elements, times);
+        save("16-bit weight copy", times * 2 * elements,
+             keep ? keep_kind::weight_copy
+                  : (hf() ? keep_kind::until_loss : keep_kind::weight_copy));
+      }
+      gemm(what, {}, m, n, k, times);
+      return;
+    }
+    gemm(what, "dX", m, k, n, times);
+    gemm(what, "dW", k, n, m, times);
+    if (autocast()) memory(what, "gradient to fp32", stream_class::copy, 6 * elements, times);
+    if (in) memory(what, "input gradient to fp32", stream_class::copy, 6 * m * k, times);
+  }
+  /// A norm over `tokens` x h. Fused (one kernel; bytes at the activation width, as measured;
+  /// its output cast to 16 bits under autocast unless the consumers cast it): keeps its input.
+  /// The `transformers` RMSNorm is an fp32 op chain (pow, mean, + eps, rsqrt, x r, w n) that
+  /// keeps its input, the normalized n and r; its backward about eleven fp32 passes over T h;
+  /// its LayerNorm is one fp32 kernel that keeps its input, mean and rstd.
+  constexpr void norm(std::string_view what, double tokens, double h, norm_kind kind,
+                      bool cast) const {
+    save("norm input", tr.residual_bytes() * tokens * h);
+    if (!hf()) {
+      pointwise(what, stream_class::layer_norm, 2 * tokens * h * tr.activation_bytes());
+      if (cast && autocast()) memory(what, "cast", stream_class::copy, 6 * tokens * h);
+      return;
+    }
+    if (kind == norm_kind::layer_norm) {
+      pointwise(what, stream_class::layer_norm, 8 * tokens * h);
+      save("norm mean and rstd", 8 * tokens);
+      return;
+    }
+    if (!backward) {
+      memory(what, "pow", stream_class::elementwise, 8 * tokens * h);
+      memory(what, "mean", stream_class::layer_norm, 4 * tokens * h);
+      memory(what, "+ eps", stream_class::elementwise, 8 * tokens);
+      memory(what, "rsqrt", stream_class::elementwise, 8 * tokens);
+      memory(what, "x r", stream_class::elementwise, 8 * tokens * h);
+      memory(what, "w n", stream_class::elementwise, 8 * tokens * h);
+      save("norm n and r", 4 * tokens * h + 4 * tokens);
+    } else {
+      memory(what, "backward", stream_class::elementwise, 10 * tokens * h, 11);
+      memory(what, "backward (rows)", stream_class::elementwise, 8 * tokens, 3);
+    }
+  }
+  /// residual + branch: fused into bias-dropout-add (Megatron, nanoGPT), or an fp32 add of a
+  /// 16-bit branch whose backward casts the gradient for the branch and adds the skip path's.
+  constexpr void residual(double tokens, double h, double mask) const {
+    const double act = tr.activation_bytes();
+    if (!hf()) {
+      pointwise("dropout + residual", stream_class::dropout, tokens * h * (3 * act + mask));
+      save("dropout mask", mask * tokens * h);
+      return;
+    }
+    forward_only("residual add", stream_class::elementwise, 10 * tokens * h);
+    backward_only("residual gradient cast", stream_class::copy, 6 * tokens * h);
+    backward_only("residual gradient add", stream_class::elementwise, 12 * tokens * h);
+  }
+};
+}  // namespace detail
+
+/// A visitor that only collects saved tensors.
+template <class F>
+struct on_save {
+  F f;
+  constexpr void save(const saved_tensor& t) { f(t); }
+};
+template <class F>
+on_save(F) -> on_save<F>;
+
+/// The kernels (issue order) and, forward, the kept tensors of one layer on one rank.
+///
+/// Under the `transformers` module style (Hugging Face modeling code, see
+/// `frameworks/huggingface.hpp`) the layer runs what the modeling files write: separate Q, K, V
+/// (and gate, up) projections, each casting the fp32 norm output itself (autocast caches only
+/// weights); rotate-half RoPE as five kernels per tensor that leave Q and K in fp32, cast back by
+/// SDPA; the k/v cache copies `use_cache` makes in training; SiLU and the gate product as two
+/// kernels (GPT-2: the tanh-GELU formula as nine); fp32 residual adds; MoE experts through
+/// `grouped_mm` on fp32 weights (a host synchronization and one fp32 GEMM per expert for each).
+template <class V>
+constexpr void layer(const transformer& m, const shard& x, const transformer_training& tr, phase ph,
+                     V&& v) {
+  using parallel::recompute;
+  const bool fwd = ph == phase::forward;
+  const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd, x.recompute != recompute::full};
+  const auto& r = tr.framework;
+  const bool hf = k.hf(), ac = k.autocast();
+  const double T = x.tokens(), tn = x.norm_tokens(), t = x.tp, h = m.hidden, w = m.kv_width(),
+               f = m.ffn_size(), act = tr.activation_bytes(), res = tr.residual_bytes();
+  const double mask = m.dropout ? 1.0 : 0.0;
+  const bool swiglu = m.mlp == mlp_kind::swiglu, gpt2 = m.positions == position_kind::learned;
+  // the layer's input is what a checkpointed layer keeps
+  if (fwd && !k.keep) detail::keep(v, "layer input", res * tn * h);
+  const bool use_cache = hf && k.keep;  // `use_cache` is off under checkpointing
+
+  // ---- attention block
+  k.norm("input norm", tn, h, m.norm, !hf);
+  const bool fused_qkv = r.fused_qkv || (hf && gpt2);  // GPT-2's c_attn
+  const bool qkv_bias = m.bias || m.qkv_bias;
+  if (!hf) k.save("QKV input", act * tn * h);
+  if (fused_qkv) {
+    k.linear("QKV", T, (h + 2 * w) / t, h, qkv_bias ? (h + 2 * w) / t : 0.0, 1, hf);
+  } else {
+    k.linear("Q", T, h / t, h, qkv_bias ? h / t : 0.0, 1, hf);
+    k.linear("K", T, w / t, h, qkv_bias ? w / t : 0.0, 1, hf);
+    k.linear("V", T, w / t, h, qkv_bias ? w / t : 0.0, 1, hf);
+    if (hf && ac)  // the three input gradients summed
+      k.backward_only("QKV input gradient sum", stream_class::elementwise, 12 * T * h, 2);
+  }
+  if (m.positions == position_kind::rotary) {
+    if (!hf) {
+      k.pointwise("rotary embedding", stream_class::elementwise, 2 * T * (h + w) / t * act);
+    } else {  // q cos + rotate_half(q) sin in fp32, for Q and for K
+      for (const double width : {h / t, w / t}) {
+        k.forward_only("rotary q cos", stream_class::elementwise, 6 * T * width);
+        k.forward_only("rotary neg", stream_class::elementwise, 2 * T * width);
+        k.forward_only("rotary cat", stream_class::elementwise, 4 * T * width);
+        k.forward_only("rotary rot sin", stream_class::elementwise, 6 * T * width);
+        k.forward_only("rotary add", stream_class::elementwise, 12 * T * width);
+        k.backward_only("rotary", stream_class::elementwise, 5 * T * width, 12);
+      }
+    }
+  }
+  if (use_cache) {                       // DynamicCache.update: torch.cat copies of k and v
+    const double kb = gpt2 ? 2.0 : 4.0;  // GPT-2's k is bf16, RoPE'd k is fp32
+    k.forward_only("cache k", stream_class::copy, 2 * kb * T * w / t);
+    k.forward_only("cache v", stream_class::copy, 4 * T * w / t);
+    // GPT-2's attention keeps the copies; Llama's fp32 k copy lives until the loss
+    k.save("k cache", (gpt2 ? 2.0 : 4.0) * T * w / t,
+           gpt2 ? keep_kind::activation : keep_kind::until_loss);
+    if (gpt2) k.save("v cache", 2 * T * w / t);
+  }
+  if (hf && !gpt2 && ac) {  // SDPA's autocast casts the fp32 q and k
+    k.forward_only("SDPA q cast", stream_class::copy, 6 * T * h / t);
+    k.forward_only("SDPA k cast", stream_class::copy, 6 * T * w / t);
+    k.backward_only("q gradient to fp32", stream_class::copy, 6 * T * h / t);
+    k.backward_only("k gradient to fp32", stream_class::copy, 6 * T * w / t);
+  }
+  const double heads = m.heads / t, d = m.head_dim();
+  if (tr.flash_attention) {
+    kernel_op a{.what = "attention", .part = {}, .kind = kernel_kind::attention};
+    a.batch = x.b / x.cp;
+    a.heads = heads;
+    a.seq = x.seq;
+    a.dim = d;
+    a.backward = !fwd;
+    detail::emit(v, a);
+    // Q, K, V and the output (16-bit); the fused kernel's log-sum-exp (fp32, per row)
+    k.save("Q, K, V", act * T * (h + 2 * w) / t);
+    if (hf) k.save("attention log-sum-exp", 4 * T * heads);
+  } else {  // unfused: Q K^T, softmax, dropout, P V
+    const double rows = x.b * heads * x.s, scores = rows * x.seq;
+    if (fwd) {
+      k.gemm("attention scores", {}, rows, x.seq, d);
+      k.gemm("attention over V", {}, rows, d, x.seq);
+      k.memory("attention softmax", {}, stream_class::softmax, 2 * scores * act);
+    } else {
+      k.gemm("attention over V", "backward", rows, d, x.seq, 2);
+      k.gemm("attention scores", "backward", rows, x.seq, d, 2);
+      k.memory("attention softmax", {}, stream_class::softmax, 3 * scores * act);
+    }
+    if (m.dropout)
+      k.memory("attention dropout", {}, stream_class::dropout, scores * (2 * act + mask));
+    k.save("Q, K, V", act * T * (h + 2 * w) / t);
+    if (x.recompute != recompute::selective)
+      k.save("attention scores", scores * (act + (m.dropout ? mask + act : 0.0)));
+  }
+  k.save("attention output", act * T * h / t);
+  if (r.attention_output_copy) k.save("attention output (contiguous)", act * T * h / t);
+  k.linear("attention projection", T, h, h / t, m.bias ? h : 0.0);
+  k.residual(tn, h, mask);
+
+  // ---- MLP block
+  k.norm("post-attention norm", tn, h, m.norm, !hf);
+  const double routed = m.moe() ? m.top_k * m.capacity : 1.0;
+  if (!hf) k.save("MLP input", routed * act * tn * h);
+  const double up = swiglu ? 2 * f : f;
+  const double gate_elems = (swiglu ? 3 : 2) * f / t;
+  if (m.moe() && hf) {
+    // the router in bf16, softmax and top-k in fp32; experts by `grouped_mm` on fp32 weights:
+    // tokens sorted and gathered in fp32, per expert an fp32 GEMM (each grouped_mm first copies
+    // its offsets to the host), SiLU and the gate product, the routing weights, the gather back
+    // and the sum over top_k (transformers/integrations/moe.py)
+    const double E = m.experts, S = T * m.top_k * m.capacity, local = E / x.ep;
+    const double rows = S * x.ep / E;  // per expert on this rank
+    k.linear("router", T, E, h, 0.0, 1, true);
+    k.pointwise("router softmax and top-k", stream_class::softmax, 16 * T * E);
+    k.save("router probabilities", 4 * T * E + 8 * T);
+    k.pointwise("token sort and gather", stream_class::copy, 16 * S * h);
+    if (k.backward) {  // dX and dW of the two grouped GEMMs, each dX after a sync
+      k.gemm("expert down", "dX", rows, f / t, h, local, true, true);
+      k.gemm("expert down", "dW", f / t, h, rows, local, true);
+      k.gemm("expert up", "dX", rows, h, up / t, local, true, true);
+      k.gemm("expert up", "dW", up / t, h, rows, local, true);
+    } else {
+      k.gemm("expert up", {}, rows, up / t, h, local, true, true);
+      k.gemm("expert down", {}, rows, h, f / t, local, true, true);
+    }
+    k.pointwise("expert activation", stream_class::elementwise, 20 * S * f / t);
+    k.pointwise("routing weights and combine", stream_class::elementwise, 36 * S * h);
+    k.save("expert inputs and outputs", S * (8 * h + 16 * f / t) + 41 * S / m.capacity);
+  } else if (m.moe()) {
+    const double local = static_cast<double>(m.experts) / x.ep;  // experts on this rank
+    const double rows = T * m.top_k * m.capacity * x.ep / m.experts;
+    k.linear("router", T, m.experts, h, 0.0);
+    k.pointwise("token permutation", stream_class::copy, 2 * 2 * T * m.top_k * h * act);
+    k.linear("expert up", rows, up / t, h, 0.0, local);
+    k.pointwise("expert activation", stream_class::elementwise, gate_elems * rows * local * act);
+    k.linear("expert down", rows, h, f / t, 0.0, local);
+    k.save("MLP activation tensors", routed * act * gate_elems * T);
+  } else if (hf && !gpt2) {
+    // act_fn(gate_proj(x)) * up_proj(x): SiLU keeps the gate output, the product both factors
+    if (swiglu) {
+      k.linear("MLP gate", T, f / t, h, m.bias ? f / t : 0.0, 1, true);
+      k.linear("MLP up", T, f / t, h, m.bias ? f / t : 0.0, 1, true);
+      if (ac) k.backward_only("MLP input gradient sum", stream_class::elementwise, 12 * T * h);
+      k.pointwise("SiLU", stream_class::elementwise, 4 * T * f / t);
+      k.forward_only("gate product", stream_class::elementwise, 6 * T * f / t);
+      k.backward_only("gate product", stream_class::elementwise, 6 * T * f / t, 2);
+      // the gate output, SiLU's output, the up output and their product
+      k.save("MLP activation tensors", act * 4 * T * f / t);
+    } else {
+      k.linear("MLP up", T, f / t, h, m.bias ? f / t : 0.0, 1, true);
+      k.pointwise("GELU", stream_class::elementwise, 4 * T * f / t);
+      k.save("MLP activation tensors", act * 2 * T * f / t);
+    }
+    k.linear("MLP down", T, h, f / t, m.bias ? h : 0.0);
+  } else if (hf) {
+    // GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as written, mostly in
+    // fp32 (pow is an fp32 autocast op): nine kernels forward, about fifteen backward; it keeps
+    // x^3's fp32 input, tanh's output, 0.5 x and 1 + tanh; c_proj casts its fp32 output
+    k.linear("MLP up", T, f / t, h, m.bias ? f / t : 0.0, 1, true);
+    const double F = T * f / t;
+    for (const double b : {6.0, 8.0, 8.0, 10.0, 8.0, 8.0, 8.0, 4.0, 10.0})
+      k.forward_only("gelu_new", stream_class::elementwise, b * F);
+    k.backward_only("gelu_new", stream_class::elementwise, 8 * F, 15);
+    k.save("gelu_new tensors", 14 * F);
+    k.linear("MLP down", T, h, f / t, m.bias ? h : 0.0, 1, true);
+  } else {
+    if (swiglu && !r.fused_gate_up) {
+      k.linear("MLP gate", T, f / t, h, m.bias ? f / t : 0.0);
+      k.linear("MLP up", T, f / t, h, m.bias ? f / t : 0.0);
+    } else {
+      k.linear("MLP up", T, up / t, h, m.bias ? up / t : 0.0);
+    }
+    k.pointwise("MLP activation", stream_class::elementwise, gate_elems * T * act);
+    k.linear("MLP down", T, h, f / t, m.bias ? h : 0.0);
+    k.save("MLP activation tensors", routed * act * gate_elems * T);
+  }
+  k.residual(tn, h, mask);
+}
+
+/// The blocking collectives of one layer's forward or backward: tensor parallelism's two
+/// all-reduces per pass of the b s h activation (Shoeybi et al. §3; with sequence parallelism an
+/// all-gather and a reduce-scatter of the same bytes, Korthikanti et al. §4.2.2), ring
+/// attention's K/V blocks (Liu et al. 2023: c - 1 transfers of the rank's K and V, as one
+/// `send_recv` op of their total), MoE's dispatch and combine all-to-alls of the routed tokens.
+template <class V>
+constexpr void layer_collectives(const transformer& m, const shard& x,
+                                 const transformer_training& tr, phase ph, V&& v) {
+  const double act = tr.activation_bytes(), h = m.hidden;
+  const double bsh = x.b * x.s * h * act;
+  if (x.tp > 1)
+    for (int i = 0; i < 2; ++i) {
+      if (x.sp) {
+        detail::communicate(v, {"sequence-parallel all-gather", comm::collective::all_gather,
+                                comm_axis::tensor, bsh, ph});
+        detail::communicate(v, {"sequence-parallel reduce-scatter",
+                                comm::collective::reduce_scatter, comm_axis::tensor, bsh, ph});
+      } else {
+        detail::communicate(v, {"tensor-parallel all-reduce", comm::collective::all_reduce,
+                                comm_axis::tensor, bsh, ph});
+      }
+    }
+  if (x.cp > 1)  // K and V blocks forward; blocks and their gradients backward
+    detail::communicate(v, {"ring attention K/V", comm::collective::send_recv, comm_axis::context,
+                            2 * x.b * x.s * m.kv_width() / x.tp * act, ph,
+                            (ph == phase::forward ? 1.0 : 2.0) * (x.cp - 1)});
+  if (m.moe() && x.ep > 1)
+    for (const char* what : {"MoE dispatch all-to-all", "MoE combine all-to-all"})
+      detail::communicate(v, {what, comm::collective::all_to_all, comm_axis::expert,
+                              x.b * x.s * m.top_k * m.capacity * h * act, ph});
+}
+
+/// The token embedding (first stage): a gather of b s h activations; backward the same bytes
+/// scattered into the gradient. Keeps the input dropout mask (Korthikanti et al. §4.3). Under the
+/// `transformers` style the gather is fp32 (the residual stream starts there), learned positions
+/// are added, and the backward zero-fills the V x h fp32 gradient and accumulates into it (a tied
+/// matrix then adds the head's gradient).
+template <class V>
+constexpr void embedding(const transformer& m, const shard& x, const transformer_training& tr,
+                         phase ph, V&& v) {
+  const bool fwd = ph == phase::forward;
+  const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd};
+  const double T = x.tokens(), h = m.hidden, act = tr.activation_bytes();
+  if (!k.hf()) {
+    k.memory("embedding", fwd ? "" : "backward", stream_class::copy,
+             2 * T * h * act / (x.sp ? x.tp : 1));
+  } else {
+    const double Vh = m.vocabulary * h / static_cast<double>(x.tp);
+    k.forward_only("embedding", stream_class::copy, 8 * T * h);
+    if (m.positions == position_kind::learned)
+      k.forward_only("position embedding add", stream_class::elementwise, 12 * T * h);
+    k.backward_only("embedding gradient zero-fill", stream_class::copy, 4 * Vh);
+    k.backward_only("embedding gradient accumulate", stream_class::copy, 8 * T * h);
+    if (m.tied) k.backward_only("tied gradient add", stream_class::elementwise, 12 * Vh);
+  }
+  if (fwd && m.dropout) detail::keep(v, "embedding dropout mask", x.b * x.s * h / x.tp);
+}
+
+/// The head (last stage): the final norm, the vocabulary projection (split over the tensor
+/// ranks) and the loss; backward the loss's gradient, the projection's dX and dW and the norm's
+/// backward. Fused loss (Megatron, nanoGPT): one cross-entropy over fp32 logits (read, write,
+/// softmax and its gradient: four fp32 passes over T x V / t). `transformers`: `logits.float()`,
+/// log-softmax, NLL; backward NLL's zero-filled gradient, log-softmax's backward and the cast back
+/// to bf16. Keeps the norm's tensors and the projection's input (and weight copy).
+template <class V>
+constexpr void head(const transformer& m, const shard& x, const transformer_training& tr, phase ph,
+                    V&& v) {
+  const bool fwd = ph == phase::forward;
+  const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd};
+  const bool hf = k.hf();
+  const double T = x.tokens(), h = m.hidden, Vt = m.vocabulary / static_cast<double>(x.tp);
+  const double logits = T * Vt;
+  if (fwd) {
+    k.norm("final norm", x.norm_tokens(), h, m.norm, !hf);
+    if (!hf) k.save("output projection input", tr.activation_bytes() * T * h);
+    k.linear("output projection", T, Vt, h, 0.0, 1, hf);
+    if (!hf) {
+      k.memory("cross-entropy (fp32 logits)", {}, stream_class::softmax, 16 * logits);
+    } else {
+      k.memory("logits to fp32", {}, stream_class::copy, 6 * logits);
+      k.memory("log-softmax", {}, stream_class::softmax, 8 * logits);
+    }
+    return;
+  }
+  if (hf) {
+    k.memory("NLL gradient zero-fill", {}, stream_class::copy, 4 * logits);
+    k.memory("log-softmax", "backward", stream_class::softmax, 12 * logits);
+    k.memory("logits gradient to bf16", {}, stream_class::copy, 6 * logits);
+  }
+  k.linear("output projection", T, Vt, h, 0.0, 1, hf);
+  if (!hf)
+    k.memory("final norm", "backward", stream_class::layer_norm,
+             4 * x.norm_tokens() * h * tr.activation_bytes());
+  else
+    k.norm("final norm", x.norm_tokens(), h, m.norm, false);
+}
+
+/// Parameter tensors of the model (one optimizer "tensor" each, for the per-tensor host cost).
+[[nodiscard]] constexpr double parameter_tensors(const transformer& m,
+                                                 const frameworks::recipe& r) {
+  const bool swiglu = m.mlp == mlp_kind::swiglu;
+  const bool hf = r.modules == frameworks::module_style::transformers;
+  const double qkv = r.fused_qkv || (hf && m.positions == position_kind::learned) ? 1 : 3;
+  const double mlp = (swiglu && !r.fused_gate_up ? 2 : 1) + 1;
+  // transformers' MoE keeps each layer's experts in two 3-D tensors
+  const double experts = hf ? 2 : m.experts * mlp;
+  const double linears = qkv + 1 + (m.moe() ? experts + 1 : mlp);
+  const double biases = m.bias ? linears - (m.moe() ? 1 : 0) : (m.qkv_bias ? qkv : 0);
+  const double norm = m.norm == norm_kind::layer_norm ? 2 : 1;
+  return m.layers * (linears + biases + 2 * norm) + 1 +
+         (m.positions == position_kind::learned ? 1 : 0) + norm + (m.tied ? 0 : 1);
+}
+
+}  // namespace strata::lower

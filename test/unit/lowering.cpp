@@ -1,0 +1,155 @@
+// One lowering: the single-GPU step, the closed form and the simulator read the same operations.
+#include <catch2/catch.hpp>
+#include <strata/analytic/step.hpp>
+#include <strata/frameworks/huggingface.hpp>
+#include <strata/frameworks/pytorch_eager.hpp>
+#include <strata/hardware/presets.hpp>
+#include <strata/lower/transformer.hpp>
+#include <strata/model/transformer_zoo.hpp>
+#include <strata/sim/transformer.hpp>
+
+#include <vector>
+
+using namespace strata;
+using parallel::recompute;
+
+namespace {
+const device_profile h100 = datasheet_profile(presets::h100_sxm5_80gb, h100_fitted_gemm);
+const cluster one_h100 = make_cluster("one H100", presets::h100_sxm5_80gb,
+                                      {level{"node", 1, interconnect{1_us, 450_GBps}}});
+
+transformer llama_like(int layers, int hidden, int heads, int kv, int ffn, int vocab) {
+  transformer m;
+  m.name = "llama-like";
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = kv;
+  m.ffn = ffn;
+  m.vocabulary = vocab;
+  m.sequence = 4096;
+  m.mlp = mlp_kind::swiglu;
+  m.norm = norm_kind::rms_norm;
+  m.positions = position_kind::rotary;
+  m.tied = false;
+  m.bias = false;
+  m.dropout = false;
+  return m;
+}
+}  // namespace
+
+TEST_CASE("issue and run: the closed-form span equals the kernel-by-kernel walk") {
+  // kernels (host, gpu, synchronizes after) mixing launch-bound and GPU-bound ones
+  struct k {
+    double host, gpu;
+    bool sync;
+  };
+  const std::vector<k> seq{{50e-6, 10e-6, false}, {5e-6, 1e-3, false}, {40e-6, 2e-6, true},
+                           {30e-6, 7e-6, false},  {1e-6, 3e-4, false}, {60e-6, 1e-6, true},
+                           {20e-6, 5e-5, false}};
+  for (int repeat = 1; repeat <= 4; ++repeat)
+    for (std::size_t cut = 0; cut <= seq.size(); ++cut) {
+      std::vector<k> all;
+      for (int r = 0; r < repeat; ++r) all.insert(all.end(), seq.begin(), seq.end());
+      const double walk = analytic::issue_and_run(
+          all.size(), [&](std::size_t i) { return all[i].host; },
+          [&](std::size_t i) { return all[i].gpu; }, [&](std::size_t i) { return all[i].sync; });
+      // the span of one copy, split at `cut` and composed back, then repeated
+      lower::span a, b;
+      for (std::size_t i = 0; i < seq.size(); ++i) {
+        lower::span s = lower::span::kernel(seq[i].host, seq[i].gpu);
+        if (seq[i].sync) s = s.then(lower::span::sync());
+        (i < cut ? a : b) = (i < cut ? a : b).then(s);
+      }
+      CHECK(a.then(b).repeat(repeat).time == Approx(walk).epsilon(1e-12));
+    }
+  // by hand: a host-bound kernel (50 us host, 10 us GPU) ends at 60 us; a GPU-bound one (5 us,
+  // 1 ms) issued at 55 us starts when the GPU frees at 60 us and ends at 1.06 ms; the GPU waited
+  // 50 us for the host
+  const auto two = lower::span::kernel(50e-6, 10e-6).then(lower::span::kernel(5e-6, 1e-3));
+  CHECK(two.time == Approx(1.06e-3));
+  CHECK(two.exposed_host() == Approx(50e-6));
+}
+
+TEST_CASE("step, one-GPU plan and simulator give the same time and memory") {
+  struct model_case {
+    transformer m;
+    int sequence, batch;
+  };
+  transformer gpt2 = zoo::gpt2_124m();
+  gpt2.dropout = false;
+  transformer gpt2_medium = zoo::gpt2_355m();
+  gpt2_medium.dropout = false;
+  transformer moe = llama_like(4, 1024, 16, 8, 3584, 32000);
+  moe.experts = 8;
+  moe.top_k = 2;
+  const std::vector<model_case> models{{gpt2, 1024, 4},
+                                       {gpt2_medium, 512, 2},
+                                       {llama_like(4, 2048, 32, 8, 8192, 32000), 2048, 2},
+                                       {moe, 1024, 2}};
+  for (const auto& [m, seq, batch] : models)
+    for (const auto& recipe :
+         {frameworks::megatron, frameworks::pytorch_eager, frameworks::huggingface})
+      for (const auto precision : {precision_mode::bf16_mixed, precision_mode::fp32})
+        for (const auto rc : {recompute::none, recompute::full}) {
+          transformer_training tr{.global_batch = batch, .sequence = seq, .precision = precision};
+          tr.framework = recipe;
+          const parallel::nd s{.recomputation = rc, .micro_batch = batch};
+          INFO(m.name << " " << recipe.name << " " << to_string(precision) << " " << to_string(rc));
+          const auto step = analytic::step_kernels(m, s, tr, h100);
+          const auto plan = analytic::evaluate(m, s, one_h100, tr, h100);
+          const auto run = sim::simulate(m, s, one_h100, tr, h100);
+          CHECK(step.time() == Approx(plan.iteration_time().count()).epsilon(1e-9));
+          CHECK(run.iteration.count() == Approx(plan.iteration_time().count()).epsilon(1e-9));
+          const auto mem = analytic::step_memory_of(m, s, tr);
+          CHECK(mem.peak == Approx(plan.memory.total().count()).epsilon(1e-12));
+          CHECK(run.run.peak_memory[0] == Approx(plan.memory.total().count()).epsilon(1e-9));
+          // an eager host shows; Megatron's kernels queue ahead
+          if (!recipe.eager) CHECK(plan.time.host.count() == 0);
+        }
+}
+
+TEST_CASE("Hugging Face Llama layer: saved bytes worked by hand") {
+  // Llama-3.2 1B dimensions, one token: h = 2048, 32 heads (d = 64), 8 KV heads (kv d = 512),
+  // f = 8192. transformers' modeling code under bf16 autocast keeps per token and layer:
+  // input RMSNorm: its fp32 input 4h, the normalized fp32 n 4h and 1/rms 4; Q, K, V each keep
+  // their own bf16 copy of the norm output 3 x 2h; SDPA keeps Q 2h, K and V 2 x 2 kv d, its output
+  // 2h and the fp32 log-sum-exp 4 a; the post-attention norm 4h + 4h + 4; gate and up their
+  // input copies 2 x 2h; SiLU's input, its output, up's output and the product 4 x 2f:
+  // 30h + 4 kv d + 8f + 4a + 8 = 61440 + 2048 + 65536 + 128 + 8 = 129,160 B.
+  const transformer m = zoo::llama3_2_1b();
+  transformer_training tr{.global_batch = 1, .sequence = 1};
+  tr.framework = frameworks::huggingface;
+  const lower::shard one{.b = 1, .s = 1, .seq = 1};
+  CHECK(analytic::layer_saved_bytes(m, one, tr) == 129'160);
+  // the bf16 weight copies: 2 B per linear weight (Q h^2, K and V 2 h kv d, O h^2, 3 h f)
+  CHECK(analytic::layer_saved_bytes(m, one, tr, lower::keep_kind::weight_copy) ==
+        2.0 * (2 * 2048.0 * 2048 + 2 * 2048.0 * 512 + 3 * 2048.0 * 8192));
+  // the DynamicCache's fp32 k copy (4 kv d) lives until the forward ends
+  CHECK(analytic::layer_saved_bytes(m, one, tr, lower::keep_kind::until_loss) == 4 * 512);
+  // Megatron keeps Korthikanti's tensors: 2 (norm inputs, 2 x 2h) ... in units of s b h, for this
+  // GQA SwiGLU layer: 4 + 2 + 2 (Q) + 2 x 2 x 512/2048 (K, V) + 2 (output) + 2 x 3 x 4 (SwiGLU)
+  tr.framework = frameworks::megatron;
+  CHECK(analytic::layer_saved_bytes(m, one, tr) == 2048.0 * (4 + 2 + 2 + 1 + 2 + 2 + 24));
+  // the parameter counts of the released checkpoints
+  CHECK(zoo::llama3_2_1b().parameters() == 1'235'814'400);
+  CHECK(zoo::tinyllama_1_1b().parameters() == 1'100'048'384);
+  CHECK(zoo::qwen2_5_0_5b().parameters() == 494'032'768);
+  CHECK(zoo::qwen2_5_7b().parameters() == 7'615'616'512);
+  CHECK(zoo::mistral_7b().parameters() == 7'241'732'096);
+}
+
+TEST_CASE("a recipe decides the kernels: Hugging Face's module code launches more of them") {
+  const transformer m = zoo::llama3_2_1b();
+  transformer_training tr{.global_batch = 2, .sequence = 2048};
+  const parallel::nd s{.micro_batch = 2};
+  tr.framework = frameworks::megatron;
+  const auto megatron = analytic::step_kernels(m, s, tr, h100);
+  tr.framework = frameworks::huggingface;
+  const auto hf = analytic::step_kernels(m, s, tr, h100);
+  // the same GEMM FLOPs (Q, K, V apart instead of fused), many more kernels
+  CHECK(hf.flops(analytic::kernel_kind::gemm) ==
+        Approx(megatron.flops(analytic::kernel_kind::gemm)));
+  CHECK(hf.kernels.size() > 3 * megatron.kernels.size());
+  CHECK(hf.time() > megatron.time());
+}
