@@ -33,9 +33,10 @@ BENCHMARK(gpt3_evaluate)->Unit(benchmark::kNanosecond);
 void gpt3_evaluate_lowered(benchmark::State& st) {
   const cluster c = presets::dgx_a100(128);
   const transformer m = zoo::gpt3_175b();
-  const auto lc = analytic::lower_layer(m, a100, setup, 8, false, 1, 1, 1);
+  const auto lc = analytic::lower_layer(m, a100, setup, lower::shard_of(m, sc21, setup));
+  const auto keeps = analytic::keeps_of(m, sc21, setup);
   for (auto _ : st) {
-    benchmark::DoNotOptimize(analytic::peak_stage_memory(m, sc21, setup));
+    benchmark::DoNotOptimize(analytic::peak_stage_memory(m, sc21, setup, keeps));
     benchmark::DoNotOptimize(analytic::iteration(m, sc21, c, setup, a100, lc));
   }
 }

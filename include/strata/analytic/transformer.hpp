@@ -67,6 +67,20 @@ using parallel::recompute;
                }});
   return total;
 }
+/// The bytes of each kind one layer keeps (one pass over the lowering).
+struct layer_keeps {
+  double activation = 0, weight_copy = 0, until_loss = 0;
+};
+[[nodiscard]] constexpr layer_keeps keeps_of(const transformer& m, const lower::shard& x,
+                                             const transformer_training& tr) {
+  layer_keeps k;
+  lower::layer(m, x, tr, lower::phase::forward, lower::on_save{[&](const lower::saved_tensor& t) {
+                 (t.kind == lower::keep_kind::activation    ? k.activation
+                  : t.kind == lower::keep_kind::weight_copy ? k.weight_copy
+                                                            : k.until_loss) += t.bytes;
+               }});
+  return k;
+}
 /// The same for the head (last stage).
 [[nodiscard]] constexpr double head_saved_bytes(const transformer& m, const lower::shard& x,
                                                 const transformer_training& tr,
@@ -285,8 +299,27 @@ struct memory_terms {
 };
 
 /// The terms of pipeline stage `stage` on one rank.
+/// The layer's kept bytes as the strategy lowers it, and without recomputation.
+struct plan_keeps {
+  layer_keeps layer, full;
+};
+[[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
+                                            const transformer_training& t) {
+  const lower::shard sh = lower::shard_of(m, s, t);
+  plan_keeps k{keeps_of(m, sh, t), {}};
+  if (sh.recompute == recompute::full) {
+    lower::shard whole = sh;
+    whole.recompute = recompute::none;
+    k.full = keeps_of(m, whole, t);
+  } else {
+    k.full = k.layer;
+  }
+  return k;
+}
+
 [[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
-                                                 const transformer_training& t, int stage) {
+                                                 const transformer_training& t, int stage,
+                                                 const plan_keeps& keeps) {
   memory_terms x;
   transformer_memory& mem = x.states;
   mem.stage = stage;
@@ -309,15 +342,11 @@ struct memory_terms {
   x.layers = s.stage_layers(m, stage);
   x.in_flight = in_flight(s, t, stage);
   using lower::keep_kind;
-  x.saved = layer_saved_bytes(m, sh, t);
-  x.casts = layer_saved_bytes(m, sh, t, keep_kind::weight_copy);
-  x.until_loss = x.layers * x.in_flight * layer_saved_bytes(m, sh, t, keep_kind::until_loss);
-  lower::shard whole = sh;
-  whole.recompute = recompute::none;
-  x.full_layer = sh.recompute == recompute::full ? layer_saved_bytes(m, whole, t) : x.saved;
-  x.full_casts = sh.recompute == recompute::full
-                     ? layer_saved_bytes(m, whole, t, keep_kind::weight_copy)
-                     : x.casts;
+  x.saved = keeps.layer.activation;
+  x.casts = keeps.layer.weight_copy;
+  x.until_loss = x.layers * x.in_flight * keeps.layer.until_loss;
+  x.full_layer = keeps.full.activation;
+  x.full_casts = keeps.full.weight_copy;
   if (sh.recompute == recompute::full) x.rebuilt = x.full_layer;
   x.layer_gradients = (mem.gradients.count() - x.head_gradients) / std::max(x.layers, 1.0);
   if (stage == 0) x.embedding = x.in_flight * input_embedding_bytes(m, s, t);
@@ -368,41 +397,51 @@ struct memory_terms {
 /// - update: every gradient.
 /// Gradients live all step under Megatron (main_grad buffers) and are made by the backward under
 /// `zero_grad(set_to_none=True)` (PyTorch eager, Hugging Face).
-[[nodiscard]] constexpr transformer_memory stage_memory(const transformer& m, const parallel::nd& s,
-                                                        const transformer_training& t, int stage) {
-  const memory_terms x = stage_terms(m, s, t, stage);
+[[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
+                                                 const transformer_training& t, int stage) {
+  return stage_terms(m, s, t, stage, keeps_of(m, s, t));
+}
+
+[[nodiscard]] constexpr transformer_memory stage_memory(const memory_terms& x,
+                                                        const transformer_training& t) {
   const bool vocab_parallel = t.framework.loss == frameworks::loss_style::vocab_parallel;
   const double g_always = x.persistent ? x.gradients : 0.0;
   const double acts = x.layers * x.in_flight * x.saved, casts = x.layers * x.in_flight * x.casts;
-  transformer_memory best = x.states;
-  double top = -1;
-  auto consider = [&](memory_moment at, double gradients, double activations, double weight_casts,
-                      double stored, double logits) {
-    const double total = x.fixed + gradients + activations + weight_casts + stored + logits;
-    if (total <= top) return;
-    top = total;
-    best = x.states;
-    best.moment = at;
-    best.gradients = bytes{gradients};
-    best.activations = bytes{activations};
-    best.weight_casts = bytes{weight_casts};
-    best.embedding_activations = bytes{stored};
-    best.logits = bytes{logits};
+  struct moment {
+    memory_moment at;
+    double gradients, activations, weight_casts, stored, logits;
+    [[nodiscard]] constexpr double total() const {
+      return gradients + activations + weight_casts + stored + logits;
+    }
   };
   // Megatron's accounting first: on ties the Korthikanti moment is the one reported
-  consider(memory_moment::first_backward, x.persistent ? x.gradients : x.head_gradients,
-           acts + x.rebuilt, casts + (x.rebuilt > 0 ? x.full_casts : 0.0),
-           x.embedding + (vocab_parallel ? x.head : 0.0), x.held_logits);
-  consider(memory_moment::loss, g_always, acts, casts + x.head_casts, x.embedding + x.head,
-           x.logits + x.held_logits);
-  consider(memory_moment::loss, g_always, acts + x.until_loss, casts + x.head_casts,
-           x.embedding + x.head, x.forward_logits + x.held_logits);
-  consider(memory_moment::last_backward,
-           x.persistent ? x.gradients : x.gradients - x.layer_gradients,
-           (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt,
-           (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits);
-  consider(memory_moment::update, x.gradients, 0, 0, 0, 0);
+  const moment moments[] = {
+      {memory_moment::first_backward, x.persistent ? x.gradients : x.head_gradients,
+       acts + x.rebuilt, casts + (x.rebuilt > 0 ? x.full_casts : 0.0),
+       x.embedding + (vocab_parallel ? x.head : 0.0), x.held_logits},
+      {memory_moment::loss, g_always, acts, casts + x.head_casts, x.embedding + x.head,
+       x.logits + x.held_logits},
+      {memory_moment::loss, g_always, acts + x.until_loss, casts + x.head_casts,
+       x.embedding + x.head, x.forward_logits + x.held_logits},
+      {memory_moment::last_backward, x.persistent ? x.gradients : x.gradients - x.layer_gradients,
+       (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt,
+       (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits},
+      {memory_moment::update, x.gradients, 0, 0, 0, 0}};
+  const moment* top = &moments[0];
+  for (const moment& mo : moments)
+    if (mo.total() > top->total()) top = &mo;
+  transformer_memory best = x.states;
+  best.moment = top->at;
+  best.gradients = bytes{top->gradients};
+  best.activations = bytes{top->activations};
+  best.weight_casts = bytes{top->weight_casts};
+  best.embedding_activations = bytes{top->stored};
+  best.logits = bytes{top->logits};
   return best;
+}
+[[nodiscard]] constexpr transformer_memory stage_memory(const transformer& m, const parallel::nd& s,
+                                                        const transformer_training& t, int stage) {
+  return stage_memory(stage_terms(m, s, t, stage), t);
 }
 
 /// The largest per-device memory over the pipeline stages. Only three stages can hold it: the
@@ -411,15 +450,22 @@ struct memory_terms {
 /// and the last (the logits).
 [[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
                                                              const parallel::nd& s,
-                                                             const transformer_training& t) {
+                                                             const transformer_training& t,
+                                                             const plan_keeps& keeps) {
   const int p = s.pipeline.degree;
-  transformer_memory best = stage_memory(m, s, t, 0);
+  transformer_memory best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
   for (const int i : {1, p - 1}) {
     if (i < 1 || i >= p) continue;
-    const transformer_memory x = stage_memory(m, s, t, i);
+    const transformer_memory x = stage_memory(stage_terms(m, s, t, i, keeps), t);
     if (x.total() > best.total()) best = x;
   }
   return best;
+}
+/// The same, lowering the layer once for every stage (`keeps_of`).
+[[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
+                                                             const parallel::nd& s,
+                                                             const transformer_training& t) {
+  return peak_stage_memory(m, s, t, keeps_of(m, s, t));
 }
 
 // ---- time -----------------------------------------------------------------------------------
@@ -440,22 +486,32 @@ struct layer_compute {
 
 namespace detail {
 /// Prices kernels into a span: GPU time from the profile, the recipe's host time per kernel.
+/// Without host costs the span is the kernels' sum (what a queued stream runs).
 struct pricer {
   const device_profile& p;
   gemm_model g;
   bool fp32_attention = false;
   double per_kernel = 0;
-  lower::span total{};
-  lower::span attention{};
-  double attention_gpu = 0;
+  double gpu = 0, attention_gpu = 0;
+  lower::span total{}, attention{};  ///< with host costs only
 
   constexpr void kernel(const lower::kernel_op& k) {
     const double t = lower::gpu_time(k, p, g, fp32_attention);
+    gpu += t;
+    const bool core = k.kind == lower::kernel_kind::attention;
+    if (core) attention_gpu += t;
+    if (per_kernel <= 0 && k.host <= 0) return;
     lower::span one = lower::span::kernel(per_kernel, t / k.times).repeat(k.times);
     if (k.host > 0) one = lower::span::kernel(k.host, 0).then(one);
     if (k.sync) one = one.then(lower::span::sync());
     total = total.then(one);
-    if (k.kind == lower::kernel_kind::attention) attention = attention.then(one);
+    if (core) attention = attention.then(one);
+  }
+  [[nodiscard]] constexpr lower::span result() const {
+    return per_kernel > 0 ? total : lower::span::kernel(0, gpu);
+  }
+  [[nodiscard]] constexpr lower::span attention_result() const {
+    return per_kernel > 0 ? attention : lower::span::kernel(0, attention_gpu);
   }
 };
 }  // namespace detail
@@ -484,15 +540,15 @@ struct pricer {
   };
   using lower::phase;
   const auto f = run([](auto&&... a) { lower::layer(a...); }, phase::forward);
-  c.forward = f.total;
-  c.attention = f.attention;
+  c.forward = f.result();
+  c.attention = f.attention_result();
   const auto b = run([](auto&&... a) { lower::layer(a...); }, phase::backward);
-  c.backward = b.total;
-  c.attention_backward = b.attention.gpu;
-  c.embedding_forward = run([](auto&&... a) { lower::embedding(a...); }, phase::forward).total;
-  c.embedding_backward = run([](auto&&... a) { lower::embedding(a...); }, phase::backward).total;
-  c.head_forward = run([](auto&&... a) { lower::head(a...); }, phase::forward).total;
-  c.head_backward = run([](auto&&... a) { lower::head(a...); }, phase::backward).total;
+  c.backward = b.result();
+  c.attention_backward = b.attention_gpu;
+  c.embedding_forward = run([](auto&&... a) { lower::embedding(a...); }, phase::forward).result();
+  c.embedding_backward = run([](auto&&... a) { lower::embedding(a...); }, phase::backward).result();
+  c.head_forward = run([](auto&&... a) { lower::head(a...); }, phase::forward).result();
+  c.head_backward = run([](auto&&... a) { lower::head(a...); }, phase::backward).result();
   return c;
 }
 
@@ -577,7 +633,8 @@ struct layer_collectives {
   } v{c, s, lc};
   const lower::shard x = lower::shard_of(m, s, tr);
   lower::layer_collectives(m, x, tr, lower::phase::forward, v);
-  lower::layer_collectives(m, x, tr, lower::phase::backward, v);
+  if (x.cp > 1)  // only ring attention's backward differs from its forward
+    lower::layer_collectives(m, x, tr, lower::phase::backward, v);
   return v.out;
 }
 
@@ -619,7 +676,7 @@ struct stage_spans {
                                                    const layer_compute& lc, double params,
                                                    double tensors) {
   return lower::span::kernel(tensors * lc.per_tensor,
-                             prof.queued().copy.time(tr.update_bytes() * params));
+                             prof.queued(prof.copy).time(tr.update_bytes() * params));
 }
 
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
@@ -641,8 +698,14 @@ struct stage_spans {
 
   // per micro-batch time of each stage; the slowest sets the steady state. The middle stages
   // are alike, so three stage times give the worst and the sum.
+  // without host costs a span is its GPU time: sum (the same algebra, fewer operations)
+  const bool host_free = lc.per_kernel <= 0 && lc.checkpoint_host <= 0;
   auto stage_span = [&](int i) {
-    return sp.micro_batch(lc, s.stage_layers(m, i), i == 0, i == p - 1);
+    if (!host_free) return sp.micro_batch(lc, s.stage_layers(m, i), i == 0, i == p - 1);
+    double t = s.stage_layers(m, i) * (sp.forward_layer.gpu + sp.backward_layer.gpu);
+    if (i == 0) t += lc.embedding_forward.gpu + lc.embedding_backward.gpu;
+    if (i == p - 1) t += lc.head_forward.gpu + lc.head_backward.gpu;
+    return lower::span::kernel(0, t);
   };
   lower::span crit = stage_span(0);
   seconds worst{crit.time}, sum = worst;
@@ -721,9 +784,9 @@ struct stage_spans {
   // optimizer: one memory-bound pass over this rank's (sharded) parameters
   const double shards_dense = zero >= 1 ? s.replicas() * s.context.degree : 1.0;
   const double shards_expert = zero >= 1 ? s.data.degree * s.context.degree : 1.0;
-  const lower::span opt =
-      optimizer_span(prof, tr, lc, n.dense / shards_dense + n.expert / shards_expert,
-                     lower::parameter_tensors(m, tr.framework) * lcrit / m.layers);
+  const lower::span opt = optimizer_span(
+      prof, tr, lc, n.dense / shards_dense + n.expert / shards_expert,
+      lc.per_tensor > 0 ? lower::parameter_tensors(m, tr.framework) * lcrit / m.layers : 0.0);
   T.optimizer = seconds{opt.gpu};
   // an eager host: the time the GPU waits for kernels to be issued (exact on one stage, where
   // the micro-batches and the update run back to back)

@@ -71,4 +71,18 @@ constexpr double log2(double x) { return log(x) / ln2; }
 constexpr double log10(double x) { return log(x) / 2.302585092994045684017991454684364208; }
 constexpr double pow(double base, double e) { return exp(e * log(base)); }
 
+/// Square root: Newton's iteration in a constant expression, std::sqrt at run time.
+constexpr double sqrt(double x) {
+  if (!std::is_constant_evaluated()) return std::sqrt(x);
+  if (!(x > 0.0)) return x == 0.0 ? 0.0 : std::numeric_limits<double>::quiet_NaN();
+  if (x == std::numeric_limits<double>::infinity()) return x;
+  double r = x > 1.0 ? x : 1.0;
+  for (int i = 0; i < 200; ++i) {
+    const double next = 0.5 * (r + x / r);
+    if (next >= r) break;  // converged: Newton's iterates decrease to the root
+    r = next;
+  }
+  return r;
+}
+
 }  // namespace strata::detail

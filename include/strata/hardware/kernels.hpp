@@ -37,7 +37,7 @@ constexpr double soft_floor(double floor, double work) {
   if (floor <= 0) return work;
   const double a = floor * floor, b = work * work;
   const double s = a * a + b * b;
-  return strata::detail::pow(s, 0.25);
+  return strata::detail::sqrt(strata::detail::sqrt(s));
 }
 }  // namespace detail
 
@@ -165,6 +165,11 @@ struct device_profile {
     return t == dtype::fp32 || t == dtype::tf32 ? fp32 : bf16;
   }
 
+  /// A stream model of this profile as a queued kernel sees it (`queued`).
+  [[nodiscard]] constexpr stream_model queued(stream_model s) const {
+    if (dispatch.kernel_floor > 0) s.floor = dispatch.kernel_floor;
+    return s;
+  }
   /// The profile of kernels queued back to back in a stream: every floor is `dispatch`'s
   /// `kernel_floor` (unchanged when that is 0).
   [[nodiscard]] constexpr device_profile queued() const {

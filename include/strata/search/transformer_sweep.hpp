@@ -94,9 +94,10 @@ inline std::vector<int> divisors(int n, int limit) {
   };
   const int seq = tr.sequence_or(m.sequence);
   // one plan: pruned on memory, timed when it fits
-  auto visit = [&](const parallel::nd& s, const analytic::layer_compute& lc) {
+  auto visit = [&](const parallel::nd& s, const analytic::layer_compute& lc,
+                   const analytic::plan_keeps& keeps) {
     ++out.candidates;
-    const bytes mem = analytic::peak_stage_memory(m, s, tr).total();
+    const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps).total();
     if (mem > c.dev.memory) return;
     ++out.fitting;
     consider({s, analytic::iteration(m, s, c, tr, prof, lc), mem});
@@ -114,10 +115,19 @@ inline std::vector<int> divisors(int n, int limit) {
             // recipes whose kernels change under checkpointing lower once per recomputation
             const bool per_rc = tr.framework.modules == frameworks::module_style::transformers;
             std::array<analytic::layer_compute, 3> lcs{};
-            for (const auto rc : space.recompute)
+            std::array<analytic::plan_keeps, 3> keeps{};  // what a layer keeps, per recompute
+            for (const auto rc : space.recompute) {
+              const auto r = static_cast<std::size_t>(rc);
               if (per_rc || rc == space.recompute.front())
-                lcs[static_cast<std::size_t>(rc)] =
-                    analytic::lower_layer(m, prof, tr, t, sp, cx, e, b, rc);
+                lcs[r] = analytic::lower_layer(m, prof, tr, t, sp, cx, e, b, rc);
+              keeps[r] = analytic::keeps_of(m,
+                                            {.tensor = {.degree = t, .sequence = sp},
+                                             .context = {.degree = cx},
+                                             .expert = {.degree = e},
+                                             .recomputation = rc,
+                                             .micro_batch = b},
+                                            tr);
+            }
             for (const int p : pipeline) {
               if (p < 1 || m.layers % p != 0 || devices % (t * p * e * cx) != 0) continue;
               const int d = devices / (t * p * e * cx);
@@ -143,7 +153,7 @@ inline std::vector<int> divisors(int n, int limit) {
                            .data = {.degree = d, .zero = z},
                            .recomputation = rc,
                            .micro_batch = b},
-                          lc);
+                          lc, keeps[static_cast<std::size_t>(rc)]);
                   }
               }
             }

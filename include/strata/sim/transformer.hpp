@@ -152,8 +152,9 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
   // keeps them all step), each layer's once the next layer's backward starts
   std::vector<int> states(static_cast<std::size_t>(p)), working(static_cast<std::size_t>(p));
   std::vector<analytic::memory_terms> terms;
+  const analytic::plan_keeps keeps = analytic::keeps_of(m, s, tr);
   for (int i = 0; i < p; ++i) {
-    const auto x = analytic::stage_terms(m, s, tr, i);
+    const auto x = analytic::stage_terms(m, s, tr, i, keeps);
     terms.push_back(x);
     g.set_memory_capacity(i, c.dev.memory.count());
     states[static_cast<std::size_t>(i)] =
