@@ -134,3 +134,20 @@ TEST_CASE("a limit on in-flight micro-batches trades memory for bubble") {
                                   c, tr, a100, {.max_in_flight = 2}),
                     Catch::Contains("needs a 1F1B schedule"));
 }
+
+TEST_CASE("an interleaved schedule needs at least p micro-batches in flight") {
+  // p = 2, v = 2: stage 1's first backward (micro-batch 0, chunk 1) follows its forwards of
+  // micro-batches 0 and 1 on chunk 0, so a cap of one micro-batch cannot run
+  const transformer m = zoo::gpt2_124m();
+  const parallel::nd s{
+      .pipeline = {.degree = 2, .virtual_stages = 2, .kind = parallel::schedule::interleaved},
+      .micro_batch = 1};
+  const transformer_training tr{.global_batch = 8, .sequence = 1024};
+  const cluster used = make_cluster("two", presets::a100_sxm4_80gb,
+                                    {level{"node", 2, interconnect{5_us, 300_GBps}}});
+  CHECK_THROWS_WITH(sim::simulate(m, s, used, tr, a100, {.max_in_flight = 1}),
+                    Catch::Contains("at least p (the pipeline degree)"));
+  const auto two = sim::simulate(m, s, used, tr, a100, {.max_in_flight = 2});
+  const auto free = sim::simulate(m, s, used, tr, a100);
+  CHECK(two.iteration.count() >= free.iteration.count());
+}

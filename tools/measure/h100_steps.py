@@ -12,6 +12,12 @@ peak is reset after the previous step's zero_grad), memory_allocated between ste
 
     python3 tools/measure/h100_steps.py --part gpt --models 124m,350m --out steps.csv
     python3 tools/measure/h100_steps.py --part cnn --out cnn.csv
+    python3 tools/measure/h100_steps.py --part hf --out hf.csv        # transformers models
+    python3 tools/measure/h100_steps.py --part llama --out llama.csv  # Llama-style eager PyTorch
+
+The `hf` and `llama` parts write the columns of test/data/h100_hf_steps.csv (checked by
+frameworks::huggingface and a plain eager recipe), plus `tf32`: whether fp32 matmuls (MoE experts
+on fp32 weights) may use TF32.
 """
 import argparse, csv, gc, math, os, statistics, sys, time
 
@@ -315,9 +321,158 @@ def run_gemm(args, w):
         cleanup()
 
 
+# ---- Hugging Face transformers and Llama-style eager models (test/data/h100_hf_steps.csv) -----
+HF_FIELDS = ["model", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "tied", "experts",
+             "top_k", "seq", "micro_batch", "ckpt", "precision", "optimizer", "attn",
+             "transformers", "params", "step_ms", "step_ms_min", "step_ms_max", "static_bytes",
+             "peak_bytes", "reserved_bytes", "oom", "tf32"]
+# name: (config class, layers, hidden, heads, kv heads, ffn, vocab, tied, experts, top-k, seq, b)
+HF_MODELS = {
+    "hf-gpt2-124M": ("GPT2Config", 12, 768, 12, 12, 3072, 50257, 1, 0, 0, 1024, 8),
+    "hf-llama3.2-1B": ("LlamaConfig", 16, 2048, 32, 8, 8192, 128256, 1, 0, 0, 2048, 2),
+    "hf-tinyllama-1.1B": ("LlamaConfig", 22, 2048, 32, 4, 5632, 32000, 0, 0, 0, 2048, 4),
+    "hf-qwen2.5-0.5B": ("Qwen2Config", 24, 896, 14, 2, 4864, 151936, 1, 0, 0, 2048, 4),
+    "hf-mixtral-mini": ("MixtralConfig", 8, 1024, 16, 8, 3584, 32000, 0, 8, 2, 2048, 4),
+}
+
+
+def hf_config(spec):
+    import transformers
+    cls, l, h, a, kv, f, v, tied, e, k, seq, _ = spec
+    if cls == "GPT2Config":
+        return transformers.GPT2Config(n_layer=l, n_embd=h, n_head=a, vocab_size=v, n_positions=seq,
+                                       resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    kw = dict(num_hidden_layers=l, hidden_size=h, num_attention_heads=a, num_key_value_heads=kv,
+              intermediate_size=f, vocab_size=v, tie_word_embeddings=bool(tied),
+              max_position_embeddings=max(seq, 4096))
+    if cls == "MixtralConfig":
+        kw.update(num_local_experts=e, num_experts_per_tok=k, output_router_logits=False)
+    return getattr(transformers, cls)(**kw)
+
+
+def hf_row(name, spec, model, ckpt, opt_step, version):
+    _, l, h, a, kv, f, v, tied, e, k, seq, b = spec
+    row = dict(model=name, layers=l, hidden=h, heads=a, kv_heads=kv, ffn=f, vocab=v, tied=tied,
+               experts=e, top_k=k, seq=seq, micro_batch=b, ckpt=int(ckpt),
+               precision="bf16-autocast-fp32-params", optimizer="adamw-fused", attn="sdpa",
+               transformers=version, params=sum(p.numel() for p in model.parameters()),
+               tf32=int(torch.backends.cuda.matmul.allow_tf32))
+    try:
+        med, lo, peak, between, n = measure(opt_step, 2, 8, 20.0)
+        row.update(step_ms=med, step_ms_min=lo, step_ms_max="", static_bytes=between,
+                   peak_bytes=peak, reserved_bytes=torch.cuda.max_memory_reserved(), oom=0)
+    except torch.OutOfMemoryError:
+        row.update(step_ms="", step_ms_min="", step_ms_max="", static_bytes="", peak_bytes="",
+                   reserved_bytes="", oom=1)
+    return row
+
+
+def run_hf(args, w):
+    """`AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa", dtype=float32)`, the
+    loss under bf16 autocast, fused AdamW, zero_grad(set_to_none=True); with and without
+    `gradient_checkpointing_enable(use_reentrant=False)`."""
+    import transformers
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32
+    for name, spec in HF_MODELS.items():
+        for ckpt in (False, True):
+            model = transformers.AutoModelForCausalLM.from_config(
+                hf_config(spec), attn_implementation="sdpa", dtype=torch.float32).cuda()
+            model.train()
+            if ckpt:
+                model.gradient_checkpointing_enable(
+                    gradient_checkpointing_kwargs={"use_reentrant": False})
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+            ids = torch.randint(0, spec[6], (spec[11], spec[10]), device="cuda")
+            step = make_step(lambda x: model(input_ids=x, labels=x).loss, opt, "bf16", ids)
+            row = hf_row(name, spec, model, ckpt, step, transformers.__version__)
+            w.writerow(row)
+            print(row, flush=True)
+            del model, opt, ids
+            cleanup()
+
+
+class LlamaBlock(nn.Module):
+    """A Llama-style block written plainly: RMSNorm, RoPE (rotate-half), GQA through sdpa's
+    enable_gqa, SwiGLU, no biases."""
+
+    def __init__(self, h, heads, kv, f):
+        super().__init__()
+        self.heads, self.kv, self.d = heads, kv, h // heads
+        self.n1, self.n2 = nn.RMSNorm(h), nn.RMSNorm(h)
+        self.q, self.k = nn.Linear(h, h, bias=False), nn.Linear(h, kv * self.d, bias=False)
+        self.v, self.o = nn.Linear(h, kv * self.d, bias=False), nn.Linear(h, h, bias=False)
+        self.gate, self.up = nn.Linear(h, f, bias=False), nn.Linear(h, f, bias=False)
+        self.down = nn.Linear(f, h, bias=False)
+
+    @staticmethod
+    def rope(x, cos, sin):
+        x1, x2 = x.chunk(2, dim=-1)
+        return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+    def forward(self, x, cos, sin):
+        b, s, h = x.shape
+        y = self.n1(x)
+        q = self.q(y).view(b, s, self.heads, self.d).transpose(1, 2)
+        k = self.k(y).view(b, s, self.kv, self.d).transpose(1, 2)
+        v = self.v(y).view(b, s, self.kv, self.d).transpose(1, 2)
+        q, k = self.rope(q, cos, sin).to(v.dtype), self.rope(k, cos, sin).to(v.dtype)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        x = x + self.o(y.transpose(1, 2).reshape(b, s, h))
+        y = self.n2(x)
+        return x + self.down(F.silu(self.gate(y)) * self.up(y))
+
+
+class Llama(nn.Module):
+    def __init__(self, layers, h, heads, kv, f, vocabulary, sequence):
+        super().__init__()
+        self.emb = nn.Embedding(vocabulary, h)
+        self.blocks = nn.ModuleList(LlamaBlock(h, heads, kv, f) for _ in range(layers))
+        self.norm, self.head = nn.RMSNorm(h), nn.Linear(h, vocabulary, bias=False)
+        d = h // heads
+        inv = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
+        ang = torch.outer(torch.arange(sequence).float(), inv)
+        self.register_buffer("cos", torch.cat((ang, ang), -1).cos(), persistent=False)
+        self.register_buffer("sin", torch.cat((ang, ang), -1).sin(), persistent=False)
+        self.checkpoint = False
+
+    def forward(self, idx):
+        x = self.emb(idx)
+        s = idx.shape[1]
+        for blk in self.blocks:
+            args = (x, self.cos[:s], self.sin[:s])
+            x = checkpoint(blk, *args, use_reentrant=False) if self.checkpoint else blk(*args)
+        logits = self.head(self.norm(x))
+        return F.cross_entropy(logits.float().view(-1, logits.size(-1))[:-1], idx.view(-1)[1:])
+
+
+def run_llama(args, w):
+    """The Llama-family rows of HF_MODELS as plain eager PyTorch (no transformers)."""
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32
+    for name, spec in HF_MODELS.items():
+        _, l, h, a, kv, f, v, tied, e, k, seq, b = spec
+        if spec[0] not in ("LlamaConfig", "Qwen2Config"):
+            continue
+        for ckpt in (False, True):
+            model = Llama(l, h, a, kv, f, v, seq).cuda()
+            if tied:
+                model.head.weight = model.emb.weight
+            model.checkpoint = ckpt
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+            ids = torch.randint(0, v, (b, seq), device="cuda")
+            step = make_step(model, opt, "bf16", ids)
+            row = hf_row(name.replace("hf-", "eager-"), spec, model, ckpt, step, "")
+            row["transformers"] = ""
+            w.writerow(row)
+            print(row, flush=True)
+            del model, opt, ids
+            cleanup()
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", required=True, choices=["gpt", "cnn", "profile", "cnn-profile", "host", "gemm", "attention"])
+    ap.add_argument("--part", required=True, choices=["gpt", "cnn", "profile", "cnn-profile", "host", "gemm", "attention", "hf", "llama"])
+    ap.add_argument("--tf32", type=int, default=0,
+                    help="hf/llama: allow TF32 for fp32 matmuls (PyTorch's default: 0)")
     ap.add_argument("--models", default="124m,350m,774m,1.5b,2.7b")
     ap.add_argument("--out", default="-")
     ap.add_argument("--out-dir", default=".")
@@ -340,7 +495,8 @@ if __name__ == "__main__":
     if args.part in ("profile", "host"):
         (run_profile if args.part == "profile" else run_host_profile)(args)
         sys.exit(0)
-    fields = (["dtype", "M", "N", "K", "ms", "ms_min", "ms_max", "tflops"] if args.part == "gemm" else
+    fields = (HF_FIELDS if args.part in ("hf", "llama") else
+              ["dtype", "M", "N", "K", "ms", "ms_min", "ms_max", "tflops"] if args.part == "gemm" else
               ["b", "heads", "s", "d", "fwd_ms", "fwdbwd_ms", "fwd_tflops", "fwdbwd_tflops"]
               if args.part == "attention" else
               ["model", "size", "layers", "hidden", "heads", "sequence", "batch", "precision",
@@ -349,5 +505,6 @@ if __name__ == "__main__":
     f = sys.stdout if args.out == "-" else open(args.out, "w", newline="", buffering=1)
     w = csv.DictWriter(f, fieldnames=fields)
     w.writeheader()
-    {"gpt": run_gpt, "cnn": run_cnn, "gemm": run_gemm, "attention": run_attention}[args.part](args, w)
+    {"gpt": run_gpt, "cnn": run_cnn, "gemm": run_gemm, "attention": run_attention,
+     "hf": run_hf, "llama": run_llama}[args.part](args, w)
     f.flush()

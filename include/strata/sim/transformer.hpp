@@ -103,6 +103,12 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
     throw plan_error(
         "a limit on in-flight micro-batches needs a 1F1B schedule: GPipe runs every forward "
         "before any backward");
+  // the first backward of an interleaved stage needs micro-batch 0's last chunk, which comes after
+  // (v - 1) p forwards of p micro-batches
+  if (o.max_in_flight > 0 && v > 1 && o.max_in_flight < p)
+    throw plan_error(
+        "max_in_flight: an interleaved schedule keeps at least p (the pipeline degree) "
+        "micro-batches in flight on each stage");
   const analytic::layer_compute lc = analytic::lower_layer(m, prof, tr, lower::shard_of(m, s, tr));
   // the per-layer collectives of the closed form
   const double seq = analytic::detail::sequence_of(m, tr);
