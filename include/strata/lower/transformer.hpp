@@ -1,8 +1,8 @@
 #pragma once
 /// @file lower/transformer.hpp
-/// @brief One transformer layer, the embedding, the head with its loss and the optimizer step,
-/// lowered to the operations one rank runs under a framework recipe: kernels in issue order,
-/// blocking collectives, and the tensors kept for backward.
+/// @brief One transformer layer, the embedding and the head with its loss, lowered to the
+/// operations one rank runs under a framework recipe: kernels in issue order, blocking
+/// collectives, and the tensors kept for backward.
 ///
 /// This is the only description of a transformer step in strata: the closed form
 /// (`analytic/transformer.hpp`) prices and sums it, the single-GPU step (`analytic/step.hpp`)
@@ -27,7 +27,7 @@
 /// strata::lower::shard x{.b = 8, .s = 1024, .seq = 1024};
 /// double saved = 0;
 /// strata::lower::layer(strata::zoo::gpt2_124m(), x, {}, strata::lower::phase::forward,
-///                      strata::lower::on_save([&](const auto& t) { saved += t.bytes; }));
+///                      strata::lower::on_save{[&](const auto& t) { saved += t.bytes; }});
 /// @endcode
 
 #include <type_traits>
