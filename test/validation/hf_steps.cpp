@@ -102,14 +102,14 @@ TEST_CASE("Hugging Face steps on an H100: memory to the percent, time from the d
     worst_static = std::max(worst_static, std::abs(stat));
     if (std::abs(t) <= 0.10) ++time_within_10;
     // measured (docs/validation.md): GPT-2 -20 %, Llama-3.2 1B +4 %, TinyLlama -2 %, Qwen2.5
-    // 0.5B +14 %, the Mixtral-style MoE -26 %: the host cost per kernel comes from nanoGPT's
+    // 0.5B +14 %, the Mixtral-style MoE -10 %: the host cost per kernel comes from nanoGPT's
     // steps, and the vocabulary GEMMs of GPT-2's unpadded 50257 are timed as if aligned
     CHECK(std::abs(t) < 0.30);
   }
   // peak (max_memory_allocated): every row within 0.2 %; between steps within 0.5 %
   CHECK(worst_peak < 0.002);
   CHECK(worst_static < 0.005);
-  CHECK(time_within_10 >= 2);
+  CHECK(time_within_10 >= 3);
 }
 
 TEST_CASE("a Hugging Face row worked by hand: Llama-3.2 1B, micro-batch 2, sequence 2048") {

@@ -102,11 +102,13 @@ struct builder {
     if (!backward && (keep || kind == keep_kind::until_loss) && bytes > 0)
       detail::keep(v, what, bytes, kind);
   }
+  /// `times` kernels moving `bytes` each (`sync`: the host waits for the GPU after them).
   constexpr void memory(std::string_view what, std::string_view part, stream_class c, double bytes,
-                        double times = 1) const {
+                        double times = 1, bool sync = false) const {
     kernel_op k{.what = what, .part = part, .kind = kernel_kind::memory, .stream = c};
     k.bytes = bytes;
     k.times = times;
+    k.sync = sync;
     emit(v, k);
   }
   /// A memory-bound kernel that moves `bytes` forward and twice that backward.
@@ -323,28 +325,48 @@ constexpr void layer(const transformer& m, const shard& x, const transformer_tra
   const double up = swiglu ? 2 * f : f;
   const double gate_elems = (swiglu ? 3 : 2) * f / t;
   if (m.moe() && hf) {
-    // the router in bf16, softmax and top-k in fp32; experts by `grouped_mm` on fp32 weights:
-    // tokens sorted and gathered in fp32, per expert an fp32 GEMM (each grouped_mm first copies
-    // its offsets to the host), SiLU and the gate product, the routing weights, the gather back
-    // and the sum over top_k (transformers/integrations/moe.py)
+    // transformers' MixtralSparseMoeBlock with the default `grouped_mm` experts
+    // (integrations/moe.py, docs/huggingface_recipe.md §6): the router in bf16, its softmax, top-k
+    // and renormalization in fp32; the S = k T routed rows sorted by expert and gathered in fp32;
+    // each grouped GEMM on the fp32 weights copies its offsets to the host (a synchronization)
+    // and runs one fp32 (TF32) GEMM per expert; SiLU and the gate product; the routing weights,
+    // the gather back and the sum over top_k. Backward: the gathers' index_put with its sort, the
+    // grouped GEMMs' dX and dW (each synchronizing), the router's.
     const double E = m.experts, S = T * m.top_k * m.capacity, local = E / x.ep;
     const double rows = S * x.ep / E;  // per expert on this rank
-    k.linear("router", T, E, h, 0.0, 1, true);
-    k.pointwise("router softmax and top-k", stream_class::softmax, 16 * T * E);
-    k.save("router probabilities", 4 * T * E + 8 * T);
-    k.pointwise("token sort and gather", stream_class::copy, 16 * S * h);
-    if (k.backward) {  // dX and dW of the two grouped GEMMs, each dX after a sync
-      k.gemm("expert down", "dX", rows, f / t, h, local, true, true);
-      k.gemm("expert down", "dW", f / t, h, rows, local, true);
-      k.gemm("expert up", "dX", rows, h, up / t, local, true, true);
-      k.gemm("expert up", "dW", up / t, h, rows, local, true);
+    const double fe = f / t, ue = up / t;
+    const auto copy = stream_class::copy, ew = stream_class::elementwise;
+    if (!k.backward) {
+      k.linear("router", T, E, h, 0.0, 1, true);
+      k.memory("router logits to fp32", {}, copy, 6 * T * E);
+      k.memory("router softmax", {}, stream_class::softmax, 8 * T * E);
+      k.memory("router top-k, sum, divide", {}, ew, 8 * T * E, 3);
+      k.memory("sort by expert", {}, copy, 16 * S, 4);
+      k.memory("token gather", {}, copy, 8 * S * h + 16 * S, 2);
+      k.memory("routing bookkeeping", {}, ew, 9 * S, 6);
+      k.memory("sentinel masked_fill", {}, ew, 8 * S * h, 1, true);  // offsets to the host
+      k.gemm("expert up", {}, rows, ue, h, local, true);
+      k.memory("expert SiLU", {}, ew, 8 * S * fe);
+      k.memory("expert gate product", {}, ew, 12 * S * fe, 1, true);  // offsets to the host
+      k.gemm("expert down", {}, rows, h, fe, local, true);
+      k.memory("routing weights, masked_fill, gather back", {}, ew, 8 * S * h, 3);
+      k.memory("index bookkeeping", {}, ew, 16 * S, 2);
+      k.memory("sum over top-k", {}, ew, 4 * S * h + 4 * T * h);
     } else {
-      k.gemm("expert up", {}, rows, up / t, h, local, true, true);
-      k.gemm("expert down", {}, rows, h, f / t, local, true, true);
+      k.memory("gather back", "backward", copy, 8 * S * h + 16 * S, 3);
+      k.memory("routing weights and masked_fill", "backward", ew, 8 * S * h, 4, true);
+      k.gemm("expert down", "dX", rows, fe, h, local, true, true);
+      k.gemm("expert down", "dW", fe, h, rows, local, true);
+      k.memory("expert SiLU and gate product", "backward", ew, 12 * S * fe, 3);
+      k.memory("gate and up halves", "backward", copy, 8 * S * ue, 1, true);
+      k.gemm("expert up", "dX", rows, h, ue, local, true, true);
+      k.gemm("expert up", "dW", ue, h, rows, local, true);
+      k.memory("token gather", "backward", copy, 8 * S * h + 16 * S, 4);
+      k.memory("router top-k and softmax", "backward", ew, 8 * T * E, 4);
+      k.linear("router", T, E, h, 0.0, 1, true);
     }
-    k.pointwise("expert activation", stream_class::elementwise, 20 * S * f / t);
-    k.pointwise("routing weights and combine", stream_class::elementwise, 36 * S * h);
-    k.save("expert inputs and outputs", S * (8 * h + 16 * f / t) + 41 * S / m.capacity);
+    k.save("router probabilities", 4 * T * E + 8 * T);
+    k.save("expert inputs and outputs", S * (8 * h + 16 * fe) + 41 * S / m.capacity);
   } else if (m.moe()) {
     const double local = static_cast<double>(m.experts) / x.ep;  // experts on this rank
     const double rows = T * m.top_k * m.capacity * x.ep / m.experts;
