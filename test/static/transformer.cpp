@@ -33,3 +33,18 @@ constexpr transformer_plan gpt3_flat{zoo::gpt3_175b(), presets::dgx_a100(128),
                                      parallel::nd{.tensor = {.degree = 8}, .data = {.degree = 128}},
                                      transformer_training{.global_batch = 1024, .sequence = 2048}};
 static_assert(peak_memory(gpt3_flat) > 80_GiB);
+
+// The framework recipe is part of the constant expression: Llama-3.2 1B as Hugging Face trains
+// it on one H100 (micro-batch 2, sequence 2048) peaks at 32.2 GB (measured: 32,225,667,072 B,
+// test/data/h100_hf_steps.csv).
+constexpr transformer_training hf_setup = [] {
+  transformer_training t{.global_batch = 2, .sequence = 2048};
+  t.framework = frameworks::huggingface;
+  return t;
+}();
+constexpr transformer_plan hf_llama{
+    zoo::llama3_2_1b(),
+    make_cluster("one H100", presets::h100_sxm5_80gb, {level{"node", 1, {1_us, 450_GBps}}}),
+    parallel::nd{.micro_batch = 2}, hf_setup};
+static_assert(peak_memory(hf_llama) > 32.1_GB && peak_memory(hf_llama) < 32.3_GB);
+static_assert(peak_memory(hf_llama) <= 80_GiB);
