@@ -4,7 +4,7 @@
 
 #include <string_view>
 
-#include "strata/parallel/context.hpp"
+#include "strata/parallel/cnn/context.hpp"
 #include "strata/units.hpp"
 
 namespace strata {

@@ -237,12 +237,14 @@ struct stage_parameters {
 
 namespace detail {
 /// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
-/// ZeRO stage `zero`.
+/// ZeRO stage `zero` (`parallel::zero_states`).
 constexpr void add_states(transformer_memory& mem, double n, double shards, int zero,
                           const transformer_training& t) {
-  mem.weights += bytes{n * t.weight_bytes() / (zero >= 3 ? shards : 1.0)};
-  mem.gradients += bytes{n * t.gradient_bytes() / (zero >= 2 ? shards : 1.0)};
-  mem.optimizer_states += bytes{n * t.optimizer_bytes() / (zero >= 1 ? shards : 1.0)};
+  const auto z = parallel::zero_states(n, shards, zero, t.weight_bytes(), t.gradient_bytes(),
+                                       t.optimizer_bytes());
+  mem.weights += bytes{z.weights};
+  mem.gradients += bytes{z.gradients};
+  mem.optimizer_states += bytes{z.optimizer};
 }
 constexpr int sequence_of(const transformer& m, const transformer_training& t) {
   return t.sequence_or(m.sequence);
@@ -263,18 +265,6 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
   const double sl = static_cast<double>(detail::sequence_of(m, t)) / s.context.degree;
   const double sb = sl * s.micro_batch, tp = s.tensor.degree;
   return 2 * t.activation_bytes() * sb * m.hidden / tp + 4 * sb * m.vocabulary / tp;
-}
-
-/// Micro-batches whose activations pipeline stage `stage` holds at its fullest: all of them
-/// under GPipe, p - stage under 1F1B, and for the first stage of an interleaved schedule
-/// 1 + (p - 1) / (p v) times that (Korthikanti et al. §4.2.3).
-[[nodiscard]] constexpr double in_flight(const parallel::nd& s, const transformer_training& t,
-                                         int stage) {
-  const int p = s.pipeline.degree, v = s.pipeline.virtual_stages, mb = s.micro_batches(t);
-  if (s.pipeline.kind == parallel::schedule::gpipe) return mb;
-  double n = std::min(mb, p - stage);
-  if (v > 1 && stage == 0) n *= 1.0 + static_cast<double>(p - 1) / (static_cast<double>(p) * v);
-  return n;
 }
 
 /// The pieces of a stage's memory the moments are made of (see `stage_memory`).
@@ -340,7 +330,7 @@ struct plan_keeps {
   const lower::shard sh = lower::shard_of(m, s, t);
   const double T = sh.tokens(), tp = s.tensor.degree;
   x.layers = s.stage_layers(m, stage);
-  x.in_flight = in_flight(s, t, stage);
+  x.in_flight = s.pipeline.in_flight(s.micro_batches(t), stage);
   using lower::keep_kind;
   x.saved = keeps.layer.activation;
   x.casts = keeps.layer.weight_copy;
@@ -687,7 +677,7 @@ struct stage_spans {
                                                    const layer_compute& lc) {
   using parallel::axis;
   const double seq = detail::sequence_of(m, tr);
-  const int p = s.pipeline.degree, v = s.pipeline.virtual_stages, mb = s.micro_batches(tr);
+  const int p = s.pipeline.degree, mb = s.micro_batches(tr);
   const double b = s.micro_batch, sl = seq / s.context.degree, h = m.hidden;
   const double act = tr.activation_bytes();
   const int tp = s.tensor.degree;
@@ -731,15 +721,13 @@ struct stage_spans {
   T.tensor_comm = mb * lcrit * 2.0 * lcoll.tensor;
   T.context_comm = mb * lcrit * (lcoll.context_forward + lcoll.context_backward);
   T.expert_comm = mb * lcrit * 2.0 * lcoll.expert;
-  // fill and drain: (p - 1) / v of the other stages' micro-batch time (Narayanan et al. SC'21
-  // §2.2: bubble fraction (p - 1) / (v m))
-  T.pipeline_bubble = (sum - worst) / static_cast<double>(v);
+  T.pipeline_bubble = s.pipeline.bubble(sum, worst);
   if (p > 1) {
-    // each forward and backward step waits for its send: 2 (v m + p - 1) sends of b s h / t
-    // (Megatron's scatter/gather: each tensor-parallel rank sends its 1/t)
+    // each forward and backward step waits for its send of b s h / t (Megatron's scatter/gather:
+    // each tensor-parallel rank sends its 1/t)
     const group g = s.group_of(axis::pipeline);
     const interconnect link = c.between(0, g.stride);
-    T.pipeline_p2p = 2.0 * (v * mb + p - 1) * link.transfer(bytes{b * sl * h * act / tp});
+    T.pipeline_p2p = s.pipeline.sends(mb) * link.transfer(bytes{b * sl * h * act / tp});
   }
 
   // data parallelism and ZeRO on the critical stage's parameters
@@ -755,31 +743,12 @@ struct stage_spans {
       std::min(1.0, s.data.bucket / std::max((n.dense + n.expert) * gb, 1.0));
   const seconds f_mb = T.forward / static_cast<double>(mb);
   const seconds b_mb = (T.backward + T.recompute) / static_cast<double>(mb);
-  const double ov = s.data.overlap;
   if (s.replicas() * s.context.degree > 1) {
-    if (zero <= 1) {
-      // gradients reduced once, in buckets during the last micro-batch's backward; the last
-      // bucket cannot hide
-      const seconds reduce = zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb)
-                                       : dense_and_expert(comm::collective::reduce_scatter, gb);
-      T.data_comm = max(reduce - ov * b_mb, bucket_fraction * reduce);
-    } else {
-      // ZeRO-2/3: gradients reduce-scattered after every micro-batch's backward
-      const seconds rs = dense_and_expert(comm::collective::reduce_scatter, gb);
-      const double layer_share = 1.0 / std::max(1.0, lcrit);
-      if (zero == 2) {
-        T.data_comm = mb * max(rs - ov * b_mb, bucket_fraction * rs);
-      } else {
-        // ZeRO-3/FSDP: weights gathered before each forward and backward (prefetched a layer
-        // ahead; the first layer's gather is exposed)
-        const seconds ag = dense_and_expert(comm::collective::all_gather, wb);
-        T.data_comm = mb * (max(ag - ov * f_mb, layer_share * ag) +
-                            max(ag + rs - ov * b_mb, layer_share * rs));
-      }
-    }
-    if (zero == 1 || zero == 2)  // updated weights gathered back, behind the next forward
-      T.data_comm += max(dense_and_expert(comm::collective::all_gather, wb) - ov * f_mb,
-                         bucket_fraction * dense_and_expert(comm::collective::all_gather, wb));
+    const parallel::data_parallel::collective_times dp{
+        zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb) : seconds{},
+        zero >= 1 ? dense_and_expert(comm::collective::reduce_scatter, gb) : seconds{},
+        zero >= 1 ? dense_and_expert(comm::collective::all_gather, wb) : seconds{}};
+    T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);
   }
   // optimizer: one memory-bound pass over this rank's (sharded) parameters
   const double shards_dense = zero >= 1 ? s.replicas() * s.context.degree : 1.0;

@@ -15,6 +15,15 @@
 /// An op gives `duration_us` (one kernel), `kernels_us` (several), or, for a collective,
 /// `bytes`: its time is then the ring algorithm over all ranks of the trace on `cluster`
 /// (`kind` names the collective). Ops of a rank are listed in launch order.
+/// An op of kind "embedding_bag" without a duration is priced with the EL model
+/// (`model/embedding_bag.hpp`, Lin et al. §III-B) from its shape: "rows", "dim", "pooling",
+/// "batch", optional "reuse" (17 counts, "uniform" or {"zipf": a}), "pass" ("forward",
+/// "backward" or "update") and "gradient" ("dense", "dense_accumulate" or "fused"); a top-level
+/// "embedding_model" replaces fields of the H100 fit (docs/lin.md):
+/// @code{.json}
+/// {"id": "emb_fwd", "rank": 0, "kind": "embedding_bag", "rows": 1000000, "dim": 64,
+///  "pooling": 20, "batch": 4096, "reuse": {"zipf": 1.05}}
+/// @endcode
 
 #include <map>
 #include <string>
@@ -25,6 +34,7 @@
 
 #include "strata/comm/collectives.hpp"
 #include "strata/io/scenario.hpp"
+#include "strata/model/embedding_bag.hpp"
 #include "strata/sim/lin.hpp"
 
 namespace strata::io {
@@ -41,13 +51,64 @@ inline comm::collective collective_named(const std::string& kind, const std::str
        "broadcast or reduce (got \"" +
            kind + "\")");
 }
+
+/// A table's reuse factors: 17 counts, "uniform", or {"zipf": a}.
+inline reuse_histogram parse_reuse(const json& j, const std::string& path, double rows,
+                                   double lookups) {
+  if (j.is_string()) {
+    if (j.get<std::string>() == "uniform") return uniform_reuse(rows, lookups);
+    fail(path, "must be 17 counts, \"uniform\" or {\"zipf\": exponent}");
+  }
+  if (j.is_object()) {
+    only_keys(j, path, {"zipf"});
+    if (!j.contains("zipf")) fail(path + ".zipf", "missing (required)");
+    return zipf_reuse(rows, lookups, num_field(j, path, "zipf", 0.0, 10.0, 1.0));
+  }
+  if (!j.is_array()) fail(path, "must be 17 counts, \"uniform\" or {\"zipf\": exponent}");
+  if (j.size() != static_cast<std::size_t>(reuse_bins))
+    fail(path, "must hold 17 counts (got " + std::to_string(j.size()) + ")");
+  reuse_histogram h;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_number() || !(j[i].get<double>() >= 0))
+      fail(path + "[" + std::to_string(i) + "]", "must be a non-negative count");
+    h.rows[i] = j[i].get<double>();
+  }
+  return h;
+}
+
+/// EL model parameters (docs/lin.md): the H100 fit with the given fields replaced.
+inline embedding_bag_model parse_embedding_model(const json& j) {
+  const std::string path = "embedding_model";
+  only_keys(
+      j, path,
+      {"floor_forward_us", "floor_backward_us", "floor_update_us", "gather_bandwidth_GBps",
+       "l2_bandwidth_GBps", "l2_MB", "per_lookup_ns", "contention_ns", "dense_bandwidth_GBps"});
+  embedding_bag_model m = h100_embedding_bag;
+  m.floor_forward = num_field(j, path, "floor_forward_us", 0.0, 1e6, m.floor_forward * 1e6) * 1e-6;
+  m.floor_backward =
+      num_field(j, path, "floor_backward_us", 0.0, 1e6, m.floor_backward * 1e6) * 1e-6;
+  m.floor_update = num_field(j, path, "floor_update_us", 0.0, 1e6, m.floor_update * 1e6) * 1e-6;
+  m.gather_bandwidth =
+      num_field(j, path, "gather_bandwidth_GBps", 1e-3, 1e6, m.gather_bandwidth * 1e-9) * 1e9;
+  m.l2_bandwidth = num_field(j, path, "l2_bandwidth_GBps", 1e-3, 1e6, m.l2_bandwidth * 1e-9) * 1e9;
+  m.l2_bytes = num_field(j, path, "l2_MB", 0.0, 1e6, m.l2_bytes * 1e-6) * 1e6;
+  m.per_lookup = num_field(j, path, "per_lookup_ns", 0.0, 1e6, m.per_lookup * 1e9) * 1e-9;
+  m.contention = num_field(j, path, "contention_ns", 0.0, 1e9, m.contention * 1e9) * 1e-9;
+  m.dense_bandwidth =
+      num_field(j, path, "dense_bandwidth_GBps", 1e-3, 1e6, m.dense_bandwidth * 1e-9) * 1e9;
+  return m;
+}
+
 }  // namespace detail
 
 /// Reads a trace; every error names the op (or field) at fault.
 inline sim::lin_trace parse_lin_trace(std::string_view text) {
   using detail::fail;
   const nlohmann::json j = detail::parse_json(text);
-  detail::only_keys(j, "trace", {"overheads_us", "cluster", "ops"});
+  detail::only_keys(j, "trace", {"overheads_us", "cluster", "ops", "embedding_model"});
+  const embedding_bag_model el = j.contains("embedding_model")
+                                     ? detail::parse_embedding_model(j["embedding_model"])
+                                     : h100_embedding_bag;
   sim::lin_trace t;
   if (j.contains("overheads_us")) {
     const auto& o = j["overheads_us"];
@@ -70,8 +131,9 @@ inline sim::lin_trace parse_lin_trace(std::string_view text) {
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const auto& o = ops[i];
     const std::string path = "ops[" + std::to_string(i) + "]";
-    detail::only_keys(
-        o, path, {"id", "rank", "stream", "kind", "duration_us", "kernels_us", "bytes", "deps"});
+    detail::only_keys(o, path,
+                      {"id", "rank", "stream", "kind", "duration_us", "kernels_us", "bytes", "deps",
+                       "rows", "dim", "pooling", "batch", "reuse", "pass", "gradient"});
     sim::lin_op op;
     op.id = detail::str_field(o, path, "id", nullptr);
     const std::string who = path + " ('" + op.id + "')";
@@ -101,6 +163,41 @@ inline sim::lin_trace parse_lin_trace(std::string_view text) {
       const double b = detail::num_field(o, who, "bytes", 0.0, 1e18, 0);
       const auto op_kind = detail::collective_named(kind, who + ".kind");
       op.kernels.push_back(comm::ring::time(op_kind, *machine, {0, ranks, 1}, bytes{b}).count());
+    }
+    if (kind == "embedding_bag" && op.kernels.empty()) {
+      // priced with the EL model (Lin et al. §III-B) when no duration is given
+      embedding_bag_shape s;
+      for (const char* k : {"rows", "dim", "pooling", "batch"})
+        if (!o.contains(k)) fail(who + "." + k, "missing (an embedding_bag op without a duration)");
+      s.rows = detail::num_field(o, who, "rows", 1.0, 1e12, 1.0);
+      s.dim = detail::num_field(o, who, "dim", 1.0, 1e6, 1.0);
+      s.pooling = detail::num_field(o, who, "pooling", 0.0, 1e6, 1.0);
+      s.batch = detail::num_field(o, who, "batch", 1.0, 1e9, 1.0);
+      if (o.contains("reuse"))
+        s.reuse = detail::parse_reuse(o["reuse"], who + ".reuse", s.rows, s.lookups());
+      const std::string pass = detail::str_field(o, who, "pass", "forward");
+      const std::string grad = detail::str_field(o, who, "gradient", "dense");
+      embedding_gradient g = embedding_gradient::dense;
+      if (grad == "dense_accumulate")
+        g = embedding_gradient::dense_accumulate;
+      else if (grad == "fused")
+        g = embedding_gradient::fused;
+      else if (grad != "dense")
+        fail(who + ".gradient", "must be \"dense\", \"dense_accumulate\" or \"fused\"");
+      if (pass == "forward")
+        op.kernels.push_back(el.forward(s));
+      else if (pass == "backward")
+        op.kernels.push_back(el.backward(s, g));
+      else if (pass == "update")
+        op.kernels.push_back(el.update(s, g));
+      else
+        fail(who + ".pass", "must be \"forward\", \"backward\" or \"update\"");
+    } else {
+      for (const char* k : {"rows", "dim", "pooling", "batch", "reuse", "pass", "gradient"})
+        if (o.contains(k))
+          fail(who + "." + k, kind == "embedding_bag"
+                                  ? "an embedding_bag op with a duration takes no shape"
+                                  : "only embedding_bag ops take a shape");
     }
     if (o.contains("deps")) {
       if (!o["deps"].is_array()) fail(who + ".deps", "must be an array of op ids");

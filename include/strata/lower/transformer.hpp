@@ -429,24 +429,21 @@ constexpr void layer_collectives(const transformer& m, const shard& x,
   const double act = tr.activation_bytes(), h = m.hidden;
   const double bsh = x.b * x.s * h * act;
   if (x.tp > 1)
-    for (int i = 0; i < 2; ++i) {
-      if (x.sp) {
-        detail::communicate(v, {"sequence-parallel all-gather", comm::collective::all_gather,
-                                comm_axis::tensor, bsh, ph});
-        detail::communicate(v, {"sequence-parallel reduce-scatter",
-                                comm::collective::reduce_scatter, comm_axis::tensor, bsh, ph});
-      } else {
-        detail::communicate(v, {"tensor-parallel all-reduce", comm::collective::all_reduce,
-                                comm_axis::tensor, bsh, ph});
-      }
-    }
+    for (const auto& [op, count] : parallel::tensor_parallel{x.tp, x.sp}.collectives())
+      for (int i = 0; i < count; ++i)
+        detail::communicate(
+            v, {op == comm::collective::all_reduce   ? "tensor-parallel all-reduce"
+                : op == comm::collective::all_gather ? "sequence-parallel all-gather"
+                                                     : "sequence-parallel reduce-scatter",
+                op, comm_axis::tensor, bsh, ph});
   if (x.cp > 1)  // K and V blocks forward; blocks and their gradients backward
     detail::communicate(v, {"ring attention K/V", comm::collective::send_recv, comm_axis::context,
                             2 * x.b * x.s * m.kv_width() / x.tp * act, ph,
-                            (ph == phase::forward ? 1.0 : 2.0) * (x.cp - 1)});
+                            parallel::context_parallel{x.cp}.transfers(ph == phase::backward)});
   if (m.moe() && x.ep > 1)
-    for (const char* what : {"MoE dispatch all-to-all", "MoE combine all-to-all"})
-      detail::communicate(v, {what, comm::collective::all_to_all, comm_axis::expert,
+    for (int i = 0; i < parallel::expert_parallel::all_to_alls; ++i)
+      detail::communicate(v, {i == 0 ? "MoE dispatch all-to-all" : "MoE combine all-to-all",
+                              comm::collective::all_to_all, comm_axis::expert,
                               x.b * x.s * m.top_k * m.capacity * h * act, ph});
 }
 

@@ -1,146 +1,33 @@
 #pragma once
 /// @file parallel/context.hpp
-/// @brief What a strategy is evaluated against, what it returns, and the `Strategy` concept.
+/// @brief Context parallelism: ring attention (Liu et al. 2023).
 ///
-/// A `context` bundles the layers, the cluster and the training setup, plus each layer's
-/// compute times: ParaDL's FW_l and BW_l (per sample) and WU_l (per iteration). They are either
-/// profiled by the user, as ParaDL does (§IV), or derived: FLOPs / (peak x efficiency) for
-/// FW_l and BW_l, and the optimizer's bytes over the memory bandwidth for WU_l.
-
-#include <concepts>
-#include <cstddef>
-#include <span>
-#include <string_view>
+/// - compute: the sequence split c ways; each rank's queries attend to the whole sequence, so
+///   attention on a rank costs b / c sequences of full length (`lower::layer`);
+/// - collectives: around the ring, c - 1 transfers of the rank's K and V blocks forward, of the
+///   blocks and their gradients backward (`transfers`), hidden behind attention as far as it lasts
+///   (`analytic::collectives_of`);
+/// - memory: activations of s / c tokens; gradients reduced over the context ranks as over data
+///   replicas.
+/// The limit: 2c divides the sequence (each rank takes two chunks, for the causal mask's balance).
 
 #include "strata/error.hpp"
-#include "strata/hardware/cluster.hpp"
 #include "strata/limits.hpp"
-#include "strata/model/layer.hpp"
-#include "strata/training.hpp"
-#include "strata/units.hpp"
 
-namespace strata {
+namespace strata::parallel {
 
-/// ParaDL's per-layer times: FW_l, BW_l per sample and WU_l per iteration.
-struct layer_time {
-  seconds fw{};
-  seconds bw{};
-  seconds wu{};
-};
+struct context_parallel {
+  int degree = 1;
 
-/// Per-iteration time, split the way ParaDL §V-B discusses it.
-struct time_breakdown {
-  seconds forward{};
-  seconds backward{};
-  seconds weight_update{};
-  seconds gradient_exchange{};  ///< all-reduce of dL/dw (data, spatial, hybrids)
-  seconds layer_collectives{};  ///< FB all-gather / all-reduce (filter, channel, hybrids)
-  seconds halo_exchange{};      ///< FB halo (spatial)
-  seconds pipeline_p2p{};       ///< FB layer-to-layer sends (pipeline)
-
-  [[nodiscard]] constexpr seconds compute() const { return forward + backward + weight_update; }
-  [[nodiscard]] constexpr seconds communication() const {
-    return gradient_exchange + layer_collectives + halo_exchange + pipeline_p2p;
+  /// K/V block transfers per layer: c - 1 forward, 2 (c - 1) backward.
+  [[nodiscard]] constexpr double transfers(bool backward) const {
+    return (backward ? 2.0 : 1.0) * (degree - 1);
   }
-  /// ParaDL adds computation and communication: no overlap.
-  [[nodiscard]] constexpr seconds total() const { return compute() + communication(); }
-};
-
-/// Memory of the busiest device.
-struct memory_breakdown {
-  bytes weights{};
-  bytes gradients{};         ///< dL/dw
-  bytes optimizer_states{};  ///< momentum / Adam moments (zero for ParaDL's SGD)
-  bytes activations{};       ///< x_l, y_l and their gradients dL/dx_l, dL/dy_l
-  bytes other{};             ///< nothing in ParaDL's model; kept for later models
-
-  [[nodiscard]] constexpr bytes total() const {
-    return weights + gradients + optimizer_states + activations + other;
+  constexpr void check(int sequence) const {
+    if (degree < 1) throw plan_error(limits::degree_below_one);
+    if (degree > 1 && sequence % (2 * degree) != 0)
+      throw plan_error(limits::context_degree_must_divide_sequence);
   }
 };
 
-/// What a strategy's formulas yield for one iteration.
-struct cost_breakdown {
-  time_breakdown time;
-  memory_breakdown memory;
-};
-
-/// Everything a strategy's formulas read.
-struct context {
-  std::span<const layer> layers;
-  cluster machine;
-  training setup;
-  std::span<const layer_time> profiled{};  ///< empty: derive times from FLOPs
-
-  // Sums over all layers, filled by `make_context`.
-  seconds sum_fw{};   ///< sum_l FW_l (per sample)
-  seconds sum_bw{};   ///< sum_l BW_l (per sample)
-  seconds sum_wu{};   ///< sum_l WU_l (per iteration)
-  double sum_w = 0;   ///< sum_l |w_l|
-  double sum_xy = 0;  ///< sum_l (|x_l| + |y_l|)
-
-  [[nodiscard]] constexpr double delta() const { return setup.delta(); }
-  [[nodiscard]] constexpr double batch() const { return setup.batch; }
-  [[nodiscard]] constexpr std::size_t size() const { return layers.size(); }
-
-  /// FW_l, BW_l, WU_l of layer i.
-  [[nodiscard]] constexpr layer_time time(std::size_t i) const {
-    if (!profiled.empty()) return profiled[i];
-    const layer& l = layers[i];
-    const flop_rate rate = machine.dev.peak(setup.precision) * setup.efficiency;
-    const bytes touched{l.params * delta() * update_passes(setup.optim)};
-    return {flops{l.fw_flops} / rate, flops{l.bw_flops} / rate,
-            touched / machine.dev.memory_bandwidth};
-  }
-
-  /// Memory of one device holding `weight_share` of the weights (and their gradients and
-  /// optimizer states) and activations for `samples` samples, each split `activation_split`
-  /// ways: the 2 delta (B'(|x| + |y|) + |w|) pattern of ParaDL eqs. 4, 7, 8, 16, 17, 20.
-  [[nodiscard]] constexpr memory_breakdown memory(double weight_share, double samples,
-                                                  double activation_split, double xy = -1) const {
-    const double w = sum_w * weight_share * delta();
-    const double acts = (xy < 0 ? sum_xy : xy) * samples / activation_split * delta();
-    return {bytes{w}, bytes{w}, bytes{w * states_per_param(setup.optim)}, bytes{2.0 * acts},
-            bytes{}};
-  }
-};
-
-/// Builds a context and its sums; checks the inputs once.
-[[nodiscard]] constexpr context make_context(std::span<const layer> layers, const cluster& machine,
-                                             const training& setup,
-                                             std::span<const layer_time> profiled = {}) {
-  if (layers.empty()) throw plan_error("the model has no layers");
-  setup.check();
-  if (!profiled.empty() && profiled.size() != layers.size())
-    throw plan_error("profiled layer times must list every layer of the model");
-  context c{layers, machine, setup, profiled};
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const layer_time t = c.time(i);
-    if (t.fw < seconds{0} || t.bw < seconds{0} || t.wu < seconds{0})
-      throw plan_error("layer times must not be negative");
-    c.sum_fw += t.fw;
-    c.sum_bw += t.bw;
-    c.sum_wu += t.wu;
-    c.sum_w += layers[i].params;
-    c.sum_xy += layers[i].x() + layers[i].y();
-  }
-  return c;
-}
-
-/// A parallel strategy: how many devices it occupies, the limits it must respect, and the cost
-/// of one iteration (its compute scaling, the collectives it inserts, its memory rule).
-template <class S>
-concept Strategy = requires(const S& s, const context& c) {
-  { S::name } -> std::convertible_to<std::string_view>;
-  { s.devices() } -> std::same_as<int>;
-  s.check(c);
-  { s.cost(c) } -> std::same_as<cost_breakdown>;
-};
-
-namespace detail {
-constexpr void check_degree(int p) {
-  if (p < 1) throw plan_error(limits::degree_below_one);
-}
-}  // namespace detail
-
-}  // namespace strata
+}  // namespace strata::parallel

@@ -1,59 +1,60 @@
 #pragma once
 /// @file parallel/data.hpp
-/// @brief Serial training and data parallelism (ParaDL Table III rows 1-2, eqs. 3-7).
-/// @code
-/// strata::parallel::data dp{.p = 64};   // 64 replicas; the mini-batch is split 64 ways
-/// @endcode
+/// @brief Data parallelism for transformers, with ZeRO (`parallel/zero.hpp`). ParaDL's CNN data
+/// parallelism is `parallel/cnn/data.hpp`.
+///
+/// - compute: the global batch split over the replicas (data x expert ranks for dense weights);
+/// - collectives: gradients reduced in buckets as the last micro-batch's backward releases them
+///   (PyTorch DDP, Megatron's grad buffers), a share `overlap` of the backward hiding them, the
+///   last bucket never; ZeRO-2/3 reduce-scatter after every micro-batch; ZeRO-3 gathers each
+///   layer's weights before its forward and backward, one layer ahead (the first is exposed);
+///   ZeRO-1/2 gather the updated weights behind the next forward (`exposed`);
+/// - memory: a bucket of gradients in flight (ZeRO-0), two layers' gathered weights (ZeRO-3).
 
-#include <string_view>
-
-#include "strata/comm/collectives.hpp"
 #include "strata/error.hpp"
-#include "strata/parallel/context.hpp"
+#include "strata/limits.hpp"
+#include "strata/parallel/zero.hpp"
+#include "strata/units.hpp"
 
 namespace strata::parallel {
 
-/// One device runs everything: ParaDL eqs. (3) and (4).
-struct serial {
-  static constexpr std::string_view name = "serial";
-  [[nodiscard]] constexpr int devices() const { return 1; }
-  constexpr void check(const context&) const {}
+struct data_parallel {
+  int degree = 1;
+  int zero = 0;
+  double overlap = 1.0;      ///< fraction of the backward pass the reduction may hide behind
+  double bucket = 25e6 * 4;  ///< bucket bytes (PyTorch DDP: 25 MB of fp32 = 100 MB here)
 
-  /// Per iteration: B sum(FW_l + BW_l) + sum WU_l; memory 2 delta sum(B(|x|+|y|) + |w|).
-  [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
-    time_breakdown t;
-    t.forward = c.batch() * c.sum_fw;
-    t.backward = c.batch() * c.sum_bw;
-    t.weight_update = c.sum_wu;
-    return {t, c.memory(1.0, c.batch(), 1.0)};
+  /// The times of the data-parallel collectives of one stage's gradients or weights.
+  struct collective_times {
+    seconds all_reduce{}, reduce_scatter{}, all_gather{};
+  };
+  /// Their time not hidden behind compute, per iteration of m micro-batches of `forward` and
+  /// `backward` seconds each; `layer_share` = 1 / the stage's layers, `bucket_share` = one bucket
+  /// over the stage's gradients.
+  [[nodiscard]] constexpr seconds exposed(int m, collective_times c, seconds forward,
+                                          seconds backward, double layer_share,
+                                          double bucket_share) const {
+    const double ov = overlap;
+    seconds t{};
+    if (zero <= 1) {
+      const seconds reduce = zero == 0 ? c.all_reduce : c.reduce_scatter;
+      t = max(reduce - ov * backward, bucket_share * reduce);
+    } else if (zero == 2) {
+      t = m * max(c.reduce_scatter - ov * backward, bucket_share * c.reduce_scatter);
+    } else {
+      t = m *
+          (max(c.all_gather - ov * forward, layer_share * c.all_gather) +
+           max(c.all_gather + c.reduce_scatter - ov * backward, layer_share * c.reduce_scatter));
+    }
+    if (zero == 1 || zero == 2) t += max(c.all_gather - ov * forward, bucket_share * c.all_gather);
+    return t;
   }
-};
 
-/// Data parallelism: p replicas, B/p samples each, one all-reduce of the gradients.
-struct data {
-  static constexpr std::string_view name = "data";
-  int p = 1;
-
-  [[nodiscard]] constexpr int devices() const { return p; }
-
-  /// ParaDL Table III: p <= B.
-  constexpr void check(const context& c) const {
-    strata::detail::check_degree(p);
-    if (p > c.setup.batch) throw plan_error(limits::data_degree_exceeds_batch);
-  }
-
-  /// Per iteration, ParaDL eq. (5): (B/p) sum(FW_l + BW_l) + sum WU_l;
-  /// eq. (6): T_ar(p, delta sum |w_l|) = 2 (p-1) (alpha + sum|w_l| delta beta / p);
-  /// eq. (7): 2 delta sum((B/p)(|x_l| + |y_l|) + |w_l|).
-  [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
-    const double share = c.batch() / p;
-    time_breakdown t;
-    t.forward = share * c.sum_fw;
-    t.backward = share * c.sum_bw;
-    t.weight_update = c.sum_wu;
-    t.gradient_exchange = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
-                                                 comm::ring_link(c.machine, {0, p, 1}));
-    return {t, c.memory(1.0, share, 1.0)};
+  constexpr void check() const {
+    if (degree < 1) throw plan_error(limits::degree_below_one);
+    check_zero_stage(zero);
+    if (!(overlap >= 0 && overlap <= 1)) throw plan_error(limits::overlap_out_of_range);
+    if (!(bucket > 0)) throw plan_error("data parallelism: the bucket size must be positive");
   }
 };
 

@@ -1,131 +1,141 @@
 #pragma once
 /// @file parallel/pipeline.hpp
-/// @brief Layer (pipeline) parallelism, GPipe style: G layers cut into p contiguous stages, the
-/// mini-batch into S segments (ParaDL Table III row 4, eqs. 11-14).
-/// @code
-/// strata::parallel::pipeline pp{.p = 4, .segments = 8};
-/// @endcode
+/// @brief Pipeline parallelism for transformers: GPipe (Huang et al. 2019), 1F1B
+/// (PipeDream-Flush, Narayanan et al. 2021) and Megatron's interleaved 1F1B with v chunks per
+/// device (Narayanan et al. SC'21 §2.2.2). ParaDL's CNN pipeline is `parallel/cnn/pipeline.hpp`.
+///
+/// - compute: layers split evenly over the p stages (or the first and last stages take given
+///   counts), each stage's share in v chunks (`stage_layers`);
+/// - schedule: the order a stage runs its forward and backward units (`program`), the micro-batches
+///   it holds at its fullest (`in_flight`), the fill-and-drain bubble (`bubble`) and the
+///   activation and gradient sends (`sends`);
+/// - memory: a stage keeps its layers' weights and `in_flight` micro-batches of activations.
 
-#include <cstddef>
+#include <algorithm>
 #include <string_view>
+#include <vector>
 
-#include "strata/comm/collectives.hpp"
 #include "strata/error.hpp"
-#include "strata/parallel/context.hpp"
+#include "strata/limits.hpp"
+#include "strata/units.hpp"
 
 namespace strata::parallel {
 
-/// One stage: layers [first, last].
-struct stage {
-  std::size_t first = 0;
-  std::size_t last = 0;
+enum class schedule { gpipe, one_f_one_b, interleaved };
+
+[[nodiscard]] constexpr std::string_view to_string(schedule s) {
+  switch (s) {
+    case schedule::gpipe:
+      return "gpipe";
+    case schedule::one_f_one_b:
+      return "1f1b";
+    case schedule::interleaved:
+      return "interleaved";
+  }
+  return "1f1b";
+}
+
+/// One (micro-batch, chunk) unit of a stage's program, forward or backward.
+struct pipeline_unit {
+  bool forward;
+  int micro;
+  int chunk;
 };
 
-/// p stages of S segments each.
-struct pipeline {
-  static constexpr std::string_view name = "pipeline";
-  int p = 1;
-  int segments = 1;  ///< S: micro-batches per mini-batch
+struct pipeline_parallel {
+  int degree = 1;
+  int virtual_stages = 1;
+  schedule kind = schedule::one_f_one_b;
+  int first_stage_layers = 0;  ///< 0: an even share
+  int last_stage_layers = 0;   ///< 0: an even share
 
-  [[nodiscard]] constexpr int devices() const { return p; }
-
-  /// ParaDL Table III: p <= G; and a segment holds at least one sample (S <= B).
-  constexpr void check(const context& c) const {
-    strata::detail::check_degree(p);
-    if (segments < 1) throw plan_error(limits::pipeline_segments_below_one);
-    if (static_cast<std::size_t>(p) > c.size())
-      throw plan_error(limits::pipeline_degree_exceeds_layers);
-    if (segments > c.setup.batch) throw plan_error(limits::pipeline_segments_exceed_batch);
+  /// The layers and stages left once the first and last stages take their given counts.
+  struct evenly_split {
+    int layers, stages;
+  };
+  [[nodiscard]] constexpr evenly_split even_part(int layers) const {
+    evenly_split e{layers, degree};
+    if (first_stage_layers > 0) e.layers -= first_stage_layers, --e.stages;
+    if (last_stage_layers > 0) e.layers -= last_stage_layers, --e.stages;
+    return e;
+  }
+  /// Layers of stage `i` (all its virtual chunks together).
+  [[nodiscard]] constexpr int stage_layers(int layers, int i) const {
+    if (degree == 1) return layers;
+    if (i == 0 && first_stage_layers > 0) return first_stage_layers;
+    if (i == degree - 1 && last_stage_layers > 0) return last_stage_layers;
+    const evenly_split e = even_part(layers);
+    return e.layers / e.stages;
   }
 
-  /// Calls f(stage) for each of the p stages of the balanced split: contiguous groups whose
-  /// largest per-sample FW + BW time is as small as possible (binary search on that bound,
-  /// greedy packing, every stage non-empty).
-  template <class F>
-  constexpr void for_each_stage(const context& c, F&& f) const {
-    const std::size_t g = c.size(), np = static_cast<std::size_t>(p);
-    auto load = [&](std::size_t i) {
-      const layer_time lt = c.time(i);
-      return (lt.fw + lt.bw).count();
-    };
-    auto stages_needed = [&](double cap) {
-      std::size_t n = 1;
-      double acc = 0;
-      for (std::size_t i = 0; i < g; ++i) {
-        const double w = load(i);
-        if (w > cap) return g + 1;
-        if (acc + w > cap) {
-          ++n;
-          acc = 0;
-        }
-        acc += w;
-      }
-      return n;
-    };
-    double lo = 0, hi = 0;
-    for (std::size_t i = 0; i < g; ++i) hi += load(i);
-    for (int it = 0; it < 64 && hi > lo; ++it) {
-      const double mid = 0.5 * (lo + hi);
-      if (mid <= lo || mid >= hi) break;
-      (stages_needed(mid) <= np ? hi : lo) = mid;
-    }
-    // Greedy packing under `hi`, opening a new stage early when the remaining layers are just
-    // enough to give every remaining stage one layer.
-    std::size_t first = 0, made = 0;
-    double acc = 0;
-    for (std::size_t i = 0; i < g; ++i) {
-      const std::size_t stages_left = np - made;  // including the open one
-      const bool must_close = (g - i) == (stages_left - 1) && stages_left > 1 && i > first;
-      if (i > first && (must_close || acc + load(i) > hi) && stages_left > 1) {
-        f(stage{first, i - 1});
-        ++made;
-        first = i;
-        acc = 0;
-      }
-      acc += load(i);
-    }
-    f(stage{first, g - 1});
+  /// Micro-batches whose activations stage `stage` holds at its fullest: all of them under
+  /// GPipe, p - stage under 1F1B, and for the first stage of an interleaved schedule 1 + (p - 1) /
+  /// (p v) times that (Korthikanti et al. 2022 §4.2.3).
+  [[nodiscard]] constexpr double in_flight(int micro_batches, int stage) const {
+    if (kind == schedule::gpipe) return micro_batches;
+    double n = std::min(micro_batches, degree - stage);
+    if (virtual_stages > 1 && stage == 0)
+      n *= 1.0 + static_cast<double>(degree - 1) / (static_cast<double>(degree) * virtual_stages);
+    return n;
+  }
+  /// Fill and drain: the other stages' micro-batch time over v (Narayanan et al. SC'21 §2.2:
+  /// bubble fraction (p - 1) / (v m) when the stages are alike).
+  [[nodiscard]] constexpr seconds bubble(seconds all_stages, seconds slowest) const {
+    return (all_stages - slowest) / static_cast<double>(virtual_stages);
+  }
+  /// Sends a stage waits for: one per forward and backward step, 2 (v m + p - 1).
+  [[nodiscard]] constexpr double sends(int micro_batches) const {
+    return degree > 1 ? 2.0 * (virtual_stages * micro_batches + degree - 1) : 0.0;
   }
 
-  /// Per iteration. ParaDL eq. (12): (p + S - 1)(B/S)(max FW_Gi + max BW_Gi), plus max WU_Gi once
-  /// per iteration (eq. (12) and Table III place the WU term differently; once per iteration is
-  /// the dimensionally consistent reading). Eq. (13): 2 (p + S - 2) max_i T_p2p((B/S)|y_Gi| delta)
-  /// over the p - 1 stage boundaries. Memory, Table III: 2 delta max_i sum_{l in G_i}
-  /// (B(|x_l| + |y_l|) + |w_l|) (eq. (14) carries an extra factor 2 that Table III does not).
-  [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
-    const double seg = c.batch() / segments;
-    seconds max_fw{}, max_bw{}, max_wu{}, max_send{};
-    memory_breakdown worst{};
-    int index = 0;
-    for_each_stage(c, [&](stage s) {
-      seconds fw{}, bw{}, wu{};
-      double w = 0, xy = 0;
-      for (std::size_t l = s.first; l <= s.last; ++l) {
-        const layer_time t = c.time(l);
-        fw += t.fw;
-        bw += t.bw;
-        wu += t.wu;
-        w += c.layers[l].params;
-        xy += c.layers[l].x() + c.layers[l].y();
-      }
-      max_fw = max(max_fw, fw);
-      max_bw = max(max_bw, bw);
-      max_wu = max(max_wu, wu);
-      if (index + 1 < p) {
-        const bytes m{seg * c.layers[s.last].y() * c.delta()};
-        max_send = max(max_send, comm::p2p(m, c.machine.between(index, index + 1)));
-      }
-      const memory_breakdown mem = c.memory(w / c.sum_w, c.batch(), 1.0, xy);
-      if (mem.total() > worst.total()) worst = mem;
-      ++index;
-    });
-    const double steps = p + segments - 1;
-    time_breakdown t;
-    t.forward = steps * seg * max_fw;
-    t.backward = steps * seg * max_bw;
-    t.weight_update = max_wu;
-    t.pipeline_p2p = p > 1 ? 2.0 * (p + segments - 2) * max_send : seconds{};
-    return {t, worst};
+  /// The program of stage i with m micro-batches, in Megatron's order: GPipe runs every forward
+  /// then every backward; 1F1B p - i - 1 warm-up forwards, then one forward one backward, then the
+  /// drain; interleaved 1F1B (p - i - 1) 2 + (v - 1) p warm-up units, unit k running chunk
+  /// (k / p) mod v of micro-batch (k / pv) p + k mod p. `limit` > 0 caps the micro-batches in
+  /// flight (Proteus's max_ongoing_micro_batch).
+  [[nodiscard]] std::vector<pipeline_unit> program(int m, int i, int limit = 0) const {
+    const int p = degree, v = virtual_stages, total = m * v;
+    std::vector<pipeline_unit> out;
+    auto micro_of = [&](int k) { return (k / (p * v)) * p + k % p; };
+    auto fwd = [&](int k) { return pipeline_unit{true, micro_of(k), (k / p) % v}; };
+    auto bwd = [&](int k) { return pipeline_unit{false, micro_of(k), v - 1 - (k / p) % v}; };
+    if (kind == schedule::gpipe) {
+      for (int k = 0; k < total; ++k) out.push_back(fwd(k));
+      for (int k = 0; k < total; ++k) out.push_back(bwd(k));
+      return out;
+    }
+    int warm = v == 1 ? p - i - 1 : (p - i - 1) * 2 + (v - 1) * p;
+    if (limit > 0) warm = std::min(warm, limit * v - 1);
+    warm = std::min(warm, total);
+    int f = 0, b = 0;
+    for (; f < warm; ++f) out.push_back(fwd(f));
+    for (; f < total; ++f, ++b) {
+      out.push_back(fwd(f));
+      out.push_back(bwd(b));
+    }
+    for (; b < total; ++b) out.push_back(bwd(b));
+    return out;
+  }
+
+  /// The limits for `layers` layers and m micro-batches per replica.
+  constexpr void check(int layers, int micro_batches) const {
+    const int p = degree, v = virtual_stages;
+    if (p < 1 || v < 1) throw plan_error(limits::degree_below_one);
+    if (p > layers) throw plan_error(limits::pipeline_degree_exceeds_transformer_layers);
+    if (v > 1 && (kind != schedule::interleaved || p == 1))
+      throw plan_error(limits::interleaving_needs_pipeline);
+    if (first_stage_layers < 0 || last_stage_layers < 0)
+      throw plan_error(limits::pipeline_layers_must_split_evenly);
+    if (p > 1) {
+      const evenly_split e = even_part(layers);
+      if (e.stages < 1 ? e.layers != 0 : (e.layers < e.stages || e.layers % e.stages != 0))
+        throw plan_error(limits::pipeline_layers_must_split_evenly);
+      for (int i = 0; i < p; ++i)
+        if (stage_layers(layers, i) % v != 0)
+          throw plan_error(limits::pipeline_layers_must_split_evenly);
+    }
+    if (kind == schedule::interleaved && v > 1 && micro_batches % p != 0)
+      throw plan_error(limits::interleaving_needs_micro_batch_multiple);
   }
 };
 

@@ -7,12 +7,12 @@
 
 #include <variant>
 
-#include "strata/parallel/context.hpp"
-#include "strata/parallel/data.hpp"
-#include "strata/parallel/filter.hpp"
-#include "strata/parallel/hybrid.hpp"
-#include "strata/parallel/pipeline.hpp"
-#include "strata/parallel/spatial.hpp"
+#include "strata/parallel/cnn/context.hpp"
+#include "strata/parallel/cnn/data.hpp"
+#include "strata/parallel/cnn/filter.hpp"
+#include "strata/parallel/cnn/hybrid.hpp"
+#include "strata/parallel/cnn/pipeline.hpp"
+#include "strata/parallel/cnn/spatial.hpp"
 
 namespace strata::parallel {
 

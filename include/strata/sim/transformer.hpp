@@ -52,43 +52,6 @@ struct transformer_run {
   int simulated_ranks = 1;  ///< one per pipeline stage
 };
 
-namespace detail {
-
-/// One (micro-batch, chunk) unit of a stage's program, forward or backward.
-struct unit {
-  bool forward;
-  int micro;
-  int chunk;
-};
-
-/// The program of stage i (Megatron's schedules).
-inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, int m, int i,
-                                       int limit) {
-  std::vector<unit> out;
-  const int total = m * v;
-  auto micro_of = [&](int k) { return (k / (p * v)) * p + k % p; };
-  auto fwd = [&](int k) { return unit{true, micro_of(k), (k / p) % v}; };
-  auto bwd = [&](int k) { return unit{false, micro_of(k), v - 1 - (k / p) % v}; };
-  if (kind == parallel::schedule::gpipe) {
-    for (int k = 0; k < total; ++k) out.push_back(fwd(k));
-    for (int k = 0; k < total; ++k) out.push_back(bwd(k));
-    return out;
-  }
-  int warm = v == 1 ? p - i - 1 : (p - i - 1) * 2 + (v - 1) * p;
-  if (limit > 0) warm = std::min(warm, limit * v - 1);
-  warm = std::min(warm, total);
-  int f = 0, b = 0;
-  for (; f < warm; ++f) out.push_back(fwd(f));
-  for (; f < total; ++f, ++b) {
-    out.push_back(fwd(f));
-    out.push_back(bwd(b));
-  }
-  for (; b < total; ++b) out.push_back(bwd(b));
-  return out;
-}
-
-}  // namespace detail
-
 /// Simulates one iteration of a transformer plan. Checks it like `analytic::evaluate`.
 [[nodiscard]] inline transformer_run simulate(const transformer& m, const parallel::nd& s,
                                               const cluster& c, const transformer_training& tr,
@@ -260,10 +223,9 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
   };
 
   // programs and task creation in an order that respects the cross-stage dependencies
-  std::vector<std::vector<detail::unit>> prog(static_cast<std::size_t>(p));
+  std::vector<std::vector<parallel::pipeline_unit>> prog(static_cast<std::size_t>(p));
   for (int i = 0; i < p; ++i)
-    prog[static_cast<std::size_t>(i)] =
-        detail::stage_program(s.pipeline.kind, p, v, mb, i, o.max_in_flight);
+    prog[static_cast<std::size_t>(i)] = s.pipeline.program(mb, i, o.max_in_flight);
   // by virtual stage (chunk * p + i) and micro-batch: the send that delivers its input
   std::vector<std::vector<int>> fsend(static_cast<std::size_t>(p * v),
                                       std::vector<int>(static_cast<std::size_t>(mb), -1));
@@ -288,7 +250,9 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
   const auto units = static_cast<std::size_t>(mb * v);
   std::vector<per_unit> layer_t(static_cast<std::size_t>(p), per_unit(units)), held = layer_t,
                                                                                loss = layer_t;
-  auto U = [&](const detail::unit& u) { return static_cast<std::size_t>(u.micro * v + u.chunk); };
+  auto U = [&](const parallel::pipeline_unit& u) {
+    return static_cast<std::size_t>(u.micro * v + u.chunk);
+  };
   std::vector<per_unit> until = layer_t;
   std::vector<int> until_free;
   std::vector<double> layer_bytes, until_bytes;
@@ -315,7 +279,7 @@ inline std::vector<unit> stage_program(parallel::schedule kind, int p, int v, in
         return prev_dp[I];
       };
       while (next[I] < prog[I].size()) {
-        const detail::unit u = prog[I][next[I]];
+        const parallel::pipeline_unit u = prog[I][next[I]];
         const int gs = u.chunk * p + i;  // virtual stage
         const auto GS = static_cast<std::size_t>(gs), J = static_cast<std::size_t>(u.micro);
         std::vector<int> deps;

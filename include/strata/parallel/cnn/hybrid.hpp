@@ -1,5 +1,5 @@
 #pragma once
-/// @file parallel/hybrid.hpp
+/// @file parallel/cnn/hybrid.hpp
 /// @brief Hybrids: data + filter (ParaDL Table III last row, eqs. 20-22) and data + spatial.
 ///
 /// p = p1 x p2 devices in p1 groups of p2. The inner strategy (filter or spatial) runs inside
@@ -15,10 +15,10 @@
 
 #include "strata/comm/collectives.hpp"
 #include "strata/error.hpp"
-#include "strata/parallel/context.hpp"
-#include "strata/parallel/data.hpp"
-#include "strata/parallel/filter.hpp"
-#include "strata/parallel/spatial.hpp"
+#include "strata/parallel/cnn/context.hpp"
+#include "strata/parallel/cnn/data.hpp"
+#include "strata/parallel/cnn/filter.hpp"
+#include "strata/parallel/cnn/spatial.hpp"
 
 namespace strata::parallel {
 

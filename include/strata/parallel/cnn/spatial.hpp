@@ -1,5 +1,5 @@
 #pragma once
-/// @file parallel/spatial.hpp
+/// @file parallel/cnn/spatial.hpp
 /// @brief Spatial parallelism: each sample's height, width (and depth) split over
 /// p = ph x pw x pd devices, with halo exchange (ParaDL Table III row 3, eqs. 8-10).
 /// @code
@@ -11,7 +11,7 @@
 
 #include "strata/comm/collectives.hpp"
 #include "strata/error.hpp"
-#include "strata/parallel/context.hpp"
+#include "strata/parallel/cnn/context.hpp"
 
 namespace strata::parallel {
 

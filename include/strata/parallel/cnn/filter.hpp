@@ -1,5 +1,5 @@
 #pragma once
-/// @file parallel/filter.hpp
+/// @file parallel/cnn/filter.hpp
 /// @brief Model-horizontal parallelism: filter (split F) and channel (split C), ParaDL Table III
 /// rows 5-6, eqs. 15-19.
 ///
@@ -16,7 +16,7 @@
 
 #include "strata/comm/collectives.hpp"
 #include "strata/error.hpp"
-#include "strata/parallel/context.hpp"
+#include "strata/parallel/cnn/context.hpp"
 
 namespace strata::parallel {
 

@@ -1,0 +1,253 @@
+#pragma once
+/// @file analytic/dlrm.hpp
+/// @brief DLRM training step on one GPU and on p GPUs (Lin et al. §V-B1): MLPs data-parallel,
+/// tables model-parallel with the two all-to-alls, priced on the busiest rank.
+///
+/// The single-GPU step is the one-rank plan (every table on rank 0, no collectives). On p ranks
+/// with a global batch B (b = B / p per rank) and a sharding (table -> rank):
+/// - forward: bottom MLP at b, then each rank looks its tables up for all B samples (the EL
+///   model, `model/embedding_bag.hpp`; with a fused gradient one FBGEMM-style kernel serves all
+///   the rank's tables, with a dense one each table is its own PyTorch EmbeddingBag); the
+///   pooled embeddings go out in an all-to-all that
+///   starts when the slowest rank is done (inter-rank synchronization, Lin et al. §IV-B);
+/// - interaction and top MLP forward and backward at b, the same on every rank;
+/// - the top MLP's gradient all-reduce is launched as soon as the top backward ends (DDP's
+///   bucket hooks) and the backward all-to-all of the embedding gradients queues behind it on
+///   the communication stream; the bottom MLP backward runs meanwhile on the compute stream;
+/// - each rank's embedding backward (and update) starts when the backward all-to-all ends, and
+///   the bottom MLP's all-reduce follows the backward all-to-all and the bottom backward;
+/// - the iteration ends at the latest rank's embedding update or the last all-reduce, plus the
+///   MLPs' SGD step.
+/// An all-to-all is uneven: rank r sends its tables' pooled rows for the other ranks' samples
+/// (sum of D_t x (B - b) x element) and receives the other tables' rows for its own b samples;
+/// its time is that of a uniform all-to-all as large as the busiest rank's traffic
+/// (`comm::all_to_all_uneven`, Lin et al. §IV-A), over direct exchange on the cluster.
+/// @code
+/// auto r = strata::analytic::dlrm_plan(model, {.batch = 4096}, owners, cluster, profile,
+///                                      strata::h100_embedding_bag);
+/// r.iteration_time;  // s
+/// @endcode
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "strata/comm/collectives.hpp"
+#include "strata/error.hpp"
+#include "strata/hardware/cluster.hpp"
+#include "strata/hardware/kernels.hpp"
+#include "strata/model/dlrm.hpp"
+#include "strata/model/embedding_bag.hpp"
+
+namespace strata::analytic {
+
+/// The training setup of a DLRM step.
+struct dlrm_setup {
+  double batch = 4096;  ///< global batch B
+  dtype precision = dtype::fp32;
+  embedding_gradient gradient = embedding_gradient::fused;  ///< how tables are updated
+};
+
+/// One rank's share of a plan.
+struct dlrm_rank {
+  std::vector<std::size_t> tables{};  ///< indices into dlrm::tables
+  double embedding_forward = 0;       ///< s, its tables' lookups for the global batch
+  double embedding_backward = 0;      ///< s, backward + update of its tables
+  double sent = 0, received = 0;      ///< bytes of the forward all-to-all (the backward mirrors it)
+  double table_bytes = 0;             ///< weights (+ dense gradients) of its tables
+  double memory = 0;                  ///< bytes: tables, MLP states, activations and buffers
+};
+
+/// The plan's time breakdown (s) and memory.
+struct dlrm_report {
+  double iteration_time = 0;
+  double bottom_forward = 0, bottom_backward = 0;  ///< per rank, batch b
+  double top_forward = 0, top_backward = 0;        ///< interaction included
+  double embedding_forward = 0;                    ///< busiest rank
+  double embedding_backward = 0;                   ///< busiest rank (backward + update)
+  double all_to_all_forward = 0, all_to_all_backward = 0;
+  double all_to_all_bytes = 0;  ///< the equivalent uniform S of each all-to-all
+  double all_reduce = 0;        ///< both MLP all-reduces, back to back
+  double exposed_communication = 0;
+  double optimizer = 0;  ///< the MLPs' SGD step
+  int busiest_rank = 0;  ///< the rank whose embedding work is largest
+  std::vector<dlrm_rank> ranks{};
+  [[nodiscard]] double peak_memory() const {
+    double m = 0;
+    for (const auto& r : ranks) m = std::max(m, r.memory);
+    return m;
+  }
+};
+
+namespace detail {
+/// Forward and backward time of an MLP on `b` samples (GEMMs and element-wise activations).
+struct mlp_time {
+  double forward = 0, backward = 0, activations = 0;  ///< activations in elements
+};
+inline mlp_time mlp(const device_profile& prof, dtype t, double in, const std::vector<int>& widths,
+                    double b, bool input_needs_grad) {
+  const gemm_model& g = prof.gemm(t);
+  const double e = size_of(t);
+  mlp_time m;
+  bool first = true;
+  for (int w : widths) {
+    m.forward += g.time(b, w, in) + prof.gelu.time(2 * b * w * e);
+    m.backward += prof.gelu.time(3 * b * w * e) + g.time(in, w, b);  // activation, weight grad
+    if (!first || input_needs_grad) m.backward += g.time(b, in, w);  // input gradient
+    m.activations += 2 * b * w;
+    in = w;
+    first = false;
+  }
+  return m;
+}
+}  // namespace detail
+
+/// Prices the plan that puts table i on rank `owner[i]` of `ranks` devices of `machine`
+/// (ranks 0 .. p-1 of its device order). `owner` empty: every table on rank 0 (needs p = 1).
+inline dlrm_report dlrm_plan(const dlrm& model, const dlrm_setup& setup,
+                             const std::vector<int>& owner, int ranks, const cluster& machine,
+                             const device_profile& prof, const embedding_bag_model& el) {
+  model.validate();
+  if (ranks < 1) throw plan_error("DLRM plan: at least one rank");
+  if (ranks > machine.devices())
+    throw plan_error("DLRM plan: " + std::to_string(ranks) + " ranks, the cluster has " +
+                     std::to_string(machine.devices()) + " devices");
+  if (!(setup.batch >= ranks))
+    throw plan_error("DLRM plan: the batch must give every rank at least one sample");
+  const std::size_t T = model.tables.size();
+  if (!owner.empty() && owner.size() != T)
+    throw plan_error("DLRM plan: the sharding names " + std::to_string(owner.size()) +
+                     " tables, the model has " + std::to_string(T));
+  if (owner.empty() && ranks != 1) throw plan_error("DLRM plan: a multi-GPU plan needs a sharding");
+  const double e = size_of(setup.precision);
+  const double B = setup.batch, b = B / ranks;
+  dlrm_report r;
+  r.ranks.resize(static_cast<std::size_t>(ranks));
+  for (std::size_t i = 0; i < T; ++i) {
+    const int o = owner.empty() ? 0 : owner[i];
+    if (o < 0 || o >= ranks)
+      throw plan_error("DLRM plan: table '" + model.tables[i].name + "' is sharded to rank " +
+                       std::to_string(o) + " of " + std::to_string(ranks));
+    r.ranks[static_cast<std::size_t>(o)].tables.push_back(i);
+  }
+  // MLPs and the interaction, the same on every rank (batch b)
+  const auto bot = detail::mlp(prof, setup.precision, model.dense_features, model.bottom, b, false);
+  const auto top = detail::mlp(prof, setup.precision, model.top_input(), model.top, b, true);
+  const double F = model.features(), D = model.bottom.back();
+  double inter_fwd = 0, inter_bwd = 0, inter_act = 0;
+  if (model.op == interaction::dot) {
+    // batched F x D by D x F products: memory-bound, read b F D, write b F F, then gather the
+    // upper triangle next to the bottom output; the backward reads and writes twice as much
+    inter_fwd =
+        prof.copy.time((b * F * D + b * F * F) * e) + prof.copy.time(2 * b * model.top_input() * e);
+    inter_bwd = 2 * inter_fwd;
+    inter_act = b * F * D + b * F * F + b * model.top_input();
+  } else {
+    inter_fwd = prof.copy.time(2 * b * model.top_input() * e);
+    inter_bwd = inter_fwd;
+    inter_act = b * model.top_input();
+  }
+  r.bottom_forward = bot.forward;
+  r.bottom_backward = bot.backward;
+  r.top_forward = top.forward + inter_fwd;
+  r.top_backward = top.backward + inter_bwd;
+  // tables, per rank
+  double emb_dim_total = 0;
+  for (const auto& t : model.tables) emb_dim_total += t.dim;
+  for (std::size_t k = 0; k < r.ranks.size(); ++k) {
+    dlrm_rank& rk = r.ranks[k];
+    double own_dim = 0;
+    // fused (FBGEMM TBE): one kernel per pass for all the rank's tables, one floor; dense
+    // (PyTorch nn.EmbeddingBag): every table its own kernels and floors
+    const bool batched = setup.gradient == embedding_gradient::fused;
+    if (batched && !rk.tables.empty()) {
+      rk.embedding_forward = el.floor_forward;
+      rk.embedding_backward = el.backward_floor(setup.gradient);
+    }
+    for (std::size_t i : rk.tables) {
+      const embedding_table& t = model.tables[i];
+      const embedding_bag_shape s = t.shape(B, e);
+      if (batched) {
+        rk.embedding_forward += el.forward_work(s);
+        rk.embedding_backward += el.backward_work(s, setup.gradient);
+      } else {
+        rk.embedding_forward += el.forward(s);
+        rk.embedding_backward += el.backward(s, setup.gradient) + el.update(s, setup.gradient);
+      }
+      rk.table_bytes +=
+          t.weight_bytes(e) * (setup.gradient == embedding_gradient::fused ? 1.0 : 2.0);
+      own_dim += t.dim;
+    }
+    rk.sent = own_dim * (B - b) * e;
+    rk.received = (emb_dim_total - own_dim) * b * e;
+    if (rk.embedding_forward + rk.embedding_backward > r.embedding_forward + r.embedding_backward) {
+      r.embedding_forward = rk.embedding_forward;
+      r.embedding_backward = rk.embedding_backward;
+      r.busiest_rank = static_cast<int>(k);
+    }
+  }
+  // collectives
+  const group g{0, ranks, 1};
+  double ar_top = 0, ar_bottom = 0;
+  if (ranks > 1) {
+    std::vector<bytes> sent, recv;
+    for (const auto& rk : r.ranks) {
+      sent.push_back(bytes{rk.sent});
+      recv.push_back(bytes{rk.received});
+    }
+    const bytes S = comm::all_to_all_uneven(sent, recv);
+    r.all_to_all_bytes = S.count();
+    r.all_to_all_forward = comm::direct::time(comm::collective::all_to_all, machine, g, S).count();
+    r.all_to_all_backward = r.all_to_all_forward;
+    const double bot_p = dlrm::mlp_parameters(model.dense_features, model.bottom);
+    const double top_p = dlrm::mlp_parameters(model.top_input(), model.top);
+    ar_top = comm::ring::time(comm::collective::all_reduce, machine, g, bytes{top_p * e}).count();
+    ar_bottom =
+        comm::ring::time(comm::collective::all_reduce, machine, g, bytes{bot_p * e}).count();
+    r.all_reduce = ar_top + ar_bottom;
+  }
+  r.optimizer = prof.copy.time(3 * model.dense_parameters() * e);
+  // the timeline (see the file comment)
+  double worst_before = 0;
+  for (const auto& rk : r.ranks)
+    worst_before = std::max(worst_before, bot.forward + rk.embedding_forward);
+  const double a2a_fwd_end = worst_before + r.all_to_all_forward;
+  const double top_bwd_end = a2a_fwd_end + r.top_forward + top.backward;
+  const double inter_bwd_end = top_bwd_end + inter_bwd;
+  const double ar_top_end = top_bwd_end + ar_top;
+  const double a2a_bwd_end = std::max(inter_bwd_end, ar_top_end) + r.all_to_all_backward;
+  const double bottom_bwd_end = inter_bwd_end + bot.backward;
+  const double ar_bottom_end = std::max(bottom_bwd_end, a2a_bwd_end) + ar_bottom;
+  double end = ar_bottom_end;
+  for (const auto& rk : r.ranks)
+    end = std::max(end, std::max(a2a_bwd_end, bottom_bwd_end) + rk.embedding_backward);
+  r.iteration_time = end + r.optimizer;
+  double compute = 0;
+  for (const auto& rk : r.ranks)
+    compute = std::max(compute, bot.forward + bot.backward + r.top_forward + r.top_backward +
+                                    rk.embedding_forward + rk.embedding_backward);
+  r.exposed_communication = std::max(0.0, end - compute);
+  // memory per rank: its tables (+ dense gradients), the MLPs' weights and gradients, the MLP
+  // and interaction activations at b, its pooled outputs for all B samples and the received
+  // ones for its b samples, each with its gradient
+  const double mlp_states = 2 * model.dense_parameters() * e;
+  const double acts = (bot.activations + top.activations + inter_act) * e;
+  for (auto& rk : r.ranks) {
+    double own_dim = 0;
+    for (std::size_t i : rk.tables) own_dim += model.tables[i].dim;
+    const double buffers = 2 * (own_dim * B + emb_dim_total * b) * e;
+    rk.memory = rk.table_bytes + mlp_states + acts + buffers;
+  }
+  return r;
+}
+
+/// The single-GPU step: the one-rank plan.
+inline dlrm_report dlrm_step(const dlrm& model, const dlrm_setup& setup, const device& dev,
+                             const device_profile& prof, const embedding_bag_model& el) {
+  const cluster one =
+      make_cluster("one GPU", dev, {level{"node", 1, interconnect{seconds{0}, byte_rate{1e12}}}});
+  return dlrm_plan(model, setup, {}, 1, one, prof, el);
+}
+
+}  // namespace strata::analytic

@@ -1,0 +1,258 @@
+#pragma once
+/// @file io/dlrm_scenario.hpp
+/// @brief DLRM scenarios as JSON (docs/cli.md, "DLRM"): a single-GPU step, a multi-GPU plan
+/// with a sharder or an explicit sharding, or Lin et al.'s sharder selection (Table IV).
+///
+/// Every error is a `plan_error` whose message starts with the path of the offending field,
+/// e.g. "dlrm.tables[2].reuse: must hold 17 counts (got 16)".
+/// @code
+/// const auto report = strata::io::run_dlrm_scenario(nlohmann::json::parse(R"({
+///   "dlrm": {"generate": {"count": 52, "mix": "heavy"}}, "batch": 4096,
+///   "cluster": {"preset": "dgx-h100", "devices": 4}, "sharding": "search"})"));
+/// @endcode
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/analytic/dlrm.hpp"
+#include "strata/hardware/presets.hpp"
+#include "strata/io/lin_trace.hpp"
+#include "strata/io/profile.hpp"
+#include "strata/io/scenario.hpp"
+#include "strata/model/dlrm.hpp"
+#include "strata/search/sharders.hpp"
+
+namespace strata::io {
+
+namespace detail {
+
+inline std::vector<int> widths(const json& j, const std::string& path) {
+  if (!j.is_array() || j.empty()) fail(path, "must be a non-empty array of layer widths");
+  std::vector<int> out;
+  for (std::size_t i = 0; i < j.size(); ++i)
+    out.push_back(get_int(j[i], path + "[" + std::to_string(i) + "]", 1, 1 << 24));
+  return out;
+}
+
+inline dlrm parse_dlrm(const json& j, double batch) {
+  const std::string path = "dlrm";
+  only_keys(j, path,
+            {"dense_features", "bottom_mlp", "top_mlp", "interaction", "tables", "generate"});
+  dlrm m;
+  m.dense_features = int_field(j, path, "dense_features", 1, 1 << 24, 13);
+  if (j.contains("bottom_mlp")) m.bottom = widths(j["bottom_mlp"], path + ".bottom_mlp");
+  if (j.contains("top_mlp")) m.top = widths(j["top_mlp"], path + ".top_mlp");
+  const std::string op = str_field(j, path, "interaction", "dot");
+  if (op == "dot")
+    m.op = interaction::dot;
+  else if (op == "concat")
+    m.op = interaction::concat;
+  else
+    fail(path + ".interaction", "must be \"dot\" or \"concat\" (got \"" + op + "\")");
+  if (j.contains("tables") == j.contains("generate"))
+    fail(path, "give either \"tables\" or \"generate\"");
+  if (j.contains("generate")) {
+    const json& g = j["generate"];
+    const std::string gp = path + ".generate";
+    only_keys(g, gp, {"count", "mix", "dim", "seed"});
+    const int count = int_field(g, gp, "count", 1, 100000, 0, true);
+    const std::string mix = str_field(g, gp, "mix", "normal");
+    if (mix != "heavy" && mix != "normal")
+      fail(gp + ".mix", "must be \"heavy\" or \"normal\" (got \"" + mix + "\")");
+    const int dim = int_field(g, gp, "dim", 1, 1 << 16, m.bottom.back());
+    const int seed = int_field(g, gp, "seed", 0, 1 << 30, 1);
+    m.tables = generate_tables(count, mix == "heavy" ? table_mix::heavy : table_mix::normal, dim,
+                               static_cast<std::uint64_t>(seed), batch);
+  } else {
+    const json& ts = j["tables"];
+    if (!ts.is_array() || ts.empty()) fail(path + ".tables", "must be a non-empty array");
+    for (std::size_t i = 0; i < ts.size(); ++i) {
+      const std::string tp = path + ".tables[" + std::to_string(i) + "]";
+      only_keys(ts[i], tp, {"name", "rows", "dim", "pooling", "reuse"});
+      embedding_table t;
+      t.name = str_field(ts[i], tp, "name", ("table" + std::to_string(i)).c_str());
+      if (!ts[i].contains("rows")) fail(tp + ".rows", "missing (required)");
+      t.rows = num_field(ts[i], tp, "rows", 1.0, 1e12, 1.0);
+      t.dim = int_field(ts[i], tp, "dim", 1, 1 << 16, m.bottom.back());
+      if (!ts[i].contains("pooling")) fail(tp + ".pooling", "missing (required)");
+      t.pooling = num_field(ts[i], tp, "pooling", 0.0, 1e6, 1.0);
+      if (ts[i].contains("reuse")) {
+        t.reuse = parse_reuse(ts[i]["reuse"], tp + ".reuse", t.rows, batch * t.pooling);
+        if (t.reuse.unique() > t.rows + 0.5)
+          fail(tp + ".reuse", "counts more distinct rows than the table has");
+      }
+      m.tables.push_back(std::move(t));
+    }
+  }
+  try {
+    m.validate();
+  } catch (const plan_error& e) {
+    fail(path, std::string(e.what()).substr(std::string("DLRM: ").size()));
+  }
+  return m;
+}
+
+inline json plan_json(const dlrm& m, const analytic::dlrm_report& r) {
+  json ranks = json::array();
+  for (const auto& rk : r.ranks) {
+    json names = json::array();
+    for (std::size_t i : rk.tables) names.push_back(m.tables[i].name);
+    ranks.push_back({{"tables", names},
+                     {"embedding_forward_s", rk.embedding_forward},
+                     {"embedding_backward_s", rk.embedding_backward},
+                     {"all_to_all_sent_bytes", rk.sent},
+                     {"all_to_all_received_bytes", rk.received},
+                     {"table_bytes", rk.table_bytes},
+                     {"memory_bytes", rk.memory}});
+  }
+  return {{"iteration_time_s", r.iteration_time},
+          {"breakdown_s",
+           {{"bottom_mlp_forward", r.bottom_forward},
+            {"bottom_mlp_backward", r.bottom_backward},
+            {"interaction_top_mlp_forward", r.top_forward},
+            {"interaction_top_mlp_backward", r.top_backward},
+            {"embedding_forward_busiest", r.embedding_forward},
+            {"embedding_backward_busiest", r.embedding_backward},
+            {"all_to_all_forward", r.all_to_all_forward},
+            {"all_to_all_backward", r.all_to_all_backward},
+            {"all_reduce", r.all_reduce},
+            {"exposed_communication", r.exposed_communication},
+            {"optimizer", r.optimizer}}},
+          {"all_to_all_bytes", r.all_to_all_bytes},
+          {"busiest_rank", r.busiest_rank},
+          {"peak_memory_bytes", r.peak_memory()},
+          {"ranks", ranks}};
+}
+
+}  // namespace detail
+
+/// Runs a DLRM scenario and returns its report. `profile_text`: a stored device profile
+/// (io/profile.hpp) for the GEMMs and memory-bound kernels, carried to the cluster's device with
+/// `rescale_profile`; empty: the device's datasheet profile.
+inline nlohmann::json run_dlrm_scenario(const nlohmann::json& j,
+                                        std::string_view profile_text = {}) {
+  using namespace detail;
+  only_keys(j, "scenario",
+            {"dlrm", "batch", "precision", "gradient", "cluster", "gpus", "sharding",
+             "memory_fraction", "seed", "embedding_model"});
+  analytic::dlrm_setup setup;
+  setup.batch = int_field(j, "scenario", "batch", 1, 1 << 30, 0, true);
+  const std::string prec = str_field(j, "scenario", "precision", "fp32");
+  if (prec == "fp32")
+    setup.precision = dtype::fp32;
+  else if (prec == "bf16")
+    setup.precision = dtype::bf16;
+  else if (prec == "fp16")
+    setup.precision = dtype::fp16;
+  else
+    fail("precision", "must be \"fp32\", \"bf16\" or \"fp16\" (got \"" + prec + "\")");
+  const std::string grad = str_field(j, "scenario", "gradient", "fused");
+  if (grad == "fused")
+    setup.gradient = embedding_gradient::fused;
+  else if (grad == "dense")
+    setup.gradient = embedding_gradient::dense;
+  else if (grad == "dense_accumulate")
+    setup.gradient = embedding_gradient::dense_accumulate;
+  else
+    fail("gradient", "must be \"fused\", \"dense\" or \"dense_accumulate\" (got \"" + grad + "\")");
+  const dlrm m = parse_dlrm(require(j, "scenario", "dlrm"), setup.batch);
+  const cluster machine = j.contains("cluster")
+                              ? parse_cluster(j["cluster"])
+                              : parse_cluster(json{{"preset", "dgx-h100"}, {"devices", 1}});
+  // a preset rounds up to whole nodes: by default use the devices asked for
+  int asked = j.contains("cluster") ? machine.devices() : 1;
+  if (j.contains("cluster") && j["cluster"].is_object() && j["cluster"].contains("devices"))
+    asked = std::min(asked, get_int(j["cluster"]["devices"], "cluster.devices", 1, max_degree));
+  const int gpus = int_field(j, "scenario", "gpus", 1, max_degree, asked);
+  if (gpus > machine.devices())
+    fail("gpus",
+         std::to_string(gpus) + " GPUs, the cluster has " + std::to_string(machine.devices()));
+  if (setup.batch < gpus) fail("batch", "must give every GPU at least one sample");
+  const double fraction = num_field(j, "scenario", "memory_fraction", 0.01, 1.0, 0.8);
+  const int seed = int_field(j, "scenario", "seed", 0, 1 << 30, 0);
+  const embedding_bag_model el = j.contains("embedding_model")
+                                     ? parse_embedding_model(j["embedding_model"])
+                                     : h100_embedding_bag;
+  device_profile prof = datasheet_profile(machine.dev, machine.dev.sms > 0 ? machine.dev.sms : 1);
+  std::string profile_name = "datasheet " + std::string(machine.dev.name);
+  if (!profile_text.empty()) {
+    const stored_profile sp = profile_from_text(profile_text);
+    prof = machine.dev.sms > 0 ? rescale_profile(sp.profile, machine.dev) : sp.profile;
+    profile_name = sp.name;
+  }
+  json out{{"model",
+            {{"tables", m.tables.size()},
+             {"dense_parameters", m.dense_parameters()},
+             {"embedding_parameters", m.embedding_parameters()}}},
+           {"batch", static_cast<long long>(setup.batch)},
+           {"gpus", gpus},
+           {"gradient", grad},
+           {"profile", profile_name}};
+  // the sharding: a sharder's name, "search", or one rank per table
+  const json sj = j.contains("sharding") ? j["sharding"] : json("size_lookup_greedy");
+  if (sj.is_string() && sj.get<std::string>() == "search") {
+    search::sharding_selection sel;
+    try {
+      sel = search::select_sharder(m, setup, gpus, machine, prof, el, fraction,
+                                   static_cast<std::uint64_t>(seed));
+    } catch (const plan_error& e) {
+      fail("sharding", e.what());
+    }
+    json cands = json::array();
+    for (const auto& c : sel.candidates) {
+      json cj{{"sharder", std::string(search::to_string(c.which))}};
+      if (c.feasible)
+        cj["iteration_time_s"] = c.report.iteration_time;
+      else
+        cj["error"] = c.error;
+      cands.push_back(cj);
+    }
+    const auto& best = sel.candidates[static_cast<std::size_t>(sel.best)];
+    out["candidates"] = cands;
+    out["chosen"] = std::string(search::to_string(best.which));
+    out["spread"] = sel.spread();
+    out["plan"] = plan_json(m, best.report);
+    return out;
+  }
+  std::vector<int> owner;
+  if (sj.is_array()) {
+    if (sj.size() != m.tables.size())
+      fail("sharding", "names " + std::to_string(sj.size()) + " ranks, the model has " +
+                           std::to_string(m.tables.size()) + " tables");
+    for (std::size_t i = 0; i < sj.size(); ++i)
+      owner.push_back(get_int(sj[i], "sharding[" + std::to_string(i) + "]", 0, gpus - 1));
+    try {
+      search::check_sharding(m.tables, owner, gpus, search::table_bytes(m, setup),
+                             search::table_capacity(m, setup, gpus, machine, prof, el, fraction));
+    } catch (const plan_error& e) {
+      fail("sharding", e.what());
+    }
+    out["sharding"] = "explicit";
+  } else if (sj.is_string()) {
+    search::sharder s{};
+    try {
+      s = search::sharder_named(sj.get<std::string>());
+    } catch (const plan_error& e) {
+      fail("sharding", std::string(e.what()) + ", or \"search\"");
+    }
+    const auto sizes = search::table_bytes(m, setup);
+    const double capacity = search::table_capacity(m, setup, gpus, machine, prof, el, fraction);
+    try {
+      owner = search::shard(m.tables, gpus, s, sizes, capacity, static_cast<std::uint64_t>(seed));
+    } catch (const plan_error& e) {
+      fail("sharding", e.what());
+    }
+    out["sharding"] = std::string(search::to_string(s));
+  } else {
+    fail("sharding", "must be a sharder's name, \"search\" or one rank per table");
+  }
+  out["plan"] = plan_json(m, analytic::dlrm_plan(m, setup, owner, gpus, machine, prof, el));
+  return out;
+}
+
+}  // namespace strata::io

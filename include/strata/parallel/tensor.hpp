@@ -1,0 +1,53 @@
+#pragma once
+/// @file parallel/tensor.hpp
+/// @brief Megatron tensor parallelism (Shoeybi et al. 2019 §3), with sequence parallelism
+/// (Korthikanti et al. 2022 §4.2.2).
+///
+/// - compute: QKV and the first MLP GEMM split by columns, the output projections by rows: every
+///   GEMM, attention head and MLP unit of a layer divided by t (`lower::layer`'s `/ t`);
+/// - collectives: per layer and pass, two all-reduces of the b s h activation (after the attention
+///   and MLP blocks forward; their inputs' gradients backward), each an all-gather plus a
+///   reduce-scatter of the same bytes under sequence parallelism (`collectives`);
+/// - memory: the sharded activations divided by t; under sequence parallelism norms, dropout and
+///   residuals work on s / t tokens, so the replicated ones are divided too.
+/// The limit: t divides the heads, the key/value heads, the hidden size and the MLP width.
+
+#include <array>
+
+#include "strata/comm/collectives.hpp"
+#include "strata/error.hpp"
+#include "strata/limits.hpp"
+#include "strata/model/transformer.hpp"
+
+namespace strata::parallel {
+
+struct tensor_parallel {
+  int degree = 1;
+  bool sequence = false;
+
+  /// One collective a layer's pass runs `count` times on the b s h activation.
+  struct pass_collective {
+    comm::collective op;
+    int count;
+  };
+  [[nodiscard]] constexpr std::array<pass_collective, 2> collectives() const {
+    if (sequence)
+      return {{{comm::collective::all_gather, 2}, {comm::collective::reduce_scatter, 2}}};
+    return {{{comm::collective::all_reduce, 2}, {comm::collective::all_reduce, 0}}};
+  }
+  /// Tokens the norms, dropouts and residuals of one rank see.
+  [[nodiscard]] constexpr double norm_tokens(double tokens) const {
+    return sequence ? tokens / degree : tokens;
+  }
+
+  constexpr void check(const transformer& m) const {
+    if (degree < 1) throw plan_error(limits::degree_below_one);
+    if (m.heads % degree != 0) throw plan_error(limits::tensor_degree_must_divide_heads);
+    if (m.hidden % degree != 0) throw plan_error(limits::tensor_degree_must_divide_hidden);
+    if (m.kv() % degree != 0) throw plan_error(limits::tensor_degree_must_divide_kv_heads);
+    if (static_cast<long long>(m.ffn_size()) % degree != 0)
+      throw plan_error(limits::tensor_degree_must_divide_ffn);
+  }
+};
+
+}  // namespace strata::parallel
