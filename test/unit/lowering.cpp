@@ -1,11 +1,13 @@
 // One lowering: the single-GPU step, the closed form and the simulator read the same operations.
 #include <catch2/catch.hpp>
+#include <strata/analytic/evaluate.hpp>
 #include <strata/analytic/step.hpp>
 #include <strata/frameworks/huggingface.hpp>
 #include <strata/frameworks/pytorch_eager.hpp>
 #include <strata/hardware/presets.hpp>
 #include <strata/lower/transformer.hpp>
 #include <strata/model/transformer_zoo.hpp>
+#include <strata/model/zoo.hpp>
 #include <strata/sim/transformer.hpp>
 
 #include <vector>
@@ -152,4 +154,24 @@ TEST_CASE("a recipe decides the kernels: Hugging Face's module code launches mor
         Approx(megatron.flops(analytic::kernel_kind::gemm)));
   CHECK(hf.kernels.size() > 3 * megatron.kernels.size());
   CHECK(hf.time() > megatron.time());
+}
+
+TEST_CASE("CNNs: the step and ParaDL's plans read the same lowering") {
+  // ResNet-50, batch 64, bf16 autocast on the H100 datasheet profile: ParaDL's serial plan with
+  // the lowering's layer times runs B (FW + BW) per iteration (eq. (3)), exactly the step's
+  // kernels other than the optimizer's
+  const auto net = zoo::resnet50();
+  const analytic::cnn_config c{.batch = 64};
+  const auto step = analytic::cnn_step(net.view(), c, h100);
+  const auto times = analytic::cnn_layer_times(net.view(), c, h100);
+  REQUIRE(times.size() == net.view().size());
+  const auto r = analytic::evaluate(net.view(), parallel::serial{}, presets::dgx_h100(1),
+                                    training{.batch = 64}, times);
+  const double optimizer = step.kernels.back().time;
+  CHECK((r.iteration.forward + r.iteration.backward).count() ==
+        Approx(step.kernel_time() - optimizer).epsilon(1e-9));
+  // autocast's bf16 copies of every conv and linear weight, 2 B each: ResNet-50's 25,557,032
+  // parameters less batch norm's 53,120 (2 x 26,560 channels)
+  const auto mem = analytic::cnn_memory(net.view(), c);
+  CHECK(mem.weight_casts == 2 * (25'557'032.0 - 53'120.0));
 }

@@ -32,7 +32,9 @@
 #include "strata/error.hpp"
 #include "strata/frameworks/pytorch_eager.hpp"
 #include "strata/hardware/kernels.hpp"
+#include "strata/lower/cnn.hpp"
 #include "strata/model/layer.hpp"
+#include "strata/parallel/cnn/context.hpp"
 
 namespace strata::analytic {
 
@@ -300,148 +302,143 @@ struct cnn_config {
   dtype precision = dtype::bf16;  ///< bf16: autocast; fp32: TF32 convolutions
 };
 
+namespace detail {
+/// Lists kernels priced with a queued profile: one `kernel` entry per kernel, its name the
+/// prefix, the module and the part.
+struct kernel_list {
+  step_estimate& out;
+  const device_profile& q;
+  const gemm_model& g;
+  bool fp32_attention;
+  double per_kernel;
+  std::string prefix;
+  void kernel(const lower::kernel_op& k) {
+    std::string name = prefix;
+    name += k.what;
+    if (!k.part.empty()) {
+      name += ' ';
+      name += k.part;
+    }
+    lower::kernel_op one = k;
+    one.times = 1;
+    const double t = lower::gpu_time(one, q, g, fp32_attention);
+    for (double i = 0; i < k.times; ++i)
+      out.kernels.push_back({name, k.kind, one.flops(), one.bytes, t,
+                             per_kernel + (i == 0 ? k.host : 0.0), k.sync && i + 1 >= k.times});
+  }
+};
+inline void check_cnn(std::span<const layer> layers, int batch) {
+  if (batch < 1) throw plan_error("CNN step: the batch must be at least 1");
+  if (layers.empty()) throw plan_error("CNN step: the model has no layers");
+}
+}  // namespace detail
+
+/// A CNN training step in PyTorch eager: `lower::cnn_layer`'s kernels forward, the
+/// cross-entropy (four fp32 passes over the logits), the kernels backward, and SGD with momentum
+/// as five fp32 passes over the parameters (20 B each), issued per parameter tensor.
 [[nodiscard]] inline step_estimate cnn_step(std::span<const layer> layers, const cnn_config& c,
                                             const device_profile& profile) {
-  if (c.batch < 1) throw plan_error("CNN step: the batch must be at least 1");
-  if (layers.empty()) throw plan_error("CNN step: the model has no layers");
+  detail::check_cnn(layers, c.batch);
   step_estimate out;
-  const device_profile p = profile.queued();
-  const double dispatch = p.dispatch.per_kernel;
-  const double N = c.batch, act = c.precision == dtype::fp32 ? 4.0 : 2.0;
+  const device_profile q = profile.queued();
   const bool autocast = c.precision != dtype::fp32;
-  const gemm_model& g = p.gemm(c.precision);
-  auto memory = [&](const std::string& name, const stream_model& s, double bytes) {
-    out.kernels.push_back({name, kernel_kind::memory, 0, bytes, s.time(bytes), dispatch});
-  };
+  const gemm_model& g = q.gemm(c.precision);
+  detail::kernel_list v{out, q, g, false, q.dispatch.per_kernel, {}};
+  const double N = c.batch;
   double params = 0, tensors = 0;
-  auto lower = [&](std::size_t i, bool backward) {
-    const layer& l = layers[i];
-    const std::string name =
-        std::string(to_string(l.kind)) + " " + std::to_string(i) + (backward ? " backward" : "");
-    const double k = backward ? 2 : 1;
-    switch (l.kind) {
-      case layer_kind::conv:
-      case layer_kind::linear: {
-        const double window =
-            l.kind == layer_kind::conv
-                ? static_cast<double>(l.kernel) * l.kernel * (l.in.d > 1 ? l.kernel : 1)
-                : l.in.elements();
-        const double positions = l.kind == layer_kind::conv ? N * l.out.spatial() : N;
-        const double ck = l.kind == layer_kind::conv ? l.in.c * window : window;
-        const double weights = ck * l.out.c;
-        const bool bias = l.params > weights;
-        // the tensors an implicit GEMM moves: input, weights, output, each once
-        const double traffic = (N * l.x() + weights + N * l.y()) * act;
-        auto gemm = [&](const std::string& what, double m, double n, double kk) {
-          out.kernels.push_back({what, kernel_kind::gemm, 2 * m * n * kk, traffic,
-                                 g.time(m, n, kk, traffic), dispatch});
-        };
-        if (!backward) {
-          tensors += bias ? 2 : 1;
-          // autocast: the image and the fp32 weights cast to bf16 (6 B per element)
-          if (autocast && i == 0) memory("input cast", p.copy, 6 * N * l.x());
-          if (autocast) memory(name + " weight cast", p.copy, 6 * l.params);
-          gemm(name, positions, l.out.c, ck);
-          // PyTorch adds a convolution's bias in a separate pass over the output
-          if (bias && l.kind == layer_kind::conv)
-            memory(name + " bias", p.gelu, 2 * N * l.y() * act);
-        } else {
-          // the data gradient is a convolution of dY with the flipped filters: C outputs per
-          // position, a reduction over F k^2 (a linear layer: in features over out features)
-          if (i > 0) {
-            if (l.kind == layer_kind::conv)
-              gemm(name + " data", positions, l.in.c, window * l.out.c);
-            else
-              gemm(name + " data", positions, ck, l.out.c);
-          }
-          gemm(name + " weights", ck, l.out.c, positions);
-          if (autocast) memory(name + " gradient to fp32", p.copy, 6 * l.params);
-          if (bias) memory(name + " bias", p.softmax, N * l.y() * act);  // a reduction of dY
-        }
-        break;
-      }
-      case layer_kind::norm:
-        if (!backward) tensors += 2;  // scale and shift
-        memory(name, p.layer_norm, k * 3 * N * l.x() * act);
-        break;
-      case layer_kind::pool:
-        if (l.kernel > 1) {
-          // max pooling also writes (forward) or reads (backward) int64 indices, and its
-          // backward first zero-fills the input gradient
-          const double moved = N * (l.x() + l.y()) * act + N * l.y() * 8;
-          memory(name, p.gelu, backward ? moved + N * l.x() * act : moved);
-        } else {
-          memory(name, p.gelu, k * N * (l.x() + l.y()) * act);
-        }
-        break;
-      default:
-        memory(name, p.gelu, k * 2 * N * l.y() * act);
-        break;
-    }
-  };
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    lower(i, false);
-    params += layers[i].params;
+    v.prefix = std::to_string(i);
+    v.prefix += ' ';
+    lower::cnn_layer(layers, i, N, autocast, lower::phase::forward, v);
+    const layer& l = layers[i];
+    params += l.params;
+    if (l.kind == layer_kind::conv || l.kind == layer_kind::linear) {
+      const bool bias = l.kind == layer_kind::linear
+                            ? l.params > l.in.elements() * l.out.c
+                            : l.params > l.in.c * static_cast<double>(l.kernel) * l.kernel *
+                                             (l.in.d > 1 ? l.kernel : 1) * l.out.c;
+      tensors += bias ? 2 : 1;
+    } else if (l.kind == layer_kind::norm) {
+      tensors += 2;  // scale and shift
+    }
   }
-  memory("cross-entropy", p.softmax, 4 * N * layers.back().y() * 4);
-  for (std::size_t i = layers.size(); i-- > 0;) lower(i, true);
+  v.prefix.clear();
+  lower::kernel_op ce{.what = "cross-entropy", .part = {}, .kind = kernel_kind::memory};
+  ce.stream = lower::stream_class::softmax;
+  ce.bytes = 4 * N * layers.back().y() * 4;
+  v.kernel(ce);
+  for (std::size_t i = layers.size(); i-- > 0;) {
+    v.prefix = std::to_string(i);
+    v.prefix += " backward ";
+    lower::cnn_layer(layers, i, N, autocast, lower::phase::backward, v);
+  }
   out.kernels.push_back({"SGD with momentum", kernel_kind::optimizer, 0, 20 * params,
-                         p.copy.time(20 * params), tensors * p.dispatch.per_tensor});
+                         q.copy.time(20 * params), tensors * q.dispatch.per_tensor, false});
   return out;
 }
 
-/// Memory of a CNN step in PyTorch eager (torchvision models: ReLU in place; batch norm saves its
-/// input; max pooling saves int64 indices; autocast keeps bf16 copies of conv and linear weights
-/// until their backward), SGD with momentum, `zero_grad(set_to_none=True)`, the fp32 image batch
-/// and int64 labels on the GPU. cuDNN workspaces are not counted.
+/// Memory of a CNN step in PyTorch eager: `lower::cnn_layer`'s kept tensors (and autocast's weight
+/// copies), fp32 parameters, momentum buffers and gradients, the fp32 image batch, int64 labels and
+/// batch norm's running statistics, the loss's fp32 logits (three passes' worth at its peak);
+/// cuDNN workspaces are not counted.
 [[nodiscard]] inline step_memory cnn_memory(std::span<const layer> layers, const cnn_config& c) {
-  if (c.batch < 1) throw plan_error("CNN memory: the batch must be at least 1");
-  if (layers.empty()) throw plan_error("CNN memory: the model has no layers");
+  detail::check_cnn(layers, c.batch);
   const bool bf16 = c.precision != dtype::fp32;
-  const double N = c.batch, act = bf16 ? 2.0 : 4.0;
-  double P = 0, weights = 0, saved = 0, buffers = 0;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const layer& l = layers[i];
-    const bool next_norm = i + 1 < layers.size() && layers[i + 1].kind == layer_kind::norm;
-    const bool next_elementwise =
-        i + 1 < layers.size() && layers[i + 1].kind == layer_kind::elementwise;
-    const bool prev_elementwise = i > 0 && layers[i - 1].kind == layer_kind::elementwise;
-    P += l.params;
-    switch (l.kind) {
-      case layer_kind::conv:
-      case layer_kind::linear:
-        weights += l.params;
-        if (next_norm) saved += N * l.y() * act;       // batch norm saves its input
-        if (i == 0 && bf16) saved += N * l.x() * act;  // the image cast to bf16
-        if (l.kind == layer_kind::linear && !prev_elementwise)
-          saved += N * l.x() * act;  // the input of a linear layer after pooling
-        break;
-      case layer_kind::norm:
-        buffers += 2.0 * l.in.c * 4;  // running mean and variance
-        break;
-      case layer_kind::elementwise:
-        // ReLU in place keeps its output; a residual add followed by its ReLU shares storage
-        if (!next_elementwise) saved += N * l.y() * act;
-        break;
-      case layer_kind::pool:
-        if (l.kernel > 1) saved += N * l.y() * 8;  // max-pool indices, int64
-        break;
-      default:
-        break;
+  const double N = c.batch;
+  double P = 0, buffers = 0, saved = 0, casts = 0;
+  struct keeper {
+    double &acts, &copies;
+    void save(const lower::saved_tensor& t) {
+      (t.kind == lower::keep_kind::weight_copy ? copies : acts) += t.bytes;
     }
+  } v{saved, casts};
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    lower::cnn_layer(layers, i, N, bf16, lower::phase::forward, v);
+    P += layers[i].params;
+    if (layers[i].kind == layer_kind::norm) buffers += 2.0 * layers[i].in.c * 4;
   }
   step_memory m;
   m.parameters = 4 * P;
   m.optimizer_states = 4 * P;  // momentum buffers
   m.gradients = 4 * P;
   m.batch = N * layers.front().x() * 4 + N * 8 + buffers;
-  m.weight_casts = bf16 ? 2 * weights : 0;
+  m.weight_casts = casts;
   m.activations = saved;
   m.logits = 3 * N * layers.back().y() * 4;
   const double fixed = m.parameters + m.optimizer_states + m.batch + m.workspace;
   m.between_steps = fixed;
   m.peak = std::max(fixed + m.weight_casts + m.activations + m.logits, fixed + m.gradients);
   return m;
+}
+
+/// ParaDL's per-layer compute times (FW_l and BW_l per sample, WU_l per iteration) from the
+/// kernels `lower::cnn_layer` gives for a micro-batch of `batch` samples: pass them as the
+/// profiled times of `analytic::evaluate` and ParaDL's strategies run on the same lowering as the
+/// single-GPU step (the image cast rides with the first layer, the loss with the last, the
+/// optimizer's SGD with momentum is spread by parameters).
+[[nodiscard]] inline std::vector<layer_time> cnn_layer_times(std::span<const layer> layers,
+                                                             const cnn_config& c,
+                                                             const device_profile& profile) {
+  detail::check_cnn(layers, c.batch);
+  const device_profile q = profile.queued();
+  const gemm_model& g = q.gemm(c.precision);
+  struct timer {
+    const device_profile& q;
+    const gemm_model& g;
+    double t = 0;
+    void kernel(const lower::kernel_op& k) { t += lower::gpu_time(k, q, g, false); }
+  };
+  const double N = c.batch;
+  std::vector<layer_time> out;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    timer f{q, g}, b{q, g};
+    lower::cnn_layer(layers, i, N, c.precision != dtype::fp32, lower::phase::forward, f);
+    lower::cnn_layer(layers, i, N, c.precision != dtype::fp32, lower::phase::backward, b);
+    if (i + 1 == layers.size()) f.t += q.softmax.time(4 * N * layers.back().y() * 4);
+    out.push_back(
+        {seconds{f.t / N}, seconds{b.t / N}, seconds{q.copy.time(20 * layers[i].params)}});
+  }
+  return out;
 }
 
 }  // namespace strata::analytic
