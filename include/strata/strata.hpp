@@ -24,6 +24,7 @@
 #include "strata/hardware/mesh.hpp"
 #include "strata/hardware/presets.hpp"
 #include "strata/limits.hpp"
+#include "strata/lower/cnn.hpp"
 #include "strata/lower/ops.hpp"
 #include "strata/lower/transformer.hpp"
 #include "strata/model/embedding_bag.hpp"
