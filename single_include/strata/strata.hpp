@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <array>
+#include <cstdint>
 #include <compare>
 #include <string>
 #include <cmath>
@@ -346,6 +347,9 @@ struct level {
 };
 
 inline constexpr std::size_t max_levels = 5;
+/// The most devices a cluster may hold (2^24, 16.7 M): device counts are `int`, and every product
+/// of fan-outs is formed in 64 bits and checked against this bound.
+inline constexpr int max_devices = 1 << 24;
 
 /// Devices of one kind in a hierarchy of levels.
 struct cluster {
@@ -354,17 +358,17 @@ struct cluster {
   std::array<level, max_levels> levels{};
   int depth = 0;
 
-  /// Number of devices: the product of the fan-outs.
-  [[nodiscard]] constexpr int devices() const {
-    int n = 1;
-    for (int k = 0; k < depth; ++k) n *= levels[static_cast<std::size_t>(k)].fanout;
-    return n;
-  }
-  /// Devices in one group of level k.
+  /// Number of devices: the product of the fan-outs (at most `max_devices`).
+  [[nodiscard]] constexpr int devices() const { return span(depth - 1); }
+  /// Devices in one group of level k; a product above `max_devices` is a plan_error.
   [[nodiscard]] constexpr int span(int k) const {
-    int n = 1;
-    for (int j = 0; j <= k; ++j) n *= levels[static_cast<std::size_t>(j)].fanout;
-    return n;
+    std::int64_t n = 1;
+    for (int j = 0; j <= k && j < static_cast<int>(max_levels); ++j) {
+      n *= levels[static_cast<std::size_t>(j)].fanout;
+      if (n > max_devices || n < 1)
+        throw plan_error("a cluster holds at most 2^24 devices (the product of its fan-outs)");
+    }
+    return static_cast<int>(n);
   }
   /// Lowest level whose group holds both ranks (-1 if a == b).
   [[nodiscard]] constexpr int common_level(int a, int b) const {
@@ -396,6 +400,7 @@ struct cluster {
     if (l.oversubscription < 1) throw plan_error("over-subscription must be at least 1");
     c.levels[static_cast<std::size_t>(c.depth++)] = l;
   }
+  (void)c.devices();  // the product of the fan-outs is at most max_devices
   return c;
 }
 
@@ -713,6 +718,87 @@ struct embedding {
 
 }  // namespace strata
 
+// ---- strata/frameworks/recipe.hpp --------------------------------------------------------------
+/// @file frameworks/recipe.hpp
+/// @brief A framework recipe: the facts of how a training framework runs a model that change its
+/// time and memory — which kernels it launches, which tensors autograd keeps, how it stores
+/// weights, gradients and optimizer states, and whether the host's dispatch shows.
+///
+/// A recipe is a literal value, so a plan that names one stays `constexpr`; the shipped ones are
+/// `frameworks::megatron`, `frameworks::pytorch_eager` and `frameworks::huggingface`
+/// (`frameworks/*.hpp`), each derived from its framework's source and cited there. A user
+/// describes another framework by filling in the same fields.
+/// @code
+/// constexpr strata::frameworks::recipe mine = [] {
+///   auto r = strata::frameworks::pytorch_eager;
+///   r.name = "my loop";
+///   r.workspace = 0;  // no cuBLAS workspace counted
+///   return r;
+/// }();
+/// @endcode
+
+
+namespace strata::frameworks {
+
+/// How the module code writes a block's pieces (the kernels they become and what they keep).
+enum class module_style {
+  fused,        ///< one kernel per norm, activation and rotary embedding (Megatron, nanoGPT)
+  transformers  ///< Hugging Face `transformers` modeling code: norms, RoPE and gates as op chains
+};
+
+/// What the loss keeps (bytes per logit on the last stage).
+enum class loss_style {
+  vocab_parallel,  ///< Megatron's fused cross-entropy on fp32 logits (Korthikanti et al. §4.3)
+  eager,           ///< F.cross_entropy on the model's logits, upcast to fp32 inside the loss
+  transformers     ///< `logits.float()` in the model's loss function, then F.cross_entropy
+};
+
+struct recipe {
+  std::string_view name = "megatron";
+  /// `torch.autocast` over fp32 parameters: each linear layer's weight is cast to the compute
+  /// type on every forward (autograd holds the copy until its backward) and its gradient cast back;
+  /// norms and the residual stream stay fp32 and their outputs are cast. false: the framework
+  /// keeps 16-bit working weights and fp32 master copies (Micikevicius et al. 2018, Megatron).
+  bool autocast = false;
+  /// Python issues every kernel (eager PyTorch): the profile's `dispatch` costs are host time the
+  /// GPU may wait for. false: kernels are queued far ahead of the GPU (host time hidden).
+  bool eager = false;
+  module_style modules = module_style::fused;
+  loss_style loss = loss_style::vocab_parallel;
+  bool fused_qkv = true;      ///< one GEMM for Q, K and V (false: three projections)
+  bool fused_gate_up = true;  ///< SwiGLU's gate and up projections as one GEMM
+  /// the attention output is made contiguous before the output projection, and autograd keeps
+  /// both the kernel's output and the copy
+  bool attention_output_copy = false;
+  /// gradients live in persistent buffers (Megatron's main_grad); false: allocated during
+  /// backward and freed by `zero_grad(set_to_none=True)`
+  bool persistent_gradients = true;
+  /// the training loop keeps the model's logits through the backward (nanoGPT's forward returns
+  /// them); false: only the loss leaves the model
+  bool keep_logits = false;
+  double workspace = 0;              ///< bytes of BLAS workspace held by the allocator
+  double batch_bytes_per_token = 0;  ///< input ids and labels kept on the GPU
+};
+
+}  // namespace strata::frameworks
+
+// ---- strata/frameworks/megatron.hpp ------------------------------------------------------------
+/// @file frameworks/megatron.hpp
+/// @brief Megatron-LM as SC'21 and Korthikanti et al. 2022 describe it: fused kernels (one per
+/// norm, bias-GELU/SwiGLU, bias-dropout-add, rotary embedding), fused QKV and gate/up GEMMs,
+/// 16-bit working weights with fp32 master weights and main_grad buffers (18 B per parameter
+/// with Adam, `transformer_training::gradients` = fp32), the vocabulary-parallel cross-entropy on
+/// fp32 logits, kernels queued ahead of the GPU, and Korthikanti's saved tensors (34 s b h +
+/// 5 a s^2 b per layer, Table 2). No allocator workspace or batch tensors are counted (as in
+/// Korthikanti's accounting).
+
+
+namespace strata::frameworks {
+
+inline constexpr recipe megatron{};
+
+}  // namespace strata::frameworks
+
 // ---- strata/training.hpp -----------------------------------------------------------------------
 /// @file training.hpp
 /// @brief The training setup: batch, dataset size, precision, optimizer and compute efficiency.
@@ -809,6 +895,8 @@ struct transformer_training {
   dtype gradients = dtype::fp32;
   bool flash_attention = true;  ///< fused attention: no s x s tensors are kept (or moved)
   double reserved = 0;          ///< bytes of "other" memory per device (framework, workspaces)
+  /// how the framework runs the step (`frameworks/*.hpp`): kernels, saved tensors, storage
+  frameworks::recipe framework = frameworks::megatron;
 
   /// Tokens per sequence: `sequence`, or the model's own length `model_sequence` when it is 0.
   [[nodiscard]] constexpr int sequence_or(int model_sequence) const {
@@ -829,21 +917,29 @@ struct transformer_training {
     return dtype::fp32;
   }
   [[nodiscard]] constexpr bool mixed() const { return precision != precision_mode::fp32; }
-  /// Bytes per element of activations and of the working copy of the weights.
+  /// Bytes per element of activations (the GEMMs' inputs and outputs).
   [[nodiscard]] constexpr double activation_bytes() const { return mixed() ? 2.0 : 4.0; }
-  [[nodiscard]] constexpr double weight_bytes() const { return activation_bytes(); }
+  /// Mixed precision with 16-bit working weights and fp32 masters (Megatron); under autocast the
+  /// parameters themselves stay fp32 and there is no master copy.
+  [[nodiscard]] constexpr bool master_weights() const { return mixed() && !framework.autocast; }
+  /// Bytes per element of the residual stream (fp32 under autocast: the norms run in fp32).
+  [[nodiscard]] constexpr double residual_bytes() const {
+    return framework.autocast ? 4.0 : activation_bytes();
+  }
+  [[nodiscard]] constexpr double weight_bytes() const { return master_weights() ? 2.0 : 4.0; }
   [[nodiscard]] constexpr double gradient_bytes() const {
-    return mixed() ? size_of(gradients) : 4.0;
+    return master_weights() ? size_of(gradients) : 4.0;
   }
-  /// Optimizer bytes per parameter: the fp32 master copy (mixed) and 4 B per state.
+  /// Optimizer bytes per parameter: the fp32 master copy (if any) and 4 B per state.
   [[nodiscard]] constexpr double optimizer_bytes() const {
-    return (mixed() ? 4.0 : 0.0) + 4.0 * states_per_param(optim);
+    return (master_weights() ? 4.0 : 0.0) + 4.0 * states_per_param(optim);
   }
-  /// Bytes the optimizer step reads and writes per parameter: gradient, master weight and states
-  /// read and written back, plus the working copy written (mixed).
+  /// Bytes the optimizer step reads and writes per parameter: gradient, (master) weight and
+  /// states read and written back, plus the working copy written (master weights): 30 B for
+  /// Megatron's Adam, 28 B for fused AdamW on fp32 parameters.
   [[nodiscard]] constexpr double update_bytes() const {
     return gradient_bytes() + 2 * (4.0 + 4.0 * states_per_param(optim)) +
-           (mixed() ? weight_bytes() : 0.0);
+           (master_weights() ? weight_bytes() : 0.0);
   }
 
   constexpr void check() const {
@@ -855,8 +951,8 @@ struct transformer_training {
 
 }  // namespace strata
 
-// ---- strata/parallel/context.hpp ---------------------------------------------------------------
-/// @file parallel/context.hpp
+// ---- strata/parallel/cnn/context.hpp -----------------------------------------------------------
+/// @file parallel/cnn/context.hpp
 /// @brief What a strategy is evaluated against, what it returns, and the `Strategy` concept.
 ///
 /// A `context` bundles the layers, the cluster and the training setup, plus each layer's
@@ -1174,6 +1270,20 @@ constexpr double log(double x) {
 constexpr double log2(double x) { return log(x) / ln2; }
 constexpr double log10(double x) { return log(x) / 2.302585092994045684017991454684364208; }
 constexpr double pow(double base, double e) { return exp(e * log(base)); }
+
+/// Square root: Newton's iteration in a constant expression, std::sqrt at run time.
+constexpr double sqrt(double x) {
+  if (!std::is_constant_evaluated()) return std::sqrt(x);
+  if (!(x > 0.0)) return x == 0.0 ? 0.0 : std::numeric_limits<double>::quiet_NaN();
+  if (x == std::numeric_limits<double>::infinity()) return x;
+  double r = x > 1.0 ? x : 1.0;
+  for (int i = 0; i < 200; ++i) {
+    const double next = 0.5 * (r + x / r);
+    if (next >= r) break;  // converged: Newton's iterates decrease to the root
+    r = next;
+  }
+  return r;
+}
 
 }  // namespace strata::detail
 
@@ -1538,8 +1648,8 @@ template <class Range>
 
 }  // namespace strata::comm
 
-// ---- strata/parallel/data.hpp ------------------------------------------------------------------
-/// @file parallel/data.hpp
+// ---- strata/parallel/cnn/data.hpp --------------------------------------------------------------
+/// @file parallel/cnn/data.hpp
 /// @brief Serial training and data parallelism (ParaDL Table III rows 1-2, eqs. 3-7).
 /// @code
 /// strata::parallel::data dp{.p = 64};   // 64 replicas; the mini-batch is split 64 ways
@@ -1595,8 +1705,8 @@ struct data {
 
 }  // namespace strata::parallel
 
-// ---- strata/parallel/filter.hpp ----------------------------------------------------------------
-/// @file parallel/filter.hpp
+// ---- strata/parallel/cnn/filter.hpp ------------------------------------------------------------
+/// @file parallel/cnn/filter.hpp
 /// @brief Model-horizontal parallelism: filter (split F) and channel (split C), ParaDL Table III
 /// rows 5-6, eqs. 15-19.
 ///
@@ -1684,8 +1794,8 @@ struct channel {
 
 }  // namespace strata::parallel
 
-// ---- strata/parallel/spatial.hpp ---------------------------------------------------------------
-/// @file parallel/spatial.hpp
+// ---- strata/parallel/cnn/spatial.hpp -----------------------------------------------------------
+/// @file parallel/cnn/spatial.hpp
 /// @brief Spatial parallelism: each sample's height, width (and depth) split over
 /// p = ph x pw x pd devices, with halo exchange (ParaDL Table III row 3, eqs. 8-10).
 /// @code
@@ -1769,8 +1879,8 @@ struct spatial {
 
 }  // namespace strata::parallel
 
-// ---- strata/parallel/hybrid.hpp ----------------------------------------------------------------
-/// @file parallel/hybrid.hpp
+// ---- strata/parallel/cnn/hybrid.hpp ------------------------------------------------------------
+/// @file parallel/cnn/hybrid.hpp
 /// @brief Hybrids: data + filter (ParaDL Table III last row, eqs. 20-22) and data + spatial.
 ///
 /// p = p1 x p2 devices in p1 groups of p2. The inner strategy (filter or spatial) runs inside
@@ -1847,8 +1957,8 @@ struct data_spatial {
 
 }  // namespace strata::parallel
 
-// ---- strata/parallel/pipeline.hpp --------------------------------------------------------------
-/// @file parallel/pipeline.hpp
+// ---- strata/parallel/cnn/pipeline.hpp ----------------------------------------------------------
+/// @file parallel/cnn/pipeline.hpp
 /// @brief Layer (pipeline) parallelism, GPipe style: G layers cut into p contiguous stages, the
 /// mini-batch into S segments (ParaDL Table III row 4, eqs. 11-14).
 /// @code
@@ -2068,7 +2178,7 @@ constexpr double soft_floor(double floor, double work) {
   if (floor <= 0) return work;
   const double a = floor * floor, b = work * work;
   const double s = a * a + b * b;
-  return strata::detail::pow(s, 0.25);
+  return strata::detail::sqrt(strata::detail::sqrt(s));
 }
 }  // namespace detail
 
@@ -2196,6 +2306,11 @@ struct device_profile {
     return t == dtype::fp32 || t == dtype::tf32 ? fp32 : bf16;
   }
 
+  /// A stream model of this profile as a queued kernel sees it (`queued`).
+  [[nodiscard]] constexpr stream_model queued(stream_model s) const {
+    if (dispatch.kernel_floor > 0) s.floor = dispatch.kernel_floor;
+    return s;
+  }
   /// The profile of kernels queued back to back in a stream: every floor is `dispatch`'s
   /// `kernel_floor` (unchanged when that is 0).
   [[nodiscard]] constexpr device_profile queued() const {
@@ -2293,6 +2408,193 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
 
 }  // namespace strata
 
+// ---- strata/lower/ops.hpp ----------------------------------------------------------------------
+/// @file lower/ops.hpp
+/// @brief The operations a plan lowers to on one rank: kernels (FLOPs, bytes, kind), collectives
+/// (operation, axis, bytes, phase) and tensors saved for backward, plus `span`, the host-issue /
+/// GPU-execution algebra that times a kernel sequence.
+///
+/// A lowering (`lower/transformer.hpp`) does not build a graph: it calls a visitor once per
+/// operation, so the same lowering feeds the closed form (which prices and sums, `constexpr`,
+/// no allocation), the single-GPU step report (which keeps every kernel) and the simulator
+/// (which turns them into tasks).
+/// @code
+/// constexpr auto s = strata::lower::span::kernel(50e-6, 10e-6)        // host-bound kernel
+///                        .then(strata::lower::span::kernel(5e-6, 1e-3));  // GPU-bound one
+/// static_assert(s.time == 50e-6 + 1e-3);
+/// @endcode
+
+
+
+namespace strata::lower {
+
+/// What a kernel is, for FLOP accounting and reports.
+enum class kernel_kind { gemm, attention, memory, optimizer };
+
+/// The stream model that prices a memory-bound kernel (`device_profile`'s classes).
+enum class stream_class { copy, layer_norm, softmax, elementwise, dropout };
+
+/// One kernel. GEMMs are C = A(m x k) B(k x n) (`traffic`: the bytes an implicit GEMM really
+/// moves, 0 for its operands once); attention is flash (or PyTorch's memory-efficient kernel for
+/// fp32) over `batch` x `heads` sequences of `seq` tokens and head size `dim`, its forward or
+/// the rest of its training pass; memory-bound kernels move `bytes`. `times` identical kernels run
+/// back to back (the experts on a rank).
+struct kernel_op {
+  std::string_view what;  ///< the module ("QKV", "MLP down")
+  std::string_view part;  ///< which of its kernels ("dX", "weight cast"); empty: the main one
+  kernel_kind kind = kernel_kind::memory;
+  double m = 0, n = 0, k = 0, traffic = 0;  ///< GEMM
+  stream_class stream = stream_class::copy;
+  double bytes = 0;                               ///< memory-bound (and optimizer) bytes
+  double batch = 0, heads = 0, seq = 0, dim = 0;  ///< attention
+  bool backward = false;                          ///< attention: the backward part
+  double times = 1;
+  double host = 0;    ///< extra host time before it (a checkpointed block re-entered)
+  bool sync = false;  ///< the host waits for the GPU after it (a `.cpu()` of its result)
+  bool fp32 = false;  ///< a GEMM on fp32 inputs (TF32) whatever the compute type
+
+  /// FLOPs as counted in reports: 2 m n k per GEMM; attention forward 2 b a s^2 d (causal),
+  /// backward 2.5 x that.
+  [[nodiscard]] constexpr double flops() const {
+    if (kind == kernel_kind::gemm) return times * 2 * m * n * k;
+    if (kind == kernel_kind::attention) {
+      const double f = attention_model::forward_flops(batch, heads, seq, dim);
+      return times * (backward ? 2.5 * f : f);
+    }
+    return 0;
+  }
+};
+
+/// Which part of the step an operation belongs to.
+enum class phase { forward, backward };
+
+/// A blocking collective of a layer on the communicator of a parallel axis (priced by the
+/// plan's placement of that axis).
+enum class comm_axis { tensor, context, expert };
+struct collective_op {
+  std::string_view what;
+  comm::collective op = comm::collective::all_reduce;
+  comm_axis axis = comm_axis::tensor;
+  double bytes = 0;  ///< the full buffer (ring attention: one block)
+  phase when = phase::forward;
+  double times = 1;  ///< back-to-back repetitions (ring attention's c - 1 steps)
+};
+
+/// What a tensor a layer keeps is, and how long it lives.
+enum class keep_kind {
+  activation,   ///< saved for backward: from the layer's forward to its backward
+  weight_copy,  ///< a 16-bit weight copy autocast made, held until the layer's backward
+  until_loss    ///< alive until the forward ends (a cache, autocast's cache under checkpointing)
+};
+struct saved_tensor {
+  std::string_view what;
+  double bytes = 0;
+  keep_kind kind = keep_kind::activation;
+};
+
+/// Host issue and GPU execution of a kernel sequence without synchronization: the host spends
+/// `host` seconds issuing, the GPU `gpu` seconds running, and `time` runs from an idle host and
+/// GPU to the end of the last kernel. Kernel i issued at H_i (the host time up to it) ends at
+/// max over j <= i of (H_j + the GPU time of kernels j..i), so time = max_j (H_j + G_{j..n}).
+struct issue_run {
+  double host = 0;
+  double gpu = 0;
+  double time = 0;
+  /// This sequence, then `b`: C = max(C_a + G_b, H_a + C_b).
+  [[nodiscard]] constexpr issue_run then(issue_run b) const {
+    const double x = time + b.gpu, y = host + b.time;
+    return {host + b.host, gpu + b.gpu, x > y ? x : y};
+  }
+  /// `r` copies back to back: the worst issue point lies in the first or the last copy, so
+  /// C = C_1 + (r - 1) max(H, G).
+  [[nodiscard]] constexpr issue_run repeat(double r) const {
+    if (r <= 0) return {};
+    return {r * host, r * gpu, time + (r - 1) * (host > gpu ? host : gpu)};
+  }
+};
+
+/// The time of a kernel sequence issued by a host and run in order by a GPU, with host-device
+/// synchronizations (a `.cpu()`, `.item()` or data-dependent shape: the host waits for the GPU).
+/// Up to the first synchronization the sequence is `first`; after the last one, `last`; between
+/// them `middle` seconds pass with host and GPU aligned at both ends. Sequences compose (`then`)
+/// and repeat exactly, which lets the closed form time a whole step from one layer: a
+/// launch-bound step takes its host time, a large one the sum of its kernels.
+struct span {
+  issue_run first{};
+  double middle = 0;
+  issue_run last{};
+  bool synced = false;
+  double gpu = 0;   ///< the kernels' time
+  double host = 0;  ///< when the host has issued the last kernel
+  double time = 0;  ///< when the last kernel ends
+
+  [[nodiscard]] static constexpr span of(issue_run a) {
+    return {a, 0, {}, false, a.gpu, a.host, a.time};
+  }
+  [[nodiscard]] static constexpr span kernel(double host, double gpu) {
+    return of({host, gpu, host + gpu});
+  }
+  /// The host waits for every issued kernel to finish.
+  [[nodiscard]] static constexpr span sync() { return {{}, 0, {}, true, 0, 0, 0}; }
+
+  [[nodiscard]] static constexpr span made(issue_run f, double m, issue_run l, bool synced,
+                                           double gpu) {
+    if (!synced) return of(f);
+    return {f, m, l, true, gpu, f.time + m + l.host, f.time + m + l.time};
+  }
+  [[nodiscard]] constexpr span then(span b) const {
+    const double g = gpu + b.gpu;
+    if (!synced && !b.synced) return of(first.then(b.first));
+    if (synced && !b.synced) return made(first, middle, last.then(b.first), true, g);
+    if (!synced) return made(first.then(b.first), b.middle, b.last, true, g);
+    return made(first, middle + last.then(b.first).time + b.middle, b.last, true, g);
+  }
+  [[nodiscard]] constexpr span repeat(double r) const {
+    if (r <= 0) return {};
+    if (!synced) return of(first.repeat(r));
+    return made(first, r * middle + (r - 1) * last.then(first).time, last, true, r * gpu);
+  }
+  /// Time the GPU waits for the host: 0 when the kernels queue up faster than they run.
+  [[nodiscard]] constexpr double exposed_host() const { return time - gpu; }
+};
+
+/// Seconds kernel `op` runs on a device, with `p` already `queued()`; `g` is the GEMM model of the
+/// compute type (fp8 GEMMs: the bf16 model at the fp8 peak).
+[[nodiscard]] constexpr double gpu_time(const kernel_op& op, const device_profile& p,
+                                        const gemm_model& g, bool fp32_attention) {
+  switch (op.kind) {
+    case kernel_kind::gemm: {
+      const gemm_model& gm = op.fp32 ? p.fp32 : g;
+      return op.times *
+             (op.traffic > 0 ? gm.time(op.m, op.n, op.k, op.traffic) : gm.time(op.m, op.n, op.k));
+    }
+    case kernel_kind::attention: {
+      const attention_model& a = fp32_attention ? p.attention_fp32 : p.attention;
+      if (!op.backward) return op.times * a.forward(op.batch, op.heads, op.seq, op.dim);
+      const double t = a.forward_backward(op.batch, op.heads, op.seq, op.dim) -
+                       a.forward(op.batch, op.heads, op.seq, op.dim);
+      return op.times * (t > 0 ? t : 0.0);
+    }
+    case kernel_kind::memory:
+    case kernel_kind::optimizer:
+      switch (op.stream) {
+        case stream_class::copy:
+          return op.times * p.copy.time(op.bytes);
+        case stream_class::layer_norm:
+          return op.times * p.layer_norm.time(op.bytes);
+        case stream_class::softmax:
+          return op.times * p.softmax.time(op.bytes);
+        case stream_class::elementwise:
+          return op.times * p.gelu.time(op.bytes);
+        case stream_class::dropout:
+          return op.times * p.dropout.time(op.bytes);
+      }
+  }
+  return 0;
+}
+
+}  // namespace strata::lower
+
 // ---- strata/model/transformer.hpp --------------------------------------------------------------
 /// @file model/transformer.hpp
 /// @brief A decoder (or encoder) transformer described by its published dimensions: attention
@@ -2334,12 +2636,13 @@ struct transformer {
   mlp_kind mlp = mlp_kind::gelu;
   norm_kind norm = norm_kind::layer_norm;
   position_kind positions = position_kind::learned;
-  bool tied = true;     ///< the output projection shares the embedding matrix
-  bool bias = true;     ///< linear layers carry biases
-  bool dropout = true;  ///< dropout after attention, the projections and the embedding
-  int experts = 1;      ///< MLPs per layer (> 1: every layer is a mixture of experts)
-  int top_k = 1;        ///< experts each token runs
-  double capacity = 1;  ///< capacity factor: tokens an expert accepts / its even share
+  bool tied = true;       ///< the output projection shares the embedding matrix
+  bool bias = true;       ///< linear layers carry biases
+  bool qkv_bias = false;  ///< Q, K and V carry biases even without `bias` (Qwen2)
+  bool dropout = true;    ///< dropout after attention, the projections and the embedding
+  int experts = 1;        ///< MLPs per layer (> 1: every layer is a mixture of experts)
+  int top_k = 1;          ///< experts each token runs
+  double capacity = 1;    ///< capacity factor: tokens an expert accepts / its even share
 
   [[nodiscard]] constexpr int kv() const { return kv_heads == 0 ? heads : kv_heads; }
   [[nodiscard]] constexpr double head_dim() const { return static_cast<double>(hidden) / heads; }
@@ -2353,7 +2656,7 @@ struct transformer {
   /// Q, K, V and output projection weights and biases.
   [[nodiscard]] constexpr double attention_parameters() const {
     const double h = hidden, w = kv_width();
-    return h * (2 * h + 2 * w) + (bias ? 2 * h + 2 * w : 0.0);
+    return h * (2 * h + 2 * w) + (bias ? 2 * h + 2 * w : qkv_bias ? h + 2 * w : 0.0);
   }
   /// One MLP (one expert of an MoE layer).
   [[nodiscard]] constexpr double mlp_parameters() const {
@@ -2429,16 +2732,378 @@ struct transformer {
 
 }  // namespace strata
 
+// ---- strata/parallel/context.hpp ---------------------------------------------------------------
+/// @file parallel/context.hpp
+/// @brief Context parallelism: ring attention (Liu et al. 2023).
+///
+/// - compute: the sequence split c ways; each rank's queries attend to the whole sequence, so
+///   attention on a rank costs b / c sequences of full length (`lower::layer`);
+/// - collectives: around the ring, c - 1 transfers of the rank's K and V blocks forward, of the
+///   blocks and their gradients backward (`transfers`), hidden behind attention as far as it lasts
+///   (`analytic::collectives_of`);
+/// - memory: activations of s / c tokens; gradients reduced over the context ranks as over data
+///   replicas.
+/// The limit: 2c divides the sequence (each rank takes two chunks, for the causal mask's balance).
+
+
+namespace strata::parallel {
+
+struct context_parallel {
+  int degree = 1;
+
+  /// K/V block transfers per layer: c - 1 forward, 2 (c - 1) backward.
+  [[nodiscard]] constexpr double transfers(bool backward) const {
+    return (backward ? 2.0 : 1.0) * (degree - 1);
+  }
+  constexpr void check(int sequence) const {
+    if (degree < 1) throw plan_error(limits::degree_below_one);
+    if (degree > 1 && sequence % (2 * degree) != 0)
+      throw plan_error(limits::context_degree_must_divide_sequence);
+  }
+};
+
+}  // namespace strata::parallel
+
+// ---- strata/parallel/zero.hpp ------------------------------------------------------------------
+/// @file parallel/zero.hpp
+/// @brief ZeRO (Rajbhandari et al. 2020 §5): stage 1 shards the optimizer states over the
+/// data-parallel ranks (Megatron's distributed optimizer), stage 2 also the gradients, stage 3
+/// also the weights (FSDP's full sharding). `analytic/zero.hpp` has the paper's and DeepSpeed's
+/// estimators for whole models; this is the rule per parameter that a plan's stage memory uses.
+
+
+namespace strata::parallel {
+
+/// Bytes of model states for some parameters on one rank.
+struct sharded_states {
+  double weights = 0, gradients = 0, optimizer = 0;
+};
+
+/// `n` parameters of `weight`, `gradient` and `optimizer` bytes each, sharded over `shards` ranks
+/// by ZeRO stage `stage`.
+[[nodiscard]] constexpr sharded_states zero_states(double n, double shards, int stage,
+                                                   double weight, double gradient,
+                                                   double optimizer) {
+  return {n * weight / (stage >= 3 ? shards : 1.0), n * gradient / (stage >= 2 ? shards : 1.0),
+          n * optimizer / (stage >= 1 ? shards : 1.0)};
+}
+
+constexpr void check_zero_stage(int stage) {
+  if (stage < 0 || stage > 3) throw plan_error(limits::zero_stage_out_of_range);
+}
+
+}  // namespace strata::parallel
+
+// ---- strata/parallel/data.hpp ------------------------------------------------------------------
+/// @file parallel/data.hpp
+/// @brief Data parallelism for transformers, with ZeRO (`parallel/zero.hpp`). ParaDL's CNN data
+/// parallelism is `parallel/cnn/data.hpp`.
+///
+/// - compute: the global batch split over the replicas (data x expert ranks for dense weights);
+/// - collectives: gradients reduced in buckets as the last micro-batch's backward releases them
+///   (PyTorch DDP, Megatron's grad buffers), a share `overlap` of the backward hiding them, the
+///   last bucket never; ZeRO-2/3 reduce-scatter after every micro-batch; ZeRO-3 gathers each
+///   layer's weights before its forward and backward, one layer ahead (the first is exposed);
+///   ZeRO-1/2 gather the updated weights behind the next forward (`exposed`);
+/// - memory: a bucket of gradients in flight (ZeRO-0), two layers' gathered weights (ZeRO-3).
+
+
+namespace strata::parallel {
+
+struct data_parallel {
+  int degree = 1;
+  int zero = 0;
+  double overlap = 1.0;      ///< fraction of the backward pass the reduction may hide behind
+  double bucket = 25e6 * 4;  ///< bucket bytes (PyTorch DDP: 25 MB of fp32 = 100 MB here)
+
+  /// The times of the data-parallel collectives of one stage's gradients or weights.
+  struct collective_times {
+    seconds all_reduce{}, reduce_scatter{}, all_gather{};
+  };
+  /// Their time not hidden behind compute, per iteration of m micro-batches of `forward` and
+  /// `backward` seconds each; `layer_share` = 1 / the stage's layers, `bucket_share` = one bucket
+  /// over the stage's gradients.
+  [[nodiscard]] constexpr seconds exposed(int m, collective_times c, seconds forward,
+                                          seconds backward, double layer_share,
+                                          double bucket_share) const {
+    const double ov = overlap;
+    seconds t{};
+    if (zero <= 1) {
+      const seconds reduce = zero == 0 ? c.all_reduce : c.reduce_scatter;
+      t = max(reduce - ov * backward, bucket_share * reduce);
+    } else if (zero == 2) {
+      t = m * max(c.reduce_scatter - ov * backward, bucket_share * c.reduce_scatter);
+    } else {
+      t = m *
+          (max(c.all_gather - ov * forward, layer_share * c.all_gather) +
+           max(c.all_gather + c.reduce_scatter - ov * backward, layer_share * c.reduce_scatter));
+    }
+    if (zero == 1 || zero == 2) t += max(c.all_gather - ov * forward, bucket_share * c.all_gather);
+    return t;
+  }
+
+  constexpr void check() const {
+    if (degree < 1) throw plan_error(limits::degree_below_one);
+    check_zero_stage(zero);
+    if (!(overlap >= 0 && overlap <= 1)) throw plan_error(limits::overlap_out_of_range);
+    if (!(bucket > 0)) throw plan_error("data parallelism: the bucket size must be positive");
+  }
+};
+
+}  // namespace strata::parallel
+
+// ---- strata/parallel/expert.hpp ----------------------------------------------------------------
+/// @file parallel/expert.hpp
+/// @brief Expert parallelism (GShard, Lepikhin et al. 2020).
+///
+/// - compute: E / e experts per rank, each running its share of the k T capacity-scaled routed
+///   tokens (`lower::layer`'s MoE block);
+/// - collectives: per MoE layer and pass, a dispatch and a combine all-to-all of the routed
+///   tokens (`all_to_alls`), priced as direct exchanges on the expert group;
+/// - memory: expert weights divided by e; the expert ranks are also data-parallel replicas of the
+///   dense weights (`nd::replicas`).
+/// The limit: e divides the experts.
+
+
+namespace strata::parallel {
+
+struct expert_parallel {
+  int degree = 1;
+
+  static constexpr int all_to_alls = 2;  ///< per MoE layer and pass: dispatch, combine
+  constexpr void check(const transformer& m) const {
+    if (degree < 1) throw plan_error(limits::degree_below_one);
+    if (m.experts % degree != 0) throw plan_error(limits::expert_degree_must_divide_experts);
+  }
+};
+
+}  // namespace strata::parallel
+
+// ---- strata/parallel/pipeline.hpp --------------------------------------------------------------
+/// @file parallel/pipeline.hpp
+/// @brief Pipeline parallelism for transformers: GPipe (Huang et al. 2019), 1F1B
+/// (PipeDream-Flush, Narayanan et al. 2021) and Megatron's interleaved 1F1B with v chunks per
+/// device (Narayanan et al. SC'21 §2.2.2). ParaDL's CNN pipeline is `parallel/cnn/pipeline.hpp`.
+///
+/// - compute: layers split evenly over the p stages (or the first and last stages take given
+///   counts), each stage's share in v chunks (`stage_layers`);
+/// - schedule: the order a stage runs its forward and backward units (`program`), the micro-batches
+///   it holds at its fullest (`in_flight`), the fill-and-drain bubble (`bubble`) and the
+///   activation and gradient sends (`sends`);
+/// - memory: a stage keeps its layers' weights and `in_flight` micro-batches of activations.
+
+
+
+namespace strata::parallel {
+
+enum class schedule { gpipe, one_f_one_b, interleaved };
+
+[[nodiscard]] constexpr std::string_view to_string(schedule s) {
+  switch (s) {
+    case schedule::gpipe:
+      return "gpipe";
+    case schedule::one_f_one_b:
+      return "1f1b";
+    case schedule::interleaved:
+      return "interleaved";
+  }
+  return "1f1b";
+}
+
+/// One (micro-batch, chunk) unit of a stage's program, forward or backward.
+struct pipeline_unit {
+  bool forward;
+  int micro;
+  int chunk;
+};
+
+struct pipeline_parallel {
+  int degree = 1;
+  int virtual_stages = 1;
+  schedule kind = schedule::one_f_one_b;
+  int first_stage_layers = 0;  ///< 0: an even share
+  int last_stage_layers = 0;   ///< 0: an even share
+
+  /// The layers and stages left once the first and last stages take their given counts.
+  struct evenly_split {
+    int layers, stages;
+  };
+  [[nodiscard]] constexpr evenly_split even_part(int layers) const {
+    evenly_split e{layers, degree};
+    if (first_stage_layers > 0) e.layers -= first_stage_layers, --e.stages;
+    if (last_stage_layers > 0) e.layers -= last_stage_layers, --e.stages;
+    return e;
+  }
+  /// Layers of stage `i` (all its virtual chunks together).
+  [[nodiscard]] constexpr int stage_layers(int layers, int i) const {
+    if (degree == 1) return layers;
+    if (i == 0 && first_stage_layers > 0) return first_stage_layers;
+    if (i == degree - 1 && last_stage_layers > 0) return last_stage_layers;
+    const evenly_split e = even_part(layers);
+    return e.layers / e.stages;
+  }
+
+  /// Micro-batches whose activations stage `stage` holds at its fullest: all of them under
+  /// GPipe, p - stage under 1F1B, and for the first stage of an interleaved schedule 1 + (p - 1) /
+  /// (p v) times that (Korthikanti et al. 2022 §4.2.3).
+  [[nodiscard]] constexpr double in_flight(int micro_batches, int stage) const {
+    if (kind == schedule::gpipe) return micro_batches;
+    double n = std::min(micro_batches, degree - stage);
+    if (virtual_stages > 1 && stage == 0)
+      n *= 1.0 + static_cast<double>(degree - 1) / (static_cast<double>(degree) * virtual_stages);
+    return n;
+  }
+  /// Fill and drain: the other stages' micro-batch time over v (Narayanan et al. SC'21 §2.2:
+  /// bubble fraction (p - 1) / (v m) when the stages are alike).
+  [[nodiscard]] constexpr seconds bubble(seconds all_stages, seconds slowest) const {
+    return (all_stages - slowest) / static_cast<double>(virtual_stages);
+  }
+  /// Sends a stage waits for: one per forward and backward step, 2 (v m + p - 1).
+  [[nodiscard]] constexpr double sends(int micro_batches) const {
+    return degree > 1 ? 2.0 * (virtual_stages * micro_batches + degree - 1) : 0.0;
+  }
+
+  /// The program of stage i with m micro-batches, in Megatron's order: GPipe runs every forward
+  /// then every backward; 1F1B p - i - 1 warm-up forwards, then one forward one backward, then the
+  /// drain; interleaved 1F1B (p - i - 1) 2 + (v - 1) p warm-up units, unit k running chunk
+  /// (k / p) mod v of micro-batch (k / pv) p + k mod p. `limit` > 0 caps the micro-batches in
+  /// flight (Proteus's max_ongoing_micro_batch).
+  [[nodiscard]] std::vector<pipeline_unit> program(int m, int i, int limit = 0) const {
+    const int p = degree, v = virtual_stages, total = m * v;
+    std::vector<pipeline_unit> out;
+    auto micro_of = [&](int k) { return (k / (p * v)) * p + k % p; };
+    auto fwd = [&](int k) { return pipeline_unit{true, micro_of(k), (k / p) % v}; };
+    auto bwd = [&](int k) { return pipeline_unit{false, micro_of(k), v - 1 - (k / p) % v}; };
+    if (kind == schedule::gpipe) {
+      for (int k = 0; k < total; ++k) out.push_back(fwd(k));
+      for (int k = 0; k < total; ++k) out.push_back(bwd(k));
+      return out;
+    }
+    int warm = v == 1 ? p - i - 1 : (p - i - 1) * 2 + (v - 1) * p;
+    if (limit > 0) warm = std::min(warm, limit * v - 1);
+    warm = std::min(warm, total);
+    int f = 0, b = 0;
+    for (; f < warm; ++f) out.push_back(fwd(f));
+    for (; f < total; ++f, ++b) {
+      out.push_back(fwd(f));
+      out.push_back(bwd(b));
+    }
+    for (; b < total; ++b) out.push_back(bwd(b));
+    return out;
+  }
+
+  /// The limits for `layers` layers and m micro-batches per replica.
+  constexpr void check(int layers, int micro_batches) const {
+    const int p = degree, v = virtual_stages;
+    if (p < 1 || v < 1) throw plan_error(limits::degree_below_one);
+    if (p > layers) throw plan_error(limits::pipeline_degree_exceeds_transformer_layers);
+    if (v > 1 && (kind != schedule::interleaved || p == 1))
+      throw plan_error(limits::interleaving_needs_pipeline);
+    if (first_stage_layers < 0 || last_stage_layers < 0)
+      throw plan_error(limits::pipeline_layers_must_split_evenly);
+    if (p > 1) {
+      const evenly_split e = even_part(layers);
+      if (e.stages < 1 ? e.layers != 0 : (e.layers < e.stages || e.layers % e.stages != 0))
+        throw plan_error(limits::pipeline_layers_must_split_evenly);
+      for (int i = 0; i < p; ++i)
+        if (stage_layers(layers, i) % v != 0)
+          throw plan_error(limits::pipeline_layers_must_split_evenly);
+    }
+    if (kind == schedule::interleaved && v > 1 && micro_batches % p != 0)
+      throw plan_error(limits::interleaving_needs_micro_batch_multiple);
+  }
+};
+
+}  // namespace strata::parallel
+
+// ---- strata/parallel/recompute.hpp -------------------------------------------------------------
+/// @file parallel/recompute.hpp
+/// @brief Activation recomputation (Korthikanti et al. 2022 §5): `none` keeps every saved tensor;
+/// `selective` recomputes the attention core (its s^2 scores are not kept); `full` keeps each
+/// layer's input only and runs the layer's forward again before its backward (Chen et al. 2016's
+/// checkpointing, one checkpoint per layer). What a layer keeps under each is
+/// `lower::layer`'s `keep_kind::activation` tensors.
+
+
+namespace strata::parallel {
+
+enum class recompute { none, selective, full };
+
+[[nodiscard]] constexpr std::string_view to_string(recompute r) {
+  switch (r) {
+    case recompute::none:
+      return "none";
+    case recompute::selective:
+      return "selective";
+    case recompute::full:
+      return "full";
+  }
+  return "none";
+}
+
+}  // namespace strata::parallel
+
+// ---- strata/parallel/tensor.hpp ----------------------------------------------------------------
+/// @file parallel/tensor.hpp
+/// @brief Megatron tensor parallelism (Shoeybi et al. 2019 §3), with sequence parallelism
+/// (Korthikanti et al. 2022 §4.2.2).
+///
+/// - compute: QKV and the first MLP GEMM split by columns, the output projections by rows: every
+///   GEMM, attention head and MLP unit of a layer divided by t (`lower::layer`'s `/ t`);
+/// - collectives: per layer and pass, two all-reduces of the b s h activation (after the attention
+///   and MLP blocks forward; their inputs' gradients backward), each an all-gather plus a
+///   reduce-scatter of the same bytes under sequence parallelism (`collectives`);
+/// - memory: the sharded activations divided by t; under sequence parallelism norms, dropout and
+///   residuals work on s / t tokens, so the replicated ones are divided too.
+/// The limit: t divides the heads, the key/value heads, the hidden size and the MLP width.
+
+
+
+namespace strata::parallel {
+
+struct tensor_parallel {
+  int degree = 1;
+  bool sequence = false;
+
+  /// One collective a layer's pass runs `count` times on the b s h activation.
+  struct pass_collective {
+    comm::collective op;
+    int count;
+  };
+  [[nodiscard]] constexpr std::array<pass_collective, 2> collectives() const {
+    if (sequence)
+      return {{{comm::collective::all_gather, 2}, {comm::collective::reduce_scatter, 2}}};
+    return {{{comm::collective::all_reduce, 2}, {comm::collective::all_reduce, 0}}};
+  }
+  /// Tokens the norms, dropouts and residuals of one rank see.
+  [[nodiscard]] constexpr double norm_tokens(double tokens) const {
+    return sequence ? tokens / degree : tokens;
+  }
+
+  constexpr void check(const transformer& m) const {
+    if (degree < 1) throw plan_error(limits::degree_below_one);
+    if (m.heads % degree != 0) throw plan_error(limits::tensor_degree_must_divide_heads);
+    if (m.hidden % degree != 0) throw plan_error(limits::tensor_degree_must_divide_hidden);
+    if (m.kv() % degree != 0) throw plan_error(limits::tensor_degree_must_divide_kv_heads);
+    if (static_cast<long long>(m.ffn_size()) % degree != 0)
+      throw plan_error(limits::tensor_degree_must_divide_ffn);
+  }
+};
+
+}  // namespace strata::parallel
+
 // ---- strata/parallel/nd.hpp --------------------------------------------------------------------
 /// @file parallel/nd.hpp
 /// @brief N-dimensional parallelism for transformers: tensor (with sequence), context, expert,
 /// pipeline and data (with ZeRO) policies composed into one strategy, `parallel::nd`.
 ///
-/// Each policy owns its rule: how it divides compute, which collectives it inserts and how it
-/// divides memory; `analytic/transformer.hpp` evaluates them. The ranks are laid out axis by
-/// axis in `order`, innermost first (default: tensor, context, expert, pipeline, data, so a
-/// tensor group sits inside a node), and every collective runs on the group that layout gives
-/// it. Misuse is a `plan_error` with a `limits::` sentence: a compile error in a constant
+/// Each policy owns its rule in its header — how it divides compute, which collectives it
+/// inserts, how it divides memory, its limits: `parallel/tensor.hpp`, `context.hpp`,
+/// `expert.hpp`, `pipeline.hpp` (schedules, in-flight micro-batches, the bubble), `data.hpp`,
+/// `zero.hpp`, `recompute.hpp`; `lower/` and `analytic/transformer.hpp` apply them. The ranks are
+/// laid out axis by axis in `order`, innermost first (default: tensor, context, expert, pipeline,
+/// data, so a tensor group sits inside a node), and every collective runs on the group that layout
+/// gives it. Misuse is a `plan_error` with a `limits::` sentence: a compile error in a constant
 /// expression, an exception at run time.
 /// @code
 /// constexpr strata::parallel::nd s{
@@ -2454,32 +3119,8 @@ struct transformer {
 
 namespace strata::parallel {
 
-enum class schedule { gpipe, one_f_one_b, interleaved };
-enum class recompute { none, selective, full };
 enum class axis { tensor, context, expert, pipeline, data };
 
-[[nodiscard]] constexpr std::string_view to_string(schedule s) {
-  switch (s) {
-    case schedule::gpipe:
-      return "gpipe";
-    case schedule::one_f_one_b:
-      return "1f1b";
-    case schedule::interleaved:
-      return "interleaved";
-  }
-  return "1f1b";
-}
-[[nodiscard]] constexpr std::string_view to_string(recompute r) {
-  switch (r) {
-    case recompute::none:
-      return "none";
-    case recompute::selective:
-      return "selective";
-    case recompute::full:
-      return "full";
-  }
-  return "none";
-}
 [[nodiscard]] constexpr std::string_view to_string(axis a) {
   switch (a) {
     case axis::tensor:
@@ -2495,49 +3136,6 @@ enum class axis { tensor, context, expert, pipeline, data };
   }
   return "tensor";
 }
-
-/// Megatron tensor parallelism (Shoeybi et al. 2019): QKV and the first MLP GEMM split by
-/// columns, the output projections by rows; two all-reduces forward and two backward per layer.
-/// With `sequence` (Korthikanti et al. 2022 §4.2.2) each all-reduce becomes an all-gather plus a
-/// reduce-scatter and norms, dropout and residuals work on s / t tokens.
-struct tensor_parallel {
-  int degree = 1;
-  bool sequence = false;
-};
-
-/// Context parallelism (ring attention, Liu et al. 2023): the sequence is split `degree` ways;
-/// K and V blocks travel around the ring while attention computes.
-struct context_parallel {
-  int degree = 1;
-};
-
-/// Expert parallelism (GShard, Lepikhin et al. 2020): experts spread over `degree` ranks, tokens
-/// dispatched and combined by all-to-all. The expert ranks are also data-parallel replicas for
-/// the dense weights.
-struct expert_parallel {
-  int degree = 1;
-};
-
-/// Pipeline parallelism: GPipe (Huang et al. 2019), 1F1B (PipeDream-Flush, Narayanan et al.
-/// 2021) or interleaved 1F1B with `virtual_stages` chunks per device (SC'21 §2.2.2). Layers
-/// split evenly, or the first and last stages take the given counts and the rest split evenly.
-struct pipeline_parallel {
-  int degree = 1;
-  int virtual_stages = 1;
-  schedule kind = schedule::one_f_one_b;
-  int first_stage_layers = 0;  ///< 0: an even share
-  int last_stage_layers = 0;   ///< 0: an even share
-};
-
-/// Data parallelism: gradients reduced in buckets, `overlap` of the reduction may hide behind
-/// backward. ZeRO (Rajbhandari et al. 2020) stage 1 shards optimizer states (Megatron's
-/// distributed optimizer), 2 also gradients, 3 also weights (FSDP's full sharding).
-struct data_parallel {
-  int degree = 1;
-  int zero = 0;
-  double overlap = 1.0;      ///< fraction of the backward pass the reduction may hide behind
-  double bucket = 25e6 * 4;  ///< bucket bytes (PyTorch DDP: 25 MB of fp32 = 100 MB here)
-};
 
 /// A transformer strategy: the five axes, recomputation, micro-batch and rank order.
 struct nd {
@@ -2585,26 +3183,16 @@ struct nd {
     return t.global_batch / replicas() / micro_batch;
   }
   /// The layers and stages left once the first and last stages take their given counts.
-  struct evenly_split {
-    int layers, stages;
-  };
-  [[nodiscard]] constexpr evenly_split even_part(const transformer& m) const {
-    evenly_split e{m.layers, pipeline.degree};
-    if (pipeline.first_stage_layers > 0) e.layers -= pipeline.first_stage_layers, --e.stages;
-    if (pipeline.last_stage_layers > 0) e.layers -= pipeline.last_stage_layers, --e.stages;
-    return e;
+  [[nodiscard]] constexpr pipeline_parallel::evenly_split even_part(const transformer& m) const {
+    return pipeline.even_part(m.layers);
   }
   /// Layers of pipeline stage `i` (all its virtual chunks together).
   [[nodiscard]] constexpr int stage_layers(const transformer& m, int i) const {
-    const int p = pipeline.degree;
-    if (p == 1) return m.layers;
-    if (i == 0 && pipeline.first_stage_layers > 0) return pipeline.first_stage_layers;
-    if (i == p - 1 && pipeline.last_stage_layers > 0) return pipeline.last_stage_layers;
-    const evenly_split e = even_part(m);
-    return e.layers / e.stages;
+    return pipeline.stage_layers(m.layers, i);
   }
 
-  /// The limits of a transformer plan on `devices` ranks (see `limits.hpp`).
+  /// The limits of a transformer plan on `devices` ranks (see `limits.hpp`): each policy's own,
+  /// then the ones the composition adds (devices, batch divisibility, positions).
   constexpr void check(const transformer& m, const transformer_training& t, int devices) const {
     m.check();
     t.check();
@@ -2615,47 +3203,550 @@ struct nd {
         if (order[i] == order[j])
           throw plan_error("the rank order must name each of the five axes once");
     if (this->devices() != devices) throw plan_error(limits::degrees_must_match_devices);
-    const int tp = tensor.degree;
-    if (m.heads % tp != 0) throw plan_error(limits::tensor_degree_must_divide_heads);
-    if (m.hidden % tp != 0) throw plan_error(limits::tensor_degree_must_divide_hidden);
-    if (m.kv() % tp != 0) throw plan_error(limits::tensor_degree_must_divide_kv_heads);
-    if (static_cast<long long>(m.ffn_size()) % tp != 0)
-      throw plan_error(limits::tensor_degree_must_divide_ffn);
-    if (m.experts % expert.degree != 0) throw plan_error(limits::expert_degree_must_divide_experts);
+    tensor.check(m);
+    expert.check(m);
     const int s = t.sequence_or(m.sequence);
     if (m.positions == position_kind::learned && s > m.sequence)
       throw plan_error(limits::sequence_exceeds_positions);
-    if (context.degree > 1 && s % (2 * context.degree) != 0)
-      throw plan_error(limits::context_degree_must_divide_sequence);
+    context.check(s);
     if (micro_batch < 1) throw plan_error(limits::degree_below_one);
     if (t.global_batch % replicas() != 0)
       throw plan_error(limits::global_batch_must_divide_replicas);
     if ((t.global_batch / replicas()) % micro_batch != 0)
       throw plan_error(limits::micro_batch_must_divide_replica_batch);
-    const int p = pipeline.degree, v = pipeline.virtual_stages;
-    if (p > m.layers) throw plan_error(limits::pipeline_degree_exceeds_transformer_layers);
-    if (v < 1) throw plan_error(limits::degree_below_one);
-    if (v > 1 && (pipeline.kind != schedule::interleaved || p == 1))
-      throw plan_error(limits::interleaving_needs_pipeline);
-    if (pipeline.first_stage_layers < 0 || pipeline.last_stage_layers < 0)
-      throw plan_error(limits::pipeline_layers_must_split_evenly);
-    if (p > 1) {
-      const evenly_split e = even_part(m);
-      if (e.stages < 1 ? e.layers != 0 : (e.layers < e.stages || e.layers % e.stages != 0))
-        throw plan_error(limits::pipeline_layers_must_split_evenly);
-      for (int i = 0; i < p; ++i)
-        if (stage_layers(m, i) % v != 0)
-          throw plan_error(limits::pipeline_layers_must_split_evenly);
-    }
-    if (pipeline.kind == schedule::interleaved && v > 1 && micro_batches(t) % p != 0)
-      throw plan_error(limits::interleaving_needs_micro_batch_multiple);
-    if (data.zero < 0 || data.zero > 3) throw plan_error(limits::zero_stage_out_of_range);
-    if (!(data.overlap >= 0 && data.overlap <= 1)) throw plan_error(limits::overlap_out_of_range);
-    if (!(data.bucket > 0)) throw plan_error("data parallelism: the bucket size must be positive");
+    pipeline.check(m.layers, micro_batches(t));
+    data.check();
   }
 };
 
 }  // namespace strata::parallel
+
+// ---- strata/lower/transformer.hpp --------------------------------------------------------------
+/// @file lower/transformer.hpp
+/// @brief One transformer layer, the embedding and the head with its loss, lowered to the
+/// operations one rank runs under a framework recipe: kernels in issue order, blocking
+/// collectives, and the tensors kept for backward.
+///
+/// This is the only description of a transformer step in strata: the closed form
+/// (`analytic/transformer.hpp`) prices and sums it, the single-GPU step (`analytic/step.hpp`)
+/// lists it, the simulator (`sim/transformer.hpp`) runs it. The layer's forward, per token
+/// (T = b s tokens on the rank; t the tensor degree; norms and residuals see T / t under sequence
+/// parallelism): a norm, the Q/K/V projections (one fused GEMM or three), rotary embedding, causal
+/// attention (flash, or the unfused score GEMMs with softmax and dropout), the output projection,
+/// bias-dropout-residual, a norm, the MLP (GELU, SwiGLU, or MoE: router, permutation and the
+/// experts on this rank), bias-dropout-residual. Backward: each GEMM's dX and dW GEMMs, attention's
+/// backward, each memory-bound kernel at twice its bytes (Megatron-LM and PyTorch alike read the
+/// saved input and the incoming gradient and write the outgoing one). Under `torch.autocast` each
+/// linear layer casts its weight per forward and its weight gradient back (6 B per element), and
+/// each norm's output is cast (6 B per element) forward and backward (`frameworks::recipe`).
+///
+/// Saved tensors (Korthikanti et al. 2022 Table 2, generalized; bytes for the rank): both norms'
+/// inputs (residual dtype), the QKV and MLP inputs, Q/K/V, the attention output (and its
+/// contiguous copy where the module makes one), the MLP's activation inputs (GELU: its input and
+/// output, 2 f; SwiGLU: gate, up and their product, 3 f; MoE: for top_k x capacity routed copies),
+/// dropout masks (1 B), the unfused attention's scores; full recomputation keeps each layer's
+/// input only, selective drops the scores. Under autocast the bf16 weight copies are held too.
+/// @code
+/// strata::lower::shard x{.b = 8, .s = 1024, .seq = 1024};
+/// double saved = 0;
+/// strata::lower::layer(strata::zoo::gpt2_124m(), x, {}, strata::lower::phase::forward,
+///                      strata::lower::on_save{[&](const auto& t) { saved += t.bytes; }});
+/// @endcode
+
+
+
+namespace strata::lower {
+
+/// The slice of a micro-batch one rank works on.
+struct shard {
+  double b = 1;    ///< sequences per micro-batch
+  double s = 1;    ///< tokens per sequence on this rank (the sequence / context degree)
+  double seq = 1;  ///< the full sequence (attention's length)
+  int tp = 1;      ///< tensor-parallel degree
+  bool sp = false;
+  int cp = 1;  ///< context-parallel degree
+  int ep = 1;  ///< expert-parallel degree
+  parallel::recompute recompute = parallel::recompute::none;
+
+  [[nodiscard]] constexpr double tokens() const { return b * s; }
+  /// Tokens the norms, dropouts and residuals see (sequence parallelism splits them).
+  [[nodiscard]] constexpr double norm_tokens() const { return sp ? b * s / tp : b * s; }
+};
+
+/// The shard of a `parallel::nd` strategy.
+[[nodiscard]] constexpr shard shard_of(const transformer& m, const parallel::nd& s,
+                                       const transformer_training& t) {
+  const double seq = t.sequence_or(m.sequence);
+  return {static_cast<double>(s.micro_batch),
+          seq / s.context.degree,
+          seq,
+          s.tensor.degree,
+          s.tensor.sequence,
+          s.context.degree,
+          s.expert.degree,
+          s.recomputation};
+}
+
+namespace detail {
+template <class V>
+constexpr void emit(V& v, const kernel_op& k) {
+  if constexpr (requires { v.kernel(k); }) v.kernel(k);
+}
+template <class V>
+constexpr void keep(V& v, std::string_view what, double bytes,
+                    keep_kind kind = keep_kind::activation) {
+  if constexpr (requires { v.save(saved_tensor{}); }) v.save(saved_tensor{what, bytes, kind});
+}
+template <class V>
+constexpr void communicate(V& v, const collective_op& c) {
+  if constexpr (requires { v.collective(c); }) v.collective(c);
+}
+
+/// The pieces every lowering shares (GEMMs and autocast's casts of a linear layer, memory-bound
+/// kernels, norms, residual adds) in the pass `backward` says, keeping tensors only when `keep`.
+template <class V>
+struct builder {
+  V& v;
+  const transformer_training& tr;
+  bool backward;
+  bool keep = true;
+
+  [[nodiscard]] constexpr bool autocast() const { return tr.framework.autocast && tr.mixed(); }
+  [[nodiscard]] constexpr bool hf() const {
+    return tr.framework.modules == frameworks::module_style::transformers;
+  }
+  constexpr void save(std::string_view what, double bytes,
+                      keep_kind kind = keep_kind::activation) const {
+    if (!backward && (keep || kind == keep_kind::until_loss) && bytes > 0)
+      detail::keep(v, what, bytes, kind);
+  }
+  /// `times` kernels moving `bytes` each (`sync`: the host waits for the GPU after them).
+  constexpr void memory(std::string_view what, std::string_view part, stream_class c, double bytes,
+                        double times = 1, bool sync = false) const {
+    kernel_op k{.what = what, .part = part, .kind = kernel_kind::memory, .stream = c};
+    k.bytes = bytes;
+    k.times = times;
+    k.sync = sync;
+    emit(v, k);
+  }
+  /// A memory-bound kernel that moves `bytes` forward and twice that backward.
+  constexpr void pointwise(std::string_view what, stream_class c, double bytes,
+                           double times = 1) const {
+    memory(what, {}, c, backward ? 2 * bytes : bytes, times);
+  }
+  /// Kernels of one pass only.
+  constexpr void forward_only(std::string_view what, stream_class c, double bytes,
+                              double times = 1) const {
+    if (!backward) memory(what, {}, c, bytes, times);
+  }
+  constexpr void backward_only(std::string_view what, stream_class c, double bytes,
+                               double times = 1) const {
+    if (backward) memory(what, "backward", c, bytes, times);
+  }
+  constexpr void gemm(std::string_view what, std::string_view part, double m, double n, double k,
+                      double times = 1, bool fp32 = false, bool sync = false) const {
+    kernel_op op{.what = what, .part = part, .kind = kernel_kind::gemm, .m = m, .n = n, .k = k};
+    op.times = times;
+    op.fp32 = fp32;
+    op.sync = sync;
+    emit(v, op);
+  }
+  /// y = x W^T (+ b) with W of n x k over m rows: one GEMM forward, dX and dW backward. Under
+  /// autocast the weight (and bias) is cast to 16 bits before (held until backward; with
+  /// `cast_input` the fp32 input too, and that copy is what the GEMM keeps) and the weight
+  /// gradient cast back after (6 B per element each way; the input's gradient too).
+  constexpr void linear(std::string_view what, double m, double n, double k, double bias,
+                        double times = 1, bool cast_input = false) const {
+    const double elements = n * k + bias;
+    const bool in = cast_input && autocast();
+    if (!backward) {
+      if (in) {
+        memory(what, "input cast", stream_class::copy, 6 * m * k, times);
+        save("16-bit input copy", times * 2 * m * k);
+      }
+      if (autocast()) {
+        memory(what, "weight cast", stream_class::copy, 6 * elements, times);
+        save("16-bit weight copy", times * 2 * elements,
+             keep ? keep_kind::weight_copy
+                  : (hf() ? keep_kind::until_loss : keep_kind::weight_copy));
+      }
+      gemm(what, {}, m, n, k, times);
+      return;
+    }
+    gemm(what, "dX", m, k, n, times);
+    gemm(what, "dW", k, n, m, times);
+    if (autocast()) memory(what, "gradient to fp32", stream_class::copy, 6 * elements, times);
+    if (in) memory(what, "input gradient to fp32", stream_class::copy, 6 * m * k, times);
+  }
+  /// A norm over `tokens` x h. Fused (one kernel; bytes at the activation width, as measured;
+  /// its output cast to 16 bits under autocast unless the consumers cast it): keeps its input.
+  /// The `transformers` RMSNorm is an fp32 op chain (pow, mean, + eps, rsqrt, x r, w n) that
+  /// keeps its input, the normalized n and r; its backward about eleven fp32 passes over T h;
+  /// its LayerNorm is one fp32 kernel that keeps its input, mean and rstd.
+  constexpr void norm(std::string_view what, double tokens, double h, norm_kind kind,
+                      bool cast) const {
+    save("norm input", tr.residual_bytes() * tokens * h);
+    if (!hf()) {
+      pointwise(what, stream_class::layer_norm, 2 * tokens * h * tr.activation_bytes());
+      if (cast && autocast()) memory(what, "cast", stream_class::copy, 6 * tokens * h);
+      return;
+    }
+    if (kind == norm_kind::layer_norm) {
+      pointwise(what, stream_class::layer_norm, 8 * tokens * h);
+      save("norm mean and rstd", 8 * tokens);
+      return;
+    }
+    if (!backward) {
+      memory(what, "pow", stream_class::elementwise, 8 * tokens * h);
+      memory(what, "mean", stream_class::layer_norm, 4 * tokens * h);
+      memory(what, "+ eps", stream_class::elementwise, 8 * tokens);
+      memory(what, "rsqrt", stream_class::elementwise, 8 * tokens);
+      memory(what, "x r", stream_class::elementwise, 8 * tokens * h);
+      memory(what, "w n", stream_class::elementwise, 8 * tokens * h);
+      save("norm n and r", 4 * tokens * h + 4 * tokens);
+    } else {
+      memory(what, "backward", stream_class::elementwise, 10 * tokens * h, 11);
+      memory(what, "backward (rows)", stream_class::elementwise, 8 * tokens, 3);
+    }
+  }
+  /// residual + branch: fused into bias-dropout-add (Megatron, nanoGPT), or an fp32 add of a
+  /// 16-bit branch whose backward casts the gradient for the branch and adds the skip path's.
+  constexpr void residual(double tokens, double h, double mask) const {
+    const double act = tr.activation_bytes();
+    if (!hf()) {
+      pointwise("dropout + residual", stream_class::dropout, tokens * h * (3 * act + mask));
+      save("dropout mask", mask * tokens * h);
+      return;
+    }
+    forward_only("residual add", stream_class::elementwise, 10 * tokens * h);
+    backward_only("residual gradient cast", stream_class::copy, 6 * tokens * h);
+    backward_only("residual gradient add", stream_class::elementwise, 12 * tokens * h);
+  }
+};
+}  // namespace detail
+
+/// A visitor that only collects saved tensors.
+template <class F>
+struct on_save {
+  F f;
+  constexpr void save(const saved_tensor& t) { f(t); }
+};
+template <class F>
+on_save(F) -> on_save<F>;
+
+/// The kernels (issue order) and, forward, the kept tensors of one layer on one rank.
+///
+/// Under the `transformers` module style (Hugging Face modeling code, see
+/// `frameworks/huggingface.hpp`) the layer runs what the modeling files write: separate Q, K, V
+/// (and gate, up) projections, each casting the fp32 norm output itself (autocast caches only
+/// weights); rotate-half RoPE as five kernels per tensor that leave Q and K in fp32, cast back by
+/// SDPA; the k/v cache copies `use_cache` makes in training; SiLU and the gate product as two
+/// kernels (GPT-2: the tanh-GELU formula as nine); fp32 residual adds; MoE experts through
+/// `grouped_mm` on fp32 weights (a host synchronization and one fp32 GEMM per expert for each).
+template <class V>
+constexpr void layer(const transformer& m, const shard& x, const transformer_training& tr, phase ph,
+                     V&& v) {
+  using parallel::recompute;
+  const bool fwd = ph == phase::forward;
+  const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd, x.recompute != recompute::full};
+  const auto& r = tr.framework;
+  const bool hf = k.hf(), ac = k.autocast();
+  const double T = x.tokens(), tn = x.norm_tokens(), t = x.tp, h = m.hidden, w = m.kv_width(),
+               f = m.ffn_size(), act = tr.activation_bytes(), res = tr.residual_bytes();
+  const double mask = m.dropout ? 1.0 : 0.0;
+  const bool swiglu = m.mlp == mlp_kind::swiglu, gpt2 = m.positions == position_kind::learned;
+  // the layer's input is what a checkpointed layer keeps
+  if (fwd && !k.keep) detail::keep(v, "layer input", res * tn * h);
+  const bool use_cache = hf && k.keep;  // `use_cache` is off under checkpointing
+
+  // ---- attention block
+  k.norm("input norm", tn, h, m.norm, !hf);
+  const bool fused_qkv = r.fused_qkv || (hf && gpt2);  // GPT-2's c_attn
+  const bool qkv_bias = m.bias || m.qkv_bias;
+  if (!hf) k.save("QKV input", act * tn * h);
+  if (fused_qkv) {
+    k.linear("QKV", T, (h + 2 * w) / t, h, qkv_bias ? (h + 2 * w) / t : 0.0, 1, hf);
+  } else {
+    k.linear("Q", T, h / t, h, qkv_bias ? h / t : 0.0, 1, hf);
+    k.linear("K", T, w / t, h, qkv_bias ? w / t : 0.0, 1, hf);
+    k.linear("V", T, w / t, h, qkv_bias ? w / t : 0.0, 1, hf);
+    if (hf && ac)  // the three input gradients summed
+      k.backward_only("QKV input gradient sum", stream_class::elementwise, 12 * T * h, 2);
+  }
+  if (m.positions == position_kind::rotary) {
+    if (!hf) {
+      k.pointwise("rotary embedding", stream_class::elementwise, 2 * T * (h + w) / t * act);
+    } else {  // q cos + rotate_half(q) sin in fp32, for Q and for K
+      for (const double width : {h / t, w / t}) {
+        k.forward_only("rotary q cos", stream_class::elementwise, 6 * T * width);
+        k.forward_only("rotary neg", stream_class::elementwise, 2 * T * width);
+        k.forward_only("rotary cat", stream_class::elementwise, 4 * T * width);
+        k.forward_only("rotary rot sin", stream_class::elementwise, 6 * T * width);
+        k.forward_only("rotary add", stream_class::elementwise, 12 * T * width);
+        k.backward_only("rotary", stream_class::elementwise, 5 * T * width, 12);
+      }
+    }
+  }
+  if (use_cache) {                       // DynamicCache.update: torch.cat copies of k and v
+    const double kb = gpt2 ? 2.0 : 4.0;  // GPT-2's k is bf16, RoPE'd k is fp32
+    k.forward_only("cache k", stream_class::copy, 2 * kb * T * w / t);
+    k.forward_only("cache v", stream_class::copy, 4 * T * w / t);
+    // GPT-2's attention keeps the copies; Llama's fp32 k copy lives until the loss
+    k.save("k cache", (gpt2 ? 2.0 : 4.0) * T * w / t,
+           gpt2 ? keep_kind::activation : keep_kind::until_loss);
+    if (gpt2) k.save("v cache", 2 * T * w / t);
+  }
+  if (hf && !gpt2 && ac) {  // SDPA's autocast casts the fp32 q and k
+    k.forward_only("SDPA q cast", stream_class::copy, 6 * T * h / t);
+    k.forward_only("SDPA k cast", stream_class::copy, 6 * T * w / t);
+    k.backward_only("q gradient to fp32", stream_class::copy, 6 * T * h / t);
+    k.backward_only("k gradient to fp32", stream_class::copy, 6 * T * w / t);
+  }
+  const double heads = m.heads / t, d = m.head_dim();
+  if (tr.flash_attention) {
+    kernel_op a{.what = "attention", .part = {}, .kind = kernel_kind::attention};
+    a.batch = x.b / x.cp;
+    a.heads = heads;
+    a.seq = x.seq;
+    a.dim = d;
+    a.backward = !fwd;
+    detail::emit(v, a);
+    // Q, K, V and the output (16-bit); the fused kernel's log-sum-exp (fp32, per row)
+    k.save("Q, K, V", act * T * (h + 2 * w) / t);
+    if (hf) k.save("attention log-sum-exp", 4 * T * heads);
+  } else {  // unfused: Q K^T, softmax, dropout, P V
+    const double rows = x.b * heads * x.s, scores = rows * x.seq;
+    if (fwd) {
+      k.gemm("attention scores", {}, rows, x.seq, d);
+      k.gemm("attention over V", {}, rows, d, x.seq);
+      k.memory("attention softmax", {}, stream_class::softmax, 2 * scores * act);
+    } else {
+      k.gemm("attention over V", "backward", rows, d, x.seq, 2);
+      k.gemm("attention scores", "backward", rows, x.seq, d, 2);
+      k.memory("attention softmax", {}, stream_class::softmax, 3 * scores * act);
+    }
+    if (m.dropout)
+      k.memory("attention dropout", {}, stream_class::dropout, scores * (2 * act + mask));
+    k.save("Q, K, V", act * T * (h + 2 * w) / t);
+    if (x.recompute != recompute::selective)
+      k.save("attention scores", scores * (act + (m.dropout ? mask + act : 0.0)));
+  }
+  k.save("attention output", act * T * h / t);
+  if (r.attention_output_copy) k.save("attention output (contiguous)", act * T * h / t);
+  k.linear("attention projection", T, h, h / t, m.bias ? h : 0.0);
+  k.residual(tn, h, mask);
+
+  // ---- MLP block
+  k.norm("post-attention norm", tn, h, m.norm, !hf);
+  const double routed = m.moe() ? m.top_k * m.capacity : 1.0;
+  if (!hf) k.save("MLP input", routed * act * tn * h);
+  const double up = swiglu ? 2 * f : f;
+  const double gate_elems = (swiglu ? 3 : 2) * f / t;
+  if (m.moe() && hf) {
+    // transformers' MixtralSparseMoeBlock with the default `grouped_mm` experts
+    // (integrations/moe.py, docs/huggingface_recipe.md §6): the router in bf16, its softmax, top-k
+    // and renormalization in fp32; the S = k T routed rows sorted by expert and gathered in fp32;
+    // each grouped GEMM on the fp32 weights copies its offsets to the host (a synchronization)
+    // and runs one fp32 (TF32) GEMM per expert; SiLU and the gate product; the routing weights,
+    // the gather back and the sum over top_k. Backward: the gathers' index_put with its sort, the
+    // grouped GEMMs' dX and dW (each synchronizing), the router's.
+    const double E = m.experts, S = T * m.top_k * m.capacity, local = E / x.ep;
+    const double rows = S * x.ep / E;  // per expert on this rank
+    const double fe = f / t, ue = up / t;
+    const auto copy = stream_class::copy, ew = stream_class::elementwise;
+    if (!k.backward) {
+      k.linear("router", T, E, h, 0.0, 1, true);
+      k.memory("router logits to fp32", {}, copy, 6 * T * E);
+      k.memory("router softmax", {}, stream_class::softmax, 8 * T * E);
+      k.memory("router top-k, sum, divide", {}, ew, 8 * T * E, 3);
+      k.memory("sort by expert", {}, copy, 16 * S, 4);
+      k.memory("token gather", {}, copy, 8 * S * h + 16 * S, 2);
+      k.memory("routing bookkeeping", {}, ew, 9 * S, 6);
+      k.memory("sentinel masked_fill", {}, ew, 8 * S * h, 1, true);  // offsets to the host
+      k.gemm("expert up", {}, rows, ue, h, local, true);
+      k.memory("expert SiLU", {}, ew, 8 * S * fe);
+      k.memory("expert gate product", {}, ew, 12 * S * fe, 1, true);  // offsets to the host
+      k.gemm("expert down", {}, rows, h, fe, local, true);
+      k.memory("routing weights, masked_fill, gather back", {}, ew, 8 * S * h, 3);
+      k.memory("index bookkeeping", {}, ew, 16 * S, 2);
+      k.memory("sum over top-k", {}, ew, 4 * S * h + 4 * T * h);
+    } else {
+      k.memory("gather back", "backward", copy, 8 * S * h + 16 * S, 3);
+      k.memory("routing weights and masked_fill", "backward", ew, 8 * S * h, 4, true);
+      k.gemm("expert down", "dX", rows, fe, h, local, true, true);
+      k.gemm("expert down", "dW", fe, h, rows, local, true);
+      k.memory("expert SiLU and gate product", "backward", ew, 12 * S * fe, 3);
+      k.memory("gate and up halves", "backward", copy, 8 * S * ue, 1, true);
+      k.gemm("expert up", "dX", rows, h, ue, local, true, true);
+      k.gemm("expert up", "dW", ue, h, rows, local, true);
+      k.memory("token gather", "backward", copy, 8 * S * h + 16 * S, 4);
+      k.memory("router top-k and softmax", "backward", ew, 8 * T * E, 4);
+      k.linear("router", T, E, h, 0.0, 1, true);
+    }
+    k.save("router probabilities", 4 * T * E + 8 * T);
+    k.save("expert inputs and outputs", S * (8 * h + 16 * fe) + 41 * S / m.capacity);
+  } else if (m.moe()) {
+    const double local = static_cast<double>(m.experts) / x.ep;  // experts on this rank
+    const double rows = T * m.top_k * m.capacity * x.ep / m.experts;
+    k.linear("router", T, m.experts, h, 0.0);
+    k.pointwise("token permutation", stream_class::copy, 2 * 2 * T * m.top_k * h * act);
+    k.linear("expert up", rows, up / t, h, 0.0, local);
+    k.pointwise("expert activation", stream_class::elementwise, gate_elems * rows * local * act);
+    k.linear("expert down", rows, h, f / t, 0.0, local);
+    k.save("MLP activation tensors", routed * act * gate_elems * T);
+  } else if (hf && !gpt2) {
+    // act_fn(gate_proj(x)) * up_proj(x): SiLU keeps the gate output, the product both factors
+    if (swiglu) {
+      k.linear("MLP gate", T, f / t, h, m.bias ? f / t : 0.0, 1, true);
+      k.linear("MLP up", T, f / t, h, m.bias ? f / t : 0.0, 1, true);
+      if (ac) k.backward_only("MLP input gradient sum", stream_class::elementwise, 12 * T * h);
+      k.pointwise("SiLU", stream_class::elementwise, 4 * T * f / t);
+      k.forward_only("gate product", stream_class::elementwise, 6 * T * f / t);
+      k.backward_only("gate product", stream_class::elementwise, 6 * T * f / t, 2);
+      // the gate output, SiLU's output, the up output and their product
+      k.save("MLP activation tensors", act * 4 * T * f / t);
+    } else {
+      k.linear("MLP up", T, f / t, h, m.bias ? f / t : 0.0, 1, true);
+      k.pointwise("GELU", stream_class::elementwise, 4 * T * f / t);
+      k.save("MLP activation tensors", act * 2 * T * f / t);
+    }
+    k.linear("MLP down", T, h, f / t, m.bias ? h : 0.0);
+  } else if (hf) {
+    // GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as written, mostly in
+    // fp32 (pow is an fp32 autocast op): nine kernels forward, about fifteen backward; it keeps
+    // x^3's fp32 input, tanh's output, 0.5 x and 1 + tanh; c_proj casts its fp32 output
+    k.linear("MLP up", T, f / t, h, m.bias ? f / t : 0.0, 1, true);
+    const double F = T * f / t;
+    for (const double b : {6.0, 8.0, 8.0, 10.0, 8.0, 8.0, 8.0, 4.0, 10.0})
+      k.forward_only("gelu_new", stream_class::elementwise, b * F);
+    k.backward_only("gelu_new", stream_class::elementwise, 8 * F, 15);
+    k.save("gelu_new tensors", 14 * F);
+    k.linear("MLP down", T, h, f / t, m.bias ? h : 0.0, 1, true);
+  } else {
+    if (swiglu && !r.fused_gate_up) {
+      k.linear("MLP gate", T, f / t, h, m.bias ? f / t : 0.0);
+      k.linear("MLP up", T, f / t, h, m.bias ? f / t : 0.0);
+    } else {
+      k.linear("MLP up", T, up / t, h, m.bias ? up / t : 0.0);
+    }
+    k.pointwise("MLP activation", stream_class::elementwise, gate_elems * T * act);
+    k.linear("MLP down", T, h, f / t, m.bias ? h : 0.0);
+    k.save("MLP activation tensors", routed * act * gate_elems * T);
+  }
+  k.residual(tn, h, mask);
+}
+
+/// The blocking collectives of one layer's forward or backward: tensor parallelism's two
+/// all-reduces per pass of the b s h activation (Shoeybi et al. §3; with sequence parallelism an
+/// all-gather and a reduce-scatter of the same bytes, Korthikanti et al. §4.2.2), ring
+/// attention's K/V blocks (Liu et al. 2023: c - 1 transfers of the rank's K and V, as one
+/// `send_recv` op of their total), MoE's dispatch and combine all-to-alls of the routed tokens.
+template <class V>
+constexpr void layer_collectives(const transformer& m, const shard& x,
+                                 const transformer_training& tr, phase ph, V&& v) {
+  const double act = tr.activation_bytes(), h = m.hidden;
+  const double bsh = x.b * x.s * h * act;
+  if (x.tp > 1)
+    for (const auto& [op, count] : parallel::tensor_parallel{x.tp, x.sp}.collectives())
+      for (int i = 0; i < count; ++i)
+        detail::communicate(
+            v, {op == comm::collective::all_reduce   ? "tensor-parallel all-reduce"
+                : op == comm::collective::all_gather ? "sequence-parallel all-gather"
+                                                     : "sequence-parallel reduce-scatter",
+                op, comm_axis::tensor, bsh, ph});
+  if (x.cp > 1)  // K and V blocks forward; blocks and their gradients backward
+    detail::communicate(v, {"ring attention K/V", comm::collective::send_recv, comm_axis::context,
+                            2 * x.b * x.s * m.kv_width() / x.tp * act, ph,
+                            parallel::context_parallel{x.cp}.transfers(ph == phase::backward)});
+  if (m.moe() && x.ep > 1)
+    for (int i = 0; i < parallel::expert_parallel::all_to_alls; ++i)
+      detail::communicate(v, {i == 0 ? "MoE dispatch all-to-all" : "MoE combine all-to-all",
+                              comm::collective::all_to_all, comm_axis::expert,
+                              x.b * x.s * m.top_k * m.capacity * h * act, ph});
+}
+
+/// The token embedding (first stage): a gather of b s h activations; backward the same bytes
+/// scattered into the gradient. Keeps the input dropout mask (Korthikanti et al. §4.3). Under the
+/// `transformers` style the gather is fp32 (the residual stream starts there), learned positions
+/// are added, and the backward zero-fills the V x h fp32 gradient and accumulates into it (a tied
+/// matrix then adds the head's gradient).
+template <class V>
+constexpr void embedding(const transformer& m, const shard& x, const transformer_training& tr,
+                         phase ph, V&& v) {
+  const bool fwd = ph == phase::forward;
+  const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd};
+  const double T = x.tokens(), h = m.hidden, act = tr.activation_bytes();
+  if (!k.hf()) {
+    k.memory("embedding", fwd ? "" : "backward", stream_class::copy,
+             2 * T * h * act / (x.sp ? x.tp : 1));
+  } else {
+    const double Vh = m.vocabulary * h / static_cast<double>(x.tp);
+    k.forward_only("embedding", stream_class::copy, 8 * T * h);
+    if (m.positions == position_kind::learned)
+      k.forward_only("position embedding add", stream_class::elementwise, 12 * T * h);
+    k.backward_only("embedding gradient zero-fill", stream_class::copy, 4 * Vh);
+    k.backward_only("embedding gradient accumulate", stream_class::copy, 8 * T * h);
+    if (m.tied) k.backward_only("tied gradient add", stream_class::elementwise, 12 * Vh);
+  }
+  if (fwd && m.dropout) detail::keep(v, "embedding dropout mask", x.b * x.s * h / x.tp);
+}
+
+/// The head (last stage): the final norm, the vocabulary projection (split over the tensor
+/// ranks) and the loss; backward the loss's gradient, the projection's dX and dW and the norm's
+/// backward. Fused loss (Megatron, nanoGPT): one cross-entropy over fp32 logits (read, write,
+/// softmax and its gradient: four fp32 passes over T x V / t). `transformers`: `logits.float()`,
+/// log-softmax, NLL; backward NLL's zero-filled gradient, log-softmax's backward and the cast back
+/// to bf16. Keeps the norm's tensors and the projection's input (and weight copy).
+template <class V>
+constexpr void head(const transformer& m, const shard& x, const transformer_training& tr, phase ph,
+                    V&& v) {
+  const bool fwd = ph == phase::forward;
+  const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd};
+  const bool hf = k.hf();
+  const double T = x.tokens(), h = m.hidden, Vt = m.vocabulary / static_cast<double>(x.tp);
+  const double logits = T * Vt;
+  if (fwd) {
+    k.norm("final norm", x.norm_tokens(), h, m.norm, !hf);
+    if (!hf) k.save("output projection input", tr.activation_bytes() * T * h);
+    k.linear("output projection", T, Vt, h, 0.0, 1, hf);
+    if (!hf) {
+      k.memory("cross-entropy (fp32 logits)", {}, stream_class::softmax, 16 * logits);
+    } else {
+      k.memory("logits to fp32", {}, stream_class::copy, 6 * logits);
+      k.memory("log-softmax", {}, stream_class::softmax, 8 * logits);
+    }
+    return;
+  }
+  if (hf) {
+    k.memory("NLL gradient zero-fill", {}, stream_class::copy, 4 * logits);
+    k.memory("log-softmax", "backward", stream_class::softmax, 12 * logits);
+    k.memory("logits gradient to bf16", {}, stream_class::copy, 6 * logits);
+  }
+  k.linear("output projection", T, Vt, h, 0.0, 1, hf);
+  if (!hf)
+    k.memory("final norm", "backward", stream_class::layer_norm,
+             4 * x.norm_tokens() * h * tr.activation_bytes());
+  else
+    k.norm("final norm", x.norm_tokens(), h, m.norm, false);
+}
+
+/// Parameter tensors of the model (one optimizer "tensor" each, for the per-tensor host cost).
+[[nodiscard]] constexpr double parameter_tensors(const transformer& m,
+                                                 const frameworks::recipe& r) {
+  const bool swiglu = m.mlp == mlp_kind::swiglu;
+  const bool hf = r.modules == frameworks::module_style::transformers;
+  const double qkv = r.fused_qkv || (hf && m.positions == position_kind::learned) ? 1 : 3;
+  const double mlp = (swiglu && !r.fused_gate_up ? 2 : 1) + 1;
+  // transformers' MoE keeps each layer's experts in two 3-D tensors
+  const double experts = hf ? 2 : m.experts * mlp;
+  const double linears = qkv + 1 + (m.moe() ? experts + 1 : mlp);
+  const double biases = m.bias ? linears - (m.moe() ? 1 : 0) : (m.qkv_bias ? qkv : 0);
+  const double norm = m.norm == norm_kind::layer_norm ? 2 : 1;
+  return m.layers * (linears + biases + 2 * norm) + 1 +
+         (m.positions == position_kind::learned ? 1 : 0) + norm + (m.tied ? 0 : 1);
+}
+
+}  // namespace strata::lower
 
 // ---- strata/analytic/transformer.hpp -----------------------------------------------------------
 /// @file analytic/transformer.hpp
@@ -2704,8 +3795,45 @@ using parallel::recompute;
 
 // ---- activation memory (Korthikanti et al. 2022) -------------------------------------------
 
-/// Bytes one layer keeps for backward, for b sequences of s tokens on one tensor-parallel rank.
-/// In units of s b h (2-byte activations, 1-byte dropout masks):
+/// Bytes one layer keeps on one rank: the tensors of `lower::layer` of one kind (activations
+/// saved for backward by default).
+[[nodiscard]] constexpr double layer_saved_bytes(
+    const transformer& m, const lower::shard& x, const transformer_training& tr,
+    lower::keep_kind kind = lower::keep_kind::activation) {
+  double total = 0;
+  lower::layer(m, x, tr, lower::phase::forward, lower::on_save{[&](const lower::saved_tensor& t) {
+                 if (t.kind == kind) total += t.bytes;
+               }});
+  return total;
+}
+/// The bytes of each kind one layer keeps (one pass over the lowering).
+struct layer_keeps {
+  double activation = 0, weight_copy = 0, until_loss = 0;
+};
+[[nodiscard]] constexpr layer_keeps keeps_of(const transformer& m, const lower::shard& x,
+                                             const transformer_training& tr) {
+  layer_keeps k;
+  lower::layer(m, x, tr, lower::phase::forward, lower::on_save{[&](const lower::saved_tensor& t) {
+                 (t.kind == lower::keep_kind::activation    ? k.activation
+                  : t.kind == lower::keep_kind::weight_copy ? k.weight_copy
+                                                            : k.until_loss) += t.bytes;
+               }});
+  return k;
+}
+/// The same for the head (last stage).
+[[nodiscard]] constexpr double head_saved_bytes(const transformer& m, const lower::shard& x,
+                                                const transformer_training& tr,
+                                                lower::keep_kind kind) {
+  double total = 0;
+  lower::head(m, x, tr, lower::phase::forward, lower::on_save{[&](const lower::saved_tensor& t) {
+                if (t.kind == kind) total += t.bytes;
+              }});
+  return total;
+}
+
+/// Korthikanti et al. 2022 Table 2 as `lower::layer` keeps it under Megatron's recipe, for b
+/// sequences of s tokens on one tensor-parallel rank. In units of s b h (2-byte activations,
+/// 1-byte dropout masks):
 /// - replicated by tensor parallelism (10 for GPT): the two norms' inputs (4), the inputs of
 ///   the QKV and first MLP GEMMs (4) and the two dropout masks (2);
 /// - sharded (24 for GPT): Q (2), K and V (4 kv d / h), the attention output (2), the MLP's
@@ -2718,20 +3846,10 @@ using parallel::recompute;
 [[nodiscard]] constexpr double layer_activation_bytes(const transformer& m, double s, double b,
                                                       int tp, bool sp, recompute r, bool flash,
                                                       double act = 2) {
-  const double h = m.hidden, sbh = s * b * h, t = tp;
-  const double mask = m.dropout ? 1.0 : 0.0;
-  const double routed = m.moe() ? m.top_k * m.capacity : 1.0;
-  if (r == recompute::full) return act * sbh / (sp ? t : 1.0);  // each layer's input
-  const double f = m.ffn_size() / h, kv = m.kv_width() / h;
-  const double replicated =
-      2 * act /*norms*/ + act /*QKV input*/ + routed * act /*MLP input*/ + 2 * mask;
-  const double mlp = m.mlp == mlp_kind::swiglu ? 3 * act * f : 2 * act * f;
-  const double sharded =
-      act /*Q*/ + 2 * act * kv /*K, V*/ + act /*attention output*/ + routed * mlp;
-  const double scores = (r == recompute::selective || flash)
-                            ? 0.0
-                            : (act + (m.dropout ? mask + act : 0.0)) * m.heads * s / h;
-  return sbh * ((sp ? replicated / t : replicated) + sharded / t + scores / t);
+  transformer_training tr;
+  tr.precision = act >= 4 ? precision_mode::fp32 : precision_mode::bf16_mixed;
+  tr.flash_attention = flash;
+  return layer_saved_bytes(m, {b, s, s, tp, sp, 1, 1, r}, tr);
 }
 
 // ---- results --------------------------------------------------------------------------------
@@ -2748,14 +3866,37 @@ struct transformer_time {
   seconds pipeline_p2p{};     ///< activation and gradient sends between stages
   seconds data_comm{};        ///< data-parallel / ZeRO collectives not hidden by compute
   seconds optimizer{};        ///< the optimizer step
+  seconds host{};  ///< the GPU waiting for an eager host to issue kernels (`lower::span`)
 
   [[nodiscard]] constexpr seconds total() const {
     return forward + backward + recompute + tensor_comm + context_comm + expert_comm +
-           pipeline_bubble + pipeline_p2p + data_comm + optimizer;
+           pipeline_bubble + pipeline_p2p + data_comm + optimizer + host;
   }
 };
 
-/// Memory of one device (the stage with the largest total).
+/// The moment of the step at which a device's memory peaks.
+enum class memory_moment {
+  loss,            ///< the forward is done: every saved tensor and the logits' working set
+  first_backward,  ///< the first layer's backward (with its recomputed layer)
+  last_backward,   ///< the last layer's backward: almost every gradient exists
+  update           ///< the optimizer step: every gradient
+};
+
+[[nodiscard]] constexpr std::string_view to_string(memory_moment m) {
+  switch (m) {
+    case memory_moment::loss:
+      return "loss";
+    case memory_moment::first_backward:
+      return "first backward";
+    case memory_moment::last_backward:
+      return "last backward";
+    case memory_moment::update:
+      return "update";
+  }
+  return "loss";
+}
+
+/// Memory of one device (the stage with the largest total), at its peak moment.
 struct transformer_memory {
   bytes weights{};
   bytes gradients{};
@@ -2765,12 +3906,19 @@ struct transformer_memory {
   bytes buffers{};                ///< communication buffers: DDP buckets, ZeRO-3 gathered layers
   bytes other{};                  ///< `transformer_training::reserved`
   bytes embedding_states{};       ///< the part of the model states held for embedding and head
-  int stage = 0;                  ///< the pipeline stage this is
+  bytes weight_casts{};           ///< 16-bit weight copies autocast made, held by autograd
+  bytes logits{};                 ///< the loss's working set (the recipe's `loss_style`)
+  bytes batch{};                  ///< input ids and labels
+  bytes workspace{};              ///< BLAS workspace held by the allocator
+  bytes between_steps{};          ///< what stays allocated from one step to the next
+  memory_moment moment = memory_moment::first_backward;
+  int stage = 0;  ///< the pipeline stage this is
   [[nodiscard]] constexpr bytes model_states() const {
     return weights + gradients + optimizer_states;
   }
   [[nodiscard]] constexpr bytes total() const {
-    return model_states() + activations + embedding_activations + buffers + other;
+    return model_states() + activations + embedding_activations + buffers + other + weight_casts +
+           logits + batch + workspace;
   }
 };
 
@@ -2828,12 +3976,14 @@ struct stage_parameters {
 
 namespace detail {
 /// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
-/// ZeRO stage `zero`.
+/// ZeRO stage `zero` (`parallel::zero_states`).
 constexpr void add_states(transformer_memory& mem, double n, double shards, int zero,
                           const transformer_training& t) {
-  mem.weights += bytes{n * t.weight_bytes() / (zero >= 3 ? shards : 1.0)};
-  mem.gradients += bytes{n * t.gradient_bytes() / (zero >= 2 ? shards : 1.0)};
-  mem.optimizer_states += bytes{n * t.optimizer_bytes() / (zero >= 1 ? shards : 1.0)};
+  const auto z = parallel::zero_states(n, shards, zero, t.weight_bytes(), t.gradient_bytes(),
+                                       t.optimizer_bytes());
+  mem.weights += bytes{z.weights};
+  mem.gradients += bytes{z.gradients};
+  mem.optimizer_states += bytes{z.optimizer};
 }
 constexpr int sequence_of(const transformer& m, const transformer_training& t) {
   return t.sequence_or(m.sequence);
@@ -2856,11 +4006,53 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
   return 2 * t.activation_bytes() * sb * m.hidden / tp + 4 * sb * m.vocabulary / tp;
 }
 
-/// Memory of pipeline stage `stage` on one rank.
-[[nodiscard]] constexpr transformer_memory stage_memory(const transformer& m, const parallel::nd& s,
-                                                        const transformer_training& t, int stage) {
-  transformer_memory mem;
+/// The pieces of a stage's memory the moments are made of (see `stage_memory`).
+struct memory_terms {
+  transformer_memory states;   ///< model states, buffers, batch, workspace, other
+  double fixed = 0;            ///< all of `states` but the gradients
+  double gradients = 0;        ///< every gradient of the stage
+  bool persistent = true;      ///< gradients live all step (else: made in backward)
+  double layer_gradients = 0;  ///< one layer's
+  double head_gradients = 0;   ///< embedding's and head's (made by the first backward)
+  double layers = 0, in_flight = 1;
+  double saved = 0, casts = 0;            ///< one layer's saved tensors and weight copies
+  double full_layer = 0, full_casts = 0;  ///< the same without recomputation
+  double rebuilt = 0;                     ///< a recomputed layer during its backward
+  double embedding = 0;       ///< input-embedding tensors of the in-flight micro-batches
+  double head = 0;            ///< final norm and projection inputs
+  double head_casts = 0;      ///< the projection's weight copy
+  double logits = 0;          ///< the loss's working set, freed by the head's backward
+  double forward_logits = 0;  ///< the same at the forward's end (with `until_loss`)
+  double until_loss = 0;      ///< tensors alive until the forward ends
+  double held_logits = 0;     ///< logits the training loop keeps
+};
+
+/// The terms of pipeline stage `stage` on one rank.
+/// The layer's kept bytes as the strategy lowers it, and without recomputation.
+struct plan_keeps {
+  layer_keeps layer, full;
+};
+[[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
+                                            const transformer_training& t) {
+  const lower::shard sh = lower::shard_of(m, s, t);
+  plan_keeps k{keeps_of(m, sh, t), {}};
+  if (sh.recompute == recompute::full) {
+    lower::shard whole = sh;
+    whole.recompute = recompute::none;
+    k.full = keeps_of(m, whole, t);
+  } else {
+    k.full = k.layer;
+  }
+  return k;
+}
+
+[[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
+                                                 const transformer_training& t, int stage,
+                                                 const plan_keeps& keeps) {
+  memory_terms x;
+  transformer_memory& mem = x.states;
   mem.stage = stage;
+  const frameworks::recipe& r = t.framework;
   const stage_parameters n = parameters_on(m, s, stage);
   const double dense_shards =
       static_cast<double>(s.data.degree) * s.expert.degree * s.context.degree;
@@ -2871,32 +4063,40 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
     transformer_memory e;
     detail::add_states(e, n.embedding, dense_shards, s.data.zero, t);
     mem.embedding_states = e.model_states();
+    x.head_gradients = e.gradients.count();
   }
-
-  const int p = s.pipeline.degree, v = s.pipeline.virtual_stages;
-  const int mb = s.micro_batches(t);
-  const double seq = static_cast<double>(detail::sequence_of(m, t)) / s.context.degree;
-  const double b = s.micro_batch, act = t.activation_bytes();
-  const int tp = s.tensor.degree;
-  const bool sp = s.tensor.sequence;
-  // micro-batches whose activations stage `stage` holds at its fullest
-  double in_flight = 1;
-  if (s.pipeline.kind == parallel::schedule::gpipe) {
-    in_flight = mb;
-  } else {
-    in_flight = std::min(mb, p - stage);
-    if (v > 1 && stage == 0)  // Korthikanti §4.2.3: interleaving keeps 1 + (p-1)/(pv) more
-      in_flight *= 1.0 + static_cast<double>(p - 1) / (static_cast<double>(p) * v);
+  const int p = s.pipeline.degree;
+  const lower::shard sh = lower::shard_of(m, s, t);
+  const double T = sh.tokens(), tp = s.tensor.degree;
+  x.layers = s.stage_layers(m, stage);
+  x.in_flight = s.pipeline.in_flight(s.micro_batches(t), stage);
+  using lower::keep_kind;
+  x.saved = keeps.layer.activation;
+  x.casts = keeps.layer.weight_copy;
+  x.until_loss = x.layers * x.in_flight * keeps.layer.until_loss;
+  x.full_layer = keeps.full.activation;
+  x.full_casts = keeps.full.weight_copy;
+  if (sh.recompute == recompute::full) x.rebuilt = x.full_layer;
+  x.layer_gradients = (mem.gradients.count() - x.head_gradients) / std::max(x.layers, 1.0);
+  if (stage == 0) x.embedding = x.in_flight * input_embedding_bytes(m, s, t);
+  if (stage == p - 1) {
+    const double act = t.activation_bytes(), V = m.vocabulary / tp;
+    if (r.loss == frameworks::loss_style::vocab_parallel) {
+      x.head = output_layer_bytes(m, s, t);  // kept through the backward (Korthikanti §4.3)
+    } else {
+      // the final norm's and the projection's inputs (and weight copy); the loss upcasts the
+      // logits to fp32 and, at its backward's peak, holds log-softmax's output, its gradient and
+      // the logits' gradient (12 B per logit; measured: h100_steps_gpt2.csv); `transformers`
+      // also peaks in the forward with the bf16 logits, their fp32 copy and log-softmax's output
+      // (10 B) while the caches live; a loop that keeps the logits (nanoGPT returns them) holds
+      // them through the backward
+      x.head = head_saved_bytes(m, sh, t, keep_kind::activation);
+      x.head_casts = head_saved_bytes(m, sh, t, keep_kind::weight_copy);
+      x.logits = 3 * 4 * T * V;
+      if (r.loss == frameworks::loss_style::transformers) x.forward_logits = 10 * T * V;
+      x.held_logits = r.keep_logits ? act * T * V : 0.0;
+    }
   }
-  const int layers = s.stage_layers(m, stage);
-  const bool flash = t.flash_attention;
-  mem.activations = bytes{layers * in_flight *
-                          layer_activation_bytes(m, seq, b, tp, sp, s.recomputation, flash, act)};
-  if (s.recomputation == recompute::full)  // one layer rebuilt in full during its backward
-    mem.activations +=
-        bytes{layer_activation_bytes(m, seq, b, tp, sp, recompute::none, flash, act)};
-  if (stage == 0) mem.embedding_activations += bytes{in_flight * input_embedding_bytes(m, s, t)};
-  if (stage == p - 1) mem.embedding_activations += bytes{output_layer_bytes(m, s, t)};
   // communication buffers
   if (s.data.zero >= 3) {
     mem.buffers += bytes{2 * t.weight_bytes() * m.layer_parameters() / tp};  // gathered + prefetch
@@ -2904,7 +4104,73 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
     mem.buffers += bytes{std::min(s.data.bucket, (n.dense + n.expert) * t.gradient_bytes())};
   }
   mem.other = bytes{t.reserved};
-  return mem;
+  mem.batch = bytes{r.batch_bytes_per_token * T};
+  mem.workspace = bytes{r.workspace};
+  x.persistent = r.persistent_gradients;
+  x.gradients = mem.gradients.count();
+  mem.gradients = bytes{};
+  x.fixed = mem.total().count();
+  mem.between_steps = bytes{x.fixed + (x.persistent ? x.gradients : 0.0)};
+  return x;
+}
+
+/// Memory of pipeline stage `stage` on one rank at its peak, the largest of four moments:
+/// - loss: model states, every in-flight micro-batch's saved tensors and weight copies, the
+///   head's inputs and the loss's working set;
+/// - first backward: the same without the loss's working set (and, unless the recipe keeps them
+///   through the backward as Megatron's accounting does, the head's inputs), plus the
+///   recomputed layer (full recomputation, Korthikanti §5) and, when gradients are made in
+///   backward, the embedding's and head's gradients;
+/// - last backward: every gradient but the layer's own, the layer's saved and rebuilt tensors,
+///   the other in-flight micro-batches;
+/// - update: every gradient.
+/// Gradients live all step under Megatron (main_grad buffers) and are made by the backward under
+/// `zero_grad(set_to_none=True)` (PyTorch eager, Hugging Face).
+[[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
+                                                 const transformer_training& t, int stage) {
+  return stage_terms(m, s, t, stage, keeps_of(m, s, t));
+}
+
+[[nodiscard]] constexpr transformer_memory stage_memory(const memory_terms& x,
+                                                        const transformer_training& t) {
+  const bool vocab_parallel = t.framework.loss == frameworks::loss_style::vocab_parallel;
+  const double g_always = x.persistent ? x.gradients : 0.0;
+  const double acts = x.layers * x.in_flight * x.saved, casts = x.layers * x.in_flight * x.casts;
+  struct moment {
+    memory_moment at;
+    double gradients, activations, weight_casts, stored, logits;
+    [[nodiscard]] constexpr double total() const {
+      return gradients + activations + weight_casts + stored + logits;
+    }
+  };
+  // Megatron's accounting first: on ties the Korthikanti moment is the one reported
+  const moment moments[] = {
+      {memory_moment::first_backward, x.persistent ? x.gradients : x.head_gradients,
+       acts + x.rebuilt, casts + (x.rebuilt > 0 ? x.full_casts : 0.0),
+       x.embedding + (vocab_parallel ? x.head : 0.0), x.held_logits},
+      {memory_moment::loss, g_always, acts, casts + x.head_casts, x.embedding + x.head,
+       x.logits + x.held_logits},
+      {memory_moment::loss, g_always, acts + x.until_loss, casts + x.head_casts,
+       x.embedding + x.head, x.forward_logits + x.held_logits},
+      {memory_moment::last_backward, x.persistent ? x.gradients : x.gradients - x.layer_gradients,
+       (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt,
+       (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits},
+      {memory_moment::update, x.gradients, 0, 0, 0, 0}};
+  const moment* top = &moments[0];
+  for (const moment& mo : moments)
+    if (mo.total() > top->total()) top = &mo;
+  transformer_memory best = x.states;
+  best.moment = top->at;
+  best.gradients = bytes{top->gradients};
+  best.activations = bytes{top->activations};
+  best.weight_casts = bytes{top->weight_casts};
+  best.embedding_activations = bytes{top->stored};
+  best.logits = bytes{top->logits};
+  return best;
+}
+[[nodiscard]] constexpr transformer_memory stage_memory(const transformer& m, const parallel::nd& s,
+                                                        const transformer_training& t, int stage) {
+  return stage_memory(stage_terms(m, s, t, stage), t);
 }
 
 /// The largest per-device memory over the pipeline stages. Only three stages can hold it: the
@@ -2913,104 +4179,117 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
 /// and the last (the logits).
 [[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
                                                              const parallel::nd& s,
-                                                             const transformer_training& t) {
+                                                             const transformer_training& t,
+                                                             const plan_keeps& keeps) {
   const int p = s.pipeline.degree;
-  transformer_memory best = stage_memory(m, s, t, 0);
+  transformer_memory best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
   for (const int i : {1, p - 1}) {
     if (i < 1 || i >= p) continue;
-    const transformer_memory x = stage_memory(m, s, t, i);
+    const transformer_memory x = stage_memory(stage_terms(m, s, t, i, keeps), t);
     if (x.total() > best.total()) best = x;
   }
   return best;
 }
+/// The same, lowering the layer once for every stage (`keeps_of`).
+[[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
+                                                             const parallel::nd& s,
+                                                             const transformer_training& t) {
+  return peak_stage_memory(m, s, t, keeps_of(m, s, t));
+}
 
 // ---- time -----------------------------------------------------------------------------------
 
-/// Compute time of one layer for one micro-batch on one rank, from its kernels.
+/// Time of one layer for one micro-batch on one rank: `lower::layer`'s kernels priced with the
+/// device profile (queued back to back) and, for eager recipes, the host's dispatch
+/// (`lower::span`).
 struct layer_compute {
-  double forward = 0;    ///< s
-  double backward = 0;   ///< s
-  double attention = 0;  ///< the attention core's forward (recomputed under selective)
-  double attention_backward = 0;
-  double embedding_forward = 0, embedding_backward = 0;  ///< first stage
-  double head_forward = 0, head_backward = 0;            ///< last stage: norm, logits, loss
+  lower::span forward, backward;
+  lower::span attention;  ///< the attention core's forward (recomputed under selective)
+  lower::span embedding_forward, embedding_backward;  ///< first stage
+  lower::span head_forward, head_backward;            ///< last stage: norm, logits, loss
+  double attention_backward = 0;  ///< s of GPU time (what ring attention hides behind)
+  double checkpoint_host = 0;     ///< host time to re-enter a checkpointed layer
+  double per_kernel = 0;          ///< host time per kernel (eager recipes)
+  double per_tensor = 0;          ///< host time per parameter tensor in the optimizer step
 };
 
-/// Lowers one layer to kernels: the GEMMs (dX and dW in backward) with their tensor-parallel
-/// shards, flash attention or the unfused score GEMMs with softmax and dropout, norms,
-/// activation, bias-dropout-residual, rotary embedding and the MoE permutations (memory-bound
-/// kernels move twice their forward bytes backward).
+namespace detail {
+/// Prices kernels into a span: GPU time from the profile, the recipe's host time per kernel.
+/// Without host costs the span is the kernels' sum (what a queued stream runs).
+struct pricer {
+  const device_profile& p;
+  gemm_model g;
+  bool fp32_attention = false;
+  double per_kernel = 0;
+  double gpu = 0, attention_gpu = 0;
+  lower::span total{}, attention{};  ///< with host costs only
+
+  constexpr void kernel(const lower::kernel_op& k) {
+    const double t = lower::gpu_time(k, p, g, fp32_attention);
+    gpu += t;
+    const bool core = k.kind == lower::kernel_kind::attention;
+    if (core) attention_gpu += t;
+    if (per_kernel <= 0 && k.host <= 0) return;
+    lower::span one = lower::span::kernel(per_kernel, t / k.times).repeat(k.times);
+    if (k.host > 0) one = lower::span::kernel(k.host, 0).then(one);
+    if (k.sync) one = one.then(lower::span::sync());
+    total = total.then(one);
+    if (core) attention = attention.then(one);
+  }
+  [[nodiscard]] constexpr lower::span result() const {
+    return per_kernel > 0 ? total : lower::span::kernel(0, gpu);
+  }
+  [[nodiscard]] constexpr lower::span attention_result() const {
+    return per_kernel > 0 ? attention : lower::span::kernel(0, attention_gpu);
+  }
+};
+}  // namespace detail
+
+/// Lowers one layer, the embedding and the head for the shard `x` (`lower/transformer.hpp`) and
+/// prices them.
 [[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
-                                                  const transformer_training& tr, int tp, bool sp,
-                                                  int cp, int ep, double b) {
-  const double seq = detail::sequence_of(m, tr);
-  const double s = seq / cp, T = b * s, h = m.hidden, t = tp, w = m.kv_width(), f = m.ffn_size(),
-               V = m.vocabulary, a = m.heads, d = m.head_dim();
-  const double act = tr.activation_bytes();
-  gemm_model g = prof.gemm(tr.compute());
-  if (tr.compute() == dtype::fp8 && prof.dev.peak(dtype::fp8) > prof.dev.peak(dtype::bf16)) {
-    g.peak = prof.dev.peak(dtype::fp8).count();
+                                                  const transformer_training& tr,
+                                                  const lower::shard& x) {
+  const device_profile q = prof.queued();
+  gemm_model g = q.gemm(tr.compute());
+  if (tr.compute() == dtype::fp8 && q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
+    g.peak = q.dev.peak(dtype::fp8).count();
     g.element = 1;
   }
+  const bool eager = tr.framework.eager;
   layer_compute c;
-  auto gemm = [&](double mm, double nn, double kk, double count = 1) {
-    c.forward += count * g.time(mm, nn, kk);
-    c.backward += count * (g.time(mm, kk, nn) + g.time(kk, nn, mm));
+  c.per_kernel = eager ? q.dispatch.per_kernel : 0.0;
+  c.per_tensor = eager ? q.dispatch.per_tensor : 0.0;
+  c.checkpoint_host = eager ? q.dispatch.per_checkpoint : 0.0;
+  const bool fp32_attention = tr.compute() == dtype::fp32;
+  auto run = [&](auto&& lowering, lower::phase ph) {
+    detail::pricer pr{q, g, fp32_attention, c.per_kernel};
+    lowering(m, x, tr, ph, pr);
+    return pr;
   };
-  auto memory = [&](const stream_model& sm, double size) {
-    c.forward += sm.time(size);
-    c.backward += 2 * sm.time(size);
-  };
-  const double tn = sp ? T / t : T;  // tokens the norms and residuals see
-  const double mask = m.dropout ? 1.0 : 0.0;
-  // attention block
-  memory(prof.layer_norm, 2 * tn * h * act);
-  gemm(T, (h + 2 * w) / t, h);
-  if (m.positions == position_kind::rotary) memory(prof.gelu, 2 * T * (h + w) / t * act);
-  const double heads = a / t;
-  if (tr.flash_attention) {
-    const double fwd = prof.attention.forward(b / cp, heads, seq, d);
-    const double both = prof.attention.forward_backward(b / cp, heads, seq, d);
-    c.attention = fwd;
-    c.attention_backward = std::max(both - fwd, 0.0);
-  } else {
-    const double rows = b * heads * s, scores = rows * seq;
-    c.attention = g.time(rows, seq, d) + g.time(rows, d, seq) +
-                  prof.softmax.time(2 * scores * act) +
-                  (m.dropout ? prof.dropout.time(scores * (2 * act + mask)) : 0.0);
-    c.attention_backward = 2 * (g.time(rows, d, seq) + g.time(rows, seq, d)) +
-                           prof.softmax.time(3 * scores * act) +
-                           (m.dropout ? prof.dropout.time(scores * (2 * act + mask)) : 0.0);
-  }
-  c.forward += c.attention;
-  c.backward += c.attention_backward;
-  gemm(T, h, h / t);
-  memory(prof.dropout, tn * h * (3 * act + mask));
-  // MLP block
-  memory(prof.layer_norm, 2 * tn * h * act);
-  const double up = m.mlp == mlp_kind::swiglu ? 2 * f : f;
-  if (m.moe()) {
-    const double local = static_cast<double>(m.experts) / ep;  // experts on this rank
-    const double rows = T * m.top_k * m.capacity * ep / m.experts;
-    gemm(T, m.experts, h);                             // router
-    memory(prof.copy, 2 * 2 * T * m.top_k * h * act);  // permute and un-permute
-    gemm(rows, up / t, h, local);
-    memory(prof.gelu, (m.mlp == mlp_kind::swiglu ? 3 : 2) * rows * local * f / t * act);
-    gemm(rows, h, f / t, local);
-  } else {
-    gemm(T, up / t, h);
-    memory(prof.gelu, (m.mlp == mlp_kind::swiglu ? 3 : 2) * T * f / t * act);
-    gemm(T, h, f / t);
-  }
-  memory(prof.dropout, tn * h * (3 * act + mask));
-  // embedding (first stage) and head (last stage)
-  c.embedding_forward = prof.copy.time(2 * T * h * act / (sp ? t : 1.0));
-  c.embedding_backward = 2 * c.embedding_forward;
-  c.head_forward = prof.layer_norm.time(2 * tn * h * act) + g.time(T, V / t, h) +
-                   prof.softmax.time(4 * T * V / t * 4);
-  c.head_backward =
-      2 * prof.layer_norm.time(2 * tn * h * act) + g.time(T, h, V / t) + g.time(h, V / t, T);
+  using lower::phase;
+  const auto f = run([](auto&&... a) { lower::layer(a...); }, phase::forward);
+  c.forward = f.result();
+  c.attention = f.attention_result();
+  const auto b = run([](auto&&... a) { lower::layer(a...); }, phase::backward);
+  c.backward = b.result();
+  c.attention_backward = b.attention_gpu;
+  c.embedding_forward = run([](auto&&... a) { lower::embedding(a...); }, phase::forward).result();
+  c.embedding_backward = run([](auto&&... a) { lower::embedding(a...); }, phase::backward).result();
+  c.head_forward = run([](auto&&... a) { lower::head(a...); }, phase::forward).result();
+  c.head_backward = run([](auto&&... a) { lower::head(a...); }, phase::backward).result();
   return c;
+}
+
+/// The same for a strategy's shard (`tp`, `sp`, `cp`, `ep`, micro-batch `b` and its
+/// recomputation: some recipes run other kernels under checkpointing, e.g. Hugging Face's
+/// models build no k/v cache).
+[[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
+                                                  const transformer_training& tr, int tp, bool sp,
+                                                  int cp, int ep, double b,
+                                                  recompute rc = recompute::none) {
+  const double seq = detail::sequence_of(m, tr);
+  return lower_layer(m, prof, tr, lower::shard{b, seq / cp, seq, tp, sp, cp, ep, rc});
 }
 
 namespace detail {
@@ -3045,38 +4324,88 @@ struct layer_collectives {
   [[nodiscard]] constexpr seconds backward() const { return tensor + context_backward + expert; }
 };
 
-/// The collectives of one layer on the groups `s` lays out: tensor parallelism's two
-/// all-reduces per pass of the b s h activation (Shoeybi et al. §3; with sequence parallelism
-/// all-gather + reduce-scatter of the same bytes, Korthikanti et al. §4.2.2), ring attention's
-/// c - 1 K/V blocks (Liu et al. 2023) and MoE's all-to-alls of the routed tokens.
+/// Prices `lower::layer_collectives` on the groups `s` lays out: tensor-parallel collectives as
+/// rings, ring attention's transfers on the context ring's link less the attention they hide
+/// behind, MoE all-to-alls as direct exchanges.
 [[nodiscard]] constexpr layer_collectives collectives_of(const transformer& m,
                                                          const parallel::nd& s, const cluster& c,
                                                          const transformer_training& tr,
                                                          const layer_compute& lc) {
   using parallel::axis;
-  const double b = s.micro_batch, sl = detail::sequence_of(m, tr) / s.context.degree, h = m.hidden,
-               act = tr.activation_bytes();
-  const int tp = s.tensor.degree;
-  layer_collectives out;
-  if (tp > 1) {
-    const group g = s.group_of(axis::tensor);
-    const bytes x{b * sl * h * act};
-    out.tensor = s.tensor.sequence
-                     ? 2.0 * (comm::ring::time(comm::collective::all_gather, c, g, x) +
-                              comm::ring::time(comm::collective::reduce_scatter, c, g, x))
-                     : 2.0 * comm::ring::time(comm::collective::all_reduce, c, g, x);
+  struct visitor {
+    const cluster& c;
+    const parallel::nd& s;
+    const layer_compute& lc;
+    layer_collectives out{};
+    constexpr void collective(const lower::collective_op& op) {
+      const bool fwd = op.when == lower::phase::forward;
+      switch (op.axis) {
+        case lower::comm_axis::tensor:
+          if (fwd)
+            out.tensor += comm::ring::time(op.op, c, s.group_of(axis::tensor), bytes{op.bytes});
+          break;
+        case lower::comm_axis::context: {
+          const seconds ring =
+              op.times * comm::ring_link(c, s.group_of(axis::context)).transfer(bytes{op.bytes});
+          if (fwd)
+            out.context_forward = max(ring - seconds{lc.attention.gpu}, seconds{});
+          else
+            out.context_backward = max(ring - seconds{lc.attention_backward}, seconds{});
+          break;
+        }
+        case lower::comm_axis::expert:
+          if (fwd)
+            out.expert += comm::direct::time(op.op, c, s.group_of(axis::expert), bytes{op.bytes});
+          break;
+      }
+    }
+  } v{c, s, lc};
+  const lower::shard x = lower::shard_of(m, s, tr);
+  lower::layer_collectives(m, x, tr, lower::phase::forward, v);
+  if (x.cp > 1)  // only ring attention's backward differs from its forward
+    lower::layer_collectives(m, x, tr, lower::phase::backward, v);
+  return v.out;
+}
+
+/// What one micro-batch runs on pipeline stage `i`, in issue order: the embedding (first
+/// stage), each layer's forward, the head's forward and backward (last stage), each layer's
+/// recomputation and backward, the embedding's backward. Blocking collectives count as GPU time.
+struct stage_spans {
+  lower::span forward_layer, backward_layer;  ///< with their collectives and recomputation
+  lower::span recompute;                      ///< what `backward_layer` repeats of the forward
+  [[nodiscard]] constexpr lower::span micro_batch(const layer_compute& lc, double layers,
+                                                  bool first, bool last) const {
+    lower::span s = first ? lc.embedding_forward : lower::span{};
+    s = s.then(forward_layer.repeat(layers));
+    if (last) s = s.then(lc.head_forward).then(lc.head_backward);
+    s = s.then(backward_layer.repeat(layers));
+    if (first) s = s.then(lc.embedding_backward);
+    return s;
   }
-  if (s.context.degree > 1) {
-    const interconnect link = comm::ring_link(c, s.group_of(axis::context));
-    const seconds ring =
-        (s.context.degree - 1) * link.transfer(bytes{2 * b * sl * m.kv_width() / tp * act});
-    out.context_forward = max(ring - seconds{lc.attention}, seconds{});
-    out.context_backward = max(2.0 * ring - seconds{lc.attention_backward}, seconds{});
-  }
-  if (m.moe() && s.expert.degree > 1)
-    out.expert = 2.0 * comm::direct::time(comm::collective::all_to_all, c, s.group_of(axis::expert),
-                                          bytes{b * sl * m.top_k * m.capacity * h * act});
+};
+
+[[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
+                                             const layer_collectives& lcoll, recompute rc) {
+  stage_spans out;
+  const lower::span comm_f = lower::span::kernel(0, lcoll.forward().count());
+  const lower::span comm_b = lower::span::kernel(0, lcoll.backward().count());
+  out.forward_layer = lc.forward.then(comm_f);
+  if (rc == recompute::full)
+    out.recompute = lower::span::kernel(lc.checkpoint_host, 0).then(lc.forward).then(comm_f);
+  else if (rc == recompute::selective)
+    out.recompute = lc.attention;
+  out.backward_layer = out.recompute.then(lc.backward).then(comm_b);
   return out;
+}
+
+/// The optimizer step over `params` parameters in `tensors` tensors on one rank: one
+/// memory-bound pass (`transformer_training::update_bytes` per parameter) issued per tensor.
+[[nodiscard]] constexpr lower::span optimizer_span(const device_profile& prof,
+                                                   const transformer_training& tr,
+                                                   const layer_compute& lc, double params,
+                                                   double tensors) {
+  return lower::span::kernel(tensors * lc.per_tensor,
+                             prof.queued(prof.copy).time(tr.update_bytes() * params));
 }
 
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
@@ -3087,60 +4416,57 @@ struct layer_collectives {
                                                    const layer_compute& lc) {
   using parallel::axis;
   const double seq = detail::sequence_of(m, tr);
-  const int p = s.pipeline.degree, v = s.pipeline.virtual_stages, mb = s.micro_batches(tr);
+  const int p = s.pipeline.degree, mb = s.micro_batches(tr);
   const double b = s.micro_batch, sl = seq / s.context.degree, h = m.hidden;
   const double act = tr.activation_bytes();
   const int tp = s.tensor.degree;
   const recompute rc = s.recomputation;
 
   const layer_collectives lcoll = collectives_of(m, s, c, tr, lc);
-  const seconds layer_comm_fwd = lcoll.forward();
-  const seconds layer_comm_bwd = lcoll.backward();
-  const seconds layer_recompute = rc == recompute::full ? seconds{lc.forward} + layer_comm_fwd
-                                  : rc == recompute::selective ? seconds{lc.attention}
-                                                               : seconds{};
+  const stage_spans sp = spans_of(lc, lcoll, rc);
 
   // per micro-batch time of each stage; the slowest sets the steady state. The middle stages
   // are alike, so three stage times give the worst and the sum.
-  auto stage_time = [&](int i) {
-    const double l = s.stage_layers(m, i);
-    seconds ti =
-        l * (seconds{lc.forward + lc.backward} + layer_comm_fwd + layer_comm_bwd + layer_recompute);
-    if (i == 0) ti += seconds{lc.embedding_forward + lc.embedding_backward};
-    if (i == p - 1) ti += seconds{lc.head_forward + lc.head_backward};
-    return ti;
+  // without host costs a span is its GPU time: sum (the same algebra, fewer operations)
+  const bool host_free = lc.per_kernel <= 0 && lc.checkpoint_host <= 0;
+  auto stage_span = [&](int i) {
+    if (!host_free) return sp.micro_batch(lc, s.stage_layers(m, i), i == 0, i == p - 1);
+    double t = s.stage_layers(m, i) * (sp.forward_layer.gpu + sp.backward_layer.gpu);
+    if (i == 0) t += lc.embedding_forward.gpu + lc.embedding_backward.gpu;
+    if (i == p - 1) t += lc.head_forward.gpu + lc.head_backward.gpu;
+    return lower::span::kernel(0, t);
   };
-  seconds worst = stage_time(0), sum = worst;
+  lower::span crit = stage_span(0);
+  seconds worst{crit.time}, sum = worst;
   int critical = 0;
   if (p > 2) {
-    const seconds middle = stage_time(1);
-    sum += (p - 2) * middle;
-    if (middle > worst) worst = middle, critical = 1;
+    const lower::span middle = stage_span(1);
+    sum += (p - 2) * seconds{middle.time};
+    if (seconds{middle.time} > worst) worst = seconds{middle.time}, critical = 1, crit = middle;
   }
   if (p > 1) {
-    const seconds last = stage_time(p - 1);
-    sum += last;
-    if (last > worst) worst = last, critical = p - 1;
+    const lower::span last = stage_span(p - 1);
+    sum += seconds{last.time};
+    if (seconds{last.time} > worst) worst = seconds{last.time}, critical = p - 1, crit = last;
   }
   const double lcrit = s.stage_layers(m, critical);
+  const bool first = critical == 0, last = critical == p - 1;
   transformer_time T;
-  T.forward = mb * seconds{lcrit * lc.forward + (critical == 0 ? lc.embedding_forward : 0.0) +
-                           (critical == p - 1 ? lc.head_forward : 0.0)};
-  T.backward = mb * seconds{lcrit * lc.backward + (critical == 0 ? lc.embedding_backward : 0.0) +
-                            (critical == p - 1 ? lc.head_backward : 0.0)};
-  T.recompute = mb * lcrit * layer_recompute;
+  T.forward = mb * seconds{lcrit * lc.forward.gpu + (first ? lc.embedding_forward.gpu : 0.0) +
+                           (last ? lc.head_forward.gpu : 0.0)};
+  T.backward = mb * seconds{lcrit * lc.backward.gpu + (first ? lc.embedding_backward.gpu : 0.0) +
+                            (last ? lc.head_backward.gpu : 0.0)};
+  T.recompute = mb * lcrit * seconds{sp.recompute.gpu};
   T.tensor_comm = mb * lcrit * 2.0 * lcoll.tensor;
   T.context_comm = mb * lcrit * (lcoll.context_forward + lcoll.context_backward);
   T.expert_comm = mb * lcrit * 2.0 * lcoll.expert;
-  // fill and drain: (p - 1) / v of the other stages' micro-batch time (Narayanan et al. SC'21
-  // §2.2: bubble fraction (p - 1) / (v m))
-  T.pipeline_bubble = (sum - worst) / static_cast<double>(v);
+  T.pipeline_bubble = s.pipeline.bubble(sum, worst);
   if (p > 1) {
-    // each forward and backward step waits for its send: 2 (v m + p - 1) sends of b s h / t
-    // (Megatron's scatter/gather: each tensor-parallel rank sends its 1/t)
+    // each forward and backward step waits for its send of b s h / t (Megatron's scatter/gather:
+    // each tensor-parallel rank sends its 1/t)
     const group g = s.group_of(axis::pipeline);
     const interconnect link = c.between(0, g.stride);
-    T.pipeline_p2p = 2.0 * (v * mb + p - 1) * link.transfer(bytes{b * sl * h * act / tp});
+    T.pipeline_p2p = s.pipeline.sends(mb) * link.transfer(bytes{b * sl * h * act / tp});
   }
 
   // data parallelism and ZeRO on the critical stage's parameters
@@ -3156,37 +4482,24 @@ struct layer_collectives {
       std::min(1.0, s.data.bucket / std::max((n.dense + n.expert) * gb, 1.0));
   const seconds f_mb = T.forward / static_cast<double>(mb);
   const seconds b_mb = (T.backward + T.recompute) / static_cast<double>(mb);
-  const double ov = s.data.overlap;
   if (s.replicas() * s.context.degree > 1) {
-    if (zero <= 1) {
-      // gradients reduced once, in buckets during the last micro-batch's backward; the last
-      // bucket cannot hide
-      const seconds reduce = zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb)
-                                       : dense_and_expert(comm::collective::reduce_scatter, gb);
-      T.data_comm = max(reduce - ov * b_mb, bucket_fraction * reduce);
-    } else {
-      // ZeRO-2/3: gradients reduce-scattered after every micro-batch's backward
-      const seconds rs = dense_and_expert(comm::collective::reduce_scatter, gb);
-      const double layer_share = 1.0 / std::max(1.0, lcrit);
-      if (zero == 2) {
-        T.data_comm = mb * max(rs - ov * b_mb, bucket_fraction * rs);
-      } else {
-        // ZeRO-3/FSDP: weights gathered before each forward and backward (prefetched a layer
-        // ahead; the first layer's gather is exposed)
-        const seconds ag = dense_and_expert(comm::collective::all_gather, wb);
-        T.data_comm = mb * (max(ag - ov * f_mb, layer_share * ag) +
-                            max(ag + rs - ov * b_mb, layer_share * rs));
-      }
-    }
-    if (zero == 1 || zero == 2)  // updated weights gathered back, behind the next forward
-      T.data_comm += max(dense_and_expert(comm::collective::all_gather, wb) - ov * f_mb,
-                         bucket_fraction * dense_and_expert(comm::collective::all_gather, wb));
+    const parallel::data_parallel::collective_times dp{
+        zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb) : seconds{},
+        zero >= 1 ? dense_and_expert(comm::collective::reduce_scatter, gb) : seconds{},
+        zero >= 1 ? dense_and_expert(comm::collective::all_gather, wb) : seconds{}};
+    T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);
   }
   // optimizer: one memory-bound pass over this rank's (sharded) parameters
   const double shards_dense = zero >= 1 ? s.replicas() * s.context.degree : 1.0;
   const double shards_expert = zero >= 1 ? s.data.degree * s.context.degree : 1.0;
-  T.optimizer = seconds{
-      prof.copy.time(tr.update_bytes() * (n.dense / shards_dense + n.expert / shards_expert))};
+  const lower::span opt = optimizer_span(
+      prof, tr, lc, n.dense / shards_dense + n.expert / shards_expert,
+      lc.per_tensor > 0 ? lower::parameter_tensors(m, tr.framework) * lcrit / m.layers : 0.0);
+  T.optimizer = seconds{opt.gpu};
+  // an eager host: the time the GPU waits for kernels to be issued (exact on one stage, where
+  // the micro-batches and the update run back to back)
+  T.host = seconds{p == 1 ? crit.repeat(mb).then(opt).exposed_host()
+                          : mb * crit.exposed_host() + opt.exposed_host()};
   return T;
 }
 
@@ -3216,9 +4529,7 @@ struct layer_collectives {
                                                     const transformer_training& tr,
                                                     const device_profile& prof) {
   s.check(m, tr, c.devices());
-  return evaluate(m, s, c, tr, prof,
-                  lower_layer(m, prof, tr, s.tensor.degree, s.tensor.sequence, s.context.degree,
-                              s.expert.degree, s.micro_batch));
+  return evaluate(m, s, c, tr, prof, lower_layer(m, prof, tr, lower::shard_of(m, s, tr)));
 }
 
 /// Evaluates with the device's datasheet peaks and the GEMM efficiency fitted on the H100
@@ -3439,6 +4750,91 @@ class measured_curve {
 };
 
 }  // namespace strata::comm
+
+// ---- strata/frameworks/huggingface.hpp ---------------------------------------------------------
+/// @file frameworks/huggingface.hpp
+/// @brief A Hugging Face `transformers` (5.x) causal LM trained the ordinary way: the model
+/// built from its config with fp32 parameters and `attn_implementation="sdpa"`, the forward and
+/// the loss under `torch.autocast(bfloat16)`, fused AdamW, `zero_grad(set_to_none=True)`,
+/// optionally `gradient_checkpointing_enable(use_reentrant=False)`.
+///
+/// What the modeling code runs (models/llama, qwen2, mixtral, gpt2/modeling_*.py,
+/// integrations/sdpa_attention.py and moe.py, loss/loss_utils.py), as `lower/transformer.hpp`
+/// lowers it under `module_style::transformers`:
+/// - the residual stream is fp32 (the embedding is not an autocast op), so RMSNorm runs as its
+///   fp32 op chain (pow, mean, + eps, rsqrt, two products) and keeps its input, the normalized
+///   tensor and the reciprocal; LayerNorm (GPT-2) is one fp32 kernel;
+/// - autocast caches weight casts only: Q, K, V (and gate, up) each cast the fp32 norm output
+///   and keep their own bf16 copy; Qwen2's Q/K/V biases ride in the GEMM;
+/// - rotate-half RoPE with fp32 cos/sin: five kernels per tensor leaving Q and K in fp32, cast
+///   back to bf16 by SDPA's autocast; SDPA gets `is_causal=True` and `enable_gqa=True` (no mask is
+///   passed, so no `repeat_kv`) and keeps Q, K, V, its output and the fp32 log-sum-exp;
+/// - `use_cache` stays on in training: every layer copies k and v into a DynamicCache (GPT-2's
+///   attention keeps the copies; Llama's fp32 k copy lives until the output is dropped);
+/// - SiLU and the gate product as two kernels (GPT-2: `gelu_new`, the tanh formula as nine
+///   elementwise kernels, mostly fp32); residual adds in fp32;
+/// - MoE experts through `grouped_mm` on the fp32 weights (not an autocast op): per grouped GEMM
+///   a host synchronization and one fp32 (TF32) GEMM per expert; router softmax in fp32;
+/// - the loss: bf16 logits, `logits.float()`, log-softmax and NLL over all T positions: 10 B per
+///   logit at the forward's peak (with the cache), 12 at the backward's;
+/// - gradient checkpointing wraps each decoder layer (non-reentrant): it keeps the layer input,
+///   turns the cache off, and autocast's weight cache holds every layer's bf16 weights until the
+///   forward ends; the recomputation casts them again.
+
+
+namespace strata::frameworks {
+
+inline constexpr recipe huggingface{.name = "huggingface",
+                                    .autocast = true,
+                                    .eager = true,
+                                    .modules = module_style::transformers,
+                                    .loss = loss_style::transformers,
+                                    .fused_qkv = false,
+                                    .fused_gate_up = false,
+                                    .attention_output_copy = false,
+                                    .persistent_gradients = false,
+                                    .keep_logits = false,
+                                    .workspace = 64.0 * 1024 * 1024,
+                                    .batch_bytes_per_token = 16};
+
+}  // namespace strata::frameworks
+
+// ---- strata/frameworks/pytorch_eager.hpp -------------------------------------------------------
+/// @file frameworks/pytorch_eager.hpp
+/// @brief A plain PyTorch eager training loop (nanoGPT-style modules: `F.layer_norm`, a fused
+/// QKV `nn.Linear`, `scaled_dot_product_attention`, tanh-GELU, `F.cross_entropy`), under
+/// `torch.autocast(bfloat16)` over fp32 parameters, fused AdamW and `zero_grad(set_to_none=True)`;
+/// validated on 253 H100 steps (test/validation/h100_steps.cpp).
+///
+/// What it runs and keeps, from PyTorch's autocast and autograd rules:
+/// - each `nn.Linear` casts its fp32 weight and bias to bf16 on every forward (6 B per element:
+///   read 4, write 2) and autograd holds the copy until the layer's backward; the bf16 weight
+///   gradient is cast back to fp32 (6 B per element);
+/// - layer norm runs in fp32 on the fp32 residual stream (it saves its fp32 input) and its output
+///   is cast to bf16 for the next GEMM (that cast is what the GEMM saves);
+/// - `y.transpose(1, 2).contiguous()` after attention: autograd keeps the attention output and
+///   its contiguous copy;
+/// - the loss upcasts the logits to fp32 (the peak holds log-softmax's output, its gradient and
+///   the logits' gradient, 12 B per logit);
+/// - the host issues every kernel (the profile's `dispatch` costs);
+/// - 64 MiB of cuBLAS/cuBLASLt workspace on Hopper, the int64 inputs and targets on the GPU.
+
+
+namespace strata::frameworks {
+
+inline constexpr recipe pytorch_eager{.name = "pytorch",
+                                      .autocast = true,
+                                      .eager = true,
+                                      .modules = module_style::fused,
+                                      .loss = loss_style::eager,
+                                      .fused_qkv = true,
+                                      .fused_gate_up = true,
+                                      .attention_output_copy = true,
+                                      .persistent_gradients = false,
+                                      .workspace = 64.0 * 1024 * 1024,
+                                      .batch_bytes_per_token = 16};
+
+}  // namespace strata::frameworks
 
 // ---- strata/hardware/mesh.hpp ------------------------------------------------------------------
 /// @file hardware/mesh.hpp
@@ -3748,6 +5144,426 @@ inline constexpr device xeon_e5_2450_server{
 
 }  // namespace strata::presets
 
+// ---- strata/lower/cnn.hpp ----------------------------------------------------------------------
+/// @file lower/cnn.hpp
+/// @brief CNN layers (torchvision ResNet, VGG, any `model<N>` in ParaDL's notation) lowered to
+/// the kernels one GPU runs for a micro-batch of N samples, and the tensors PyTorch eager keeps.
+///
+/// Kernels: convolutions as implicit GEMMs (forward N Ho Wo x F x C k^2; backward data N Ho Wo x
+/// C x F k^2, skipped for the input layer; backward weights C k^2 x F x N Ho Wo), bounded by the
+/// tensors they really move (input, weights, output, once each); fully-connected layers likewise;
+/// batch norm, ReLU, residual adds and pooling as memory-bound kernels, backward at twice the
+/// bytes (max pooling also writes or reads int64 indices, and its backward zero-fills the input
+/// gradient); a convolution's bias added in a pass of its own and reduced from dY backward. Under
+/// bf16 autocast the image and every conv/linear weight are cast per forward (6 B per element)
+/// and the weight gradients cast back.
+///
+/// Kept (torchvision: ReLU in place; batch norm keeps its input; max pooling its int64 indices;
+/// a linear layer after pooling its input; the image's bf16 copy; autocast's bf16 weight copies
+/// until their backward). `analytic::cnn_step` lists these kernels, `analytic::cnn_memory` sums
+/// the kept tensors and `analytic::cnn_layer_times` hands them to ParaDL's strategies as
+/// profiled layer times, so the single-GPU step and ParaDL's plans read the same lowering.
+/// @code
+/// constexpr auto net = strata::zoo::resnet50();
+/// double flops = 0;
+/// struct { double& f; void kernel(const strata::lower::kernel_op& k) { f += k.flops(); } }
+/// v{flops}; for (std::size_t i = 0; i < net.view().size(); ++i)
+///   strata::lower::cnn_layer(net.view(), i, 32, true, strata::lower::phase::forward, v);
+/// @endcode
+
+
+
+namespace strata::lower {
+
+/// The kernels of layer `i` of `layers` for N samples, forward or backward (`autocast`: bf16
+/// autocast over fp32 parameters; otherwise fp32 with TF32 convolutions).
+template <class V>
+constexpr void cnn_layer(std::span<const strata::layer> layers, std::size_t i, double N,
+                         bool autocast, phase ph, V&& v) {
+  const strata::layer& l = layers[i];
+  const bool backward = ph == phase::backward;
+  const double act = autocast ? 2.0 : 4.0, k = backward ? 2 : 1;
+  auto emit = [&](const kernel_op& op) {
+    if constexpr (requires { v.kernel(op); }) v.kernel(op);
+  };
+  auto memory = [&](std::string_view part, stream_class c, double bytes) {
+    kernel_op op{.what = to_string(l.kind), .part = part, .kind = kernel_kind::memory};
+    op.stream = c;
+    op.bytes = bytes;
+    emit(op);
+  };
+  switch (l.kind) {
+    case layer_kind::conv:
+    case layer_kind::linear: {
+      const bool conv = l.kind == layer_kind::conv;
+      const double window =
+          conv ? static_cast<double>(l.kernel) * l.kernel * (l.in.d > 1 ? l.kernel : 1)
+               : l.in.elements();
+      const double positions = conv ? N * l.out.spatial() : N;
+      const double ck = conv ? l.in.c * window : window;
+      const double weights = ck * l.out.c;
+      const bool bias = l.params > weights;
+      // the tensors an implicit GEMM moves: input, weights, output, each once
+      const double traffic = (N * l.x() + weights + N * l.y()) * act;
+      auto gemm = [&](std::string_view part, double m, double n, double kk) {
+        kernel_op op{.what = to_string(l.kind), .part = part, .kind = kernel_kind::gemm};
+        op.m = m;
+        op.n = n;
+        op.k = kk;
+        op.traffic = traffic;
+        emit(op);
+      };
+      if (!backward) {
+        if (autocast && i == 0) memory("input cast", stream_class::copy, 6 * N * l.x());
+        if (autocast) memory("weight cast", stream_class::copy, 6 * l.params);
+        gemm({}, positions, l.out.c, ck);
+        // PyTorch adds a convolution's bias in a separate pass over the output
+        if (bias && conv) memory("bias", stream_class::elementwise, 2 * N * l.y() * act);
+      } else {
+        // the data gradient is a convolution of dY with the flipped filters: C outputs per
+        // position, a reduction over F k^2 (a linear layer: in features over out features)
+        if (i > 0) {
+          if (conv)
+            gemm("data", positions, l.in.c, window * l.out.c);
+          else
+            gemm("data", positions, ck, l.out.c);
+        }
+        gemm("weights", ck, l.out.c, positions);
+        if (autocast) memory("gradient to fp32", stream_class::copy, 6 * l.params);
+        if (bias) memory("bias", stream_class::softmax, N * l.y() * act);  // a reduction of dY
+      }
+      break;
+    }
+    case layer_kind::norm:
+      memory({}, stream_class::layer_norm, k * 3 * N * l.x() * act);
+      break;
+    case layer_kind::pool:
+      if (l.kernel > 1) {
+        const double moved = N * (l.x() + l.y()) * act + N * l.y() * 8;
+        memory({}, stream_class::elementwise, backward ? moved + N * l.x() * act : moved);
+      } else {
+        memory({}, stream_class::elementwise, k * N * (l.x() + l.y()) * act);
+      }
+      break;
+    default:
+      memory({}, stream_class::elementwise, k * 2 * N * l.y() * act);
+      break;
+  }
+  if (backward) return;
+  // what PyTorch eager keeps of this layer until its backward
+  auto keep = [&](std::string_view what, double bytes, keep_kind kind = keep_kind::activation) {
+    if constexpr (requires { v.save(saved_tensor{}); })
+      if (bytes > 0) v.save(saved_tensor{what, bytes, kind});
+  };
+  const bool next_norm = i + 1 < layers.size() && layers[i + 1].kind == layer_kind::norm;
+  const bool next_elementwise =
+      i + 1 < layers.size() && layers[i + 1].kind == layer_kind::elementwise;
+  const bool prev_elementwise = i > 0 && layers[i - 1].kind == layer_kind::elementwise;
+  switch (l.kind) {
+    case layer_kind::conv:
+    case layer_kind::linear:
+      if (autocast) keep("bf16 weight copy", 2 * l.params, keep_kind::weight_copy);
+      if (next_norm) keep("batch norm input", N * l.y() * act);
+      if (i == 0 && autocast) keep("bf16 image", N * l.x() * act);
+      if (l.kind == layer_kind::linear && !prev_elementwise)
+        keep("linear input after pooling", N * l.x() * act);
+      break;
+    case layer_kind::elementwise:
+      // ReLU in place keeps its output; a residual add followed by its ReLU shares storage
+      if (!next_elementwise) keep("ReLU output", N * l.y() * act);
+      break;
+    case layer_kind::pool:
+      if (l.kernel > 1) keep("max-pool indices", N * l.y() * 8);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace strata::lower
+
+// ---- strata/model/embedding_bag.hpp ------------------------------------------------------------
+/// @file model/embedding_bag.hpp
+/// @brief Embedding lookup (EL) cost on one GPU from a batch's reuse factors (Lin et al. §III-B,
+/// §IV-C): forward, backward (dense or fused gradient) and the SGD update, as bytes moved over
+/// fitted bandwidths above launch floors.
+///
+/// An embedding bag of E rows of D elements reads, for each of B samples, L rows and sums them
+/// (PyTorch `nn.EmbeddingBag(mode="sum")`, FBGEMM's table-batched embedding). What a batch costs
+/// depends on how often each row is hit: Lin et al. §III-B describe a batch by its *reuse
+/// factors*, the "histogram of histograms" of Meta's DLRM dataset: bin i counts the distinct
+/// rows accessed k times with ceil(log2 k) = i (k = 1 in bin 0, 2 in bin 1, 3-4 in bin 2, ...,
+/// k > 2^15 in bin 16). Lin et al. learn the EL time from these 17 values with an MLP; strata
+/// uses them in an analytical form instead (docs/lin.md) whose few parameters are fitted to
+/// measurements (`calibrate/embedding_fit.hpp`):
+///
+/// - forward: the U distinct rows come from DRAM once; the N - U re-reads of a row hit L2 while
+///   the U rows fit in it (a fraction L2 / (U row) of them otherwise); plus the N indices and
+///   the B x D output: t = floor_f + dram / bw_gather + hits / bw_l2;
+/// - backward: sorting and reducing the N lookups' gradients (per_lookup each), the U gradient
+///   rows written, the rows reused most serialize their updates (contention x k_max, the
+///   atomics/segment reduction of a hot row), and with a dense gradient PyTorch zero-fills the
+///   E x D gradient (one pass over E D elements; four when it accumulates into an existing
+///   gradient: zero, read old, read new, write): t = floor_b + ...;
+/// - SGD update of a dense gradient: read weights, read gradient, write weights (three passes).
+///   A fused update (FBGEMM's TBE) touches only the U rows (read and write) inside backward,
+///   and one TBE kernel serves all tables of a rank: `analytic::dlrm_plan` pays its floors once
+///   per rank, PyTorch's per-table bags once per table.
+/// @code
+/// constexpr strata::embedding_bag_shape s{.rows = 1e6, .dim = 64, .pooling = 20, .batch = 4096};
+/// constexpr double t = strata::h100_embedding_bag.forward(s);   // s
+/// @endcode
+
+
+
+namespace strata {
+
+/// The 17 reuse-factor bins of Meta's DLRM dataset (Lin et al. §III-B).
+inline constexpr int reuse_bins = 17;
+
+/// Reuse factors of one table in one batch: `rows[i]` distinct rows were accessed k times with
+/// ceil(log2 k) = i (bin 16 holds every k > 2^15). Counts, not fractions.
+struct reuse_histogram {
+  std::array<double, reuse_bins> rows{};
+
+  /// The bin of a row accessed k >= 1 times.
+  [[nodiscard]] static constexpr int bin_of(double k) {
+    if (!(k >= 1)) throw plan_error("a reuse count is at least 1");
+    int i = 0;
+    double edge = 1;
+    while (edge < k && i < reuse_bins - 1) {
+      edge *= 2;
+      ++i;
+    }
+    return i;
+  }
+  /// A representative access count of bin i: 1, 2, then 3/4 of the bin's upper edge 2^i (the
+  /// middle of (2^(i-1), 2^i]); bin 16 (k > 2^15) counts as 1.5 x 2^15 too.
+  [[nodiscard]] static constexpr double typical(int i) {
+    if (i <= 0) return 1;
+    if (i == 1) return 2;
+    double e = 1;
+    for (int j = 0; j < i && j < reuse_bins; ++j) e *= 2;
+    return 0.75 * e;
+  }
+  /// U, the distinct rows the batch touches.
+  [[nodiscard]] constexpr double unique() const {
+    double u = 0;
+    for (double r : rows) u += r;
+    return u;
+  }
+  /// The lookups the histogram implies (each bin at its `typical` count).
+  [[nodiscard]] constexpr double lookups() const {
+    double n = 0;
+    for (int i = 0; i < reuse_bins; ++i) n += rows[static_cast<std::size_t>(i)] * typical(i);
+    return n;
+  }
+  /// The upper edge of the highest bin holding at least half a row (expected histograms hold
+  /// fractions): how often the hottest row is hit, at most.
+  [[nodiscard]] constexpr double max_reuse() const {
+    double k = 0, e = 1;
+    for (int i = 0; i < reuse_bins; ++i) {
+      if (rows[static_cast<std::size_t>(i)] >= 0.5) k = i == reuse_bins - 1 ? 2 * e : e;
+      e *= 2;
+    }
+    return k;
+  }
+  [[nodiscard]] constexpr bool empty() const { return !(unique() > 0); }
+};
+
+namespace detail {
+/// Adds to `h` the expected rows, out of `count` rows each hit Poisson(lambda) times, per bin.
+/// lambda > 64: the spread (1/sqrt(lambda) < 13 %) is ignored, every row falls in bin(lambda).
+constexpr void add_poisson(reuse_histogram& h, double count, double lambda) {
+  if (!(lambda > 0) || !(count > 0)) return;
+  if (lambda > 64) {
+    h.rows[static_cast<std::size_t>(reuse_histogram::bin_of(lambda))] += count;
+    return;
+  }
+  const double ll = strata::detail::log(lambda);
+  double lp = -lambda;  // log P(k = 0)
+  const int kmax = static_cast<int>(lambda + 12 * strata::detail::pow(lambda, 0.5) + 30);
+  for (int k = 1; k <= kmax; ++k) {
+    lp += ll - strata::detail::log(static_cast<double>(k));
+    h.rows[static_cast<std::size_t>(reuse_histogram::bin_of(k))] += count * strata::detail::exp(lp);
+  }
+}
+}  // namespace detail
+
+/// The expected reuse factors of N lookups drawn uniformly from E rows (each row is hit
+/// Poisson(N / E) times).
+[[nodiscard]] constexpr reuse_histogram uniform_reuse(double rows, double lookups) {
+  if (!(rows >= 1) || !(lookups >= 0)) throw plan_error("uniform_reuse: rows >= 1, lookups >= 0");
+  reuse_histogram h;
+  detail::add_poisson(h, rows, lookups / rows);
+  return h;
+}
+
+/// The expected reuse factors of N lookups drawn from E rows with Zipf probabilities
+/// p_r ~ r^-a (rank r = 1..E): row r is hit Poisson(N p_r) times. Ranks beyond 64 are taken in
+/// groups of 1/8 octave at their geometric middle.
+[[nodiscard]] constexpr reuse_histogram zipf_reuse(double rows, double lookups, double a) {
+  if (!(rows >= 1) || !(lookups >= 0) || !(a >= 0))
+    throw plan_error("zipf_reuse: rows >= 1, lookups >= 0, exponent >= 0");
+  // groups [r0, r1) with weight n x r_mid^-a
+  auto for_groups = [&](auto&& f) {
+    double r = 1;
+    while (r <= rows) {
+      double next = r < 64 ? r + 1 : r * 1.0905077326652577;  // 2^(1/8)
+      next = static_cast<double>(static_cast<long long>(next));
+      if (next <= r) next = r + 1;
+      if (next > rows + 1) next = rows + 1;
+      const double n = next - r;
+      const double mid = n == 1 ? r : strata::detail::pow(r * (next - 1), 0.5);
+      f(n, strata::detail::pow(mid, -a));
+      r = next;
+    }
+  };
+  double z = 0;
+  for_groups([&](double n, double w) { z += n * w; });
+  reuse_histogram h;
+  for_groups([&](double n, double w) { detail::add_poisson(h, n, lookups * w / z); });
+  return h;
+}
+
+/// One embedding bag in one batch: E rows of D elements, L lookups per sample (pooling), B
+/// samples, the batch's reuse factors (empty: uniform access assumed), bytes per element.
+struct embedding_bag_shape {
+  double rows = 1;     ///< E
+  double dim = 1;      ///< D
+  double pooling = 1;  ///< L, mean lookups per sample
+  double batch = 1;    ///< B
+  reuse_histogram reuse{};
+  double element = 4;  ///< bytes per weight (fp32)
+
+  [[nodiscard]] constexpr double lookups() const { return batch * pooling; }
+  [[nodiscard]] constexpr double row_bytes() const { return dim * element; }
+  [[nodiscard]] constexpr double table_bytes() const { return rows * dim * element; }
+  /// The given reuse factors, or the expected ones of uniform access.
+  [[nodiscard]] constexpr reuse_histogram effective_reuse() const {
+    return reuse.empty() ? uniform_reuse(rows, lookups()) : reuse;
+  }
+  constexpr void validate() const {
+    if (!(rows >= 1 && dim >= 1 && pooling >= 0 && batch >= 1 && element > 0))
+      throw plan_error("an embedding bag needs rows >= 1, dim >= 1, pooling >= 0, batch >= 1");
+  }
+};
+
+/// How the backward pass produces the table's gradient.
+enum class embedding_gradient {
+  dense,             ///< a new E x D gradient (PyTorch nn.EmbeddingBag, grad set to None before)
+  dense_accumulate,  ///< added into an existing E x D gradient (no zero_grad between steps)
+  fused,             ///< FBGEMM TBE: the optimizer updates the touched rows inside backward
+};
+
+/// Bytes a forward pass moves, split by where the rows come from (Lin et al. §III-B: the L2
+/// hit rate follows from the reuse factors).
+struct embedding_traffic {
+  double dram = 0;  ///< unique rows, L2 misses of re-reads, indices, offsets, output
+  double l2 = 0;    ///< re-reads that hit L2
+};
+
+/// Fitted EL cost on one device. Rates in B/s, times in s.
+struct embedding_bag_model {
+  double floor_forward = 45e-6;
+  double floor_backward = 450e-6;
+  double floor_update = 200e-6;
+  double gather_bandwidth = 2.68e12;  ///< rows gathered from DRAM (80 % of an H100's 3.35 TB/s)
+  double l2_bandwidth = 7e12;         ///< re-reads served by L2 (about 2.5 x DRAM on H100)
+  double l2_bytes = 50e6;             ///< L2 capacity available to the rows (H100: 50 MB)
+  double per_lookup = 3e-10;          ///< backward: sort + gradient read per lookup
+  double contention = 1e-9;           ///< backward: per serialized update of the hottest row
+  double dense_bandwidth = 2.8e12;    ///< passes over the dense E x D gradient / weights
+  double index_bytes = 8;             ///< int64 indices and offsets
+
+  /// Forward traffic.
+  [[nodiscard]] constexpr embedding_traffic forward_traffic(const embedding_bag_shape& s) const {
+    s.validate();
+    const reuse_histogram h = s.effective_reuse();
+    const double n = s.lookups(), u = h.unique() < n ? h.unique() : n;
+    const double rereads = n - u;
+    const double working = u * s.row_bytes();
+    const double hit = working <= l2_bytes ? 1.0 : l2_bytes / working;
+    embedding_traffic t;
+    t.dram = u * s.row_bytes() + (1 - hit) * rereads * s.row_bytes() + (n + s.batch) * index_bytes +
+             s.batch * s.row_bytes();
+    t.l2 = hit * rereads * s.row_bytes();
+    return t;
+  }
+  /// Forward work above the floor.
+  [[nodiscard]] constexpr double forward_work(const embedding_bag_shape& s) const {
+    const embedding_traffic t = forward_traffic(s);
+    return t.dram / gather_bandwidth + t.l2 / l2_bandwidth;
+  }
+  /// Lin et al. §III-B, forward EL.
+  [[nodiscard]] constexpr double forward(const embedding_bag_shape& s) const {
+    return floor_forward + forward_work(s);
+  }
+  /// Backward work above the floor (and, for `fused`, the SGD update of the touched rows).
+  [[nodiscard]] constexpr double backward_work(
+      const embedding_bag_shape& s, embedding_gradient g = embedding_gradient::dense) const {
+    s.validate();
+    const reuse_histogram h = s.effective_reuse();
+    const double n = s.lookups(), u = h.unique() < n ? h.unique() : n;
+    double t = n * per_lookup + contention * h.max_reuse() +
+               (s.batch * s.row_bytes() + u * s.row_bytes()) / gather_bandwidth;
+    switch (g) {
+      case embedding_gradient::dense:
+        t += s.table_bytes() / dense_bandwidth;
+        break;
+      case embedding_gradient::dense_accumulate:
+        t += 4 * s.table_bytes() / dense_bandwidth;
+        break;
+      case embedding_gradient::fused:
+        t += 2 * u * s.row_bytes() / gather_bandwidth;
+        break;
+    }
+    return t;
+  }
+  /// The backward's floor: PyTorch's (sort, several kernels, autograd) for a dense gradient, a
+  /// single fused kernel's for `fused` (not measured: twice the forward floor, an assumption).
+  [[nodiscard]] constexpr double backward_floor(embedding_gradient g) const {
+    return g == embedding_gradient::fused ? 2 * floor_forward : floor_backward;
+  }
+  /// Backward EL (and, for `fused`, the SGD update of the touched rows).
+  [[nodiscard]] constexpr double backward(const embedding_bag_shape& s,
+                                          embedding_gradient g = embedding_gradient::dense) const {
+    return backward_floor(g) + backward_work(s, g);
+  }
+  /// SGD step on the table: three passes over a dense gradient; nothing left for `fused`.
+  [[nodiscard]] constexpr double update(const embedding_bag_shape& s,
+                                        embedding_gradient g = embedding_gradient::dense) const {
+    s.validate();
+    if (g == embedding_gradient::fused) return 0;
+    return floor_update + 3 * s.table_bytes() / dense_bandwidth;
+  }
+  /// Forward + backward + update.
+  [[nodiscard]] constexpr double step(const embedding_bag_shape& s,
+                                      embedding_gradient g = embedding_gradient::dense) const {
+    return forward(s) + backward(s, g) + update(s, g);
+  }
+};
+
+/// EL on an H100 SXM (PyTorch 2 nn.EmbeddingBag, fp32), fitted on all 36 rows of
+/// test/data/h100_embedding_bag.csv (`calibrate::fit_embedding_bag` with its defaults, rounded):
+/// a 43.3 us forward floor (launch-bound: no forward in the file moves more than 21 MB), 488 us
+/// backward floor (PyTorch's sort-based backward is a dozen kernels plus autograd), 0.217 ns per
+/// lookup, 2.85 TB/s over the dense gradient (85 % of the datasheet), a 203 us SGD floor. The
+/// contention term fits to zero on this data (no bag hits one row more than 2^16 times). The
+/// gather and L2 bandwidths are not fitted (datasheet fractions).
+inline constexpr embedding_bag_model h100_embedding_bag{.floor_forward = 43.3e-6,
+                                                        .floor_backward = 488e-6,
+                                                        .floor_update = 203e-6,
+                                                        .gather_bandwidth = 2.68e12,
+                                                        .l2_bandwidth = 7e12,
+                                                        .l2_bytes = 50e6,
+                                                        .per_lookup = 0.217e-9,
+                                                        .contention = 0,
+                                                        .dense_bandwidth = 2.85e12,
+                                                        .index_bytes = 8};
+
+}  // namespace strata
+
 // ---- strata/model/model.hpp --------------------------------------------------------------------
 /// @file model/model.hpp
 /// @brief A model: the input shape and its layers in execution order.
@@ -3937,6 +5753,33 @@ constexpr transformer sc21(std::string_view name, int l, int h, int a) {
 }
 [[nodiscard]] constexpr transformer llama3_405b() {
   return detail::llama("Llama-3 405B", 126, 16384, 128, 8, 53248, 128256, 8192);
+}
+/// Llama-3.2 1B: tied embeddings (its released config), 1,235,814,400 parameters.
+[[nodiscard]] constexpr transformer llama3_2_1b() {
+  transformer m = detail::llama("Llama-3.2 1B", 16, 2048, 32, 8, 8192, 128256, 131072);
+  m.tied = true;
+  return m;
+}
+/// TinyLlama 1.1B: 22 layers, 4 key/value heads, 1,100,048,384 parameters.
+[[nodiscard]] constexpr transformer tinyllama_1_1b() {
+  return detail::llama("TinyLlama 1.1B", 22, 2048, 32, 4, 5632, 32000, 2048);
+}
+/// Qwen2.5 0.5B: Q/K/V biases only, tied embeddings, 494,032,768 parameters.
+[[nodiscard]] constexpr transformer qwen2_5_0_5b() {
+  transformer m = detail::llama("Qwen2.5 0.5B", 24, 896, 14, 2, 4864, 151936, 32768);
+  m.tied = true;
+  m.qkv_bias = true;
+  return m;
+}
+/// Qwen2.5 7B: 28 layers, 4 key/value heads, Q/K/V biases, 7,615,616,512 parameters.
+[[nodiscard]] constexpr transformer qwen2_5_7b() {
+  transformer m = detail::llama("Qwen2.5 7B", 28, 3584, 28, 4, 18944, 152064, 32768);
+  m.qkv_bias = true;
+  return m;
+}
+/// Mistral 7B (v0.1): Llama's architecture with 8 key/value heads, 7,241,732,096 parameters.
+[[nodiscard]] constexpr transformer mistral_7b() {
+  return detail::llama("Mistral 7B", 32, 4096, 32, 8, 14336, 32000, 32768);
 }
 [[nodiscard]] constexpr transformer mixtral_8x7b() {
   transformer m = detail::llama("Mixtral 8x7B", 32, 4096, 32, 8, 14336, 32000, 32768);
@@ -4305,9 +6148,10 @@ inline std::vector<int> divisors(int n, int limit) {
   };
   const int seq = tr.sequence_or(m.sequence);
   // one plan: pruned on memory, timed when it fits
-  auto visit = [&](const parallel::nd& s, const analytic::layer_compute& lc) {
+  auto visit = [&](const parallel::nd& s, const analytic::layer_compute& lc,
+                   const analytic::plan_keeps& keeps) {
     ++out.candidates;
-    const bytes mem = analytic::peak_stage_memory(m, s, tr).total();
+    const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps).total();
     if (mem > c.dev.memory) return;
     ++out.fitting;
     consider({s, analytic::iteration(m, s, c, tr, prof, lc), mem});
@@ -4322,7 +6166,22 @@ inline std::vector<int> divisors(int n, int limit) {
             if ((sp && t == 1) || e < 1 || m.experts % e != 0 || cx < 1 ||
                 (cx > 1 && seq % (2 * cx) != 0) || b < 1)
               continue;
-            const analytic::layer_compute lc = analytic::lower_layer(m, prof, tr, t, sp, cx, e, b);
+            // recipes whose kernels change under checkpointing lower once per recomputation
+            const bool per_rc = tr.framework.modules == frameworks::module_style::transformers;
+            std::array<analytic::layer_compute, 3> lcs{};
+            std::array<analytic::plan_keeps, 3> keeps{};  // what a layer keeps, per recompute
+            for (const auto rc : space.recompute) {
+              const auto r = static_cast<std::size_t>(rc);
+              if (per_rc || rc == space.recompute.front())
+                lcs[r] = analytic::lower_layer(m, prof, tr, t, sp, cx, e, b, rc);
+              keeps[r] = analytic::keeps_of(m,
+                                            {.tensor = {.degree = t, .sequence = sp},
+                                             .context = {.degree = cx},
+                                             .expert = {.degree = e},
+                                             .recomputation = rc,
+                                             .micro_batch = b},
+                                            tr);
+            }
             for (const int p : pipeline) {
               if (p < 1 || m.layers % p != 0 || devices % (t * p * e * cx) != 0) continue;
               const int d = devices / (t * p * e * cx);
@@ -4335,6 +6194,8 @@ inline std::vector<int> divisors(int n, int limit) {
                   continue;
                 for (const auto rc : space.recompute)
                   for (const int z : space.zero) {
+                    const analytic::layer_compute& lc =
+                        lcs[static_cast<std::size_t>(per_rc ? rc : space.recompute.front())];
                     if (z > 0 && d * e * cx == 1) continue;  // nothing to shard
                     visit({.tensor = {.degree = t, .sequence = sp},
                            .context = {.degree = cx},
@@ -4346,7 +6207,7 @@ inline std::vector<int> divisors(int n, int limit) {
                            .data = {.degree = d, .zero = z},
                            .recomputation = rc,
                            .micro_batch = b},
-                          lc);
+                          lc, keeps[static_cast<std::size_t>(rc)]);
                   }
               }
             }
