@@ -5979,61 +5979,60 @@ constexpr model<10 * Layers + 3> gpt_layers(std::string_view name, int hidden, i
 /// constexpr strata::plan p{strata::zoo::resnet50(), strata::presets::abci(16),
 ///                          strata::parallel::data{.p = 16}, strata::training{.batch = 512}};
 /// static_assert(strata::memory_per_device(p) <= 16_GiB);
-/// constexpr strata::transformer_plan q{strata::zoo::llama2_7b(),
-/// strata::presets::dgx_a100_40gb(1),
-///                                      strata::parallel::nd{.data = {.degree = 8, .zero = 3}},
-///                                      strata::transformer_training{.global_batch = 64}};
-/// static_assert(strata::peak_memory(q) <= 40_GiB);
+/// constexpr strata::plan q{strata::zoo::llama2_7b(), strata::presets::dgx_a100_40gb(1),
+///                          strata::parallel::nd{.data = {.degree = 8, .zero = 3}},
+///                          strata::transformer_training{.global_batch = 64}};
+/// static_assert(strata::peak_memory(q) <= 40_GiB);  // q is a transformer_plan
 /// @endcode
 
 
 
 namespace strata {
 
-/// Model + cluster + strategy + training setup.
-template <std::size_t N, class S>
+/// Model + cluster + strategy + training setup: one template for every kind of model. A CNN in
+/// ParaDL's notation (`model<N>`) takes a ParaDL strategy and a `training`; a `transformer` takes
+/// `parallel::nd` and a `transformer_training` (`transformer_plan`). Class template argument
+/// deduction picks the kind from the values.
+template <class Model, class Strategy, class Training>
 struct plan {
-  model<N> net;
+  Model net;
   cluster machine;
-  S strategy;
-  training setup;
+  Strategy strategy;
+  Training setup;
 };
 
 template <std::size_t N, class S>
-plan(model<N>, cluster, S, training) -> plan<N, S>;
+plan(model<N>, cluster, S, training) -> plan<model<N>, S, training>;
+plan(transformer, cluster, parallel::nd, transformer_training)
+    ->plan<transformer, parallel::nd, transformer_training>;
 
 /// The full report of a plan.
 template <std::size_t N, class S>
-[[nodiscard]] constexpr report evaluate(const plan<N, S>& p) {
+[[nodiscard]] constexpr report evaluate(const plan<model<N>, S, training>& p) {
   return analytic::evaluate(p.net.view(), p.strategy, p.machine, p.setup);
 }
 
 /// Memory the busiest device needs (ParaDL's "maximum memory per PE").
 template <std::size_t N, class S>
-[[nodiscard]] constexpr bytes memory_per_device(const plan<N, S>& p) {
+[[nodiscard]] constexpr bytes memory_per_device(const plan<model<N>, S, training>& p) {
   return evaluate(p).memory.total();
 }
 
 /// Peak memory of any device; with ParaDL's model the same as `memory_per_device`.
 template <std::size_t N, class S>
-[[nodiscard]] constexpr bytes peak_memory(const plan<N, S>& p) {
+[[nodiscard]] constexpr bytes peak_memory(const plan<model<N>, S, training>& p) {
   return memory_per_device(p);
 }
 
 /// Time of one iteration.
 template <std::size_t N, class S>
-[[nodiscard]] constexpr seconds iteration_time(const plan<N, S>& p) {
+[[nodiscard]] constexpr seconds iteration_time(const plan<model<N>, S, training>& p) {
   return evaluate(p).iteration_time();
 }
 
-/// A transformer + cluster + `parallel::nd` strategy + training setup. Its queries use the
-/// device's datasheet profile unless one is passed.
-struct transformer_plan {
-  transformer net;
-  cluster machine;
-  parallel::nd strategy;
-  transformer_training setup;
-};
+/// A transformer + cluster + `parallel::nd` strategy + training setup (with its framework
+/// recipe). Its queries use the device's datasheet profile unless one is passed.
+using transformer_plan = plan<transformer, parallel::nd, transformer_training>;
 
 [[nodiscard]] constexpr analytic::transformer_report evaluate(const transformer_plan& p,
                                                               const device_profile& prof) {

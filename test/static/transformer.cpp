@@ -1,5 +1,6 @@
 // Compiling this file is the test: transformer plans are constant expressions.
 #include <strata/strata.hpp>
+#include <type_traits>
 
 using namespace strata;
 using namespace strata::literals;
@@ -48,3 +49,11 @@ constexpr transformer_plan hf_llama{
     parallel::nd{.micro_batch = 2}, hf_setup};
 static_assert(peak_memory(hf_llama) > 32.1_GB && peak_memory(hf_llama) < 32.3_GB);
 static_assert(peak_memory(hf_llama) <= 80_GiB);
+
+// One plan template: the values pick the kind.
+constexpr plan deduced{
+    zoo::llama2_7b(), presets::dgx_a100_40gb(1),
+    parallel::nd{.data = {.degree = 8, .zero = 3}, .recomputation = parallel::recompute::full},
+    transformer_training{.global_batch = 64, .sequence = 4096}};
+static_assert(std::is_same_v<decltype(deduced), const transformer_plan>);
+static_assert(peak_memory(deduced) <= 40_GiB);
