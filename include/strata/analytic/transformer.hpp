@@ -56,40 +56,39 @@ using parallel::recompute;
 
 // ---- activation memory (Korthikanti et al. 2022) -------------------------------------------
 
-/// Bytes one layer keeps on one rank: the tensors of `lower::layer` of one kind (activations
-/// saved for backward by default).
+/// The bytes of each kind one layer keeps on one rank (`lower::layer`'s kept tensors, one pass).
+struct layer_keeps {
+  double activation = 0, weight_copy = 0, until_loss = 0;
+  [[nodiscard]] constexpr double of(lower::keep_kind kind) const {
+    return kind == lower::keep_kind::activation    ? activation
+           : kind == lower::keep_kind::weight_copy ? weight_copy
+                                                   : until_loss;
+  }
+};
+template <class Lowering>
+[[nodiscard]] constexpr layer_keeps keeps_by(Lowering&& lowering) {
+  layer_keeps k;
+  lowering(lower::on_save{[&](const lower::saved_tensor& t) {
+    (t.kind == lower::keep_kind::activation    ? k.activation
+     : t.kind == lower::keep_kind::weight_copy ? k.weight_copy
+                                               : k.until_loss) += t.bytes;
+  }});
+  return k;
+}
+[[nodiscard]] constexpr layer_keeps keeps_of(const transformer& m, const lower::shard& x,
+                                             const transformer_training& tr) {
+  return keeps_by([&](auto&& v) { lower::layer(m, x, tr, lower::phase::forward, v); });
+}
+/// The bytes of one kind a layer keeps (activations saved for backward by default).
 [[nodiscard]] constexpr double layer_saved_bytes(
     const transformer& m, const lower::shard& x, const transformer_training& tr,
     lower::keep_kind kind = lower::keep_kind::activation) {
-  double total = 0;
-  lower::layer(m, x, tr, lower::phase::forward, lower::on_save{[&](const lower::saved_tensor& t) {
-                 if (t.kind == kind) total += t.bytes;
-               }});
-  return total;
-}
-/// The bytes of each kind one layer keeps (one pass over the lowering).
-struct layer_keeps {
-  double activation = 0, weight_copy = 0, until_loss = 0;
-};
-[[nodiscard]] constexpr layer_keeps keeps_of(const transformer& m, const lower::shard& x,
-                                             const transformer_training& tr) {
-  layer_keeps k;
-  lower::layer(m, x, tr, lower::phase::forward, lower::on_save{[&](const lower::saved_tensor& t) {
-                 (t.kind == lower::keep_kind::activation    ? k.activation
-                  : t.kind == lower::keep_kind::weight_copy ? k.weight_copy
-                                                            : k.until_loss) += t.bytes;
-               }});
-  return k;
+  return keeps_of(m, x, tr).of(kind);
 }
 /// The same for the head (last stage).
-[[nodiscard]] constexpr double head_saved_bytes(const transformer& m, const lower::shard& x,
-                                                const transformer_training& tr,
-                                                lower::keep_kind kind) {
-  double total = 0;
-  lower::head(m, x, tr, lower::phase::forward, lower::on_save{[&](const lower::saved_tensor& t) {
-                if (t.kind == kind) total += t.bytes;
-              }});
-  return total;
+[[nodiscard]] constexpr layer_keeps head_keeps_of(const transformer& m, const lower::shard& x,
+                                                  const transformer_training& tr) {
+  return keeps_by([&](auto&& v) { lower::head(m, x, tr, lower::phase::forward, v); });
 }
 
 /// Korthikanti et al. 2022 Table 2 as `lower::layer` keeps it under Megatron's recipe, for b
@@ -288,7 +287,6 @@ struct memory_terms {
   double held_logits = 0;     ///< logits the training loop keeps
 };
 
-/// The terms of pipeline stage `stage` on one rank.
 /// The layer's kept bytes as the strategy lowers it, and without recomputation.
 struct plan_keeps {
   layer_keeps layer, full;
@@ -307,6 +305,7 @@ struct plan_keeps {
   return k;
 }
 
+/// The terms of pipeline stage `stage` on one rank.
 [[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
                                                  const transformer_training& t, int stage,
                                                  const plan_keeps& keeps) {
@@ -351,8 +350,9 @@ struct plan_keeps {
       // also peaks in the forward with the bf16 logits, their fp32 copy and log-softmax's output
       // (10 B) while the caches live; a loop that keeps the logits (nanoGPT returns them) holds
       // them through the backward
-      x.head = head_saved_bytes(m, sh, t, keep_kind::activation);
-      x.head_casts = head_saved_bytes(m, sh, t, keep_kind::weight_copy);
+      const layer_keeps hk = head_keeps_of(m, sh, t);
+      x.head = hk.activation;
+      x.head_casts = hk.weight_copy;
       x.logits = 3 * 4 * T * V;
       if (r.loss == frameworks::loss_style::transformers) x.forward_logits = 10 * T * V;
       x.held_logits = r.keep_logits ? act * T * V : 0.0;
