@@ -98,6 +98,37 @@ struct step_estimate {
   }
 };
 
+namespace detail {
+/// Lists kernels priced with a queued profile: one entry per kernel, named by the prefix, the
+/// module and the part; `extra_host` goes to the next kernel (re-entering a checkpointed block).
+struct kernel_list {
+  step_estimate& out;
+  const device_profile& q;
+  const gemm_model& g;
+  bool fp32_attention;
+  double per_kernel;
+  std::string prefix{};
+  double extra_host = 0;
+  void kernel(const lower::kernel_op& k) {
+    std::string name = prefix;
+    name += k.what;
+    if (!k.part.empty()) {
+      name += ' ';
+      name += k.part;
+    }
+    lower::kernel_op one = k;
+    one.times = 1;
+    const double t = lower::gpu_time(one, q, g, fp32_attention);
+    for (double i = 0; i < k.times; ++i) {
+      out.kernels.push_back({name, k.kind, one.flops(), one.bytes, t,
+                             per_kernel + (i == 0 ? k.host : 0.0) + extra_host,
+                             k.sync && i + 1 >= k.times});
+      extra_host = 0;
+    }
+  }
+};
+}  // namespace detail
+
 /// The kernels one GPU runs for a one-GPU transformer plan, in issue order, as `lower/` lowers
 /// them and `analytic::evaluate` sums them: per micro-batch the embedding, each layer's forward,
 /// the head's forward and backward, each layer's recomputation (checkpointing) and backward, the
@@ -117,34 +148,7 @@ struct step_estimate {
   }
   const lower::shard x = lower::shard_of(m, s, tr);
   step_estimate out;
-  std::string prefix;
-  double extra_host = 0;  // added to the next kernel (re-entering a checkpointed block)
-  struct collector {
-    step_estimate& out;
-    const device_profile& q;
-    const gemm_model& g;
-    const layer_compute& lc;
-    bool fp32_attention;
-    std::string& prefix;
-    double& extra_host;
-    void kernel(const lower::kernel_op& k) {
-      std::string name = prefix;
-      name += k.what;
-      if (!k.part.empty()) {
-        name += ' ';
-        name += k.part;
-      }
-      lower::kernel_op one = k;
-      one.times = 1;
-      const double t = lower::gpu_time(one, q, g, fp32_attention);
-      for (double i = 0; i < k.times; ++i) {
-        out.kernels.push_back({name, k.kind, one.flops(), one.bytes, t,
-                               lc.per_kernel + (i == 0 ? k.host : 0.0) + extra_host,
-                               k.sync && i + 1 >= k.times});
-        extra_host = 0;
-      }
-    }
-  } v{out, q, g, lc, tr.compute() == dtype::fp32, prefix, extra_host};
+  detail::kernel_list v{out, q, g, tr.compute() == dtype::fp32, lc.per_kernel};
   using lower::phase;
   auto block = [](int l, const char* what) {  // "block 3 backward " (appends: GCC 12's
     std::string p = "block ";                 // -Wrestrict misfires on "literal" + string)
@@ -155,25 +159,25 @@ struct step_estimate {
   };
   const int mb = s.micro_batches(tr);
   for (int micro = 0; micro < mb; ++micro) {
-    prefix.clear();
+    v.prefix.clear();
     lower::embedding(m, x, tr, phase::forward, v);
     for (int l = 0; l < m.layers; ++l) {
-      prefix = block(l, "");
+      v.prefix = block(l, "");
       lower::layer(m, x, tr, phase::forward, v);
     }
-    prefix.clear();
+    v.prefix.clear();
     lower::head(m, x, tr, phase::forward, v);
     lower::head(m, x, tr, phase::backward, v);
     for (int l = m.layers - 1; l >= 0; --l) {
       if (s.recomputation == parallel::recompute::full) {
-        extra_host = lc.checkpoint_host;
-        prefix = block(l, "recompute ");
+        v.extra_host = lc.checkpoint_host;
+        v.prefix = block(l, "recompute ");
         lower::layer(m, x, tr, phase::forward, v);
       }
-      prefix = block(l, "backward ");
+      v.prefix = block(l, "backward ");
       lower::layer(m, x, tr, phase::backward, v);
     }
-    prefix.clear();
+    v.prefix.clear();
     lower::embedding(m, x, tr, phase::backward, v);
   }
   const double params = m.parameters();
@@ -303,30 +307,6 @@ struct cnn_config {
 };
 
 namespace detail {
-/// Lists kernels priced with a queued profile: one `kernel` entry per kernel, its name the
-/// prefix, the module and the part.
-struct kernel_list {
-  step_estimate& out;
-  const device_profile& q;
-  const gemm_model& g;
-  bool fp32_attention;
-  double per_kernel;
-  std::string prefix;
-  void kernel(const lower::kernel_op& k) {
-    std::string name = prefix;
-    name += k.what;
-    if (!k.part.empty()) {
-      name += ' ';
-      name += k.part;
-    }
-    lower::kernel_op one = k;
-    one.times = 1;
-    const double t = lower::gpu_time(one, q, g, fp32_attention);
-    for (double i = 0; i < k.times; ++i)
-      out.kernels.push_back({name, k.kind, one.flops(), one.bytes, t,
-                             per_kernel + (i == 0 ? k.host : 0.0), k.sync && i + 1 >= k.times});
-  }
-};
 inline void check_cnn(std::span<const layer> layers, int batch) {
   if (batch < 1) throw plan_error("CNN step: the batch must be at least 1");
   if (layers.empty()) throw plan_error("CNN step: the model has no layers");
@@ -343,7 +323,7 @@ inline void check_cnn(std::span<const layer> layers, int batch) {
   const device_profile q = profile.queued();
   const bool autocast = c.precision != dtype::fp32;
   const gemm_model& g = q.gemm(c.precision);
-  detail::kernel_list v{out, q, g, false, q.dispatch.per_kernel, {}};
+  detail::kernel_list v{out, q, g, false, q.dispatch.per_kernel};
   const double N = c.batch;
   double params = 0, tensors = 0;
   for (std::size_t i = 0; i < layers.size(); ++i) {
