@@ -33,16 +33,22 @@ sim::simulator synthetic(int streams, int tasks_per_stream) {
   return s;
 }
 
+// events/s counts the core's event times (tasks that end together are one event); tasks/s the
+// tasks run through it. Issue 13's target: >= 5 M/s whatever the number of streams (before the
+// event heap: 2.2 M events/s with 8 streams, 0.33 M with 64).
 void event_core(benchmark::State& st) {
   const auto s = synthetic(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
-  std::size_t events = 0;
+  std::size_t events = 0, tasks = 0;
   for (auto _ : st) {
     const auto r = s.run();
     events += r.events;
+    tasks += r.tasks.size();
     benchmark::DoNotOptimize(r.makespan);
   }
   st.counters["events/s"] =
       benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  st.counters["tasks/s"] =
+      benchmark::Counter(static_cast<double>(tasks), benchmark::Counter::kIsRate);
 }
 BENCHMARK(event_core)->Args({8, 1000})->Args({64, 200})->Unit(benchmark::kMillisecond);
 

@@ -1,9 +1,14 @@
 // strata: evaluate a training scenario (JSON) and print its time and memory report.
 // Usage: strata [FILE | -] [--format json|table]. Without FILE it runs a built-in scenario.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -12,6 +17,7 @@
 #include "shipped_profiles.hpp"
 #include "strata/analytic/step.hpp"
 #include "strata/calibrate/step_fit.hpp"
+#include "strata/io/dlrm_scenario.hpp"
 #include "strata/io/lin_trace.hpp"
 #include "strata/io/profile.hpp"
 #include "strata/io/scenario.hpp"
@@ -25,12 +31,115 @@
 namespace {
 using json = nlohmann::json;
 
-// Writes `j` to `path` for the option `option`; an unwritable path is a plan_error.
+// Every number in a report is finite: the first that is not is an error naming its field.
+void check_finite(const json& j, const std::string& path) {
+  if (j.is_number_float() && !std::isfinite(j.get<double>()))
+    throw strata::plan_error(
+        (path.empty() ? std::string("report") : path) +
+        ": the prediction is not a finite number (the inputs are too extreme)");
+  if (j.is_object())
+    for (auto it = j.begin(); it != j.end(); ++it)
+      check_finite(*it, path.empty() ? it.key() : path + "." + it.key());
+  if (j.is_array())
+    for (std::size_t i = 0; i < j.size(); ++i)
+      check_finite(j[i], path + "[" + std::to_string(i) + "]");
+}
+
+// A table holds no "inf" or "nan" (printf's spelling of non-finite numbers).
+void check_finite_table(const std::string& text) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (const char* bad : {"inf", "nan"})
+    for (auto at = text.find(bad); at != std::string::npos; at = text.find(bad, at + 1))
+      if ((at == 0 || !word(text[at - 1])) && (at + 3 >= text.size() || !word(text[at + 3])))
+        throw strata::plan_error(
+            "report: the prediction is not a finite number (the inputs are "
+            "too extreme)");
+}
+
+// Writes `j` to `path` for the option `option`; a path that cannot be opened or written
+// (a full disk, /dev/full) is a plan_error.
 void write_json(const std::string& option, const std::string& path, const json& j, int indent) {
+  check_finite(j, option);
   std::ofstream out(path);
   if (!out) throw strata::plan_error(option + ": cannot write '" + path + "'");
   out << j.dump(indent) << '\n';
+  out.flush();
+  out.close();
+  if (out.fail()) throw strata::plan_error(option + ": cannot write '" + path + "'");
 }
+
+// Prints a report: JSON after checking every number is finite, and checks standard output
+// took it.
+void print_json(const json& j) {
+  check_finite(j, "");
+  std::cout << j.dump(2) << '\n';
+}
+void print_table(const std::string& text) {
+  check_finite_table(text);
+  std::cout << text;
+}
+
+// The one error line: "strata: error: <field>: <what>". A message without a leading field gets
+// `fallback`; nlohmann's "[json.exception...]" prefix goes; control characters become spaces and
+// the line is cut at 400 bytes (error messages echo input).
+int error_line(const std::string& fallback, std::string msg) {
+  msg = strata::io::detail::json_what(std::runtime_error(msg));
+  for (char& c : msg)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  const auto colon = msg.find(':');
+  const bool has_field = colon != std::string::npos && colon > 0 && colon <= 100 &&
+                         colon + 2 < msg.size() && msg[colon + 1] == ' ' && msg[0] != ' ';
+  if (!has_field) msg = fallback + ": " + msg;
+  msg = strata::io::detail::cut(msg, 400);
+  std::cout.flush();
+  if (isatty(2) != 0) std::cerr << "\r\033[K";  // clear a progress bar
+  std::cerr << "strata: error: " << msg << '\n';
+  return 2;
+}
+
+// Runs `body` (which returns an exit code), turning every exception into one error line.
+template <class F>
+int guarded(const std::string& field, F&& body) {
+  try {
+    const int rc = body();
+    std::cout.flush();
+    if (rc == 0 && !std::cout)
+      return error_line("output", "cannot write the report to standard output");
+    return rc;
+  } catch (const std::bad_alloc&) {
+    return error_line(field, "out of memory: the input is too large to evaluate");
+  } catch (const std::ios_base::failure& e) {
+    std::string why = e.what();  // libstdc++: "basic_filebuf::underflow ...: Is a directory"
+    const auto colon = why.rfind(": ");
+    why = colon == std::string::npos ? std::string("a read error") : why.substr(colon + 2);
+    return error_line(field, field + ": cannot read an input file (" + why + ")");
+  } catch (const std::exception& e) {
+    return error_line(field, e.what());
+  }
+}
+
+// A progress bar on standard error while a long search runs (only on a terminal), and an
+// optional time limit: returns false once `limit_s` (> 0) seconds have passed.
+struct progress_bar {
+  double limit_s = 0;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  int shown = -1;
+  bool tty = isatty(2) != 0;
+  bool operator()(double fraction) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const int pct = static_cast<int>(fraction * 100);
+    if (tty && pct != shown && elapsed > 0.5) {
+      shown = pct;
+      std::cerr << "\rsearching: " << pct << " % (" << static_cast<int>(elapsed) << " s)"
+                << std::flush;
+    }
+    return !(limit_s > 0 && elapsed > limit_s);
+  }
+  ~progress_bar() {
+    if (tty && shown >= 0) std::cerr << "\r\033[K" << std::flush;
+  }
+};
 
 // A single-GPU training step (docs/cli.md): {"step": {...}, "profile": ...}.
 json run_step(const json& j) {
@@ -76,10 +185,8 @@ json run_step(const json& j) {
   if (pj.is_string() && pj.get<std::string>() == "h100") {
     prof = strata::io::profile_from_text(strata_cli::h100_sxm_profile);
   } else if (pj.is_string()) {
-    std::ifstream f(pj.get<std::string>());
-    if (!f) d::fail("profile", "cannot open '" + pj.get<std::string>() + "'");
-    std::string text((std::istreambuf_iterator<char>(f)), {});
-    prof = strata::io::profile_from_text(text);
+    prof = strata::io::profile_from_text(
+        d::read_file(pj.get<std::string>(), "profile", "profile file"));
   } else if (pj.is_object()) {
     d::only_keys(pj, "profile", {"datasheet", "sms"});
     const strata::device dev =
@@ -128,6 +235,10 @@ int main(int argc, char** argv) {
       ->option_text("FILE|-");
   app.add_option("--format", format, "report format")->check(CLI::IsMember({"json", "table"}));
   app.add_flag("--print-default", print_default, "print the built-in scenario and exit");
+  double time_limit = 0;
+  app.add_option("--time-limit", time_limit,
+                 "stop a parameter-server search after this many seconds (0: no limit)")
+      ->check(CLI::Range(0.0, 1e9));
   // strata simulate: the same scenario, event by event.
   auto* sim_cmd = app.add_subcommand("simulate", "simulate one iteration event by event");
   std::string sim_input, trace_path;
@@ -180,81 +291,81 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // CLI11's text as one line: "<option>: <what>"; "X is required" names X
+    std::string what = e.what();
+    const auto req = what.find(" is required");
+    if (req != std::string::npos && req > 0 && what.find(' ') == req)
+      what = what.substr(0, req) + ": missing (required)";
+    return error_line("command line", what);
   }
+  // CLI11's range checks pass NaN (every comparison with it is false)
+  if (!std::isfinite(gamma)) return error_line("--gamma", "must be a number in [0, 100]");
+  if (!std::isfinite(time_limit)) return error_line("--time-limit", "must be a number of seconds");
   if (print_default) {
     std::cout << strata::io::default_scenario << '\n';
     return 0;
   }
-  auto read_text = [](const std::string& path, std::string& out) {
-    if (path == "-") {
-      out.assign(std::istreambuf_iterator<char>(std::cin), {});
-      return true;
-    }
-    std::ifstream f(path);
-    if (!f) {
-      std::cerr << "strata: error: cannot open scenario file '" << path << "'\n";
-      return false;
-    }
-    out.assign(std::istreambuf_iterator<char>(f), {});
-    return true;
+  auto read_text = [](const std::string& path, std::string& out, const char* field = "scenario") {
+    namespace d = strata::io::detail;
+    return guarded(field, [&] {
+             out = d::read_file(path, field,
+                                field == std::string("trace") ? "trace file" : "scenario file");
+             return 0;
+           }) == 0;
   };
   if (cal_cmd->parsed()) {
-    try {
-      std::ifstream g(gemm_csv), m(membound_csv), a(attention_csv);
-      if (!g) throw strata::plan_error("--gemm: cannot open '" + gemm_csv + "'");
-      if (!m) throw strata::plan_error("--membound: cannot open '" + membound_csv + "'");
-      if (!a) throw strata::plan_error("--attention: cannot open '" + attention_csv + "'");
+    return guarded("calibrate", [&] {
+      namespace d = strata::io::detail;
+      // whole files first: a directory, a read error or an oversized file names its option
+      std::istringstream g(d::read_file(gemm_csv, "--gemm")),
+          m(d::read_file(membound_csv, "--membound")),
+          a(d::read_file(attention_csv, "--attention"));
       const strata::device dev =
           strata::io::detail::parse_device(nlohmann::json(cal_device), "--device");
-      std::ifstream a32;
-      if (!attention_fp32_csv.empty()) {
-        a32.open(attention_fp32_csv);
-        if (!a32)
-          throw strata::plan_error("--attention-fp32: cannot open '" + attention_fp32_csv + "'");
-      }
-      auto fit = strata::calibrate::fit_profile(dev, sms, g, m, a,
-                                                attention_fp32_csv.empty() ? nullptr : &a32);
+      std::istringstream a32;
+      if (!attention_fp32_csv.empty())
+        a32.str(d::read_file(attention_fp32_csv, "--attention-fp32"));
+      auto fit = strata::calibrate::fit_profile(
+          dev, sms, g, m, a, attention_fp32_csv.empty() ? nullptr : &a32,
+          {"--gemm", "--membound", "--attention", "--attention-fp32"});
       if (!step_csvs.empty()) {
         std::vector<strata::calibrate::step_measurement> steps;
         for (const auto& path : step_csvs) {
-          std::ifstream f(path);
-          if (!f) throw strata::plan_error("--steps: cannot open '" + path + "'");
-          const auto rows = strata::calibrate::read_steps(f);
+          std::istringstream f(d::read_file(path, "--steps"));
+          const auto rows = strata::calibrate::detail::labelled(
+              "--steps", [&] { return strata::calibrate::read_steps(f); });
           steps.insert(steps.end(), rows.begin(), rows.end());
         }
         const auto d = strata::calibrate::fit_dispatch(steps, fit.profile);
         fit.profile.dispatch = d.dispatch;
         fit.report.push_back(d.report);
       }
+      const nlohmann::json report{{"report", strata::io::to_json(fit.report)}};
+      check_finite(report, "");
       if (!profile_out.empty())
         write_json("--output", profile_out, strata::io::to_json(fit.profile), 2);
-      std::cout << nlohmann::json{{"report", strata::io::to_json(fit.report)}}.dump(2) << '\n';
-    } catch (const std::exception& e) {
-      std::cerr << "strata: error: " << e.what() << '\n';
-      return 2;
-    }
-    return 0;
+      print_json(report);
+      return 0;
+    });
   }
   if (replay_cmd->parsed()) {
     std::string text;
-    if (!read_text(replay_input, text)) return 2;
-    try {
+    if (!read_text(replay_input, text, "trace")) return 2;
+    return guarded("trace", [&] {
       const auto r = strata::sim::replay(strata::io::parse_lin_trace(text));
+      const nlohmann::json report = strata::io::to_json(r);
+      check_finite(report, "");
       if (!replay_trace.empty())
         write_json("--trace", replay_trace, strata::io::chrome_trace(r), -1);
-      std::cout << strata::io::to_json(r).dump(2) << '\n';
-    } catch (const std::exception& e) {
-      std::cerr << "strata: error: " << e.what() << '\n';
-      return 2;
-    }
-    return 0;
+      print_json(report);
+      return 0;
+    });
   }
   if (sim_cmd->parsed()) {
     std::string text;
     if (!read_text(sim_input, text)) return 2;
-    try {
+    return guarded("scenario", [&] {
       const nlohmann::json tj = strata::io::detail::parse_json(text);
       if (tj.is_object() && tj.contains("transformer")) {
         // a transformer plan: the schedule is the scenario's (parallel.schedule)
@@ -280,9 +391,10 @@ int main(int argc, char** argv) {
               {"stage", run.run.oom->device},
               {"task", run.graph.tasks()[static_cast<std::size_t>(run.run.oom->task)].name},
               {"GiB", run.run.oom->bytes / (1024.0 * 1024 * 1024)}};
+        check_finite(j, "");
         if (!trace_path.empty())
           write_json("--trace", trace_path, strata::io::chrome_trace(run.graph, run.run), -1);
-        std::cout << j.dump(2) << '\n';
+        print_json(j);
         return 0;
       }
       const strata::io::scenario s = strata::io::parse_scenario_text(text);
@@ -293,55 +405,55 @@ int main(int argc, char** argv) {
       nlohmann::json j = strata::io::summary(run.graph, run.run);
       j["closed_form_iteration_time_s"] = strata::io::evaluate(s).iteration_time().count();
       j["simulated_ranks"] = run.simulated_ranks;
+      check_finite(j, "");
       if (!trace_path.empty())
         write_json("--trace", trace_path, strata::io::chrome_trace(run.graph, run.run), -1);
-      std::cout << j.dump(2) << '\n';
-    } catch (const std::exception& e) {
-      std::cerr << "strata: error: " << e.what() << '\n';
-      return 2;
-    }
-    return 0;
+      print_json(j);
+      return 0;
+    });
   }
   std::string text;
   if (input.empty()) {
     text = strata::io::default_scenario;
-  } else if (input == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), {});
-  } else {
-    std::ifstream f(input);
-    if (!f) {
-      std::cerr << "strata: error: cannot open scenario file '" << input << "'\n";
-      return 2;
-    }
-    text.assign(std::istreambuf_iterator<char>(f), {});
+  } else if (!read_text(input, text)) {
+    return 2;
   }
-  try {
+  return guarded("scenario", [&] {
     {
       const nlohmann::json j = strata::io::detail::parse_json(text);
+      if (j.is_object() && j.contains("dlrm")) {  // docs/cli.md, "DLRM"
+        print_json(strata::io::run_dlrm_scenario(j, strata_cli::h100_sxm_profile));
+        return 0;
+      }
       if (j.is_object() && j.contains("step")) {
-        std::cout << run_step(j).dump(2) << '\n';
+        print_json(run_step(j));
         return 0;
       }
       if (j.is_object() && j.contains("transformer")) {
         const auto s = strata::io::parse_transformer_scenario(j, strata_cli::h100_sxm_profile);
         if (format == "table")
-          std::cout << strata::io::transformer_report_table(s);
+          print_table(strata::io::transformer_report_table(s));
         else
-          std::cout << strata::io::transformer_report_json(s).dump(2) << '\n';
+          print_json(strata::io::transformer_report_json(s));
         return 0;
       }
     }
-    const strata::io::scenario s = strata::io::parse_scenario_text(text);
+    strata::io::scenario s = strata::io::parse_scenario_text(text);
+    if (s.ps && s.ps->search) {  // a long search: progress on a terminal, --time-limit
+      auto bar = std::make_shared<progress_bar>();
+      bar->limit_s = time_limit;
+      s.ps->space.progress = [bar](double f) {
+        if (!(*bar)(f))
+          throw strata::plan_error("--time-limit: the search stopped after " +
+                                   nlohmann::json(bar->limit_s).dump() + " s, " +
+                                   std::to_string(static_cast<int>(f * 100)) + " % done");
+        return true;
+      };
+    }
     if (format == "table")
-      std::cout << strata::io::report_table(s);
+      print_table(strata::io::report_table(s));
     else
-      std::cout << strata::io::report_json(s).dump(2) << '\n';
-  } catch (const strata::plan_error& e) {
-    std::cerr << "strata: error: " << e.what() << '\n';
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "strata: error: " << e.what() << '\n';
-    return 2;
-  }
-  return 0;
+      print_json(strata::io::report_json(s));
+    return 0;
+  });
 }

@@ -196,6 +196,10 @@ struct system {
   return std::vector<layer_split>(net.size(), layer_split{s.workers, threads, 1});
 }
 
+/// The most segment pairs of two neighbouring layers (P(l) x P(l-1)) the greedy mapping of
+/// `remote_activations` considers: 2^22.
+inline constexpr long long max_segment_pairs = 1LL << 22;
+
 /// Greedy segment-to-worker mapping (Yan et al. §5.3): `need[j]` is the interval of input rows
 /// segment j reads; the previous layer's output is held in `held` stripes, one per worker.
 /// Each segment goes to the worker holding most of its input; on a conflict the larger overlap
@@ -237,6 +241,8 @@ struct system {
 /// inputs; a convolution reads its stripe of input rows widened by floor(K/2) on each side.
 [[nodiscard]] inline double remote_activations(const layer_view& l, int p_prev, int p) {
   if (p_prev < 1 || p < 1) throw plan_error("partitions must be at least 1");
+  if (static_cast<long long>(p_prev) * p > max_segment_pairs)
+    throw plan_error("P(l) x P(l-1) exceeds 2^22 segment pairs: too many partitions to map");
   const double per_row = static_cast<double>(l.in.c) * l.in.w * l.in.d;
   const double rows = static_cast<double>(l.in.h);
   std::vector<double> lo(static_cast<std::size_t>(p)), hi(static_cast<std::size_t>(p));
@@ -267,22 +273,30 @@ struct estimate {
   [[nodiscard]] double epoch() const { return weight_reads + compute + communication; }
 };
 
-/// Checks constraints C1-C4 of Yan et al. Fig. 7 on `machines` machines.
+/// Checks constraints C1-C4 of Yan et al. Fig. 7 on `machines` machines, and the size bound
+/// `max_segment_pairs`.
 inline void check(std::span<const layer_view> net, const system& s,
                   std::span<const layer_split> split, const costs& c, int machines) {
   if (s.servers < 1 || s.replicas < 1 || s.workers < 1)
     throw plan_error("parameter servers, replicas and workers must each be at least 1");
   if (s.read_period < 1 || s.write_period < 1)
     throw plan_error("read and write periods must be at least 1 sample");
-  if (s.servers + s.replicas * s.workers > machines)
+  // 64-bit products: every count is at most 2^24 (max_devices), so none of them overflows
+  if (s.servers + static_cast<long long>(s.replicas) * s.workers > machines)
     throw plan_error("C1 violated: N_ps + N_mr x N_wr exceeds the machines available");
   if (split.size() != net.size())
     throw plan_error("the layer split must list every (folded) layer of the model");
-  for (const layer_split& l : split) {
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    const layer_split& l = split[i];
+    // the segment-to-worker mapping looks at every pair of segments of neighbouring layers
+    if (i > 0 && static_cast<long long>(l.partitions) * split[i - 1].partitions > max_segment_pairs)
+      throw plan_error(
+          "P(l) x P(l-1) exceeds 2^22 segment pairs: too many partitions to map (Yan et al. "
+          "§5.3)");
     if (l.partitions < 1 || l.threads < 1 || l.replicas < 1)
       throw plan_error("partitions, threads and layer replicas must each be at least 1");
     if (l.threads > c.cores) throw plan_error("C2 violated: H(l) exceeds the cores of a machine");
-    if (l.partitions * l.replicas > s.workers)
+    if (static_cast<long long>(l.partitions) * l.replicas > s.workers)
       throw plan_error(
           "C3 violated: P(l) x R(l) segments need as many distinct workers of the replica");
   }

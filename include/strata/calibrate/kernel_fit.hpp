@@ -14,6 +14,8 @@
 /// @endcode
 
 #include <cmath>
+#include <cstdio>
+#include <initializer_list>
 #include <istream>
 #include <map>
 #include <string>
@@ -26,12 +28,12 @@
 
 namespace strata::calibrate {
 
-/// Errors of one op class: all points with the fit on all of them, and the odd rows with a fit
-/// on the even ones.
-struct class_report {
-  std::string op;
-  error_summary all;
-  error_summary held_out;
+/// What the error messages call each input (the CLI passes its option names).
+struct csv_labels {
+  std::string gemm = "gemm CSV";
+  std::string membound = "membound CSV";
+  std::string attention = "attention CSV";
+  std::string attention_fp32 = "attention fp32 CSV";
 };
 
 struct profile_fit {
@@ -118,85 +120,150 @@ inline double number(const std::map<std::string, std::string>& row, const char* 
                                            "CSV row " + std::to_string(line) + " column " + col);
 }
 
+/// A number of column `col` in (lo, hi] (or [lo, hi] with `closed`); errors name row and column.
+inline double bounded(const std::map<std::string, std::string>& row, const char* col, int line,
+                      double lo, double hi, bool closed = false) {
+  const double v = number(row, col, line);
+  if (!(closed ? v >= lo : v > lo) || !(v <= hi)) {
+    char range[96];
+    std::snprintf(range, sizeof range, "must lie in %s%g, %g]", closed ? "[" : "(", lo, hi);
+    throw plan_error("CSV row " + std::to_string(line) + " column " + col + ": " + range +
+                     " (got " + row.at(col).substr(0, 40) + ")");
+  }
+  return v;
+}
+
+/// The text of column `col`; a table without it is an error naming the column.
+inline const std::string& text(const std::map<std::string, std::string>& row, const char* col,
+                               int line) {
+  const auto it = row.find(col);
+  if (it == row.end())
+    throw plan_error("CSV row " + std::to_string(line) + ": no column '" + col + "'");
+  return it->second;
+}
+
+/// Checks that the header names every column in `cols`.
+inline void require_columns(const csv_table& t, std::initializer_list<const char*> cols) {
+  for (const char* c : cols) {
+    bool found = false;
+    for (const auto& h : t.header) found = found || h == c;
+    if (!found) throw plan_error(std::string("CSV header: no column '") + c + "'");
+  }
+}
+
+/// Runs `f`; a plan_error from it is rethrown with `label` in front (the input it came from).
+template <class F>
+auto labelled(const std::string& label, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const plan_error& e) {
+    throw plan_error(label + ": " + e.what());
+  }
+}
+
+/// Sizes and times the calibration readers accept: dimensions in [1, 1e7], times in
+/// (0, 1e7] ms, bytes in (0, 1e15].
+inline constexpr double max_dimension = 1e7, max_ms = 1e7, max_bytes = 1e15;
+
+/// Every fitted parameter finite and positive, or a plan_error naming the fit.
+inline void check_fit(const std::string& op, std::initializer_list<double> values) {
+  for (double v : values)
+    if (!std::isfinite(v) || !(v >= 0))
+      throw plan_error(op + " fit: did not converge to finite parameters (check the timings)");
+}
+
 }  // namespace detail
 
 /// Fits a profile for `dev` (with `sms` SMs) to the three microbenchmark tables.
 inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_csv,
                                std::istream& membound_csv, std::istream& attention_csv,
-                               std::istream* attention_fp32_csv = nullptr) {
+                               std::istream* attention_fp32_csv = nullptr,
+                               const csv_labels& labels = {}) {
   profile_fit out{datasheet_profile(dev, sms), {}};
   device_profile& p = out.profile;
   // GEMMs, per data type
-  const csv_table g = read_csv(gemm_csv);
-  for (const char* type : {"bfloat16", "float32"}) {
-    std::vector<detail::gemm_point> pts;
-    for (std::size_t i = 0; i < g.rows.size(); ++i) {
-      const auto& row = g.rows[i];
-      if (row.at("dtype") != type) continue;
-      const int line = static_cast<int>(i) + 2;
-      const detail::gemm_point pt{detail::number(row, "M", line), detail::number(row, "N", line),
-                                  detail::number(row, "K", line),
-                                  detail::number(row, "ms", line) * 1e-3};
-      if (!(pt.m > 0 && pt.n > 0 && pt.k > 0 && pt.t > 0))
-        throw plan_error("CSV row " + std::to_string(line) + ": sizes and times must be positive");
-      pts.push_back(pt);
+  detail::labelled(labels.gemm, [&] {
+    const csv_table g = read_csv(gemm_csv);
+    detail::require_columns(g, {"dtype", "M", "N", "K", "ms"});
+    for (const char* type : {"bfloat16", "float32"}) {
+      std::vector<detail::gemm_point> pts;
+      for (std::size_t i = 0; i < g.rows.size(); ++i) {
+        const auto& row = g.rows[i];
+        const int line = static_cast<int>(i) + 2;
+        if (detail::text(row, "dtype", line) != type) continue;
+        using detail::max_dimension;
+        const detail::gemm_point pt{detail::bounded(row, "M", line, 1, max_dimension, true),
+                                    detail::bounded(row, "N", line, 1, max_dimension, true),
+                                    detail::bounded(row, "K", line, 1, max_dimension, true),
+                                    detail::bounded(row, "ms", line, 0, detail::max_ms) * 1e-3};
+        pts.push_back(pt);
+      }
+      if (pts.empty()) continue;
+      gemm_model& target = std::string(type) == "float32" ? p.fp32 : p.bf16;
+      const gemm_model base = target;
+      auto r = detail::report(
+          std::string("gemm ") + type, pts,
+          [&](const auto& v) { return detail::fit_gemm(v, base); },
+          [](const gemm_model& m, const detail::gemm_point& q) {
+            return (m.time(q.m, q.n, q.k) - q.t) / q.t;
+          });
+      detail::check_fit(r.report.op,
+                        {r.model.efficiency, r.model.half_area, r.model.floor, r.model.wave});
+      target = r.model;
+      out.report.push_back(r.report);
     }
-    if (pts.empty()) continue;
-    gemm_model& target = std::string(type) == "float32" ? p.fp32 : p.bf16;
-    const gemm_model base = target;
-    auto r = detail::report(
-        std::string("gemm ") + type, pts, [&](const auto& v) { return detail::fit_gemm(v, base); },
-        [](const gemm_model& m, const detail::gemm_point& q) {
-          return (m.time(q.m, q.n, q.k) - q.t) / q.t;
-        });
-    target = r.model;
-    out.report.push_back(r.report);
-  }
+  });
   // Memory-bound kernels, by class
-  const csv_table mb = read_csv(membound_csv);
-  std::map<std::string, std::vector<std::pair<double, double>>> classes;
-  for (std::size_t i = 0; i < mb.rows.size(); ++i) {
-    const auto& row = mb.rows[i];
-    const int line = static_cast<int>(i) + 2;
-    const std::string op = row.at("op");
-    std::string cls;
-    if (op == "d2d_copy")
-      cls = "copy";
-    else if (op == "h2d_pinned")
-      cls = "host_to_device";
-    else if (op == "d2h_pinned")
-      cls = "device_to_host";
-    else if (op.rfind("gelu", 0) == 0)
-      cls = "gelu";
-    else if (op.rfind("dropout", 0) == 0)
-      cls = "dropout";
-    else if (op.rfind("layernorm", 0) == 0)
-      cls = "layer_norm";
-    else if (op.rfind("softmax", 0) == 0)
-      cls = "softmax";
-    else
-      throw plan_error("CSV row " + std::to_string(line) + ": unknown op '" + op + "'");
-    // a copy's `bytes` is the buffer it copies; every other row counts bytes read + written, as
-    // the kernels' time models do: a copy moves its buffer twice
-    const double moved = detail::number(row, "bytes", line) * (cls == "copy" ? 2 : 1);
-    classes[cls].push_back({moved, detail::number(row, "ms", line) * 1e-3});
-  }
-  for (auto& [cls, pts] : classes) {
-    stream_model& target = cls == "copy"             ? p.copy
-                           : cls == "host_to_device" ? p.host_to_device
-                           : cls == "device_to_host" ? p.device_to_host
-                           : cls == "gelu"           ? p.gelu
-                           : cls == "dropout"        ? p.dropout
-                           : cls == "layer_norm"     ? p.layer_norm
-                                                     : p.softmax;
-    auto r = detail::report(
-        cls, pts, [](const auto& v) { return detail::fit_stream(v); },
-        [](const stream_model& m, const std::pair<double, double>& q) {
-          return (m.time(q.first) - q.second) / q.second;
-        });
-    target = r.model;
-    out.report.push_back(r.report);
-  }
+  detail::labelled(labels.membound, [&] {
+    const csv_table mb = read_csv(membound_csv);
+    detail::require_columns(mb, {"op", "bytes", "ms"});
+    std::map<std::string, std::vector<std::pair<double, double>>> classes;
+    for (std::size_t i = 0; i < mb.rows.size(); ++i) {
+      const auto& row = mb.rows[i];
+      const int line = static_cast<int>(i) + 2;
+      const std::string op = detail::text(row, "op", line);
+      std::string cls;
+      if (op == "d2d_copy")
+        cls = "copy";
+      else if (op == "h2d_pinned")
+        cls = "host_to_device";
+      else if (op == "d2h_pinned")
+        cls = "device_to_host";
+      else if (op.rfind("gelu", 0) == 0)
+        cls = "gelu";
+      else if (op.rfind("dropout", 0) == 0)
+        cls = "dropout";
+      else if (op.rfind("layernorm", 0) == 0)
+        cls = "layer_norm";
+      else if (op.rfind("softmax", 0) == 0)
+        cls = "softmax";
+      else
+        throw plan_error("CSV row " + std::to_string(line) + " column op: unknown op '" +
+                         op.substr(0, 40) + "'");
+      // a copy's `bytes` is the buffer it copies; every other row counts bytes read + written, as
+      // the kernels' time models do: a copy moves its buffer twice
+      const double moved =
+          detail::bounded(row, "bytes", line, 0, detail::max_bytes) * (cls == "copy" ? 2 : 1);
+      classes[cls].push_back({moved, detail::bounded(row, "ms", line, 0, detail::max_ms) * 1e-3});
+    }
+    for (auto& [cls, pts] : classes) {
+      stream_model& target = cls == "copy"             ? p.copy
+                             : cls == "host_to_device" ? p.host_to_device
+                             : cls == "device_to_host" ? p.device_to_host
+                             : cls == "gelu"           ? p.gelu
+                             : cls == "dropout"        ? p.dropout
+                             : cls == "layer_norm"     ? p.layer_norm
+                                                       : p.softmax;
+      auto r = detail::report(
+          cls, pts, [](const auto& v) { return detail::fit_stream(v); },
+          [](const stream_model& m, const std::pair<double, double>& q) {
+            return (m.time(q.first) - q.second) / q.second;
+          });
+      detail::check_fit(cls, {r.model.bandwidth, r.model.floor});
+      target = r.model;
+      out.report.push_back(r.report);
+    }
+  });
   // Attention: achieved rates and the floor; bf16 (flash) and, when measured, fp32 (the
   // memory-efficient kernel, no tensor cores)
   struct att_point {
@@ -204,14 +271,18 @@ inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_cs
   };
   auto read_attention = [](std::istream& csv) {
     const csv_table at = read_csv(csv);
+    detail::require_columns(at, {"b", "heads", "s", "d", "fwd_ms", "fwdbwd_ms"});
     std::vector<att_point> ap;
+    using detail::max_dimension;
     for (std::size_t i = 0; i < at.rows.size(); ++i) {
       const auto& row = at.rows[i];
       const int line = static_cast<int>(i) + 2;
-      ap.push_back({detail::number(row, "b", line), detail::number(row, "heads", line),
-                    detail::number(row, "s", line), detail::number(row, "d", line),
-                    detail::number(row, "fwd_ms", line) * 1e-3,
-                    detail::number(row, "fwdbwd_ms", line) * 1e-3});
+      ap.push_back({detail::bounded(row, "b", line, 1, max_dimension, true),
+                    detail::bounded(row, "heads", line, 1, max_dimension, true),
+                    detail::bounded(row, "s", line, 1, max_dimension, true),
+                    detail::bounded(row, "d", line, 1, max_dimension, true),
+                    detail::bounded(row, "fwd_ms", line, 0, detail::max_ms) * 1e-3,
+                    detail::bounded(row, "fwdbwd_ms", line, 0, detail::max_ms) * 1e-3});
     }
     return ap;
   };
@@ -234,19 +305,24 @@ inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_cs
         });
     return make(r.theta);
   };
-  auto attention = [&](std::istream& csv, attention_model& target, const char* name) {
-    const auto ap = read_attention(csv);
-    if (ap.empty()) return;
-    auto r =
-        detail::report(name, ap, fit_attention, [](const attention_model& a, const att_point& q) {
-          return (a.forward_backward(q.b, q.h, q.s, q.d) - q.train) / q.train;
-        });
-    target = r.model;
-    out.report.push_back(r.report);
+  auto attention = [&](std::istream& csv, attention_model& target, const char* name,
+                       const std::string& label) {
+    detail::labelled(label, [&] {
+      const auto ap = read_attention(csv);
+      if (ap.empty()) return;
+      auto r =
+          detail::report(name, ap, fit_attention, [](const attention_model& a, const att_point& q) {
+            return (a.forward_backward(q.b, q.h, q.s, q.d) - q.train) / q.train;
+          });
+      detail::check_fit(name,
+                        {r.model.forward_rate, r.model.training_rate, r.model.ramp, r.model.floor});
+      target = r.model;
+      out.report.push_back(r.report);
+    });
   };
-  attention(attention_csv, p.attention, "attention");
+  attention(attention_csv, p.attention, "attention", labels.attention);
   if (attention_fp32_csv != nullptr)
-    attention(*attention_fp32_csv, p.attention_fp32, "attention fp32");
+    attention(*attention_fp32_csv, p.attention_fp32, "attention fp32", labels.attention_fp32);
   return out;
 }
 

@@ -30,6 +30,14 @@ struct error_summary {
   double max = 0;   ///< the largest absolute error
 };
 
+/// Errors of one op class: all points with the fit on all of them, and the odd rows with a fit
+/// on the even ones.
+struct class_report {
+  std::string op;
+  error_summary all;
+  error_summary held_out;
+};
+
 /// Summarizes relative errors; exact predictions count as 1e-12 in the geometric mean.
 [[nodiscard]] inline error_summary summarize(std::span<const double> relative_errors) {
   error_summary e;

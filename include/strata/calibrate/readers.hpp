@@ -48,6 +48,9 @@ inline std::string trim(std::string s) {
 }
 }  // namespace detail
 
+/// The largest message size a reader accepts: 1e15 bytes.
+inline constexpr double max_message_bytes = 1e15;
+
 /// One nccl-tests run: its collective (from the "Collective test starting" line, when present),
 /// its rank count (from the "#  Rank" lines) and both result columns.
 struct nccl_tests_run {
@@ -84,14 +87,21 @@ inline nccl_tests_run read_nccl_tests(std::istream& in) {
                        std::to_string(tok.size()));
     const std::size_t o = tok.size() == 13 ? 5 : 4;  // first time column
     const double size = detail::number(tok[0], where + " column size");
-    if (size < 0) throw plan_error(where + ": negative size");
+    if (size < 0) throw plan_error(where + " column size: negative size");
+    if (size > max_message_bytes) throw plan_error(where + " column size: larger than 1e15 bytes");
     auto read = [&](std::size_t c) {
+      // time in us, bandwidths in GB/s: non-negative and at most 1e12 us / 1e9 GB/s
+      auto bounded = [&](std::size_t col, const char* name, double hi) {
+        const double v = detail::number(tok[col], where + " column " + name);
+        if (v < 0) throw plan_error(where + " column " + name + ": must not be negative");
+        if (v > hi) throw plan_error(where + " column " + name + ": implausibly large");
+        return v;
+      };
       measurement m;
       m.size = bytes{size};
-      m.time = seconds{detail::number(tok[c], where + " column time") * 1e-6};
-      m.busbw = byte_rate{detail::number(tok[c + 2], where + " column busbw") * 1e9};
-      (void)detail::number(tok[c + 1], where + " column algbw");
-      if (m.time < seconds{0}) throw plan_error(where + ": negative time");
+      m.time = seconds{bounded(c, "time", 1e12) * 1e-6};
+      (void)bounded(c + 1, "algbw", 1e9);
+      m.busbw = byte_rate{bounded(c + 2, "busbw", 1e9) * 1e9};
       return m;
     };
     run.out_of_place.push_back(read(o));
@@ -219,7 +229,14 @@ std::vector<measurement> measurements_from_csv(const csv_table& t, comm::collect
       m.busbw = byte_rate{detail::number(row.at(bw_col), where + " column " + bw_col) * 1e9};
     if (!time_col.empty() && !row.at(time_col).empty())
       m.time = seconds{detail::number(row.at(time_col), where + " column " + time_col) * 1e-6};
-    if (!(m.size > bytes{0})) throw plan_error(where + ": size must be positive");
+    if (!(m.size > bytes{0}))
+      throw plan_error(where + " column " + size_col + ": size must be positive");
+    if (m.size.count() > max_message_bytes)
+      throw plan_error(where + " column " + size_col + ": larger than 1e15 bytes");
+    if (m.busbw < byte_rate{0} || m.busbw.count() > 1e18)
+      throw plan_error(where + " column " + bw_col + ": must lie in [0, 1e9] GB/s");
+    if (m.time < seconds{0} || m.time.count() > 1e6)
+      throw plan_error(where + " column " + time_col + ": must lie in [0, 1e12] us");
     out.push_back(complete(m, op, ranks));
   }
   return out;

@@ -35,6 +35,11 @@ struct step_measurement {
   double between = 0;            ///< B, memory_allocated between steps
 };
 
+/// The most GPT-2 layers a measured step may have (each row is lowered kernel by kernel).
+inline constexpr int max_step_layers = 1024;
+
+/// Reads whole-step rows; the bounds per column: layers [1, 1024], hidden [1, 2^16], heads
+/// [1, 2^10], sequence [1, 2^17], batch [1, 2^16], step_ms (0, 1e9], bytes (0, 1e15].
 inline std::vector<step_measurement> read_steps(std::istream& in) {
   const csv_table t = read_csv(in);
   std::vector<step_measurement> out;
@@ -47,10 +52,12 @@ inline std::vector<step_measurement> read_steps(std::istream& in) {
       if (it == row.end()) throw plan_error(where + ": no column '" + col + "'");
       return it->second;
     };
-    auto integer = [&](const char* col) {
+    // checked before the cast to int: a whole number in [1, hi]
+    auto integer = [&](const char* col, double hi) {
       const double v = detail::number(row, col, line);
-      if (v < 1 || v != std::floor(v))
-        throw plan_error(where + " column " + col + ": must be a positive whole number");
+      if (v < 1 || v > hi || v != std::floor(v))
+        throw plan_error(where + " column " + col + ": must be a whole number in [1, " +
+                         std::to_string(static_cast<long long>(hi)) + "]");
       return static_cast<int>(v);
     };
     step_measurement m;
@@ -58,12 +65,12 @@ inline std::vector<step_measurement> read_steps(std::istream& in) {
     if (m.model != "gpt2" && m.model != "resnet50" && m.model != "vgg16")
       throw plan_error(where + ": unknown model '" + m.model + "' (gpt2, resnet50, vgg16)");
     if (m.model == "gpt2") {
-      m.config.layers = integer("layers");
-      m.config.hidden = integer("hidden");
-      m.config.heads = integer("heads");
-      m.config.sequence = integer("sequence");
+      m.config.layers = integer("layers", max_step_layers);
+      m.config.hidden = integer("hidden", 1 << 16);
+      m.config.heads = integer("heads", 1 << 10);
+      m.config.sequence = integer("sequence", 1 << 17);
     }
-    m.config.batch = integer("batch");
+    m.config.batch = integer("batch", 1 << 16);
     const std::string p = text("precision");
     if (p != "bf16" && p != "fp32")
       throw plan_error(where + ": precision must be bf16 or fp32 (got '" + p + "')");
@@ -71,11 +78,9 @@ inline std::vector<step_measurement> read_steps(std::istream& in) {
     m.config.checkpoint = text("checkpoint") == "1";
     m.oom = text("oom") == "1";
     if (!m.oom) {
-      m.time = detail::number(row, "step_ms", line) * 1e-3;
-      m.peak = detail::number(row, "peak_bytes", line);
-      m.between = detail::number(row, "between_bytes", line);
-      if (!(m.time > 0 && m.peak > 0 && m.between > 0))
-        throw plan_error(where + ": step_ms, peak_bytes and between_bytes must be positive");
+      m.time = detail::bounded(row, "step_ms", line, 0, 1e9) * 1e-3;
+      m.peak = detail::bounded(row, "peak_bytes", line, 0, 1e15);
+      m.between = detail::bounded(row, "between_bytes", line, 0, 1e15);
     }
     out.push_back(m);
   }

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "strata/error.hpp"
@@ -41,6 +42,9 @@ struct level {
 };
 
 inline constexpr std::size_t max_levels = 5;
+/// The most devices a cluster may hold (2^24, 16.7 M): device counts are `int`, and every product
+/// of fan-outs is formed in 64 bits and checked against this bound.
+inline constexpr int max_devices = 1 << 24;
 
 /// Devices of one kind in a hierarchy of levels.
 struct cluster {
@@ -49,17 +53,17 @@ struct cluster {
   std::array<level, max_levels> levels{};
   int depth = 0;
 
-  /// Number of devices: the product of the fan-outs.
-  [[nodiscard]] constexpr int devices() const {
-    int n = 1;
-    for (int k = 0; k < depth; ++k) n *= levels[static_cast<std::size_t>(k)].fanout;
-    return n;
-  }
-  /// Devices in one group of level k.
+  /// Number of devices: the product of the fan-outs (at most `max_devices`).
+  [[nodiscard]] constexpr int devices() const { return span(depth - 1); }
+  /// Devices in one group of level k; a product above `max_devices` is a plan_error.
   [[nodiscard]] constexpr int span(int k) const {
-    int n = 1;
-    for (int j = 0; j <= k; ++j) n *= levels[static_cast<std::size_t>(j)].fanout;
-    return n;
+    std::int64_t n = 1;
+    for (int j = 0; j <= k && j < static_cast<int>(max_levels); ++j) {
+      n *= levels[static_cast<std::size_t>(j)].fanout;
+      if (n > max_devices || n < 1)
+        throw plan_error("a cluster holds at most 2^24 devices (the product of its fan-outs)");
+    }
+    return static_cast<int>(n);
   }
   /// Lowest level whose group holds both ranks (-1 if a == b).
   [[nodiscard]] constexpr int common_level(int a, int b) const {
@@ -91,6 +95,7 @@ struct cluster {
     if (l.oversubscription < 1) throw plan_error("over-subscription must be at least 1");
     c.levels[static_cast<std::size_t>(c.depth++)] = l;
   }
+  (void)c.devices();  // the product of the fan-outs is at most max_devices
   return c;
 }
 

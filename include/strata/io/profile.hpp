@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "strata/calibrate/kernel_fit.hpp"
+#include "strata/calibrate/measurement.hpp"
 #include "strata/hardware/kernels.hpp"
 #include "strata/io/scenario.hpp"
 
@@ -85,9 +85,14 @@ inline stored_profile profile_from_json(const nlohmann::json& j) {
   detail::only_keys(d, "profile.device",
                     {"name", "fp32", "tf32", "fp16", "bf16", "fp8", "memory", "memory_bandwidth"});
   out.name = detail::str_field(d, "profile.device", "name", nullptr);
+  // Bounds (so that no prediction overflows or divides by zero): rates (FLOP/s, B/s) in
+  // [1e3, 1e20] (an optional datasheet rate may be 0: not supported), times in [0, 1e3] s.
   auto rate = [&](const nlohmann::json& o, const std::string& path, const char* k, bool required) {
     if (required && !o.contains(k)) detail::fail(path + "." + k, "missing (required)");
-    return num_field(o, path, k, 0.0, 1e20, 0.0);
+    const double v = num_field(o, path, k, 0.0, 1e20, 0.0);
+    if (v != 0 && v < 1e3) detail::fail(path + "." + k, "must be 0 or lie in [1e3, 1e20]");
+    if (required && v == 0) detail::fail(path + "." + k, "must lie in [1e3, 1e20]");
+    return v;
   };
   device& dev = out.profile.dev;
   dev.fp32 = flop_rate{rate(d, "profile.device", "fp32", true)};
@@ -97,6 +102,14 @@ inline stored_profile profile_from_json(const nlohmann::json& j) {
   dev.fp8 = flop_rate{rate(d, "profile.device", "fp8", false)};
   dev.memory = bytes{rate(d, "profile.device", "memory", true)};
   dev.memory_bandwidth = byte_rate{rate(d, "profile.device", "memory_bandwidth", true)};
+  auto speed = [&](const nlohmann::json& o, const std::string& path, const char* k) {
+    if (!o.contains(k)) detail::fail(path + "." + k, "missing (required)");
+    return num_field(o, path, k, 1e3, 1e20, 0.0);
+  };
+  auto duration = [&](const nlohmann::json& o, const std::string& path, const char* k) {
+    if (!o.contains(k)) detail::fail(path + "." + k, "missing (required)");
+    return num_field(o, path, k, 0.0, 1e3, 0.0);
+  };
   out.profile.sms = detail::int_field(j, "profile", "sms", 1, 100000, 1, true);
   auto positive = [&](const nlohmann::json& o, const std::string& path, const char* k) {
     if (!o.contains(k)) detail::fail(path + "." + k, "missing (required)");
@@ -107,13 +120,13 @@ inline stored_profile profile_from_json(const nlohmann::json& j) {
     detail::only_keys(o, path,
                       {"peak", "efficiency", "half_area", "floor", "wave", "bandwidth", "element",
                        "sms", "blend"});
-    gemm_model g{positive(o, path, "peak"),
-                 positive(o, path, "efficiency"),
+    gemm_model g{speed(o, path, "peak"),
+                 num_field(o, path, "efficiency", 1e-6, 10.0, positive(o, path, "efficiency")),
                  positive(o, path, "half_area"),
-                 positive(o, path, "floor"),
-                 positive(o, path, "wave"),
-                 positive(o, path, "bandwidth"),
-                 positive(o, path, "element"),
+                 duration(o, path, "floor"),
+                 duration(o, path, "wave"),
+                 speed(o, path, "bandwidth"),
+                 num_field(o, path, "element", 0.125, 64.0, positive(o, path, "element")),
                  detail::int_field(o, path, "sms", 1, 100000, 1, true),
                  o.contains("blend") ? num_field(o, path, "blend", 1.0, 16.0, 4.0) : 4.0};
     if (!(g.peak > 0 && g.efficiency > 0 && g.bandwidth > 0 && g.element > 0))
@@ -132,7 +145,7 @@ inline stored_profile profile_from_json(const nlohmann::json& j) {
     const std::string path = std::string("profile.stream.") + k;
     const auto& o = require(st, "profile.stream", k);
     detail::only_keys(o, path, {"bandwidth", "floor"});
-    const stream_model m{positive(o, path, "bandwidth"), positive(o, path, "floor")};
+    const stream_model m{speed(o, path, "bandwidth"), duration(o, path, "floor")};
     if (!(m.bandwidth > 0)) detail::fail(path + ".bandwidth", "must be positive");
     return m;
   };
@@ -145,8 +158,8 @@ inline stored_profile profile_from_json(const nlohmann::json& j) {
   out.profile.softmax = stream("softmax");
   auto attention = [&](const nlohmann::json& a, const std::string& path) {
     detail::only_keys(a, path, {"forward_rate", "training_rate", "ramp", "floor"});
-    const attention_model m{positive(a, path, "forward_rate"), positive(a, path, "training_rate"),
-                            positive(a, path, "ramp"), positive(a, path, "floor")};
+    const attention_model m{speed(a, path, "forward_rate"), speed(a, path, "training_rate"),
+                            positive(a, path, "ramp"), duration(a, path, "floor")};
     if (!(m.forward_rate > 0 && m.training_rate > 0)) detail::fail(path, "rates must be positive");
     return m;
   };
@@ -159,8 +172,8 @@ inline stored_profile profile_from_json(const nlohmann::json& j) {
     const auto& h = j["dispatch"];
     const char* path = "profile.dispatch";
     detail::only_keys(h, path, {"per_kernel", "per_checkpoint", "per_tensor", "kernel_floor"});
-    out.profile.dispatch = {positive(h, path, "per_kernel"), positive(h, path, "per_checkpoint"),
-                            positive(h, path, "per_tensor"), positive(h, path, "kernel_floor")};
+    out.profile.dispatch = {duration(h, path, "per_kernel"), duration(h, path, "per_checkpoint"),
+                            duration(h, path, "per_tensor"), duration(h, path, "kernel_floor")};
   }
   return out;
 }

@@ -14,7 +14,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <initializer_list>
+#include <ios>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,18 +77,107 @@ using json = nlohmann::json;
   throw plan_error(path + ": " + what);
 }
 
-/// Parses JSON text; malformed input becomes a plan_error carrying nlohmann's position.
+/// The deepest nesting of arrays and objects a JSON input may have (nlohmann's parser is
+/// iterative, but destroying and printing a value recurse once per level).
+inline constexpr int max_json_depth = 256;
+/// The largest input file (or standard input) `read_file` accepts.
+inline constexpr std::size_t max_input_bytes = std::size_t{256} << 20;
+
+/// At most `n` characters of `text`, cut at a UTF-8 boundary and marked with "..." (error
+/// messages echo user input: a 10 MB name must not become a 10 MB error line).
+inline std::string cut(std::string_view text, std::size_t n = 60) {
+  if (text.size() <= n) return std::string(text);
+  std::size_t k = n;
+  while (k > 0 && (static_cast<unsigned char>(text[k]) & 0xC0) == 0x80) --k;
+  return std::string(text.substr(0, k)) + "...";
+}
+
+/// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
+inline std::string json_what(const std::exception& e) {
+  std::string w = e.what();
+  if (w.rfind("[json.exception.", 0) == 0) {
+    const auto close = w.find("] ");
+    if (close != std::string::npos) w = w.substr(close + 2);
+  }
+  return w;
+}
+
+/// Parses JSON text; malformed input becomes a plan_error "malformed JSON: ..." carrying
+/// nlohmann's position. Nesting deeper than `max_json_depth` is refused before parsing.
 inline json parse_json(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_json_depth)
+        throw plan_error("malformed JSON: nested deeper than " + std::to_string(max_json_depth) +
+                         " levels (at byte " + std::to_string(i) + ")");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw plan_error(std::string("malformed JSON: ") + e.what());
+  } catch (const json::exception& e) {
+    throw plan_error("malformed JSON: " + cut(json_what(e), 200));
   }
 }
 
+/// Reads a whole file ("-": standard input) for the input named `field`; a missing file, a
+/// directory, a read error or more than `max_input_bytes` is a plan_error naming `field`.
+inline std::string read_file(const std::string& path, const std::string& field,
+                             const char* what = "file") {
+  std::istream* in = nullptr;
+  std::ifstream f;
+  if (path == "-") {
+    in = &std::cin;
+  } else {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      throw plan_error(field + ": '" + cut(path) + "' is a directory, not a " + what);
+    f.open(path, std::ios::binary);
+    if (!f)
+      throw plan_error(field + ": cannot open " + (what == std::string_view("file") ? "" : what) +
+                       (what == std::string_view("file") ? "'" : " '") + cut(path) + "'");
+    in = &f;
+  }
+  std::string out;
+  try {
+    char buf[1 << 16];
+    while (in->read(buf, sizeof buf) || in->gcount() > 0) {
+      out.append(buf, static_cast<std::size_t>(in->gcount()));
+      if (out.size() > max_input_bytes)
+        throw plan_error(field + ": '" + cut(path) + "' is larger than " +
+                         std::to_string(max_input_bytes >> 20) + " MiB");
+      if (!*in) break;
+    }
+    if (in->bad()) throw plan_error(field + ": cannot read '" + cut(path) + "'");
+  } catch (const std::ios_base::failure&) {
+    throw plan_error(field + ": cannot read '" + cut(path) + "'");
+  }
+  return out;
+}
+
 inline std::string show(const json& j) {
+  if (j.is_string()) return json(cut(j.get_ref<const std::string&>(), 37)).dump();
   std::string s = j.dump();
   return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+/// A boolean field: `fallback` when absent, an error naming the field when not true/false.
+inline bool flag_field(const json& obj, const std::string& path, const char* key, bool fallback) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return fallback;
+  if (!it->is_boolean()) fail(path + "." + key, "must be true or false (got " + show(*it) + ")");
+  return it->get<bool>();
 }
 
 inline const json& require(const json& obj, const std::string& path, const char* key) {
@@ -99,7 +192,7 @@ inline void only_keys(const json& obj, const std::string& path,
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     bool ok = false;
     for (std::string_view a : allowed) ok = ok || it.key() == a;
-    if (!ok) fail(path + "." + it.key(), "unknown field");
+    if (!ok) fail(path + "." + cut(it.key()), "unknown field");
   }
 }
 
@@ -163,7 +256,7 @@ inline std::vector<layer> zoo_model(const std::string& name, const std::string& 
   if (name == "megatron-2.5b") return to_vector(zoo::megatron_2_5b());
   if (name == "mnist-adam") return to_vector(zoo::mnist_adam());
   if (name == "imagenet22k-adam") return to_vector(zoo::imagenet22k_adam());
-  fail(path, "unknown model \"" + name +
+  fail(path, "unknown model \"" + cut(name) +
                  "\" (known: resnet50, resnet152, vgg16, cosmoflow, megatron-2.5b, mnist-adam, "
                  "imagenet22k-adam)");
 }
@@ -175,12 +268,14 @@ inline layer parse_layer(const json& j, const std::string& path, shape in) {
     only_keys(j, path, {"type", "filters", "kernel", "stride", "padding", "bias"});
     conv c{int_field(j, path, "filters", 1, big, 1, true),
            int_field(j, path, "kernel", 1, 4096, 1, true), int_field(j, path, "stride", 1, 4096, 1),
-           int_field(j, path, "padding", -1, 4096, -1), j.value("bias", false)};
+           int_field(j, path, "padding", -1, 4096, -1), flag_field(j, path, "bias", false)};
     return c.apply(in);
   }
   if (type == "linear") {
     only_keys(j, path, {"type", "features", "bias"});
-    return linear{int_field(j, path, "features", 1, big, 1, true), j.value("bias", true)}.apply(in);
+    return linear{int_field(j, path, "features", 1, big, 1, true),
+                  flag_field(j, path, "bias", true)}
+        .apply(in);
   }
   if (type == "max_pool" || type == "pool") {
     only_keys(j, path, {"type", "kernel", "stride", "padding"});
@@ -205,7 +300,7 @@ inline layer parse_layer(const json& j, const std::string& path, shape in) {
     only_keys(j, path, {"type", "flops_per_element"});
     return elementwise{num_field(j, path, "flops_per_element", 0.0, 1e6, 1.0)}.apply(in);
   }
-  fail(path + ".type", "unknown layer type \"" + type +
+  fail(path + ".type", "unknown layer type \"" + cut(type) +
                            "\" (known: conv, linear, max_pool, global_avg_pool, batch_norm, "
                            "layer_norm, relu, elementwise)");
 }
@@ -248,6 +343,7 @@ inline void parse_model(const json& j, scenario& s) {
 }
 
 inline device parse_device(const json& j, const std::string& path) {
+  if (!j.is_string()) fail(path, "must be a device name (got " + show(j) + ")");
   const std::string name = j.get<std::string>();
   if (name == "v100-16gb") return presets::v100_sxm2_16gb;
   if (name == "v100-32gb") return presets::v100_sxm2_32gb;
@@ -256,7 +352,7 @@ inline device parse_device(const json& j, const std::string& path) {
   if (name == "h100") return presets::h100_sxm5_80gb;
   if (name == "h200") return presets::h200_sxm_141gb;
   if (name == "titan-xp") return presets::titan_xp;
-  fail(path, "unknown device \"" + name +
+  fail(path, "unknown device \"" + cut(name) +
                  "\" (known: v100-16gb, v100-32gb, a100-40gb, a100-80gb, h100, h200, titan-xp)");
 }
 
@@ -266,7 +362,7 @@ inline cluster parse_cluster(const json& j) {
     if (p == "hc1") return presets::hc1();
     if (p == "hc2") return presets::hc2();
     if (p == "hc3") return presets::hc3();
-    fail("cluster", "\"" + p + "\" needs a device count: use {\"preset\": \"" + p +
+    fail("cluster", "\"" + cut(p) + "\" needs a device count: use {\"preset\": \"" + cut(p) +
                         "\", \"devices\": N} (presets without one: hc1, hc2, hc3)");
   }
   if (!j.is_object()) fail("cluster", "must be a preset name or an object");
@@ -285,7 +381,7 @@ inline cluster parse_cluster(const json& j) {
     if (p == "dgx-a100-40gb") return presets::dgx_a100_40gb(nodes);
     if (p == "dgx-h100") return presets::dgx_h100(nodes);
     fail("cluster.preset",
-         "unknown preset \"" + p +
+         "unknown preset \"" + cut(p) +
              "\" (known: abci, hc1, hc2, hc3, dgx1-v100, dgx-a100, dgx-a100-40gb, "
              "dgx-h100, "
              "yan-e5-2450)");
@@ -299,6 +395,7 @@ inline cluster parse_cluster(const json& j) {
   if (!lv.is_array() || lv.empty() || lv.size() > max_levels)
     fail("cluster.levels", "must be an array of 1 to 5 levels");
   cluster c{"custom", dev, {}, 0};
+  long long total = 1;  // devices so far: each fan-out is at most 2^24, so no overflow
   for (std::size_t i = 0; i < lv.size(); ++i) {
     const std::string path = "cluster.levels[" + std::to_string(i) + "]";
     only_keys(lv[i], path, {"name", "fanout", "alpha_us", "bandwidth_GBps", "oversubscription"});
@@ -309,6 +406,10 @@ inline cluster parse_cluster(const json& j) {
     if (!lv[i].contains("bandwidth_GBps")) fail(path + ".bandwidth_GBps", "missing (required)");
     l.pair.bandwidth = byte_rate{num_field(lv[i], path, "bandwidth_GBps", 1e-6, 1e6, 1.0) * 1e9};
     l.oversubscription = num_field(lv[i], path, "oversubscription", 1.0, 1e3, 1.0);
+    total *= l.fanout;
+    if (total > max_devices)
+      fail(path + ".fanout",
+           "the cluster would hold more than 2^24 devices (the product of the fan-outs)");
     c.levels[i] = l;
     ++c.depth;
   }
@@ -405,7 +506,7 @@ inline parallel::any_strategy parse_strategy(const json& j) {
     if (j.contains("p2")) return parallel::data_spatial{deg("p1"), {deg("p2"), 1, 1}};
     return parallel::data_spatial{deg("p1"), {opt("ph"), opt("pw"), opt("pd")}};
   }
-  fail("strategy.kind", "unknown strategy \"" + kind +
+  fail("strategy.kind", "unknown strategy \"" + cut(kind) +
                             "\" (known: serial, data, spatial, pipeline, filter, channel, "
                             "data+filter, data+spatial, parameter-server, "
                             "parameter-server-search)");
@@ -429,7 +530,7 @@ inline training parse_training(const json& j, bool needs_batch = true) {
     t.precision = dtype::fp8;
   else
     fail("training.precision",
-         "unknown precision \"" + prec + "\" (known: fp32, tf32, fp16, bf16, fp8)");
+         "unknown precision \"" + cut(prec) + "\" (known: fp32, tf32, fp16, bf16, fp8)");
   const std::string opt = str_field(j, "training", "optimizer", "sgd");
   if (opt == "sgd")
     t.optim = optimizer::sgd;
@@ -438,10 +539,14 @@ inline training parse_training(const json& j, bool needs_batch = true) {
   else if (opt == "adam")
     t.optim = optimizer::adam;
   else
-    fail("training.optimizer", "unknown optimizer \"" + opt + "\" (known: sgd, momentum, adam)");
+    fail("training.optimizer",
+         "unknown optimizer \"" + cut(opt) + "\" (known: sgd, momentum, adam)");
   t.efficiency = num_field(j, "training", "efficiency", 1e-6, 1.0, 0.5);
   return t;
 }
+
+/// The longest profiled per-layer time: 1e6 s (so that no sum over a batch overflows).
+inline constexpr double max_layer_time = 1e6;
 
 inline std::vector<layer_time> parse_times(const json& j, std::size_t n) {
   if (!j.is_array()) fail("layer_times", "must be an array of [fw_s, bw_s, wu_s] per layer");
@@ -455,8 +560,9 @@ inline std::vector<layer_time> parse_times(const json& j, std::size_t n) {
     if (!e.is_array() || e.size() != 3) fail(path, "must be [fw_s, bw_s, wu_s]");
     double t[3];
     for (int k = 0; k < 3; ++k) {
-      if (!e[k].is_number() || !std::isfinite(e[k].get<double>()) || e[k].get<double>() < 0)
-        fail(path, "times must be non-negative numbers of seconds");
+      if (!e[k].is_number() || !std::isfinite(e[k].get<double>()) || e[k].get<double>() < 0 ||
+          e[k].get<double>() > max_layer_time)
+        fail(path, "times must be numbers of seconds in [0, 1e6]");
       t[k] = e[k].get<double>();
     }
     v.push_back({seconds{t[0]}, seconds{t[1]}, seconds{t[2]}});
@@ -557,7 +663,15 @@ inline nlohmann::json parameter_server_json(const scenario& s) {
   if (r.search) {
     search::yan_space space = r.space;
     space.machines = machines;
-    const auto best = search::optimize_yan(net, c, space, s.setup.dataset);
+    const auto best = [&] {
+      try {
+        return search::optimize_yan(net, c, space, s.setup.dataset);
+      } catch (const plan_error& e) {
+        const std::string what = e.what();
+        if (what.rfind("--", 0) == 0) throw;  // a caller's own message (a time limit)
+        throw plan_error("strategy: " + what);
+      }
+    }();
     sys = best.system;
     split = best.split;
   } else if (split.empty()) {

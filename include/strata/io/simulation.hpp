@@ -68,13 +68,25 @@ inline nlohmann::json chrome_trace(const sim::simulator& g, const sim::result& r
 }
 
 /// The tasks on the longest chain that ends last: from the last task back through whichever
-/// dependency or stream predecessor held it up.
+/// dependency or stream predecessor held it up. Each task appears at most once (zero-length
+/// tasks that end where they start cannot make the walk loop); O(n log n).
 inline std::vector<int> critical_path(const sim::simulator& g, const sim::result& r) {
   const auto& tasks = g.tasks();
   if (tasks.empty()) return {};
+  // per stream (first resource), its tasks by end time; ties: the lower index last, so that a
+  // backward walk meets it first
+  std::vector<std::vector<int>> by_stream(g.resources().size());
+  for (std::size_t i = 0; i < tasks.size(); ++i)
+    by_stream[static_cast<std::size_t>(tasks[i].resources.front())].push_back(static_cast<int>(i));
+  auto end_of = [&](int i) { return r.tasks[static_cast<std::size_t>(i)].end; };
+  for (auto& v : by_stream)
+    std::sort(v.begin(), v.end(),
+              [&](int a, int b) { return end_of(a) != end_of(b) ? end_of(a) < end_of(b) : a > b; });
   int cur = 0;
   for (std::size_t i = 0; i < tasks.size(); ++i)
     if (r.tasks[i].end > r.tasks[static_cast<std::size_t>(cur)].end) cur = static_cast<int>(i);
+  std::vector<bool> seen(tasks.size(), false);
+  seen[static_cast<std::size_t>(cur)] = true;
   std::vector<int> path{cur};
   while (true) {
     const auto& t = tasks[static_cast<std::size_t>(cur)];
@@ -82,19 +94,26 @@ inline std::vector<int> critical_path(const sim::simulator& g, const sim::result
     int best = -1;
     double best_end = -1;
     for (int d : t.deps)
-      if (r.tasks[static_cast<std::size_t>(d)].end > best_end) {
+      if (!seen[static_cast<std::size_t>(d)] && end_of(d) > best_end) {
         best = d;
-        best_end = r.tasks[static_cast<std::size_t>(d)].end;
+        best_end = end_of(d);
       }
     if (rec.start > rec.ready + 1e-15) {  // waited for its stream: the task served before it
-      for (std::size_t j = 0; j < tasks.size(); ++j)
-        if (tasks[j].resources.front() == t.resources.front() &&
-            r.tasks[j].end <= rec.start + 1e-15 && r.tasks[j].end > best_end) {
-          best = static_cast<int>(j);
-          best_end = r.tasks[j].end;
-        }
+      const auto& v = by_stream[static_cast<std::size_t>(t.resources.front())];
+      const double bound = rec.start + 1e-15;
+      auto it = std::upper_bound(v.begin(), v.end(), bound,
+                                 [&](double x, int j) { return x < end_of(j); });
+      while (it != v.begin()) {
+        const int j = *--it;
+        if (!(end_of(j) > best_end)) break;
+        if (seen[static_cast<std::size_t>(j)]) continue;
+        best = j;
+        best_end = end_of(j);
+        break;
+      }
     }
     if (best < 0) break;
+    seen[static_cast<std::size_t>(best)] = true;
     path.push_back(best);
     cur = best;
   }

@@ -89,13 +89,6 @@ inline transformer zoo_transformer(const std::string& name, const std::string& p
   fail(path, "unknown model \"" + name + "\" (known: " + known + ")");
 }
 
-inline bool bool_field(const json& obj, const std::string& path, const char* key, bool fallback) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return fallback;
-  if (!it->is_boolean()) fail(path + "." + key, "must be true or false (got " + show(*it) + ")");
-  return it->get<bool>();
-}
-
 template <class E>
 E enum_field(const json& obj, const std::string& path, const char* key, E fallback,
              std::initializer_list<std::pair<const char*, E>> values) {
@@ -137,10 +130,10 @@ inline transformer parse_transformer(const json& j, std::string& name) {
   m.positions =
       enum_field(j, p, "positions", position_kind::learned,
                  {{"learned", position_kind::learned}, {"rotary", position_kind::rotary}});
-  m.tied = bool_field(j, p, "tied", true);
-  m.bias = bool_field(j, p, "bias", true);
-  m.qkv_bias = bool_field(j, p, "qkv_bias", false);
-  m.dropout = bool_field(j, p, "dropout", true);
+  m.tied = flag_field(j, p, "tied", true);
+  m.bias = flag_field(j, p, "bias", true);
+  m.qkv_bias = flag_field(j, p, "qkv_bias", false);
+  m.dropout = flag_field(j, p, "dropout", true);
   m.experts = int_field(j, p, "experts", 1, 1 << 16, 1);
   m.top_k = int_field(j, p, "top_k", 1, 1 << 16, 1);
   m.capacity = num_field(j, p, "capacity", 1e-3, 1e3, 1.0);
@@ -156,7 +149,7 @@ inline parallel::nd parse_nd(const json& j) {
              "bucket_MB", "recompute", "micro_batch", "order"});
   parallel::nd s;
   s.tensor.degree = int_field(j, p, "tensor", 1, max_degree, 1);
-  s.tensor.sequence = bool_field(j, p, "sequence_parallel", false);
+  s.tensor.sequence = flag_field(j, p, "sequence_parallel", false);
   s.context.degree = int_field(j, p, "context", 1, max_degree, 1);
   s.expert.degree = int_field(j, p, "expert", 1, max_degree, 1);
   s.pipeline.degree = int_field(j, p, "pipeline", 1, max_degree, 1);
@@ -214,7 +207,7 @@ inline transformer_training parse_transformer_training(const json& j) {
       {{"sgd", optimizer::sgd}, {"momentum", optimizer::momentum}, {"adam", optimizer::adam}});
   t.gradients = enum_field(j, p, "gradients", dtype::fp32,
                            {{"fp32", dtype::fp32}, {"bf16", dtype::bf16}, {"fp16", dtype::fp16}});
-  t.flash_attention = bool_field(j, p, "flash_attention", true);
+  t.flash_attention = flag_field(j, p, "flash_attention", true);
   t.reserved = num_field(j, p, "reserved_GiB", 0.0, 1e6, 0.0) * 1024.0 * 1024 * 1024;
   t.framework = enum_field(j, p, "framework", frameworks::megatron,
                            {{"megatron", frameworks::megatron},
@@ -259,7 +252,7 @@ inline search::transformer_space parse_space(const json& j) {
                                          {"full", parallel::recompute::full}}));
   }
   if (j.contains("sequence_parallel")) {
-    const bool b = bool_field(j, p, "sequence_parallel", false);
+    const bool b = flag_field(j, p, "sequence_parallel", false);
     sp.sequence_parallel = b ? std::vector<bool>{false, true} : std::vector<bool>{false};
   }
   sp.keep = static_cast<std::size_t>(int_field(j, p, "keep", 1, 10000, 10));
@@ -309,9 +302,7 @@ inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
       if (h100_profile.empty()) d::fail("profile", "no shipped H100 profile in this build");
       text = h100_profile;
     } else {
-      std::ifstream f(pn);
-      if (!f) d::fail("profile", "cannot open '" + pn + "'");
-      text.assign(std::istreambuf_iterator<char>(f), {});
+      text = d::read_file(pn, "profile", "profile file");
     }
     const device_profile p = profile_from_text(text).profile;
     s.profile = p.dev.name == dev.name ? p : rescale_profile(p, dev);

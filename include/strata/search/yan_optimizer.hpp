@@ -14,8 +14,12 @@
 ///                                                60000);
 /// @endcode
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <functional>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "strata/analytic/yan.hpp"
@@ -30,7 +34,16 @@ struct yan_space {
   bool replicate_layers = true;
   int read_period = 70;
   int write_period = 40;
+  /// Called after each (N_ps, N_mr, N_wr) with the fraction of the work done; returning false
+  /// stops the search with a plan_error (a time limit). Empty: never called.
+  std::function<bool(double)> progress{};
 };
+
+/// The most machines `optimize_yan` searches over: 1024.
+inline constexpr int max_search_machines = 1024;
+/// The most work (dynamic-programming transitions and segment pairs mapped) `optimize_yan`
+/// starts: 10^11, several minutes on one core. A larger search is refused before it starts.
+inline constexpr double max_search_work = 1e11;
 
 /// A configuration and its epoch time.
 struct yan_solution {
@@ -45,26 +58,56 @@ inline int max_partitions(const yan::layer_view& l) {
 }
 }  // namespace detail
 
-/// The best split of every layer for fixed N_ps, N_mr, N_wr (dynamic programming).
-inline yan_solution optimize_layers(std::span<const yan::layer_view> net, const yan::system& s,
-                                    const yan::costs& c, double samples, const yan_space& space) {
-  const std::size_t L = net.size();
-  std::vector<std::vector<yan::layer_split>> states(L);
-  for (std::size_t i = 0; i < L; ++i)
-    for (int p = 1; p <= s.workers && p <= detail::max_partitions(net[i]); ++p)
-      for (int r = 1; p * r <= s.workers && (r == 1 || space.replicate_layers); ++r)
+namespace detail {
+/// A(i) for a partitions before layer i and b in it, computed once per (i, a, b) and shared by
+/// every system of a search.
+class remote_cache {
+ public:
+  explicit remote_cache(std::span<const yan::layer_view> net)
+      : net_(net), table_(net.size()), rows_(net.size(), 0), cols_(net.size(), 0) {}
+  double operator()(std::size_t i, int a, int b) {
+    const auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
+    if (ua >= rows_[i] || ub >= cols_[i])
+      grow(i, std::max(rows_[i], std::max(ua + 1, 2 * rows_[i])),
+           std::max(cols_[i], std::max(ub + 1, 2 * cols_[i])));
+    double& v = table_[i][ua * cols_[i] + ub];
+    if (std::isnan(v)) v = yan::remote_activations(net_[i], a, b);
+    return v;
+  }
+
+ private:
+  void grow(std::size_t i, std::size_t rows, std::size_t cols) {
+    std::vector<double> t(rows * cols, std::numeric_limits<double>::quiet_NaN());
+    for (std::size_t a = 0; a < rows_[i]; ++a)
+      for (std::size_t b = 0; b < cols_[i]; ++b) t[a * cols + b] = table_[i][a * cols_[i] + b];
+    table_[i] = std::move(t);
+    rows_[i] = rows;
+    cols_[i] = cols;
+  }
+  std::span<const yan::layer_view> net_;
+  std::vector<std::vector<double>> table_;
+  std::vector<std::size_t> rows_, cols_;
+};
+
+inline std::vector<std::vector<yan::layer_split>> layer_states(std::span<const yan::layer_view> net,
+                                                               const yan::system& s,
+                                                               const yan::costs& c,
+                                                               const yan_space& space) {
+  std::vector<std::vector<yan::layer_split>> states(net.size());
+  for (std::size_t i = 0; i < net.size(); ++i)
+    for (int p = 1; p <= s.workers && p <= max_partitions(net[i]); ++p)
+      for (int r = 1;
+           static_cast<long long>(p) * r <= s.workers && (r == 1 || space.replicate_layers); ++r)
         for (int h : space.threads)
           if (h >= 1 && h <= c.cores) states[i].push_back({p, h, r});
-  // remote[i][a][b]: A(i) with a partitions before and b in layer i (the greedy mapping)
-  std::vector<std::vector<std::vector<double>>> remote(L);
-  for (std::size_t i = 1; i < L; ++i) {
-    remote[i].assign(static_cast<std::size_t>(s.workers) + 1,
-                     std::vector<double>(static_cast<std::size_t>(s.workers) + 1, 0.0));
-    for (int a = 1; a <= s.workers; ++a)
-      for (int b = 1; b <= s.workers; ++b)
-        remote[i][static_cast<std::size_t>(a)][static_cast<std::size_t>(b)] =
-            yan::remote_activations(net[i], a, b);
-  }
+  return states;
+}
+
+inline yan_solution optimize_layers(std::span<const yan::layer_view> net, const yan::system& s,
+                                    const yan::costs& c, double samples, const yan_space& space,
+                                    remote_cache& remote) {
+  const std::size_t L = net.size();
+  const auto states = layer_states(net, s, c, space);
   const double per_read = samples / s.read_period;
   // Terms that belong to layer i alone, for the epoch: compute and this layer's weight reads.
   auto node = [&](std::size_t i, const yan::layer_split& st) {
@@ -74,8 +117,7 @@ inline yan_solution optimize_layers(std::span<const yan::layer_view> net, const 
   };
   // Messages between layers i-1 and i: M_f(i) and M_b(i-1), each over its layer's Q.
   auto edge = [&](std::size_t i, const yan::layer_split& a, const yan::layer_split& b) {
-    const double act =
-        remote[i][static_cast<std::size_t>(a.partitions)][static_cast<std::size_t>(b.partitions)];
+    const double act = remote(i, a.partitions, b.partitions);
     if (act <= 0) return 0.0;
     const double qa = static_cast<double>(a.threads) * a.replicas * s.replicas;
     const double qb = static_cast<double>(b.threads) * b.replicas * s.replicas;
@@ -104,17 +146,57 @@ inline yan_solution optimize_layers(std::span<const yan::layer_view> net, const 
     }
   }
   yan_solution best{s, std::vector<yan::layer_split>(L), std::numeric_limits<double>::infinity()};
+  if (L == 0) return best;
   std::size_t k = 0;
   for (std::size_t j = 0; j < cost[L - 1].size(); ++j)
     if (cost[L - 1][j] < best.epoch) {
       best.epoch = cost[L - 1][j];
       k = j;
     }
+  if (cost[L - 1].empty()) return best;
   for (std::size_t i = L; i-- > 0;) {
     best.split[i] = states[i][k];
     k = from[i][k];
   }
   return best;
+}
+}  // namespace detail
+
+/// The best split of every layer for fixed N_ps, N_mr, N_wr (dynamic programming).
+inline yan_solution optimize_layers(std::span<const yan::layer_view> net, const yan::system& s,
+                                    const yan::costs& c, double samples, const yan_space& space) {
+  detail::remote_cache remote(net);
+  return detail::optimize_layers(net, s, c, samples, space, remote);
+}
+
+/// The work `optimize_yan` does for `space` (dynamic-programming transitions plus segment pairs
+/// mapped), to refuse a search that cannot finish before it starts.
+[[nodiscard]] inline double search_work(std::span<const yan::layer_view> net, const yan::costs& c,
+                                        const yan_space& space) {
+  const int n = space.machines;
+  double threads = 0;
+  for (int h : space.threads) threads += (h >= 1 && h <= c.cores) ? 1 : 0;
+  double work = 0;
+  std::vector<double> prev;
+  for (int wr = 1; wr < n; ++wr) {
+    double systems = 0;  // (N_ps, N_mr) with N_ps + N_mr wr <= N
+    for (int ps = 1; ps + wr <= n; ++ps) systems += (n - ps) / wr;
+    double dp = 0, states_prev = 0;
+    for (std::size_t i = 0; i < net.size(); ++i) {
+      double st = 0;
+      const int top = std::min(wr, detail::max_partitions(net[i]));
+      for (int p = 1; p <= top; ++p) st += space.replicate_layers ? wr / p : 1;
+      st *= threads;
+      if (i > 0) dp += st * states_prev;
+      states_prev = st;
+    }
+    work += systems * dp;
+    if (work > max_search_work) return work;
+  }
+  // segment pairs mapped once per (layer, a, b): sum over a, b of a b
+  const double top = n;
+  work += static_cast<double>(net.size()) * (top * (top + 1) / 2) * (top * (top + 1) / 2);
+  return work;
 }
 
 /// Yan et al. §5.3: every (N_ps, N_mr, N_wr) with N_ps + N_mr N_wr <= N (constraint C1), each
@@ -122,13 +204,35 @@ inline yan_solution optimize_layers(std::span<const yan::layer_view> net, const 
 inline yan_solution optimize_yan(std::span<const yan::layer_view> net, const yan::costs& c,
                                  const yan_space& space, double samples) {
   if (space.machines < 2) throw plan_error("a parameter-server system needs at least 2 machines");
+  if (space.machines > max_search_machines)
+    throw plan_error("the parameter-server search covers at most " +
+                     std::to_string(max_search_machines) + " machines (got " +
+                     std::to_string(space.machines) + ")");
+  const double total = search_work(net, c, space);
+  if (total > max_search_work)
+    throw plan_error("the parameter-server search on " + std::to_string(space.machines) +
+                     " machines would take more than 10^11 steps (hours); search fewer machines "
+                     "or fewer thread counts");
+  detail::remote_cache remote(net);
   yan_solution best;
+  const double systems = [&] {
+    double k = 0;
+    for (int ps = 1; ps < space.machines; ++ps)
+      for (int wr = 1; ps + wr <= space.machines; ++wr) k += (space.machines - ps) / wr;
+    return k;
+  }();
+  double done = 0;
   for (int ps = 1; ps < space.machines; ++ps)
     for (int wr = 1; ps + wr <= space.machines; ++wr)
-      for (int mr = 1; ps + mr * wr <= space.machines; ++mr) {
+      for (int mr = 1; ps + static_cast<long long>(mr) * wr <= space.machines; ++mr) {
         const yan::system s{ps, mr, wr, space.read_period, space.write_period};
-        yan_solution cand = optimize_layers(net, s, c, samples, space);
+        yan_solution cand = detail::optimize_layers(net, s, c, samples, space, remote);
         if (cand.epoch < best.epoch) best = std::move(cand);
+        ++done;
+        if (space.progress && !space.progress(done / systems))
+          throw plan_error("the parameter-server search stopped at its time limit after " +
+                           std::to_string(static_cast<long long>(done)) + " of " +
+                           std::to_string(static_cast<long long>(systems)) + " configurations");
       }
   return best;
 }

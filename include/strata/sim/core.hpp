@@ -15,6 +15,11 @@
 /// A task may first wait a fixed `latency` (a message's alpha) without holding its resource.
 /// Gamma (Proteus §VI-C): a compute task runs 1 + gamma times slower while a communication task
 /// of the same device is in service.
+/// The loop is an event heap with per-task and per-link state: an event costs O(log n) plus the
+/// tasks it changes, whatever the number of streams (bench/sim.cpp: event_core), and allocates
+/// nothing once its buffers have grown. A fair-share link whose flows all cross it alone keeps a
+/// virtual clock; flows crossing several links are re-rated by progressive filling when the set
+/// of flows changes.
 /// @code
 /// strata::sim::simulator s;
 /// const int gpu = s.add_resource({"gpu0", strata::sim::discipline::fifo});
@@ -25,9 +30,10 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <deque>
+#include <functional>
 #include <limits>
 #include <optional>
+#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
@@ -139,7 +145,8 @@ class simulator {
   }
   /// Proteus's overlap factor gamma.
   void set_overlap_factor(double gamma) {
-    if (gamma < 0) throw plan_error("the overlap factor gamma must not be negative");
+    if (!(gamma >= 0) || !(gamma <= 1e6))  // NaN fails both
+      throw plan_error("the overlap factor gamma must lie in [0, 1e6]");
     gamma_ = gamma;
   }
   void set_memory_capacity(int device, double bytes) {
@@ -164,6 +171,34 @@ class simulator {
   double gamma_ = 0;
 };
 
+namespace detail {
+/// A pending event of the core: a task's predicted completion (of its work, or of its
+/// round-robin turn), the end of its latency, or (ids n + link) the next flow a fair-share link
+/// completes. Stale entries (an older `version`) are skipped.
+struct event {
+  double time;
+  int id;
+  unsigned version;
+  bool operator>(const event& o) const { return time != o.time ? time > o.time : id > o.id; }
+};
+/// A flow that crosses one link, by the link's virtual time at which it completes.
+struct flow_end {
+  double at;
+  int task;
+  bool operator>(const flow_end& o) const { return at != o.at ? at > o.at : task > o.task; }
+};
+}  // namespace detail
+
+/// The event loop. Each in-service fifo / round-robin task and each flow crossing several links
+/// keeps its progress (`left` at time `last`, served at `rate`) and one predicted event on a
+/// binary heap. The flows that cross a single link share it equally (max-min fairness gives
+/// them one rate), so each such link keeps a virtual clock (bytes served to each of its flows)
+/// and a heap of its flows by the virtual time they complete: one event per link, whatever the
+/// number of flows. Fair shares are recomputed only when the set of flows changes (only on the
+/// links touched when no flow crosses several links), gamma's slowdown only when a device's
+/// communication starts or stops. A task completes at its predicted time, or within 1e-12 of its
+/// work of it, so tasks that end together (up to rounding) end in one event, in index order.
+/// Nothing is allocated per event once the buffers have grown.
 inline result simulator::run() const {
   const std::size_t n = tasks_.size(), nr = resources_.size();
   result res;
@@ -172,30 +207,151 @@ inline result simulator::run() const {
   int devices = 0;
   for (const auto& t : tasks_) devices = std::max(devices, t.device + 1);
   for (const auto& x : tensors_) devices = std::max(devices, x.device + 1);
-  res.peak_memory.assign(static_cast<std::size_t>(devices), 0.0);
-  std::vector<double> mem(static_cast<std::size_t>(devices), 0.0);
+  const auto nd = static_cast<std::size_t>(devices);
+  res.peak_memory.assign(nd, 0.0);
+  std::vector<double> mem(nd, 0.0);
   std::vector<int> readers(tensors_.size(), 0);
   for (const auto& t : tasks_)
     for (int x : t.consumes) ++readers[static_cast<std::size_t>(x)];
   std::vector<bool> unread(tensors_.size());
   for (std::size_t x = 0; x < tensors_.size(); ++x) unread[x] = readers[x] == 0;
 
-  std::vector<int> waiting(n, 0);
-  std::vector<std::vector<int>> next(n);
+  // dependents as one flat array
+  std::vector<int> waiting(n, 0), next_start(n + 1, 0), next;
   for (std::size_t i = 0; i < n; ++i)
     for (int d : tasks_[i].deps) {
       ++waiting[i];
-      next[static_cast<std::size_t>(d)].push_back(static_cast<int>(i));
+      ++next_start[static_cast<std::size_t>(d) + 1];
     }
-  enum class state { blocked, delayed, queued, serving, done };
+  for (std::size_t i = 0; i < n; ++i) next_start[i + 1] += next_start[i];
+  next.resize(static_cast<std::size_t>(next_start[n]));
+  {
+    std::vector<int> fill(next_start.begin(), next_start.end() - 1);
+    for (std::size_t i = 0; i < n; ++i)
+      for (int d : tasks_[i].deps)
+        next[static_cast<std::size_t>(fill[static_cast<std::size_t>(d)]++)] = static_cast<int>(i);
+  }
+  // what the loop reads of each task, packed (a task_spec holds a name and four vectors)
+  std::vector<int> first(n), comm_device(n);
+  std::vector<discipline> kind(n);
+  std::vector<double> tol(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const task_spec& t = tasks_[i];
+    first[i] = t.resources[0];
+    kind[i] = resources_[static_cast<std::size_t>(first[i])].kind;
+    comm_device[i] = t.cls == task_class::communication ? t.device : -1;
+    tol[i] = 1e-12 * (t.work + 1e-30);
+  }
+  auto kind_of = [&](int i) { return kind[static_cast<std::size_t>(i)]; };
+  enum class state : unsigned char { blocked, delayed, queued, serving, done };
   std::vector<state> st(n, state::blocked);
-  std::vector<double> remaining(n, 0.0), delay_until(n, 0.0), chunk(n, 0.0);
-  std::vector<std::deque<int>> queue(nr);  // fifo / round-robin waiting lines
-  std::vector<int> in_service(nr, -1);     // fifo / round-robin: the task served
-  std::vector<int> flows;                  // fair-share flows in service
-  std::vector<int> delayed;                // tasks waiting out their latency
-  double now = 0;
+  std::vector<double> remaining(n, 0.0), left(n, 0.0), rate(n, 0.0), last(n, 0.0), due(n, 0.0);
+  std::vector<unsigned> version(n + nr, 0);
+  // fifo / round-robin waiting lines, linked through the tasks (a task waits in one at most)
+  std::vector<int> qhead(nr, -1), qtail(nr, -1), qnext(n, -1);
+  auto queue_push = [&](int r, int i) {
+    const auto ur = static_cast<std::size_t>(r);
+    qnext[static_cast<std::size_t>(i)] = -1;
+    if (qtail[ur] < 0)
+      qhead[ur] = i;
+    else
+      qnext[static_cast<std::size_t>(qtail[ur])] = i;
+    qtail[ur] = i;
+  };
+  auto queue_pop = [&](std::size_t ur) {
+    const int i = qhead[ur];
+    qhead[ur] = qnext[static_cast<std::size_t>(i)];
+    if (qhead[ur] < 0) qtail[ur] = -1;
+    return i;
+  };
+  std::vector<int> in_service(nr, -1);  // fifo / round-robin: the task served
+  std::vector<int> multi;               // flows crossing several links, in start order
+  std::vector<int> link_users(nr, 0);   // fair-share: flows crossing the link
+  std::vector<int> link_multi(nr, 0);   // ... of which cross other links too
+  // single-link flows: per link, a virtual clock and its flows by completion
+  std::vector<double> vclock(nr, 0.0), vlast(nr, 0.0), vshare(nr, 0.0);
+  std::vector<std::priority_queue<detail::flow_end, std::vector<detail::flow_end>, std::greater<>>>
+      link_flows(nr);
+  std::vector<bool> was_busy(nr, false);
+  std::vector<double> busy_since(nr, 0.0);
+  std::vector<int> comm_count(nd, 0);  // communication tasks in service per device
+  std::vector<bool> comm_on(nd, false);
+  // per device: the fifo resources that serve its compute tasks (for gamma)
+  std::vector<std::vector<int>> compute_streams(nd);
+  if (gamma_ > 0)
+    for (const auto& t : tasks_)
+      if (t.cls == task_class::compute && t.device >= 0 &&
+          resources_[static_cast<std::size_t>(t.resources[0])].kind == discipline::fifo) {
+        auto& v = compute_streams[static_cast<std::size_t>(t.device)];
+        if (std::find(v.begin(), v.end(), t.resources[0]) == v.end()) v.push_back(t.resources[0]);
+      }
+  std::priority_queue<detail::event, std::vector<detail::event>, std::greater<>> heap;
+  double now = 0, max_slack = 0;
   std::size_t finished = 0;
+  bool shares_changed = false;  // a flow crossing several links started or ended
+  std::vector<int> touched_resources, touched_devices, started, done_now, turns, wakes;
+  std::vector<bool> resource_mark(nr, false), device_mark(nd, false), link_dirty(nr, false);
+  std::vector<double> link_left(nr), share_of;  // progressive-filling scratch
+  std::vector<int> users(nr), fair_links;
+  std::vector<detail::event> popped;
+
+  auto tolerance = [&](int i) { return tol[static_cast<std::size_t>(i)]; };
+  auto touch_resource = [&](int r) {
+    if (!resource_mark[static_cast<std::size_t>(r)]) {
+      resource_mark[static_cast<std::size_t>(r)] = true;
+      touched_resources.push_back(r);
+    }
+  };
+  auto comm_change = [&](int i, int delta) {
+    const int dev = comm_device[static_cast<std::size_t>(i)];
+    if (dev < 0) return;
+    const auto d = static_cast<std::size_t>(dev);
+    comm_count[d] += delta;
+    if (!device_mark[d]) {
+      device_mark[d] = true;
+      touched_devices.push_back(dev);
+    }
+  };
+  auto predict = [&](int i) {  // (re)schedules task i's next completion
+    const auto ii = static_cast<std::size_t>(i);
+    due[ii] = now + left[ii] / rate[ii];
+    max_slack = std::max(max_slack, tolerance(i) / rate[ii]);
+    heap.push({due[ii], i, ++version[ii]});
+  };
+  auto set_rate = [&](int i, double r) {  // progress so far at the old rate, then the new one
+    const auto ii = static_cast<std::size_t>(i);
+    if (rate[ii] == r) return;
+    if (rate[ii] > 0) {
+      const double sent = rate[ii] * (now - last[ii]);
+      left[ii] = std::max(0.0, left[ii] - sent);
+      remaining[ii] -= sent;
+    }
+    last[ii] = now;
+    rate[ii] = r;
+    predict(i);
+  };
+  auto advance_link = [&](std::size_t r) {  // the link's virtual clock up to now
+    vclock[r] += vshare[r] * (now - vlast[r]);
+    vlast[r] = now;
+  };
+  auto predict_link = [&](std::size_t r) {
+    auto& v = version[n + r];
+    if (link_flows[r].empty() || !(vshare[r] > 0)) {
+      ++v;
+      return;
+    }
+    const detail::flow_end& f = link_flows[r].top();
+    const double at = now + std::max(0.0, f.at - vclock[r]) / vshare[r];
+    max_slack = std::max(max_slack, tolerance(f.task) / vshare[r]);
+    heap.push({at, static_cast<int>(n + r), ++v});
+  };
+  auto fifo_rate = [&](int i, std::size_t r) {
+    const auto& t = tasks_[static_cast<std::size_t>(i)];
+    if (resources_[r].kind == discipline::round_robin) return resources_[r].capacity;
+    const bool slowed = t.cls == task_class::compute && t.device >= 0 &&
+                        comm_on[static_cast<std::size_t>(t.device)];
+    return slowed ? 1.0 / (1.0 + gamma_) : 1.0;
+  };
 
   auto allocate = [&](int i) {
     for (int x : tasks_[static_cast<std::size_t>(i)].produces) {
@@ -223,186 +379,305 @@ inline result simulator::run() const {
       if (unread[static_cast<std::size_t>(x)]) drop(x);  // nobody reads it: gone at once
   };
   auto enqueue = [&](int i) {
-    const task_spec& t = tasks_[static_cast<std::size_t>(i)];
-    st[static_cast<std::size_t>(i)] = state::queued;
-    remaining[static_cast<std::size_t>(i)] = t.work;
-    const auto r = static_cast<std::size_t>(t.resources[0]);
-    if (resources_[r].kind == discipline::fair_share) {
-      st[static_cast<std::size_t>(i)] = state::serving;
-      res.tasks[static_cast<std::size_t>(i)].start = now;
+    const auto ii = static_cast<std::size_t>(i);
+    const task_spec& t = tasks_[ii];
+    st[ii] = state::queued;
+    remaining[ii] = t.work;
+    const int r = t.resources[0];
+    if (resources_[static_cast<std::size_t>(r)].kind == discipline::fair_share) {
+      st[ii] = state::serving;
+      res.tasks[ii].start = now;
       allocate(i);
-      flows.push_back(i);
+      for (int x : t.resources) {
+        const auto ux = static_cast<std::size_t>(x);
+        ++link_users[ux];
+        link_dirty[ux] = true;
+        touch_resource(x);
+      }
+      if (t.resources.size() == 1) {
+        const auto ur = static_cast<std::size_t>(r);
+        advance_link(ur);
+        link_flows[ur].push({vclock[ur] + t.work, i});
+      } else {
+        multi.push_back(i);
+        for (int x : t.resources) ++link_multi[static_cast<std::size_t>(x)];
+        left[ii] = t.work;
+        rate[ii] = 0;
+        last[ii] = now;
+        shares_changed = true;
+      }
+      comm_change(i, +1);
     } else {
-      queue[r].push_back(i);
+      queue_push(r, i);
+      touch_resource(r);
     }
   };
   auto make_ready = [&](int i) {
-    res.tasks[static_cast<std::size_t>(i)].ready = now;
-    const double lat = tasks_[static_cast<std::size_t>(i)].latency;
+    const auto ii = static_cast<std::size_t>(i);
+    res.tasks[ii].ready = now;
+    const double lat = tasks_[ii].latency;
     if (lat > 0) {
-      st[static_cast<std::size_t>(i)] = state::delayed;
-      delay_until[static_cast<std::size_t>(i)] = now + lat;
-      delayed.push_back(i);
+      st[ii] = state::delayed;
+      due[ii] = now + lat;
+      heap.push({due[ii], i, ++version[ii]});
     } else {
       enqueue(i);
     }
   };
-  auto dispatch = [&]() {  // give idle fifo / round-robin resources their next task
-    for (std::size_t r = 0; r < nr; ++r) {
-      if (in_service[r] >= 0 || queue[r].empty()) continue;
-      const int i = queue[r].front();
-      queue[r].pop_front();
-      in_service[r] = i;
-      auto& rec = res.tasks[static_cast<std::size_t>(i)];
-      if (st[static_cast<std::size_t>(i)] == state::queued) {
-        st[static_cast<std::size_t>(i)] = state::serving;
-        rec.start = now;
+  auto dispatch = [&]() {  // idle fifo / round-robin resources take their next task
+    std::sort(touched_resources.begin(), touched_resources.end());
+    for (int r : touched_resources) {
+      const auto ur = static_cast<std::size_t>(r);
+      if (resources_[ur].kind == discipline::fair_share) continue;
+      if (in_service[ur] >= 0 || qhead[ur] < 0) continue;
+      const int i = queue_pop(ur);
+      const auto ii = static_cast<std::size_t>(i);
+      in_service[ur] = i;
+      if (st[ii] == state::queued) {
+        st[ii] = state::serving;
+        res.tasks[ii].start = now;
         allocate(i);
       }
-      chunk[static_cast<std::size_t>(i)] =
-          resources_[r].kind == discipline::round_robin
-              ? std::min(resources_[r].window, remaining[static_cast<std::size_t>(i)])
-              : remaining[static_cast<std::size_t>(i)];
+      left[ii] = resources_[ur].kind == discipline::round_robin
+                     ? std::min(resources_[ur].window, remaining[ii])
+                     : remaining[ii];
+      rate[ii] = 0;
+      last[ii] = now;
+      comm_change(i, +1);
+      started.push_back(i);
     }
   };
   auto finish = [&](int i) {
-    st[static_cast<std::size_t>(i)] = state::done;
-    res.tasks[static_cast<std::size_t>(i)].end = now;
+    const auto ii = static_cast<std::size_t>(i);
+    st[ii] = state::done;
+    res.tasks[ii].end = now;
     release(i);
     ++finished;
-    for (int j : next[static_cast<std::size_t>(i)])
+    for (int k = next_start[ii]; k < next_start[ii + 1]; ++k) {
+      const int j = next[static_cast<std::size_t>(k)];
       if (--waiting[static_cast<std::size_t>(j)] == 0) make_ready(j);
+    }
+  };
+  auto set_link_share = [&](std::size_t r, double share) {
+    if (share != vshare[r]) {
+      advance_link(r);
+      vshare[r] = share;
+      link_dirty[r] = true;
+    }
+    if (link_dirty[r]) predict_link(r);
+    link_dirty[r] = false;
+  };
+  // Max-min fair rates by progressive filling over every link in use: the flows crossing
+  // several links one by one, each link's single-link flows together.
+  auto fill = [&]() {
+    fair_links.clear();
+    for (std::size_t r = 0; r < nr; ++r)
+      if (link_users[r] > 0) {
+        fair_links.push_back(static_cast<int>(r));
+        link_left[r] = resources_[r].capacity;
+        users[r] = link_users[r];
+      }
+    share_of.assign(multi.size(), -1.0);
+    std::size_t unfixed = multi.size();
+    for (int r : fair_links)
+      if (link_users[static_cast<std::size_t>(r)] > link_multi[static_cast<std::size_t>(r)])
+        ++unfixed;
+    while (unfixed > 0) {
+      double share = std::numeric_limits<double>::infinity();
+      int bottleneck = -1;
+      for (int r : fair_links) {
+        const auto ur = static_cast<std::size_t>(r);
+        if (users[ur] > 0 && link_left[ur] / users[ur] < share) {
+          share = link_left[ur] / users[ur];
+          bottleneck = r;
+        }
+      }
+      if (bottleneck < 0) break;
+      const auto ub = static_cast<std::size_t>(bottleneck);
+      for (std::size_t q = 0; q < multi.size(); ++q) {
+        if (share_of[q] >= 0) continue;
+        const auto& rs = tasks_[static_cast<std::size_t>(multi[q])].resources;
+        if (std::find(rs.begin(), rs.end(), bottleneck) == rs.end()) continue;
+        share_of[q] = share;
+        --unfixed;
+        for (int x : rs) {
+          link_left[static_cast<std::size_t>(x)] -= share;
+          --users[static_cast<std::size_t>(x)];
+        }
+      }
+      const int singles = link_users[ub] - link_multi[ub];
+      if (singles > 0 && users[ub] > 0) {  // the link's own flows: all at the bottleneck share
+        link_left[ub] -= share * singles;
+        users[ub] -= singles;
+        --unfixed;
+        set_link_share(ub, share);
+      }
+    }
+    for (std::size_t q = 0; q < multi.size(); ++q)
+      if (share_of[q] >= 0) set_rate(multi[q], share_of[q]);
+  };
+  // After an event's changes: new rates (fair shares, gamma, newly started tasks), busy time.
+  auto settle = [&]() {
+    for (int d : touched_devices) {
+      const auto ud = static_cast<std::size_t>(d);
+      device_mark[ud] = false;
+      const bool on = comm_count[ud] > 0;
+      if (on == comm_on[ud]) continue;
+      comm_on[ud] = on;
+      for (int r : compute_streams[ud]) {  // gamma > 0 only
+        const int i = in_service[static_cast<std::size_t>(r)];
+        if (i >= 0 && rate[static_cast<std::size_t>(i)] > 0)
+          set_rate(i, fifo_rate(i, static_cast<std::size_t>(r)));
+      }
+    }
+    touched_devices.clear();
+    for (int i : started) {
+      const auto r = static_cast<std::size_t>(first[static_cast<std::size_t>(i)]);
+      rate[static_cast<std::size_t>(i)] = fifo_rate(i, r);
+      predict(i);
+    }
+    started.clear();
+    if (shares_changed || !multi.empty()) {
+      bool any_dirty = shares_changed;
+      for (int r : touched_resources)
+        any_dirty = any_dirty || link_dirty[static_cast<std::size_t>(r)];
+      if (any_dirty) fill();
+    } else {
+      // no flow crosses several links: each link splits its capacity evenly
+      for (int r : touched_resources) {
+        const auto ur = static_cast<std::size_t>(r);
+        if (resources_[ur].kind != discipline::fair_share || !link_dirty[ur]) continue;
+        set_link_share(ur, link_users[ur] > 0 ? resources_[ur].capacity / link_users[ur] : 0.0);
+      }
+    }
+    shares_changed = false;
+    for (int r : touched_resources) {
+      const auto ur = static_cast<std::size_t>(r);
+      resource_mark[ur] = false;
+      link_dirty[ur] = false;
+      const bool busy =
+          resources_[ur].kind == discipline::fair_share ? link_users[ur] > 0 : in_service[ur] >= 0;
+      if (busy && !was_busy[ur]) busy_since[ur] = now;
+      if (!busy && was_busy[ur]) res.busy[ur] += now - busy_since[ur];
+      was_busy[ur] = busy;
+    }
+    touched_resources.clear();
+  };
+  auto flow_leaves = [&](int i) {
+    const auto& spec = tasks_[static_cast<std::size_t>(i)];
+    for (int x : spec.resources) {
+      const auto ux = static_cast<std::size_t>(x);
+      --link_users[ux];
+      link_dirty[ux] = true;
+      touch_resource(x);
+    }
+    comm_change(i, -1);
+    remaining[static_cast<std::size_t>(i)] = 0;
+    done_now.push_back(i);
   };
 
   for (std::size_t i = 0; i < n; ++i)
     if (waiting[i] == 0) make_ready(static_cast<int>(i));
   dispatch();
+  settle();
 
-  std::vector<double> rate(n, 0.0);
-  std::vector<double> link_left(nr, 0.0);
-  std::vector<int> link_users(nr, 0);
-  std::vector<bool> fixed(n, false);
   while (finished < n) {
-    ++res.events;
-    // Rates. Fifo: 1, or 1 / (1 + gamma) for compute overlapping communication on its device.
-    std::vector<bool> comm_active(static_cast<std::size_t>(devices), false);
-    auto mark = [&](int i) {
-      const auto& t = tasks_[static_cast<std::size_t>(i)];
-      if (t.cls == task_class::communication && t.device >= 0)
-        comm_active[static_cast<std::size_t>(t.device)] = true;
-    };
-    for (std::size_t r = 0; r < nr; ++r)
-      if (in_service[r] >= 0) mark(in_service[r]);
-    for (int f : flows) mark(f);
-    for (std::size_t r = 0; r < nr; ++r) {
-      const int i = in_service[r];
-      if (i < 0) continue;
-      const auto& t = tasks_[static_cast<std::size_t>(i)];
-      if (resources_[r].kind == discipline::round_robin) {
-        rate[static_cast<std::size_t>(i)] = resources_[r].capacity;
-      } else {
-        const bool slowed = t.cls == task_class::compute && t.device >= 0 &&
-                            comm_active[static_cast<std::size_t>(t.device)];
-        rate[static_cast<std::size_t>(i)] = slowed ? 1.0 / (1.0 + gamma_) : 1.0;
-      }
-    }
-    // Fair share: max-min fair rates by progressive filling over the links.
-    if (!flows.empty()) {
-      for (std::size_t r = 0; r < nr; ++r) {
-        link_left[r] = resources_[r].capacity;
-        link_users[r] = 0;
-      }
-      for (int f : flows) {
-        fixed[static_cast<std::size_t>(f)] = false;
-        for (int r : tasks_[static_cast<std::size_t>(f)].resources)
-          ++link_users[static_cast<std::size_t>(r)];
-      }
-      std::size_t unfixed = flows.size();
-      while (unfixed > 0) {
-        double share = std::numeric_limits<double>::infinity();
-        std::size_t bottleneck = nr;
-        for (std::size_t r = 0; r < nr; ++r)
-          if (link_users[r] > 0 && link_left[r] / link_users[r] < share) {
-            share = link_left[r] / link_users[r];
-            bottleneck = r;
-          }
-        if (bottleneck == nr) break;
-        for (int f : flows) {
-          if (fixed[static_cast<std::size_t>(f)]) continue;
-          const auto& rs = tasks_[static_cast<std::size_t>(f)].resources;
-          if (std::find(rs.begin(), rs.end(), static_cast<int>(bottleneck)) == rs.end()) continue;
-          fixed[static_cast<std::size_t>(f)] = true;
-          rate[static_cast<std::size_t>(f)] = share;
-          --unfixed;
-          for (int r : rs) {
-            link_left[static_cast<std::size_t>(r)] -= share;
-            --link_users[static_cast<std::size_t>(r)];
-          }
-        }
-      }
-    }
-    // Next event: a completion (of a task or a round-robin turn) or the end of a delay.
-    double dt = std::numeric_limits<double>::infinity();
-    for (std::size_t r = 0; r < nr; ++r) {
-      const int i = in_service[r];
-      if (i >= 0)
-        dt = std::min(dt, chunk[static_cast<std::size_t>(i)] / rate[static_cast<std::size_t>(i)]);
-    }
-    for (int f : flows)
-      dt = std::min(dt, remaining[static_cast<std::size_t>(f)] / rate[static_cast<std::size_t>(f)]);
-    for (int i : delayed) dt = std::min(dt, delay_until[static_cast<std::size_t>(i)] - now);
-    if (!(dt < std::numeric_limits<double>::infinity()))
+    while (!heap.empty() && heap.top().version != version[static_cast<std::size_t>(heap.top().id)])
+      heap.pop();
+    if (heap.empty())
       throw plan_error("the task graph has a cycle: " + std::to_string(n - finished) +
                        " tasks can never start");
-    dt = std::max(dt, 0.0);
-    now += dt;
-    for (std::size_t r = 0; r < nr; ++r)
-      if (in_service[r] >= 0) res.busy[r] += dt;
-    if (!flows.empty()) {
-      std::vector<bool> used(nr, false);
-      for (int f : flows)
-        for (int x : tasks_[static_cast<std::size_t>(f)].resources)
-          used[static_cast<std::size_t>(x)] = true;
-      for (std::size_t r = 0; r < nr; ++r)
-        if (used[r]) res.busy[r] += dt;
+    const double t = heap.top().time;
+    if (!(t < std::numeric_limits<double>::infinity()))
+      throw plan_error("a task can never finish: its resource serves it at rate 0");
+    ++res.events;
+    now = t;
+    // every event due now (within the completion tolerance of its task)
+    popped.clear();
+    while (!heap.empty() && heap.top().time <= t + max_slack) {
+      const detail::event e = heap.top();
+      heap.pop();
+      if (e.version == version[static_cast<std::size_t>(e.id)]) popped.push_back(e);
     }
-    std::vector<int> done_now;
-    for (std::size_t r = 0; r < nr; ++r) {
-      const int i = in_service[r];
-      if (i < 0) continue;
-      const auto ii = static_cast<std::size_t>(i);
-      const double sent = rate[ii] * dt;
-      chunk[ii] -= sent;
-      remaining[ii] -= sent;
-      if (chunk[ii] <= 1e-12 * (tasks_[ii].work + 1e-30)) {
-        in_service[r] = -1;
-        if (remaining[ii] <= 1e-12 * (tasks_[ii].work + 1e-30)) {
-          done_now.push_back(i);
-        } else {
-          queue[r].push_back(i);  // round-robin: back of the line
+    bool multi_ended = false;
+    for (const detail::event& e : popped) {
+      if (static_cast<std::size_t>(e.id) >= n) {  // a link's single-link flows
+        const std::size_t r = static_cast<std::size_t>(e.id) - n;
+        auto& q = link_flows[r];
+        if (!(e.time <= now + tolerance(q.top().task) / vshare[r])) {
+          heap.push(e);
+          continue;
         }
+        ++version[n + r];
+        advance_link(r);
+        vclock[r] = std::max(vclock[r], q.top().at);  // the first flow is done
+        while (!q.empty() && q.top().at <= vclock[r] + tolerance(q.top().task)) {
+          const int i = q.top().task;
+          q.pop();
+          flow_leaves(i);
+        }
+        continue;
       }
-    }
-    std::vector<int> still;
-    for (int f : flows) {
-      const auto fi = static_cast<std::size_t>(f);
-      remaining[fi] -= rate[fi] * dt;
-      if (remaining[fi] <= 1e-12 * (tasks_[fi].work + 1e-30)) {
-        done_now.push_back(f);
+      const int i = e.id;
+      const auto ii = static_cast<std::size_t>(i);
+      if (st[ii] == state::delayed) {
+        if (due[ii] <= now) {
+          ++version[ii];
+          wakes.push_back(i);
+        } else {
+          heap.push(e);
+        }
+        continue;
+      }
+      if (!(due[ii] <= now + tolerance(i) / rate[ii])) {
+        heap.push(e);
+        continue;
+      }
+      ++version[ii];
+      if (kind_of(i) == discipline::fair_share) {
+        multi_ended = true;
+        for (int x : tasks_[ii].resources) --link_multi[static_cast<std::size_t>(x)];
+        st[ii] = state::done;  // marks it for removal from `multi`
+        flow_leaves(i);
       } else {
-        still.push_back(f);
+        turns.push_back(i);
       }
     }
-    flows.swap(still);
+    if (multi_ended) {
+      multi.erase(
+          std::remove_if(multi.begin(), multi.end(),
+                         [&](int f) { return st[static_cast<std::size_t>(f)] == state::done; }),
+          multi.end());
+      shares_changed = true;
+    }
+    // turns and tasks ended on fifo / round-robin resources, by resource
+    std::sort(turns.begin(), turns.end(), [&](int a, int b) {
+      return first[static_cast<std::size_t>(a)] < first[static_cast<std::size_t>(b)];
+    });
+    for (int i : turns) {
+      const auto ii = static_cast<std::size_t>(i);
+      const int r = first[ii];
+      in_service[static_cast<std::size_t>(r)] = -1;
+      touch_resource(r);
+      comm_change(i, -1);
+      remaining[ii] -= left[ii];
+      left[ii] = 0;
+      rate[ii] = 0;
+      if (remaining[ii] <= tolerance(i)) {
+        done_now.push_back(i);
+      } else {
+        queue_push(r, i);  // round-robin: back of the line
+      }
+    }
+    turns.clear();
     std::sort(done_now.begin(), done_now.end());
     for (int i : done_now) finish(i);
-    std::vector<int> wake, still_delayed;
-    for (int i : delayed)
-      (delay_until[static_cast<std::size_t>(i)] <= now ? wake : still_delayed).push_back(i);
-    delayed.swap(still_delayed);
-    std::sort(wake.begin(), wake.end());
-    for (int i : wake) enqueue(i);
+    done_now.clear();
+    std::sort(wakes.begin(), wakes.end());
+    for (int i : wakes) enqueue(i);
+    wakes.clear();
     dispatch();
+    settle();
   }
   for (const auto& r : res.tasks) res.makespan = std::max(res.makespan, r.end);
   return res;

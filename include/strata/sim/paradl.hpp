@@ -51,6 +51,10 @@ struct plan_options {
   int max_in_flight = 0;  ///< Proteus's max_ongoing_micro_batch per stage (0: no limit)
 };
 
+/// The most tasks one simulated plan may hold (about 1 GB of task graph): larger plans are
+/// refused before any task is built.
+inline constexpr double max_tasks = 4e6;
+
 struct plan_run {
   simulator graph;
   result run;
@@ -373,6 +377,17 @@ template <Strategy S>
   const context c = make_context(layers, machine, setup);
   strategy.check(c);
   if (strategy.devices() > machine.devices()) throw plan_error(limits::plan_exceeds_cluster);
+  {  // refuse a graph that cannot be built before building it
+    const double L = static_cast<double>(layers.size());
+    double tasks = 6 * L + o.buckets + 16;
+    if constexpr (std::is_same_v<S, parallel::pipeline>)
+      tasks = 4.0 * strategy.segments * (L + strategy.p) + L + strategy.p;
+    if (tasks > max_tasks)
+      throw plan_error("simulation: the plan needs about " +
+                       std::to_string(static_cast<long long>(tasks)) +
+                       " tasks, more than the 4 million one simulation may hold (use fewer "
+                       "micro-batches, buckets or layers)");
+  }
   plan_run out;
   detail::rank_plan rp;
   const double B = c.batch();

@@ -1,0 +1,132 @@
+// The fuzz targets' entry points (issue 13), shared by the libFuzzer programs (one per target,
+// clang -fsanitize=fuzzer,address,undefined) and by the regression runner that replays every
+// saved input with the normal compilers (ctest: fuzz_regression_*).
+//
+// Each function feeds the input to one reader and everything behind it. An invalid input must
+// end in strata::plan_error; any other exception, a crash, a hang or undefined behaviour is a
+// finding: the input goes to test/fuzz/regressions/<target>/ once fixed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/calibrate/kernel_fit.hpp"
+#include "strata/calibrate/readers.hpp"
+#include "strata/calibrate/step_fit.hpp"
+#include "strata/io/lin_trace.hpp"
+#include "strata/io/scenario.hpp"
+#include "strata/io/transformer_scenario.hpp"
+#include "strata/sim/lin.hpp"
+#include "strata/sim/paradl.hpp"
+
+namespace strata_fuzz {
+
+inline std::string_view text(const std::uint8_t* data, std::size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
+
+/// Scenario JSON -> report (closed form; with a trailing 's' in the last byte also one simulated
+/// iteration). Parameter-server searches stop after 0.2 s.
+inline int scenario(const std::uint8_t* data, std::size_t size) {
+  if (size > (1u << 20)) return -1;
+  try {
+    strata::io::scenario s = strata::io::parse_scenario_text(text(data, size));
+    int calls = 0;  // outlives the search that counts
+    if (s.ps && s.ps->search) s.ps->space.progress = [&calls](double) { return ++calls < 50; };
+    const nlohmann::json j = strata::io::report_json(s);
+    (void)j.dump();
+    if (!s.ps) {
+      (void)strata::io::report_table(s);
+      if (size > 0 && data[size - 1] == 's') {
+        const auto run = strata::sim::simulate(s.layers, s.strategy, s.machine, s.setup,
+                                               {.overlap = true, .buckets = 3});
+        (void)run.iteration;
+      }
+    }
+  } catch (const strata::plan_error&) {
+  }
+  return 0;
+}
+
+/// Transformer scenario JSON -> closed-form report and table (every recipe and policy check on
+/// the way; searches are parsed, not run).
+inline int transformer(const std::uint8_t* data, std::size_t size) {
+  if (size > (1u << 20)) return -1;
+  try {
+    const auto s = strata::io::parse_transformer_scenario(
+        strata::io::detail::parse_json(text(data, size)));
+    if (s.search) return 0;
+    (void)strata::io::transformer_report_json(s).dump();
+    (void)strata::io::transformer_report_table(s);
+  } catch (const strata::plan_error&) {
+  }
+  return 0;
+}
+
+/// Lin et al.'s per-rank trace -> replay -> report and timeline.
+inline int lin_trace(const std::uint8_t* data, std::size_t size) {
+  if (size > (1u << 20)) return -1;
+  try {
+    const auto r = strata::sim::replay(strata::io::parse_lin_trace(text(data, size)));
+    (void)strata::io::to_json(r).dump();
+    (void)strata::io::chrome_trace(r).dump();
+  } catch (const strata::plan_error&) {
+  }
+  return 0;
+}
+
+/// nccl-tests output -> measurements.
+inline int nccl_tests(const std::uint8_t* data, std::size_t size) {
+  try {
+    std::istringstream in{std::string(text(data, size))};
+    const auto run = strata::calibrate::read_nccl_tests(in);
+    (void)run.out_of_place.size();
+  } catch (const strata::plan_error&) {
+  }
+  return 0;
+}
+
+/// CSV readers: the first byte picks collective measurements, whole steps, or the three kernel
+/// tables (the rest of the input split at form feeds) for a profile fit.
+inline int csv(const std::uint8_t* data, std::size_t size) {
+  if (size < 1 || size > (1u << 18)) return -1;
+  const std::string rest(text(data + 1, size - 1));
+  try {
+    switch (data[0] % 3) {
+      case 0: {
+        std::istringstream in(rest);
+        const auto t = strata::calibrate::read_csv(in);
+        (void)strata::calibrate::measurements_from_csv(t, strata::comm::collective::all_reduce, 8,
+                                                       [](const auto&) { return true; });
+        break;
+      }
+      case 1: {
+        std::istringstream in(rest);
+        const auto steps = strata::calibrate::read_steps(in);
+        (void)steps.size();
+        break;
+      }
+      default: {
+        std::string part[3];
+        std::size_t k = 0;
+        for (char c : rest) {
+          if (c == '\f' && k < 2)
+            ++k;
+          else
+            part[k] += c;
+        }
+        std::istringstream g(part[0]), m(part[1]), a(part[2]);
+        (void)strata::calibrate::fit_profile(strata::presets::h100_sxm5_80gb, 132, g, m, a);
+      }
+    }
+  } catch (const strata::plan_error&) {
+  }
+  return 0;
+}
+
+}  // namespace strata_fuzz
