@@ -14,7 +14,8 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: fuzz_regression scenario|transformer|lin_trace|nccl_tests|csv DIR...\n");
+    std::fprintf(stderr,
+                 "usage: fuzz_regression scenario|transformer|lin_trace|nccl_tests|csv DIR...\n");
     return 2;
   }
   const std::string target = argv[1];

@@ -58,8 +58,8 @@ inline int scenario(const std::uint8_t* data, std::size_t size) {
 inline int transformer(const std::uint8_t* data, std::size_t size) {
   if (size > (1u << 20)) return -1;
   try {
-    const auto s = strata::io::parse_transformer_scenario(
-        strata::io::detail::parse_json(text(data, size)));
+    const auto s =
+        strata::io::parse_transformer_scenario(strata::io::detail::parse_json(text(data, size)));
     if (s.search) return 0;
     (void)strata::io::transformer_report_json(s).dump();
     (void)strata::io::transformer_report_table(s);
