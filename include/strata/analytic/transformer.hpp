@@ -523,22 +523,22 @@ struct pricer {
   c.per_tensor = eager ? q.dispatch.per_tensor : 0.0;
   c.checkpoint_host = eager ? q.dispatch.per_checkpoint : 0.0;
   const bool fp32_attention = tr.compute() == dtype::fp32;
-  auto run = [&](auto&& lowering, lower::phase ph) {
-    detail::pricer pr{q, g, fp32_attention, c.per_kernel};
-    lowering(m, x, tr, ph, pr);
-    return pr;
-  };
   using lower::phase;
-  const auto f = run([](auto&&... a) { lower::layer(a...); }, phase::forward);
+  detail::pricer f{q, g, fp32_attention, c.per_kernel}, b = f, ef = f, eb = f, hf = f, hb = f;
+  lower::layer(m, x, tr, phase::forward, f);
+  lower::layer(m, x, tr, phase::backward, b);
+  lower::embedding(m, x, tr, phase::forward, ef);
+  lower::embedding(m, x, tr, phase::backward, eb);
+  lower::head(m, x, tr, phase::forward, hf);
+  lower::head(m, x, tr, phase::backward, hb);
   c.forward = f.result();
   c.attention = f.attention_result();
-  const auto b = run([](auto&&... a) { lower::layer(a...); }, phase::backward);
   c.backward = b.result();
   c.attention_backward = b.attention_gpu;
-  c.embedding_forward = run([](auto&&... a) { lower::embedding(a...); }, phase::forward).result();
-  c.embedding_backward = run([](auto&&... a) { lower::embedding(a...); }, phase::backward).result();
-  c.head_forward = run([](auto&&... a) { lower::head(a...); }, phase::forward).result();
-  c.head_backward = run([](auto&&... a) { lower::head(a...); }, phase::backward).result();
+  c.embedding_forward = ef.result();
+  c.embedding_backward = eb.result();
+  c.head_forward = hf.result();
+  c.head_backward = hb.result();
   return c;
 }
 
