@@ -3383,9 +3383,9 @@ struct builder {
   /// The `transformers` RMSNorm is an fp32 op chain (pow, mean, + eps, rsqrt, x r, w n) that
   /// keeps its input, the normalized n and r; its backward about eleven fp32 passes over T h;
   /// its LayerNorm is one fp32 kernel that keeps its input, mean and rstd.
-  constexpr void norm(std::string_view what, double tokens, double h, norm_kind kind,
-                      bool cast) const {
-    save("norm input", tr.residual_bytes() * tokens * h);
+  constexpr void norm(std::string_view what, double tokens, double h, norm_kind kind, bool cast,
+                      bool keep_input = true) const {
+    if (keep_input) save("norm input", tr.residual_bytes() * tokens * h);
     if (!hf()) {
       pointwise(what, stream_class::layer_norm, 2 * tokens * h * tr.activation_bytes());
       if (cast && autocast()) memory(what, "cast", stream_class::copy, 6 * tokens * h);
@@ -3706,8 +3706,17 @@ constexpr void head(const transformer& m, const shard& x, const transformer_trai
   const double T = x.tokens(), h = m.hidden, Vt = m.vocabulary / static_cast<double>(x.tp);
   const double logits = T * Vt;
   if (fwd) {
-    k.norm("final norm", x.norm_tokens(), h, m.norm, !hf);
-    if (!hf) k.save("output projection input", tr.activation_bytes() * T * h);
+    if (tr.framework.loss == frameworks::loss_style::vocab_parallel) {
+      // Korthikanti et al. §4.3: the final norm's and the projection's inputs split over the
+      // tensor ranks, 4 s b h / t with 2-byte activations, and the fp32 logits, 4 s b V / t,
+      // kept through the backward
+      k.norm("final norm", x.norm_tokens(), h, m.norm, !hf, false);
+      k.save("final norm and projection inputs", 2 * tr.activation_bytes() * T * h / x.tp);
+      k.save("fp32 logits", 4 * logits);
+    } else {
+      k.norm("final norm", x.norm_tokens(), h, m.norm, !hf);
+      if (!hf) k.save("output projection input", tr.activation_bytes() * x.norm_tokens() * h);
+    }
     k.linear("output projection", T, Vt, h, 0.0, 1, hf);
     if (!hf) {
       k.memory("cross-entropy (fp32 logits)", {}, stream_class::softmax, 16 * logits);
@@ -3823,11 +3832,6 @@ template <class Lowering>
     const transformer& m, const lower::shard& x, const transformer_training& tr,
     lower::keep_kind kind = lower::keep_kind::activation) {
   return keeps_of(m, x, tr).of(kind);
-}
-/// The same for the head (last stage).
-[[nodiscard]] constexpr layer_keeps head_keeps_of(const transformer& m, const lower::shard& x,
-                                                  const transformer_training& tr) {
-  return keeps_by([&](auto&& v) { lower::head(m, x, tr, lower::phase::forward, v); });
 }
 
 /// Korthikanti et al. 2022 Table 2 as `lower::layer` keeps it under Megatron's recipe, for b
@@ -3989,22 +3993,6 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
 }
 }  // namespace detail
 
-/// Korthikanti et al. §4.3, per micro-batch on one rank: the input embedding's dropout mask,
-/// s b h / t bytes.
-[[nodiscard]] constexpr double input_embedding_bytes(const transformer& m, const parallel::nd& s,
-                                                     const transformer_training& t) {
-  const double sl = static_cast<double>(detail::sequence_of(m, t)) / s.context.degree;
-  return m.dropout ? sl * s.micro_batch * m.hidden / s.tensor.degree : 0.0;
-}
-/// Korthikanti et al. §4.3: the final norm's and the projection's inputs and the fp32 logits,
-/// 4 s b h / t (1 + V / h) with 2-byte activations.
-[[nodiscard]] constexpr double output_layer_bytes(const transformer& m, const parallel::nd& s,
-                                                  const transformer_training& t) {
-  const double sl = static_cast<double>(detail::sequence_of(m, t)) / s.context.degree;
-  const double sb = sl * s.micro_batch, tp = s.tensor.degree;
-  return 2 * t.activation_bytes() * sb * m.hidden / tp + 4 * sb * m.vocabulary / tp;
-}
-
 /// The pieces of a stage's memory the moments are made of (see `stage_memory`).
 struct memory_terms {
   transformer_memory states;   ///< model states, buffers, batch, workspace, other
@@ -4026,14 +4014,19 @@ struct memory_terms {
   double held_logits = 0;     ///< logits the training loop keeps
 };
 
-/// The layer's kept bytes as the strategy lowers it, and without recomputation.
+/// What the strategy's lowering keeps: a layer (as the strategy recomputes it, and without
+/// recomputation), the embedding and the head, per micro-batch.
 struct plan_keeps {
-  layer_keeps layer, full;
+  layer_keeps layer, full, embedding, head;
 };
 [[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
                                             const transformer_training& t) {
+  using lower::phase;
   const lower::shard sh = lower::shard_of(m, s, t);
-  plan_keeps k{keeps_of(m, sh, t), {}};
+  plan_keeps k{keeps_of(m, sh, t),
+               {},
+               keeps_by([&](auto&& v) { lower::embedding(m, sh, t, phase::forward, v); }),
+               keeps_by([&](auto&& v) { lower::head(m, sh, t, phase::forward, v); })};
   if (sh.recompute == recompute::full) {
     lower::shard whole = sh;
     whole.recompute = recompute::none;
@@ -4077,21 +4070,18 @@ struct plan_keeps {
   x.full_casts = keeps.full.weight_copy;
   if (sh.recompute == recompute::full) x.rebuilt = x.full_layer;
   x.layer_gradients = (mem.gradients.count() - x.head_gradients) / std::max(x.layers, 1.0);
-  if (stage == 0) x.embedding = x.in_flight * input_embedding_bytes(m, s, t);
+  if (stage == 0) x.embedding = x.in_flight * keeps.embedding.activation;
   if (stage == p - 1) {
     const double act = t.activation_bytes(), V = m.vocabulary / tp;
-    if (r.loss == frameworks::loss_style::vocab_parallel) {
-      x.head = output_layer_bytes(m, s, t);  // kept through the backward (Korthikanti §4.3)
-    } else {
-      // the final norm's and the projection's inputs (and weight copy); the loss upcasts the
-      // logits to fp32 and, at its backward's peak, holds log-softmax's output, its gradient and
-      // the logits' gradient (12 B per logit; measured: h100_steps_gpt2.csv); `transformers`
-      // also peaks in the forward with the bf16 logits, their fp32 copy and log-softmax's output
-      // (10 B) while the caches live; a loop that keeps the logits (nanoGPT returns them) holds
-      // them through the backward
-      const layer_keeps hk = head_keeps_of(m, sh, t);
-      x.head = hk.activation;
-      x.head_casts = hk.weight_copy;
+    // the final norm's and the projection's inputs (and weight copy; Megatron's fp32 logits)
+    x.head = keeps.head.activation;
+    x.head_casts = keeps.head.weight_copy;
+    if (r.loss != frameworks::loss_style::vocab_parallel) {
+      // the loss upcasts the logits to fp32 and, at its backward's peak, holds log-softmax's
+      // output, its gradient and the logits' gradient (12 B per logit; measured:
+      // h100_steps_gpt2.csv); `transformers` also peaks in the forward with the bf16 logits,
+      // their fp32 copy and log-softmax's output (10 B) while the caches live; a loop that keeps
+      // the logits (nanoGPT returns them) holds them through the backward
       x.logits = 3 * 4 * T * V;
       if (r.loss == frameworks::loss_style::transformers) x.forward_logits = 10 * T * V;
       x.held_logits = r.keep_logits ? act * T * V : 0.0;

@@ -85,11 +85,6 @@ template <class Lowering>
     lower::keep_kind kind = lower::keep_kind::activation) {
   return keeps_of(m, x, tr).of(kind);
 }
-/// The same for the head (last stage).
-[[nodiscard]] constexpr layer_keeps head_keeps_of(const transformer& m, const lower::shard& x,
-                                                  const transformer_training& tr) {
-  return keeps_by([&](auto&& v) { lower::head(m, x, tr, lower::phase::forward, v); });
-}
 
 /// Korthikanti et al. 2022 Table 2 as `lower::layer` keeps it under Megatron's recipe, for b
 /// sequences of s tokens on one tensor-parallel rank. In units of s b h (2-byte activations,
@@ -250,22 +245,6 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
 }
 }  // namespace detail
 
-/// Korthikanti et al. §4.3, per micro-batch on one rank: the input embedding's dropout mask,
-/// s b h / t bytes.
-[[nodiscard]] constexpr double input_embedding_bytes(const transformer& m, const parallel::nd& s,
-                                                     const transformer_training& t) {
-  const double sl = static_cast<double>(detail::sequence_of(m, t)) / s.context.degree;
-  return m.dropout ? sl * s.micro_batch * m.hidden / s.tensor.degree : 0.0;
-}
-/// Korthikanti et al. §4.3: the final norm's and the projection's inputs and the fp32 logits,
-/// 4 s b h / t (1 + V / h) with 2-byte activations.
-[[nodiscard]] constexpr double output_layer_bytes(const transformer& m, const parallel::nd& s,
-                                                  const transformer_training& t) {
-  const double sl = static_cast<double>(detail::sequence_of(m, t)) / s.context.degree;
-  const double sb = sl * s.micro_batch, tp = s.tensor.degree;
-  return 2 * t.activation_bytes() * sb * m.hidden / tp + 4 * sb * m.vocabulary / tp;
-}
-
 /// The pieces of a stage's memory the moments are made of (see `stage_memory`).
 struct memory_terms {
   transformer_memory states;   ///< model states, buffers, batch, workspace, other
@@ -287,14 +266,19 @@ struct memory_terms {
   double held_logits = 0;     ///< logits the training loop keeps
 };
 
-/// The layer's kept bytes as the strategy lowers it, and without recomputation.
+/// What the strategy's lowering keeps: a layer (as the strategy recomputes it, and without
+/// recomputation), the embedding and the head, per micro-batch.
 struct plan_keeps {
-  layer_keeps layer, full;
+  layer_keeps layer, full, embedding, head;
 };
 [[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
                                             const transformer_training& t) {
+  using lower::phase;
   const lower::shard sh = lower::shard_of(m, s, t);
-  plan_keeps k{keeps_of(m, sh, t), {}};
+  plan_keeps k{keeps_of(m, sh, t),
+               {},
+               keeps_by([&](auto&& v) { lower::embedding(m, sh, t, phase::forward, v); }),
+               keeps_by([&](auto&& v) { lower::head(m, sh, t, phase::forward, v); })};
   if (sh.recompute == recompute::full) {
     lower::shard whole = sh;
     whole.recompute = recompute::none;
@@ -338,21 +322,18 @@ struct plan_keeps {
   x.full_casts = keeps.full.weight_copy;
   if (sh.recompute == recompute::full) x.rebuilt = x.full_layer;
   x.layer_gradients = (mem.gradients.count() - x.head_gradients) / std::max(x.layers, 1.0);
-  if (stage == 0) x.embedding = x.in_flight * input_embedding_bytes(m, s, t);
+  if (stage == 0) x.embedding = x.in_flight * keeps.embedding.activation;
   if (stage == p - 1) {
     const double act = t.activation_bytes(), V = m.vocabulary / tp;
-    if (r.loss == frameworks::loss_style::vocab_parallel) {
-      x.head = output_layer_bytes(m, s, t);  // kept through the backward (Korthikanti §4.3)
-    } else {
-      // the final norm's and the projection's inputs (and weight copy); the loss upcasts the
-      // logits to fp32 and, at its backward's peak, holds log-softmax's output, its gradient and
-      // the logits' gradient (12 B per logit; measured: h100_steps_gpt2.csv); `transformers`
-      // also peaks in the forward with the bf16 logits, their fp32 copy and log-softmax's output
-      // (10 B) while the caches live; a loop that keeps the logits (nanoGPT returns them) holds
-      // them through the backward
-      const layer_keeps hk = head_keeps_of(m, sh, t);
-      x.head = hk.activation;
-      x.head_casts = hk.weight_copy;
+    // the final norm's and the projection's inputs (and weight copy; Megatron's fp32 logits)
+    x.head = keeps.head.activation;
+    x.head_casts = keeps.head.weight_copy;
+    if (r.loss != frameworks::loss_style::vocab_parallel) {
+      // the loss upcasts the logits to fp32 and, at its backward's peak, holds log-softmax's
+      // output, its gradient and the logits' gradient (12 B per logit; measured:
+      // h100_steps_gpt2.csv); `transformers` also peaks in the forward with the bf16 logits,
+      // their fp32 copy and log-softmax's output (10 B) while the caches live; a loop that keeps
+      // the logits (nanoGPT returns them) holds them through the backward
       x.logits = 3 * 4 * T * V;
       if (r.loss == frameworks::loss_style::transformers) x.forward_logits = 10 * T * V;
       x.held_logits = r.keep_logits ? act * T * V : 0.0;

@@ -165,9 +165,9 @@ struct builder {
   /// The `transformers` RMSNorm is an fp32 op chain (pow, mean, + eps, rsqrt, x r, w n) that
   /// keeps its input, the normalized n and r; its backward about eleven fp32 passes over T h;
   /// its LayerNorm is one fp32 kernel that keeps its input, mean and rstd.
-  constexpr void norm(std::string_view what, double tokens, double h, norm_kind kind,
-                      bool cast) const {
-    save("norm input", tr.residual_bytes() * tokens * h);
+  constexpr void norm(std::string_view what, double tokens, double h, norm_kind kind, bool cast,
+                      bool keep_input = true) const {
+    if (keep_input) save("norm input", tr.residual_bytes() * tokens * h);
     if (!hf()) {
       pointwise(what, stream_class::layer_norm, 2 * tokens * h * tr.activation_bytes());
       if (cast && autocast()) memory(what, "cast", stream_class::copy, 6 * tokens * h);
@@ -488,8 +488,17 @@ constexpr void head(const transformer& m, const shard& x, const transformer_trai
   const double T = x.tokens(), h = m.hidden, Vt = m.vocabulary / static_cast<double>(x.tp);
   const double logits = T * Vt;
   if (fwd) {
-    k.norm("final norm", x.norm_tokens(), h, m.norm, !hf);
-    if (!hf) k.save("output projection input", tr.activation_bytes() * T * h);
+    if (tr.framework.loss == frameworks::loss_style::vocab_parallel) {
+      // Korthikanti et al. §4.3: the final norm's and the projection's inputs split over the
+      // tensor ranks, 4 s b h / t with 2-byte activations, and the fp32 logits, 4 s b V / t,
+      // kept through the backward
+      k.norm("final norm", x.norm_tokens(), h, m.norm, !hf, false);
+      k.save("final norm and projection inputs", 2 * tr.activation_bytes() * T * h / x.tp);
+      k.save("fp32 logits", 4 * logits);
+    } else {
+      k.norm("final norm", x.norm_tokens(), h, m.norm, !hf);
+      if (!hf) k.save("output projection input", tr.activation_bytes() * x.norm_tokens() * h);
+    }
     k.linear("output projection", T, Vt, h, 0.0, 1, hf);
     if (!hf) {
       k.memory("cross-entropy (fp32 logits)", {}, stream_class::softmax, 16 * logits);

@@ -260,7 +260,7 @@ struct transformer_run {
     layer_bytes.push_back(x.saved + x.casts);
     until_bytes.push_back(x.until_loss / std::max(1.0, x.layers * x.in_flight));
   }
-  const double embed_bytes = analytic::input_embedding_bytes(m, s, tr);
+  const double embed_bytes = keeps.embedding.activation;
   std::vector<int> made_grads(static_cast<std::size_t>(p), 0);
   std::vector<std::vector<int>> grads(static_cast<std::size_t>(p));
   for (bool progress = true; progress;) {
