@@ -27,11 +27,20 @@
 namespace strata {
 
 namespace detail {
-constexpr double ceil_ratio(double a, double b) {
-  const double q = a / b;
+constexpr double ceil_of(double q) {
   const double f = static_cast<double>(static_cast<long long>(q));
   return f < q ? f + 1 : f;
 }
+constexpr double ceil_ratio(double a, double b) { return ceil_of(a / b); }
+/// A tile shape cuBLAS picks from: sides tm x tn (powers of two, so m * (1 / tm) is m / tm
+/// exactly), with their reciprocals and area.
+struct gemm_tile {
+  double m, n, inv_m, inv_n, area;
+  constexpr gemm_tile(int tm, int tn)
+      : m(tm), n(tn), inv_m(1.0 / tm), inv_n(1.0 / tn), area(m * n) {}
+};
+inline constexpr std::array<gemm_tile, 8> gemm_tiles{
+    {{256, 128}, {128, 256}, {256, 64}, {64, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}};
 /// (f^4 + w^4)^(1/4): the floor for tiny kernels, the work for large ones.
 constexpr double soft_floor(double floor, double work) {
   if (floor <= 0) return work;
@@ -55,8 +64,7 @@ struct gemm_model {
   /// launch latency adds) for TF32, whose held-out error it halves on clean measurements
   double blend = 4;
 
-  static constexpr std::array<std::array<int, 2>, 8> tiles{
-      {{256, 128}, {128, 256}, {256, 64}, {64, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}};
+  static constexpr std::array<detail::gemm_tile, 8> tiles = detail::gemm_tiles;
   static constexpr double split_k_chunk = 512;  ///< the shortest K slice a split-K kernel takes
 
   [[nodiscard]] constexpr double time(double m, double n, double k) const {
@@ -66,22 +74,24 @@ struct gemm_model {
   /// input once, not the k^2 times larger unfolded matrix.
   [[nodiscard]] constexpr double time(double m, double n, double k, double moved) const {
     if (!(m > 0 && n > 0 && k > 0)) throw plan_error("GEMM dimensions must be positive");
+    // The per-SM rate's division is taken once: 2 area k / (R area / (area + a)) = 2 k (area + a) /
+    // R.
+    const double twice_per_rate = 2.0 / (peak / sms * efficiency), sm_count = sms;
     double best = -1;
     for (const auto& t : tiles) {
-      const double tm = t[0], tn = t[1], area = tm * tn;
-      const double count = detail::ceil_ratio(m, tm) * detail::ceil_ratio(n, tn);
+      const double count = detail::ceil_of(m * t.inv_m) * detail::ceil_of(n * t.inv_n);
       // Split-K: too few output tiles to fill the SMs split the K loop into slices of at least
       // split_k_chunk, and a second pass sums the fp32 partial tiles.
       double split = 1;
-      if (count < sms) {
-        const double by_sms = static_cast<double>(static_cast<long long>(sms / count));
-        const double by_k = detail::ceil_ratio(k, split_k_chunk);
+      if (count < sm_count) {
+        const double by_sms = static_cast<double>(static_cast<long long>(sm_count / count));
+        const double by_k = detail::ceil_of(k * (1.0 / split_k_chunk));
         split = by_sms < by_k ? by_sms : by_k;
         if (split < 1) split = 1;
       }
-      const double waves = detail::ceil_ratio(count * split, sms);
-      const double rate = peak / sms * efficiency * area / (area + half_area);
-      double w = waves * (2.0 * area * (k / split) / rate + wave);
+      const double waves = detail::ceil_ratio(count * split, sm_count);
+      const double slice = split > 1 ? k / split : k;
+      double w = waves * (slice * (t.area + half_area) * twice_per_rate + wave);
       if (split > 1) w += split * m * n * 4 / bandwidth + wave;
       if (best < 0 || w < best) best = w;
     }
