@@ -50,6 +50,11 @@ inline constexpr const char* tensor_degree_must_divide_kv_heads =
     "tensor parallelism: the degree must divide the key/value heads";
 inline constexpr const char* tensor_degree_must_divide_ffn =
     "tensor parallelism: the degree must divide the MLP width";
+/// Megatron-LM turns sequence parallelism off (with a warning) when the tensor degree is 1:
+/// there are no tensor-parallel ranks to split the sequence over.
+inline constexpr const char* sequence_parallel_needs_tensor_degree =
+    "sequence parallelism needs a tensor degree above 1 (it splits the norms' and dropouts' "
+    "tokens over the tensor-parallel ranks)";
 inline constexpr const char* micro_batch_must_divide_replica_batch =
     "the micro-batch must divide each data-parallel replica's share of the global batch";
 inline constexpr const char* global_batch_must_divide_replicas =

@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
 #include <strata/strata.hpp>
+#include <string>
+#include <vector>
 
 using namespace strata;
 
@@ -39,6 +43,43 @@ TEST_CASE("device peaks come from gpu_peak_specs.csv") {
   CHECK(presets::dgx_h100(4).devices() == 32);
   CHECK(presets::hc2().devices() == 32);
   CHECK(presets::hc1().between(0, 4).bandwidth < presets::hc1().between(0, 1).bandwidth);
+}
+
+TEST_CASE("current accelerators match gpu_datasheets.csv row by row") {
+  std::ifstream in(STRATA_TEST_DATA_DIR "/gpu_datasheets.csv");
+  REQUIRE(in);
+  std::string line;
+  std::getline(in, line);  // header
+  const device* devices[] = {&presets::l40s_48gb, &presets::gh200_96gb, &presets::b200_180gb,
+                             &presets::mi300x_192gb};
+  int row = 0;
+  while (std::getline(in, line) && row < 4) {
+    std::stringstream ss(line);
+    std::vector<double> v;
+    std::string cell;
+    std::getline(ss, cell, ',');  // name
+    for (int i = 0; i < 7; ++i) {
+      std::getline(ss, cell, ',');
+      v.push_back(std::stod(cell));
+    }
+    const device& d = *devices[row++];
+    INFO(d.name);
+    CHECK(d.memory.count() == Approx(v[0] * 1e9));
+    CHECK(d.memory_bandwidth.count() == Approx(v[1] * 1e9));
+    CHECK(d.peak(dtype::fp32).count() == Approx(v[2] * 1e12));
+    CHECK(d.peak(dtype::tf32).count() == Approx(v[3] * 1e12));
+    CHECK(d.peak(dtype::bf16).count() == Approx(v[4] * 1e12));
+    CHECK(d.peak(dtype::fp8).count() == Approx(v[5] * 1e12));
+    CHECK(d.sms == static_cast<int>(v[6]));
+  }
+  CHECK(row == 4);
+  // the node presets: 8 GPUs a node (4 for GH200), their links per direction
+  CHECK(presets::dgx_b200(2).devices() == 16);
+  CHECK(presets::dgx_b200(1).between(0, 7).bandwidth.count() == Approx(900e9));
+  CHECK(presets::dgx_h200(1).dev.memory.count() == Approx(141e9));
+  CHECK(presets::mi300x_platform(1).between(0, 1).bandwidth.count() == Approx(7 * 64e9));
+  CHECK(presets::l40s_server(2).between(0, 8).bandwidth.count() == Approx(100e9 / 8));
+  CHECK(presets::gh200_quad(4).devices() == 16);
 }
 
 TEST_CASE("bad clusters are rejected") {

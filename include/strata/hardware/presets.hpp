@@ -34,6 +34,23 @@ inline constexpr device h100_sxm5_80gb{"H100-SXM5-80GB",     66.9_TFLOPS,  494.7
 inline constexpr device h200_sxm_141gb{"H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS,
                                        989_TFLOPS,       989_TFLOPS,  1979_TFLOPS,
                                        141_GB,           4800_GBps,   132};
+// Current accelerators (test/data/gpu_datasheets.csv: dense peaks, memory and bandwidth from the
+// vendors' datasheets; SM counts from the architecture documents).
+/// NVIDIA L40S (Ada, PCIe Gen4 x16, no NVLink): 48 GB GDDR6 at 864 GB/s, 142 SMs.
+inline constexpr device l40s_48gb{"L40S-48GB",   91.6_TFLOPS,   183_TFLOPS,
+                                  362.05_TFLOPS, 362.05_TFLOPS, 733_TFLOPS,
+                                  48_GB,         864_GBps,      142};
+/// NVIDIA GH200 Grace Hopper superchip, its H100 with 96 GB HBM3 at 4 TB/s (the Hopper peaks).
+inline constexpr device gh200_96gb{"GH200-96GB", 66.9_TFLOPS,  494.7_TFLOPS,
+                                   989.4_TFLOPS, 989.4_TFLOPS, 1978.9_TFLOPS,
+                                   96_GB,        4000_GBps,    132};
+/// NVIDIA B200 as HGX B200 configures it (1,000 W): 180 GB HBM3e at 8 TB/s, 148 SMs.
+inline constexpr device b200_180gb{"B200-180GB", 80_TFLOPS, 1100_TFLOPS, 2250_TFLOPS, 2250_TFLOPS,
+                                   4500_TFLOPS,  180_GB,    8000_GBps,   148};
+/// AMD Instinct MI300X: 192 GB HBM3 at 5.3 TB/s, 304 compute units (FP32 is the matrix rate).
+inline constexpr device mi300x_192gb{"MI300X-192GB", 163.4_TFLOPS,  653.7_TFLOPS,
+                                     1307.4_TFLOPS,  1307.4_TFLOPS, 2614.9_TFLOPS,
+                                     192_GB,         5300_GBps,     304};
 /// NVIDIA TITAN Xp (Proteus HC1): 12.15 TFLOP/s fp32, no fast fp16 path, 12 GB GDDR5X, 547.7 GB/s.
 inline constexpr device titan_xp{"TITAN-Xp", 12.15_TFLOPS, {}, {}, {}, {}, 12_GiB, 547.7_GBps, 30};
 
@@ -123,6 +140,52 @@ constexpr void check_devices(int n) {
   return make_cluster("DGX H100", h100_sxm5_80gb,
                       {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0},
                        level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+}
+
+/// DGX H200: the DGX H100 system with H200 GPUs (same NVLink4 NVSwitch and 8 x 400 Gbps NDR).
+[[nodiscard]] constexpr cluster dgx_h200(int nodes) {
+  cluster c = dgx_h100(nodes);
+  c.name = "DGX H200";
+  c.dev = h200_sxm_141gb;
+  return c;
+}
+
+/// DGX B200: NVSwitch, 18 NVLink5 links x 50 GB/s per direction (900 GB/s); 8 x 400 Gbps
+/// ConnectX-7 (8 rails). Start-ups as DGX H100 (our assumption).
+[[nodiscard]] constexpr cluster dgx_b200(int nodes) {
+  detail::check_devices(nodes);
+  return make_cluster("DGX B200", b200_180gb,
+                      {level{"node", 8, interconnect{5_us, 900_GBps}, 1.0},
+                       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+}
+
+/// An 8 x MI300X platform: a full Infinity Fabric mesh, 7 links of 64 GB/s per direction per
+/// GPU (896 GB/s bidirectional aggregate, which RCCL's concurrent rings can drive at once);
+/// 8 x 400 Gbps NICs (8 rails). Start-ups 8 us in a node (our assumption), 10 us across.
+[[nodiscard]] constexpr cluster mi300x_platform(int nodes) {
+  detail::check_devices(nodes);
+  return make_cluster("MI300X x8", mi300x_192gb,
+                      {level{"node", 8, interconnect{8_us, 448_GBps}, 1.0},
+                       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+}
+
+/// A server of 8 L40S on PCIe Gen4 x16 (32 GB/s per direction; peer traffic crosses the host's
+/// PCIe switches) with 400 Gbps of network per node (as cloud 8 x L40S instances offer), taken as
+/// 4 x 100 Gbps rails. Start-ups 10 us in a node, 15 us across (our assumptions).
+[[nodiscard]] constexpr cluster l40s_server(int nodes) {
+  detail::check_devices(nodes);
+  return make_cluster("8 x L40S", l40s_48gb,
+                      {level{"node", 8, interconnect{10_us, 32_GBps}, 1.0},
+                       level{"cluster", nodes, interconnect{15_us, 100_Gbps}, 1.0, 4}});
+}
+
+/// Nodes of four GH200 superchips (as in HPE Cray EX254n blades): every GPU pair joined by six
+/// NVLink4 links (150 GB/s per direction), one 200 Gbps Slingshot NIC per GPU (4 rails).
+[[nodiscard]] constexpr cluster gh200_quad(int nodes) {
+  detail::check_devices(nodes);
+  return make_cluster("4 x GH200", gh200_96gb,
+                      {level{"node", 4, interconnect{5_us, 150_GBps}, 1.0},
+                       level{"cluster", nodes, interconnect{10_us, 200_Gbps}, 1.0, 4}});
 }
 
 /// Lin et al. Fig. 8(a), 4 x Quadro GV100: two NVLink-bridged pairs (GPU 0-1, 2-3; 4 links of

@@ -352,8 +352,13 @@ inline device parse_device(const json& j, const std::string& path) {
   if (name == "h100") return presets::h100_sxm5_80gb;
   if (name == "h200") return presets::h200_sxm_141gb;
   if (name == "titan-xp") return presets::titan_xp;
+  if (name == "l40s") return presets::l40s_48gb;
+  if (name == "gh200") return presets::gh200_96gb;
+  if (name == "b200") return presets::b200_180gb;
+  if (name == "mi300x") return presets::mi300x_192gb;
   fail(path, "unknown device \"" + cut(name) +
-                 "\" (known: v100-16gb, v100-32gb, a100-40gb, a100-80gb, h100, h200, titan-xp)");
+                 "\" (known: v100-16gb, v100-32gb, a100-40gb, a100-80gb, h100, h200, titan-xp, "
+                 "l40s, gh200, b200, mi300x)");
 }
 
 inline cluster parse_cluster(const json& j) {
@@ -375,16 +380,33 @@ inline cluster parse_cluster(const json& j) {
     const int n = int_field(j, "cluster", "devices", 1, max_degree, 0, true);
     if (p == "abci") return presets::abci(n);
     if (p == "yan-e5-2450") return presets::yan_cluster(n);
-    const int nodes = (n + 7) / 8;
-    if (p == "dgx1-v100") return presets::dgx1_v100(nodes);
-    if (p == "dgx-a100") return presets::dgx_a100(nodes);
-    if (p == "dgx-a100-40gb") return presets::dgx_a100_40gb(nodes);
-    if (p == "dgx-h100") return presets::dgx_h100(nodes);
-    fail("cluster.preset",
-         "unknown preset \"" + cut(p) +
-             "\" (known: abci, hc1, hc2, hc3, dgx1-v100, dgx-a100, dgx-a100-40gb, "
-             "dgx-h100, "
-             "yan-e5-2450)");
+    // Node presets: `n` GPUs fill whole nodes; fewer than one node's worth use part of one node
+    // (its fan-out shrinks); more must be a whole number of nodes, never rounded up silently.
+    const auto nodes_of = [&](int per_node) {
+      if (n > per_node && n % per_node != 0)
+        fail("cluster.devices", "preset \"" + p + "\" has " + std::to_string(per_node) +
+                                    " GPUs per node: devices must be at most " +
+                                    std::to_string(per_node) + " or a multiple of it (got " +
+                                    std::to_string(n) + ")");
+      return n < per_node ? 1 : n / per_node;
+    };
+    const auto sized = [&](cluster c) {
+      if (n < c.levels[0].fanout) c.levels[0].fanout = n;
+      return c;
+    };
+    if (p == "dgx1-v100") return sized(presets::dgx1_v100(nodes_of(8)));
+    if (p == "dgx-a100") return sized(presets::dgx_a100(nodes_of(8)));
+    if (p == "dgx-a100-40gb") return sized(presets::dgx_a100_40gb(nodes_of(8)));
+    if (p == "dgx-h100") return sized(presets::dgx_h100(nodes_of(8)));
+    if (p == "dgx-h200") return sized(presets::dgx_h200(nodes_of(8)));
+    if (p == "dgx-b200") return sized(presets::dgx_b200(nodes_of(8)));
+    if (p == "mi300x-x8") return sized(presets::mi300x_platform(nodes_of(8)));
+    if (p == "l40s-x8") return sized(presets::l40s_server(nodes_of(8)));
+    if (p == "gh200-x4") return sized(presets::gh200_quad(nodes_of(4)));
+    fail("cluster.preset", "unknown preset \"" + cut(p) +
+                               "\" (known: abci, hc1, hc2, hc3, dgx1-v100, dgx-a100, "
+                               "dgx-a100-40gb, dgx-h100, dgx-h200, dgx-b200, mi300x-x8, l40s-x8, "
+                               "gh200-x4, yan-e5-2450)");
   }
   only_keys(j, "cluster", {"name", "device", "levels"});
   const std::string dpath = "cluster.device";

@@ -10,7 +10,8 @@
 ///   reduce-scatter of the same bytes under sequence parallelism (`collectives`);
 /// - memory: the sharded activations divided by t; under sequence parallelism norms, dropout and
 ///   residuals work on s / t tokens, so the replicated ones are divided too.
-/// The limit: t divides the heads, the key/value heads, the hidden size and the MLP width.
+/// The limits: t divides the heads, the key/value heads, the hidden size and the MLP width;
+/// sequence parallelism needs t > 1.
 
 #include <array>
 
@@ -42,6 +43,7 @@ struct tensor_parallel {
 
   constexpr void check(const transformer& m) const {
     if (degree < 1) throw plan_error(limits::degree_below_one);
+    if (sequence && degree == 1) throw plan_error(limits::sequence_parallel_needs_tensor_degree);
     if (m.heads % degree != 0) throw plan_error(limits::tensor_degree_must_divide_heads);
     if (m.hidden % degree != 0) throw plan_error(limits::tensor_degree_must_divide_hidden);
     if (m.kv() % degree != 0) throw plan_error(limits::tensor_degree_must_divide_kv_heads);
