@@ -88,6 +88,33 @@ enum class precision_mode { fp32, fp16_mixed, bf16_mixed, fp8_mixed };
 }
 
 /// The training setup of a transformer plan: tokens per iteration, numerics and optimizer.
+/// What a training process holds on a GPU besides its tensors, so that "fits" is judged against
+/// the card's real capacity (the defaults are measurements; set all to 0 to compare tensor
+/// totals with formulas such as Korthikanti's):
+/// - `context`: the CUDA context with its loaded kernels and library handles. About 0.5 GiB
+///   under CUDA 12's lazy module loading (our assumption for PyTorch on Hopper; with eager
+///   loading it is several times larger).
+/// - `communicator`, `pair_communicator`: NCCL's buffers per communicator a rank joins (one per
+///   parallel axis of degree > 1), as measured through PyTorch on 4 x A100 over NVLink: 688 MB
+///   for groups of more than two ranks, 544 MB for pairs (NVIDIA/nccl issue #964; NCCL's
+///   maintainers: linear in the channels, flat beyond two nodes for rings).
+/// - `fragmentation`: the caching allocator reserves more than it hands out; reserved =
+///   allocated peak x (1 + this). 0.061 is the median of the five Hugging Face steps of
+///   `test/data/h100_hf_steps.csv` (4.2-11.8 %).
+struct runtime_memory {
+  double context = 512.0 * 1024 * 1024;
+  double communicator = 688e6;
+  double pair_communicator = 544e6;
+  double fragmentation = 0.061;
+
+  /// No headroom: tensors only.
+  [[nodiscard]] static constexpr runtime_memory none() { return {0, 0, 0, 0}; }
+  constexpr void check() const {
+    if (!(context >= 0 && communicator >= 0 && pair_communicator >= 0 && fragmentation >= 0))
+      throw plan_error("transformer_training.runtime: every headroom term must be non-negative");
+  }
+};
+
 struct transformer_training {
   int global_batch = 512;  ///< B, sequences per iteration
   int sequence = 0;        ///< s, tokens per sequence; 0 means the model's
@@ -100,6 +127,8 @@ struct transformer_training {
   double reserved = 0;          ///< bytes of "other" memory per device (framework, workspaces)
   /// how the framework runs the step (`frameworks/*.hpp`): kernels, saved tensors, storage
   frameworks::recipe framework = frameworks::megatron;
+  /// the CUDA context, NCCL buffers and allocator slack beside the tensors (judges "fits")
+  runtime_memory runtime{};
 
   /// Tokens per sequence: `sequence`, or the model's own length `model_sequence` when it is 0.
   [[nodiscard]] constexpr int sequence_or(int model_sequence) const {
@@ -149,6 +178,7 @@ struct transformer_training {
     if (global_batch < 1) throw plan_error("transformer_training.global_batch must be at least 1");
     if (sequence < 0) throw plan_error("transformer_training.sequence must not be negative");
     if (reserved < 0) throw plan_error("transformer_training.reserved must not be negative");
+    runtime.check();
   }
 };
 

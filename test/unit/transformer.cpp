@@ -169,6 +169,38 @@ TEST_CASE("tensor-parallel all-reduces: four per layer and micro-batch") {
         Approx(4 * 24 * 4 * ar.count()));
 }
 
+TEST_CASE("sequence parallelism without tensor parallelism is a named mistake") {
+  const parallel::nd s{.tensor = {.degree = 1, .sequence = true}, .data = {.degree = 8}};
+  CHECK_THROWS_WITH(analytic::evaluate(zoo::gpt2_355m(), s, presets::dgx_a100(1),
+                                       transformer_training{.global_batch = 8}, a100),
+                    Catch::Contains("sequence parallelism needs a tensor degree above 1"));
+}
+
+TEST_CASE("headroom: CUDA context, one NCCL communicator per axis, allocator slack") {
+  // Llama-2 7B on 8 A100-80GB, t = 2, d = 4: a pair communicator (544 MB, tensor) and a group one
+  // (688 MB, data) beside the 512 MiB context; 6.1 % of the tensors' peak left reserved-but-free.
+  const transformer m = zoo::llama2_7b();
+  const transformer_training t{.global_batch = 32, .sequence = 4096};
+  const parallel::nd s{.tensor = {.degree = 2}, .data = {.degree = 4}, .micro_batch = 1};
+  const auto r = analytic::evaluate(m, s, presets::dgx_a100(1), t, a100);
+  CHECK(r.headroom.context.count() == 512.0 * 1024 * 1024);
+  CHECK(r.headroom.communicators.count() == 544e6 + 688e6);
+  CHECK(r.headroom.fragmentation.count() == Approx(0.061 * r.memory.total().count()));
+  CHECK(r.required().count() ==
+        Approx(1.061 * r.memory.total().count() + 512.0 * 1024 * 1024 + 1232e6));
+  CHECK(r.margin().count() == Approx(80.0 * 1024 * 1024 * 1024 - r.required().count()));
+  // a plan whose tensors alone fill 79.96 of 80 GiB does not fit
+  analytic::transformer_report full = r;
+  full.memory = {};
+  full.memory.other = bytes{79.96 * 1024 * 1024 * 1024};
+  full.headroom = analytic::headroom_of(s, t.runtime, full.memory.total());
+  CHECK_FALSE(full.fits());
+  // tensors only, as the formulas count them
+  transformer_training bare = t;
+  bare.runtime = runtime_memory::none();
+  CHECK(analytic::evaluate(m, s, presets::dgx_a100(1), bare, a100).headroom.total().count() == 0);
+}
+
 TEST_CASE("pipeline bubble: (p - 1) / (v m), halved by two virtual stages") {
   const transformer m = zoo::gpt3_175b();
   const transformer_training t{.global_batch = 64};
@@ -202,6 +234,27 @@ TEST_CASE("data parallelism: overlap hides the all-reduce behind backward, up to
   const auto hidden = analytic::evaluate(m, s, c, t, a100);
   CHECK(hidden.time.data_comm < exposed.time.data_comm);
   CHECK(hidden.time.data_comm.count() >= Approx(ar.count() * 100e6 / (4 * m.parameters())));
+}
+
+TEST_CASE("ZeRO-3 gathers a layer per call: every call pays the ring's start-up") {
+  // Llama-2 7B over 16 A100s (two DGX nodes), no overlap: each micro-batch gathers the weights
+  // layer by layer for the forward and again for the backward (32 calls of P / 32 bf16 weights
+  // each), and reduce-scatters the fp32 gradients once: m (2 x 32 AG(2 P / 32) + RS(4 P)).
+  const transformer m = zoo::llama2_7b();
+  const transformer_training t{.global_batch = 32, .sequence = 4096};
+  const cluster c = presets::dgx_a100(2);
+  const parallel::nd s{.data = {.degree = 16, .zero = 3, .overlap = 0},
+                       .recomputation = recompute::full,
+                       .micro_batch = 1};
+  const auto r = analytic::evaluate(m, s, c, t, a100);
+  const double P = m.parameters();
+  const group g{0, 16, 1};
+  const seconds ag = comm::ring::time(comm::collective::all_gather, c, g, bytes{2 * P / 32});
+  const seconds rs = comm::ring::time(comm::collective::reduce_scatter, c, g, bytes{4 * P});
+  CHECK(r.time.data_comm.count() == Approx(2 * (2 * 32 * ag.count() + rs.count())));
+  // 32 calls cost more than one whole-model gather by 31 start-ups of the 16-rank ring
+  const seconds whole = comm::ring::time(comm::collective::all_gather, c, g, bytes{2 * P});
+  CHECK(32 * ag.count() > whole.count());
 }
 
 TEST_CASE("memory: ZeRO-3 shards everything, 1F1B keeps p micro-batches on the first stage") {

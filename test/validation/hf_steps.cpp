@@ -21,7 +21,7 @@ struct hf_row {
   transformer model;
   int sequence = 0, batch = 0;
   bool checkpoint = false;
-  double params = 0, step_s = 0, static_bytes = 0, peak_bytes = 0;
+  double params = 0, step_s = 0, static_bytes = 0, peak_bytes = 0, reserved_bytes = 0;
 };
 
 std::vector<hf_row> hf_rows() {
@@ -66,6 +66,7 @@ std::vector<hf_row> hf_rows() {
     r.step_s = std::stod(f[18]) * 1e-3;
     r.static_bytes = std::stod(f[21]);
     r.peak_bytes = std::stod(f[22]);
+    r.reserved_bytes = std::stod(f[23]);
     out.push_back(r);
   }
   return out;
@@ -101,10 +102,11 @@ TEST_CASE("Hugging Face steps on an H100: memory to the percent, time from the d
     worst_peak = std::max(worst_peak, std::abs(peak));
     worst_static = std::max(worst_static, std::abs(stat));
     if (std::abs(t) <= 0.10) ++time_within_10;
-    // measured (docs/validation.md): GPT-2 -20 %, Llama-3.2 1B +4 %, TinyLlama -2 %, Qwen2.5
+    // measured (docs/validation.md): GPT-2 -11 %, Llama-3.2 1B +4 %, TinyLlama -2 %, Qwen2.5
     // 0.5B +14 %, the Mixtral-style MoE -10 %: the host cost per kernel comes from nanoGPT's
-    // steps, and the vocabulary GEMMs of GPT-2's unpadded 50257 are timed as if aligned
-    CHECK(std::abs(t) < 0.30);
+    // steps; GPT-2's unpadded 50257 slows its vocabulary GEMMs 3x (`misaligned_gemm_slowdown`,
+    // which took it from -20 %), its loss kernels on misaligned rows are not modelled
+    CHECK(std::abs(t) < 0.15);
   }
   // peak (max_memory_allocated): every row within 0.2 %; between steps within 0.5 %
   CHECK(worst_peak < 0.002);
@@ -131,4 +133,23 @@ TEST_CASE("a Hugging Face row worked by hand: Llama-3.2 1B, micro-batch 2, seque
   const double head = (10 * 2048.0 + 4) * T, logits = 12 * T * 128256;
   CHECK(mem.peak == Approx(12 * P + 16 * T + W + layers + casts + head + logits));
   CHECK(mem.peak / r.peak_bytes == Approx(1).epsilon(0.002));  // measured 32,225,667,072
+}
+
+TEST_CASE("the caching allocator's reserve: predicted peak x (1 + fragmentation) vs measured") {
+  // `runtime_memory::fragmentation` = 0.061, the median of the five reserved / allocated-peak
+  // ratios (1.118, 1.042, 1.042, 1.110, 1.061): each row's reserve within 6 %.
+  const double f = runtime_memory{}.fragmentation;
+  CHECK(f == 0.061);
+  for (const auto& r : hf_rows()) {
+    INFO(r.name);
+    transformer_training tr{.global_batch = r.batch, .sequence = r.sequence};
+    tr.framework = frameworks::huggingface;
+    const parallel::nd s{
+        .recomputation = r.checkpoint ? parallel::recompute::full : parallel::recompute::none,
+        .micro_batch = r.batch};
+    const double peak = analytic::step_memory_of(r.model, s, tr).peak;
+    const analytic::memory_headroom h = analytic::headroom_of(s, tr.runtime, bytes{peak});
+    CHECK(h.communicators.count() == 0);  // one GPU: no communicator
+    CHECK((peak + h.fragmentation.count()) / r.reserved_bytes == Approx(1).epsilon(0.06));
+  }
 }

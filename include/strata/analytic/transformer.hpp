@@ -177,9 +177,31 @@ struct transformer_memory {
   }
 };
 
+/// What a device needs beyond its tensors (`runtime_memory`): the verdict "fits" compares the
+/// tensors plus this with the card's capacity.
+struct memory_headroom {
+  bytes context{};        ///< CUDA context, kernels, library handles
+  bytes communicators{};  ///< NCCL buffers, one communicator per parallel axis of degree > 1
+  bytes fragmentation{};  ///< the caching allocator's reserved-but-free memory at the peak
+  [[nodiscard]] constexpr bytes total() const { return context + communicators + fragmentation; }
+};
+
+/// The headroom of plan `s` whose tensors peak at `allocated`.
+[[nodiscard]] constexpr memory_headroom headroom_of(const parallel::nd& s, const runtime_memory& rt,
+                                                    bytes allocated) {
+  memory_headroom h;
+  h.context = bytes{rt.context};
+  for (const int d :
+       {s.tensor.degree, s.context.degree, s.expert.degree, s.pipeline.degree, s.data.degree})
+    if (d > 1) h.communicators += bytes{d == 2 ? rt.pair_communicator : rt.communicator};
+  h.fragmentation = allocated * rt.fragmentation;
+  return h;
+}
+
 struct transformer_report {
   transformer_time time;
   transformer_memory memory;
+  memory_headroom headroom;
   bytes capacity{};
   int devices = 1;
   int micro_batches = 1;
@@ -198,7 +220,11 @@ struct transformer_report {
     return model_flops / (time.total().count() * devices) / peak.count();
   }
   [[nodiscard]] constexpr double hfu() const { return flops_per_device() / peak.count(); }
-  [[nodiscard]] constexpr bool fits() const { return memory.total() <= capacity; }
+  /// Tensors plus headroom: what the device must hold.
+  [[nodiscard]] constexpr bytes required() const { return memory.total() + headroom.total(); }
+  /// Capacity left over (negative: out of memory by that much).
+  [[nodiscard]] constexpr bytes margin() const { return capacity - required(); }
+  [[nodiscard]] constexpr bool fits() const { return required() <= capacity; }
 };
 
 // ---- model states ---------------------------------------------------------------------------
@@ -725,10 +751,15 @@ struct stage_spans {
   const seconds f_mb = T.forward / static_cast<double>(mb);
   const seconds b_mb = (T.backward + T.recompute) / static_cast<double>(mb);
   if (s.replicas() * s.context.degree > 1) {
+    // ZeRO-3 gathers one layer's weights per call (DeepSpeed fetches per module, FSDP per
+    // unit), so every call pays the collective's start-up: lcrit calls of 1 / lcrit of the
+    // stage's weights, as the simulator issues them
+    const double calls = zero >= 3 ? std::max(1.0, lcrit) : 1.0;
     const parallel::data_parallel::collective_times dp{
         zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb) : seconds{},
         zero >= 1 ? dense_and_expert(comm::collective::reduce_scatter, gb) : seconds{},
-        zero >= 1 ? dense_and_expert(comm::collective::all_gather, wb) : seconds{}};
+        zero >= 1 ? calls * dense_and_expert(comm::collective::all_gather, wb / calls)
+                  : seconds{}};
     T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);
   }
   // optimizer: one memory-bound pass over this rank's (sharded) parameters
@@ -761,6 +792,7 @@ struct stage_spans {
   r.model_flops = model_flops(m, tr.global_batch, seq);
   r.hardware_flops = hardware_flops(m, tr.global_batch, seq, s.recomputation);
   r.memory = peak_stage_memory(m, s, tr);
+  r.headroom = headroom_of(s, tr.runtime, r.memory.total());
   r.time = iteration(m, s, c, tr, prof, lc);
   return r;
 }

@@ -193,7 +193,7 @@ inline transformer_training parse_transformer_training(const json& j) {
   const std::string p = "training";
   only_keys(j, p,
             {"global_batch", "sequence", "precision", "optimizer", "gradients", "flash_attention",
-             "reserved_GiB", "framework"});
+             "reserved_GiB", "framework", "runtime"});
   transformer_training t;
   t.global_batch = int_field(j, p, "global_batch", 1, 1 << 30, 0, true);
   t.sequence = int_field(j, p, "sequence", 0, 1 << 26, 0);
@@ -213,6 +213,19 @@ inline transformer_training parse_transformer_training(const json& j) {
                            {{"megatron", frameworks::megatron},
                             {"pytorch", frameworks::pytorch_eager},
                             {"huggingface", frameworks::huggingface}});
+  if (j.contains("runtime")) {  // the headroom beside the tensors (`runtime_memory`)
+    const std::string q = p + ".runtime";
+    const json& r = j["runtime"];
+    if (!r.is_object()) fail(q, "must be an object");
+    only_keys(r, q, {"context_GiB", "communicator_GiB", "pair_communicator_GiB", "fragmentation"});
+    constexpr double gib = 1024.0 * 1024 * 1024;
+    t.runtime.context = num_field(r, q, "context_GiB", 0.0, 1e3, t.runtime.context / gib) * gib;
+    t.runtime.communicator =
+        num_field(r, q, "communicator_GiB", 0.0, 1e3, t.runtime.communicator / gib) * gib;
+    t.runtime.pair_communicator =
+        num_field(r, q, "pair_communicator_GiB", 0.0, 1e3, t.runtime.pair_communicator / gib) * gib;
+    t.runtime.fragmentation = num_field(r, q, "fragmentation", 0.0, 10.0, t.runtime.fragmentation);
+  }
   return t;
 }
 
@@ -385,7 +398,12 @@ inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
                      {"moment", to_string(m.moment)},
                      {"between_steps", to_gib(m.between_steps)},
                      {"peak", to_gib(m.total())},
-                     {"capacity", to_gib(r.capacity)}};
+                     {"context", to_gib(r.headroom.context)},
+                     {"communicators", to_gib(r.headroom.communicators)},
+                     {"fragmentation", to_gib(r.headroom.fragmentation)},
+                     {"required", to_gib(r.required())},
+                     {"capacity", to_gib(r.capacity)},
+                     {"margin", to_gib(r.margin())}};
   j["fits"] = r.fits();
   return j;
 }
@@ -432,11 +450,14 @@ inline std::string transformer_report_table(const transformer_scenario& s) {
   const auto& m = j["memory_GiB"];
   for (const char* k :
        {"weights", "gradients", "optimizer_states", "activations", "embedding_activations",
-        "weight_casts", "logits", "batch", "workspace", "buffers", "other", "peak"}) {
+        "weight_casts", "logits", "batch", "workspace", "buffers", "other", "peak", "context",
+        "communicators", "fragmentation", "required", "capacity"}) {
     std::snprintf(line, sizeof line, "  %-22s %8.2f GiB\n", k, m[k].get<double>());
     out += line;
   }
-  out += j["fits"].get<bool>() ? "  fits\n" : "  does NOT fit\n";
+  std::snprintf(line, sizeof line, "  %s (margin %.2f GiB)\n",
+                j["fits"].get<bool>() ? "fits" : "does NOT fit", m["margin"].get<double>());
+  out += line;
   return out;
 }
 

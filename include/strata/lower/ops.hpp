@@ -45,6 +45,9 @@ struct kernel_op {
   double host = 0;    ///< extra host time before it (a checkpointed block re-entered)
   bool sync = false;  ///< the host waits for the GPU after it (a `.cpu()` of its result)
   bool fp32 = false;  ///< a GEMM on fp32 inputs (TF32) whatever the compute type
+  /// a GEMM with a dimension that is no multiple of 16 bytes' elements (an unpadded vocabulary
+  /// such as GPT-2's 50257): cuBLAS cannot use its vectorized kernels
+  bool misaligned = false;
 
   /// FLOPs as counted in reports: 2 m n k per GEMM; attention forward 2 b a s^2 d (causal),
   /// backward 2.5 x that.
@@ -153,12 +156,25 @@ struct span {
 
 /// Seconds kernel `op` runs on a device, with `p` already `queued()`; `g` is the GEMM model of the
 /// compute type (fp8 GEMMs: the bf16 model at the fp8 peak).
+/// How much slower a misaligned GEMM runs than the aligned one: the LM head at an unpadded
+/// vocabulary took about 3x as long, cuBLAS falling back to a CUTLASS kernel (Netflix
+/// TechBlog, "Scaling LLM Post-Training at Netflix", 2026, which pads vocabularies to a
+/// multiple of 64 for that reason).
+inline constexpr double misaligned_gemm_slowdown = 3.0;
+
+/// Whether a GEMM dimension of `elements` is a multiple of 16 bytes (8 16-bit or 4 fp32 ones).
+[[nodiscard]] constexpr bool aligned_dimension(double elements, double element_bytes) {
+  const double per16 = 16 / element_bytes;
+  if (!(elements < 9e15)) return true;  // beyond exact integers: nothing to say
+  return static_cast<long long>(elements) % static_cast<long long>(per16) == 0;
+}
+
 [[nodiscard]] constexpr double gpu_time(const kernel_op& op, const device_profile& p,
                                         const gemm_model& g, bool fp32_attention) {
   switch (op.kind) {
     case kernel_kind::gemm: {
       const gemm_model& gm = op.fp32 ? p.fp32 : g;
-      return op.times *
+      return op.times * (op.misaligned ? misaligned_gemm_slowdown : 1.0) *
              (op.traffic > 0 ? gm.time(op.m, op.n, op.k, op.traffic) : gm.time(op.m, op.n, op.k));
     }
     case kernel_kind::attention: {

@@ -98,7 +98,7 @@ inline std::vector<int> divisors(int n, int limit) {
                    const analytic::plan_keeps& keeps) {
     ++out.candidates;
     const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps).total();
-    if (mem > c.dev.memory) return;
+    if (mem + analytic::headroom_of(s, tr.runtime, mem).total() > c.dev.memory) return;
     ++out.fitting;
     consider({s, analytic::iteration(m, s, c, tr, prof, lc), mem});
   };
