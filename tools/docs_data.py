@@ -12,8 +12,9 @@ unit_tests). Steps:
      --memory-svg) -> docs/img/*.svg, a strategy sweep and a scaling series -> docs/data/*.csv;
   3. the tables of docs/validation.md between `<!-- generated:NAME -->` and
      `<!-- end generated -->` are rewritten from those CSVs;
-  4. docs/cli_fields.md is regenerated from the parser (tools/docs_fields.py), and the compiler
-     error quoted in docs/concepts.md is checked against the source line it quotes;
+  4. docs/cli_fields.md is regenerated from the parser (tools/docs_fields.py), the compiler
+     error quoted in docs/concepts.md is checked against the source line it quotes, and every
+     repository path a page names must exist;
   5. tools/figures.py (matplotlib) draws the validation figures from the CSVs -> docs/img/*.png.
 Everything in steps 1-4 is deterministic and --check compares it byte for byte; the PNG figures
 depend on the matplotlib version, so --check only checks that they exist.
@@ -232,6 +233,21 @@ def concepts_error_line():
     return []
 
 
+def doc_paths():
+    """Every repository path a page names in code (strata/..., include/, test/, tools/, docs/,
+    examples/, bench/) exists."""
+    bad = []
+    prefixes = ("strata/", "include/", "test/", "tools/", "docs/", "examples/", "bench/", "single_include/")
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        for code in re.findall(r"```.*?```|`[^`]+`", page.read_text(), re.S):
+            for p in re.findall(r"(?<![\w./-])((?:[\w.-]+/)+[\w.-]+\.(?:hpp|cpp|py|csv|json|sh|md))\b", code):
+                if not p.startswith(prefixes) or "*" in p:
+                    continue
+                if not any(c.exists() for c in (ROOT / p, ROOT / "include" / p)):
+                    bad.append(f"docs/{page.name} names {p}, which does not exist")
+    return sorted(set(bad))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build", help="the CMake build directory")
@@ -240,7 +256,7 @@ def main():
     a = ap.parse_args()
     build = pathlib.Path(a.build).resolve()
     docs = ROOT / "docs"
-    problems = concepts_error_line()
+    problems = concepts_error_line() + doc_paths()
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) if a.check else docs
         validation_csvs(build, out)
