@@ -126,8 +126,8 @@ def read(out, name):
         return list(csv.DictReader(f))
 
 
-def pct(a, b):
-    return f"{100 * (float(a) / float(b) - 1):+.1f} %"
+def pct(a, b, digits=1):
+    return f"{100 * (float(a) / float(b) - 1):+.{digits}f} %"
 
 
 def tables(out):
@@ -145,7 +145,7 @@ def tables(out):
     lines = ["| model | mode | term | paper GiB | strata GiB | error |", "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['model']} | {r['mode']} | {r['metric']} | {float(r['paper_gib']):.2f} | "
-                     f"{float(r['strata_gib']):.2f} | {pct(r['strata_gib'], r['paper_gib'])} |")
+                     f"{float(r['strata_gib']):.2f} | {pct(r['strata_gib'], r['paper_gib'], 2)} |")
     t["korthikanti"] = lines
     rows = read(out, "validation/hf_steps.csv")
     lines = ["| row | batch | sequence | step measured | strata | error | peak measured | strata | error |",
@@ -154,7 +154,7 @@ def tables(out):
         lines.append(f"| {r['row']} | {r['batch']} | {r['sequence']} | {float(r['measured_ms']):.1f} ms | "
                      f"{float(r['strata_ms']):.1f} ms | {pct(r['strata_ms'], r['measured_ms'])} | "
                      f"{float(r['measured_peak_gb']):.2f} GB | {float(r['strata_peak_gb']):.2f} GB | "
-                     f"{pct(r['strata_peak_gb'], r['measured_peak_gb'])} |")
+                     f"{pct(r['strata_peak_gb'], r['measured_peak_gb'], 2)} |")
     t["hf_steps"] = lines
     rows = read(out, "validation/h100_steps.csv")
     groups = {}
