@@ -56,9 +56,15 @@ def sc21():
     identity(ax, 120, 180, 0.10)
     x, y = col(rows, "published_tflops"), col(rows, "strata_tflops")
     ax.scatter(x, y, color="#3f6fb5", zorder=3)
-    for r, a, b in zip(rows, x, y):
-        ax.annotate(f"{r['model'].replace('GPT ', '')} ({r['gpus']})", (a, b), fontsize=7,
-                    xytext=(4, -3), textcoords="offset points")
+    crowded = 0  # the points near 137 TFLOP/s: labels in a column on the left, with leaders
+    for r, a, b in sorted(zip(rows, x, y), key=lambda t: -t[2]):
+        label = f"{r['model'].replace('GPT ', '')} ({r['gpus']})"
+        if a < 139:
+            ax.annotate(label, (a, b), xytext=(122, 158 - 4 * crowded), fontsize=7,
+                        arrowprops={"arrowstyle": "-", "color": "0.5", "lw": 0.6})
+            crowded += 1
+        else:
+            ax.annotate(label, (a, b), fontsize=7, xytext=(5, -3), textcoords="offset points")
     ax.set(xlim=(120, 180), ylim=(120, 180), xlabel="published TFLOP/s per GPU (SC'21 Table 1)",
            ylabel="strata TFLOP/s per GPU", title="Megatron-LM on A100 clusters, 32-3072 GPUs")
     ax.legend(loc="upper left")

@@ -328,6 +328,7 @@ inline constexpr double gib = 1024.0 * 1024.0 * 1024.0;
         auto gap = [&](double from, double to) {
           if (!(to > from)) return;
           idle += to - from;
+          if ((to - from) * scale < 0.3) return;  // counted, too thin to draw
           s += "<rect x=\"" + d::num(x_of(from)) + "\" y=\"" + d::num(ry + 1) + "\" width=\"" +
                d::num((to - from) * scale) + "\" height=\"" + d::num(rh - 2) +
                "\" fill=\"url(#bubble)\"/>\n";
@@ -342,21 +343,32 @@ inline constexpr double gib = 1024.0 * 1024.0 * 1024.0;
         s += "<text x=\"" + d::num(left + o.width + 6) + "\" y=\"" + d::num(ry + rh * 0.72) +
              "\" fill=\"#b52b27\">idle " + d::num(100 * idle / r.makespan) + " %</text>\n";
       }
-      // blocks: consecutive tasks of one kind and one micro-batch tag drawn as one
+      // blocks: consecutive tasks of one micro-batch tag drawn as one when they are of one kind,
+      // or when a task of another kind is under a pixel wide (a layer's collectives between its
+      // kernels at the scale of a long iteration); the block takes the kind that ran longest
       const double join = 0.5 / scale;
       for (std::size_t k = 0; k < v.size();) {
         const auto& t0 = tasks[static_cast<std::size_t>(v[k])];
-        const d::kind kk = d::kind_of(t0);
+        const d::kind first = d::kind_of(t0);
         const std::string_view tag = d::tag_of(t0.name);
         const double a = start_of(v[k]);
         double e = r.tasks[static_cast<std::size_t>(v[k])].end;
+        double kind_time[7] = {};
+        kind_time[static_cast<int>(first)] += e - a;
         std::size_t n = k + 1;
         while (n < v.size()) {
           const auto& tn = tasks[static_cast<std::size_t>(v[n])];
-          if (d::kind_of(tn) != kk || d::tag_of(tn.name) != tag || start_of(v[n]) > e + join) break;
-          e = std::max(e, r.tasks[static_cast<std::size_t>(v[n])].end);
+          const auto& rn = r.tasks[static_cast<std::size_t>(v[n])];
+          const d::kind kn = d::kind_of(tn);
+          if (d::tag_of(tn.name) != tag || rn.start > e + join ||
+              (kn != first && (rn.end - rn.start) * scale >= 1.0))
+            break;
+          kind_time[static_cast<int>(kn)] += rn.end - rn.start;
+          e = std::max(e, rn.end);
           ++n;
         }
+        const auto kk =
+            static_cast<d::kind>(std::max_element(kind_time, kind_time + 7) - kind_time);
         if (e > a) {
           // micro-batch and chunk from the tag "m.c @s"
           std::string micro, chunk;
