@@ -90,6 +90,20 @@ TEST_CASE("svg: one micro-batch's layers are one block", "[svg]") {
   CHECK(idle_percent(svg) == std::vector<double>{0.0});
 }
 
+TEST_CASE("svg: ParaDL's pipeline names number their blocks too", "[svg]") {
+  // sim/paradl.hpp names a stage's tasks "forward mb 7", "backward mb 7", "weight update"
+  sim::simulator g;
+  const int gpu = g.add_resource({"compute", sim::discipline::fifo, 1, 0, 0});
+  const int f = g.add_task({.name = "forward mb 7", .resources = {gpu}, .work = 1e-3});
+  const int b =
+      g.add_task({.name = "backward mb 7", .resources = {gpu}, .work = 2e-3, .deps = {f}});
+  g.add_task({.name = "weight update", .resources = {gpu}, .work = 1e-3, .deps = {b}});
+  const std::string svg = io::timeline_svg(g, g.run());
+  CHECK(count(svg, "fill=\"#ffffff\">7</text>") == 2);  // on the forward and the backward
+  CHECK(svg.find("<title>weight update: 3.000-4.000 ms</title>") != std::string::npos);
+  CHECK(svg.find(">optimizer step</text>") != std::string::npos);
+}
+
 TEST_CASE("svg: nothing to draw is an error", "[svg]") {
   sim::simulator g;
   CHECK_THROWS_WITH(io::timeline_svg(g, g.run()),

@@ -370,13 +370,17 @@ inline constexpr double gib = 1024.0 * 1024.0 * 1024.0;
         const auto kk =
             static_cast<d::kind>(std::max_element(kind_time, kind_time + 7) - kind_time);
         if (e > a) {
-          // micro-batch and chunk from the tag "m.c @s"
-          std::string micro, chunk;
-          const auto dot = tag.find('.'), sp = tag.find(' ');
-          if (dot != std::string_view::npos && sp != std::string_view::npos && dot < sp) {
-            micro = std::string(tag.substr(0, dot));
-            chunk = std::string(tag.substr(dot + 1, sp - dot - 1));
-          }
+          // micro-batch and chunk from the tag: "m.c @s" (sim/transformer.hpp) or "m"
+          // (sim/paradl.hpp)
+          auto digits = [](std::string_view x) {
+            std::size_t len = 0;
+            while (len < x.size() && x[len] >= '0' && x[len] <= '9') ++len;
+            return std::string(x.substr(0, len));
+          };
+          const std::string micro = digits(tag);
+          const std::string chunk = micro.size() < tag.size() && tag[micro.size()] == '.'
+                                        ? digits(tag.substr(micro.size() + 1))
+                                        : std::string();
           const bool light = !chunk.empty() && chunk != "0";
           const double w = std::max((e - a) * scale, 1.0);  // a short send stays visible
           s += "<rect x=\"" + d::num(x_of(a), 2) + "\" y=\"" + d::num(ry + 1) + "\" width=\"" +
