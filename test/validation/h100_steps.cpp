@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "record.hpp"
+
 using namespace strata;
 
 namespace {
@@ -63,7 +65,15 @@ TEST_CASE("H100 training steps: time, peak memory and memory between steps") {
       continue;
     }
     CHECK(mem.peak < capacity);  // and every one that ran is predicted to fit
-    const double t = calibrate::predict_step(m, profile).time() / m.time - 1;
+    const double predicted = calibrate::predict_step(m, profile).time();
+    strata_test::record("h100_steps",
+                        "model,precision,checkpoint,layers,hidden,sequence,batch,measured_ms,"
+                        "strata_ms,measured_peak_gb,strata_peak_gb",
+                        m.model, m.config.precision == dtype::bf16 ? "bf16" : "fp32",
+                        m.config.checkpoint ? 1 : 0, m.config.layers, m.config.hidden,
+                        m.config.sequence, m.config.batch, m.time * 1e3, predicted * 1e3,
+                        m.peak / 1e9, mem.peak / 1e9);
+    const double t = predicted / m.time - 1;
     const double p = mem.peak / m.peak - 1, b = mem.between_steps / m.between - 1;
     const bool bf16 = m.config.precision == dtype::bf16;
     errors& e = m.model == "gpt2" ? (bf16 ? gpt_bf16 : gpt_fp32) : (bf16 ? cnn_bf16 : cnn_fp32);

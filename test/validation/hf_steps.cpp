@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "record.hpp"
+
 using namespace strata;
 
 namespace {
@@ -96,7 +98,12 @@ TEST_CASE("Hugging Face steps on an H100: memory to the percent, time from the d
         .micro_batch = r.batch};
     const auto mem = analytic::step_memory_of(r.model, s, tr);
     const double peak = mem.peak / r.peak_bytes - 1, stat = mem.between_steps / r.static_bytes - 1;
-    const double t = analytic::step_kernels(r.model, s, tr, h100).time() / r.step_s - 1;
+    const double predicted = analytic::step_kernels(r.model, s, tr, h100).time();
+    strata_test::record("hf_steps",
+                        "row,batch,sequence,measured_ms,strata_ms,measured_peak_gb,strata_peak_gb",
+                        r.name, r.batch, r.sequence, r.step_s * 1e3, predicted * 1e3,
+                        r.peak_bytes / 1e9, mem.peak / 1e9);
+    const double t = predicted / r.step_s - 1;
     WARN(r.name << ": time " << 100 * t << " %, peak " << 100 * peak << " %, between steps "
                 << 100 * stat << " %");
     worst_peak = std::max(worst_peak, std::abs(peak));

@@ -9,6 +9,8 @@
 #include <strata/strata.hpp>
 #include <string>
 
+#include "record.hpp"
+
 using namespace strata;
 
 TEST_CASE("Korthikanti et al. Fig. 1: model states and activations per GPU within 0.5 %") {
@@ -45,7 +47,14 @@ TEST_CASE("Korthikanti et al. Fig. 1: model states and activations per GPU withi
     const double gib = std::stod(row.at("value")) * 1024 * 1024 * 1024;
     const std::string metric = row.at("metric");
     INFO(row.at("model") << " " << row.at("mode") << ": " << metric);
-    if (metric.rfind("weights", 0) == 0) {
+    const double gib_unit = 1024.0 * 1024 * 1024;
+    const bool states = metric.rfind("weights", 0) == 0;
+    strata_test::record(
+        "korthikanti_fig1", "model,mode,metric,paper_gib,strata_gib", row.at("model"),
+        row.at("mode"), states ? "model states" : "activations", gib / gib_unit,
+        (states ? (mem.model_states() - mem.embedding_states) : mem.activations).count() /
+            gib_unit);
+    if (states) {
       const double layers = (mem.model_states() - mem.embedding_states).count();
       CHECK(layers == Approx(gib).epsilon(0.005));
     } else {

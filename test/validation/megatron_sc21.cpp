@@ -12,6 +12,8 @@
 #include <strata/strata.hpp>
 #include <string>
 
+#include "record.hpp"
+
 using namespace strata;
 
 namespace {
@@ -64,6 +66,10 @@ TEST_CASE("SC'21 Table 1: TFLOP/s per GPU within 10 % on every row") {
     const double published = std::stod(row.at("tflops_per_gpu"));
     INFO(row.at("model") << ": predicted " << r.flops_per_device() / 1e12 << " published "
                          << published);
+    strata_test::record(
+        "megatron_sc21", "model,gpus,t,p,v,d,b,published_tflops,strata_tflops,memory_gib",
+        row.at("model"), num("gpus"), num("tp"), num("pp"), v, num("dp"), num("micro_batch"),
+        published, r.flops_per_device() / 1e12, to_gib(r.memory.total()));
     CHECK(std::abs(r.flops_per_device() / 1e12 / published - 1) <= 0.10);
     CHECK(r.fits());
   }

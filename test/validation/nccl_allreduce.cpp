@@ -8,6 +8,8 @@
 #include <strata/calibrate/readers.hpp>
 #include <strata/strata.hpp>
 
+#include "record.hpp"
+
 using namespace strata;
 using comm::collective;
 
@@ -29,6 +31,11 @@ calibrate::error_summary held_out(const std::string& system) {
   std::vector<calibrate::measurement> train, test;
   for (std::size_t i = 0; i < all.size(); ++i) (i % 2 == 0 ? train : test).push_back(all[i]);
   const auto m = calibrate::fit_lin_model(train, collective::all_reduce, 8);
+  for (std::size_t i = 0; i < all.size(); ++i)
+    strata_test::record(
+        "nccl_allreduce", "system,bytes,held_out,measured_busbw_gbps,lin_busbw_gbps", system,
+        all[i].size.count(), i % 2 == 1 ? 1 : 0, all[i].busbw.count() / 1e9,
+        comm::busbw(collective::all_reduce, 8, all[i].size, m.time(all[i].size)).count() / 1e9);
   return calibrate::evaluate_fit(test, [&](bytes s) { return m.time(s); });
 }
 }  // namespace

@@ -22,6 +22,7 @@
 #include "strata/io/profile.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/io/simulation.hpp"
+#include "strata/io/svg.hpp"
 #include "strata/io/transformer_scenario.hpp"
 #include "strata/model/zoo.hpp"
 #include "strata/sim/paradl.hpp"
@@ -63,6 +64,16 @@ void write_json(const std::string& option, const std::string& path, const json& 
   std::ofstream out(path);
   if (!out) throw strata::plan_error(option + ": cannot write '" + path + "'");
   out << j.dump(indent) << '\n';
+  out.flush();
+  out.close();
+  if (out.fail()) throw strata::plan_error(option + ": cannot write '" + path + "'");
+}
+
+// Writes a picture to `path` for the option `option` (docs/cli.md, "Pictures").
+void write_text(const std::string& option, const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!out) throw strata::plan_error(option + ": cannot write '" + path + "'");
+  out << text;
   out.flush();
   out.close();
   if (out.fail()) throw strata::plan_error(option + ": cannot write '" + path + "'");
@@ -248,6 +259,10 @@ int main(int argc, char** argv) {
   sim_cmd->add_option("scenario", sim_input, "scenario JSON file, or - for standard input")
       ->required();
   sim_cmd->add_option("--trace", trace_path, "write a Chrome-trace / Perfetto JSON timeline");
+  std::string svg_path, memory_svg_path;
+  sim_cmd->add_option("--svg", svg_path, "write the timeline as a self-contained SVG picture");
+  sim_cmd->add_option("--memory-svg", memory_svg_path,
+                      "write each pipeline stage's memory against the device as an SVG bar chart");
   sim_cmd->add_flag("--overlap", overlap, "overlap the gradient all-reduce with backward");
   sim_cmd->add_option("--buckets", buckets, "gradient all-reduce buckets")
       ->check(CLI::Range(1, 1 << 20));
@@ -394,11 +409,34 @@ int main(int argc, char** argv) {
         check_finite(j, "");
         if (!trace_path.empty())
           write_json("--trace", trace_path, strata::io::chrome_trace(run.graph, run.run), -1);
+        const auto& q = ts.strategy;
+        const std::string title = ts.name + ": t=" + std::to_string(q.tensor.degree) +
+                                  " p=" + std::to_string(q.pipeline.degree) +
+                                  " v=" + std::to_string(q.pipeline.virtual_stages) +
+                                  " d=" + std::to_string(q.data.degree) + ", " +
+                                  std::string(to_string(q.pipeline.kind)) + ", " +
+                                  std::to_string(q.micro_batches(ts.setup)) + " micro-batches";
+        if (!svg_path.empty())
+          write_text("--svg", svg_path,
+                     strata::io::timeline_svg(run.graph, run.run,
+                                              {.title = title + " (one rank per stage)"}));
+        if (!memory_svg_path.empty()) {
+          auto bars = strata::io::stage_memory_bars(ts.net, ts.strategy, ts.setup);
+          for (std::size_t i = 0; i < bars.size() && i < run.run.peak_memory.size(); ++i)
+            bars[i].marker = run.run.peak_memory[i];
+          write_text("--memory-svg", memory_svg_path,
+                     strata::io::memory_bars_svg(bars, ts.machine.dev.memory.count(),
+                                                 title + ": memory per stage", "simulated peak"));
+        }
         print_json(j);
         return 0;
       }
       const strata::io::scenario s = strata::io::parse_scenario_text(text);
       if (s.ps) throw strata::plan_error("strategy: simulate runs the ParaDL strategies");
+      if (!memory_svg_path.empty())
+        throw strata::plan_error(
+            "--memory-svg: draws the pipeline stages of a transformer scenario; use --svg for "
+            "this one");
       const auto run =
           strata::sim::simulate(s.layers, s.strategy, s.machine, s.setup,
                                 {.overlap = overlap, .buckets = buckets, .gamma = gamma});
@@ -408,6 +446,8 @@ int main(int argc, char** argv) {
       check_finite(j, "");
       if (!trace_path.empty())
         write_json("--trace", trace_path, strata::io::chrome_trace(run.graph, run.run), -1);
+      if (!svg_path.empty())
+        write_text("--svg", svg_path, strata::io::timeline_svg(run.graph, run.run));
       print_json(j);
       return 0;
     });

@@ -157,6 +157,12 @@ class simulator {
     capacity_[static_cast<std::size_t>(device)] = bytes;
   }
 
+  /// The memory limit of `device` in bytes (infinity when none was set).
+  [[nodiscard]] double memory_capacity(int device) const {
+    return device >= 0 && static_cast<std::size_t>(device) < capacity_.size()
+               ? capacity_[static_cast<std::size_t>(device)]
+               : std::numeric_limits<double>::infinity();
+  }
   [[nodiscard]] const std::vector<task_spec>& tasks() const { return tasks_; }
   [[nodiscard]] const std::vector<resource_spec>& resources() const { return resources_; }
 

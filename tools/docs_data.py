@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Regenerates every number and picture the documentation shows from strata's own runs.
+
+  /usr/bin/python3 tools/docs_data.py --build build           regenerate, then draw the figures
+  /usr/bin/python3 tools/docs_data.py --build build --check   fail if anything committed is stale
+
+It needs `build/strata` and `build/test/unit_tests` (cmake --build build --target strata_cli
+unit_tests). Steps:
+  1. the validation tests run with STRATA_VALIDATION_OUT set and write the rows they compared
+     (test/validation/record.hpp) -> docs/data/validation/*.csv;
+  2. the CLI runs docs/examples/: the 4-stage timelines and memory bars (strata simulate --svg,
+     --memory-svg) -> docs/img/*.svg, a strategy sweep and a scaling series -> docs/data/*.csv;
+  3. the tables of docs/validation.md between `<!-- generated:NAME -->` and
+     `<!-- end generated -->` are rewritten from those CSVs;
+  4. docs/cli_fields.md is regenerated from the parser (tools/docs_fields.py), the compiler
+     error quoted in docs/concepts.md is checked against the source line it quotes, and every
+     repository path a page names must exist;
+  5. tools/figures.py (matplotlib) draws the validation figures from the CSVs -> docs/img/*.png.
+Everything in steps 1-4 is deterministic and --check compares it byte for byte; the PNG figures
+depend on the matplotlib version, so --check only checks that they exist.
+"""
+import argparse
+import csv
+import io
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import docs_fields  # noqa: E402
+
+VALIDATION_TESTS = [  # Catch2 test names (wildcards allowed), each run on its own
+    "SC'21 Table 1: TFLOP/s per GPU within 10 % on every row",
+    "Korthikanti et al. Fig. 1*",
+    "H100 training steps*",
+    "Hugging Face steps on an H100*",
+    "Lin et al.'s model predicts held-out all-reduce sizes",
+]
+TIMELINES = {  # docs/img/<name>.svg from docs/examples/<scenario>
+    "1f1b": "llama3_8b_1f1b.json",
+    "interleaved": "llama3_8b_interleaved.json",
+}
+SCALING_DEVICES = [64, 128, 256, 512, 1024, 2048, 4096]
+FIGURES = ["validation_sc21.png", "validation_korthikanti.png", "validation_steps.png",
+           "validation_nccl.png", "sweep_llama3_70b.png", "scaling_gpt3_175b.png"]
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"docs_data: {' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
+    return r.stdout
+
+
+def validation_csvs(build, out):
+    exe = build / "test" / "unit_tests"
+    if not exe.exists():
+        sys.exit(f"docs_data: {exe} is missing (cmake --build {build} --target unit_tests)")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, STRATA_VALIDATION_OUT=tmp)
+        for name in VALIDATION_TESTS:
+            run([exe, name], env=env)
+        for f in sorted(pathlib.Path(tmp).glob("*.csv")):
+            (out / "data" / "validation").mkdir(parents=True, exist_ok=True)
+            shutil.copy(f, out / "data" / "validation" / f.name)
+
+
+def cli_runs(build, out):
+    exe = build / "strata"
+    if not exe.exists():
+        sys.exit(f"docs_data: {exe} is missing (cmake --build {build} --target strata_cli)")
+    ex = ROOT / "docs" / "examples"
+    (out / "img").mkdir(parents=True, exist_ok=True)
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name, scenario in TIMELINES.items():
+        report = json.loads(run([exe, "simulate", ex / scenario, "--svg", out / "img" / f"timeline_{name}.svg",
+                                 "--memory-svg", out / "img" / f"memory_{name}.svg"]))
+        rows.append([name, f"{report['iteration_time_s']:.4f}", f"{report['closed_form_iteration_time_s']:.4f}"]
+                    + [f"{b / 2**30:.2f}" for b in report["peak_memory_bytes"]])
+    with open(out / "data" / "timelines.csv", "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["schedule", "simulated_s", "closed_form_s", "peak_gib_stage0", "peak_gib_stage1",
+                    "peak_gib_stage2", "peak_gib_stage3"])
+        w.writerows(rows)
+    sweep = json.loads(run([exe, ex / "llama3_70b_sweep.json"]))
+    # the device capacity the sweep pruned against: the fastest plan's own report
+    one = json.loads((ex / "llama3_70b_sweep.json").read_text())
+    del one["search"]
+    one["parallel"] = sweep["best"][0]["parallel"]
+    capacity = json.loads(run([exe, "-"], input=json.dumps(one)))["memory_GiB"]["capacity"]
+    with open(out / "data" / "sweep_llama3_70b.csv", "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["tensor", "sequence_parallel", "pipeline", "virtual_stages", "data", "zero", "micro_batch",
+                    "recompute", "iteration_s", "memory_gib", "capacity_gib"])
+        for p in sweep["best"]:
+            q = p["parallel"]
+            w.writerow([q["tensor"], int(q["sequence_parallel"]), q["pipeline"], q["virtual_stages"], q["data"],
+                        q["zero"], q["micro_batch"], q["recompute"], f"{p['iteration_s']:.6g}",
+                        f"{p['memory_GiB']:.6g}", f"{capacity:.6g}"])
+    base = json.loads((ex / "gpt3_175b_scaling.json").read_text())
+    with open(out / "data" / "scaling_gpt3_175b.csv", "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["devices", "candidates", "fitting", "tensor", "pipeline", "virtual_stages", "data", "zero",
+                    "micro_batch", "recompute", "iteration_s", "tokens_per_s", "memory_gib"])
+        for n in SCALING_DEVICES:
+            base["cluster"]["devices"] = n
+            r = json.loads(run([exe, "-"], input=json.dumps(base)))
+            if not r["best"]:
+                continue
+            p = r["best"][0]
+            q = p["parallel"]
+            w.writerow([n, r["candidates"], r["fitting"], q["tensor"], q["pipeline"], q["virtual_stages"], q["data"],
+                        q["zero"], q["micro_batch"], q["recompute"], f"{p['iteration_s']:.6g}",
+                        f"{p['tokens_per_s']:.6g}", f"{p['memory_GiB']:.6g}"])
+
+
+def read(out, name):
+    with open(out / "data" / name) as f:
+        return list(csv.DictReader(f))
+
+
+def pct(a, b, digits=1):
+    return f"{100 * (float(a) / float(b) - 1):+.{digits}f} %"
+
+
+def tables(out):
+    """The generated tables of docs/validation.md, by name."""
+    t = {}
+    rows = read(out, "validation/megatron_sc21.csv")
+    lines = ["| model | GPUs | t | p | v | d | b | published TFLOP/s | strata | error | memory GiB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['gpus']} | {r['t']} | {r['p']} | {r['v']} | {r['d']} | {r['b']} | "
+                     f"{float(r['published_tflops']):.0f} | {float(r['strata_tflops']):.1f} | "
+                     f"{pct(r['strata_tflops'], r['published_tflops'])} | {float(r['memory_gib']):.1f} |")
+    t["sc21"] = lines
+    rows = read(out, "validation/korthikanti_fig1.csv")
+    lines = ["| model | mode | term | paper GiB | strata GiB | error |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['mode']} | {r['metric']} | {float(r['paper_gib']):.2f} | "
+                     f"{float(r['strata_gib']):.2f} | {pct(r['strata_gib'], r['paper_gib'], 2)} |")
+    t["korthikanti"] = lines
+    rows = read(out, "validation/hf_steps.csv")
+    lines = ["| row | batch | sequence | step measured | strata | error | peak measured | strata | error |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['row']} | {r['batch']} | {r['sequence']} | {float(r['measured_ms']):.1f} ms | "
+                     f"{float(r['strata_ms']):.1f} ms | {pct(r['strata_ms'], r['measured_ms'])} | "
+                     f"{float(r['measured_peak_gb']):.2f} GB | {float(r['strata_peak_gb']):.2f} GB | "
+                     f"{pct(r['strata_peak_gb'], r['measured_peak_gb'], 2)} |")
+    t["hf_steps"] = lines
+    rows = read(out, "validation/h100_steps.csv")
+    groups = {}
+    for r in rows:
+        key = ("GPT-2" if r["model"] == "gpt2" else r["model"].replace("resnet50", "ResNet-50")
+               .replace("vgg16", "VGG16"), r["precision"])
+        groups.setdefault(key, []).append(r)
+    lines = ["| models | precision | steps | step time MAPE | worst | peak memory MAPE | worst |",
+             "|---|---|---|---|---|---|---|"]
+
+    def mape(rs, a, b):
+        e = [abs(float(r[a]) / float(r[b]) - 1) for r in rs]
+        return f"{100 * sum(e) / len(e):.1f} %", f"{100 * max(e):.1f} %"
+    for key in sorted(groups):
+        rs = groups[key]
+        tm, tw = mape(rs, "strata_ms", "measured_ms")
+        pm, pw = mape(rs, "strata_peak_gb", "measured_peak_gb")
+        lines.append(f"| {key[0]} | {key[1]} | {len(rs)} | {tm} | {tw} | {pm} | {pw} |")
+    tm, tw = mape(rows, "strata_ms", "measured_ms")
+    pm, pw = mape(rows, "strata_peak_gb", "measured_peak_gb")
+    lines.append(f"| all | | {len(rows)} | {tm} | {tw} | {pm} | {pw} |")
+    t["h100_steps"] = lines
+    rows = read(out, "validation/nccl_allreduce.csv")
+    lines = ["| system | sizes held out | MAPE of bus bandwidth (held out) | worst |", "|---|---|---|---|"]
+    systems = []
+    for r in rows:
+        if r["system"] not in systems:
+            systems.append(r["system"])
+    for s in systems:
+        rs = [r for r in rows if r["system"] == s and r["held_out"] == "1"]
+        e = [abs(float(r["lin_busbw_gbps"]) / float(r["measured_busbw_gbps"]) - 1) for r in rs]
+        lines.append(f"| {s} | {len(rs)} | {100 * sum(e) / len(e):.1f} % | {100 * max(e):.1f} % |")
+    t["nccl"] = lines
+    rows = read(out, "timelines.csv")
+    lines = ["| schedule | simulated iteration | closed form | peak GiB per stage (0, 1, 2, 3) |", "|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['schedule']} | {r['simulated_s']} s | {r['closed_form_s']} s | "
+                     f"{r['peak_gib_stage0']}, {r['peak_gib_stage1']}, {r['peak_gib_stage2']}, "
+                     f"{r['peak_gib_stage3']} |")
+    t["timelines"] = lines
+    rows = read(out, "scaling_gpt3_175b.csv")
+    lines = ["| GPUs | plans that fit | fastest plan (t, p, v, d, ZeRO, b, recompute) | iteration | tokens/s | memory GiB |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['devices']} | {r['fitting']} of {r['candidates']} | {r['tensor']}, {r['pipeline']}, "
+                     f"{r['virtual_stages']}, {r['data']}, {r['zero']}, {r['micro_batch']}, {r['recompute']} | "
+                     f"{float(r['iteration_s']):.2f} s | {float(r['tokens_per_s']):,.0f} | "
+                     f"{float(r['memory_gib']):.1f} |")
+    t["scaling"] = lines
+    return t
+
+
+GENERATED = re.compile(r"(<!-- generated:(\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
+
+
+def fill(text, t, page):
+    def repl(m):
+        name = m.group(2)
+        if name not in t:
+            sys.exit(f"docs_data: {page} asks for an unknown generated table '{name}'")
+        return m.group(1) + "\n".join(t[name]) + "\n" + m.group(4)
+    return GENERATED.sub(repl, text)
+
+
+def concepts_error_line():
+    """The compiler error quoted in docs/concepts.md names the line of the throw it quotes."""
+    text = (ROOT / "docs" / "concepts.md").read_text()
+    m = re.search(r"include/strata/(\S+?\.hpp):(\d+):\d+: error.*\n +\d+ \| (.*)\n", text)
+    if not m:
+        return ["docs/concepts.md: the quoted compiler error is missing"]
+    src = (ROOT / "include" / "strata" / m.group(1)).read_text().split("\n")
+    line = int(m.group(2))
+    if line > len(src) or src[line - 1].strip() != m.group(3).strip():
+        return [f"docs/concepts.md quotes {m.group(1)}:{line} but that line is not the one quoted; "
+                f"recompile test/fail/filter_limit.cpp with -DSTRATA_SHOULD_FAIL and update it"]
+    return []
+
+
+def doc_paths():
+    """Every repository path a page names in code (strata/..., include/, test/, tools/, docs/,
+    examples/, bench/) exists."""
+    bad = []
+    prefixes = ("strata/", "include/", "test/", "tools/", "docs/", "examples/", "bench/", "single_include/")
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        for code in re.findall(r"```.*?```|`[^`]+`", page.read_text(), re.S):
+            for p in re.findall(r"(?<![\w./-])((?:[\w.-]+/)+[\w.-]+\.(?:hpp|cpp|py|csv|json|sh|md))\b", code):
+                if not p.startswith(prefixes) or "*" in p:
+                    continue
+                if not any(c.exists() for c in (ROOT / p, ROOT / "include" / p)):
+                    bad.append(f"docs/{page.name} names {p}, which does not exist")
+    return sorted(set(bad))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build", help="the CMake build directory")
+    ap.add_argument("--check", action="store_true", help="compare with the committed files; change nothing")
+    ap.add_argument("--no-figures", action="store_true", help="skip tools/figures.py")
+    a = ap.parse_args()
+    build = pathlib.Path(a.build).resolve()
+    docs = ROOT / "docs"
+    problems = concepts_error_line() + doc_paths()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) if a.check else docs
+        validation_csvs(build, out)
+        cli_runs(build, out)
+        t = tables(out)
+        pages = {p: fill(p.read_text(), t, p.name) for p in sorted(docs.glob("*.md"))}
+        if a.check:
+            for sub in ["data", "img"]:
+                for f in sorted((out / sub).rglob("*")):
+                    if f.is_dir():
+                        continue
+                    committed = docs / f.relative_to(out)
+                    if not committed.exists() or committed.read_bytes() != f.read_bytes():
+                        problems.append(f"docs/{f.relative_to(out)} is stale")
+            for p, text in pages.items():
+                if p.read_text() != text:
+                    problems.append(f"docs/{p.name}: a generated table is stale")
+            for name in FIGURES:
+                if not (docs / "img" / name).exists():
+                    problems.append(f"docs/img/{name} is missing (run tools/figures.py)")
+            fields = docs_fields.render()
+            if (docs / "cli_fields.md").read_text() != fields:
+                problems.append("docs/cli_fields.md is stale")
+            problems += ["undocumented: " + m for m in docs_fields.undocumented()]
+        else:
+            for p, text in pages.items():
+                if p.read_text() != text:
+                    p.write_text(text)
+            (docs / "cli_fields.md").write_text(docs_fields.render())
+            problems += ["undocumented: " + m for m in docs_fields.undocumented()]
+    if not a.check and not a.no_figures:
+        run(["/usr/bin/python3", ROOT / "tools" / "figures.py"])
+    for p in problems:
+        print("docs_data: " + p)
+    if a.check and problems:
+        print("docs_data: regenerate with `/usr/bin/python3 tools/docs_data.py --build BUILD` and commit")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
