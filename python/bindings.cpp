@@ -120,7 +120,7 @@ json from_python(py::handle h, const std::string& path, int depth = 0) {
   const auto obj = py::reinterpret_borrow<py::object>(h);
   if (py::hasattr(h, "__index__")) return py::int_(obj).cast<long long>();
   if (py::hasattr(h, "__float__")) return py::float_(obj).cast<double>();
-  throw strata::plan_error(path + ": cannot be written as JSON (a " +
+  throw strata::plan_error(path + ": cannot be written as JSON (a Python " +
                            py::str(py::type::of(h).attr("__name__")).cast<std::string>() + ")");
 }
 
