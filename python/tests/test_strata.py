@@ -209,3 +209,24 @@ def test_simulate_equals_the_command(tmp_path):
         cli("simulate", SCENARIOS / "data.json")[1])
     with pytest.raises(strata.Error, match="^schedule: a transformer scenario sets its schedule"):
         strata.simulate(GPT3, schedule="1f1b")
+
+
+# ---- docs/python.md --------------------------------------------------------------------------
+
+def test_docs_example(capsys, monkeypatch):
+    """Runs docs/python.md's cells in order and compares what they print with the page."""
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "python.md").read_text()
+    parts = text.split("```")
+    cells = []  # (code, expected output)
+    for i in range(1, len(parts) - 1, 2):
+        if parts[i].startswith("python\n"):
+            after = parts[i + 2] if i + 2 < len(parts) else ""
+            expected = after[1:] if parts[i + 1].strip() == "" and after.startswith("\n") else ""
+            cells.append((parts[i][len("python\n"):], expected))
+    assert len(cells) == 6 and all(expected for _, expected in cells)
+    monkeypatch.chdir(root)
+    scope = {}
+    for code, expected in cells:
+        exec(compile(code, "docs/python.md", "exec"), scope)
+        assert capsys.readouterr().out == expected
