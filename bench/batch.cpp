@@ -68,10 +68,13 @@ void batch_evaluate(benchmark::State& st) {
   const auto& plans = space();
   const int threads = static_cast<int>(st.range(0));
   const double cpu0 = cpu_seconds();
+  long long lowerings = 0;
   for (auto _ : st) {
     auto r = search::evaluate_batch(gpt3, dgx, setup, a100, plans, {.threads = threads});
     benchmark::DoNotOptimize(r.iteration_s.data());
+    lowerings = r.groups;
   }
+  st.counters["lowerings"] = static_cast<double>(lowerings);
   const double cores = threads > 0 ? threads : std::max(1U, std::thread::hardware_concurrency());
   rate(st, static_cast<double>(plans.size()), cores, cpu_seconds() - cpu0);
 }

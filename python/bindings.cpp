@@ -187,11 +187,14 @@ py::dict sweep_columns(const strata::io::transformer_request& q, int threads) {
   namespace s = strata::search;
   const auto& sc = q.scenario;
   std::vector<strata::parallel::nd> plans;
-  s::for_each_plan(
-      sc.net, sc.machine, sc.setup, sc.profile, sc.space,
-      [&](const strata::parallel::nd& p, const auto&, const auto&) { plans.push_back(p); });
-  const s::batch_report r =
-      s::evaluate_batch(sc.net, sc.machine, sc.setup, sc.profile, plans, {.threads = threads});
+  s::batch_report r;
+  {
+    py::gil_scoped_release free_python;  // pure C++ from here: other Python threads may run
+    s::for_each_plan(
+        sc.net, sc.machine, sc.setup, sc.profile, sc.space,
+        [&](const strata::parallel::nd& p, const auto&, const auto&) { plans.push_back(p); });
+    r = s::evaluate_batch(sc.net, sc.machine, sc.setup, sc.profile, plans, {.threads = threads});
+  }
   for (Eigen::Index i = 0; i < r.size(); ++i)
     if (!std::isfinite(r.iteration_s(i)) || !std::isfinite(r.memory_bytes(i)))
       throw strata::plan_error(

@@ -8,7 +8,10 @@
 /// degree that fills the cluster, micro-batches, interleaving, recomputation modes and ZeRO
 /// stages. Candidates are valid by construction. Each is pruned on memory first (three pipeline
 /// stages, `peak_stage_memory`); only plans that fit are timed, with one kernel lowering per
-/// (tensor degree, sequence parallelism, micro-batch) shared by everything else.
+/// (tensor degree, sequence parallelism, micro-batch) shared by everything else. Plans of equal
+/// time are ranked by their degrees (`ranks_before`), so a sweep split into parts (`sweep_part`,
+/// one per MPI rank in strata-mpi) and `merge`d gives the same answer as one sweep. The result
+/// also holds the Pareto front of time, memory and GPU-hours (`search/pareto.hpp`).
 /// @code
 /// const auto result = strata::search::sweep(strata::zoo::gpt3_175b(),
 /// strata::presets::dgx_a100(128),
