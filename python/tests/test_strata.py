@@ -7,6 +7,7 @@ the built `strata` program and STRATA_TEST_SCENARIOS at test/cli/good.
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,16 @@ def test_typed_objects_equal_the_dict():
                                  flash_attention=False))
     assert typed.to_dict() == load(GPT3)
     assert strata.evaluate(typed) == strata.evaluate(GPT3)
+
+
+def test_import_needs_no_numpy():
+    # an interpreter without NumPy (pyenv's, say) imports the module and evaluates; only
+    # sweep(columns=True) needs NumPy
+    code = ("import sys; sys.modules['numpy'] = None; import strata; "
+            f"print(strata.evaluate({str(GPT3)!r})['iteration_time_s'])")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert float(p.stdout) == strata.evaluate(GPT3)["iteration_time_s"]
 
 
 # ---- errors ----------------------------------------------------------------------------------
