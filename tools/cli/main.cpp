@@ -19,10 +19,12 @@
 #include "strata/calibrate/step_fit.hpp"
 #include "strata/io/dlrm_scenario.hpp"
 #include "strata/io/lin_trace.hpp"
+#include "strata/io/messages.hpp"
 #include "strata/io/profile.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/io/simulation.hpp"
 #include "strata/io/svg.hpp"
+#include "strata/io/transformer_request.hpp"
 #include "strata/io/transformer_scenario.hpp"
 #include "strata/model/zoo.hpp"
 #include "strata/sim/paradl.hpp"
@@ -32,30 +34,11 @@
 namespace {
 using json = nlohmann::json;
 
-// Every number in a report is finite: the first that is not is an error naming its field.
-void check_finite(const json& j, const std::string& path) {
-  if (j.is_number_float() && !std::isfinite(j.get<double>()))
-    throw strata::plan_error(
-        (path.empty() ? std::string("report") : path) +
-        ": the prediction is not a finite number (the inputs are too extreme)");
-  if (j.is_object())
-    for (auto it = j.begin(); it != j.end(); ++it)
-      check_finite(*it, path.empty() ? it.key() : path + "." + it.key());
-  if (j.is_array())
-    for (std::size_t i = 0; i < j.size(); ++i)
-      check_finite(j[i], path + "[" + std::to_string(i) + "]");
-}
+// Every number in a report is finite (io/messages.hpp).
+void check_finite(const json& j, const std::string& path) { strata::io::check_finite(j, path); }
 
-// A table holds no "inf" or "nan" (printf's spelling of non-finite numbers).
-void check_finite_table(const std::string& text) {
-  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (const char* bad : {"inf", "nan"})
-    for (auto at = text.find(bad); at != std::string::npos; at = text.find(bad, at + 1))
-      if ((at == 0 || !word(text[at - 1])) && (at + 3 >= text.size() || !word(text[at + 3])))
-        throw strata::plan_error(
-            "report: the prediction is not a finite number (the inputs are "
-            "too extreme)");
-}
+// A table holds no "inf" or "nan" (io/messages.hpp).
+void check_finite_table(const std::string& text) { strata::io::check_finite_text(text); }
 
 // Writes `j` to `path` for the option `option`; a path that cannot be opened or written
 // (a full disk, /dev/full) is a plan_error.
@@ -94,14 +77,7 @@ void print_table(const std::string& text) {
 // `fallback`; nlohmann's "[json.exception...]" prefix goes; control characters become spaces and
 // the line is cut at 400 bytes (error messages echo input).
 int error_line(const std::string& fallback, std::string msg) {
-  msg = strata::io::detail::json_what(std::runtime_error(msg));
-  for (char& c : msg)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  const auto colon = msg.find(':');
-  const bool has_field = colon != std::string::npos && colon > 0 && colon <= 100 &&
-                         colon + 2 < msg.size() && msg[colon + 1] == ' ' && msg[0] != ' ';
-  if (!has_field) msg = fallback + ": " + msg;
-  msg = strata::io::detail::cut(msg, 400);
+  msg = strata::io::error_text(fallback, msg);  // io/messages.hpp: the Python module's too
   std::cout.flush();
   if (isatty(2) != 0) std::cerr << "\r\033[K";  // clear a progress bar
   std::cerr << "strata: error: " << msg << '\n';
@@ -470,11 +446,12 @@ int main(int argc, char** argv) {
         return 0;
       }
       if (j.is_object() && j.contains("transformer")) {
-        const auto s = strata::io::parse_transformer_scenario(j, strata_cli::h100_sxm_profile);
+        // io/transformer_request.hpp: the report with the search's Pareto front and cost
+        const auto r = strata::io::parse_transformer_request(j, strata_cli::h100_sxm_profile);
         if (format == "table")
-          print_table(strata::io::transformer_report_table(s));
+          print_table(strata::io::transformer_report_table(r.scenario));
         else
-          print_json(strata::io::transformer_report_json(s));
+          print_json(strata::io::transformer_request_json(r));
         return 0;
       }
     }

@@ -8,7 +8,10 @@
 /// degree that fills the cluster, micro-batches, interleaving, recomputation modes and ZeRO
 /// stages. Candidates are valid by construction. Each is pruned on memory first (three pipeline
 /// stages, `peak_stage_memory`); only plans that fit are timed, with one kernel lowering per
-/// (tensor degree, sequence parallelism, micro-batch) shared by everything else.
+/// (tensor degree, sequence parallelism, micro-batch) shared by everything else. Plans of equal
+/// time are ranked by their degrees (`ranks_before`), so a sweep split into parts (`sweep_part`,
+/// one per MPI rank in strata-mpi) and `merge`d gives the same answer as one sweep. The result
+/// also holds the Pareto front of time, memory and GPU-hours (`search/pareto.hpp`).
 /// @code
 /// const auto result = strata::search::sweep(strata::zoo::gpt3_175b(),
 /// strata::presets::dgx_a100(128),
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "strata/analytic/transformer.hpp"
+#include "strata/search/pareto.hpp"
 
 namespace strata::search {
 
@@ -45,10 +49,23 @@ struct ranked_transformer_plan {
   bytes memory{};
 };
 
+/// Which share of a sweep to run: the lowered-layer groups g with g % parts == part (a
+/// distributed search gives each rank one part; `merge` joins the results).
+struct sweep_part {
+  int part = 0;
+  int parts = 1;
+};
+
+/// The objectives of a plan's Pareto front: iteration time (s), peak memory per device (bytes)
+/// and GPU-hours per iteration.
+using transformer_front = pareto_front<ranked_transformer_plan, 3>;
+
 struct transformer_sweep_result {
   std::vector<ranked_transformer_plan> best;  ///< fastest first
   long long candidates = 0;                   ///< valid plans considered
   long long fitting = 0;                      ///< plans within the device memory (timed)
+  transformer_front pareto;  ///< the plans that fit and that no other beats on time, memory and
+                             ///< GPU-hours (`pareto_front`), fastest first
 };
 
 namespace detail {
@@ -58,15 +75,41 @@ inline std::vector<int> divisors(int n, int limit) {
     if (n % d == 0) out.push_back(d);
   return out;
 }
+/// The plan's degrees in a fixed order: ties in time are broken by it, so the ranking is the
+/// same whatever order (or how many ranks) the plans were timed in.
+inline auto plan_key(const parallel::nd& s) {
+  return std::array<int, 10>{s.tensor.degree,
+                             s.tensor.sequence ? 1 : 0,
+                             s.context.degree,
+                             s.expert.degree,
+                             s.micro_batch,
+                             s.pipeline.degree,
+                             s.pipeline.virtual_stages,
+                             static_cast<int>(s.recomputation),
+                             s.data.zero,
+                             s.data.degree};
+}
 }  // namespace detail
 
-/// Sweeps `space` for `m` on every device of `c`.
-[[nodiscard]] inline transformer_sweep_result sweep(const transformer& m, const cluster& c,
-                                                    const transformer_training& tr,
-                                                    const device_profile& prof,
-                                                    const transformer_space& space = {}) {
+/// The sweep's order: faster first, then by the plan's degrees (a total order on distinct plans).
+[[nodiscard]] inline bool ranks_before(const ranked_transformer_plan& a,
+                                       const ranked_transformer_plan& b) {
+  const double ta = a.time.total().count(), tb = b.time.total().count();
+  if (ta != tb) return ta < tb;
+  return detail::plan_key(a.strategy) < detail::plan_key(b.strategy);
+}
+
+/// Calls `visit(plan, layer_compute, plan_keeps)` for every valid candidate of `space` (in
+/// `part`), lowering one layer per (tensor degree, sequence parallelism, expert, context,
+/// micro-batch) group and sharing it with every plan of the group.
+template <class Visit>
+void for_each_plan(const transformer& m, const cluster& c, const transformer_training& tr,
+                   const device_profile& prof, const transformer_space& space, Visit&& visit,
+                   sweep_part part = {}) {
   m.check();
   tr.check();
+  if (part.parts < 1 || part.part < 0 || part.part >= part.parts)
+    throw plan_error("search: the part to run must lie in [0, parts)");
   const int devices = c.devices();
   const int node = c.levels[0].fanout;
   std::vector<int> tensor = space.tensor;
@@ -77,31 +120,8 @@ inline std::vector<int> divisors(int n, int limit) {
         tensor.push_back(t);
   std::vector<int> pipeline =
       space.pipeline.empty() ? detail::divisors(m.layers, m.layers) : space.pipeline;
-  transformer_sweep_result out;
-  std::vector<ranked_transformer_plan>& best = out.best;
-  auto consider = [&](const ranked_transformer_plan& r) {
-    const auto slower = [](const ranked_transformer_plan& a, const ranked_transformer_plan& b) {
-      return a.time.total() < b.time.total();
-    };
-    if (best.size() < space.keep) {
-      best.push_back(r);
-      std::push_heap(best.begin(), best.end(), slower);
-    } else if (space.keep > 0 && r.time.total() < best.front().time.total()) {
-      std::pop_heap(best.begin(), best.end(), slower);
-      best.back() = r;
-      std::push_heap(best.begin(), best.end(), slower);
-    }
-  };
   const int seq = tr.sequence_or(m.sequence);
-  // one plan: pruned on memory, timed when it fits
-  auto visit = [&](const parallel::nd& s, const analytic::layer_compute& lc,
-                   const analytic::plan_keeps& keeps) {
-    ++out.candidates;
-    const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps).total();
-    if (mem + analytic::headroom_of(s, tr.runtime, mem).total() > c.dev.memory) return;
-    ++out.fitting;
-    consider({s, analytic::iteration(m, s, c, tr, prof, lc), mem});
-  };
+  long long group = -1;
   // the axes that change the lowered layer: tensor, sequence parallelism, expert, context and
   // micro-batch; everything else reuses it
   for (const int t : tensor)
@@ -112,6 +132,7 @@ inline std::vector<int> divisors(int n, int limit) {
             if ((sp && t == 1) || e < 1 || m.experts % e != 0 || cx < 1 ||
                 (cx > 1 && seq % (2 * cx) != 0) || b < 1)
               continue;
+            if (++group % part.parts != part.part) continue;
             // recipes whose kernels change under checkpointing lower once per recomputation
             const bool per_rc = tr.framework.modules == frameworks::module_style::transformers;
             std::array<analytic::layer_compute, 3> lcs{};
@@ -143,25 +164,83 @@ inline std::vector<int> divisors(int n, int limit) {
                     const analytic::layer_compute& lc =
                         lcs[static_cast<std::size_t>(per_rc ? rc : space.recompute.front())];
                     if (z > 0 && d * e * cx == 1) continue;  // nothing to shard
-                    visit({.tensor = {.degree = t, .sequence = sp},
-                           .context = {.degree = cx},
-                           .expert = {.degree = e},
-                           .pipeline = {.degree = p,
-                                        .virtual_stages = v,
-                                        .kind = v > 1 ? parallel::schedule::interleaved
-                                                      : parallel::schedule::one_f_one_b},
-                           .data = {.degree = d, .zero = z},
-                           .recomputation = rc,
-                           .micro_batch = b},
-                          lc, keeps[static_cast<std::size_t>(rc)]);
+                    visit(
+                        parallel::nd{.tensor = {.degree = t, .sequence = sp},
+                                     .context = {.degree = cx},
+                                     .expert = {.degree = e},
+                                     .pipeline = {.degree = p,
+                                                  .virtual_stages = v,
+                                                  .kind = v > 1 ? parallel::schedule::interleaved
+                                                                : parallel::schedule::one_f_one_b},
+                                     .data = {.degree = d, .zero = z},
+                                     .recomputation = rc,
+                                     .micro_batch = b},
+                        lc, keeps[static_cast<std::size_t>(rc)]);
                   }
               }
             }
           }
-  std::sort_heap(best.begin(), best.end(),
-                 [](const ranked_transformer_plan& a, const ranked_transformer_plan& b) {
-                   return a.time.total() < b.time.total();
-                 });
+}
+
+namespace detail {
+/// Keeps the `keep` best plans (`ranks_before`) in a heap whose top is the worst kept.
+inline void keep_best(std::vector<ranked_transformer_plan>& best, std::size_t keep,
+                      const ranked_transformer_plan& r) {
+  if (best.size() < keep) {
+    best.push_back(r);
+    std::push_heap(best.begin(), best.end(), ranks_before);
+  } else if (keep > 0 && ranks_before(r, best.front())) {
+    std::pop_heap(best.begin(), best.end(), ranks_before);
+    best.back() = r;
+    std::push_heap(best.begin(), best.end(), ranks_before);
+  }
+}
+inline void finish(transformer_sweep_result& out) {
+  std::sort_heap(out.best.begin(), out.best.end(), ranks_before);
+  std::sort(out.pareto.entries.begin(), out.pareto.entries.end(),
+            [](const auto& a, const auto& b) { return ranks_before(a.item, b.item); });
+}
+}  // namespace detail
+
+/// Joins the results of the parts of one sweep (`sweep_part`): the `keep` best of all, the
+/// front of the fronts, the counts summed. The same answer as one sweep over the whole space.
+[[nodiscard]] inline transformer_sweep_result merge(
+    const std::vector<transformer_sweep_result>& parts, std::size_t keep) {
+  transformer_sweep_result out;
+  for (const auto& r : parts) {
+    out.candidates += r.candidates;
+    out.fitting += r.fitting;
+    for (const auto& p : r.best) detail::keep_best(out.best, keep, p);
+    out.pareto.merge(r.pareto);
+  }
+  detail::finish(out);
+  return out;
+}
+
+/// Sweeps `space` for `m` on every device of `c` (or the share `part` of it).
+[[nodiscard]] inline transformer_sweep_result sweep(const transformer& m, const cluster& c,
+                                                    const transformer_training& tr,
+                                                    const device_profile& prof,
+                                                    const transformer_space& space = {},
+                                                    sweep_part part = {}) {
+  transformer_sweep_result out;
+  const double devices = c.devices();
+  // one plan: pruned on memory, timed when it fits
+  for_each_plan(
+      m, c, tr, prof, space,
+      [&](const parallel::nd& s, const analytic::layer_compute& lc,
+          const analytic::plan_keeps& keeps) {
+        ++out.candidates;
+        const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps).total();
+        if (mem + analytic::headroom_of(s, tr.runtime, mem).total() > c.dev.memory) return;
+        ++out.fitting;
+        const ranked_transformer_plan r{s, analytic::iteration(m, s, c, tr, prof, lc), mem};
+        detail::keep_best(out.best, space.keep, r);
+        const double t = r.time.total().count();
+        out.pareto.offer({t, mem.count(), devices * t / 3600.0}, r);
+      },
+      part);
+  detail::finish(out);
   return out;
 }
 

@@ -1,0 +1,337 @@
+// strata._strata: the Python module's native part (docs/python.md). Every function reads a
+// scenario as the CLI does and calls the same library functions (io/transformer_request.hpp,
+// io/scenario.hpp, io/dlrm_scenario.hpp, sim/, search/batch.hpp), so a report from Python equals
+// the CLI's for the same scenario; errors raise strata.Error with the CLI's sentence.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "shipped_profiles.hpp"
+#include "strata/io/dlrm_scenario.hpp"
+#include "strata/io/messages.hpp"
+#include "strata/io/scenario.hpp"
+#include "strata/io/simulation.hpp"
+#include "strata/io/transformer_request.hpp"
+#include "strata/search/batch.hpp"
+#include "strata/sim/paradl.hpp"
+#include "strata/sim/transformer.hpp"
+#include "strata/version.hpp"
+
+namespace py = pybind11;
+using json = nlohmann::json;
+
+namespace {
+
+/// What Python sees as strata.Error (a ValueError): the CLI's error sentence without its
+/// "strata: error: " prefix.
+struct python_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Runs `body`, turning every C++ exception into strata.Error with the CLI's wording
+// (tools/cli/main.cpp, `guarded`).
+template <class F>
+auto guarded(const std::string& field, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const py::error_already_set&) {
+    throw;
+  } catch (const python_error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw python_error(
+        strata::io::error_text(field, "out of memory: the input is too large to evaluate"));
+  } catch (const std::exception& e) {
+    throw python_error(strata::io::error_text(field, e.what()));
+  }
+}
+
+// ---- JSON <-> Python -------------------------------------------------------------------------
+
+py::object to_python(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null:
+      return py::none();
+    case json::value_t::boolean:
+      return py::bool_(j.get<bool>());
+    case json::value_t::number_integer:
+      return py::int_(j.get<long long>());
+    case json::value_t::number_unsigned:
+      return py::int_(j.get<unsigned long long>());
+    case json::value_t::number_float:
+      return py::float_(j.get<double>());
+    case json::value_t::string:
+      return py::str(j.get_ref<const std::string&>());
+    case json::value_t::array: {
+      py::list out;
+      for (const auto& x : j) out.append(to_python(x));
+      return out;
+    }
+    case json::value_t::object: {
+      py::dict out;
+      for (auto it = j.begin(); it != j.end(); ++it) out[py::str(it.key())] = to_python(*it);
+      return out;
+    }
+    default:
+      return py::none();
+  }
+}
+
+json from_python(py::handle h, const std::string& path, int depth = 0) {
+  if (depth > strata::io::detail::max_json_depth)
+    throw strata::plan_error(path + ": nested deeper than " +
+                             std::to_string(strata::io::detail::max_json_depth) + " levels");
+  if (h.is_none()) return nullptr;
+  if (py::isinstance<py::bool_>(h)) return h.cast<bool>();
+  if (py::isinstance<py::int_>(h)) {
+    try {
+      return h.cast<long long>();
+    } catch (const py::cast_error&) {
+      return h.cast<double>();  // beyond 64 bits: the range checks will name it
+    }
+  }
+  if (py::isinstance<py::float_>(h)) return h.cast<double>();
+  if (py::isinstance<py::str>(h)) return h.cast<std::string>();
+  if (py::isinstance<py::dict>(h)) {
+    json out = json::object();
+    for (auto item : h.cast<py::dict>()) {
+      if (!py::isinstance<py::str>(item.first))
+        throw strata::plan_error(path + ": keys must be strings (got " +
+                                 py::repr(item.first).cast<std::string>() + ")");
+      const auto key = item.first.cast<std::string>();
+      out[key] = from_python(item.second, path + "." + key, depth + 1);
+    }
+    return out;
+  }
+  if (py::isinstance<py::list>(h) || py::isinstance<py::tuple>(h)) {
+    json out = json::array();
+    std::size_t i = 0;
+    for (auto x : h)
+      out.push_back(from_python(x, path + "[" + std::to_string(i++) + "]", depth + 1));
+    return out;
+  }
+  if (py::hasattr(h, "to_dict")) return from_python(h.attr("to_dict")(), path, depth);
+  // NumPy scalars and other numbers
+  const auto obj = py::reinterpret_borrow<py::object>(h);
+  if (py::hasattr(h, "__index__")) return py::int_(obj).cast<long long>();
+  if (py::hasattr(h, "__float__")) return py::float_(obj).cast<double>();
+  throw strata::plan_error(path + ": cannot be written as JSON (a Python " +
+                           py::str(py::type::of(h).attr("__name__")).cast<std::string>() + ")");
+}
+
+/// A scenario: a dict (or an object with `to_dict()`, e.g. strata.Scenario), JSON text, or
+/// the path of a scenario file.
+json scenario_json(py::handle h) {
+  if (py::isinstance<py::str>(h) || py::hasattr(h, "__fspath__")) {
+    const std::string text = py::str(h).cast<std::string>();
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && text[first] == '{' && !py::hasattr(h, "__fspath__"))
+      return strata::io::detail::parse_json(text);
+    return strata::io::detail::parse_json(
+        strata::io::detail::read_file(text, "scenario", "scenario file"));
+  }
+  return from_python(h, "scenario");
+}
+
+json checked(json j) {
+  strata::io::check_finite(j, "");
+  return j;
+}
+
+// ---- evaluate --------------------------------------------------------------------------------
+
+py::object evaluate(py::handle scenario, const std::string& format) {
+  if (format != "json" && format != "table")
+    throw python_error("format: must be \"json\" or \"table\"");
+  const json j = guarded("scenario", [&] { return scenario_json(scenario); });
+  auto text = [](const std::string& t) {
+    strata::io::check_finite_text(t);
+    return py::object(py::str(t));
+  };
+  return guarded("scenario", [&]() -> py::object {
+    namespace io = strata::io;
+    if (j.is_object() && j.contains("dlrm")) {
+      if (format == "table") throw strata::plan_error("format: DLRM reports are JSON only");
+      return to_python(checked(io::run_dlrm_scenario(j, strata_cli::h100_sxm_profile)));
+    }
+    if (j.is_object() && j.contains("step"))
+      throw strata::plan_error(
+          "step: single-GPU step scenarios are evaluated by the strata command only");
+    if (j.is_object() && j.contains("transformer")) {
+      const auto r = io::parse_transformer_request(j, strata_cli::h100_sxm_profile);
+      if (format == "table") return text(io::transformer_report_table(r.scenario));
+      return to_python(checked(io::transformer_request_json(r)));
+    }
+    const io::scenario s = io::parse_scenario(j);
+    if (format == "table") return text(io::report_table(s));
+    return to_python(checked(io::report_json(s)));
+  });
+}
+
+// ---- sweep -----------------------------------------------------------------------------------
+
+strata::io::transformer_request search_request(py::handle scenario) {
+  const json j = scenario_json(scenario);
+  if (!j.is_object() || !j.contains("transformer") || !j.contains("search"))
+    throw strata::plan_error("search: a sweep needs a transformer scenario with \"search\"");
+  return strata::io::parse_transformer_request(j, strata_cli::h100_sxm_profile);
+}
+
+/// Every candidate of the search, evaluated in one batch: a dict of NumPy arrays.
+py::dict sweep_columns(const strata::io::transformer_request& q, int threads) {
+  namespace s = strata::search;
+  const auto& sc = q.scenario;
+  std::vector<strata::parallel::nd> plans;
+  s::batch_report r;
+  {
+    py::gil_scoped_release free_python;  // pure C++ from here: other Python threads may run
+    s::for_each_plan(
+        sc.net, sc.machine, sc.setup, sc.profile, sc.space,
+        [&](const strata::parallel::nd& p, const auto&, const auto&) { plans.push_back(p); });
+    r = s::evaluate_batch(sc.net, sc.machine, sc.setup, sc.profile, plans, {.threads = threads});
+  }
+  for (Eigen::Index i = 0; i < r.size(); ++i)
+    if (!std::isfinite(r.iteration_s(i)) || !std::isfinite(r.memory_bytes(i)))
+      throw strata::plan_error(
+          "report: the prediction is not a finite number (the inputs are too extreme)");
+  const auto n = static_cast<py::ssize_t>(plans.size());
+  auto ints = [&](auto field) {
+    py::array_t<int> a(n);
+    auto w = a.mutable_unchecked<1>();
+    for (py::ssize_t i = 0; i < n; ++i) w(i) = field(plans[static_cast<std::size_t>(i)]);
+    return a;
+  };
+  auto doubles = [&](const Eigen::ArrayXd& col, double scale = 1) {
+    py::array_t<double> a(n);
+    auto w = a.mutable_unchecked<1>();
+    for (py::ssize_t i = 0; i < n; ++i) w(i) = col(static_cast<Eigen::Index>(i)) * scale;
+    return a;
+  };
+  using nd = strata::parallel::nd;
+  py::dict out;
+  out["tensor"] = ints([](const nd& p) { return p.tensor.degree; });
+  py::array_t<bool> sp(n), fits(n);
+  {
+    auto w = sp.mutable_unchecked<1>();
+    auto f = fits.mutable_unchecked<1>();
+    for (py::ssize_t i = 0; i < n; ++i) {
+      w(i) = plans[static_cast<std::size_t>(i)].tensor.sequence;
+      f(i) = r.fits(static_cast<Eigen::Index>(i));
+    }
+  }
+  out["sequence_parallel"] = sp;
+  out["context"] = ints([](const nd& p) { return p.context.degree; });
+  out["expert"] = ints([](const nd& p) { return p.expert.degree; });
+  out["pipeline"] = ints([](const nd& p) { return p.pipeline.degree; });
+  out["virtual_stages"] = ints([](const nd& p) { return p.pipeline.virtual_stages; });
+  out["data"] = ints([](const nd& p) { return p.data.degree; });
+  out["zero"] = ints([](const nd& p) { return p.data.zero; });
+  out["micro_batch"] = ints([](const nd& p) { return p.micro_batch; });
+  py::list rc;
+  for (const auto& p : plans) rc.append(py::str(std::string(to_string(p.recomputation))));
+  out["recompute"] = py::module_::import("numpy").attr("asarray")(rc);
+  out["iteration_s"] = doubles(r.iteration_s);
+  for (std::size_t k = 0; k < s::batch_time_terms.size(); ++k)
+    out[s::batch_time_terms[k]] = doubles(r.time.col(static_cast<Eigen::Index>(k)));
+  out["memory_GiB"] = doubles(r.memory_bytes, 1.0 / (1024.0 * 1024.0 * 1024.0));
+  out["tokens_per_s"] = doubles(r.tokens_per_s);
+  out["mfu"] = doubles(r.mfu);
+  out["gpu_hours_per_iteration"] = doubles(r.gpu_hours_per_iteration);
+  out["fits"] = fits;
+  return out;
+}
+
+py::object sweep(py::handle scenario, bool columns, bool front, int threads) {
+  if (threads < 0) throw python_error("threads: must be 0 (one per core) or more");
+  if (columns && front) throw python_error("columns: give either columns=True or front=True");
+  const auto q = guarded("scenario", [&] { return search_request(scenario); });
+  return guarded("scenario", [&]() -> py::object {
+    if (columns) return sweep_columns(q, threads);
+    const json report = checked(strata::io::transformer_request_json(q));
+    return to_python(report[front ? "pareto" : "best"]);
+  });
+}
+
+// ---- simulate --------------------------------------------------------------------------------
+
+py::object simulate(py::handle scenario, bool overlap, int buckets, double gamma,
+                    const std::string& schedule, int max_in_flight, bool trace) {
+  // the CLI's option checks (strata simulate --buckets, --gamma, --schedule, --max-in-flight)
+  if (buckets < 1 || buckets > (1 << 20))
+    throw python_error("buckets: must be an integer in [1, 1048576]");
+  if (!std::isfinite(gamma) || gamma < 0 || gamma > 100)
+    throw python_error("gamma: must be a number in [0, 100]");
+  if (max_in_flight < 0 || max_in_flight > (1 << 20))
+    throw python_error("max_in_flight: must be an integer in [0, 1048576]");
+  if (!schedule.empty() && schedule != "gpipe" && schedule != "1f1b")
+    throw python_error("schedule: must be \"gpipe\" or \"1f1b\"");
+  const json tj = guarded("scenario", [&] { return scenario_json(scenario); });
+  return guarded("scenario", [&]() -> py::object {
+    namespace io = strata::io;
+    json report, timeline;
+    if (tj.is_object() && tj.contains("transformer")) {
+      if (!schedule.empty())
+        throw strata::plan_error(
+            "schedule: a transformer scenario sets its schedule in parallel.schedule");
+      const auto ts = io::parse_transformer_scenario(tj, strata_cli::h100_sxm_profile);
+      if (ts.search) throw strata::plan_error("search: simulate runs one plan, not a search");
+      const auto run = strata::sim::simulate(
+          ts.net, ts.strategy, ts.machine, ts.setup, ts.profile,
+          {.overlap = overlap, .buckets = buckets, .max_in_flight = max_in_flight, .gamma = gamma});
+      report = io::summary(run.graph, run.run);
+      report["closed_form_iteration_time_s"] =
+          strata::analytic::evaluate(ts.net, ts.strategy, ts.machine, ts.setup, ts.profile)
+              .iteration_time()
+              .count();
+      report["simulated_ranks"] = run.simulated_ranks;
+      if (run.run.oom)
+        report["out_of_memory"] = {
+            {"stage", run.run.oom->device},
+            {"task", run.graph.tasks()[static_cast<std::size_t>(run.run.oom->task)].name},
+            {"GiB", run.run.oom->bytes / (1024.0 * 1024 * 1024)}};
+      if (trace) timeline = io::chrome_trace(run.graph, run.run);
+    } else {
+      const io::scenario s = io::parse_scenario(tj);
+      if (s.ps) throw strata::plan_error("strategy: simulate runs the ParaDL strategies");
+      const auto run =
+          strata::sim::simulate(s.layers, s.strategy, s.machine, s.setup,
+                                {.overlap = overlap, .buckets = buckets, .gamma = gamma});
+      report = io::summary(run.graph, run.run);
+      report["closed_form_iteration_time_s"] = io::evaluate(s).iteration_time().count();
+      report["simulated_ranks"] = run.simulated_ranks;
+      if (trace) timeline = io::chrome_trace(run.graph, run.run);
+    }
+    strata::io::check_finite(report, "");
+    if (!trace) return to_python(report);
+    strata::io::check_finite(timeline, "trace");
+    return py::make_tuple(to_python(report), to_python(timeline));
+  });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_strata, m) {
+  m.doc() = "strata: predicted iteration time and per-device memory of distributed training";
+  m.attr("__version__") = std::to_string(STRATA_VERSION_MAJOR) + "." +
+                          std::to_string(STRATA_VERSION_MINOR) + "." +
+                          std::to_string(STRATA_VERSION_PATCH);
+  py::register_exception<python_error>(m, "Error", PyExc_ValueError);
+  m.def("evaluate", &evaluate, py::arg("scenario"), py::arg("format") = "json",
+        R"(Evaluates a scenario (dict, JSON text, file path or strata.Scenario) as `strata FILE`
+does; returns the report as a dict (format="table": the table as text).)");
+  m.def("sweep", &sweep, py::arg("scenario"), py::arg("columns") = false, py::arg("front") = false,
+        py::arg("threads") = 0,
+        R"(Runs the scenario's "search": the ranked plans (dicts, fastest first), the Pareto
+front (front=True), or every candidate as NumPy columns (columns=True, batch-evaluated on
+`threads` threads, 0: one per core).)");
+  m.def("simulate", &simulate, py::arg("scenario"), py::arg("overlap") = false,
+        py::arg("buckets") = 1, py::arg("gamma") = 0.0, py::arg("schedule") = "",
+        py::arg("max_in_flight") = 0, py::arg("trace") = false,
+        R"(Simulates one iteration event by event as `strata simulate` does; returns the report,
+or (report, trace) with trace=True (a Chrome-trace / Perfetto dict).)");
+}

@@ -1,0 +1,121 @@
+"""strata: predicted iteration time and per-device memory of distributed deep-learning training.
+
+The functions take a scenario -- a dict in the schema of the ``strata`` command (docs/cli.md),
+JSON text, the path of a scenario file, or the typed objects below -- and return the report the
+command prints, as Python objects::
+
+    import strata
+    report = strata.evaluate({
+        "transformer": "gpt3-175b",
+        "cluster": {"preset": "dgx-a100", "devices": 1024},
+        "parallel": {"tensor": 8, "pipeline": 8, "data": 16, "micro_batch": 1},
+        "training": {"global_batch": 1536, "sequence": 2048},
+    })
+    report["iteration_time_s"]
+
+Errors raise ``strata.Error`` (a ``ValueError``) carrying the command's sentence, e.g.
+``tensor parallelism: the degree must divide the attention heads``.
+"""
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional, Union
+
+from ._strata import Error, __version__, evaluate, simulate, sweep
+
+__all__ = [
+    "Error", "__version__", "evaluate", "simulate", "sweep",
+    "Cluster", "Parallel", "Training", "Search", "Cost", "Scenario",
+]
+
+
+def _fields(obj) -> Dict[str, Any]:
+    """The dataclass's fields that are set (None means "the default")."""
+    return {k: v for k, v in asdict(obj).items() if v is not None}
+
+
+@dataclass
+class Cluster:
+    """A preset cluster (``dgx-a100``, ``dgx-h100``, ...) rounded up to whole nodes."""
+    preset: str
+    devices: int
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _fields(self)
+
+
+@dataclass
+class Parallel:
+    """One ``parallel::nd`` plan; omitted degrees are 1."""
+    tensor: Optional[int] = None
+    sequence_parallel: Optional[bool] = None
+    context: Optional[int] = None
+    expert: Optional[int] = None
+    pipeline: Optional[int] = None
+    virtual_stages: Optional[int] = None
+    schedule: Optional[str] = None
+    data: Optional[int] = None
+    zero: Optional[int] = None
+    recompute: Optional[str] = None
+    micro_batch: Optional[int] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _fields(self)
+
+
+@dataclass
+class Training:
+    global_batch: int
+    sequence: Optional[int] = None
+    precision: Optional[str] = None
+    optimizer: Optional[str] = None
+    framework: Optional[str] = None
+    flash_attention: Optional[bool] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _fields(self)
+
+
+@dataclass
+class Search:
+    """The strategy space to sweep; omitted axes take the sweep's defaults."""
+    tensor: Optional[List[int]] = None
+    pipeline: Optional[List[int]] = None
+    micro_batch: Optional[List[int]] = None
+    virtual_stages: Optional[List[int]] = None
+    zero: Optional[List[int]] = None
+    recompute: Optional[List[str]] = None
+    sequence_parallel: Optional[bool] = None
+    keep: Optional[int] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _fields(self)
+
+
+@dataclass
+class Cost:
+    """A training budget: the search report prices every plan for it."""
+    tokens: Optional[float] = None
+    price_per_gpu_hour: Optional[float] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _fields(self)
+
+
+@dataclass
+class Scenario:
+    """A transformer scenario: give ``parallel`` to evaluate one plan, ``search`` to sweep."""
+    transformer: Union[str, Dict[str, Any]]
+    cluster: Cluster
+    training: Training
+    parallel: Optional[Parallel] = None
+    search: Optional[Union[Search, bool]] = None
+    profile: Optional[str] = None
+    cost: Optional[Cost] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"transformer": self.transformer}
+        for key in ("cluster", "training", "parallel", "search", "profile", "cost"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value.to_dict() if hasattr(value, "to_dict") else value
+        return out

@@ -1,0 +1,164 @@
+// Search beyond one loop: Pareto fronts and cost (search/pareto.hpp), a sweep split into parts
+// and merged (what strata-mpi's ranks do), and batch evaluation (search/batch.hpp) against the
+// scalar closed form, plan by plan.
+#include <catch2/catch.hpp>
+#include <strata/search/batch.hpp>
+#include <strata/search/pareto.hpp>
+#include <strata/search/transformer_sweep.hpp>
+#include <strata/strata.hpp>
+
+using namespace strata;
+using parallel::recompute;
+
+namespace {
+const device_profile a100 = datasheet_profile(presets::a100_sxm4_80gb, h100_fitted_gemm);
+const transformer_training gpt3_setup{.global_batch = 1536, .sequence = 2048};
+
+bool same_plan(const parallel::nd& a, const parallel::nd& b) {
+  return search::detail::plan_key(a) == search::detail::plan_key(b);
+}
+
+// Every candidate of the GPT-3 175B / 1024-GPU space (the sweep's enumeration).
+std::vector<parallel::nd> gpt3_plans(const search::transformer_space& space = {}) {
+  std::vector<parallel::nd> plans;
+  search::for_each_plan(
+      zoo::gpt3_175b(), presets::dgx_a100(128), gpt3_setup, a100, space,
+      [&](const parallel::nd& s, const auto&, const auto&) { plans.push_back(s); });
+  return plans;
+}
+}  // namespace
+
+TEST_CASE("a Pareto front keeps exactly the non-dominated points", "[pareto]") {
+  // (time, memory): (3, 10) (4, 12) (5, 8) (3, 10) (2, 20) (6, 8)
+  // (4, 12) is beaten by (3, 10) on both; (6, 8) by (5, 8) on time; the duplicate (3, 10) stays
+  // (neither of two equal points dominates the other); (2, 20) is the fastest.
+  search::pareto_front<int, 2> f;
+  CHECK(f.offer({3, 10}, 0));
+  CHECK_FALSE(f.offer({4, 12}, 1));
+  CHECK(f.offer({5, 8}, 2));
+  CHECK(f.offer({3, 10}, 3));
+  CHECK(f.offer({2, 20}, 4));
+  CHECK_FALSE(f.offer({6, 8}, 5));
+  std::vector<int> kept;
+  for (const auto& e : f.entries) kept.push_back(e.item);
+  std::sort(kept.begin(), kept.end());
+  CHECK(kept == std::vector<int>{0, 2, 3, 4});
+  // a point better on both drops the two (3, 10) and (5, 8)
+  CHECK(f.offer({2.5, 7}, 6));
+  kept.clear();
+  for (const auto& e : f.entries) kept.push_back(e.item);
+  std::sort(kept.begin(), kept.end());
+  CHECK(kept == std::vector<int>{4, 6});
+  STATIC_REQUIRE(search::dominates<2>({1, 1}, {1, 2}));
+  STATIC_REQUIRE_FALSE(search::dominates<2>({1, 1}, {1, 1}));
+  STATIC_REQUIRE_FALSE(search::dominates<2>({0, 3}, {1, 2}));
+}
+
+TEST_CASE("cost of training: GPU-hours and money for a token budget, worked by hand", "[pareto]") {
+  // GPT-3 175B on 1024 GPUs, 1536 x 2048 = 3,145,728 tokens per 30 s iteration, 300 B tokens:
+  // 300e9 / 3,145,728 = 95,367.43 iterations; x 30 s x 1024 / 3600 = 813,802.1 GPU-hours;
+  // at $2 per GPU-hour $1,627,604.
+  const auto c = search::cost_of(1024, 30.0, 1536.0 * 2048, 300e9, 2.0);
+  CHECK(c.gpu_hours_per_iteration == Approx(1024 * 30.0 / 3600));  // 8.533
+  CHECK(c.iterations == Approx(95'367.43).epsilon(1e-6));
+  CHECK(c.gpu_hours == Approx(813'802.1).epsilon(1e-6));
+  CHECK(c.money == Approx(1'627'604.2).epsilon(1e-6));
+  // no budget: only the per-iteration figure
+  const auto none = search::cost_of(8, 1.8, 1000);
+  CHECK(none.gpu_hours_per_iteration == Approx(0.004));
+  CHECK(none.gpu_hours == 0);
+  CHECK(none.money == 0);
+  CHECK_THROWS_WITH(search::cost_of(0, 1, 1), "cost: a plan needs at least one device");
+  CHECK_THROWS_WITH(search::cost_of(8, std::nan(""), 1),
+                    "cost: the iteration time must be a positive number of seconds");
+  CHECK_THROWS_WITH(search::cost_of(8, 1, 1, -5),
+                    "cost.tokens: must be a non-negative number of tokens");
+}
+
+TEST_CASE("a sweep split into parts and merged gives the whole sweep's answer", "[pareto][mpi]") {
+  const transformer m = zoo::gpt3_175b();
+  const cluster c = presets::dgx_a100(128);
+  const search::transformer_space space{.keep = 25};
+  const auto whole = search::sweep(m, c, gpt3_setup, a100, space);
+  REQUIRE(whole.best.size() == 25);
+  REQUIRE(whole.pareto.size() >= 2);
+  for (const int parts : {2, 3, 7}) {
+    std::vector<search::transformer_sweep_result> rs;
+    for (int p = 0; p < parts; ++p)
+      rs.push_back(search::sweep(m, c, gpt3_setup, a100, space, {p, parts}));
+    CHECK(rs[0].candidates < whole.candidates);  // each part holds a share
+    const auto merged = search::merge(rs, space.keep);
+    CHECK(merged.candidates == whole.candidates);
+    CHECK(merged.fitting == whole.fitting);
+    REQUIRE(merged.best.size() == whole.best.size());
+    for (std::size_t i = 0; i < whole.best.size(); ++i) {
+      CHECK(same_plan(merged.best[i].strategy, whole.best[i].strategy));
+      CHECK(merged.best[i].time.total() == whole.best[i].time.total());
+      CHECK(merged.best[i].memory == whole.best[i].memory);
+    }
+    REQUIRE(merged.pareto.size() == whole.pareto.size());
+    for (std::size_t i = 0; i < whole.pareto.size(); ++i)
+      CHECK(
+          same_plan(merged.pareto.entries[i].item.strategy, whole.pareto.entries[i].item.strategy));
+  }
+  CHECK_THROWS_WITH(search::sweep(m, c, gpt3_setup, a100, space, {2, 2}),
+                    "search: the part to run must lie in [0, parts)");
+  // the front: fastest first, memory falling; its fastest plan is the sweep's best; no plan
+  // that fits beats a front plan on both time and memory
+  const auto& f = whole.pareto.entries;
+  CHECK(same_plan(f.front().item.strategy, whole.best.front().strategy));
+  for (std::size_t i = 1; i < f.size(); ++i) {
+    CHECK(f[i - 1].objectives[0] <= f[i].objectives[0]);
+    CHECK(f[i - 1].objectives[1] > f[i].objectives[1]);
+    CHECK(f[i].objectives[2] == Approx(1024 * f[i].objectives[0] / 3600));
+  }
+}
+
+TEST_CASE("batch evaluation equals the scalar closed form, plan by plan", "[batch]") {
+  const transformer m = zoo::gpt3_175b();
+  const cluster c = presets::dgx_a100(128);
+  // a slice of the space: every tensor and pipeline degree, two micro-batches, all the rest
+  const auto plans = gpt3_plans({.micro_batch = {1, 2}, .virtual_stages = {1, 2}});
+  REQUIRE(plans.size() > 500);
+  const auto r = search::evaluate_batch(m, c, gpt3_setup, a100, plans, {.threads = 1});
+  REQUIRE(r.size() == static_cast<Eigen::Index>(plans.size()));
+  // one lowering per (tensor, sequence parallelism, micro-batch, recomputation): 4 tensor
+  // degrees (1, 2, 4, 8), sp only with t > 1 (4 + 3 = 7), x 2 micro-batches x 3 modes = 42
+  CHECK(r.groups == 42);
+  for (std::size_t i = 0; i < plans.size(); i += 7) {
+    const auto e = analytic::evaluate(m, plans[i], c, gpt3_setup, a100);
+    const auto k = static_cast<Eigen::Index>(i);
+    CHECK(r.iteration_s(k) == e.iteration_time().count());
+    CHECK(r.time(k, 0) == e.time.forward.count());
+    CHECK(r.time(k, 8) == e.time.data_comm.count());
+    CHECK(r.memory_bytes(k) == e.memory.total().count());
+    CHECK(r.required_bytes(k) == e.required().count());
+    CHECK(r.fits(k) == e.fits());
+    CHECK(r.tokens_per_s(k) == Approx(e.tokens_per_second()).epsilon(1e-12));
+    CHECK(r.mfu(k) == Approx(e.mfu()).epsilon(1e-12));
+  }
+  // threads change nothing
+  const auto r4 = search::evaluate_batch(m, c, gpt3_setup, a100, plans, {.threads = 4});
+  CHECK((r4.iteration_s == r.iteration_s).all());
+  CHECK((r4.memory_bytes == r.memory_bytes).all());
+  // the fastest fitting plan of the batch is the sweep's best
+  const auto s =
+      search::sweep(m, c, gpt3_setup, a100, {.micro_batch = {1, 2}, .virtual_stages = {1, 2}});
+  Eigen::Index best = -1;
+  for (Eigen::Index i = 0; i < r.size(); ++i)
+    if (r.fits(i) && (best < 0 || r.iteration_s(i) < r.iteration_s(best))) best = i;
+  REQUIRE(best >= 0);
+  CHECK(r.iteration_s(best) == s.best.front().time.total().count());
+  CHECK(r.fits.count() == s.fitting);
+}
+
+TEST_CASE("batch evaluation names the plan that breaks a limit", "[batch]") {
+  const transformer m = zoo::gpt3_175b();
+  const cluster c = presets::dgx_a100(128);
+  std::vector<parallel::nd> plans{
+      {.tensor = {.degree = 8}, .pipeline = {.degree = 8}, .data = {.degree = 16}},
+      {.tensor = {.degree = 64}, .pipeline = {.degree = 8}, .data = {.degree = 2}}};
+  CHECK_THROWS_WITH(search::evaluate_batch(m, c, gpt3_setup, a100, plans),
+                    Catch::StartsWith("plans[1]: tensor parallelism: the degree must divide"));
+  CHECK(search::evaluate_batch(m, c, gpt3_setup, a100, {}).size() == 0);
+}
