@@ -458,6 +458,11 @@ inline constexpr const char* tensor_degree_must_divide_kv_heads =
     "tensor parallelism: the degree must divide the key/value heads";
 inline constexpr const char* tensor_degree_must_divide_ffn =
     "tensor parallelism: the degree must divide the MLP width";
+/// Megatron-LM turns sequence parallelism off (with a warning) when the tensor degree is 1:
+/// there are no tensor-parallel ranks to split the sequence over.
+inline constexpr const char* sequence_parallel_needs_tensor_degree =
+    "sequence parallelism needs a tensor degree above 1 (it splits the norms' and dropouts' "
+    "tokens over the tensor-parallel ranks)";
 inline constexpr const char* micro_batch_must_divide_replica_batch =
     "the micro-batch must divide each data-parallel replica's share of the global batch";
 inline constexpr const char* global_batch_must_divide_replicas =
@@ -885,6 +890,33 @@ enum class precision_mode { fp32, fp16_mixed, bf16_mixed, fp8_mixed };
 }
 
 /// The training setup of a transformer plan: tokens per iteration, numerics and optimizer.
+/// What a training process holds on a GPU besides its tensors, so that "fits" is judged against
+/// the card's real capacity (the defaults are measurements; set all to 0 to compare tensor
+/// totals with formulas such as Korthikanti's):
+/// - `context`: the CUDA context with its loaded kernels and library handles. About 0.5 GiB
+///   under CUDA 12's lazy module loading (our assumption for PyTorch on Hopper; with eager
+///   loading it is several times larger).
+/// - `communicator`, `pair_communicator`: NCCL's buffers per communicator a rank joins (one per
+///   parallel axis of degree > 1), as measured through PyTorch on 4 x A100 over NVLink: 688 MB
+///   for groups of more than two ranks, 544 MB for pairs (NVIDIA/nccl issue #964; NCCL's
+///   maintainers: linear in the channels, flat beyond two nodes for rings).
+/// - `fragmentation`: the caching allocator reserves more than it hands out; reserved =
+///   allocated peak x (1 + this). 0.061 is the median of the five Hugging Face steps of
+///   `test/data/h100_hf_steps.csv` (4.2-11.8 %).
+struct runtime_memory {
+  double context = 512.0 * 1024 * 1024;
+  double communicator = 688e6;
+  double pair_communicator = 544e6;
+  double fragmentation = 0.061;
+
+  /// No headroom: tensors only.
+  [[nodiscard]] static constexpr runtime_memory none() { return {0, 0, 0, 0}; }
+  constexpr void check() const {
+    if (!(context >= 0 && communicator >= 0 && pair_communicator >= 0 && fragmentation >= 0))
+      throw plan_error("transformer_training.runtime: every headroom term must be non-negative");
+  }
+};
+
 struct transformer_training {
   int global_batch = 512;  ///< B, sequences per iteration
   int sequence = 0;        ///< s, tokens per sequence; 0 means the model's
@@ -897,6 +929,8 @@ struct transformer_training {
   double reserved = 0;          ///< bytes of "other" memory per device (framework, workspaces)
   /// how the framework runs the step (`frameworks/*.hpp`): kernels, saved tensors, storage
   frameworks::recipe framework = frameworks::megatron;
+  /// the CUDA context, NCCL buffers and allocator slack beside the tensors (judges "fits")
+  runtime_memory runtime{};
 
   /// Tokens per sequence: `sequence`, or the model's own length `model_sequence` when it is 0.
   [[nodiscard]] constexpr int sequence_or(int model_sequence) const {
@@ -946,6 +980,7 @@ struct transformer_training {
     if (global_batch < 1) throw plan_error("transformer_training.global_batch must be at least 1");
     if (sequence < 0) throw plan_error("transformer_training.sequence must not be negative");
     if (reserved < 0) throw plan_error("transformer_training.reserved must not be negative");
+    runtime.check();
   }
 };
 
@@ -2168,11 +2203,20 @@ template <Strategy S>
 namespace strata {
 
 namespace detail {
-constexpr double ceil_ratio(double a, double b) {
-  const double q = a / b;
+constexpr double ceil_of(double q) {
   const double f = static_cast<double>(static_cast<long long>(q));
   return f < q ? f + 1 : f;
 }
+constexpr double ceil_ratio(double a, double b) { return ceil_of(a / b); }
+/// A tile shape cuBLAS picks from: sides tm x tn (powers of two, so m * (1 / tm) is m / tm
+/// exactly), with their reciprocals and area.
+struct gemm_tile {
+  double m, n, inv_m, inv_n, area;
+  constexpr gemm_tile(int tm, int tn)
+      : m(tm), n(tn), inv_m(1.0 / tm), inv_n(1.0 / tn), area(m * n) {}
+};
+inline constexpr std::array<gemm_tile, 8> gemm_tiles{
+    {{256, 128}, {128, 256}, {256, 64}, {64, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}};
 /// (f^4 + w^4)^(1/4): the floor for tiny kernels, the work for large ones.
 constexpr double soft_floor(double floor, double work) {
   if (floor <= 0) return work;
@@ -2196,8 +2240,7 @@ struct gemm_model {
   /// launch latency adds) for TF32, whose held-out error it halves on clean measurements
   double blend = 4;
 
-  static constexpr std::array<std::array<int, 2>, 8> tiles{
-      {{256, 128}, {128, 256}, {256, 64}, {64, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}};
+  static constexpr std::array<detail::gemm_tile, 8> tiles = detail::gemm_tiles;
   static constexpr double split_k_chunk = 512;  ///< the shortest K slice a split-K kernel takes
 
   [[nodiscard]] constexpr double time(double m, double n, double k) const {
@@ -2207,22 +2250,24 @@ struct gemm_model {
   /// input once, not the k^2 times larger unfolded matrix.
   [[nodiscard]] constexpr double time(double m, double n, double k, double moved) const {
     if (!(m > 0 && n > 0 && k > 0)) throw plan_error("GEMM dimensions must be positive");
+    // The per-SM rate's division is taken once: 2 area k / (R area / (area + a)) = 2 k (area + a) /
+    // R.
+    const double twice_per_rate = 2.0 / (peak / sms * efficiency), sm_count = sms;
     double best = -1;
     for (const auto& t : tiles) {
-      const double tm = t[0], tn = t[1], area = tm * tn;
-      const double count = detail::ceil_ratio(m, tm) * detail::ceil_ratio(n, tn);
+      const double count = detail::ceil_of(m * t.inv_m) * detail::ceil_of(n * t.inv_n);
       // Split-K: too few output tiles to fill the SMs split the K loop into slices of at least
       // split_k_chunk, and a second pass sums the fp32 partial tiles.
       double split = 1;
-      if (count < sms) {
-        const double by_sms = static_cast<double>(static_cast<long long>(sms / count));
-        const double by_k = detail::ceil_ratio(k, split_k_chunk);
+      if (count < sm_count) {
+        const double by_sms = static_cast<double>(static_cast<long long>(sm_count / count));
+        const double by_k = detail::ceil_of(k * (1.0 / split_k_chunk));
         split = by_sms < by_k ? by_sms : by_k;
         if (split < 1) split = 1;
       }
-      const double waves = detail::ceil_ratio(count * split, sms);
-      const double rate = peak / sms * efficiency * area / (area + half_area);
-      double w = waves * (2.0 * area * (k / split) / rate + wave);
+      const double waves = detail::ceil_ratio(count * split, sm_count);
+      const double slice = split > 1 ? k / split : k;
+      double w = waves * (slice * (t.area + half_area) * twice_per_rate + wave);
       if (split > 1) w += split * m * n * 4 / bandwidth + wave;
       if (best < 0 || w < best) best = w;
     }
@@ -2452,6 +2497,9 @@ struct kernel_op {
   double host = 0;    ///< extra host time before it (a checkpointed block re-entered)
   bool sync = false;  ///< the host waits for the GPU after it (a `.cpu()` of its result)
   bool fp32 = false;  ///< a GEMM on fp32 inputs (TF32) whatever the compute type
+  /// a GEMM with a dimension that is no multiple of 16 bytes' elements (an unpadded vocabulary
+  /// such as GPT-2's 50257): cuBLAS cannot use its vectorized kernels
+  bool misaligned = false;
 
   /// FLOPs as counted in reports: 2 m n k per GEMM; attention forward 2 b a s^2 d (causal),
   /// backward 2.5 x that.
@@ -2560,12 +2608,25 @@ struct span {
 
 /// Seconds kernel `op` runs on a device, with `p` already `queued()`; `g` is the GEMM model of the
 /// compute type (fp8 GEMMs: the bf16 model at the fp8 peak).
+/// How much slower a misaligned GEMM runs than the aligned one: the LM head at an unpadded
+/// vocabulary took about 3x as long, cuBLAS falling back to a CUTLASS kernel (Netflix
+/// TechBlog, "Scaling LLM Post-Training at Netflix", 2026, which pads vocabularies to a
+/// multiple of 64 for that reason).
+inline constexpr double misaligned_gemm_slowdown = 3.0;
+
+/// Whether a GEMM dimension of `elements` is a multiple of 16 bytes (8 16-bit or 4 fp32 ones).
+[[nodiscard]] constexpr bool aligned_dimension(double elements, double element_bytes) {
+  const double per16 = 16 / element_bytes;
+  if (!(elements < 9e15)) return true;  // beyond exact integers: nothing to say
+  return static_cast<long long>(elements) % static_cast<long long>(per16) == 0;
+}
+
 [[nodiscard]] constexpr double gpu_time(const kernel_op& op, const device_profile& p,
                                         const gemm_model& g, bool fp32_attention) {
   switch (op.kind) {
     case kernel_kind::gemm: {
       const gemm_model& gm = op.fp32 ? p.fp32 : g;
-      return op.times *
+      return op.times * (op.misaligned ? misaligned_gemm_slowdown : 1.0) *
              (op.traffic > 0 ? gm.time(op.m, op.n, op.k, op.traffic) : gm.time(op.m, op.n, op.k));
     }
     case kernel_kind::attention: {
@@ -3055,7 +3116,8 @@ enum class recompute { none, selective, full };
 ///   reduce-scatter of the same bytes under sequence parallelism (`collectives`);
 /// - memory: the sharded activations divided by t; under sequence parallelism norms, dropout and
 ///   residuals work on s / t tokens, so the replicated ones are divided too.
-/// The limit: t divides the heads, the key/value heads, the hidden size and the MLP width.
+/// The limits: t divides the heads, the key/value heads, the hidden size and the MLP width;
+/// sequence parallelism needs t > 1.
 
 
 
@@ -3082,6 +3144,7 @@ struct tensor_parallel {
 
   constexpr void check(const transformer& m) const {
     if (degree < 1) throw plan_error(limits::degree_below_one);
+    if (sequence && degree == 1) throw plan_error(limits::sequence_parallel_needs_tensor_degree);
     if (m.heads % degree != 0) throw plan_error(limits::tensor_degree_must_divide_heads);
     if (m.hidden % degree != 0) throw plan_error(limits::tensor_degree_must_divide_hidden);
     if (m.kv() % degree != 0) throw plan_error(limits::tensor_degree_must_divide_kv_heads);
@@ -3344,10 +3407,12 @@ struct builder {
     if (backward) memory(what, "backward", c, bytes, times);
   }
   constexpr void gemm(std::string_view what, std::string_view part, double m, double n, double k,
-                      double times = 1, bool fp32 = false, bool sync = false) const {
+                      double times = 1, bool fp32 = false, bool sync = false,
+                      bool misaligned = false) const {
     kernel_op op{.what = what, .part = part, .kind = kernel_kind::gemm, .m = m, .n = n, .k = k};
     op.times = times;
     op.fp32 = fp32;
+    op.misaligned = misaligned;
     op.sync = sync;
     emit(v, op);
   }
@@ -3359,6 +3424,10 @@ struct builder {
                         double times = 1, bool cast_input = false) const {
     const double elements = n * k + bias;
     const bool in = cast_input && autocast();
+    // the weight's sides are the leading dimensions of every GEMM of the linear (the tokens m
+    // never are): one that is no multiple of 16 bytes slows all three
+    const double element = !tr.mixed() ? 4.0 : tr.compute() == dtype::fp8 ? 1.0 : 2.0;
+    const bool mis = !aligned_dimension(n, element) || !aligned_dimension(k, element);
     if (!backward) {
       if (in) {
         memory(what, "input cast", stream_class::copy, 6 * m * k, times);
@@ -3370,11 +3439,11 @@ struct builder {
              keep ? keep_kind::weight_copy
                   : (hf() ? keep_kind::until_loss : keep_kind::weight_copy));
       }
-      gemm(what, {}, m, n, k, times);
+      gemm(what, {}, m, n, k, times, false, false, mis);
       return;
     }
-    gemm(what, "dX", m, k, n, times);
-    gemm(what, "dW", k, n, m, times);
+    gemm(what, "dX", m, k, n, times, false, false, mis);
+    gemm(what, "dW", k, n, m, times, false, false, mis);
     if (autocast()) memory(what, "gradient to fp32", stream_class::copy, 6 * elements, times);
     if (in) memory(what, "input gradient to fp32", stream_class::copy, 6 * m * k, times);
   }
@@ -3925,9 +3994,31 @@ struct transformer_memory {
   }
 };
 
+/// What a device needs beyond its tensors (`runtime_memory`): the verdict "fits" compares the
+/// tensors plus this with the card's capacity.
+struct memory_headroom {
+  bytes context{};        ///< CUDA context, kernels, library handles
+  bytes communicators{};  ///< NCCL buffers, one communicator per parallel axis of degree > 1
+  bytes fragmentation{};  ///< the caching allocator's reserved-but-free memory at the peak
+  [[nodiscard]] constexpr bytes total() const { return context + communicators + fragmentation; }
+};
+
+/// The headroom of plan `s` whose tensors peak at `allocated`.
+[[nodiscard]] constexpr memory_headroom headroom_of(const parallel::nd& s, const runtime_memory& rt,
+                                                    bytes allocated) {
+  memory_headroom h;
+  h.context = bytes{rt.context};
+  for (const int d :
+       {s.tensor.degree, s.context.degree, s.expert.degree, s.pipeline.degree, s.data.degree})
+    if (d > 1) h.communicators += bytes{d == 2 ? rt.pair_communicator : rt.communicator};
+  h.fragmentation = allocated * rt.fragmentation;
+  return h;
+}
+
 struct transformer_report {
   transformer_time time;
   transformer_memory memory;
+  memory_headroom headroom;
   bytes capacity{};
   int devices = 1;
   int micro_batches = 1;
@@ -3946,7 +4037,11 @@ struct transformer_report {
     return model_flops / (time.total().count() * devices) / peak.count();
   }
   [[nodiscard]] constexpr double hfu() const { return flops_per_device() / peak.count(); }
-  [[nodiscard]] constexpr bool fits() const { return memory.total() <= capacity; }
+  /// Tensors plus headroom: what the device must hold.
+  [[nodiscard]] constexpr bytes required() const { return memory.total() + headroom.total(); }
+  /// Capacity left over (negative: out of memory by that much).
+  [[nodiscard]] constexpr bytes margin() const { return capacity - required(); }
+  [[nodiscard]] constexpr bool fits() const { return required() <= capacity; }
 };
 
 // ---- model states ---------------------------------------------------------------------------
@@ -4473,10 +4568,15 @@ struct stage_spans {
   const seconds f_mb = T.forward / static_cast<double>(mb);
   const seconds b_mb = (T.backward + T.recompute) / static_cast<double>(mb);
   if (s.replicas() * s.context.degree > 1) {
+    // ZeRO-3 gathers one layer's weights per call (DeepSpeed fetches per module, FSDP per
+    // unit), so every call pays the collective's start-up: lcrit calls of 1 / lcrit of the
+    // stage's weights, as the simulator issues them
+    const double calls = zero >= 3 ? std::max(1.0, lcrit) : 1.0;
     const parallel::data_parallel::collective_times dp{
         zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb) : seconds{},
         zero >= 1 ? dense_and_expert(comm::collective::reduce_scatter, gb) : seconds{},
-        zero >= 1 ? dense_and_expert(comm::collective::all_gather, wb) : seconds{}};
+        zero >= 1 ? calls * dense_and_expert(comm::collective::all_gather, wb / calls)
+                  : seconds{}};
     T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);
   }
   // optimizer: one memory-bound pass over this rank's (sharded) parameters
@@ -4509,6 +4609,7 @@ struct stage_spans {
   r.model_flops = model_flops(m, tr.global_batch, seq);
   r.hardware_flops = hardware_flops(m, tr.global_batch, seq, s.recomputation);
   r.memory = peak_stage_memory(m, s, tr);
+  r.headroom = headroom_of(s, tr.runtime, r.memory.total());
   r.time = iteration(m, s, c, tr, prof, lc);
   return r;
 }
@@ -4995,6 +5096,23 @@ inline constexpr device h100_sxm5_80gb{"H100-SXM5-80GB",     66.9_TFLOPS,  494.7
 inline constexpr device h200_sxm_141gb{"H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS,
                                        989_TFLOPS,       989_TFLOPS,  1979_TFLOPS,
                                        141_GB,           4800_GBps,   132};
+// Current accelerators (test/data/gpu_datasheets.csv: dense peaks, memory and bandwidth from the
+// vendors' datasheets; SM counts from the architecture documents).
+/// NVIDIA L40S (Ada, PCIe Gen4 x16, no NVLink): 48 GB GDDR6 at 864 GB/s, 142 SMs.
+inline constexpr device l40s_48gb{"L40S-48GB",   91.6_TFLOPS,   183_TFLOPS,
+                                  362.05_TFLOPS, 362.05_TFLOPS, 733_TFLOPS,
+                                  48_GB,         864_GBps,      142};
+/// NVIDIA GH200 Grace Hopper superchip, its H100 with 96 GB HBM3 at 4 TB/s (the Hopper peaks).
+inline constexpr device gh200_96gb{"GH200-96GB", 66.9_TFLOPS,  494.7_TFLOPS,
+                                   989.4_TFLOPS, 989.4_TFLOPS, 1978.9_TFLOPS,
+                                   96_GB,        4000_GBps,    132};
+/// NVIDIA B200 as HGX B200 configures it (1,000 W): 180 GB HBM3e at 8 TB/s, 148 SMs.
+inline constexpr device b200_180gb{"B200-180GB", 80_TFLOPS, 1100_TFLOPS, 2250_TFLOPS, 2250_TFLOPS,
+                                   4500_TFLOPS,  180_GB,    8000_GBps,   148};
+/// AMD Instinct MI300X: 192 GB HBM3 at 5.3 TB/s, 304 compute units (FP32 is the matrix rate).
+inline constexpr device mi300x_192gb{"MI300X-192GB", 163.4_TFLOPS,  653.7_TFLOPS,
+                                     1307.4_TFLOPS,  1307.4_TFLOPS, 2614.9_TFLOPS,
+                                     192_GB,         5300_GBps,     304};
 /// NVIDIA TITAN Xp (Proteus HC1): 12.15 TFLOP/s fp32, no fast fp16 path, 12 GB GDDR5X, 547.7 GB/s.
 inline constexpr device titan_xp{"TITAN-Xp", 12.15_TFLOPS, {}, {}, {}, {}, 12_GiB, 547.7_GBps, 30};
 
@@ -5084,6 +5202,52 @@ constexpr void check_devices(int n) {
   return make_cluster("DGX H100", h100_sxm5_80gb,
                       {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0},
                        level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+}
+
+/// DGX H200: the DGX H100 system with H200 GPUs (same NVLink4 NVSwitch and 8 x 400 Gbps NDR).
+[[nodiscard]] constexpr cluster dgx_h200(int nodes) {
+  cluster c = dgx_h100(nodes);
+  c.name = "DGX H200";
+  c.dev = h200_sxm_141gb;
+  return c;
+}
+
+/// DGX B200: NVSwitch, 18 NVLink5 links x 50 GB/s per direction (900 GB/s); 8 x 400 Gbps
+/// ConnectX-7 (8 rails). Start-ups as DGX H100 (our assumption).
+[[nodiscard]] constexpr cluster dgx_b200(int nodes) {
+  detail::check_devices(nodes);
+  return make_cluster("DGX B200", b200_180gb,
+                      {level{"node", 8, interconnect{5_us, 900_GBps}, 1.0},
+                       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+}
+
+/// An 8 x MI300X platform: a full Infinity Fabric mesh, 7 links of 64 GB/s per direction per
+/// GPU (896 GB/s bidirectional aggregate, which RCCL's concurrent rings can drive at once);
+/// 8 x 400 Gbps NICs (8 rails). Start-ups 8 us in a node (our assumption), 10 us across.
+[[nodiscard]] constexpr cluster mi300x_platform(int nodes) {
+  detail::check_devices(nodes);
+  return make_cluster("MI300X x8", mi300x_192gb,
+                      {level{"node", 8, interconnect{8_us, 448_GBps}, 1.0},
+                       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+}
+
+/// A server of 8 L40S on PCIe Gen4 x16 (32 GB/s per direction; peer traffic crosses the host's
+/// PCIe switches) with 400 Gbps of network per node (as cloud 8 x L40S instances offer), taken as
+/// 4 x 100 Gbps rails. Start-ups 10 us in a node, 15 us across (our assumptions).
+[[nodiscard]] constexpr cluster l40s_server(int nodes) {
+  detail::check_devices(nodes);
+  return make_cluster("8 x L40S", l40s_48gb,
+                      {level{"node", 8, interconnect{10_us, 32_GBps}, 1.0},
+                       level{"cluster", nodes, interconnect{15_us, 100_Gbps}, 1.0, 4}});
+}
+
+/// Nodes of four GH200 superchips (as in HPE Cray EX254n blades): every GPU pair joined by six
+/// NVLink4 links (150 GB/s per direction), one 200 Gbps Slingshot NIC per GPU (4 rails).
+[[nodiscard]] constexpr cluster gh200_quad(int nodes) {
+  detail::check_devices(nodes);
+  return make_cluster("4 x GH200", gh200_96gb,
+                      {level{"node", 4, interconnect{5_us, 150_GBps}, 1.0},
+                       level{"cluster", nodes, interconnect{10_us, 200_Gbps}, 1.0, 4}});
 }
 
 /// Lin et al. Fig. 8(a), 4 x Quadro GV100: two NVLink-bridged pairs (GPU 0-1, 2-3; 4 links of
@@ -6045,6 +6209,100 @@ using transformer_plan = plan<transformer, parallel::nd, transformer_training>;
 
 }  // namespace strata
 
+// ---- strata/search/pareto.hpp ------------------------------------------------------------------
+/// @file search/pareto.hpp
+/// @brief Pareto fronts of plans under several objectives (all minimized) and the cost of
+/// training on a plan: GPU-hours and, given a price per GPU-hour, money for N tokens.
+///
+/// A plan dominates another when it is no worse in every objective and better in one; the front
+/// is the set of plans nothing dominates. Plans with equal objectives are all kept (neither
+/// dominates the other). `pareto_front` keeps the front incrementally, so a sweep can offer it
+/// every plan it times and a distributed search can merge fronts by offering one to another.
+/// @code
+/// strata::search::pareto_front<int, 2> front;
+/// front.offer({3.0, 10.0}, 0);  // kept
+/// front.offer({4.0, 12.0}, 1);  // dominated by the first: dropped
+/// front.offer({5.0, 8.0}, 2);   // kept: less memory
+/// @endcode
+
+
+
+namespace strata::search {
+
+/// True when `a` dominates `b`: no objective worse, at least one better (minimization).
+template <std::size_t N>
+[[nodiscard]] constexpr bool dominates(const std::array<double, N>& a,
+                                       const std::array<double, N>& b) {
+  bool better = false;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (a[i] > b[i]) return false;
+    if (a[i] < b[i]) better = true;
+  }
+  return better;
+}
+
+/// The non-dominated subset of the items offered to it, with their objectives.
+template <class T, std::size_t N>
+struct pareto_front {
+  struct entry {
+    std::array<double, N> objectives;
+    T item;
+  };
+  std::vector<entry> entries;
+
+  /// Offers an item; returns whether it joined the front (dropping what it dominates).
+  bool offer(const std::array<double, N>& objectives, const T& item) {
+    for (const entry& e : entries)
+      if (dominates(e.objectives, objectives)) return false;
+    std::erase_if(entries, [&](const entry& e) { return dominates(objectives, e.objectives); });
+    entries.push_back({objectives, item});
+    return true;
+  }
+  /// Offers every entry of another front (merging two searches' fronts).
+  void merge(const pareto_front& other) {
+    for (const entry& e : other.entries) offer(e.objectives, e.item);
+  }
+  [[nodiscard]] std::size_t size() const { return entries.size(); }
+};
+
+/// What training costs on a plan (`cost_of`).
+struct training_cost {
+  double gpu_hours_per_iteration = 0;  ///< devices x iteration time / 3600 s
+  double iterations = 0;               ///< tokens / tokens per iteration (0 without a budget)
+  double gpu_hours = 0;                ///< for the token budget (0 without one)
+  double money = 0;                    ///< gpu_hours x price (0 without a price)
+};
+
+/// The cost of training `tokens` tokens (0: none given) on `devices` devices whose iterations
+/// take `iteration_s` seconds and consume `tokens_per_iteration` tokens, at `price` per
+/// GPU-hour (0: none given). GPU-hours = devices x iterations x iteration time / 3600.
+/// @code
+/// // GPT-3 175B, 1024 GPUs, 1536 x 2048 tokens per 30 s iteration, 300 B tokens at $2 / GPU-hour:
+/// // 95,367 iterations x 30 s x 1024 / 3600 = 813,802 GPU-hours, $1.63 M
+/// auto c = strata::search::cost_of(1024, 30.0, 1536.0 * 2048, 300e9, 2.0);
+/// @endcode
+[[nodiscard]] inline training_cost cost_of(int devices, double iteration_s,
+                                           double tokens_per_iteration, double tokens = 0,
+                                           double price = 0) {
+  if (devices < 1) throw plan_error("cost: a plan needs at least one device");
+  if (!(iteration_s > 0) || !std::isfinite(iteration_s))
+    throw plan_error("cost: the iteration time must be a positive number of seconds");
+  if (!(tokens_per_iteration > 0) || !std::isfinite(tokens_per_iteration))
+    throw plan_error("cost: an iteration must consume a positive number of tokens");
+  if (!(tokens >= 0) || !std::isfinite(tokens))
+    throw plan_error("cost.tokens: must be a non-negative number of tokens");
+  if (!(price >= 0) || !std::isfinite(price))
+    throw plan_error("cost.price_per_gpu_hour: must be a non-negative number");
+  training_cost c;
+  c.gpu_hours_per_iteration = devices * iteration_s / 3600.0;
+  c.iterations = tokens / tokens_per_iteration;
+  c.gpu_hours = c.iterations * c.gpu_hours_per_iteration;
+  c.money = c.gpu_hours * price;
+  return c;
+}
+
+}  // namespace strata::search
+
 // ---- strata/search/transformer_sweep.hpp -------------------------------------------------------
 /// @file search/transformer_sweep.hpp
 /// @brief Sweeps the strategy space of a transformer on a cluster and ranks the plans that fit.
@@ -6055,7 +6313,10 @@ using transformer_plan = plan<transformer, parallel::nd, transformer_training>;
 /// degree that fills the cluster, micro-batches, interleaving, recomputation modes and ZeRO
 /// stages. Candidates are valid by construction. Each is pruned on memory first (three pipeline
 /// stages, `peak_stage_memory`); only plans that fit are timed, with one kernel lowering per
-/// (tensor degree, sequence parallelism, micro-batch) shared by everything else.
+/// (tensor degree, sequence parallelism, micro-batch) shared by everything else. Plans of equal
+/// time are ranked by their degrees (`ranks_before`), so a sweep split into parts (`sweep_part`,
+/// one per MPI rank in strata-mpi) and `merge`d gives the same answer as one sweep. The result
+/// also holds the Pareto front of time, memory and GPU-hours (`search/pareto.hpp`).
 /// @code
 /// const auto result = strata::search::sweep(strata::zoo::gpt3_175b(),
 /// strata::presets::dgx_a100(128),
@@ -6088,10 +6349,23 @@ struct ranked_transformer_plan {
   bytes memory{};
 };
 
+/// Which share of a sweep to run: the lowered-layer groups g with g % parts == part (a
+/// distributed search gives each rank one part; `merge` joins the results).
+struct sweep_part {
+  int part = 0;
+  int parts = 1;
+};
+
+/// The objectives of a plan's Pareto front: iteration time (s), peak memory per device (bytes)
+/// and GPU-hours per iteration.
+using transformer_front = pareto_front<ranked_transformer_plan, 3>;
+
 struct transformer_sweep_result {
   std::vector<ranked_transformer_plan> best;  ///< fastest first
   long long candidates = 0;                   ///< valid plans considered
   long long fitting = 0;                      ///< plans within the device memory (timed)
+  transformer_front pareto;  ///< the plans that fit and that no other beats on time, memory and
+                             ///< GPU-hours (`pareto_front`), fastest first
 };
 
 namespace detail {
@@ -6101,15 +6375,41 @@ inline std::vector<int> divisors(int n, int limit) {
     if (n % d == 0) out.push_back(d);
   return out;
 }
+/// The plan's degrees in a fixed order: ties in time are broken by it, so the ranking is the
+/// same whatever order (or how many ranks) the plans were timed in.
+inline auto plan_key(const parallel::nd& s) {
+  return std::array<int, 10>{s.tensor.degree,
+                             s.tensor.sequence ? 1 : 0,
+                             s.context.degree,
+                             s.expert.degree,
+                             s.micro_batch,
+                             s.pipeline.degree,
+                             s.pipeline.virtual_stages,
+                             static_cast<int>(s.recomputation),
+                             s.data.zero,
+                             s.data.degree};
+}
 }  // namespace detail
 
-/// Sweeps `space` for `m` on every device of `c`.
-[[nodiscard]] inline transformer_sweep_result sweep(const transformer& m, const cluster& c,
-                                                    const transformer_training& tr,
-                                                    const device_profile& prof,
-                                                    const transformer_space& space = {}) {
+/// The sweep's order: faster first, then by the plan's degrees (a total order on distinct plans).
+[[nodiscard]] inline bool ranks_before(const ranked_transformer_plan& a,
+                                       const ranked_transformer_plan& b) {
+  const double ta = a.time.total().count(), tb = b.time.total().count();
+  if (ta != tb) return ta < tb;
+  return detail::plan_key(a.strategy) < detail::plan_key(b.strategy);
+}
+
+/// Calls `visit(plan, layer_compute, plan_keeps)` for every valid candidate of `space` (in
+/// `part`), lowering one layer per (tensor degree, sequence parallelism, expert, context,
+/// micro-batch) group and sharing it with every plan of the group.
+template <class Visit>
+void for_each_plan(const transformer& m, const cluster& c, const transformer_training& tr,
+                   const device_profile& prof, const transformer_space& space, Visit&& visit,
+                   sweep_part part = {}) {
   m.check();
   tr.check();
+  if (part.parts < 1 || part.part < 0 || part.part >= part.parts)
+    throw plan_error("search: the part to run must lie in [0, parts)");
   const int devices = c.devices();
   const int node = c.levels[0].fanout;
   std::vector<int> tensor = space.tensor;
@@ -6120,31 +6420,8 @@ inline std::vector<int> divisors(int n, int limit) {
         tensor.push_back(t);
   std::vector<int> pipeline =
       space.pipeline.empty() ? detail::divisors(m.layers, m.layers) : space.pipeline;
-  transformer_sweep_result out;
-  std::vector<ranked_transformer_plan>& best = out.best;
-  auto consider = [&](const ranked_transformer_plan& r) {
-    const auto slower = [](const ranked_transformer_plan& a, const ranked_transformer_plan& b) {
-      return a.time.total() < b.time.total();
-    };
-    if (best.size() < space.keep) {
-      best.push_back(r);
-      std::push_heap(best.begin(), best.end(), slower);
-    } else if (space.keep > 0 && r.time.total() < best.front().time.total()) {
-      std::pop_heap(best.begin(), best.end(), slower);
-      best.back() = r;
-      std::push_heap(best.begin(), best.end(), slower);
-    }
-  };
   const int seq = tr.sequence_or(m.sequence);
-  // one plan: pruned on memory, timed when it fits
-  auto visit = [&](const parallel::nd& s, const analytic::layer_compute& lc,
-                   const analytic::plan_keeps& keeps) {
-    ++out.candidates;
-    const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps).total();
-    if (mem > c.dev.memory) return;
-    ++out.fitting;
-    consider({s, analytic::iteration(m, s, c, tr, prof, lc), mem});
-  };
+  long long group = -1;
   // the axes that change the lowered layer: tensor, sequence parallelism, expert, context and
   // micro-batch; everything else reuses it
   for (const int t : tensor)
@@ -6155,6 +6432,7 @@ inline std::vector<int> divisors(int n, int limit) {
             if ((sp && t == 1) || e < 1 || m.experts % e != 0 || cx < 1 ||
                 (cx > 1 && seq % (2 * cx) != 0) || b < 1)
               continue;
+            if (++group % part.parts != part.part) continue;
             // recipes whose kernels change under checkpointing lower once per recomputation
             const bool per_rc = tr.framework.modules == frameworks::module_style::transformers;
             std::array<analytic::layer_compute, 3> lcs{};
@@ -6186,25 +6464,83 @@ inline std::vector<int> divisors(int n, int limit) {
                     const analytic::layer_compute& lc =
                         lcs[static_cast<std::size_t>(per_rc ? rc : space.recompute.front())];
                     if (z > 0 && d * e * cx == 1) continue;  // nothing to shard
-                    visit({.tensor = {.degree = t, .sequence = sp},
-                           .context = {.degree = cx},
-                           .expert = {.degree = e},
-                           .pipeline = {.degree = p,
-                                        .virtual_stages = v,
-                                        .kind = v > 1 ? parallel::schedule::interleaved
-                                                      : parallel::schedule::one_f_one_b},
-                           .data = {.degree = d, .zero = z},
-                           .recomputation = rc,
-                           .micro_batch = b},
-                          lc, keeps[static_cast<std::size_t>(rc)]);
+                    visit(
+                        parallel::nd{.tensor = {.degree = t, .sequence = sp},
+                                     .context = {.degree = cx},
+                                     .expert = {.degree = e},
+                                     .pipeline = {.degree = p,
+                                                  .virtual_stages = v,
+                                                  .kind = v > 1 ? parallel::schedule::interleaved
+                                                                : parallel::schedule::one_f_one_b},
+                                     .data = {.degree = d, .zero = z},
+                                     .recomputation = rc,
+                                     .micro_batch = b},
+                        lc, keeps[static_cast<std::size_t>(rc)]);
                   }
               }
             }
           }
-  std::sort_heap(best.begin(), best.end(),
-                 [](const ranked_transformer_plan& a, const ranked_transformer_plan& b) {
-                   return a.time.total() < b.time.total();
-                 });
+}
+
+namespace detail {
+/// Keeps the `keep` best plans (`ranks_before`) in a heap whose top is the worst kept.
+inline void keep_best(std::vector<ranked_transformer_plan>& best, std::size_t keep,
+                      const ranked_transformer_plan& r) {
+  if (best.size() < keep) {
+    best.push_back(r);
+    std::push_heap(best.begin(), best.end(), ranks_before);
+  } else if (keep > 0 && ranks_before(r, best.front())) {
+    std::pop_heap(best.begin(), best.end(), ranks_before);
+    best.back() = r;
+    std::push_heap(best.begin(), best.end(), ranks_before);
+  }
+}
+inline void finish(transformer_sweep_result& out) {
+  std::sort_heap(out.best.begin(), out.best.end(), ranks_before);
+  std::sort(out.pareto.entries.begin(), out.pareto.entries.end(),
+            [](const auto& a, const auto& b) { return ranks_before(a.item, b.item); });
+}
+}  // namespace detail
+
+/// Joins the results of the parts of one sweep (`sweep_part`): the `keep` best of all, the
+/// front of the fronts, the counts summed. The same answer as one sweep over the whole space.
+[[nodiscard]] inline transformer_sweep_result merge(
+    const std::vector<transformer_sweep_result>& parts, std::size_t keep) {
+  transformer_sweep_result out;
+  for (const auto& r : parts) {
+    out.candidates += r.candidates;
+    out.fitting += r.fitting;
+    for (const auto& p : r.best) detail::keep_best(out.best, keep, p);
+    out.pareto.merge(r.pareto);
+  }
+  detail::finish(out);
+  return out;
+}
+
+/// Sweeps `space` for `m` on every device of `c` (or the share `part` of it).
+[[nodiscard]] inline transformer_sweep_result sweep(const transformer& m, const cluster& c,
+                                                    const transformer_training& tr,
+                                                    const device_profile& prof,
+                                                    const transformer_space& space = {},
+                                                    sweep_part part = {}) {
+  transformer_sweep_result out;
+  const double devices = c.devices();
+  // one plan: pruned on memory, timed when it fits
+  for_each_plan(
+      m, c, tr, prof, space,
+      [&](const parallel::nd& s, const analytic::layer_compute& lc,
+          const analytic::plan_keeps& keeps) {
+        ++out.candidates;
+        const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps).total();
+        if (mem + analytic::headroom_of(s, tr.runtime, mem).total() > c.dev.memory) return;
+        ++out.fitting;
+        const ranked_transformer_plan r{s, analytic::iteration(m, s, c, tr, prof, lc), mem};
+        detail::keep_best(out.best, space.keep, r);
+        const double t = r.time.total().count();
+        out.pareto.offer({t, mem.count(), devices * t / 3600.0}, r);
+      },
+      part);
+  detail::finish(out);
   return out;
 }
 
