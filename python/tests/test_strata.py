@@ -135,10 +135,10 @@ def test_pareto_front():
     for a in key:  # no plan of the front dominates another
         for b in key:
             assert not (all(x <= y for x, y in zip(a, b)) and a != b)
-    # fastest first, memory falling as time rises (a 2-D front: GPU-hours follow time on a fixed
+    # fastest first, memory not rising as time rises (a 2-D front: GPU-hours follow time on a fixed
     # cluster), and the fastest plan is the search's best
     assert [k[0] for k in key] == sorted(k[0] for k in key)
-    assert all(a[1] > b[1] for a, b in zip(key, key[1:]))
+    assert all(a[1] >= b[1] for a, b in zip(key, key[1:]))  # equal plans are all kept
     assert front[0] == report["best"][0]
     # every plan of the front beats every other fitting plan on time or memory
     c = strata.sweep(LLAMA_SEARCH, columns=True)

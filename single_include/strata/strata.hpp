@@ -783,6 +783,11 @@ struct recipe {
   bool keep_logits = false;
   double workspace = 0;              ///< bytes of BLAS workspace held by the allocator
   double batch_bytes_per_token = 0;  ///< input ids and labels kept on the GPU
+  /// the framework pads the vocabulary to a multiple of this times the tensor degree (Megatron-LM's
+  /// `--make-vocab-size-divisible-by`, 128), so the head's GEMMs are aligned whatever the model's
+  /// vocabulary; 1: the vocabulary is used as configured (an unpadded one slows the head,
+  /// `lower::misaligned_gemm_slowdown`). The padded rows' extra work (under 2 %) is not counted.
+  int vocabulary_padding = 128;
 };
 
 }  // namespace strata::frameworks
@@ -3421,13 +3426,13 @@ struct builder {
   /// `cast_input` the fp32 input too, and that copy is what the GEMM keeps) and the weight
   /// gradient cast back after (6 B per element each way; the input's gradient too).
   constexpr void linear(std::string_view what, double m, double n, double k, double bias,
-                        double times = 1, bool cast_input = false) const {
+                        double times = 1, bool cast_input = false, bool padded = false) const {
     const double elements = n * k + bias;
     const bool in = cast_input && autocast();
     // the weight's sides are the leading dimensions of every GEMM of the linear (the tokens m
     // never are): one that is no multiple of 16 bytes slows all three
     const double element = !tr.mixed() ? 4.0 : tr.compute() == dtype::fp8 ? 1.0 : 2.0;
-    const bool mis = !aligned_dimension(n, element) || !aligned_dimension(k, element);
+    const bool mis = !padded && (!aligned_dimension(n, element) || !aligned_dimension(k, element));
     if (!backward) {
       if (in) {
         memory(what, "input cast", stream_class::copy, 6 * m * k, times);
@@ -3786,7 +3791,7 @@ constexpr void head(const transformer& m, const shard& x, const transformer_trai
       k.norm("final norm", x.norm_tokens(), h, m.norm, !hf);
       if (!hf) k.save("output projection input", tr.activation_bytes() * x.norm_tokens() * h);
     }
-    k.linear("output projection", T, Vt, h, 0.0, 1, hf);
+    k.linear("output projection", T, Vt, h, 0.0, 1, hf, tr.framework.vocabulary_padding > 1);
     if (!hf) {
       k.memory("cross-entropy (fp32 logits)", {}, stream_class::softmax, 16 * logits);
     } else {
@@ -3800,7 +3805,7 @@ constexpr void head(const transformer& m, const shard& x, const transformer_trai
     k.memory("log-softmax", "backward", stream_class::softmax, 12 * logits);
     k.memory("logits gradient to bf16", {}, stream_class::copy, 6 * logits);
   }
-  k.linear("output projection", T, Vt, h, 0.0, 1, hf);
+  k.linear("output projection", T, Vt, h, 0.0, 1, hf, tr.framework.vocabulary_padding > 1);
   if (!hf)
     k.memory("final norm", "backward", stream_class::layer_norm,
              4 * x.norm_tokens() * h * tr.activation_bytes());
@@ -4886,7 +4891,8 @@ inline constexpr recipe huggingface{.name = "huggingface",
                                     .persistent_gradients = false,
                                     .keep_logits = false,
                                     .workspace = 64.0 * 1024 * 1024,
-                                    .batch_bytes_per_token = 16};
+                                    .batch_bytes_per_token = 16,
+                                    .vocabulary_padding = 1};
 
 }  // namespace strata::frameworks
 
@@ -4923,7 +4929,8 @@ inline constexpr recipe pytorch_eager{.name = "pytorch",
                                       .attention_output_copy = true,
                                       .persistent_gradients = false,
                                       .workspace = 64.0 * 1024 * 1024,
-                                      .batch_bytes_per_token = 16};
+                                      .batch_bytes_per_token = 16,
+                                      .vocabulary_padding = 1};
 
 }  // namespace strata::frameworks
 

@@ -43,6 +43,7 @@ inline constexpr recipe huggingface{.name = "huggingface",
                                     .persistent_gradients = false,
                                     .keep_logits = false,
                                     .workspace = 64.0 * 1024 * 1024,
-                                    .batch_bytes_per_token = 16};
+                                    .batch_bytes_per_token = 16,
+                                    .vocabulary_padding = 1};
 
 }  // namespace strata::frameworks

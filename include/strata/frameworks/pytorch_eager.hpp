@@ -32,6 +32,7 @@ inline constexpr recipe pytorch_eager{.name = "pytorch",
                                       .attention_output_copy = true,
                                       .persistent_gradients = false,
                                       .workspace = 64.0 * 1024 * 1024,
-                                      .batch_bytes_per_token = 16};
+                                      .batch_bytes_per_token = 16,
+                                      .vocabulary_padding = 1};
 
 }  // namespace strata::frameworks

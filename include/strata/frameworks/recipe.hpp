@@ -59,6 +59,11 @@ struct recipe {
   bool keep_logits = false;
   double workspace = 0;              ///< bytes of BLAS workspace held by the allocator
   double batch_bytes_per_token = 0;  ///< input ids and labels kept on the GPU
+  /// the framework pads the vocabulary to a multiple of this times the tensor degree (Megatron-LM's
+  /// `--make-vocab-size-divisible-by`, 128), so the head's GEMMs are aligned whatever the model's
+  /// vocabulary; 1: the vocabulary is used as configured (an unpadded one slows the head,
+  /// `lower::misaligned_gemm_slowdown`). The padded rows' extra work (under 2 %) is not counted.
+  int vocabulary_padding = 128;
 };
 
 }  // namespace strata::frameworks

@@ -140,13 +140,13 @@ struct builder {
   /// `cast_input` the fp32 input too, and that copy is what the GEMM keeps) and the weight
   /// gradient cast back after (6 B per element each way; the input's gradient too).
   constexpr void linear(std::string_view what, double m, double n, double k, double bias,
-                        double times = 1, bool cast_input = false) const {
+                        double times = 1, bool cast_input = false, bool padded = false) const {
     const double elements = n * k + bias;
     const bool in = cast_input && autocast();
     // the weight's sides are the leading dimensions of every GEMM of the linear (the tokens m
     // never are): one that is no multiple of 16 bytes slows all three
     const double element = !tr.mixed() ? 4.0 : tr.compute() == dtype::fp8 ? 1.0 : 2.0;
-    const bool mis = !aligned_dimension(n, element) || !aligned_dimension(k, element);
+    const bool mis = !padded && (!aligned_dimension(n, element) || !aligned_dimension(k, element));
     if (!backward) {
       if (in) {
         memory(what, "input cast", stream_class::copy, 6 * m * k, times);
@@ -505,7 +505,7 @@ constexpr void head(const transformer& m, const shard& x, const transformer_trai
       k.norm("final norm", x.norm_tokens(), h, m.norm, !hf);
       if (!hf) k.save("output projection input", tr.activation_bytes() * x.norm_tokens() * h);
     }
-    k.linear("output projection", T, Vt, h, 0.0, 1, hf);
+    k.linear("output projection", T, Vt, h, 0.0, 1, hf, tr.framework.vocabulary_padding > 1);
     if (!hf) {
       k.memory("cross-entropy (fp32 logits)", {}, stream_class::softmax, 16 * logits);
     } else {
@@ -519,7 +519,7 @@ constexpr void head(const transformer& m, const shard& x, const transformer_trai
     k.memory("log-softmax", "backward", stream_class::softmax, 12 * logits);
     k.memory("logits gradient to bf16", {}, stream_class::copy, 6 * logits);
   }
-  k.linear("output projection", T, Vt, h, 0.0, 1, hf);
+  k.linear("output projection", T, Vt, h, 0.0, 1, hf, tr.framework.vocabulary_padding > 1);
   if (!hf)
     k.memory("final norm", "backward", stream_class::layer_norm,
              4 * x.norm_tokens() * h * tr.activation_bytes());
