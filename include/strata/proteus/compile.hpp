@@ -456,10 +456,16 @@ struct collector {
   };
   // per device: the last operation of the unit being built (data dependencies)
   std::vector<int> chain(static_cast<std::size_t>(g.devices), -1);
+  // per device: control dependencies the next operation there takes on
+  std::vector<std::vector<int>> extra(static_cast<std::size_t>(g.devices));
   auto deps_of = [&](const std::vector<int>& devs) {
     std::vector<int> d;
-    for (int x : devs)
-      if (chain[static_cast<std::size_t>(x)] >= 0) d.push_back(chain[static_cast<std::size_t>(x)]);
+    for (int x : devs) {
+      const auto ux = static_cast<std::size_t>(x);
+      if (chain[ux] >= 0) d.push_back(chain[ux]);
+      d.insert(d.end(), extra[ux].begin(), extra[ux].end());
+      extra[ux].clear();
+    }
     std::sort(d.begin(), d.end());
     d.erase(std::unique(d.begin(), d.end()), d.end());
     return d;
@@ -549,23 +555,17 @@ struct collector {
   auto forward_unit = [&](int st, int mb) {
     chain.assign(chain.size(), -1);
     const auto& ls = stage_leaves[static_cast<std::size_t>(st)];
-    if (st > 0) {  // receive from the previous stage
-      const int prev = stage_leaves[static_cast<std::size_t>(st - 1)].back();
-      for (std::size_t d = 0; d < chain.size(); ++d)
-        chain[d] = fchain[static_cast<std::size_t>(st - 1)][static_cast<std::size_t>(mb)][d];
-      insert(detail::transform(leaf_output(prev), residual(ls.front()), full), queue::feature,
-             lower::phase::forward, ls.front(), mb,
-             "mb" + std::to_string(mb) + " stage" + std::to_string(st - 1) + "->" +
-                 std::to_string(st));
-      for (int d : stage_devices[static_cast<std::size_t>(st - 1)])
-        chain[static_cast<std::size_t>(d)] = -1;
-    }
-    // the in-flight limit: this forward waits for the backward of mb - max_ongoing
+    if (st > 0)  // what the previous stage sent (its forward unit inserted the sends)
+      for (int d : stage_devices[static_cast<std::size_t>(st)])
+        chain[static_cast<std::size_t>(d)] =
+            fchain[static_cast<std::size_t>(st - 1)][static_cast<std::size_t>(mb)]
+                  [static_cast<std::size_t>(d)];
+    // the in-flight limit: this forward waits for the backward of mb - max_ongoing (§V-A)
     const int k_lim = sched.max_ongoing_micro_batch;
     if (mb - k_lim >= 0) {
       const int ctl = first_bwd[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb - k_lim)];
       for (int d : stage_devices[static_cast<std::size_t>(st)])
-        if (chain[static_cast<std::size_t>(d)] < 0) chain[static_cast<std::size_t>(d)] = ctl;
+        extra[static_cast<std::size_t>(d)].push_back(ctl);
     }
     for (std::size_t i = 0; i < ls.size(); ++i) {
       const int k = ls[i];
@@ -586,29 +586,29 @@ struct collector {
       for (int d : n.compute.devices) f.push_back(compute(k, mb, op_kind::forward, d));
       block_collectives(k, mb, lower::phase::forward, who);
     }
+    if (st + 1 < P)  // send to the next stage, from this unit's feature queue
+      insert(
+          detail::transform(leaf_output(ls.back()),
+                            residual(stage_leaves[static_cast<std::size_t>(st + 1)].front()), full),
+          queue::feature, lower::phase::forward, ls.back(), mb,
+          "mb" + std::to_string(mb) + " stage" + std::to_string(st) + "->" +
+              std::to_string(st + 1));
     fchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = chain;
   };
   auto backward_unit = [&](int st, int mb) {
     chain.assign(chain.size(), -1);
     const auto& ls = stage_leaves[static_cast<std::size_t>(st)];
-    if (st + 1 < P) {  // the gradient from the next stage
-      const int next = stage_leaves[static_cast<std::size_t>(st + 1)].front();
-      for (std::size_t d = 0; d < chain.size(); ++d)
-        chain[d] = bchain[static_cast<std::size_t>(st + 1)][static_cast<std::size_t>(mb)][d];
-      // the gradient leaves the next stage in its residual layout and returns in ours
-      insert(detail::transform(residual(next), residual(ls.back()), full), queue::feature,
-             lower::phase::backward, ls.back(), mb,
-             "mb" + std::to_string(mb) + " stage" + std::to_string(st + 1) + "->" +
-                 std::to_string(st) + " gradient");
-      for (int d : stage_devices[static_cast<std::size_t>(st + 1)])
-        chain[static_cast<std::size_t>(d)] = -1;
+    // the gradient the next stage sent, and this stage's own forward of mb
+    for (int d : stage_devices[static_cast<std::size_t>(st)]) {
+      const auto ud = static_cast<std::size_t>(d);
+      if (st + 1 < P)
+        chain[ud] = bchain[static_cast<std::size_t>(st + 1)][static_cast<std::size_t>(mb)][ud];
+      const int f = fchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)][ud];
+      if (chain[ud] < 0)
+        chain[ud] = f;
+      else if (f >= 0)
+        extra[ud].push_back(f);
     }
-    // this stage's own forward of mb precedes
-    for (int d : stage_devices[static_cast<std::size_t>(st)])
-      if (chain[static_cast<std::size_t>(d)] < 0)
-        chain[static_cast<std::size_t>(d)] =
-            fchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)]
-                  [static_cast<std::size_t>(d)];
     bool first = true;
     for (auto it = ls.rbegin(); it != ls.rend(); ++it) {
       const int k = *it;
@@ -684,6 +684,13 @@ struct collector {
         }
       }
     }
+    if (st > 0)  // the input gradient back to the previous stage, in its layout
+      insert(
+          detail::transform(residual(ls.front()),
+                            residual(stage_leaves[static_cast<std::size_t>(st - 1)].back()), full),
+          queue::feature, lower::phase::backward, ls.front(), mb,
+          "mb" + std::to_string(mb) + " stage" + std::to_string(st) + "->" +
+              std::to_string(st - 1) + " gradient");
     bchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = chain;
   };
 

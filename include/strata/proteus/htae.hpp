@@ -140,6 +140,7 @@ struct htae_run {
   std::vector<std::vector<int>> flows(g.ops.size());  // communication: its flows
   std::vector<std::vector<int>> joins(g.ops.size());
   // queue order of communication: the previous op of the same queue on each device
+  std::vector<int> last_compute(static_cast<std::size_t>(n), -1);
   std::vector<int> last_feature(static_cast<std::size_t>(n), -1),
       last_gradient(static_cast<std::size_t>(n), -1);
   for (std::size_t i = 0; i < g.ops.size(); ++i) {
@@ -150,6 +151,10 @@ struct htae_run {
       const int d = op.devices.front();
       if (start_task[static_cast<std::size_t>(d)] >= 0)
         deps.push_back(start_task[static_cast<std::size_t>(d)]);
+      // the compute queue runs in program order (the scheduler dispatches one subgraph at a
+      // time, §VI-B), not in the order operations become ready
+      if (last_compute[static_cast<std::size_t>(d)] >= 0)
+        deps.push_back(last_compute[static_cast<std::size_t>(d)]);
       std::vector<int> produces, consumes = frees[i];
       if (kept_tensor[i] >= 0) produces.push_back(kept_tensor[i]);
       if (op.kind == op_kind::optimizer && states_tensor[static_cast<std::size_t>(d)] >= 0)
@@ -162,6 +167,7 @@ struct htae_run {
                             .device = d,
                             .produces = std::move(produces),
                             .consumes = std::move(consumes)});
+      last_compute[static_cast<std::size_t>(d)] = done[i];
       continue;
     }
     auto& last = op.q == queue::gradient ? last_gradient : last_feature;

@@ -308,13 +308,17 @@ struct dp_mp_pp_config {
   bool sequence_parallel = false;
   int zero = 0;
   int first_device = 0;
+  /// Model parallelism innermost (an op-shard group on neighbouring devices, Megatron's
+  /// layout); false puts data parallelism innermost, so each model-parallel group spans the
+  /// stage's device range with stride dp.
+  bool mp_innermost = true;
 };
 
 /// Devices of stage `st`, replica `d`, shard `t`: stages are contiguous device ranges (a
 /// stage's subgraph owns its devices, §V-A), model parallelism innermost so an op-shard group
 /// shares a node.
 [[nodiscard]] inline int dp_mp_pp_device(const dp_mp_pp_config& c, int st, int d, int t) {
-  return c.first_device + st * c.dp * c.mp + d * c.mp + t;
+  return c.first_device + st * c.dp * c.mp + (c.mp_innermost ? d * c.mp + t : t * c.dp + d);
 }
 
 /// The tree of a DP x MP x PP(n) plan of a transformer: root (the schedule) -> one subgraph per
