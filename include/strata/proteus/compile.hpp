@@ -41,6 +41,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -50,6 +51,7 @@
 #include "strata/comm/collectives.hpp"
 #include "strata/hardware/cluster.hpp"
 #include "strata/hardware/kernels.hpp"
+#include "strata/lower/cnn.hpp"
 #include "strata/lower/transformer.hpp"
 #include "strata/proteus/tree.hpp"
 
@@ -304,6 +306,429 @@ struct collector {
 
 }  // namespace detail
 
+namespace detail {
+
+/// Bytes per parameter of the model states and of the optimizer step's traffic.
+struct state_bytes {
+  double weight = 4, gradient = 4, optimizer = 8, update = 28;
+};
+
+/// The part of the compiler that every model shares: stages, layouts, transformations,
+/// micro-batch programs, gradient synchronization and the optimizer step. `g` holds the
+/// lowered leaves; `out_bytes[k]` is leaf k's output activation for one micro-batch of the
+/// whole model.
+inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
+                                      const std::vector<int>& leaf_lowered,
+                                      const std::vector<bool>& leaf_recompute,
+                                      const std::vector<double>& out_bytes, const state_bytes& sb,
+                                      const device_profile& prof) {
+  const auto leaves = t.leaves();
+  const int L = static_cast<int>(leaves.size());
+  const resolved_schedule sched = t.schedule_of(leaves.front());
+  const int nmb = sched.n_micro_batch;
+  // ---- stages: runs of leaves on one device set ----
+  auto devset = [&](int k) {
+    auto d = t.node(leaves[static_cast<std::size_t>(k)]).compute.devices;
+    std::sort(d.begin(), d.end());
+    return d;
+  };
+  std::vector<int> stage_of(static_cast<std::size_t>(L));
+  std::vector<std::vector<int>> stage_leaves;
+  std::vector<std::vector<int>> stage_devices;
+  for (int k = 0; k < L; ++k) {
+    if (k == 0 || devset(k) != devset(k - 1)) {
+      const auto d = devset(k);
+      for (const auto& e : stage_devices)
+        for (int x : d)
+          if (std::find(e.begin(), e.end(), x) != e.end())
+            throw plan_error("strategy tree node '" + g.leaf_names[static_cast<std::size_t>(k)] +
+                             "': it returns to devices an earlier pipeline stage used (device " +
+                             std::to_string(x) + "); stages need disjoint device groups");
+      stage_leaves.emplace_back();
+      stage_devices.push_back(d);
+    }
+    stage_of[static_cast<std::size_t>(k)] = static_cast<int>(stage_leaves.size()) - 1;
+    stage_leaves.back().push_back(k);
+  }
+  const int P = static_cast<int>(stage_leaves.size());
+  g.stages = P;
+
+  auto node_of = [&](int k) -> const tree_node& {
+    return t.node(leaves[static_cast<std::size_t>(k)]);
+  };
+  auto residual = [&](int k) {
+    const auto& n = node_of(k);
+    return layout{n.compute.devices, n.compute.batch, n.compute.hidden,
+                  n.compute.sequence_parallel ? lstate::sequence_split : lstate::replicated};
+  };
+  auto with_state = [](layout l, lstate s) {
+    l.state = s;
+    return l;
+  };
+
+  // ---- model states ----
+  for (int k = 0; k < L; ++k) {
+    const auto& n = node_of(k);
+    const auto& lw = g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
+    const double shards = n.compute.batch;
+    const int z = n.memory.zero;
+    const double w = lw.parameters * sb.weight / (z >= 3 ? shards : 1.0);
+    const double gr = lw.parameters * sb.gradient / (z >= 2 ? shards : 1.0);
+    const double o = lw.parameters * sb.optimizer / (z >= 1 ? shards : 1.0);
+    for (int d : n.compute.devices) g.states[static_cast<std::size_t>(d)] += w + gr + o;
+  }
+
+  // ---- operations ----
+  auto add = [&](exec_op op) {
+    g.ops.push_back(std::move(op));
+    return static_cast<int>(g.ops.size()) - 1;
+  };
+  // per device: the last operation of the unit being built (data dependencies)
+  std::vector<int> chain(static_cast<std::size_t>(g.devices), -1);
+  // per device: control dependencies the next operation there takes on
+  std::vector<std::vector<int>> extra(static_cast<std::size_t>(g.devices));
+  auto deps_of = [&](const std::vector<int>& devs) {
+    std::vector<int> d;
+    for (int x : devs) {
+      const auto ux = static_cast<std::size_t>(x);
+      if (chain[ux] >= 0) d.push_back(chain[ux]);
+      d.insert(d.end(), extra[ux].begin(), extra[ux].end());
+      extra[ux].clear();
+    }
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    return d;
+  };
+  auto insert = [&](const std::vector<detail::transfer>& xs, queue q, lower::phase ph, int leaf,
+                    int mb, const std::string& where) {
+    for (const auto& x : xs)
+      for (const auto& grp : x.groups) {
+        exec_op op;
+        op.name = where + " " + x.what;
+        op.kind = op_kind::collective;
+        op.q = q;
+        op.devices = grp;
+        op.leaf = leaf;
+        op.micro_batch = mb;
+        op.coll = {"", x.op, lower::comm_axis::tensor, x.bytes, ph, 1};
+        op.deps = deps_of(grp);
+        const int id = add(std::move(op));
+        for (int d : grp) chain[static_cast<std::size_t>(d)] = id;
+      }
+  };
+  // Megatron segments of a block with a hidden partition (see the file comment)
+  auto block_collectives = [&](int k, int mb, lower::phase ph, const std::string& who) {
+    const auto& n = node_of(k);
+    if (n.kind != module_kind::block || n.compute.hidden < 2) return;
+    const layout R = residual(k);
+    const layout rep = with_state(R, lstate::replicated), part = with_state(R, lstate::partial);
+    const auto uk = static_cast<std::size_t>(k);
+    for (int seg = 0; seg < 2; ++seg) {
+      const std::string what =
+          who + (seg == 0 ? (ph == lower::phase::forward ? " attention" : " MLP")
+                          : (ph == lower::phase::forward ? " MLP" : " attention"));
+      if (ph == lower::phase::forward) {
+        insert(transform(R, rep, out_bytes[uk]), queue::feature, ph, k, mb, what + " input");
+        insert(transform(part, R, out_bytes[uk]), queue::feature, ph, k, mb, what + " output");
+      } else {  // dY of the row projection replicated; dX of the column one partial
+        insert(transform(R, rep, out_bytes[uk]), queue::feature, ph, k, mb, what + " dY");
+        insert(transform(part, R, out_bytes[uk]), queue::feature, ph, k, mb, what + " dX");
+      }
+    }
+  };
+  // the vocabulary-split embedding leaves partial sums
+  auto leaf_output = [&](int k) {
+    const auto& n = node_of(k);
+    const layout R = residual(k);
+    return n.kind == module_kind::embedding && n.compute.hidden > 1 ? with_state(R, lstate::partial)
+                                                                    : R;
+  };
+  auto compute = [&](int k, int mb, op_kind kind, int d) {
+    const auto& lw = g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
+    exec_op op;
+    const char* what = kind == op_kind::forward    ? "forward"
+                       : kind == op_kind::backward ? "backward"
+                                                   : "recompute";
+    op.name = g.leaf_names[static_cast<std::size_t>(k)] + " " + what + " mb" + std::to_string(mb);
+    op.kind = kind;
+    op.devices = {d};
+    op.leaf = k;
+    op.micro_batch = mb;
+    op.lowered = leaf_lowered[static_cast<std::size_t>(k)];
+    op.seconds = kind == op_kind::backward ? lw.backward_s : lw.forward_s;
+    op.deps = deps_of({d});
+    const int id = add(std::move(op));
+    chain[static_cast<std::size_t>(d)] = id;
+    return id;
+  };
+  const auto ku = static_cast<std::size_t>(L);
+  const auto mbu = static_cast<std::size_t>(nmb);
+  // forward op ids per (leaf, mb, device position) to wire the kept tensors
+  std::vector<std::vector<std::vector<int>>> fwd(ku, std::vector<std::vector<int>>(mbu));
+  std::vector<std::vector<int>> last_bwd(ku);  // per leaf: backward ops of the last micro-batch
+  // per stage and micro-batch: the chain at the end of its forward / backward unit
+  std::vector<std::vector<std::vector<int>>> fchain(static_cast<std::size_t>(P),
+                                                    std::vector<std::vector<int>>(mbu)),
+      bchain = fchain;
+  std::vector<std::vector<int>> first_bwd(static_cast<std::size_t>(P),
+                                          std::vector<int>(mbu, -1));  // control deps
+  std::vector<std::vector<int>> gradient_ops(static_cast<std::size_t>(g.devices));
+
+  // weight replicas (gradient synchronization, ZeRO gathers): groups are the batch groups (devices
+  // with one hidden index)
+  auto batch_groups = [&](const tree_node& n) {
+    std::vector<std::vector<int>> gs(static_cast<std::size_t>(n.compute.hidden));
+    for (std::size_t k = 0; k < n.compute.devices.size(); ++k)
+      gs[k % static_cast<std::size_t>(n.compute.hidden)].push_back(n.compute.devices[k]);
+    return gs;
+  };
+  auto forward_unit = [&](int st, int mb) {
+    chain.assign(chain.size(), -1);
+    const auto& ls = stage_leaves[static_cast<std::size_t>(st)];
+    if (st > 0)  // what the previous stage sent (its forward unit inserted the sends)
+      for (int d : stage_devices[static_cast<std::size_t>(st)])
+        chain[static_cast<std::size_t>(d)] =
+            fchain[static_cast<std::size_t>(st - 1)][static_cast<std::size_t>(mb)]
+                  [static_cast<std::size_t>(d)];
+    // the in-flight limit: this forward waits for the backward of mb - max_ongoing (§V-A)
+    const int k_lim = sched.max_ongoing_micro_batch;
+    if (mb - k_lim >= 0) {
+      const int ctl = first_bwd[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb - k_lim)];
+      for (int d : stage_devices[static_cast<std::size_t>(st)])
+        extra[static_cast<std::size_t>(d)].push_back(ctl);
+    }
+    for (std::size_t i = 0; i < ls.size(); ++i) {
+      const int k = ls[i];
+      const auto& n = node_of(k);
+      const std::string who =
+          g.leaf_names[static_cast<std::size_t>(k)] + " mb" + std::to_string(mb);
+      if (i > 0)
+        insert(transform(leaf_output(ls[i - 1]), residual(k),
+                         out_bytes[static_cast<std::size_t>(ls[i - 1])]),
+               queue::feature, lower::phase::forward, ls[i - 1], mb, who + " input");
+      if (n.memory.zero >= 3 && n.compute.batch > 1)
+        insert({{comm::collective::all_gather, batch_groups(n),
+                 g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])]
+                         .parameters *
+                     sb.weight,
+                 "weights all-gather"}},
+               queue::feature, lower::phase::forward, k, mb, who);
+      auto& f = fwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(mb)];
+      for (int d : n.compute.devices) f.push_back(compute(k, mb, op_kind::forward, d));
+      block_collectives(k, mb, lower::phase::forward, who);
+    }
+    if (st + 1 < P)  // send to the next stage, from this unit's feature queue
+      insert(transform(leaf_output(ls.back()),
+                       residual(stage_leaves[static_cast<std::size_t>(st + 1)].front()),
+                       out_bytes[static_cast<std::size_t>(ls.back())]),
+             queue::feature, lower::phase::forward, ls.back(), mb,
+             "mb" + std::to_string(mb) + " stage" + std::to_string(st) + "->" +
+                 std::to_string(st + 1));
+    fchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = chain;
+  };
+  auto backward_unit = [&](int st, int mb) {
+    chain.assign(chain.size(), -1);
+    const auto& ls = stage_leaves[static_cast<std::size_t>(st)];
+    // the gradient the next stage sent, and this stage's own forward of mb
+    for (int d : stage_devices[static_cast<std::size_t>(st)]) {
+      const auto ud = static_cast<std::size_t>(d);
+      if (st + 1 < P)
+        chain[ud] = bchain[static_cast<std::size_t>(st + 1)][static_cast<std::size_t>(mb)][ud];
+      const int f = fchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)][ud];
+      if (chain[ud] < 0)
+        chain[ud] = f;
+      else if (f >= 0)
+        extra[ud].push_back(f);
+    }
+    bool first = true;
+    for (auto it = ls.rbegin(); it != ls.rend(); ++it) {
+      const int k = *it;
+      const auto& n = node_of(k);
+      const std::string who =
+          g.leaf_names[static_cast<std::size_t>(k)] + " mb" + std::to_string(mb);
+      if (it != ls.rbegin())  // dX of the leaf after it, into this leaf's layout
+        insert(transform(residual(*(it - 1)), residual(k), out_bytes[static_cast<std::size_t>(k)]),
+               queue::feature, lower::phase::backward, *(it - 1), mb, who + " output gradient");
+      if (n.memory.zero >= 3 && n.compute.batch > 1)
+        insert({{comm::collective::all_gather, batch_groups(n),
+                 g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])]
+                         .parameters *
+                     sb.weight,
+                 "weights all-gather"}},
+               queue::feature, lower::phase::backward, k, mb, who);
+      const auto& fw = fwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(mb)];
+      const auto& lw =
+          g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
+      std::vector<int> rec;
+      if (leaf_recompute[static_cast<std::size_t>(k)] && n.kind == module_kind::block) {
+        // the recompute subgraph runs right before the backward (§V-A)
+        for (int d : n.compute.devices) rec.push_back(compute(k, mb, op_kind::recompute, d));
+        block_collectives(k, mb, lower::phase::forward, who + " recompute");
+      }
+      std::vector<int> bw;
+      for (int d : n.compute.devices) bw.push_back(compute(k, mb, op_kind::backward, d));
+      if (first) {
+        first_bwd[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = bw.front();
+        first = false;
+      }
+      for (std::size_t j = 0; j < bw.size(); ++j) {
+        auto& f = g.ops[static_cast<std::size_t>(fw[j])];
+        f.keeps = lw.kept;
+        if (!rec.empty()) {
+          f.freed_by = rec[j];
+          auto& r = g.ops[static_cast<std::size_t>(rec[j])];
+          r.keeps = lw.recomputed;
+          r.freed_by = bw[j];
+        } else {
+          f.freed_by = bw[j];
+        }
+      }
+      block_collectives(k, mb, lower::phase::backward, who);
+      if (mb == nmb - 1) last_bwd[static_cast<std::size_t>(k)] = bw;
+      // gradient synchronization once the last micro-batch's backward is done
+      if (mb == nmb - 1 && n.compute.batch > 1) {
+        const int z = n.memory.zero;
+        const double pbytes = lw.parameters * sb.gradient;
+        const auto groups = batch_groups(n);
+        for (const auto& grp : groups) {
+          exec_op op;
+          op.name = g.leaf_names[static_cast<std::size_t>(k)] +
+                    (z == 0 ? " gradient all-reduce" : " gradient reduce-scatter");
+          op.kind = op_kind::collective;
+          op.q = queue::gradient;
+          op.devices = grp;
+          op.leaf = k;
+          op.coll = {"",
+                     z == 0 ? comm::collective::all_reduce : comm::collective::reduce_scatter,
+                     lower::comm_axis::tensor,
+                     pbytes,
+                     lower::phase::backward,
+                     1};
+          for (int d : grp) {
+            const auto pos = static_cast<std::size_t>(
+                std::find(n.compute.devices.begin(), n.compute.devices.end(), d) -
+                n.compute.devices.begin());
+            op.deps.push_back(bw[pos]);
+          }
+          const int id = add(std::move(op));
+          for (int d : grp) gradient_ops[static_cast<std::size_t>(d)].push_back(id);
+        }
+      }
+    }
+    if (st > 0)  // the input gradient back to the previous stage, in its layout
+      insert(transform(residual(ls.front()),
+                       residual(stage_leaves[static_cast<std::size_t>(st - 1)].back()),
+                       out_bytes[static_cast<std::size_t>(ls.front() - 1)]),
+             queue::feature, lower::phase::backward, ls.front(), mb,
+             "mb" + std::to_string(mb) + " stage" + std::to_string(st) + "->" +
+                 std::to_string(st - 1) + " gradient");
+    bchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = chain;
+  };
+
+  // ---- programs: warm-up forwards, then one backward one forward (§VI-B's scheduler prefers
+  // the forward that enables a backward), capped by max_ongoing_micro_batch ----
+  std::vector<std::vector<std::pair<bool, int>>> prog(static_cast<std::size_t>(P));
+  for (int st = 0; st < P; ++st) {
+    const int lim = sched.max_ongoing_micro_batch;
+    const int warm = lim >= nmb ? nmb : std::min(nmb, std::max(1, std::min(lim, P - st)));
+    auto& pr = prog[static_cast<std::size_t>(st)];
+    int f = 0, b = 0;
+    for (; f < warm; ++f) pr.push_back({true, f});
+    while (b < nmb) {
+      pr.push_back({false, b++});
+      if (f < nmb) pr.push_back({true, f++});
+    }
+  }
+  // create units in an order that respects the cross-stage dependencies
+  std::vector<std::size_t> at(static_cast<std::size_t>(P), 0);
+  std::vector<std::vector<char>> fdone(static_cast<std::size_t>(P), std::vector<char>(mbu, 0)),
+      bdone = fdone;
+  std::size_t left = 0;
+  for (const auto& pr : prog) left += pr.size();
+  while (left > 0) {
+    bool progress = false;
+    for (int st = 0; st < P; ++st) {
+      auto& i = at[static_cast<std::size_t>(st)];
+      while (i < prog[static_cast<std::size_t>(st)].size()) {
+        const auto [is_fwd, mb] = prog[static_cast<std::size_t>(st)][i];
+        const auto um = static_cast<std::size_t>(mb);
+        if (is_fwd && st > 0 && !fdone[static_cast<std::size_t>(st - 1)][um]) break;
+        if (!is_fwd && st + 1 < P && !bdone[static_cast<std::size_t>(st + 1)][um]) break;
+        if (is_fwd) {
+          forward_unit(st, mb);
+          fdone[static_cast<std::size_t>(st)][um] = 1;
+        } else {
+          backward_unit(st, mb);
+          bdone[static_cast<std::size_t>(st)][um] = 1;
+        }
+        ++i;
+        --left;
+        progress = true;
+      }
+    }
+    if (!progress)
+      throw plan_error("the schedule deadlocks: max_ongoing_micro_batch is too small for " +
+                       std::to_string(P) + " pipeline stages");
+  }
+
+  // ---- optimizer step per device, then ZeRO-1/2's weight all-gather ----
+  for (int d = 0; d < g.devices; ++d) {
+    double params = 0;
+    bool used = false;
+    std::vector<int> deps = gradient_ops[static_cast<std::size_t>(d)];
+    for (int k = 0; k < L; ++k) {
+      const auto& n = node_of(k);
+      const auto& devs = n.compute.devices;
+      const auto it = std::find(devs.begin(), devs.end(), d);
+      if (it == devs.end()) continue;
+      used = true;
+      const auto& lw =
+          g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
+      params += lw.parameters / (n.memory.zero >= 1 ? n.compute.batch : 1);
+      deps.push_back(
+          last_bwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(it - devs.begin())]);
+    }
+    if (!used) continue;
+    exec_op op;
+    op.name = "optimizer step";
+    op.kind = op_kind::optimizer;
+    op.devices = {d};
+    op.seconds = prof.queued(prof.copy).time(sb.update * params);
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    op.deps = std::move(deps);
+    add(std::move(op));
+  }
+  std::vector<int> opt_of(static_cast<std::size_t>(g.devices), -1);
+  for (std::size_t i = 0; i < g.ops.size(); ++i)
+    if (g.ops[i].kind == op_kind::optimizer)
+      opt_of[static_cast<std::size_t>(g.ops[i].devices.front())] = static_cast<int>(i);
+  for (int k = 0; k < L; ++k) {
+    const auto& n = node_of(k);
+    if (n.memory.zero < 1 || n.memory.zero >= 3 || n.compute.batch < 2) continue;
+    const auto& lw = g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
+    for (const auto& grp : batch_groups(n)) {
+      exec_op op;
+      op.name = g.leaf_names[static_cast<std::size_t>(k)] + " weights all-gather";
+      op.kind = op_kind::collective;
+      op.q = queue::gradient;
+      op.devices = grp;
+      op.leaf = k;
+      op.coll = {"",
+                 comm::collective::all_gather,
+                 lower::comm_axis::tensor,
+                 lw.parameters * sb.weight,
+                 lower::phase::backward,
+                 1};
+      for (int d : grp) op.deps.push_back(opt_of[static_cast<std::size_t>(d)]);
+      add(std::move(op));
+    }
+  }
+  return g;
+}
+
+}  // namespace detail
+
 /// Compiles a transformer under strategy tree `t` on cluster `c` (checked first).
 [[nodiscard]] inline execution_graph compile(const transformer& m, const strategy_tree& t,
                                              const cluster& c, const transformer_training& tr,
@@ -397,403 +822,76 @@ struct collector {
     leaf_lowered[static_cast<std::size_t>(k)] = id;
   }
 
-  // ---- stages: runs of leaves on one device set ----
-  auto devset = [&](int k) {
-    auto d = t.node(leaves[static_cast<std::size_t>(k)]).compute.devices;
-    std::sort(d.begin(), d.end());
-    return d;
+  std::vector<double> out_bytes(static_cast<std::size_t>(L), full);
+  return detail::schedule_graph(
+      std::move(g), t, leaf_lowered, leaf_recompute, out_bytes,
+      {tr.weight_bytes(), tr.gradient_bytes(), tr.optimizer_bytes(), tr.update_bytes()}, prof);
+}
+
+/// How a CNN trains: samples per iteration and the arithmetic type (fp32: TF32 convolutions where
+/// the device has them; bf16/fp16: autocast). SGD with momentum, as ParaDL and Proteus train
+/// them.
+struct cnn_setup {
+  int global_batch = 32;
+  dtype precision = dtype::fp32;
+};
+
+/// Compiles a CNN (`model<N>::view()`) under strategy tree `t`: each leaf is one layer,
+/// lowered by `lower::cnn_layer` for its batch part of one micro-batch; the loss's softmax rides
+/// with the last layer (as `analytic::cnn_layer_times`).
+[[nodiscard]] inline execution_graph compile(std::span<const layer> layers, const strategy_tree& t,
+                                             const cluster& c, const cnn_setup& su,
+                                             const device_profile& prof) {
+  t.check_cnn(static_cast<int>(layers.size()), su.global_batch, c.devices());
+  const auto leaves = t.leaves();
+  const int L = static_cast<int>(leaves.size());
+  const int nmb = t.schedule_of(leaves.front()).n_micro_batch;
+  const bool autocast = su.precision != dtype::fp32;
+  const double act = autocast ? 2.0 : 4.0, B = su.global_batch;
+  const device_profile q = prof.queued();
+  const gemm_model& gm = q.gemm(su.precision);
+  execution_graph g;
+  g.devices = c.devices();
+  g.n_micro_batch = nmb;
+  g.states.assign(static_cast<std::size_t>(g.devices), 0.0);
+  std::vector<int> leaf_lowered(static_cast<std::size_t>(L));
+  std::vector<bool> leaf_recompute(static_cast<std::size_t>(L), false);
+  std::vector<double> out_bytes(static_cast<std::size_t>(L));
+  struct priced {
+    std::vector<lower::kernel_op>* kernels;
+    const device_profile& q;
+    const gemm_model& g;
+    double t = 0, kept = 0;
+    void kernel(const lower::kernel_op& k) {
+      kernels->push_back(k);
+      t += lower::gpu_time(k, q, g, false);
+    }
+    void save(const lower::saved_tensor& s) { kept += s.bytes; }
   };
-  std::vector<int> stage_of(static_cast<std::size_t>(L));
-  std::vector<std::vector<int>> stage_leaves;
-  std::vector<std::vector<int>> stage_devices;
   for (int k = 0; k < L; ++k) {
-    if (k == 0 || devset(k) != devset(k - 1)) {
-      const auto d = devset(k);
-      for (const auto& e : stage_devices)
-        for (int x : d)
-          if (std::find(e.begin(), e.end(), x) != e.end())
-            throw plan_error("strategy tree node '" + g.leaf_names[static_cast<std::size_t>(k)] +
-                             "': it returns to devices an earlier pipeline stage used (device " +
-                             std::to_string(x) + "); stages need disjoint device groups");
-      stage_leaves.emplace_back();
-      stage_devices.push_back(d);
-    }
-    stage_of[static_cast<std::size_t>(k)] = static_cast<int>(stage_leaves.size()) - 1;
-    stage_leaves.back().push_back(k);
+    const tree_node& n = t.node(leaves[static_cast<std::size_t>(k)]);
+    const auto i = static_cast<std::size_t>(n.index);
+    g.leaf_names.push_back(n.name);
+    const double N = B / n.compute.batch / nmb;
+    lowered_leaf lw;
+    lw.kind = n.kind;
+    lw.shard.b = N;
+    priced f{&lw.forward, q, gm}, b{&lw.backward, q, gm};
+    lower::cnn_layer(layers, i, N, autocast, lower::phase::forward, f);
+    lower::cnn_layer(layers, i, N, autocast, lower::phase::backward, b);
+    if (i + 1 == layers.size()) f.t += q.softmax.time(4 * N * layers.back().y() * 4);
+    lw.forward_s = f.t;
+    lw.backward_s = b.t;
+    lw.kept = f.kept;
+    lw.parameters = layers[i].params;
+    g.lowered.push_back(std::move(lw));
+    leaf_lowered[static_cast<std::size_t>(k)] = static_cast<int>(g.lowered.size()) - 1;
+    out_bytes[static_cast<std::size_t>(k)] = B / nmb * layers[i].y() * act;
   }
-  const int P = static_cast<int>(stage_leaves.size());
-  g.stages = P;
-
-  auto node_of = [&](int k) -> const tree_node& {
-    return t.node(leaves[static_cast<std::size_t>(k)]);
-  };
-  auto residual = [&](int k) {
-    const auto& n = node_of(k);
-    return layout{n.compute.devices, n.compute.batch, n.compute.hidden,
-                  n.compute.sequence_parallel ? lstate::sequence_split : lstate::replicated};
-  };
-  auto with_state = [](layout l, lstate s) {
-    l.state = s;
-    return l;
-  };
-
-  // ---- model states ----
-  for (int k = 0; k < L; ++k) {
-    const auto& n = node_of(k);
-    const auto& lw = g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
-    const double shards = n.compute.batch;
-    const int z = n.memory.zero;
-    const double w = lw.parameters * tr.weight_bytes() / (z >= 3 ? shards : 1.0);
-    const double gr = lw.parameters * tr.gradient_bytes() / (z >= 2 ? shards : 1.0);
-    const double o = lw.parameters * tr.optimizer_bytes() / (z >= 1 ? shards : 1.0);
-    for (int d : n.compute.devices) g.states[static_cast<std::size_t>(d)] += w + gr + o;
-  }
-
-  // ---- operations ----
-  auto add = [&](exec_op op) {
-    g.ops.push_back(std::move(op));
-    return static_cast<int>(g.ops.size()) - 1;
-  };
-  // per device: the last operation of the unit being built (data dependencies)
-  std::vector<int> chain(static_cast<std::size_t>(g.devices), -1);
-  // per device: control dependencies the next operation there takes on
-  std::vector<std::vector<int>> extra(static_cast<std::size_t>(g.devices));
-  auto deps_of = [&](const std::vector<int>& devs) {
-    std::vector<int> d;
-    for (int x : devs) {
-      const auto ux = static_cast<std::size_t>(x);
-      if (chain[ux] >= 0) d.push_back(chain[ux]);
-      d.insert(d.end(), extra[ux].begin(), extra[ux].end());
-      extra[ux].clear();
-    }
-    std::sort(d.begin(), d.end());
-    d.erase(std::unique(d.begin(), d.end()), d.end());
-    return d;
-  };
-  auto insert = [&](const std::vector<detail::transfer>& xs, queue q, lower::phase ph, int leaf,
-                    int mb, const std::string& where) {
-    for (const auto& x : xs)
-      for (const auto& grp : x.groups) {
-        exec_op op;
-        op.name = where + " " + x.what;
-        op.kind = op_kind::collective;
-        op.q = q;
-        op.devices = grp;
-        op.leaf = leaf;
-        op.micro_batch = mb;
-        op.coll = {"", x.op, lower::comm_axis::tensor, x.bytes, ph, 1};
-        op.deps = deps_of(grp);
-        const int id = add(std::move(op));
-        for (int d : grp) chain[static_cast<std::size_t>(d)] = id;
-      }
-  };
-  // Megatron segments of a block with a hidden partition (see the file comment)
-  auto block_collectives = [&](int k, int mb, lower::phase ph, const std::string& who) {
-    const auto& n = node_of(k);
-    if (n.kind != module_kind::block || n.compute.hidden < 2) return;
-    const layout R = residual(k);
-    const layout rep = with_state(R, lstate::replicated), part = with_state(R, lstate::partial);
-    for (int seg = 0; seg < 2; ++seg) {
-      const std::string what =
-          who + (seg == 0 ? (ph == lower::phase::forward ? " attention" : " MLP")
-                          : (ph == lower::phase::forward ? " MLP" : " attention"));
-      if (ph == lower::phase::forward) {
-        insert(detail::transform(R, rep, full), queue::feature, ph, k, mb, what + " input");
-        insert(detail::transform(part, R, full), queue::feature, ph, k, mb, what + " output");
-      } else {  // dY of the row projection replicated; dX of the column one partial
-        insert(detail::transform(R, rep, full), queue::feature, ph, k, mb, what + " dY");
-        insert(detail::transform(part, R, full), queue::feature, ph, k, mb, what + " dX");
-      }
-    }
-  };
-  // the vocabulary-split embedding leaves partial sums
-  auto leaf_output = [&](int k) {
-    const auto& n = node_of(k);
-    const layout R = residual(k);
-    return n.kind == module_kind::embedding && n.compute.hidden > 1 ? with_state(R, lstate::partial)
-                                                                    : R;
-  };
-  auto compute = [&](int k, int mb, op_kind kind, int d) {
-    const auto& lw = g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
-    exec_op op;
-    const char* what = kind == op_kind::forward    ? "forward"
-                       : kind == op_kind::backward ? "backward"
-                                                   : "recompute";
-    op.name = g.leaf_names[static_cast<std::size_t>(k)] + " " + what + " mb" + std::to_string(mb);
-    op.kind = kind;
-    op.devices = {d};
-    op.leaf = k;
-    op.micro_batch = mb;
-    op.lowered = leaf_lowered[static_cast<std::size_t>(k)];
-    op.seconds = kind == op_kind::backward ? lw.backward_s : lw.forward_s;
-    op.deps = deps_of({d});
-    const int id = add(std::move(op));
-    chain[static_cast<std::size_t>(d)] = id;
-    return id;
-  };
-  const auto ku = static_cast<std::size_t>(L);
-  const auto mbu = static_cast<std::size_t>(nmb);
-  // forward op ids per (leaf, mb, device position) to wire the kept tensors
-  std::vector<std::vector<std::vector<int>>> fwd(ku, std::vector<std::vector<int>>(mbu));
-  std::vector<std::vector<int>> last_bwd(ku);  // per leaf: backward ops of the last micro-batch
-  // per stage and micro-batch: the chain at the end of its forward / backward unit
-  std::vector<std::vector<std::vector<int>>> fchain(static_cast<std::size_t>(P),
-                                                    std::vector<std::vector<int>>(mbu)),
-      bchain = fchain;
-  std::vector<std::vector<int>> first_bwd(static_cast<std::size_t>(P),
-                                          std::vector<int>(mbu, -1));  // control deps
-  std::vector<std::vector<int>> gradient_ops(static_cast<std::size_t>(g.devices));
-
-  // weight replicas (gradient synchronization, ZeRO gathers): groups are the batch groups (devices
-  // with one hidden index)
-  auto batch_groups = [&](const tree_node& n) {
-    std::vector<std::vector<int>> gs(static_cast<std::size_t>(n.compute.hidden));
-    for (std::size_t k = 0; k < n.compute.devices.size(); ++k)
-      gs[k % static_cast<std::size_t>(n.compute.hidden)].push_back(n.compute.devices[k]);
-    return gs;
-  };
-  auto forward_unit = [&](int st, int mb) {
-    chain.assign(chain.size(), -1);
-    const auto& ls = stage_leaves[static_cast<std::size_t>(st)];
-    if (st > 0)  // what the previous stage sent (its forward unit inserted the sends)
-      for (int d : stage_devices[static_cast<std::size_t>(st)])
-        chain[static_cast<std::size_t>(d)] =
-            fchain[static_cast<std::size_t>(st - 1)][static_cast<std::size_t>(mb)]
-                  [static_cast<std::size_t>(d)];
-    // the in-flight limit: this forward waits for the backward of mb - max_ongoing (§V-A)
-    const int k_lim = sched.max_ongoing_micro_batch;
-    if (mb - k_lim >= 0) {
-      const int ctl = first_bwd[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb - k_lim)];
-      for (int d : stage_devices[static_cast<std::size_t>(st)])
-        extra[static_cast<std::size_t>(d)].push_back(ctl);
-    }
-    for (std::size_t i = 0; i < ls.size(); ++i) {
-      const int k = ls[i];
-      const auto& n = node_of(k);
-      const std::string who =
-          g.leaf_names[static_cast<std::size_t>(k)] + " mb" + std::to_string(mb);
-      if (i > 0)
-        insert(detail::transform(leaf_output(ls[i - 1]), residual(k), full), queue::feature,
-               lower::phase::forward, k, mb, who + " input");
-      if (n.memory.zero >= 3 && n.compute.batch > 1)
-        insert({{comm::collective::all_gather, batch_groups(n),
-                 g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])]
-                         .parameters *
-                     tr.weight_bytes(),
-                 "weights all-gather"}},
-               queue::feature, lower::phase::forward, k, mb, who);
-      auto& f = fwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(mb)];
-      for (int d : n.compute.devices) f.push_back(compute(k, mb, op_kind::forward, d));
-      block_collectives(k, mb, lower::phase::forward, who);
-    }
-    if (st + 1 < P)  // send to the next stage, from this unit's feature queue
-      insert(
-          detail::transform(leaf_output(ls.back()),
-                            residual(stage_leaves[static_cast<std::size_t>(st + 1)].front()), full),
-          queue::feature, lower::phase::forward, ls.back(), mb,
-          "mb" + std::to_string(mb) + " stage" + std::to_string(st) + "->" +
-              std::to_string(st + 1));
-    fchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = chain;
-  };
-  auto backward_unit = [&](int st, int mb) {
-    chain.assign(chain.size(), -1);
-    const auto& ls = stage_leaves[static_cast<std::size_t>(st)];
-    // the gradient the next stage sent, and this stage's own forward of mb
-    for (int d : stage_devices[static_cast<std::size_t>(st)]) {
-      const auto ud = static_cast<std::size_t>(d);
-      if (st + 1 < P)
-        chain[ud] = bchain[static_cast<std::size_t>(st + 1)][static_cast<std::size_t>(mb)][ud];
-      const int f = fchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)][ud];
-      if (chain[ud] < 0)
-        chain[ud] = f;
-      else if (f >= 0)
-        extra[ud].push_back(f);
-    }
-    bool first = true;
-    for (auto it = ls.rbegin(); it != ls.rend(); ++it) {
-      const int k = *it;
-      const auto& n = node_of(k);
-      const std::string who =
-          g.leaf_names[static_cast<std::size_t>(k)] + " mb" + std::to_string(mb);
-      if (it != ls.rbegin())  // dX of the leaf after it, into this leaf's layout
-        insert(detail::transform(residual(*(it - 1)), residual(k), full), queue::feature,
-               lower::phase::backward, k, mb, who + " output gradient");
-      if (n.memory.zero >= 3 && n.compute.batch > 1)
-        insert({{comm::collective::all_gather, batch_groups(n),
-                 g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])]
-                         .parameters *
-                     tr.weight_bytes(),
-                 "weights all-gather"}},
-               queue::feature, lower::phase::backward, k, mb, who);
-      const auto& fw = fwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(mb)];
-      const auto& lw =
-          g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
-      std::vector<int> rec;
-      if (leaf_recompute[static_cast<std::size_t>(k)] && n.kind == module_kind::block) {
-        // the recompute subgraph runs right before the backward (§V-A)
-        for (int d : n.compute.devices) rec.push_back(compute(k, mb, op_kind::recompute, d));
-        block_collectives(k, mb, lower::phase::forward, who + " recompute");
-      }
-      std::vector<int> bw;
-      for (int d : n.compute.devices) bw.push_back(compute(k, mb, op_kind::backward, d));
-      if (first) {
-        first_bwd[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = bw.front();
-        first = false;
-      }
-      for (std::size_t j = 0; j < bw.size(); ++j) {
-        auto& f = g.ops[static_cast<std::size_t>(fw[j])];
-        f.keeps = lw.kept;
-        if (!rec.empty()) {
-          f.freed_by = rec[j];
-          auto& r = g.ops[static_cast<std::size_t>(rec[j])];
-          r.keeps = lw.recomputed;
-          r.freed_by = bw[j];
-        } else {
-          f.freed_by = bw[j];
-        }
-      }
-      block_collectives(k, mb, lower::phase::backward, who);
-      if (mb == nmb - 1) last_bwd[static_cast<std::size_t>(k)] = bw;
-      // gradient synchronization once the last micro-batch's backward is done
-      if (mb == nmb - 1 && n.compute.batch > 1) {
-        const int z = n.memory.zero;
-        const double pbytes = lw.parameters * tr.gradient_bytes();
-        const auto groups = batch_groups(n);
-        for (const auto& grp : groups) {
-          exec_op op;
-          op.name = g.leaf_names[static_cast<std::size_t>(k)] +
-                    (z == 0 ? " gradient all-reduce" : " gradient reduce-scatter");
-          op.kind = op_kind::collective;
-          op.q = queue::gradient;
-          op.devices = grp;
-          op.leaf = k;
-          op.coll = {"",
-                     z == 0 ? comm::collective::all_reduce : comm::collective::reduce_scatter,
-                     lower::comm_axis::tensor,
-                     pbytes,
-                     lower::phase::backward,
-                     1};
-          for (int d : grp) {
-            const auto pos = static_cast<std::size_t>(
-                std::find(n.compute.devices.begin(), n.compute.devices.end(), d) -
-                n.compute.devices.begin());
-            op.deps.push_back(bw[pos]);
-          }
-          const int id = add(std::move(op));
-          for (int d : grp) gradient_ops[static_cast<std::size_t>(d)].push_back(id);
-        }
-      }
-    }
-    if (st > 0)  // the input gradient back to the previous stage, in its layout
-      insert(
-          detail::transform(residual(ls.front()),
-                            residual(stage_leaves[static_cast<std::size_t>(st - 1)].back()), full),
-          queue::feature, lower::phase::backward, ls.front(), mb,
-          "mb" + std::to_string(mb) + " stage" + std::to_string(st) + "->" +
-              std::to_string(st - 1) + " gradient");
-    bchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = chain;
-  };
-
-  // ---- programs: warm-up forwards, then one backward one forward (§VI-B's scheduler prefers
-  // the forward that enables a backward), capped by max_ongoing_micro_batch ----
-  std::vector<std::vector<std::pair<bool, int>>> prog(static_cast<std::size_t>(P));
-  for (int st = 0; st < P; ++st) {
-    const int lim = sched.max_ongoing_micro_batch;
-    const int warm = lim >= nmb ? nmb : std::min(nmb, std::max(1, std::min(lim, P - st)));
-    auto& pr = prog[static_cast<std::size_t>(st)];
-    int f = 0, b = 0;
-    for (; f < warm; ++f) pr.push_back({true, f});
-    while (b < nmb) {
-      pr.push_back({false, b++});
-      if (f < nmb) pr.push_back({true, f++});
-    }
-  }
-  // create units in an order that respects the cross-stage dependencies
-  std::vector<std::size_t> at(static_cast<std::size_t>(P), 0);
-  std::vector<std::vector<char>> fdone(static_cast<std::size_t>(P), std::vector<char>(mbu, 0)),
-      bdone = fdone;
-  std::size_t left = 0;
-  for (const auto& pr : prog) left += pr.size();
-  while (left > 0) {
-    bool progress = false;
-    for (int st = 0; st < P; ++st) {
-      auto& i = at[static_cast<std::size_t>(st)];
-      while (i < prog[static_cast<std::size_t>(st)].size()) {
-        const auto [is_fwd, mb] = prog[static_cast<std::size_t>(st)][i];
-        const auto um = static_cast<std::size_t>(mb);
-        if (is_fwd && st > 0 && !fdone[static_cast<std::size_t>(st - 1)][um]) break;
-        if (!is_fwd && st + 1 < P && !bdone[static_cast<std::size_t>(st + 1)][um]) break;
-        if (is_fwd) {
-          forward_unit(st, mb);
-          fdone[static_cast<std::size_t>(st)][um] = 1;
-        } else {
-          backward_unit(st, mb);
-          bdone[static_cast<std::size_t>(st)][um] = 1;
-        }
-        ++i;
-        --left;
-        progress = true;
-      }
-    }
-    if (!progress)
-      throw plan_error("the schedule deadlocks: max_ongoing_micro_batch is too small for " +
-                       std::to_string(P) + " pipeline stages");
-  }
-
-  // ---- optimizer step per device, then ZeRO-1/2's weight all-gather ----
-  for (int d = 0; d < g.devices; ++d) {
-    double params = 0;
-    bool used = false;
-    std::vector<int> deps = gradient_ops[static_cast<std::size_t>(d)];
-    for (int k = 0; k < L; ++k) {
-      const auto& n = node_of(k);
-      const auto& devs = n.compute.devices;
-      const auto it = std::find(devs.begin(), devs.end(), d);
-      if (it == devs.end()) continue;
-      used = true;
-      const auto& lw =
-          g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
-      params += lw.parameters / (n.memory.zero >= 1 ? n.compute.batch : 1);
-      deps.push_back(
-          last_bwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(it - devs.begin())]);
-    }
-    if (!used) continue;
-    exec_op op;
-    op.name = "optimizer step";
-    op.kind = op_kind::optimizer;
-    op.devices = {d};
-    op.seconds = prof.queued(prof.copy).time(tr.update_bytes() * params);
-    std::sort(deps.begin(), deps.end());
-    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-    op.deps = std::move(deps);
-    add(std::move(op));
-  }
-  std::vector<int> opt_of(static_cast<std::size_t>(g.devices), -1);
-  for (std::size_t i = 0; i < g.ops.size(); ++i)
-    if (g.ops[i].kind == op_kind::optimizer)
-      opt_of[static_cast<std::size_t>(g.ops[i].devices.front())] = static_cast<int>(i);
-  for (int k = 0; k < L; ++k) {
-    const auto& n = node_of(k);
-    if (n.memory.zero < 1 || n.memory.zero >= 3 || n.compute.batch < 2) continue;
-    const auto& lw = g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
-    for (const auto& grp : batch_groups(n)) {
-      exec_op op;
-      op.name = g.leaf_names[static_cast<std::size_t>(k)] + " weights all-gather";
-      op.kind = op_kind::collective;
-      op.q = queue::gradient;
-      op.devices = grp;
-      op.leaf = k;
-      op.coll = {"",
-                 comm::collective::all_gather,
-                 lower::comm_axis::tensor,
-                 lw.parameters * tr.weight_bytes(),
-                 lower::phase::backward,
-                 1};
-      for (int d : grp) op.deps.push_back(opt_of[static_cast<std::size_t>(d)]);
-      add(std::move(op));
-    }
-  }
-  return g;
+  // SGD with momentum on fp32 parameters: weight, gradient, momentum; the step reads the
+  // gradient and reads and writes weight and momentum (20 B per parameter)
+  return detail::schedule_graph(std::move(g), t, leaf_lowered, leaf_recompute, out_bytes,
+                                {4, 4, 4, 20}, prof);
 }
 
 }  // namespace strata::proteus

@@ -224,6 +224,28 @@ class strategy_tree {
     }
   }
 
+  /// Checks the tree against a CNN of `layers` layers (one leaf each, in order) trained with
+  /// `global_batch` samples per iteration on `devices` devices.
+  void check_cnn(int layers, int global_batch, int devices) const {
+    check_structure(devices);
+    const auto ls = leaves();
+    if (static_cast<int>(ls.size()) != layers)
+      throw plan_error("strategy tree: " + std::to_string(ls.size()) + " leaves for a CNN of " +
+                       std::to_string(layers) + " layers: every layer needs exactly one leaf");
+    for (std::size_t k = 0; k < ls.size(); ++k) {
+      const auto& n = nodes_[static_cast<std::size_t>(ls[k])];
+      const std::string who = "strategy tree node '" + n.name + "'";
+      if (n.kind != module_kind::cnn_layer || n.index != static_cast<int>(k))
+        throw plan_error(who + ": leaves must be the CNN's layers in order");
+      const resolved_schedule s = schedule_of(ls[k]);
+      if (global_batch % (n.compute.batch * s.n_micro_batch) != 0)
+        throw plan_error(who + ": batch partition " + std::to_string(n.compute.batch) + " x " +
+                         std::to_string(s.n_micro_batch) +
+                         " micro-batches does not divide the global batch of " +
+                         std::to_string(global_batch));
+    }
+  }
+
   /// The checks that need no model: configs, devices, overlapping groups.
   void check_structure(int devices) const {
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -372,6 +394,20 @@ struct dp_mp_pp_config {
       m, {s.data.degree, s.tensor.degree, s.pipeline.degree, s.micro_batches(tr),
           s.pipeline.kind == parallel::schedule::gpipe ? 0 : s.pipeline.degree,
           s.recomputation == parallel::recompute::full, s.tensor.sequence, s.data.zero, 0});
+}
+
+/// Data parallelism over `dp` devices for a CNN of `layers` layers: the root holds one leaf per
+/// layer, each splitting the batch over devices first_device ... first_device + dp - 1.
+[[nodiscard]] inline strategy_tree data_parallel_cnn(std::string name, int layers, int dp,
+                                                     int n_micro_batch = 1, int first_device = 0) {
+  if (dp < 1 || n_micro_batch < 1)
+    throw plan_error("data_parallel_cnn: the degree and n_micro_batch must be at least 1");
+  strategy_tree t(std::move(name), {n_micro_batch, 0, {}});
+  compute_config cc{dp, 1, false, {}};
+  for (int d = 0; d < dp; ++d) cc.devices.push_back(first_device + d);
+  for (int i = 0; i < layers; ++i)
+    t.add_leaf(0, "layer" + std::to_string(i), module_kind::cnn_layer, i, cc);
+  return t;
 }
 
 // ---- trees as types: the same rules at compile time ---------------------------------------

@@ -1,0 +1,291 @@
+// Proteus (Duan et al.): strategy tree checks and propagation (§IV, §VII), the compiler's
+// strategy transformations (§V), agreement with the Megatron-style `parallel::nd` lowering, and
+// HTAE's queues, bandwidth sharing and out-of-memory verdicts (§VI).
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "strata/analytic/transformer.hpp"
+#include "strata/hardware/presets.hpp"
+#include "strata/model/transformer_zoo.hpp"
+#include "strata/proteus/htae.hpp"
+
+using namespace strata;
+using Catch::Matchers::Contains;
+
+namespace {
+transformer_training fp32(int batch) {
+  transformer_training t{.global_batch = batch, .precision = precision_mode::fp32};
+  t.flash_attention = false;
+  return t;
+}
+}  // namespace
+
+TEST_CASE("proteus tree: schedule configs propagate top-down unless a node sets its own",
+          "[proteus]") {
+  proteus::strategy_tree t("m", {.n_micro_batch = 4, .max_ongoing_micro_batch = 2});
+  const int a = t.add_node(0, "a", {.recomputation = true});
+  const int b = t.add_node(a, "b", {.max_ongoing_micro_batch = 3});
+  const int leaf = t.add_leaf(b, "h.0", proteus::module_kind::block, 0, {1, 1, false, {0}});
+  const auto s = t.schedule_of(leaf);
+  CHECK(s.n_micro_batch == 4);            // from the root
+  CHECK(s.max_ongoing_micro_batch == 3);  // b's own
+  CHECK(s.recomputation);                 // from a
+  CHECK(t.devgroup(0) == std::vector<int>{0});
+}
+
+TEST_CASE("proteus tree: a bad tree names the node and the mistake", "[proteus]") {
+  const auto m = zoo::gpt2_124m();
+  const auto tr = fp32(8);
+  // hidden 5 does not divide GPT-2's 768
+  CHECK_THROWS_WITH(proteus::dp_mp_pp(m, {.dp = 1, .mp = 5}).check(m, tr, 8),
+                    Contains("node 'embedding'") && Contains("does not divide the hidden size"));
+  // 16 devices on the 8 of HC1
+  CHECK_THROWS_WITH(proteus::dp_mp_pp(m, {.dp = 16}).check(m, tr, 8),
+                    Contains("device 8 lies outside the cluster"));
+  // batch 3 does not divide 8
+  CHECK_THROWS_WITH(proteus::dp_mp_pp(m, {.dp = 3}).check(m, tr, 8),
+                    Contains("batch partition 3 does not divide the global batch of 8"));
+  // 8 / 2 = 4 sequences per part, 3 micro-batches do not divide them
+  CHECK_THROWS_WITH(proteus::dp_mp_pp(m, {.dp = 2, .n_micro_batch = 3}).check(m, tr, 8),
+                    Contains("n_micro_batch 3 does not divide the 4 sequences"));
+  // two stages that share device 3 but not all devices
+  proteus::strategy_tree t;
+  const int s0 = t.add_node(0, "stage0"), s1 = t.add_node(0, "stage1");
+  t.add_leaf(s0, "embedding", proteus::module_kind::embedding, 0, {1, 4, false, {0, 1, 2, 3}});
+  t.add_leaf(s1, "head", proteus::module_kind::head, 0, {1, 4, false, {3, 4, 5, 6}});
+  CHECK_THROWS_WITH(t.check_structure(8), Contains("node 'model': children 'stage0' and "
+                                                   "'stage1' share some devices but not all"));
+  // a partition whose parts and devices differ
+  proteus::strategy_tree u;
+  u.add_leaf(0, "h.0", proteus::module_kind::block, 0, {2, 2, false, {0, 1, 2}});
+  CHECK_THROWS_WITH(u.check_structure(8), Contains("node 'h.0': the partition makes 4 parts "
+                                                   "but 3 devices are mapped"));
+}
+
+TEST_CASE("proteus compiler: strategy transformations by pattern matching", "[proteus]") {
+  using proteus::detail::layout;
+  using proteus::detail::lstate;
+  const double S = 1000;  // bytes of the whole activation
+  // 2 batch parts x 2 hidden: partial sums -> replicated is an all-reduce per hidden group of
+  // one batch part (S / 2 each)
+  const layout p{{0, 1, 2, 3}, 2, 2, lstate::partial}, r{{0, 1, 2, 3}, 2, 2, lstate::replicated};
+  auto x = proteus::detail::transform(p, r, S);
+  REQUIRE(x.size() == 1);
+  CHECK(x[0].op == comm::collective::all_reduce);
+  CHECK(x[0].groups == std::vector<std::vector<int>>{{0, 1}, {2, 3}});
+  CHECK(x[0].bytes == 500);
+  // sequence-split -> replicated: all-gather; partial -> sequence-split: reduce-scatter
+  const layout q{{0, 1, 2, 3}, 2, 2, lstate::sequence_split};
+  CHECK(proteus::detail::transform(q, r, S)[0].op == comm::collective::all_gather);
+  CHECK(proteus::detail::transform(p, q, S)[0].op == comm::collective::reduce_scatter);
+  // batch 4 -> batch 2 on the same devices: devices {0,1} and {2,3} all-gather their halves
+  const layout b4{{0, 1, 2, 3}, 4, 1, lstate::replicated},
+      b2{{0, 1, 2, 3}, 2, 2, lstate::replicated};
+  x = proteus::detail::transform(b4, b2, S);
+  REQUIRE(x.size() == 1);
+  CHECK(x[0].op == comm::collective::all_gather);
+  CHECK(x[0].groups == std::vector<std::vector<int>>{{0, 1}, {2, 3}});
+  // the reverse is a local slice: nothing moves
+  CHECK(proteus::detail::transform(b2, b4, S).empty());
+  // disjoint devices: a pipeline boundary; equal hidden groups scatter 1/t and all-gather
+  const layout s1{{4, 5, 6, 7}, 2, 2, lstate::replicated};
+  x = proteus::detail::transform(r, s1, S);
+  REQUIRE(x.size() == 5);
+  CHECK(x[0].op == comm::collective::send_recv);
+  CHECK(x[0].groups == std::vector<std::vector<int>>{{0, 4}});
+  CHECK(x[0].bytes == 250);  // (S / 2 batch parts) / 2 hidden ranks
+  CHECK(x[3].groups == std::vector<std::vector<int>>{{3, 7}});
+  CHECK(x[4].op == comm::collective::all_gather);
+  CHECK(x[4].groups == std::vector<std::vector<int>>{{4, 5}, {6, 7}});
+}
+
+namespace {
+// The collectives of leaf `leaf`, micro-batch 0, on device 0: (operation, S, pass) -> count.
+std::map<std::tuple<comm::collective, double, lower::phase>, int> collectives_on_device0(
+    const proteus::execution_graph& g, int leaf) {
+  std::map<std::tuple<comm::collective, double, lower::phase>, int> out;
+  for (int i : g.ops_of(0)) {
+    const auto& op = g.ops[static_cast<std::size_t>(i)];
+    if (op.kind == proteus::op_kind::collective && op.leaf == leaf && op.micro_batch == 0)
+      ++out[{op.coll.op, op.coll.bytes, op.coll.when}];
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("proteus: a Megatron-style plan's tree compiles to parallel::nd's operations",
+          "[proteus]") {
+  const auto m = zoo::gpt2_124m();
+  const auto c = presets::hc2();
+  const auto tr = fp32(64);
+  const auto prof = datasheet_profile(c.dev);
+  for (const bool sp : {false, true}) {
+    // t = 4 (tensor innermost), d = 2, p = 2 (outermost): 16 GPUs, 64 / 2 = 32 sequences per
+    // replica in 8 micro-batches of 4
+    const parallel::nd s{
+        .tensor = {.degree = 4, .sequence = sp},
+        .pipeline = {.degree = 2, .kind = parallel::schedule::one_f_one_b},
+        .data = {.degree = 2},
+        .micro_batch = 4,
+        .order = {parallel::axis::tensor, parallel::axis::context, parallel::axis::expert,
+                  parallel::axis::data, parallel::axis::pipeline}};
+    s.check(m, tr, 16);
+    const auto tree = proteus::from_nd(m, s, tr);
+    const auto g = proteus::compile(m, tree, c, tr, prof);
+    CHECK(g.stages == 2);
+    CHECK(g.n_micro_batch == 8);
+    // block h.0 (leaf 1): the same kernels as lower::layer on nd's shard
+    const lower::shard x = lower::shard_of(m, s, tr);
+    std::vector<lower::kernel_op> fw, bw;
+    struct collect {
+      std::vector<lower::kernel_op>& v;
+      void kernel(const lower::kernel_op& k) { v.push_back(k); }
+    };
+    lower::layer(m, x, tr, lower::phase::forward, collect{fw});
+    lower::layer(m, x, tr, lower::phase::backward, collect{bw});
+    int checked = 0;
+    for (const auto& op : g.ops)
+      if (op.kind == proteus::op_kind::forward && op.leaf == 1 && op.devices.front() == 0 &&
+          op.micro_batch == 0) {
+        const auto& l = g.lowered[static_cast<std::size_t>(op.lowered)];
+        REQUIRE(l.forward.size() == fw.size());
+        REQUIRE(l.backward.size() == bw.size());
+        for (std::size_t i = 0; i < fw.size(); ++i) {
+          CHECK(l.forward[i].what == fw[i].what);
+          CHECK(l.forward[i].flops() == fw[i].flops());
+          CHECK(l.forward[i].bytes == fw[i].bytes);
+        }
+        for (std::size_t i = 0; i < bw.size(); ++i) CHECK(l.backward[i].flops() == bw[i].flops());
+        // and the closed form's layer time is the sum the compiler priced
+        const auto lc = analytic::lower_layer(m, prof, tr, x);
+        CHECK(op.seconds == lc.forward.gpu);
+        ++checked;
+      }
+    CHECK(checked == 1);
+    // the collectives the compiler inferred from layouts are lower::layer_collectives' list
+    std::map<std::tuple<comm::collective, double, lower::phase>, int> want;
+    struct count {
+      std::map<std::tuple<comm::collective, double, lower::phase>, int>& m;
+      void collective(const lower::collective_op& c) { ++m[{c.op, c.bytes, c.when}]; }
+    };
+    lower::layer_collectives(m, x, tr, lower::phase::forward, count{want});
+    lower::layer_collectives(m, x, tr, lower::phase::backward, count{want});
+    CHECK(collectives_on_device0(g, 1) == want);
+    // b s h = 4 x 1024 x 768 x 4 B = 12,582,912 B; no sp: 2 all-reduces per pass
+    if (!sp) CHECK(want.at({comm::collective::all_reduce, 12582912.0, lower::phase::forward}) == 2);
+    // the pipeline send: b s h / t per tensor rank, as analytic::iteration's p2p
+    int sends = 0;
+    for (const auto& op : g.ops)
+      if (op.coll.op == comm::collective::send_recv && op.kind == proteus::op_kind::collective &&
+          op.micro_batch == 0 && op.devices.front() == 0) {
+        CHECK(op.coll.bytes == 12582912.0 / 4);
+        ++sends;
+      }
+    CHECK(sends == 1);
+  }
+}
+
+TEST_CASE("proteus HTAE: one GPU runs its compute queue back to back", "[proteus]") {
+  const auto m = zoo::gpt2_124m();
+  const auto c = presets::hc1();
+  const auto tr = fp32(2);
+  const auto g = proteus::compile(m, proteus::dp_mp_pp(m, {}), c, tr, datasheet_profile(c.dev));
+  double sum = 0;
+  for (const auto& op : g.ops) sum += op.seconds;
+  const auto run = proteus::execute(g, c);
+  CHECK(run.iteration == Approx(sum).epsilon(1e-12));
+  // 14 leaves forward and backward, one optimizer step, nothing to communicate
+  CHECK(g.ops.size() == 29);
+  CHECK_FALSE(run.oom);
+}
+
+TEST_CASE("proteus HTAE: gradient groups crossing one NIC share it fairly", "[proteus]") {
+  // HC2: node uplink 100 Gb/s = 12.5 GB/s, 10 us start-up. An all-reduce of S = 1.25 GB over
+  // {0, 8} puts 2 (p - 1) / p S = S on the wire of each node: alone S / 12.5 GB/s = 0.1 s,
+  // plus 2 (p - 1) = 2 start-ups. Two such groups ({0, 8} and {1, 9}) at once share node 0's
+  // NIC: 6.25 GB/s each, 0.2 s.
+  const auto c = presets::hc2();
+  auto make = [](std::vector<std::vector<int>> groups) {
+    proteus::execution_graph g;
+    g.devices = 16;
+    g.states.assign(16, 0.0);
+    for (auto& grp : groups) {
+      proteus::exec_op op;
+      op.name = "all-reduce";
+      op.kind = proteus::op_kind::collective;
+      op.q = proteus::queue::gradient;
+      op.devices = grp;
+      op.coll = {"",     comm::collective::all_reduce, lower::comm_axis::tensor,
+                 1.25e9, lower::phase::backward,       1};
+      g.ops.push_back(op);
+    }
+    return g;
+  };
+  CHECK(proteus::execute(make({{0, 8}}), c).iteration == Approx(0.1 + 2 * 10e-6));
+  CHECK(proteus::execute(make({{0, 8}, {1, 9}}), c).iteration == Approx(0.2 + 2 * 10e-6));
+  // without sharing ("Plain") each keeps the whole link
+  CHECK(proteus::execute(make({{0, 8}, {1, 9}}), c, {.bandwidth_sharing = false}).iteration ==
+        Approx(0.1 + 2 * 10e-6));
+  // inside a node the ports are separate: {0, 1} and {2, 3} on NVLink (150 GB/s) do not meet
+  CHECK(proteus::execute(make({{0, 1}, {2, 3}}), c).iteration == Approx(1.25e9 / 150e9 + 2 * 5e-6));
+}
+
+TEST_CASE("proteus HTAE: gamma slows compute that overlaps gradient communication", "[proteus]") {
+  // a 1 s compute op on device 0 and a 0.1 s all-reduce of device 0 at once: with gamma = 0.5
+  // the compute runs at 1 / 1.5 for 0.1 s (0.0667 s of work), then alone.
+  const auto c = presets::hc2();
+  proteus::execution_graph g;
+  g.devices = 16;
+  g.states.assign(16, 0.0);
+  proteus::exec_op comp;
+  comp.name = "compute";
+  comp.devices = {0};
+  comp.seconds = 1;
+  g.ops.push_back(comp);
+  proteus::exec_op ar;
+  ar.name = "all-reduce";
+  ar.kind = proteus::op_kind::collective;
+  ar.q = proteus::queue::gradient;
+  ar.devices = {0, 8};
+  ar.coll = {"",     comm::collective::all_reduce, lower::comm_axis::tensor,
+             1.25e9, lower::phase::backward,       1};
+  g.ops.push_back(ar);
+  const auto run = proteus::execute(g, c, {.gamma = 0.5});
+  // the compute runs alone during the 2 x 10 us start-ups too
+  const double comm_end = 0.1 + 2 * 10e-6;
+  CHECK(run.spans[0].end == Approx(comm_end + (1 - 2 * 10e-6 - 0.1 / 1.5)).epsilon(1e-9));
+}
+
+TEST_CASE("proteus HTAE: out of memory names the device and the operation", "[proteus]") {
+  // GPT-2 124M in fp32 with Adam on a 12 GiB TITAN Xp: 16 B x 124.4 M = 1.99 GB of states;
+  // 64 sequences per device (batch 512 over 8) keep about 64 x 0.66 GB per block of unfused
+  // attention scores and activations: the forward of an early block crosses 12 GiB.
+  const auto m = zoo::gpt2_124m();
+  const auto c = presets::hc1();
+  const auto tr = fp32(512);
+  const auto g =
+      proteus::compile(m, proteus::dp_mp_pp(m, {.dp = 8}), c, tr, datasheet_profile(c.dev));
+  const auto run = proteus::execute(g, c);
+  REQUIRE(run.oom);
+  CHECK(run.oom->device == 0);
+  CHECK_THAT(run.oom->op, Contains("forward mb0"));
+  CHECK(run.oom->bytes > run.oom->capacity);
+  // the batch of Table V (8 over 8 devices) fits
+  const auto ok = proteus::execute(
+      proteus::compile(m, proteus::dp_mp_pp(m, {.dp = 8}), c, fp32(8), datasheet_profile(c.dev)),
+      c);
+  CHECK_FALSE(ok.oom);
+}
+
+TEST_CASE("proteus: a tree as a type is checked at compile time", "[proteus]") {
+  // 2 stages of 2 x 2 on 8 devices, GPT-2's 12 blocks and heads, batch 8 in 2 micro-batches
+  using tree =
+      proteus::static_tree<8, 12, 12, 8, 2, proteus::stage<0, 2, 2>, proteus::stage<4, 2, 2>>;
+  static_assert(tree::stages == 2);
+  const auto t = tree::make(zoo::gpt2_124m());
+  t.check(zoo::gpt2_124m(), fp32(8), 8);
+  CHECK(t.leaves().size() == 14);
+  CHECK(t.devgroup(0).size() == 8);
+}
