@@ -4,6 +4,7 @@
 // (test/data/proteus_table5.csv). Assumptions (device profiles, gamma, precision, layout):
 // docs/proteus.md.
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -40,6 +41,10 @@ double table5_tau(const std::string& hc, std::vector<double>* throughput = nullp
     predicted.push_back(-tr.global_batch / run.iteration);
     truth.push_back(num("truth_rank"));
     if (throughput) throughput->push_back(tr.global_batch / run.iteration);
+    std::printf("%s %sx%sx%s (%s): iteration %.3f s, %.1f samples/s, truth rank %s\n", hc.c_str(),
+                row.at("dp").c_str(), row.at("mp").c_str(), row.at("pp").c_str(),
+                row.at("n_micro_batch").c_str(), run.iteration, tr.global_batch / run.iteration,
+                row.at("truth_rank").c_str());
   }
   return search::kendall_tau(predicted, truth);
 }
