@@ -8,6 +8,7 @@
 
 #include "strata/analytic/transformer.hpp"
 #include "strata/hardware/presets.hpp"
+#include "strata/io/proteus_tree.hpp"
 #include "strata/model/transformer_zoo.hpp"
 #include "strata/proteus/htae.hpp"
 
@@ -288,4 +289,82 @@ TEST_CASE("proteus: a tree as a type is checked at compile time", "[proteus]") {
   t.check(zoo::gpt2_124m(), fp32(8), 8);
   CHECK(t.leaves().size() == 14);
   CHECK(t.devgroup(0).size() == 8);
+}
+
+TEST_CASE("proteus JSON: trees from scenarios, errors with the path or the node", "[proteus]") {
+  const auto j = nlohmann::json::parse(R"({
+    "transformer": "gpt2-124m", "cluster": "hc2",
+    "training": {"global_batch": 64, "precision": "fp32", "flash_attention": false},
+    "strategy_tree": {"name": "gpt2", "schedule": {"n_micro_batch": 2}, "children": [
+      {"name": "s0", "children": [
+        {"name": "embedding", "module": "embedding", "batch": 2, "hidden": 4,
+         "devices": [0, 1, 2, 3, 4, 5, 6, 7]},
+        {"name": "h", "module": "blocks", "first": 0, "count": 6, "batch": 2, "hidden": 4,
+         "devices": [0, 1, 2, 3, 4, 5, 6, 7]}]},
+      {"name": "s1", "children": [
+        {"name": "h", "module": "blocks", "first": 6, "count": 6, "batch": 2, "hidden": 4,
+         "devices": [8, 9, 10, 11, 12, 13, 14, 15]},
+        {"name": "head", "module": "head", "batch": 2, "hidden": 4,
+         "devices": [8, 9, 10, 11, 12, 13, 14, 15]}]}]}})");
+  const auto s = io::parse_proteus_scenario(j);
+  CHECK(s.tree.leaves().size() == 14);
+  CHECK(s.tree.node(s.tree.leaves()[7]).name == "h.6");
+  const auto g = proteus::compile(s.net, s.tree, s.machine, s.setup, s.profile);
+  CHECK(g.stages == 2);
+  const auto run = proteus::execute(g, s.machine);
+  // the timeline: every one of the 16 GPUs has its three queues
+  const auto trace = io::proteus_trace(g, run);
+  std::map<int, std::vector<std::string>> threads;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      threads[e["pid"].get<int>()].push_back(e["args"]["name"].get<std::string>());
+  CHECK(threads.size() == 16);
+  CHECK(threads[9] ==
+        std::vector<std::string>{"compute", "feature communication", "gradient communication"});
+  int gradient_events = 0;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X" && e["tid"] == 2 && e["pid"] == 9) ++gradient_events;
+  CHECK(gradient_events == 7);  // h.6 ... h.11 and the head: one all-reduce each
+  const auto report = io::proteus_report_json(s, g, run);
+  CHECK(report["iteration_time_s"].get<double>() == Approx(run.iteration));
+  // a typo in a leaf names its JSON path
+  auto bad = j;
+  bad["strategy_tree"]["children"][1]["children"][1]["hiden"] = 4;
+  CHECK_THROWS_WITH(io::parse_proteus_scenario(bad),
+                    Contains("strategy_tree.children[1].children[1].hiden: unknown field"));
+  // a rule the tree breaks names the node
+  bad = j;
+  bad["strategy_tree"]["children"][1]["children"][1]["devices"] =
+      nlohmann::json::array({7, 9, 10, 11, 12, 13, 14, 15});
+  CHECK_THROWS_WITH(io::parse_proteus_scenario(bad),
+                    Contains("children 's0' and 's1' share some devices but not all"));
+}
+
+TEST_CASE("proteus OOM: GPT-1.5B data parallelism needs ZeRO and recomputation (§VIII-B)",
+          "[proteus]") {
+  // Proteus's S1 for GPT-1.5B "combines memory optimization (ZeRO) and recomputation" to train
+  // it data-parallel. One sequence of 1024 per GPU, fp32 with Adam: the states alone are
+  // 16 B x 1.56 G = 23.2 GiB, above a TITAN Xp's 12 GiB; unfused attention keeps about
+  // 0.4 GB per block, so 48 blocks also overflow a 32 GiB V100 after the states.
+  const auto m = zoo::gpt2_1_5b();
+  auto run = [&](const cluster& c, int zero, bool rc) {
+    const int n = c.devices() >= 16 ? 16 : 8;
+    return proteus::execute(
+        proteus::compile(m, proteus::dp_mp_pp(m, {.dp = n, .recomputation = rc, .zero = zero}), c,
+                         fp32(n), datasheet_profile(c.dev)),
+        c);
+  };
+  const auto hc1 = presets::hc1(), hc2 = presets::hc2();
+  auto plain = run(hc1, 0, false);
+  REQUIRE(plain.oom);
+  CHECK(plain.oom->op == "model states");
+  auto zero_only = run(hc1, 3, false);
+  REQUIRE(zero_only.oom);
+  CHECK_THAT(zero_only.oom->op, Contains("forward mb0"));
+  CHECK_FALSE(run(hc1, 3, true).oom);  // Proteus's S1
+  auto plain2 = run(hc2, 0, false);
+  REQUIRE(plain2.oom);
+  CHECK_THAT(plain2.oom->op, Contains("forward mb0"));
+  CHECK_FALSE(run(hc2, 0, true).oom);
+  CHECK_FALSE(run(hc2, 3, true).oom);
 }
