@@ -100,6 +100,11 @@ TEST_CASE("proteus compiler: strategy transformations by pattern matching", "[pr
   CHECK(x[3].groups == std::vector<std::vector<int>>{{3, 7}});
   CHECK(x[4].op == comm::collective::all_gather);
   CHECK(x[4].groups == std::vector<std::vector<int>>{{4, 5}, {6, 7}});
+  // sequence-split on both sides: each rank sends its slice, nobody gathers
+  x = proteus::detail::transform(q, layout{{4, 5, 6, 7}, 2, 2, lstate::sequence_split}, S);
+  REQUIRE(x.size() == 4);
+  CHECK(x[3].op == comm::collective::send_recv);
+  CHECK(x[3].bytes == 250);
 }
 
 namespace {

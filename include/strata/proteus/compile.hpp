@@ -174,20 +174,20 @@ inline std::vector<transfer> transform(const layout& a, const layout& z, double 
   const double part_a = full / a.batch;  // bytes of one batch part of `a`
   if (both.empty()) {                    // pipeline boundary: send/recv
     layout src = a;
-    if (a.state != lstate::replicated) {  // make it whole first
+    // partial sums are reduced first; sequence slices travel as they are when the hidden groups
+    // match (each rank sends its slice), otherwise they are gathered first
+    const bool slices =
+        a.state == lstate::sequence_split && a.hidden == z.hidden && a.batch == z.batch;
+    if (a.state == lstate::partial || (a.state == lstate::sequence_split && !slices)) {
       auto pre = transform(a, layout{a.devices, a.batch, a.hidden, lstate::replicated}, full);
       out.insert(out.end(), pre.begin(), pre.end());
       src.state = lstate::replicated;
     }
-    if (z.batch % src.batch != 0 && src.batch % z.batch != 0)
-      throw plan_error("strategy transformation: batch partitions " + std::to_string(src.batch) +
-                       " and " + std::to_string(z.batch) +
-                       " across a pipeline boundary must divide one another");
-    if (src.batch % z.batch == 0 && src.batch != z.batch)
+    if (z.batch % src.batch != 0)
       throw plan_error(
-          "strategy transformation: a pipeline boundary may refine the batch "
-          "partition, not coarsen it (" +
-          std::to_string(src.batch) + " -> " + std::to_string(z.batch) + ")");
+          "strategy transformation: across a pipeline boundary the batch may only be "
+          "split further (" +
+          std::to_string(src.batch) + " parts -> " + std::to_string(z.batch) + " parts)");
     const int ratio = z.batch / src.batch;
     const double piece = full / z.batch;
     const bool scatter = src.hidden == z.hidden && z.hidden > 1 && ratio == 1;
@@ -200,12 +200,10 @@ inline std::vector<transfer> transform(const layout& a, const layout& z, double 
                      scatter ? piece / z.hidden : piece,
                      "pipeline send"});
     }
-    if (scatter) {
-      transfer g{comm::collective::all_gather, z.hidden_groups(), piece, "pipeline all-gather"};
-      out.push_back(std::move(g));
-    }
-    if (z.state == lstate::sequence_split) {  // the receivers keep their slice: nothing to move
-    }
+    // receivers that need the whole part gather the 1/t pieces; sequence-split ones keep theirs
+    if (scatter && z.state != lstate::sequence_split)
+      out.push_back(
+          {comm::collective::all_gather, z.hidden_groups(), piece, "pipeline all-gather"});
     return out;
   }
   if (sa != sz)
