@@ -373,3 +373,39 @@ TEST_CASE("proteus OOM: GPT-1.5B data parallelism needs ZeRO and recomputation (
   CHECK_FALSE(run(hc2, 0, true).oom);
   CHECK_FALSE(run(hc2, 3, true).oom);
 }
+
+TEST_CASE("proteus schedule: the in-flight limit and recomputation lower the peak memory",
+          "[proteus]") {
+  // GPT-2 on HC2, 8 x 1 x 2 (8): GPipe keeps 8 micro-batches of activations on stage 0 at once,
+  // max_ongoing_micro_batch = 2 at most 2; recomputation keeps only each block's input
+  const auto m = zoo::gpt2_124m();
+  const auto c = presets::hc2();
+  const auto prof = datasheet_profile(c.dev);
+  auto peak0 = [&](proteus::dp_mp_pp_config cfg) {
+    const auto run =
+        proteus::execute(proteus::compile(m, proteus::dp_mp_pp(m, cfg), c, fp32(64), prof), c);
+    return run.peak_memory[0];
+  };
+  const double gpipe = peak0({.dp = 8, .pp = 2, .n_micro_batch = 8});
+  const double limited =
+      peak0({.dp = 8, .pp = 2, .n_micro_batch = 8, .max_ongoing_micro_batch = 2});
+  const double rc = peak0({.dp = 8, .pp = 2, .n_micro_batch = 8, .recomputation = true});
+  CHECK(limited < gpipe);
+  CHECK(rc < gpipe);
+  // the forward of micro-batch 2 on stage 0 waits for the backward of micro-batch 0 there
+  const auto g = proteus::compile(
+      m, proteus::dp_mp_pp(m, {.dp = 8, .pp = 2, .n_micro_batch = 8, .max_ongoing_micro_batch = 2}),
+      c, fp32(64), prof);
+  int f2 = -1, b0 = -1;
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const auto& op = g.ops[i];
+    if (op.devices.front() != 0) continue;
+    if (op.name == "embedding forward mb2") f2 = static_cast<int>(i);
+    if (op.name == "h.0 backward mb0") b0 = static_cast<int>(i);
+  }
+  REQUIRE(f2 >= 0);
+  REQUIRE(b0 >= 0);
+  const auto run = proteus::execute(g, c);
+  CHECK(run.spans[static_cast<std::size_t>(f2)].start >=
+        run.spans[static_cast<std::size_t>(b0)].start);
+}
