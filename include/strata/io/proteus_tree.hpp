@@ -15,6 +15,7 @@
 ///                                                              s.setup, s.profile), s.machine);
 /// @endcode
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
