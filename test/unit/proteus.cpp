@@ -65,6 +65,11 @@ TEST_CASE("proteus tree: a bad tree names the node and the mistake", "[proteus]"
   u.add_leaf(0, "h.0", proteus::module_kind::block, 0, {2, 2, false, {0, 1, 2}});
   CHECK_THROWS_WITH(u.check_structure(8), Contains("node 'h.0': the partition makes 4 parts "
                                                    "but 3 devices are mapped"));
+  // a graph too large to build is refused before it is built: 2^20 micro-batches x 14 leaves
+  const auto big = proteus::dp_mp_pp(m, {.n_micro_batch = 1 << 20});
+  CHECK_THROWS_WITH(
+      proteus::compile(m, big, presets::hc1(), fp32(1 << 20), datasheet_profile(presets::titan_xp)),
+      Contains("the execution graph needs about 58720256 operations"));
 }
 
 TEST_CASE("proteus compiler: strategy transformations by pattern matching", "[proteus]") {

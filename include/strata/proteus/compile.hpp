@@ -308,6 +308,9 @@ struct collector {
 
 namespace detail {
 
+/// The most operations one execution graph may hold (the event core's task budget).
+inline constexpr double max_operations = 4e6;
+
 /// Bytes per parameter of the model states and of the optimizer step's traffic.
 struct state_bytes {
   double weight = 4, gradient = 4, optimizer = 8, update = 28;
@@ -326,6 +329,17 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
   const int L = static_cast<int>(leaves.size());
   const resolved_schedule sched = t.schedule_of(leaves.front());
   const int nmb = sched.n_micro_batch;
+  {  // refuse a graph that cannot be built before building it: per micro-batch and leaf, a
+     // forward and a backward on each of its devices and up to 8 collectives per group
+    double ops = 0;
+    for (int l : leaves) ops += 4.0 * static_cast<double>(t.node(l).compute.devices.size());
+    ops *= nmb;
+    if (ops > max_operations)
+      throw plan_error("proteus: the execution graph needs about " +
+                       std::to_string(static_cast<long long>(ops)) +
+                       " operations, more than the 4 million one simulation may hold (use fewer "
+                       "micro-batches, devices or modules)");
+  }
   // ---- stages: runs of leaves on one device set ----
   auto devset = [&](int k) {
     auto d = t.node(leaves[static_cast<std::size_t>(k)]).compute.devices;
