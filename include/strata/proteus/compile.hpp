@@ -825,10 +825,11 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
     if (s.recomputation && n.kind == module_kind::block) {
       lower::shard y = x;
       y.recompute = parallel::recompute::none;
-      detail::collector full_keep{nullptr};
+      // what the recompute rebuilds and the backward frees: the layer's full saved set
+      double rebuilt = 0;
       lower::layer(m, y, tr, lower::phase::forward,
-                   lower::on_save{[&](const auto& st) { full_keep.kept += st.bytes; }});
-      lw.recomputed = full_keep.kept;
+                   lower::on_save{[&](const auto& st) { rebuilt += st.bytes; }});
+      lw.recomputed = rebuilt;
     }
     g.lowered.push_back(std::move(lw));
     const int id = static_cast<int>(g.lowered.size()) - 1;
