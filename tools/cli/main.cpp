@@ -21,6 +21,7 @@
 #include "strata/io/lin_trace.hpp"
 #include "strata/io/messages.hpp"
 #include "strata/io/profile.hpp"
+#include "strata/io/proteus_tree.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/io/simulation.hpp"
 #include "strata/io/svg.hpp"
@@ -358,6 +359,24 @@ int main(int argc, char** argv) {
     if (!read_text(sim_input, text)) return 2;
     return guarded("scenario", [&] {
       const nlohmann::json tj = strata::io::detail::parse_json(text);
+      if (tj.is_object() && tj.contains("strategy_tree")) {
+        // issue 15: a Proteus strategy tree, compiled and run by HTAE
+        if (sim_cmd->count("--schedule") > 0 || sim_cmd->count("--max-in-flight") > 0 || overlap ||
+            sim_cmd->count("--buckets") > 0)
+          throw strata::plan_error(
+              "--schedule, --max-in-flight, --overlap and --buckets: a strategy tree sets its "
+              "schedule in its nodes' schedule configs");
+        auto ps = strata::io::parse_proteus_scenario(tj);
+        if (sim_cmd->count("--gamma") > 0) ps.gamma = gamma;
+        const auto g = strata::proteus::compile(ps.net, ps.tree, ps.machine, ps.setup, ps.profile);
+        const auto run = strata::proteus::execute(g, ps.machine, {.gamma = ps.gamma});
+        const nlohmann::json j = strata::io::proteus_report_json(ps, g, run);
+        check_finite(j, "");
+        if (!trace_path.empty())
+          write_json("--trace", trace_path, strata::io::proteus_trace(g, run), -1);
+        print_json(j);
+        return 0;
+      }
       if (tj.is_object() && tj.contains("transformer")) {
         // a transformer plan: the schedule is the scenario's (parallel.schedule)
         if (sim_cmd->count("--schedule") > 0)

@@ -182,3 +182,26 @@ constexpr model<10 * Layers + 3> gpt_layers(std::string_view name, int hidden, i
 }
 
 }  // namespace strata::zoo
+
+// ---- issue 15 (Proteus Table VI) ------------------------------------------------------------
+namespace strata::zoo {
+/// torchvision VGG19 (configuration E) at 224 x 224: 16 conv3x3 + ReLU, 5 max pools, and the
+/// classifier fc-relu-dropout-fc-relu-dropout-fc: 44 layers, 143,667,240 parameters (Proteus
+/// Table II rounds to 137 M for its model).
+[[nodiscard]] constexpr model<44> vgg19() {
+  model_builder<44> b("vgg19", shape{3, 1, 224, 224});
+  constexpr std::array<int, 21> cfg{64,  64,  0,   128, 128, 0,   256, 256, 256, 256, 0,
+                                    512, 512, 512, 512, 0,   512, 512, 512, 512, 0};
+  for (int f : cfg) {
+    if (f == 0) {
+      b.add(max_pool{.kernel = 2, .stride = 2});
+    } else {
+      b.add(conv{.filters = f, .kernel = 3, .stride = 1, .padding = 1, .bias = true}).add(relu{});
+    }
+  }
+  b.add(linear{.features = 4096}).add(relu{}).add(elementwise{1.0});
+  b.add(linear{.features = 4096}).add(relu{}).add(elementwise{1.0});
+  b.add(linear{.features = 1000});
+  return b.trim<44>();
+}
+}  // namespace strata::zoo

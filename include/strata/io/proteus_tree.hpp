@@ -1,0 +1,225 @@
+#pragma once
+/// @file io/proteus_tree.hpp
+/// @brief Proteus scenarios as JSON: a transformer, a cluster, the training setup and a
+/// strategy tree (Duan et al. §IV), written out node by node or as DP x MP x PP(n_micro_batch);
+/// the HTAE report as JSON; HTAE timelines as Chrome-trace / Perfetto JSON with the three queues
+/// of every device. Errors name the JSON path of the field, and a tree that breaks a rule gets the
+/// tree check's sentence, which names the node. Schema: docs/cli.md ("strata simulate with a
+/// strategy tree").
+/// @code
+/// auto s = strata::io::parse_proteus_scenario(nlohmann::json::parse(R"({
+///   "transformer": "gpt2-124m", "cluster": "hc2",
+///   "training": {"global_batch": 64, "precision": "fp32", "flash_attention": false},
+///   "strategy_tree": {"dp": 8, "mp": 2}})"));
+/// auto run = strata::proteus::execute(strata::proteus::compile(s.net, s.tree, s.machine,
+///                                                              s.setup, s.profile), s.machine);
+/// @endcode
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/io/transformer_scenario.hpp"
+#include "strata/proteus/htae.hpp"
+
+namespace strata::io {
+
+/// A parsed Proteus scenario.
+struct proteus_scenario {
+  transformer net;
+  std::string name;
+  cluster machine;
+  transformer_training setup;
+  device_profile profile;
+  proteus::strategy_tree tree;
+  double gamma = 0;
+};
+
+namespace detail {
+
+inline proteus::schedule_config parse_schedule(const json& j, const std::string& p) {
+  proteus::schedule_config s;
+  if (!j.is_object()) fail(p, "must be an object");
+  only_keys(j, p, {"n_micro_batch", "max_ongoing_micro_batch", "recomputation"});
+  s.n_micro_batch = int_field(j, p, "n_micro_batch", 1, 1 << 20, 0);
+  s.max_ongoing_micro_batch = int_field(j, p, "max_ongoing_micro_batch", 1, 1 << 20, 0);
+  if (j.contains("recomputation")) s.recomputation = flag_field(j, p, "recomputation", false);
+  return s;
+}
+
+/// A node (and its subtree) under `parent`; "module": "blocks" with "first" and "count" adds
+/// one leaf per block with the same configs.
+inline void parse_tree_node(const json& j, const std::string& p, proteus::strategy_tree& t,
+                            int parent) {
+  if (!j.is_object()) fail(p, "must be an object (a tree node)");
+  const std::string name = str_field(j, p, "name", nullptr);
+  if (j.contains("children")) {
+    only_keys(j, p, {"name", "schedule", "children"});
+    const int id =
+        t.add_node(parent, name,
+                   j.contains("schedule") ? parse_schedule(j["schedule"], p + ".schedule")
+                                          : proteus::schedule_config{});
+    const json& cs = j["children"];
+    if (!cs.is_array() || cs.empty()) fail(p + ".children", "must be a non-empty array of nodes");
+    for (std::size_t i = 0; i < cs.size(); ++i)
+      parse_tree_node(cs[i], p + ".children[" + std::to_string(i) + "]", t, id);
+    return;
+  }
+  only_keys(j, p,
+            {"name", "module", "index", "first", "count", "batch", "hidden", "sequence_parallel",
+             "devices", "zero"});
+  const std::string module = str_field(j, p, "module", nullptr);
+  proteus::compute_config c;
+  c.batch = int_field(j, p, "batch", 1, max_degree, 1);
+  c.hidden = int_field(j, p, "hidden", 1, max_degree, 1);
+  c.sequence_parallel = flag_field(j, p, "sequence_parallel", false);
+  const json& d = require(j, p, "devices");
+  if (!d.is_array() || d.empty()) fail(p + ".devices", "must be a non-empty array of device ids");
+  for (std::size_t i = 0; i < d.size(); ++i)
+    c.devices.push_back(get_int(d[i], p + ".devices[" + std::to_string(i) + "]", 0, max_degree));
+  const proteus::memory_config mem{int_field(j, p, "zero", 0, 3, 0)};
+  if (module == "embedding" || module == "head") {
+    t.add_leaf(parent, name,
+               module == "head" ? proteus::module_kind::head : proteus::module_kind::embedding, 0,
+               c, mem);
+  } else if (module == "block") {
+    t.add_leaf(parent, name, proteus::module_kind::block,
+               int_field(j, p, "index", 0, 1 << 20, 0, true), c, mem);
+  } else if (module == "blocks") {
+    const int first = int_field(j, p, "first", 0, 1 << 20, 0, true);
+    const int count = int_field(j, p, "count", 1, 1 << 20, 0, true);
+    for (int k = first; k < first + count; ++k)
+      t.add_leaf(parent, name + "." + std::to_string(k), proteus::module_kind::block, k, c, mem);
+  } else {
+    fail(p + ".module", "must be one of \"embedding\", \"block\", \"blocks\", \"head\" (got \"" +
+                            cut(module) + "\")");
+  }
+}
+
+inline proteus::strategy_tree parse_strategy_tree(const json& j, const transformer& m) {
+  const std::string p = "strategy_tree";
+  if (!j.is_object()) fail(p, "must be an object");
+  if (!j.contains("children")) {  // DP x MP x PP(n_micro_batch)
+    only_keys(j, p,
+              {"dp", "mp", "pp", "n_micro_batch", "max_ongoing_micro_batch", "recomputation",
+               "sequence_parallel", "zero", "mp_innermost"});
+    proteus::dp_mp_pp_config c;
+    c.dp = int_field(j, p, "dp", 1, max_degree, 1);
+    c.mp = int_field(j, p, "mp", 1, max_degree, 1);
+    c.pp = int_field(j, p, "pp", 1, max_degree, 1);
+    c.n_micro_batch = int_field(j, p, "n_micro_batch", 1, 1 << 20, 1);
+    c.max_ongoing_micro_batch = int_field(j, p, "max_ongoing_micro_batch", 0, 1 << 20, 0);
+    c.recomputation = flag_field(j, p, "recomputation", false);
+    c.sequence_parallel = flag_field(j, p, "sequence_parallel", false);
+    c.zero = int_field(j, p, "zero", 0, 3, 0);
+    c.mp_innermost = flag_field(j, p, "mp_innermost", true);
+    return proteus::dp_mp_pp(m, c);
+  }
+  only_keys(j, p, {"name", "schedule", "children"});
+  proteus::strategy_tree t(str_field(j, p, "name", "model"),
+                           j.contains("schedule") ? parse_schedule(j["schedule"], p + ".schedule")
+                                                  : proteus::schedule_config{});
+  const json& cs = j["children"];
+  if (!cs.is_array() || cs.empty()) fail(p + ".children", "must be a non-empty array of nodes");
+  for (std::size_t i = 0; i < cs.size(); ++i)
+    parse_tree_node(cs[i], p + ".children[" + std::to_string(i) + "]", t, 0);
+  return t;
+}
+
+}  // namespace detail
+
+/// Parses a Proteus scenario: "transformer", "cluster", "training", "strategy_tree", and
+/// optionally "profile" ("datasheet", the default, or "fitted-gemm") and "gamma".
+inline proteus_scenario parse_proteus_scenario(const nlohmann::json& j) {
+  namespace d = detail;
+  d::only_keys(j, "scenario",
+               {"transformer", "cluster", "training", "strategy_tree", "profile", "gamma"});
+  proteus_scenario s;
+  s.net = d::parse_transformer(d::require(j, "scenario", "transformer"), s.name);
+  s.net.name = s.name;
+  s.machine = d::parse_cluster(d::require(j, "scenario", "cluster"));
+  s.setup = d::parse_transformer_training(d::require(j, "scenario", "training"));
+  const std::string pn = d::str_field(j, "scenario", "profile", "datasheet");
+  if (s.machine.dev.sms < 1)
+    d::fail("cluster.device", "has no SM count: transformer plans need a GPU");
+  if (pn == "datasheet")
+    s.profile = datasheet_profile(s.machine.dev);
+  else if (pn == "fitted-gemm")
+    s.profile = datasheet_profile(s.machine.dev, h100_fitted_gemm);
+  else
+    d::fail("profile", "must be \"datasheet\" or \"fitted-gemm\" (got \"" + d::cut(pn) + "\")");
+  s.gamma = d::num_field(j, "scenario", "gamma", 0.0, 100.0, 0.0);
+  s.tree = d::parse_strategy_tree(d::require(j, "scenario", "strategy_tree"), s.net);
+  s.tree.check(s.net, s.setup, s.machine.devices());
+  return s;
+}
+
+/// HTAE's report: iteration time, throughput, peak memory per device, the out-of-memory verdict.
+inline nlohmann::json proteus_report_json(const proteus_scenario& s,
+                                          const proteus::execution_graph& g,
+                                          const proteus::htae_run& r) {
+  constexpr double gib = 1024.0 * 1024 * 1024;
+  nlohmann::json peaks = nlohmann::json::array();
+  double peak = 0;
+  for (double b : r.peak_memory) {
+    peaks.push_back(b / gib);
+    peak = std::max(peak, b);
+  }
+  nlohmann::json j{{"model", s.name},
+                   {"cluster", std::string(s.machine.name)},
+                   {"devices", s.tree.device_count()},
+                   {"stages", g.stages},
+                   {"n_micro_batch", g.n_micro_batch},
+                   {"operations", g.ops.size()},
+                   {"iteration_time_s", r.iteration},
+                   {"samples_per_s", s.setup.global_batch / r.iteration},
+                   {"peak_memory_GiB", peak / gib},
+                   {"peak_memory_GiB_per_device", peaks},
+                   {"capacity_GiB", s.machine.dev.memory.count() / gib},
+                   {"gamma", s.gamma}};
+  if (r.oom)
+    j["out_of_memory"] = {
+        {"device", r.oom->device}, {"operation", r.oom->op}, {"GiB", r.oom->bytes / gib}};
+  return j;
+}
+
+/// The HTAE timeline as Chrome-trace JSON: one process per device, three threads (compute,
+/// feature communication, gradient communication, §VI-B), one event per operation; times in us.
+inline nlohmann::json proteus_trace(const proteus::execution_graph& g, const proteus::htae_run& r) {
+  nlohmann::json events = nlohmann::json::array();
+  std::vector<bool> used(static_cast<std::size_t>(g.devices), false);
+  for (const auto& op : g.ops)
+    for (int d : op.devices) used[static_cast<std::size_t>(d)] = true;
+  for (int d = 0; d < g.devices; ++d) {
+    if (!used[static_cast<std::size_t>(d)]) continue;
+    events.push_back({{"ph", "M"},
+                      {"name", "process_name"},
+                      {"pid", d},
+                      {"args", {{"name", "gpu " + std::to_string(d)}}}});
+    for (int q = 0; q < 3; ++q)
+      events.push_back(
+          {{"ph", "M"},
+           {"name", "thread_name"},
+           {"pid", d},
+           {"tid", q},
+           {"args", {{"name", std::string(to_string(static_cast<proteus::queue>(q)))}}}});
+  }
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const auto& op = g.ops[i];
+    const auto& sp = r.spans[i];
+    for (int d : op.devices)
+      events.push_back({{"ph", "X"},
+                        {"name", op.name},
+                        {"cat", std::string(to_string(op.q))},
+                        {"pid", d},
+                        {"tid", static_cast<int>(op.q)},
+                        {"ts", sp.start * 1e6},
+                        {"dur", (sp.end - sp.start) * 1e6},
+                        {"args", {{"op", static_cast<int>(i)}, {"devices", op.devices}}}});
+  }
+  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace strata::io

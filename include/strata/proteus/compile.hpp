@@ -1,0 +1,912 @@
+#pragma once
+/// @file proteus/compile.hpp
+/// @brief Proteus's execution-graph compiler (Duan et al. §V): a strategy tree and a model
+/// become per-device operations. Computation is the one lowering (`lower::layer`, `embedding`,
+/// `head` for the shard each leaf's partition gives a device); communication is inserted
+/// where a tensor's layout as its producer leaves it differs from what its consumer needs
+/// (§V-A "strategy transformation"), chosen by pattern matching on the two layouts (§V-B);
+/// control dependencies follow the schedule configs (micro-batches, the in-flight limit,
+/// recomputation right before the backward).
+///
+/// Layouts. The activation between modules (b x s x h per batch part) lives on a leaf's devices
+/// as a grid of `batch` x `hidden` parts, hidden innermost, in one of three states: replicated
+/// over the hidden group, split along the sequence over it (sequence parallelism), or partial
+/// sums (the output of a row-split projection). Transformations on one device set:
+/// partial -> replicated: all-reduce; partial -> sequence-split: reduce-scatter;
+/// sequence-split -> replicated: all-gather, each over the hidden groups; a coarser batch
+/// partition: all-gather over the devices whose parts make one new part; a finer one: a local
+/// slice; anything else: all-to-all over the devices. Between disjoint device sets (a pipeline
+/// boundary): a send/recv per receiving device from the device that holds its part (with equal
+/// hidden groups each hidden rank sends 1/t and the receivers all-gather, Megatron's
+/// scatter/gather). Device groups are split as the layout dictates: one collective per group.
+///
+/// A transformer block with a hidden partition is two Megatron segments (attention, MLP), each a
+/// column-split projection that needs its input replicated and a row-split one that leaves
+/// partial sums (Shoeybi et al. §3): forward the compiler inserts T(R -> replicated) before and
+/// T(partial -> R) after each segment (R: the residual layout); backward the row projection
+/// needs dY replicated and the column one leaves dX partial, so the same two transformations
+/// run again. For R replicated that is two all-reduces per pass, for R sequence-split two
+/// all-gathers and two reduce-scatters (Korthikanti §4.2.2): the collectives
+/// `lower::layer_collectives` lists for a `parallel::nd` plan, here derived from layouts.
+/// Weights are replicated over a leaf's batch group: their gradients are all-reduced (memory
+/// config ZeRO-0), reduce-scattered with the updated weights all-gathered after the step
+/// (ZeRO-1/2), or reduce-scattered with the weights all-gathered before every forward and
+/// backward (ZeRO-3), on the gradient queue.
+/// @code
+/// auto t = strata::proteus::dp_mp_pp(strata::zoo::gpt2_124m(), {.dp = 8});
+/// auto g = strata::proteus::compile(strata::zoo::gpt2_124m(), t, strata::presets::hc1(),
+///                                   {.global_batch = 8}, profile);
+/// @endcode
+
+#include <algorithm>
+#include <cstddef>
+#include <iterator>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "strata/analytic/transformer.hpp"
+#include "strata/comm/collectives.hpp"
+#include "strata/hardware/cluster.hpp"
+#include "strata/hardware/kernels.hpp"
+#include "strata/lower/cnn.hpp"
+#include "strata/lower/transformer.hpp"
+#include "strata/proteus/tree.hpp"
+
+namespace strata::proteus {
+
+/// The three queues of an executor (§VI-B).
+enum class queue { compute, feature, gradient };
+enum class op_kind { forward, backward, recompute, optimizer, collective };
+
+[[nodiscard]] constexpr std::string_view to_string(queue q) {
+  switch (q) {
+    case queue::compute:
+      return "compute";
+    case queue::feature:
+      return "feature communication";
+    case queue::gradient:
+      return "gradient communication";
+  }
+  return "compute";
+}
+
+/// One leaf lowered for one device's shard: its kernels, kept tensors and priced times.
+struct lowered_leaf {
+  module_kind kind = module_kind::block;
+  lower::shard shard{};
+  std::vector<lower::kernel_op> forward{}, backward{};
+  double forward_s = 0, backward_s = 0;  ///< GPU time (the profile's queued kernels)
+  double kept = 0;                       ///< bytes kept from forward to backward
+  double recomputed = 0;                 ///< under recomputation: bytes the recompute rebuilds
+  double parameters = 0;                 ///< on one device, before ZeRO sharding
+};
+
+/// One operation of the execution graph.
+struct exec_op {
+  std::string name;
+  op_kind kind = op_kind::forward;
+  queue q = queue::compute;
+  std::vector<int> devices{};  ///< compute: one; communication: its group
+  int leaf = -1;               ///< position among the tree's leaves (-1: none)
+  int micro_batch = -1;
+  int lowered = -1;  ///< compute: `execution_graph::lowered` entry
+  double seconds = 0;
+  lower::collective_op coll{};  ///< communication: operation, S (nccl-tests convention), pass
+  double keeps = 0;             ///< bytes this op allocates per device, until `freed_by` ends
+  int freed_by = -1;
+  std::vector<int> deps{};  ///< data and control dependencies (earlier ops)
+};
+
+/// The distributed execution graph.
+struct execution_graph {
+  int devices = 0;
+  std::vector<exec_op> ops;
+  std::vector<lowered_leaf> lowered;
+  std::vector<std::string> leaf_names;
+  std::vector<double> states;  ///< per device: weights, gradients, optimizer states (bytes)
+  int stages = 1;
+  int n_micro_batch = 1;
+
+  /// The operations touching device `d`, in creation (a topological) order.
+  [[nodiscard]] std::vector<int> ops_of(int d) const {
+    std::vector<int> out;
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (std::find(ops[i].devices.begin(), ops[i].devices.end(), d) != ops[i].devices.end())
+        out.push_back(static_cast<int>(i));
+    return out;
+  }
+};
+
+/// Bytes each rank puts on the wire for collective `op` of S bytes over p ranks (ring):
+/// all-reduce 2 (p - 1) / p S, all-gather / reduce-scatter / all-to-all (p - 1) / p S, a
+/// send S.
+[[nodiscard]] constexpr double wire_bytes(comm::collective op, int p, double s) {
+  return comm::busbw_factor(op, p) * s;
+}
+
+/// Latency steps of a ring collective: all-reduce 2 (p - 1), the others p - 1, a send 1.
+[[nodiscard]] constexpr int ring_steps(comm::collective op, int p) {
+  if (op == comm::collective::send_recv) return 1;
+  if (op == comm::collective::all_reduce) return 2 * (p - 1);
+  return p - 1;
+}
+
+namespace detail {
+
+/// A tensor's layout: a batch x hidden grid of parts on `devices` (hidden innermost).
+enum class lstate { replicated, sequence_split, partial };
+struct layout {
+  std::vector<int> devices;
+  int batch = 1, hidden = 1;
+  lstate state = lstate::replicated;
+  /// Batch interval [lo, hi) of device position k, in units of 1 / (batch x 1).
+  [[nodiscard]] int part_of(std::size_t k) const { return static_cast<int>(k) / hidden; }
+  [[nodiscard]] std::vector<std::vector<int>> hidden_groups() const {
+    std::vector<std::vector<int>> g(static_cast<std::size_t>(batch));
+    for (std::size_t k = 0; k < devices.size(); ++k)
+      g[static_cast<std::size_t>(part_of(k))].push_back(devices[k]);
+    return g;
+  }
+};
+
+/// A collective to insert: operation, groups, S per group.
+struct transfer {
+  comm::collective op;
+  std::vector<std::vector<int>> groups;
+  double bytes;
+  std::string what;
+};
+
+/// Strategy transformation (§V-B) of a b_total x s x h activation of `full` bytes (the whole
+/// global micro-batch) from layout `a` to layout `z`, by pattern matching.
+inline std::vector<transfer> transform(const layout& a, const layout& z, double full) {
+  std::vector<transfer> out;
+  const auto sorted = [](std::vector<int> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const auto sa = sorted(a.devices), sz = sorted(z.devices);
+  std::vector<int> both;
+  std::set_intersection(sa.begin(), sa.end(), sz.begin(), sz.end(), std::back_inserter(both));
+  const double part_a = full / a.batch;  // bytes of one batch part of `a`
+  if (both.empty()) {                    // pipeline boundary: send/recv
+    layout src = a;
+    // partial sums are reduced first; sequence slices travel as they are when the hidden groups
+    // match (each rank sends its slice), otherwise they are gathered first
+    const bool slices =
+        a.state == lstate::sequence_split && a.hidden == z.hidden && a.batch == z.batch;
+    if (a.state == lstate::partial || (a.state == lstate::sequence_split && !slices)) {
+      auto pre = transform(a, layout{a.devices, a.batch, a.hidden, lstate::replicated}, full);
+      out.insert(out.end(), pre.begin(), pre.end());
+      src.state = lstate::replicated;
+    }
+    if (z.batch % src.batch != 0)
+      throw plan_error(
+          "strategy transformation: across a pipeline boundary the batch may only be "
+          "split further (" +
+          std::to_string(src.batch) + " parts -> " + std::to_string(z.batch) + " parts)");
+    const int ratio = z.batch / src.batch;
+    const double piece = full / z.batch;
+    const bool scatter = src.hidden == z.hidden && z.hidden > 1 && ratio == 1;
+    for (std::size_t k = 0; k < z.devices.size(); ++k) {
+      const int zp = z.part_of(k), t = static_cast<int>(k) % z.hidden;
+      const int ap = zp / ratio;
+      const int from = src.devices[static_cast<std::size_t>(ap * src.hidden + t % src.hidden)];
+      out.push_back({comm::collective::send_recv,
+                     {{from, z.devices[k]}},
+                     scatter ? piece / z.hidden : piece,
+                     "pipeline send"});
+    }
+    // receivers that need the whole part gather the 1/t pieces; sequence-split ones keep theirs
+    if (scatter && z.state != lstate::sequence_split)
+      out.push_back(
+          {comm::collective::all_gather, z.hidden_groups(), piece, "pipeline all-gather"});
+    return out;
+  }
+  if (sa != sz)
+    throw plan_error(
+        "strategy transformation: consecutive modules share some devices but not "
+        "all; their device groups must be equal or disjoint");
+  const bool same_grid = a.batch == z.batch && a.hidden == z.hidden && a.devices == z.devices;
+  if (same_grid) {
+    if (a.state == z.state) return out;
+    if (a.state == lstate::partial && z.state == lstate::replicated)
+      out.push_back({comm::collective::all_reduce, a.hidden_groups(), part_a, "all-reduce"});
+    else if (a.state == lstate::partial && z.state == lstate::sequence_split)
+      out.push_back(
+          {comm::collective::reduce_scatter, a.hidden_groups(), part_a, "reduce-scatter"});
+    else if (a.state == lstate::sequence_split && z.state == lstate::replicated)
+      out.push_back({comm::collective::all_gather, a.hidden_groups(), part_a, "all-gather"});
+    else if (z.state == lstate::partial)
+      throw plan_error("strategy transformation: a consumer cannot need partial sums");
+    // replicated -> sequence-split: each device keeps its slice
+    return out;
+  }
+  // different grids on one device set: first make the source whole on its hidden groups
+  layout src = a;
+  if (a.state != lstate::replicated) {
+    auto pre = transform(a, layout{a.devices, a.batch, a.hidden, lstate::replicated}, full);
+    out.insert(out.end(), pre.begin(), pre.end());
+    src.state = lstate::replicated;
+  }
+  // which batch interval each device holds (src) and needs (z), in units of 1/L of the batch
+  const int L = std::max(src.batch, z.batch) *
+                (std::max(src.batch, z.batch) % std::min(src.batch, z.batch) == 0
+                     ? 1
+                     : std::min(src.batch, z.batch));
+  auto interval = [&](const layout& l, int dev) {
+    const auto it = std::find(l.devices.begin(), l.devices.end(), dev);
+    const int p = l.part_of(static_cast<std::size_t>(it - l.devices.begin()));
+    const int w = L / l.batch;
+    return std::pair<int, int>{p * w, (p + 1) * w};
+  };
+  bool local = true;
+  for (int d : z.devices) {
+    const auto need = interval(z, d), have = interval(src, d);
+    if (need.first < have.first || need.second > have.second) local = false;
+  }
+  if (local) {
+    if (z.state == lstate::partial)
+      throw plan_error("strategy transformation: a consumer cannot need partial sums");
+    return out;  // a finer partition: each device slices what it holds
+  }
+  // a coarser partition: all-gather over the devices that need the same interval, if their
+  // held intervals tile it
+  std::map<std::pair<int, int>, std::vector<int>> by_need;
+  for (int d : z.devices) by_need[interval(z, d)].push_back(d);
+  bool gather = true;
+  std::vector<std::vector<int>> groups;
+  for (auto& [need, devs] : by_need) {
+    std::vector<std::pair<int, int>> held;
+    for (int d : devs) held.push_back(interval(src, d));
+    std::sort(held.begin(), held.end());
+    held.erase(std::unique(held.begin(), held.end()), held.end());
+    int at = need.first;
+    for (const auto& h : held) {
+      if (h.first != at) gather = false;
+      at = h.second;
+    }
+    if (at != need.second) gather = false;
+    // one member per held interval forms the gathering group; replicas gather alike
+    const int members = static_cast<int>(held.size());
+    if (members < 2 || static_cast<int>(devs.size()) % members != 0) gather = false;
+    if (gather) {
+      const int reps = static_cast<int>(devs.size()) / members;
+      for (int r = 0; r < reps; ++r) {
+        std::vector<int> g;
+        for (const auto& h : held) {
+          int seen = 0;
+          for (int d : devs)
+            if (interval(src, d) == h && seen++ == r) g.push_back(d);
+        }
+        groups.push_back(std::move(g));
+      }
+    }
+  }
+  if (gather && !groups.empty()) {
+    out.push_back({comm::collective::all_gather, std::move(groups), full / z.batch, "all-gather"});
+    return out;
+  }
+  out.push_back({comm::collective::all_to_all, {sz}, full, "all-to-all"});
+  return out;
+}
+
+/// Collects kernels and kept bytes from a lowering.
+struct collector {
+  std::vector<lower::kernel_op>* kernels;
+  double kept = 0;
+  void kernel(const lower::kernel_op& k) { kernels->push_back(k); }
+  void save(const lower::saved_tensor& t) { kept += t.bytes; }
+};
+
+}  // namespace detail
+
+namespace detail {
+
+/// The most operations one execution graph may hold (the event core's task budget).
+inline constexpr double max_operations = 4e6;
+
+/// Bytes per parameter of the model states and of the optimizer step's traffic.
+struct state_bytes {
+  double weight = 4, gradient = 4, optimizer = 8, update = 28;
+};
+
+/// The part of the compiler that every model shares: stages, layouts, transformations,
+/// micro-batch programs, gradient synchronization and the optimizer step. `g` holds the
+/// lowered leaves; `out_bytes[k]` is leaf k's output activation for one micro-batch of the
+/// whole model.
+inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
+                                      const std::vector<int>& leaf_lowered,
+                                      const std::vector<bool>& leaf_recompute,
+                                      const std::vector<double>& out_bytes, const state_bytes& sb,
+                                      const device_profile& prof) {
+  const auto leaves = t.leaves();
+  const int L = static_cast<int>(leaves.size());
+  const resolved_schedule sched = t.schedule_of(leaves.front());
+  const int nmb = sched.n_micro_batch;
+  {  // refuse a graph that cannot be built before building it: per micro-batch and leaf, a
+     // forward and a backward on each of its devices and up to 8 collectives per group
+    double ops = 0;
+    for (int l : leaves) ops += 4.0 * static_cast<double>(t.node(l).compute.devices.size());
+    ops *= nmb;
+    if (ops > max_operations)
+      throw plan_error("proteus: the execution graph needs about " +
+                       std::to_string(static_cast<long long>(ops)) +
+                       " operations, more than the 4 million one simulation may hold (use fewer "
+                       "micro-batches, devices or modules)");
+  }
+  // ---- stages: runs of leaves on one device set ----
+  auto devset = [&](int k) {
+    auto d = t.node(leaves[static_cast<std::size_t>(k)]).compute.devices;
+    std::sort(d.begin(), d.end());
+    return d;
+  };
+  std::vector<int> stage_of(static_cast<std::size_t>(L));
+  std::vector<std::vector<int>> stage_leaves;
+  std::vector<std::vector<int>> stage_devices;
+  for (int k = 0; k < L; ++k) {
+    if (k == 0 || devset(k) != devset(k - 1)) {
+      const auto d = devset(k);
+      for (const auto& e : stage_devices)
+        for (int x : d)
+          if (std::find(e.begin(), e.end(), x) != e.end())
+            throw plan_error("strategy tree node '" + g.leaf_names[static_cast<std::size_t>(k)] +
+                             "': it returns to devices an earlier pipeline stage used (device " +
+                             std::to_string(x) + "); stages need disjoint device groups");
+      stage_leaves.emplace_back();
+      stage_devices.push_back(d);
+    }
+    stage_of[static_cast<std::size_t>(k)] = static_cast<int>(stage_leaves.size()) - 1;
+    stage_leaves.back().push_back(k);
+  }
+  const int P = static_cast<int>(stage_leaves.size());
+  g.stages = P;
+
+  auto node_of = [&](int k) -> const tree_node& {
+    return t.node(leaves[static_cast<std::size_t>(k)]);
+  };
+  auto residual = [&](int k) {
+    const auto& n = node_of(k);
+    return layout{n.compute.devices, n.compute.batch, n.compute.hidden,
+                  n.compute.sequence_parallel ? lstate::sequence_split : lstate::replicated};
+  };
+  auto with_state = [](layout l, lstate s) {
+    l.state = s;
+    return l;
+  };
+
+  // ---- model states ----
+  for (int k = 0; k < L; ++k) {
+    const auto& n = node_of(k);
+    const auto& lw = g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
+    const double shards = n.compute.batch;
+    const int z = n.memory.zero;
+    const double w = lw.parameters * sb.weight / (z >= 3 ? shards : 1.0);
+    const double gr = lw.parameters * sb.gradient / (z >= 2 ? shards : 1.0);
+    const double o = lw.parameters * sb.optimizer / (z >= 1 ? shards : 1.0);
+    for (int d : n.compute.devices) g.states[static_cast<std::size_t>(d)] += w + gr + o;
+  }
+
+  // ---- operations ----
+  auto add = [&](exec_op op) {
+    g.ops.push_back(std::move(op));
+    return static_cast<int>(g.ops.size()) - 1;
+  };
+  // per device: the last operation of the unit being built (data dependencies)
+  std::vector<int> chain(static_cast<std::size_t>(g.devices), -1);
+  // per device: control dependencies the next operation there takes on
+  std::vector<std::vector<int>> extra(static_cast<std::size_t>(g.devices));
+  auto deps_of = [&](const std::vector<int>& devs) {
+    std::vector<int> d;
+    for (int x : devs) {
+      const auto ux = static_cast<std::size_t>(x);
+      if (chain[ux] >= 0) d.push_back(chain[ux]);
+      d.insert(d.end(), extra[ux].begin(), extra[ux].end());
+      extra[ux].clear();
+    }
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    return d;
+  };
+  auto insert = [&](const std::vector<detail::transfer>& xs, queue q, lower::phase ph, int leaf,
+                    int mb, const std::string& where) {
+    for (const auto& x : xs)
+      for (const auto& grp : x.groups) {
+        exec_op op;
+        op.name = where + " " + x.what;
+        op.kind = op_kind::collective;
+        op.q = q;
+        op.devices = grp;
+        op.leaf = leaf;
+        op.micro_batch = mb;
+        op.coll = {"", x.op, lower::comm_axis::tensor, x.bytes, ph, 1};
+        op.deps = deps_of(grp);
+        const int id = add(std::move(op));
+        for (int d : grp) chain[static_cast<std::size_t>(d)] = id;
+      }
+  };
+  // Megatron segments of a block with a hidden partition (see the file comment)
+  auto block_collectives = [&](int k, int mb, lower::phase ph, const std::string& who) {
+    const auto& n = node_of(k);
+    if (n.kind != module_kind::block || n.compute.hidden < 2) return;
+    const layout R = residual(k);
+    const layout rep = with_state(R, lstate::replicated), part = with_state(R, lstate::partial);
+    const auto uk = static_cast<std::size_t>(k);
+    for (int seg = 0; seg < 2; ++seg) {
+      const std::string what =
+          who + (seg == 0 ? (ph == lower::phase::forward ? " attention" : " MLP")
+                          : (ph == lower::phase::forward ? " MLP" : " attention"));
+      if (ph == lower::phase::forward) {
+        insert(transform(R, rep, out_bytes[uk]), queue::feature, ph, k, mb, what + " input");
+        insert(transform(part, R, out_bytes[uk]), queue::feature, ph, k, mb, what + " output");
+      } else {  // dY of the row projection replicated; dX of the column one partial
+        insert(transform(R, rep, out_bytes[uk]), queue::feature, ph, k, mb, what + " dY");
+        insert(transform(part, R, out_bytes[uk]), queue::feature, ph, k, mb, what + " dX");
+      }
+    }
+  };
+  // the vocabulary-split embedding leaves partial sums
+  auto leaf_output = [&](int k) {
+    const auto& n = node_of(k);
+    const layout R = residual(k);
+    return n.kind == module_kind::embedding && n.compute.hidden > 1 ? with_state(R, lstate::partial)
+                                                                    : R;
+  };
+  auto compute = [&](int k, int mb, op_kind kind, int d) {
+    const auto& lw = g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
+    exec_op op;
+    const char* what = kind == op_kind::forward    ? "forward"
+                       : kind == op_kind::backward ? "backward"
+                                                   : "recompute";
+    op.name = g.leaf_names[static_cast<std::size_t>(k)] + " " + what + " mb" + std::to_string(mb);
+    op.kind = kind;
+    op.devices = {d};
+    op.leaf = k;
+    op.micro_batch = mb;
+    op.lowered = leaf_lowered[static_cast<std::size_t>(k)];
+    op.seconds = kind == op_kind::backward ? lw.backward_s : lw.forward_s;
+    op.deps = deps_of({d});
+    const int id = add(std::move(op));
+    chain[static_cast<std::size_t>(d)] = id;
+    return id;
+  };
+  const auto ku = static_cast<std::size_t>(L);
+  const auto mbu = static_cast<std::size_t>(nmb);
+  // forward op ids per (leaf, mb, device position) to wire the kept tensors
+  std::vector<std::vector<std::vector<int>>> fwd(ku, std::vector<std::vector<int>>(mbu));
+  std::vector<std::vector<int>> last_bwd(ku);  // per leaf: backward ops of the last micro-batch
+  // per stage and micro-batch: the chain at the end of its forward / backward unit
+  std::vector<std::vector<std::vector<int>>> fchain(static_cast<std::size_t>(P),
+                                                    std::vector<std::vector<int>>(mbu)),
+      bchain = fchain;
+  std::vector<std::vector<int>> first_bwd(static_cast<std::size_t>(P),
+                                          std::vector<int>(mbu, -1));  // control deps
+  std::vector<std::vector<int>> gradient_ops(static_cast<std::size_t>(g.devices));
+
+  // weight replicas (gradient synchronization, ZeRO gathers): groups are the batch groups (devices
+  // with one hidden index)
+  auto batch_groups = [&](const tree_node& n) {
+    std::vector<std::vector<int>> gs(static_cast<std::size_t>(n.compute.hidden));
+    for (std::size_t k = 0; k < n.compute.devices.size(); ++k)
+      gs[k % static_cast<std::size_t>(n.compute.hidden)].push_back(n.compute.devices[k]);
+    return gs;
+  };
+  auto forward_unit = [&](int st, int mb) {
+    chain.assign(chain.size(), -1);
+    const auto& ls = stage_leaves[static_cast<std::size_t>(st)];
+    if (st > 0)  // what the previous stage sent (its forward unit inserted the sends)
+      for (int d : stage_devices[static_cast<std::size_t>(st)])
+        chain[static_cast<std::size_t>(d)] =
+            fchain[static_cast<std::size_t>(st - 1)][static_cast<std::size_t>(mb)]
+                  [static_cast<std::size_t>(d)];
+    // the in-flight limit: this forward waits for the backward of mb - max_ongoing (§V-A)
+    const int k_lim = sched.max_ongoing_micro_batch;
+    if (mb - k_lim >= 0) {
+      const int ctl = first_bwd[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb - k_lim)];
+      for (int d : stage_devices[static_cast<std::size_t>(st)])
+        extra[static_cast<std::size_t>(d)].push_back(ctl);
+    }
+    for (std::size_t i = 0; i < ls.size(); ++i) {
+      const int k = ls[i];
+      const auto& n = node_of(k);
+      const std::string who =
+          g.leaf_names[static_cast<std::size_t>(k)] + " mb" + std::to_string(mb);
+      if (i > 0)
+        insert(transform(leaf_output(ls[i - 1]), residual(k),
+                         out_bytes[static_cast<std::size_t>(ls[i - 1])]),
+               queue::feature, lower::phase::forward, ls[i - 1], mb, who + " input");
+      if (n.memory.zero >= 3 && n.compute.batch > 1)
+        insert({{comm::collective::all_gather, batch_groups(n),
+                 g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])]
+                         .parameters *
+                     sb.weight,
+                 "weights all-gather"}},
+               queue::feature, lower::phase::forward, k, mb, who);
+      auto& f = fwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(mb)];
+      for (int d : n.compute.devices) f.push_back(compute(k, mb, op_kind::forward, d));
+      block_collectives(k, mb, lower::phase::forward, who);
+    }
+    if (st + 1 < P)  // send to the next stage, from this unit's feature queue
+      insert(transform(leaf_output(ls.back()),
+                       residual(stage_leaves[static_cast<std::size_t>(st + 1)].front()),
+                       out_bytes[static_cast<std::size_t>(ls.back())]),
+             queue::feature, lower::phase::forward, ls.back(), mb,
+             "mb" + std::to_string(mb) + " stage" + std::to_string(st) + "->" +
+                 std::to_string(st + 1));
+    fchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = chain;
+  };
+  auto backward_unit = [&](int st, int mb) {
+    chain.assign(chain.size(), -1);
+    const auto& ls = stage_leaves[static_cast<std::size_t>(st)];
+    // the gradient the next stage sent, and this stage's own forward of mb
+    for (int d : stage_devices[static_cast<std::size_t>(st)]) {
+      const auto ud = static_cast<std::size_t>(d);
+      if (st + 1 < P)
+        chain[ud] = bchain[static_cast<std::size_t>(st + 1)][static_cast<std::size_t>(mb)][ud];
+      const int f = fchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)][ud];
+      if (chain[ud] < 0)
+        chain[ud] = f;
+      else if (f >= 0)
+        extra[ud].push_back(f);
+    }
+    bool first = true;
+    for (auto it = ls.rbegin(); it != ls.rend(); ++it) {
+      const int k = *it;
+      const auto& n = node_of(k);
+      const std::string who =
+          g.leaf_names[static_cast<std::size_t>(k)] + " mb" + std::to_string(mb);
+      if (it != ls.rbegin())  // dX of the leaf after it, into this leaf's layout
+        insert(transform(residual(*(it - 1)), residual(k), out_bytes[static_cast<std::size_t>(k)]),
+               queue::feature, lower::phase::backward, *(it - 1), mb, who + " output gradient");
+      if (n.memory.zero >= 3 && n.compute.batch > 1)
+        insert({{comm::collective::all_gather, batch_groups(n),
+                 g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])]
+                         .parameters *
+                     sb.weight,
+                 "weights all-gather"}},
+               queue::feature, lower::phase::backward, k, mb, who);
+      const auto& fw = fwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(mb)];
+      const auto& lw =
+          g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
+      std::vector<int> rec;
+      if (leaf_recompute[static_cast<std::size_t>(k)] && n.kind == module_kind::block) {
+        // the recompute subgraph runs right before the backward (§V-A)
+        for (int d : n.compute.devices) rec.push_back(compute(k, mb, op_kind::recompute, d));
+        block_collectives(k, mb, lower::phase::forward, who + " recompute");
+      }
+      std::vector<int> bw;
+      for (int d : n.compute.devices) bw.push_back(compute(k, mb, op_kind::backward, d));
+      if (first) {
+        first_bwd[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = bw.front();
+        first = false;
+      }
+      for (std::size_t j = 0; j < bw.size(); ++j) {
+        auto& f = g.ops[static_cast<std::size_t>(fw[j])];
+        f.keeps = lw.kept;
+        if (!rec.empty()) {
+          f.freed_by = rec[j];
+          auto& r = g.ops[static_cast<std::size_t>(rec[j])];
+          r.keeps = lw.recomputed;
+          r.freed_by = bw[j];
+        } else {
+          f.freed_by = bw[j];
+        }
+      }
+      block_collectives(k, mb, lower::phase::backward, who);
+      if (mb == nmb - 1) last_bwd[static_cast<std::size_t>(k)] = bw;
+      // gradient synchronization once the last micro-batch's backward is done
+      if (mb == nmb - 1 && n.compute.batch > 1) {
+        const int z = n.memory.zero;
+        const double pbytes = lw.parameters * sb.gradient;
+        const auto groups = batch_groups(n);
+        for (const auto& grp : groups) {
+          exec_op op;
+          op.name = g.leaf_names[static_cast<std::size_t>(k)] +
+                    (z == 0 ? " gradient all-reduce" : " gradient reduce-scatter");
+          op.kind = op_kind::collective;
+          op.q = queue::gradient;
+          op.devices = grp;
+          op.leaf = k;
+          op.coll = {"",
+                     z == 0 ? comm::collective::all_reduce : comm::collective::reduce_scatter,
+                     lower::comm_axis::tensor,
+                     pbytes,
+                     lower::phase::backward,
+                     1};
+          for (int d : grp) {
+            const auto pos = static_cast<std::size_t>(
+                std::find(n.compute.devices.begin(), n.compute.devices.end(), d) -
+                n.compute.devices.begin());
+            op.deps.push_back(bw[pos]);
+          }
+          const int id = add(std::move(op));
+          for (int d : grp) gradient_ops[static_cast<std::size_t>(d)].push_back(id);
+        }
+      }
+    }
+    if (st > 0)  // the input gradient back to the previous stage, in its layout
+      insert(transform(residual(ls.front()),
+                       residual(stage_leaves[static_cast<std::size_t>(st - 1)].back()),
+                       out_bytes[static_cast<std::size_t>(ls.front() - 1)]),
+             queue::feature, lower::phase::backward, ls.front(), mb,
+             "mb" + std::to_string(mb) + " stage" + std::to_string(st) + "->" +
+                 std::to_string(st - 1) + " gradient");
+    bchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = chain;
+  };
+
+  // ---- programs: warm-up forwards, then one backward one forward (§VI-B's scheduler prefers
+  // the forward that enables a backward), capped by max_ongoing_micro_batch ----
+  std::vector<std::vector<std::pair<bool, int>>> prog(static_cast<std::size_t>(P));
+  for (int st = 0; st < P; ++st) {
+    const int lim = sched.max_ongoing_micro_batch;
+    const int warm = lim >= nmb ? nmb : std::min(nmb, std::max(1, std::min(lim, P - st)));
+    auto& pr = prog[static_cast<std::size_t>(st)];
+    int f = 0, b = 0;
+    for (; f < warm; ++f) pr.push_back({true, f});
+    while (b < nmb) {
+      pr.push_back({false, b++});
+      if (f < nmb) pr.push_back({true, f++});
+    }
+  }
+  // create units in an order that respects the cross-stage dependencies
+  std::vector<std::size_t> at(static_cast<std::size_t>(P), 0);
+  std::vector<std::vector<char>> fdone(static_cast<std::size_t>(P), std::vector<char>(mbu, 0)),
+      bdone = fdone;
+  std::size_t left = 0;
+  for (const auto& pr : prog) left += pr.size();
+  while (left > 0) {
+    bool progress = false;
+    for (int st = 0; st < P; ++st) {
+      auto& i = at[static_cast<std::size_t>(st)];
+      while (i < prog[static_cast<std::size_t>(st)].size()) {
+        const auto [is_fwd, mb] = prog[static_cast<std::size_t>(st)][i];
+        const auto um = static_cast<std::size_t>(mb);
+        if (is_fwd && st > 0 && !fdone[static_cast<std::size_t>(st - 1)][um]) break;
+        if (!is_fwd && st + 1 < P && !bdone[static_cast<std::size_t>(st + 1)][um]) break;
+        if (is_fwd) {
+          forward_unit(st, mb);
+          fdone[static_cast<std::size_t>(st)][um] = 1;
+        } else {
+          backward_unit(st, mb);
+          bdone[static_cast<std::size_t>(st)][um] = 1;
+        }
+        ++i;
+        --left;
+        progress = true;
+      }
+    }
+    if (!progress)
+      throw plan_error("the schedule deadlocks: max_ongoing_micro_batch is too small for " +
+                       std::to_string(P) + " pipeline stages");
+  }
+
+  // ---- optimizer step per device, then ZeRO-1/2's weight all-gather ----
+  for (int d = 0; d < g.devices; ++d) {
+    double params = 0;
+    bool used = false;
+    std::vector<int> deps = gradient_ops[static_cast<std::size_t>(d)];
+    for (int k = 0; k < L; ++k) {
+      const auto& n = node_of(k);
+      const auto& devs = n.compute.devices;
+      const auto it = std::find(devs.begin(), devs.end(), d);
+      if (it == devs.end()) continue;
+      used = true;
+      const auto& lw =
+          g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
+      params += lw.parameters / (n.memory.zero >= 1 ? n.compute.batch : 1);
+      deps.push_back(
+          last_bwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(it - devs.begin())]);
+    }
+    if (!used) continue;
+    exec_op op;
+    op.name = "optimizer step";
+    op.kind = op_kind::optimizer;
+    op.devices = {d};
+    op.seconds = prof.queued(prof.copy).time(sb.update * params);
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    op.deps = std::move(deps);
+    add(std::move(op));
+  }
+  std::vector<int> opt_of(static_cast<std::size_t>(g.devices), -1);
+  for (std::size_t i = 0; i < g.ops.size(); ++i)
+    if (g.ops[i].kind == op_kind::optimizer)
+      opt_of[static_cast<std::size_t>(g.ops[i].devices.front())] = static_cast<int>(i);
+  for (int k = 0; k < L; ++k) {
+    const auto& n = node_of(k);
+    if (n.memory.zero < 1 || n.memory.zero >= 3 || n.compute.batch < 2) continue;
+    const auto& lw = g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
+    for (const auto& grp : batch_groups(n)) {
+      exec_op op;
+      op.name = g.leaf_names[static_cast<std::size_t>(k)] + " weights all-gather";
+      op.kind = op_kind::collective;
+      op.q = queue::gradient;
+      op.devices = grp;
+      op.leaf = k;
+      op.coll = {"",
+                 comm::collective::all_gather,
+                 lower::comm_axis::tensor,
+                 lw.parameters * sb.weight,
+                 lower::phase::backward,
+                 1};
+      for (int d : grp) op.deps.push_back(opt_of[static_cast<std::size_t>(d)]);
+      add(std::move(op));
+    }
+  }
+  return g;
+}
+
+}  // namespace detail
+
+/// Compiles a transformer under strategy tree `t` on cluster `c` (checked first).
+[[nodiscard]] inline execution_graph compile(const transformer& m, const strategy_tree& t,
+                                             const cluster& c, const transformer_training& tr,
+                                             const device_profile& prof) {
+  using detail::layout;
+  using detail::lstate;
+  t.check(m, tr, c.devices());
+  const auto leaves = t.leaves();
+  const int L = static_cast<int>(leaves.size());
+  const resolved_schedule sched = t.schedule_of(leaves.front());
+  const int nmb = sched.n_micro_batch;
+  const double seq = tr.sequence_or(m.sequence), act = tr.activation_bytes();
+  const double B = tr.global_batch;
+  // the activation of one micro-batch of the whole model: B / nmb sequences
+  const double full = B / nmb * seq * m.hidden * act;
+  execution_graph g;
+  g.devices = c.devices();
+  g.n_micro_batch = nmb;
+  g.states.assign(static_cast<std::size_t>(g.devices), 0.0);
+
+  // ---- lower each leaf once per distinct shard ----
+  std::map<std::tuple<int, double, int, bool, int>, int> cache;
+  std::vector<int> leaf_lowered(static_cast<std::size_t>(L));
+  std::vector<bool> leaf_recompute(static_cast<std::size_t>(L));
+  for (int k = 0; k < L; ++k) {
+    const tree_node& n = t.node(leaves[static_cast<std::size_t>(k)]);
+    g.leaf_names.push_back(n.name);
+    const resolved_schedule s = t.schedule_of(leaves[static_cast<std::size_t>(k)]);
+    leaf_recompute[static_cast<std::size_t>(k)] = s.recomputation;
+    const double b = B / n.compute.batch / nmb;
+    const lower::shard x{b,
+                         seq,
+                         seq,
+                         n.compute.hidden,
+                         n.compute.sequence_parallel,
+                         1,
+                         1,
+                         s.recomputation ? parallel::recompute::full : parallel::recompute::none};
+    const auto key = std::tuple{static_cast<int>(n.kind), b, x.tp, x.sp, s.recomputation ? 1 : 0};
+    if (auto it = cache.find(key); it != cache.end()) {
+      leaf_lowered[static_cast<std::size_t>(k)] = it->second;
+      continue;
+    }
+    lowered_leaf lw;
+    lw.kind = n.kind;
+    lw.shard = x;
+    const analytic::layer_compute lc = analytic::lower_layer(m, prof, tr, x);
+    detail::collector f{&lw.forward}, bw{&lw.backward};
+    const double tp = n.compute.hidden;
+    switch (n.kind) {
+      case module_kind::embedding:
+        lower::embedding(m, x, tr, lower::phase::forward, f);
+        lower::embedding(m, x, tr, lower::phase::backward, bw);
+        lw.forward_s = lc.embedding_forward.gpu;
+        lw.backward_s = lc.embedding_backward.gpu;
+        lw.parameters = m.embedding_parameters() / tp;
+        break;
+      case module_kind::head:
+        lower::head(m, x, tr, lower::phase::forward, f);
+        lower::head(m, x, tr, lower::phase::backward, bw);
+        lw.forward_s = lc.head_forward.gpu;
+        lw.backward_s = lc.head_backward.gpu;
+        // a tied projection on a separate stage keeps its own copy of the embedding matrix
+        lw.parameters = (m.head_parameters() +
+                         (m.tied && t.node(leaves.front()).compute.devices != n.compute.devices
+                              ? static_cast<double>(m.vocabulary) * m.hidden
+                              : 0.0)) /
+                        tp;
+        break;
+      case module_kind::block:
+      case module_kind::cnn_layer:
+        lower::layer(m, x, tr, lower::phase::forward, f);
+        lower::layer(m, x, tr, lower::phase::backward, bw);
+        lw.forward_s = lc.forward.gpu;
+        lw.backward_s = lc.backward.gpu;
+        lw.parameters = m.layer_parameters() / tp;
+        break;
+    }
+    lw.kept = f.kept;
+    if (s.recomputation && n.kind == module_kind::block) {
+      lower::shard y = x;
+      y.recompute = parallel::recompute::none;
+      // what the recompute rebuilds and the backward frees: the layer's full saved set
+      double rebuilt = 0;
+      lower::layer(m, y, tr, lower::phase::forward,
+                   lower::on_save{[&](const auto& st) { rebuilt += st.bytes; }});
+      lw.recomputed = rebuilt;
+    }
+    g.lowered.push_back(std::move(lw));
+    const int id = static_cast<int>(g.lowered.size()) - 1;
+    cache[key] = id;
+    leaf_lowered[static_cast<std::size_t>(k)] = id;
+  }
+
+  std::vector<double> out_bytes(static_cast<std::size_t>(L), full);
+  return detail::schedule_graph(
+      std::move(g), t, leaf_lowered, leaf_recompute, out_bytes,
+      {tr.weight_bytes(), tr.gradient_bytes(), tr.optimizer_bytes(), tr.update_bytes()}, prof);
+}
+
+/// How a CNN trains: samples per iteration and the arithmetic type (fp32: TF32 convolutions where
+/// the device has them; bf16/fp16: autocast). SGD with momentum, as ParaDL and Proteus train
+/// them.
+struct cnn_setup {
+  int global_batch = 32;
+  dtype precision = dtype::fp32;
+};
+
+/// Compiles a CNN (`model<N>::view()`) under strategy tree `t`: each leaf is one layer,
+/// lowered by `lower::cnn_layer` for its batch part of one micro-batch; the loss's softmax rides
+/// with the last layer (as `analytic::cnn_layer_times`).
+[[nodiscard]] inline execution_graph compile(std::span<const layer> layers, const strategy_tree& t,
+                                             const cluster& c, const cnn_setup& su,
+                                             const device_profile& prof) {
+  t.check_cnn(static_cast<int>(layers.size()), su.global_batch, c.devices());
+  const auto leaves = t.leaves();
+  const int L = static_cast<int>(leaves.size());
+  const int nmb = t.schedule_of(leaves.front()).n_micro_batch;
+  const bool autocast = su.precision != dtype::fp32;
+  const double act = autocast ? 2.0 : 4.0, B = su.global_batch;
+  const device_profile q = prof.queued();
+  const gemm_model& gm = q.gemm(su.precision);
+  execution_graph g;
+  g.devices = c.devices();
+  g.n_micro_batch = nmb;
+  g.states.assign(static_cast<std::size_t>(g.devices), 0.0);
+  std::vector<int> leaf_lowered(static_cast<std::size_t>(L));
+  std::vector<bool> leaf_recompute(static_cast<std::size_t>(L), false);
+  std::vector<double> out_bytes(static_cast<std::size_t>(L));
+  struct priced {
+    std::vector<lower::kernel_op>* kernels;
+    const device_profile& q;
+    const gemm_model& g;
+    double t = 0, kept = 0;
+    void kernel(const lower::kernel_op& k) {
+      kernels->push_back(k);
+      t += lower::gpu_time(k, q, g, false);
+    }
+    void save(const lower::saved_tensor& s) { kept += s.bytes; }
+  };
+  for (int k = 0; k < L; ++k) {
+    const tree_node& n = t.node(leaves[static_cast<std::size_t>(k)]);
+    const auto i = static_cast<std::size_t>(n.index);
+    g.leaf_names.push_back(n.name);
+    const double N = B / n.compute.batch / nmb;
+    lowered_leaf lw;
+    lw.kind = n.kind;
+    lw.shard.b = N;
+    priced f{&lw.forward, q, gm}, b{&lw.backward, q, gm};
+    lower::cnn_layer(layers, i, N, autocast, lower::phase::forward, f);
+    lower::cnn_layer(layers, i, N, autocast, lower::phase::backward, b);
+    if (i + 1 == layers.size()) f.t += q.softmax.time(4 * N * layers.back().y() * 4);
+    lw.forward_s = f.t;
+    lw.backward_s = b.t;
+    lw.kept = f.kept;
+    lw.parameters = layers[i].params;
+    g.lowered.push_back(std::move(lw));
+    leaf_lowered[static_cast<std::size_t>(k)] = static_cast<int>(g.lowered.size()) - 1;
+    out_bytes[static_cast<std::size_t>(k)] = B / nmb * layers[i].y() * act;
+  }
+  // SGD with momentum on fp32 parameters: weight, gradient, momentum; the step reads the
+  // gradient and reads and writes weight and momentum (20 B per parameter)
+  return detail::schedule_graph(std::move(g), t, leaf_lowered, leaf_recompute, out_bytes,
+                                {4, 4, 4, 20}, prof);
+}
+
+}  // namespace strata::proteus

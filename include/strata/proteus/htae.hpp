@@ -1,0 +1,256 @@
+#pragma once
+/// @file proteus/htae.hpp
+/// @brief Proteus's hierarchical topology-aware executor, HTAE (Duan et al. §VI), on strata's
+/// event core (`sim/core.hpp`).
+///
+/// Each device has a compute queue, a feature-communication queue and a gradient-communication
+/// queue (§VI-B); the three run concurrently, each queue in order. A communication operation
+/// becomes flows on the physical links of the cluster's hierarchy (§VI-C, Fig. 7): every member
+/// of a group with a partner under the same level-0 switch drives its own port (NVLink, or PCIe
+/// under a socket's switch), and for each higher level the group spans, every level-below
+/// group holding members drives its uplink at that level (QPI between sockets, the NIC between
+/// nodes) with the ring's per-rank bytes (`wire_bytes`), after the ring's start-ups
+/// (`ring_steps` x alpha). Flows on one link share it max-min fairly and re-rate when others
+/// start or end, so gradient groups that cross one NIC, or feature and gradient traffic that
+/// meet on it, slow each other exactly where they overlap. The overlap factor gamma (§VI-C) makes
+/// a compute operation 1 + gamma times slower while its device communicates. Memory (§VI-B):
+/// each device's model states live all iteration; a forward keeps its saved tensors until the
+/// backward (or the recompute) that frees them; the first allocation past the device's memory is
+/// the out-of-memory verdict, naming the operation.
+/// @code
+/// auto run = strata::proteus::execute(graph, strata::presets::hc2(), {.gamma = 0.1});
+/// // run.iteration, run.oom
+/// @endcode
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "strata/hardware/cluster.hpp"
+#include "strata/proteus/compile.hpp"
+#include "strata/sim/core.hpp"
+
+namespace strata::proteus {
+
+struct htae_options {
+  double gamma = 0;               ///< overlap factor (§VI-C)
+  bool bandwidth_sharing = true;  ///< false: every flow gets its link alone ("Plain", Fig. 9)
+  bool track_memory = true;
+};
+
+/// Where and when an operation ran.
+struct op_span {
+  int op = 0;
+  double start = 0, end = 0;
+};
+
+/// The out-of-memory verdict.
+struct oom_verdict {
+  int device = 0;
+  std::string op;  ///< the operation whose allocation crossed the limit
+  double bytes = 0;
+  double capacity = 0;
+};
+
+struct htae_run {
+  sim::simulator graph;
+  sim::result run;
+  double iteration = 0;
+  std::vector<op_span> spans;  ///< per exec_op
+  std::vector<double> peak_memory;
+  std::optional<oom_verdict> oom;
+};
+
+/// Runs one iteration of `g` on cluster `c`.
+[[nodiscard]] inline htae_run execute(const execution_graph& g, const cluster& c,
+                                      const htae_options& o = {}) {
+  if (!(o.gamma >= 0) || !(o.gamma <= 100))
+    throw plan_error("htae: the overlap factor gamma must lie in [0, 100]");
+  if (g.devices > c.devices())
+    throw plan_error("htae: the execution graph uses more devices than the cluster has");
+  htae_run out;
+  sim::simulator& s = out.graph;
+  s.set_overlap_factor(o.gamma);
+  const int n = g.devices;
+  struct dev_res {
+    int compute, feature, gradient, port;
+  };
+  std::vector<dev_res> res(static_cast<std::size_t>(n));
+  const level& l0 = c.levels[0];
+  for (int d = 0; d < n; ++d) {
+    const std::string who = "gpu" + std::to_string(d);
+    auto& r = res[static_cast<std::size_t>(d)];
+    r.compute = s.add_resource({who + " compute", sim::discipline::fifo, 1, 0, d});
+    r.feature = s.add_resource({who + " feature comm", sim::discipline::fifo, 1, 0, d});
+    r.gradient = s.add_resource({who + " gradient comm", sim::discipline::fifo, 1, 0, d});
+    r.port =
+        s.add_resource({who + " " + std::string(l0.name) + " port", sim::discipline::fair_share,
+                        l0.pair.bandwidth.count() * l0.rails, 0, d});
+    if (o.track_memory) s.set_memory_capacity(d, c.dev.memory.count());
+  }
+  // uplinks: (level k >= 1, index of the level-(k-1) group) -> resource
+  std::map<std::pair<int, int>, int> uplinks;
+  auto uplink = [&](int k, int grp) {
+    const auto key = std::pair{k, grp};
+    if (auto it = uplinks.find(key); it != uplinks.end()) return it->second;
+    const level& l = c.levels[static_cast<std::size_t>(k)];
+    const std::string name = std::string(c.levels[static_cast<std::size_t>(k - 1)].name) + " " +
+                             std::to_string(grp) + " uplink (" + std::string(l.name) + ")";
+    const int id = s.add_resource({name, sim::discipline::fair_share,
+                                   l.pair.bandwidth.count() * l.rails / l.oversubscription, 0, -1});
+    uplinks[key] = id;
+    return id;
+  };
+  // without bandwidth sharing ("Plain", Fig. 9) every flow has a link of its own
+  auto fresh = [&](double capacity, int d) {
+    return s.add_resource({"private link", sim::discipline::fair_share, capacity, 0, d});
+  };
+  // memory: the model states of each device, allocated by a zero-length task at the start
+  std::vector<int> states_tensor(static_cast<std::size_t>(n), -1),
+      start_task(static_cast<std::size_t>(n), -1);
+  std::vector<int> opt_task(static_cast<std::size_t>(n), -1);
+  if (o.track_memory)
+    for (int d = 0; d < n; ++d) {
+      if (!(g.states[static_cast<std::size_t>(d)] > 0)) continue;
+      states_tensor[static_cast<std::size_t>(d)] =
+          s.add_tensor({"model states", d, g.states[static_cast<std::size_t>(d)]});
+      start_task[static_cast<std::size_t>(d)] =
+          s.add_task({.name = "model states",
+                      .resources = {res[static_cast<std::size_t>(d)].compute},
+                      .work = 0,
+                      .device = d,
+                      .produces = {states_tensor[static_cast<std::size_t>(d)]}});
+    }
+  // tensors kept by an op, read by the op that frees them
+  std::vector<std::vector<int>> frees(g.ops.size());
+  std::vector<int> kept_tensor(g.ops.size(), -1);
+  if (o.track_memory)
+    for (std::size_t i = 0; i < g.ops.size(); ++i) {
+      const auto& op = g.ops[i];
+      if (op.keeps > 0 && op.freed_by >= 0) {
+        kept_tensor[i] = s.add_tensor({op.name, op.devices.front(), op.keeps});
+        frees[static_cast<std::size_t>(op.freed_by)].push_back(kept_tensor[i]);
+      }
+    }
+  std::vector<int> done(g.ops.size(), -1);            // the task consumers wait for
+  std::vector<std::vector<int>> flows(g.ops.size());  // communication: its flows
+  std::vector<std::vector<int>> joins(g.ops.size());
+  // queue order of communication: the previous op of the same queue on each device
+  std::vector<int> last_compute(static_cast<std::size_t>(n), -1);
+  std::vector<int> last_feature(static_cast<std::size_t>(n), -1),
+      last_gradient(static_cast<std::size_t>(n), -1);
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const exec_op& op = g.ops[i];
+    std::vector<int> deps;
+    for (int d : op.deps) deps.push_back(done[static_cast<std::size_t>(d)]);
+    if (op.kind != op_kind::collective) {
+      const int d = op.devices.front();
+      if (start_task[static_cast<std::size_t>(d)] >= 0)
+        deps.push_back(start_task[static_cast<std::size_t>(d)]);
+      // the compute queue runs in program order (the scheduler dispatches one subgraph at a
+      // time, §VI-B), not in the order operations become ready
+      if (last_compute[static_cast<std::size_t>(d)] >= 0)
+        deps.push_back(last_compute[static_cast<std::size_t>(d)]);
+      std::vector<int> produces, consumes = frees[i];
+      if (kept_tensor[i] >= 0) produces.push_back(kept_tensor[i]);
+      if (op.kind == op_kind::optimizer && states_tensor[static_cast<std::size_t>(d)] >= 0)
+        consumes.push_back(states_tensor[static_cast<std::size_t>(d)]);
+      done[i] = s.add_task({.name = op.name,
+                            .resources = {res[static_cast<std::size_t>(d)].compute},
+                            .work = op.seconds,
+                            .deps = std::move(deps),
+                            .cls = sim::task_class::compute,
+                            .device = d,
+                            .produces = std::move(produces),
+                            .consumes = std::move(consumes)});
+      last_compute[static_cast<std::size_t>(d)] = done[i];
+      continue;
+    }
+    auto& last = op.q == queue::gradient ? last_gradient : last_feature;
+    for (int d : op.devices)
+      if (last[static_cast<std::size_t>(d)] >= 0)
+        deps.push_back(done[static_cast<std::size_t>(last[static_cast<std::size_t>(d)])]);
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    std::vector<int> members = op.devices;
+    std::sort(members.begin(), members.end());
+    const int p = static_cast<int>(members.size());
+    const double w = p > 1 ? wire_bytes(op.coll.op, p, op.coll.bytes) : 0.0;
+    const int top = p > 1 ? c.common_level(members.front(), members.back()) : -1;
+    const double alpha =
+        top >= 0 ? c.levels[static_cast<std::size_t>(top)].pair.alpha.count() : 0.0;
+    const double lat = p > 1 ? ring_steps(op.coll.op, p) * alpha : 0.0;
+    auto flow = [&](int link, int device) {
+      const int id = s.add_task({.name = op.name,
+                                 .resources = {link},
+                                 .work = w,
+                                 .deps = deps,
+                                 .cls = sim::task_class::communication,
+                                 .device = device,
+                                 .latency = lat});
+      flows[i].push_back(id);
+    };
+    if (w > 0) {
+      // level 0: members with a partner under the same switch drive their ports
+      const int span0 = c.span(0);
+      for (int d : members) {
+        const int partners = static_cast<int>(std::count_if(
+            members.begin(), members.end(), [&](int x) { return x / span0 == d / span0; }));
+        if (partners > 1 || top <= 0)
+          flow(o.bandwidth_sharing ? res[static_cast<std::size_t>(d)].port
+                                   : fresh(l0.pair.bandwidth.count() * l0.rails, d),
+               d);
+      }
+      // every higher level the group spans: one flow per level-below group on its uplink
+      for (int k = 1; k <= top; ++k) {
+        const int below = c.span(k - 1);
+        int prev = -1;
+        for (int d : members)
+          if (d / below != prev) {
+            prev = d / below;
+            const level& l = c.levels[static_cast<std::size_t>(k)];
+            flow(o.bandwidth_sharing ? uplink(k, prev)
+                                     : fresh(l.pair.bandwidth.count() * l.rails, d),
+                 d);
+          }
+      }
+    }
+    std::vector<int> jdeps = flows[i].empty() ? deps : flows[i];
+    for (int d : members) {
+      const auto& r = res[static_cast<std::size_t>(d)];
+      joins[i].push_back(
+          s.add_task({.name = op.name,
+                      .resources = {op.q == queue::gradient ? r.gradient : r.feature},
+                      .work = 0,
+                      .deps = jdeps,
+                      .cls = sim::task_class::other,
+                      .device = d}));
+    }
+    done[i] = joins[i].front();
+    for (int d : op.devices) last[static_cast<std::size_t>(d)] = static_cast<int>(i);
+  }
+  out.run = s.run();
+  out.iteration = out.run.makespan;
+  out.spans.resize(g.ops.size());
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    auto& sp = out.spans[i];
+    sp.op = static_cast<int>(i);
+    const auto& rec = out.run.tasks[static_cast<std::size_t>(done[i])];
+    sp.end = rec.end;
+    sp.start = rec.start;
+    for (int f : flows[i])
+      sp.start = std::min(sp.start, out.run.tasks[static_cast<std::size_t>(f)].start);
+  }
+  out.peak_memory = out.run.peak_memory;
+  if (out.run.oom) {
+    const auto& t = s.tasks()[static_cast<std::size_t>(out.run.oom->task)];
+    out.oom = oom_verdict{out.run.oom->device, t.name, out.run.oom->bytes, c.dev.memory.count()};
+  }
+  return out;
+}
+
+}  // namespace strata::proteus

@@ -1,0 +1,75 @@
+// Proteus (Duan et al.) Table V: GPT-2 under DP x MP x PP(n_micro_batch) on HC1 (8 TITAN Xp,
+// PCIe with QPI, global batch 8) and HC2 (4 x 8 V100, NVLink, 100 Gb/s InfiniBand, global batch
+// 64), ranked by HTAE's predicted throughput against the measured ranks
+// (test/data/proteus_table5.csv). Assumptions (device profiles, gamma, precision, layout):
+// docs/proteus.md.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "strata/calibrate/readers.hpp"
+#include "strata/hardware/presets.hpp"
+#include "strata/model/transformer_zoo.hpp"
+#include "strata/proteus/htae.hpp"
+#include "strata/search/rank.hpp"
+
+using namespace strata;
+
+namespace {
+/// Kendall's tau of predicted throughput against the truth ranks of one cluster's rows.
+double table5_tau(const std::string& hc, std::vector<double>* throughput = nullptr) {
+  std::ifstream in(STRATA_TEST_DATA_DIR "/proteus_table5.csv");
+  REQUIRE(in);
+  const auto table = calibrate::read_csv(in);
+  const auto m = zoo::gpt2_124m();
+  const cluster c = hc == "HC1" ? presets::hc1() : presets::hc2();
+  const device_profile prof = datasheet_profile(c.dev);
+  std::vector<double> predicted, truth;
+  for (const auto& row : table.rows) {
+    if (row.at("cluster") != hc) continue;
+    auto num = [&](const char* k) { return std::stoi(row.at(k)); };
+    transformer_training tr{.global_batch = num("global_batch"), .precision = precision_mode::fp32};
+    tr.flash_attention = false;  // PyTorch 1.8
+    const auto tree = proteus::dp_mp_pp(
+        m,
+        {.dp = num("dp"), .mp = num("mp"), .pp = num("pp"), .n_micro_batch = num("n_micro_batch")});
+    const auto run = proteus::execute(proteus::compile(m, tree, c, tr, prof), c);
+    REQUIRE_FALSE(run.oom);
+    // rank 1 is the fastest: compare -throughput with the rank
+    predicted.push_back(-tr.global_batch / run.iteration);
+    truth.push_back(num("truth_rank"));
+    if (throughput) throughput->push_back(tr.global_batch / run.iteration);
+    std::printf("%s %sx%sx%s (%s): iteration %.3f s, %.1f samples/s, truth rank %s\n", hc.c_str(),
+                row.at("dp").c_str(), row.at("mp").c_str(), row.at("pp").c_str(),
+                row.at("n_micro_batch").c_str(), run.iteration, tr.global_batch / run.iteration,
+                row.at("truth_rank").c_str());
+  }
+  return search::kendall_tau(predicted, truth);
+}
+}  // namespace
+
+TEST_CASE("Proteus Table V: GPT-2 strategies on HC2 ranked as measured", "[proteus][table5]") {
+  std::vector<double> thr;
+  const double tau = table5_tau("HC2", &thr);
+  // rows: 16x1x1, 8x2x1, 4x4x1, 2x8x1, 8x1x2(4), 8x1x2(8), 2x4x2(4). Predicted order:
+  // 8x2x1 > 16x1x1 > 4x4x1 > 2x8x1 > 8x1x2(8) > 8x1x2(4) > 2x4x2(4): one of 21 pairs
+  // discordant (16x1x1 vs 8x2x1, 1.4 % apart): tau = (20 - 1) / 21. Proteus gets 1.0.
+  CHECK(tau == Approx(19.0 / 21));
+  CHECK(thr[1] > thr[0]);
+  CHECK(thr[1] / thr[0] < 1.02);
+  // pipelines pay bubbles, more micro-batches fewer (§VIII-C): 8 micro-batches beat 4
+  CHECK(thr[5] > thr[4]);
+  CHECK(thr[4] < thr[3]);
+}
+
+TEST_CASE("Proteus Table V: GPT-2 strategies on HC1 ranked as measured", "[proteus][table5]") {
+  std::vector<double> thr;
+  const double tau = table5_tau("HC1", &thr);
+  // rows: 8x1x1, 4x2x1, 2x4x1, 1x8x1, 2x2x2(1), 2x2x2(2). Predicted order: 8x1x1 > 4x2x1 >
+  // 2x4x1 > 2x2x2(2) > 2x2x2(1) > 1x8x1: two of 15 pairs discordant (8x1x1 vs 4x2x1, 1x8x1 vs
+  // 2x2x2(1)): tau = (13 - 2) / 15. Proteus gets 1.0.
+  CHECK(tau == Approx(11.0 / 15));
+  CHECK(thr[5] > thr[4]);  // 2 micro-batches beat 1
+}
