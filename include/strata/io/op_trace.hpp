@@ -1,0 +1,334 @@
+#pragma once
+/// @file io/op_trace.hpp
+/// @brief Readers and writers of strata's operation trace (`sim::op_trace`): its own JSON form,
+/// PyTorch profiler Chrome traces, and the synthetic multi-worker timeline of Li et al.'s
+/// simulator as a Chrome / Perfetto trace. docs/li.md documents the format and the inference.
+///
+/// The JSON form uses the vocabulary of Lin's replay traces (io/lin_trace.hpp) plus a start:
+/// @code{.json}
+/// {"ops": [
+///   {"id": "down conv1", "stream": "downlink", "kind": "downlink", "start_us": 0,
+///    "duration_us": 7.5, "bytes": 37632, "tensor": "conv1.weight"},
+///   {"id": "fwd conv1", "stream": "worker", "kind": "compute", "start_us": 8,
+///    "duration_us": 310, "deps": ["down conv1"]}]}
+/// @endcode
+/// Optional per op: "name", "bytes", "tensor", "deps" (ids of ops listed before it), "step"
+/// (profiled step, default 0), "server" (parameter server, default 0). Streams whose names start
+/// with "cpu" are host threads; "downlink", "uplink" and "ps" are Li et al.'s resources.
+///
+/// PyTorch profiler traces (`torch.profiler` export_chrome_trace): GPU kernels, memsets and copies
+/// (`cat` kernel / gpu_memset / gpu_memcpy) become ops on "gpu <device> stream <id>", CUDA runtime
+/// and driver calls ops on "cpu <thread>", "[memory]" instant events memory samples; CPU operator
+/// events (`cpu_op`, nested Python and ATen calls) are not ops: their time is the host time
+/// between runtime calls. Inferred dependencies (the profiler records only the launch links):
+/// - a GPU op waits for its launch (the runtime call with the same `correlation`); the launch is
+///   split where the GPU op could begin (its recorded start, at most the call's end), so the
+///   trace replays onto itself;
+/// - ops of one stream or thread run in trace order;
+/// - a synchronising call (`*Synchronize`, a blocking `cudaMemcpy`) waits for the last GPU op
+///   of every stream launched before it began;
+/// - a host thread that starts after another thread's call ended, with nothing of its own in
+///   between, waits for that call (the autograd thread takes over from the main thread in
+///   backward and hands back before the optimizer).
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/io/scenario.hpp"
+#include "strata/sim/op_trace.hpp"
+#include "strata/sim/ps.hpp"
+
+namespace strata::io {
+
+/// Reads strata's JSON operation trace; errors name the op and field.
+inline sim::op_trace parse_op_trace(std::string_view text) {
+  using detail::fail;
+  const nlohmann::json j = detail::parse_json(text);
+  detail::only_keys(j, "trace", {"ops"});
+  const auto& ops = detail::require(j, "trace", "ops");
+  if (!ops.is_array() || ops.empty()) fail("ops", "must be a non-empty array");
+  sim::op_trace t;
+  std::map<std::string, int> stream_of, index_of;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& o = ops[i];
+    const std::string path = "ops[" + std::to_string(i) + "]";
+    detail::only_keys(o, path,
+                      {"id", "name", "stream", "kind", "start_us", "duration_us", "bytes", "tensor",
+                       "deps", "step", "server"});
+    sim::trace_op op;
+    op.id = detail::str_field(o, path, "id", nullptr);
+    const std::string who = path + " ('" + detail::cut(op.id) + "')";
+    if (index_of.count(op.id)) fail(who + ".id", "is used twice");
+    op.name = detail::str_field(o, who, "name", "");
+    const std::string st = detail::str_field(o, who, "stream", nullptr);
+    auto [it, fresh] = stream_of.try_emplace(st, static_cast<int>(t.streams.size()));
+    if (fresh) t.streams.push_back(st);
+    op.stream = it->second;
+    op.kind = detail::str_field(o, who, "kind", "");
+    op.start = detail::num_field(o, who, "start_us", 0.0, 1e15, 0.0) * 1e-6;
+    if (!o.contains("duration_us") && st != "downlink" && st != "uplink")
+      fail(who + ".duration_us", "missing (required except for transfers)");
+    op.duration = detail::num_field(o, who, "duration_us", 0.0, 1e12, 0.0) * 1e-6;
+    op.bytes = detail::num_field(o, who, "bytes", 0.0, 1e18, 0.0);
+    if ((st == "downlink" || st == "uplink") && !o.contains("bytes"))
+      fail(who + ".bytes", "missing (a transfer needs its size)");
+    op.tensor = detail::str_field(o, who, "tensor", "");
+    op.step = detail::int_field(o, who, "step", 0, 1 << 20, 0);
+    op.server = detail::int_field(o, who, "server", 0, 63, 0);
+    if (o.contains("deps")) {
+      if (!o["deps"].is_array()) fail(who + ".deps", "must be an array of op ids");
+      for (const auto& d : o["deps"]) {
+        if (!d.is_string()) fail(who + ".deps", "must be an array of op ids");
+        const auto f = index_of.find(d.get<std::string>());
+        if (f == index_of.end())
+          fail(who + ".deps",
+               "'" + detail::cut(d.get<std::string>()) + "' is not an op listed before this one");
+        op.deps.push_back(f->second);
+      }
+    }
+    index_of[op.id] = static_cast<int>(t.ops.size());
+    t.ops.push_back(std::move(op));
+  }
+  return t;
+}
+
+/// Writes an operation trace in strata's JSON form.
+inline nlohmann::json to_json(const sim::op_trace& t) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& o : t.ops) {
+    nlohmann::json j{{"id", o.id},
+                     {"stream", t.streams[static_cast<std::size_t>(o.stream)]},
+                     {"kind", o.kind},
+                     {"start_us", o.start * 1e6},
+                     {"duration_us", o.duration * 1e6}};
+    if (!o.name.empty()) j["name"] = o.name;
+    if (o.bytes > 0) j["bytes"] = o.bytes;
+    if (!o.tensor.empty()) j["tensor"] = o.tensor;
+    if (o.step != 0) j["step"] = o.step;
+    if (o.server != 0) j["server"] = o.server;
+    if (!o.deps.empty()) {
+      nlohmann::json d = nlohmann::json::array();
+      for (int k : o.deps) d.push_back(t.ops[static_cast<std::size_t>(k)].id);
+      j["deps"] = d;
+    }
+    ops.push_back(std::move(j));
+  }
+  return {{"ops", ops}};
+}
+
+namespace detail {
+struct raw_event {
+  std::size_t index;  // in traceEvents
+  std::string name, stream, kind;
+  double ts, dur, bytes = 0;
+  long long correlation = -1;
+  bool gpu = false;
+};
+}  // namespace detail
+
+/// Reads a PyTorch profiler Chrome trace (one step); errors name the event.
+inline sim::op_trace parse_pytorch_trace(std::string_view text) {
+  using detail::fail;
+  const nlohmann::json j = detail::parse_json(text);
+  const nlohmann::json* events = &j;
+  if (j.is_object()) {
+    if (!j.contains("traceEvents"))
+      fail("trace", "a Chrome trace needs \"traceEvents\" (is this a PyTorch profiler trace?)");
+    events = &j["traceEvents"];
+  }
+  if (!events->is_array()) fail("traceEvents", "must be an array of events");
+  std::vector<detail::raw_event> raw;
+  sim::op_trace t;
+  for (std::size_t i = 0; i < events->size(); ++i) {
+    const auto& e = (*events)[i];
+    const std::string path = "traceEvents[" + std::to_string(i) + "]";
+    if (!e.is_object()) fail(path, "must be a JSON object");
+    const std::string ph =
+        e.contains("ph") && e["ph"].is_string() ? e["ph"].get<std::string>() : "";
+    const std::string cat =
+        e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
+    const std::string name =
+        e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
+    const std::string who = path + " ('" + detail::cut(name) + "')";
+    auto number = [&](const nlohmann::json& obj, const char* key, const std::string& at) {
+      if (!obj.contains(key)) fail(at + "." + key, "missing (required)");
+      const auto& v = obj[key];
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+        fail(at + "." + key, "must be a non-negative number (got " + detail::show(v) + ")");
+      return v.get<double>();
+    };
+    if (ph == "i" && name == "[memory]") {
+      if (!e.contains("args") || !e["args"].is_object()) fail(who + ".args", "missing (required)");
+      t.memory.push_back(
+          {number(e, "ts", who) * 1e-6, number(e["args"], "Total Allocated", who + ".args")});
+      continue;
+    }
+    if (ph != "X") continue;
+    const bool gpu = cat == "kernel" || cat == "gpu_memset" || cat == "gpu_memcpy";
+    const bool runtime = cat == "cuda_runtime" || cat == "cuda_driver";
+    if (!gpu && !runtime) continue;
+    detail::raw_event r{i, name, "", "", number(e, "ts", who) * 1e-6, number(e, "dur", who) * 1e-6};
+    r.gpu = gpu;
+    const nlohmann::json args = e.contains("args") ? e["args"] : nlohmann::json::object();
+    if (!args.is_object()) fail(who + ".args", "must be a JSON object");
+    if (args.contains("correlation")) {
+      const auto& c = args["correlation"];
+      if (!c.is_number_integer()) fail(who + ".args.correlation", "must be an integer");
+      r.correlation = c.get<long long>();
+    }
+    auto id_text = [&](const char* key) {
+      const nlohmann::json& v = args.contains(key) ? args[key]
+                                : e.contains(key)  ? e[key]
+                                                   : e["tid"];
+      return v.is_string() ? v.get<std::string>() : v.dump();
+    };
+    if (gpu) {
+      if (r.correlation < 0) fail(who + ".args.correlation", "missing (a GPU op needs its launch)");
+      r.stream = "gpu " + id_text("device") + " stream " + id_text("stream");
+      r.kind = cat == "kernel" ? "kernel" : cat == "gpu_memset" ? "memset" : "memcpy";
+      if (args.contains("bytes")) r.bytes = number(args, "bytes", who + ".args");
+    } else {
+      if (!e.contains("tid")) fail(who + ".tid", "missing (required)");
+      r.stream = "cpu " + (e["tid"].is_string() ? e["tid"].get<std::string>() : e["tid"].dump());
+      r.kind = name.find("Synchronize") != std::string::npos || name == "cudaMemcpy" ? "sync"
+                                                                                     : "runtime";
+    }
+    raw.push_back(std::move(r));
+  }
+  if (raw.empty()) fail("traceEvents", "holds no GPU kernels and no CUDA runtime calls");
+  // launches: correlation -> runtime call
+  std::map<long long, std::size_t> launch_of;
+  for (std::size_t k = 0; k < raw.size(); ++k)
+    if (!raw[k].gpu && raw[k].correlation >= 0) launch_of[raw[k].correlation] = k;
+  // ops: GPU ops, and each runtime call (launches split where their GPU op may begin)
+  struct pending {
+    sim::trace_op op;
+    double key;
+    int order;       // host before GPU at equal keys
+    long long wait;  // GPU op: its launch's part 1 (raw index); sync: -2
+    std::size_t raw_index;
+  };
+  std::vector<pending> ps;
+  std::map<long long, double> split;  // correlation -> where the launch's first part ends
+  for (const auto& r : raw)
+    if (r.gpu) {
+      const auto l = launch_of.find(r.correlation);
+      if (l == launch_of.end()) continue;  // launched before the trace began: no dependency
+      const auto& c = raw[l->second];
+      split[r.correlation] = std::clamp(r.ts - c.ts, 0.0, c.dur);
+    }
+  double t0 = std::numeric_limits<double>::infinity();
+  for (const auto& r : raw) t0 = std::min(t0, r.ts);
+  for (std::size_t k = 0; k < raw.size(); ++k) {
+    const auto& r = raw[k];
+    sim::trace_op op;
+    op.name = r.name;
+    op.kind = r.kind;
+    op.bytes = r.bytes;
+    op.start = r.ts - t0;
+    op.duration = r.dur;
+    op.id = "traceEvents[" + std::to_string(r.index) + "]";
+    if (r.gpu) {
+      const auto l = launch_of.find(r.correlation);
+      double key = op.start;
+      long long wait = -1;
+      if (l != launch_of.end()) {
+        const auto& c = raw[l->second];
+        key = std::max(op.start, c.ts - t0 + split[r.correlation]);
+        wait = static_cast<long long>(l->second);
+      }
+      ps.push_back({std::move(op), key, 1, wait, k});
+      continue;
+    }
+    const auto sp = split.find(r.correlation);
+    if (sp != split.end()) {  // a launch: the part before its GPU op may begin, then the rest
+      sim::trace_op rest = op;
+      op.kind = "launch";
+      op.duration = sp->second;
+      rest.id += " return";
+      rest.start = op.start + sp->second;
+      rest.duration = r.dur - sp->second;
+      ps.push_back({std::move(op), r.ts - t0, 0, -1, k});
+      ps.push_back({std::move(rest), r.ts - t0 + sp->second, 0, -1, k});
+    } else {
+      // a synchronisation is listed at its end, after the GPU ops it waited for
+      const bool sync = r.kind == "sync";
+      ps.push_back({std::move(op), r.ts - t0 + (sync ? r.dur : 0.0), 0, sync ? -2 : -1, k});
+    }
+  }
+  std::stable_sort(ps.begin(), ps.end(), [](const pending& a, const pending& b) {
+    return a.key != b.key ? a.key < b.key : a.order < b.order;
+  });
+  std::map<std::string, int> stream_of;
+  std::map<std::size_t, int> launch_op;  // raw index of a launch -> op index of its first part
+  struct gpu_seen {
+    int op;
+    double launched;
+  };
+  std::vector<gpu_seen> gpu_ops;
+  for (auto& p : ps) {
+    auto [it, fresh] =
+        stream_of.try_emplace(raw[p.raw_index].stream, static_cast<int>(t.streams.size()));
+    if (fresh) t.streams.push_back(raw[p.raw_index].stream);
+    p.op.stream = it->second;
+    const int me = static_cast<int>(t.ops.size());
+    if (p.op.kind == "launch") launch_op[p.raw_index] = me;
+    if (p.wait >= 0) {
+      const auto f = launch_op.find(static_cast<std::size_t>(p.wait));
+      if (f != launch_op.end()) p.op.deps.push_back(f->second);
+      gpu_ops.push_back({me, raw[static_cast<std::size_t>(p.wait)].ts - t0});
+    } else if (raw[p.raw_index].gpu) {
+      gpu_ops.push_back({me, p.op.start});
+    }
+    if (p.wait == -2) {  // a synchronisation: the last op of each GPU stream launched before it
+      std::map<int, int> last;
+      for (const auto& g : gpu_ops)
+        if (g.launched < p.op.start) last[t.ops[static_cast<std::size_t>(g.op)].stream] = g.op;
+      for (const auto& [s, o] : last) p.op.deps.push_back(o);
+    }
+    t.ops.push_back(std::move(p.op));
+  }
+  return t;
+}
+
+/// The synthetic multi-worker trace of Li et al.'s simulator (Algorithm 3.1 returns it) as a
+/// Chrome / Perfetto timeline: one process per worker, one thread per resource.
+inline nlohmann::json chrome_trace(const sim::ps_job& job, const sim::ps_result& r) {
+  nlohmann::json ev = nlohmann::json::array();
+  const int W = static_cast<int>(r.step_end.size());
+  const char* names[] = {"downlink", "worker", "uplink", "ps"};
+  for (int w = 0; w < W; ++w) {
+    ev.push_back({{"ph", "M"},
+                  {"name", "process_name"},
+                  {"pid", w},
+                  {"args", {{"name", "worker " + std::to_string(w)}}}});
+    for (int k = 0; k < 4; ++k)
+      ev.push_back({{"ph", "M"},
+                    {"name", "thread_name"},
+                    {"pid", w},
+                    {"tid", k},
+                    {"args", {{"name", names[k]}}}});
+  }
+  for (const auto& e : r.events) {
+    const auto& op =
+        job.steps[static_cast<std::size_t>(e.sampled)].ops[static_cast<std::size_t>(e.op)];
+    int tid = static_cast<int>(op.res);
+    if (e.parse) tid = op.res == sim::ps_resource::downlink ? 1 : 3;
+    ev.push_back({{"ph", "X"},
+                  {"name", e.parse ? "parse " + op.id : op.id},
+                  {"pid", e.worker},
+                  {"tid", tid},
+                  {"ts", e.start * 1e6},
+                  {"dur", (e.end - e.start) * 1e6},
+                  {"args", {{"step", e.step}, {"profiled_step", e.sampled}}}});
+  }
+  return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace strata::io

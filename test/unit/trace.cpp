@@ -1,0 +1,119 @@
+// strata's operation trace (sim/op_trace.hpp, io/op_trace.hpp): the PyTorch profiler reader,
+// the replay on one GPU, the JSON form.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "strata/io/op_trace.hpp"
+
+using namespace strata;
+
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  REQUIRE(f.good());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST_CASE("the sample PyTorch trace replays onto its own step time", "[trace]") {
+  // test/data/h100_trace_gpt2-124M_b8.json: one GPT-2 124M training step (micro-batch 8) on an
+  // H100 under torch.profiler: 716 kernels and 120 memsets on stream 7, CUDA calls on the main
+  // thread (397) and the autograd thread (445), ending in cudaDeviceSynchronize.
+  const auto t =
+      io::parse_pytorch_trace(slurp(STRATA_TEST_DATA_DIR "/h100_trace_gpt2-124M_b8.json"));
+  int kernels = 0, memsets = 0, launches = 0;
+  for (const auto& o : t.ops) {
+    kernels += o.kind == "kernel";
+    memsets += o.kind == "memset";
+    launches += o.kind == "launch";
+  }
+  CHECK(kernels == 716);
+  CHECK(memsets == 120);
+  CHECK(launches == 836);  // every GPU op's launch is in the trace
+  CHECK(t.streams.size() == 3);
+  // traced step: first runtime call (ts 4492932785251.1 us) to the end of the last kernel
+  // 63.437 ms later
+  CHECK(t.span() == Approx(63.437e-3).epsilon(1e-4));
+  const auto r = sim::replay_one(t);
+  // the replay reproduces the traced step within 2 % (measured: 63.430 ms, -0.01 %)
+  CHECK(r.step_time == Approx(t.span()).epsilon(0.02));
+  CHECK(r.step_time == Approx(t.span()).epsilon(0.001));
+  // summed GPU time (kernels + memsets, from the trace's durations): 28.19 ms; with an infinitely
+  // fast host the step is exactly that (one stream, nothing else to wait for)
+  CHECK(r.gpu_busy == Approx(28.191e-3).epsilon(1e-3));
+  CHECK(sim::replay_one(t, 0.0).step_time == Approx(r.gpu_busy));
+  // the unprofiled step measured 31.53 ms (h100_trace_gpt2-124M_b8.meta.json): between the
+  // device-bound bound and the profiled host (CUPTI roughly doubles host time; docs/li.md)
+  CHECK(r.gpu_busy < 31.53e-3);
+  CHECK(r.step_time > 31.53e-3);
+}
+
+TEST_CASE("PyTorch trace: launches, kernels, a synchronisation, worked by hand", "[trace]") {
+  // CPU: launch A at 0 (10 us; A starts on the GPU 5 us in), launch B at 20 (10 us; B queued
+  // behind A, starts at 105), cudaDeviceSynchronize at 40 until 205 (B's end + 5).
+  // GPU: A 5-105 (100 us), B 105-205 (100 us).
+  const std::string text = R"({"traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 1000, "dur": 10,
+     "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "A", "pid": 0, "tid": 7, "ts": 1005, "dur": 100,
+     "args": {"correlation": 1, "device": 0, "stream": 7}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 1020, "dur": 10,
+     "args": {"correlation": 2}},
+    {"ph": "X", "cat": "kernel", "name": "B", "pid": 0, "tid": 7, "ts": 1105, "dur": 100,
+     "args": {"correlation": 2, "device": 0, "stream": 7}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "tid": 1, "ts": 1040,
+     "dur": 165, "args": {"correlation": 3}},
+    {"ph": "i", "name": "[memory]", "ts": 1001, "args": {"Total Allocated": 4096}}]})";
+  const auto t = io::parse_pytorch_trace(text);
+  CHECK(t.span() == Approx(205e-6));
+  CHECK(t.peak_memory() == 4096);
+  // the sync waits for B: its own time is 0 (it returned when B ended)
+  const auto r = sim::replay_one(t);
+  CHECK(r.step_time == Approx(205e-6));
+  // twice as fast a host: launch A's first part 2.5 us, A 2.5-102.5, B 102.5-202.5, the sync
+  // ends with B
+  CHECK(sim::replay_one(t, 0.5).step_time == Approx(202.5e-6));
+  // bad events name themselves
+  std::string bad = text;
+  bad.replace(bad.find("\"dur\": 100"), 10, "\"dur\": -1");
+  CHECK_THROWS_WITH(io::parse_pytorch_trace(bad),
+                    "traceEvents[1] ('A').dur: must be a non-negative number (got -1)");
+  CHECK_THROWS_WITH(io::parse_pytorch_trace(R"({"events": []})"),
+                    "trace: a Chrome trace needs \"traceEvents\" (is this a PyTorch profiler "
+                    "trace?)");
+  CHECK_THROWS_WITH(
+      io::parse_pytorch_trace(
+          R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}]})"),
+      "traceEvents[0] ('k').args.correlation: missing (a GPU op needs its launch)");
+}
+
+TEST_CASE("strata's JSON operation trace: read, write, errors, and a profiled PS step", "[trace]") {
+  const std::string text = R"({"ops": [
+    {"id": "down w", "stream": "downlink", "kind": "downlink", "start_us": 0, "bytes": 1e6,
+     "tensor": "w"},
+    {"id": "fwd", "stream": "worker", "kind": "compute", "start_us": 1000, "duration_us": 500000,
+     "deps": ["down w"]},
+    {"id": "up w", "stream": "uplink", "kind": "uplink", "start_us": 501000, "bytes": 1e6,
+     "tensor": "w", "deps": ["fwd"]},
+    {"id": "apply w", "stream": "ps", "kind": "ps", "start_us": 502000, "duration_us": 100000,
+     "deps": ["up w"]}]})";
+  const auto t = io::parse_op_trace(text);
+  CHECK(t.ops.size() == 4);
+  CHECK(t.ops[2].tensor == "w");
+  const auto again = io::parse_op_trace(io::to_json(t).dump());
+  CHECK(again.ops[3].deps == std::vector<int>{2});
+  // as Li et al.'s profiled step at 1 MB/s: down 1 s, fwd 0.5 s, up 1 s, apply 0.1 s = 2.6 s
+  const auto step = sim::to_ps_step(t);
+  const auto r = sim::simulate_ps({.steps = {step}, .batch = 16},
+                                  {.workers = 1, .bandwidth = 1e6, .steps = 3, .warmup = 1});
+  CHECK(r.step_end[0][0] == Approx(2.6));
+  CHECK(r.throughput == Approx(16 / 2.6));
+  CHECK_THROWS_WITH(io::parse_op_trace(R"({"ops": [{"id": "a", "stream": "worker",
+      "duration_us": 1, "deps": ["b"]}, {"id": "b", "stream": "worker", "duration_us": 1}]})"),
+                    "ops[0] ('a').deps: 'b' is not an op listed before this one");
+  CHECK_THROWS_WITH(io::parse_op_trace(R"({"ops": [{"id": "a", "stream": "uplink"}]})"),
+                    "ops[0] ('a').bytes: missing (a transfer needs its size)");
+}
