@@ -33,13 +33,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "strata/analytic/step.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/sim/op_trace.hpp"
 #include "strata/sim/ps.hpp"
@@ -295,6 +298,142 @@ inline sim::op_trace parse_pytorch_trace(std::string_view text) {
     t.ops.push_back(std::move(p.op));
   }
   return t;
+}
+
+/// Options of `lowered_ps_trace`.
+struct lowered_ps_options {
+  int batch = 32;
+  dtype precision = dtype::fp32;
+  int servers = 1;
+  double bytes_per_param = 4;  ///< fp32 parameters and gradients
+  double update_rate = 10e9;   ///< bytes/s the server's SGD update streams (12 B per parameter)
+  int steps = 1;               ///< profiled steps to generate
+  double variation = 0;        ///< step k's computations last 1 + u_k times longer, u_k uniform
+                               ///< in [-variation, variation] (seeded), as profiled steps vary
+  std::uint64_t seed = 7;
+};
+
+/// A profiled step of asynchronous PS training generated from strata's own lowering (the trace
+/// Li et al. would record with one worker): for every convolution or linear layer, a downlink of
+/// its parameters, its forward and backward on the worker (`analytic::cnn_layer_times` on
+/// `profile`; the layers after it up to the next convolution ride with it, batch norm's scale
+/// and shift travel in its message), an uplink of its
+/// gradient and the server's update (SGD: read weights and gradient, write weights, 12 B per
+/// fp32 parameter at `update_rate`). Layers go to servers as TensorFlow places variables (Li et
+/// al. §5): each to the server holding the fewest bytes so far. Starts are those of one worker
+/// alone (`sim::simulate_ps` with `bandwidth`), step after step.
+inline sim::op_trace lowered_ps_trace(std::span<const layer> layers, const device_profile& profile,
+                                      const lowered_ps_options& o, double bandwidth = 1.25e9) {
+  if (!(o.update_rate > 0)) throw plan_error("the server's update rate must be positive");
+  if (o.servers < 1 || o.servers > 64)
+    throw plan_error("the number of parameter servers must lie in [1, 64]");
+  if (o.steps < 1 || o.steps > 1000) throw plan_error("profiled steps must lie in [1, 1000]");
+  if (!(o.variation >= 0) || !(o.variation < 1))
+    throw plan_error("the step-to-step variation must lie in [0, 1)");
+  const auto times =
+      analytic::cnn_layer_times(layers, {.batch = o.batch, .precision = o.precision}, profile);
+  const double N = o.batch;
+  struct group {
+    std::size_t first;
+    double params = 0, fwd = 0, bwd = 0;
+  };
+  std::vector<group> g;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const bool weighted =
+        layers[i].kind == layer_kind::conv || layers[i].kind == layer_kind::linear;
+    if (weighted || g.empty()) g.push_back({i});
+    g.back().params += layers[i].params;
+    g.back().fwd += times[i].fw.count() * N;
+    g.back().bwd += times[i].bw.count() * N;
+  }
+  sim::op_trace t;
+  t.streams = {"downlink", "worker", "uplink", "ps"};
+  std::vector<double> load(static_cast<std::size_t>(o.servers), 0.0);
+  std::vector<int> server(g.size(), 0);
+  for (std::size_t k = 0; k < g.size(); ++k)
+    if (g[k].params > 0) {
+      const auto least = std::min_element(load.begin(), load.end()) - load.begin();
+      server[k] = static_cast<int>(least);
+      load[static_cast<std::size_t>(least)] += g[k].params * o.bytes_per_param;
+    }
+  auto label = [&](std::size_t k) {
+    return std::to_string(g[k].first) + " " + std::string(to_string(layers[g[k].first].kind));
+  };
+  sim::detail::splitmix64 rng{o.seed};
+  double offset = 0;
+  for (int step = 0; step < o.steps; ++step) {
+    const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;  // [0, 1)
+    const double scale = 1 + o.variation * (2 * u - 1);
+    const std::size_t first = t.ops.size();
+    const std::string sfx = o.steps > 1 ? " #" + std::to_string(step) : "";
+    std::vector<int> down(g.size(), -1), fwd(g.size(), -1);
+    auto add = [&](sim::trace_op op) {
+      op.step = step;
+      op.id += sfx;
+      t.ops.push_back(std::move(op));
+      return static_cast<int>(t.ops.size()) - 1;
+    };
+    for (std::size_t k = 0; k < g.size(); ++k)
+      if (g[k].params > 0)
+        down[k] = add({.id = "down " + label(k),
+                       .stream = 0,
+                       .kind = "downlink",
+                       .bytes = g[k].params * o.bytes_per_param,
+                       .tensor = label(k),
+                       .server = server[k]});
+    for (std::size_t k = 0; k < g.size(); ++k) {
+      sim::trace_op f{
+          .id = "fwd " + label(k), .stream = 1, .kind = "compute", .duration = g[k].fwd * scale};
+      if (k > 0) f.deps.push_back(fwd[k - 1]);
+      if (down[k] >= 0) f.deps.push_back(down[k]);
+      fwd[k] = add(std::move(f));
+    }
+    int prev = fwd.back();
+    for (std::size_t k = g.size(); k-- > 0;) {
+      prev = add({.id = "bwd " + label(k),
+                  .stream = 1,
+                  .kind = "compute",
+                  .duration = g[k].bwd * scale,
+                  .deps = {prev}});
+      if (g[k].params > 0) {
+        const double bytes = g[k].params * o.bytes_per_param;
+        const int up = add({.id = "up " + label(k),
+                            .stream = 2,
+                            .kind = "uplink",
+                            .bytes = bytes,
+                            .tensor = label(k),
+                            .server = server[k],
+                            .deps = {prev}});
+        add({.id = "update " + label(k),
+             .stream = 3,
+             .kind = "ps",
+             .duration = 3 * bytes / o.update_rate,
+             .server = server[k],
+             .deps = {up}});
+      }
+    }
+    // starts: one worker alone
+    const auto one = sim::simulate_ps(
+        {.steps = {sim::to_ps_step(t, step)}, .servers = o.servers},
+        {.workers = 1, .bandwidth = bandwidth, .steps = 1, .warmup = 0, .timeline = true});
+    for (const auto& e : one.events) {
+      if (e.parse) continue;
+      auto& op = t.ops[first + static_cast<std::size_t>(e.op)];
+      op.start = offset + e.start;
+      if (op.stream == 0 || op.stream == 2) op.duration = e.end - e.start;
+    }
+    offset += one.step_end[0][0];
+  }
+  return t;
+}
+
+/// Li et al.'s profiled job from a trace: every step of it (`sim::to_ps_step`).
+inline sim::ps_job to_ps_job(const sim::op_trace& t, double batch, int servers = 1) {
+  sim::ps_job job{.batch = batch, .servers = servers};
+  int last = 0;
+  for (const auto& o : t.ops) last = std::max(last, o.step);
+  for (int k = 0; k <= last; ++k) job.steps.push_back(sim::to_ps_step(t, k));
+  return job;
 }
 
 /// The synthetic multi-worker trace of Li et al.'s simulator (Algorithm 3.1 returns it) as a

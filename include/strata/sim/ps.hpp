@@ -8,16 +8,18 @@
 /// - DOWNLINK_i / UPLINK_i of worker w: a `round_robin` resource (HTTP/2 multiplexing with window
 ///   WIN, §3.2.2: a stream's first turn sends at most WIN bytes, its second runs to completion)
 ///   whose turns cross two `fair_share` links: the server's NIC and the worker's NIC, each of
-///   `bandwidth` bytes/s per direction. Max-min fair sharing of those links is Li's Share(r,
-///   active) = 1/active for one server (§3.1, Algorithm 3.1 `Share`) and, for two servers, gives
-///   a worker alone on PS1 but sharing PS2 with n-1 others 1/n on PS2 and 1-1/n on PS1 (§5).
+///   `bandwidth` bytes/s per direction (with one server a worker's NIC carries one turn per
+///   direction at a time and never binds, so only the server's link is crossed). Max-min fair
+///   sharing of those links is Li's Share(r, active) = 1/active for one server (§3.1, Algorithm 3.1
+///   `Share`) and, for two servers, gives a worker alone on PS1 but sharing PS2 with n-1 others 1/n
+///   on PS2 and 1-1/n on PS1 (§5).
 /// - Flow control off (§3.3): the window is infinite, streams go whole in queue order; the order
 ///   in which a step's downlinks enter the queue is `ps_order` (as scheduled, TicTac, reversed,
 ///   random).
 /// - WORKER and PS_i: `fifo` resources, one per worker (Share = 1: §3.2.3).
 /// - Parsing overhead (§3.2.1): each transfer is followed by a parse task of alpha * bytes +
-///   beta seconds on the receiver (WORKER for a downlink, PS_i for an uplink); the transfer's
-///   dependents wait for it.
+///   beta seconds on the receiver (WORKER for a downlink, or the worker's host CPU when
+///   `parse_on_host`; PS_i for an uplink); the transfer's dependents wait for it.
 /// - Steps (§3.4): every worker runs `steps` steps, each drawn with replacement from the profiled
 ///   ones (a seeded splitmix64 stream, so runs are reproducible); a step starts when the previous
 ///   one has finished on every resource (Algorithm 3.1 lines 35-38).
@@ -90,10 +92,12 @@ struct ps_config {
   bool flow_control = true;   ///< HTTP/2 flow control on (window WIN) or off
   double window = 28e6;       ///< WIN (bytes); Li et al. measured 28 MB on average
   ps_order order = ps_order::as_scheduled;
-  double alpha = 0;  ///< parsing overhead, seconds per byte (§3.2.1)
-  double beta = 0;   ///< parsing overhead, seconds per message
-  int steps = 100;   ///< steps per worker
-  int warmup = 10;   ///< steps per worker left out of the throughput
+  double alpha = 0;            ///< parsing overhead, seconds per byte (§3.2.1)
+  double beta = 0;             ///< parsing overhead, seconds per message
+  bool parse_on_host = false;  ///< parse downlinks on a host CPU of their own (GPU workers)
+                               ///< rather than on WORKER (Li et al.'s CPU workers)
+  int steps = 100;             ///< steps per worker
+  int warmup = 10;             ///< steps per worker left out of the throughput
   std::uint64_t seed = 1;
   bool timeline = false;  ///< keep every op's interval (for a synthetic trace)
 };
@@ -201,7 +205,7 @@ inline std::vector<double> tictac_need(const ps_step& st) {
         s.add_resource({"PS" + std::to_string(i) + " in", discipline::fair_share, c.bandwidth});
   }
   struct worker_res {
-    int nic_in, nic_out, worker, barrier;
+    int nic_in, nic_out, worker, barrier, host;
     std::vector<int> down, up, ps;
   };
   std::vector<worker_res> wr(static_cast<std::size_t>(W));
@@ -213,6 +217,7 @@ inline std::vector<double> tictac_need(const ps_step& st) {
     r.nic_out = s.add_resource({n + " NIC out", discipline::fair_share, c.bandwidth, 0, w});
     r.worker = s.add_resource({n + " WORKER", discipline::fifo, 1, 0, w});
     r.barrier = s.add_resource({n + " step", discipline::fifo, 1, 0, w});
+    r.host = c.parse_on_host ? s.add_resource({n + " host", discipline::fifo, 1, 0, w}) : r.worker;
     for (int i = 0; i < M; ++i) {
       const std::string k = std::to_string(i);
       r.down.push_back(s.add_resource(
@@ -279,12 +284,14 @@ inline std::vector<double> tictac_need(const ps_step& st) {
         const auto srv = static_cast<std::size_t>(o.server);
         switch (o.res) {
           case ps_resource::downlink:
-            t.resources = {r.down[srv], ps_out[srv], r.nic_in};
+            t.resources = {r.down[srv], ps_out[srv]};
+            if (M > 1) t.resources.push_back(r.nic_in);
             t.work = o.bytes;
             t.cls = task_class::communication;
             break;
           case ps_resource::uplink:
-            t.resources = {r.up[srv], r.nic_out, ps_in[srv]};
+            t.resources = {r.up[srv], ps_in[srv]};
+            if (M > 1) t.resources.push_back(r.nic_out);
             t.work = o.bytes;
             t.cls = task_class::communication;
             break;
@@ -305,7 +312,7 @@ inline std::vector<double> tictac_need(const ps_step& st) {
           task_spec p;
           p.device = w;
           p.deps = {id};
-          p.resources = {o.res == ps_resource::downlink ? r.worker : r.ps[srv]};
+          p.resources = {o.res == ps_resource::downlink ? r.host : r.ps[srv]};
           p.work = c.alpha * o.bytes + c.beta;
           task_of[i] = s.add_task(std::move(p));
           info.push_back({w, step, static_cast<int>(i), static_cast<int>(k), true});
