@@ -300,7 +300,9 @@ inline result simulator::run() const {
   std::vector<int> touched_resources, touched_devices, started, done_now, turns, wakes;
   std::vector<bool> resource_mark(nr, false), device_mark(nd, false), link_dirty(nr, false);
   std::vector<double> link_left(nr), share_of;  // progressive-filling scratch
-  std::vector<int> users(nr), fair_links;
+  std::vector<int> users(nr), fair_links, fair_ids;  // fair_ids: every fair-share link
+  for (std::size_t r = 0; r < nr; ++r)
+    if (resources_[r].kind == discipline::fair_share) fair_ids.push_back(static_cast<int>(r));
   std::vector<detail::event> popped;
 
   auto tolerance = [&](int i) { return tol[static_cast<std::size_t>(i)]; };
@@ -496,12 +498,14 @@ inline result simulator::run() const {
   // several links one by one, each link's single-link flows together.
   auto fill = [&]() {
     fair_links.clear();
-    for (std::size_t r = 0; r < nr; ++r)
+    for (int x : fair_ids) {
+      const auto r = static_cast<std::size_t>(x);
       if (link_users[r] > 0) {
-        fair_links.push_back(static_cast<int>(r));
+        fair_links.push_back(x);
         link_left[r] = resources_[r].capacity;
         users[r] = link_users[r];
       }
+    }
     share_of.assign(multi.size(), -1.0);
     std::size_t unfixed = multi.size();
     for (int r : fair_links)

@@ -32,17 +32,17 @@
 namespace strata::sim {
 
 struct trace_op {
-  std::string id;
-  std::string name;       ///< what the profiler called it (a kernel's name); may repeat
-  int stream = 0;         ///< index into `op_trace::streams`
-  std::string kind;       ///< kernel, memset, memcpy, launch, sync, runtime, downlink, uplink, ps
-  double start = 0;       ///< seconds since the trace's first op
-  double duration = 0;    ///< seconds
-  double bytes = 0;       ///< bytes moved (copies, transfers)
-  std::string tensor;     ///< the tensor a transfer moves
-  int step = 0;           ///< the profiled step it belongs to
-  int server = 0;         ///< the parameter server of a transfer or update
-  std::vector<int> deps;  ///< indices of earlier ops it waits for
+  std::string id{};
+  std::string name{};       ///< what the profiler called it (a kernel's name); may repeat
+  int stream = 0;           ///< index into `op_trace::streams`
+  std::string kind{};       ///< kernel, memset, memcpy, launch, sync, runtime, downlink, uplink, ps
+  double start = 0;         ///< seconds since the trace's first op
+  double duration = 0;      ///< seconds
+  double bytes = 0;         ///< bytes moved (copies, transfers)
+  std::string tensor{};     ///< the tensor a transfer moves
+  int step = 0;             ///< the profiled step it belongs to
+  int server = 0;           ///< the parameter server of a transfer or update
+  std::vector<int> deps{};  ///< indices of earlier ops it waits for
 };
 
 /// One allocation or release the profiler recorded.

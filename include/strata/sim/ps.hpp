@@ -63,22 +63,22 @@ enum class ps_resource { downlink, worker, uplink, ps };
 
 /// One operation of a profiled SGD step.
 struct ps_op {
-  std::string id;
+  std::string id{};
   ps_resource res = ps_resource::worker;
-  double duration = 0;    ///< seconds (worker, ps)
-  double bytes = 0;       ///< transfers (downlink, uplink)
-  int server = 0;         ///< the parameter server it talks to or runs on
-  std::vector<int> deps;  ///< indices of earlier ops of the same step
+  double duration = 0;      ///< seconds (worker, ps)
+  double bytes = 0;         ///< transfers (downlink, uplink)
+  int server = 0;           ///< the parameter server it talks to or runs on
+  std::vector<int> deps{};  ///< indices of earlier ops of the same step
 };
 
 /// One profiled step: ops in a topological order (each depends only on earlier ones).
 struct ps_step {
-  std::vector<ps_op> ops;
+  std::vector<ps_op> ops{};
 };
 
 /// The profiled job: steps of one worker with `servers` parameter servers.
 struct ps_job {
-  std::vector<ps_step> steps;
+  std::vector<ps_step> steps{};
   double batch = 1;  ///< examples per step and worker
   int servers = 1;
 };
