@@ -18,6 +18,7 @@ struct replay_ps_options {
   bool pytorch = false, no_flow_control = false, parse_on_worker = false;
   int workers = 10, servers = 1, batch = 32, steps = 100, warmup = 10, profiled = 20;
   double bandwidth_gbps = 10, window_mb = 28, alpha_ns = 1, beta_us = 100, variation = 0.05;
+  double gradient_mb = 0;  ///< --pytorch: predict data parallelism on DGX H100 nodes
   unsigned long long seed = 1;
 };
 
@@ -54,6 +55,9 @@ inline CLI::App* add_replay_ps(CLI::App& app, replay_ps_options& o) {
   c->add_option("--variation", o.variation, "step-to-step variation with --model")
       ->check(CLI::Range(0.0, 0.9));
   c->add_option("--seed", o.seed, "sampling seed");
+  c->add_option("--gradient-mb", o.gradient_mb,
+                "with --pytorch: gradient size (MB); predicts data parallelism on 2-64 H100s")
+      ->check(CLI::Range(1e-3, 1e9));
   c->add_option("--trace", o.timeline, "write the N-worker synthetic trace (Perfetto)");
   c->add_option("--save-trace", o.save_trace, "write the worker's operation trace (JSON)");
   return c;
@@ -66,7 +70,17 @@ inline nlohmann::json run_replay_ps(const replay_ps_options& o, const std::strin
   if (o.pytorch) {
     const auto t = io::parse_pytorch_trace(text);
     const auto r = sim::replay_one(t);
+    nlohmann::json dp = nlohmann::json::array();
+    if (o.gradient_mb > 0)
+      for (int g : {2, 4, 8, 16, 32, 64}) {
+        const auto d = sim::data_parallel(t, presets::dgx_h100(8), g, o.gradient_mb * 1e6);
+        dp.push_back({{"gpus", g},
+                      {"step_time_s", d.step_time},
+                      {"closed_form_no_overlap_s", d.closed_form},
+                      {"all_reduce_s", d.all_reduce}});
+      }
     return {{"ops", t.ops.size()},
+            {"data_parallel", dp},
             {"streams", t.streams},
             {"traced_step_s", t.span()},
             {"replayed_step_s", r.step_time},

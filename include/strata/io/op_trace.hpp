@@ -147,6 +147,7 @@ inline sim::op_trace parse_pytorch_trace(std::string_view text) {
   }
   if (!events->is_array()) fail("traceEvents", "must be an array of events");
   std::vector<detail::raw_event> raw;
+  std::map<std::string, std::string> thread_label;  // host stream -> the profiler's thread name
   sim::op_trace t;
   for (std::size_t i = 0; i < events->size(); ++i) {
     const auto& e = (*events)[i];
@@ -166,6 +167,13 @@ inline sim::op_trace parse_pytorch_trace(std::string_view text) {
         fail(at + "." + key, "must be a non-negative number (got " + detail::show(v) + ")");
       return v.get<double>();
     };
+    if (ph == "M" && name == "thread_name" && e.contains("tid") && e.contains("args") &&
+        e["args"].is_object() && e["args"].contains("name") && e["args"]["name"].is_string()) {
+      const auto& tid = e["tid"];
+      thread_label["cpu " + (tid.is_string() ? tid.get<std::string>() : tid.dump())] =
+          e["args"]["name"].get<std::string>();
+      continue;
+    }
     if (ph == "i" && name == "[memory]") {
       if (!e.contains("args") || !e["args"].is_object()) fail(who + ".args", "missing (required)");
       t.memory.push_back(
@@ -296,6 +304,10 @@ inline sim::op_trace parse_pytorch_trace(std::string_view text) {
       for (const auto& [s, o] : last) p.op.deps.push_back(o);
     }
     t.ops.push_back(std::move(p.op));
+  }
+  for (const auto& sn : t.streams) {
+    const auto f = thread_label.find(sn);
+    t.labels.push_back(f == thread_label.end() ? std::string() : f->second);
   }
   return t;
 }

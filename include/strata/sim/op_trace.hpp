@@ -25,7 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "strata/comm/collectives.hpp"
 #include "strata/error.hpp"
+#include "strata/hardware/cluster.hpp"
 #include "strata/sim/core.hpp"
 #include "strata/sim/ps.hpp"
 
@@ -53,6 +55,7 @@ struct trace_memory {
 
 struct op_trace {
   std::vector<std::string> streams;  ///< "cpu <thread>", "gpu <device> stream <id>", "downlink"...
+  std::vector<std::string> labels;   ///< what the profiler named each stream ("" if nothing)
   std::vector<trace_op> ops;         ///< by start time
   std::vector<trace_memory> memory;
   [[nodiscard]] bool host(int stream) const {
@@ -214,6 +217,114 @@ struct trace_replay {
     out.ops.push_back(std::move(p));
   }
   if (out.ops.empty()) throw plan_error("the trace has no ops in step " + std::to_string(step));
+  return out;
+}
+
+/// Data parallelism from a one-GPU trace (every rank runs the trace's ops; ranks are identical, so
+/// one is simulated and its collectives end together on all): the gradients, `gradient_bytes` in
+/// all, become ready evenly over the backward pass's GPU time (the GPU ops launched by the
+/// autograd thread, a host stream labelled "...autograd..."), are bucketed into
+/// `bucket_bytes` (PyTorch DDP's 25 MiB by default) and all-reduced in order on a communication
+/// stream (ring, `comm::ring` on `machine` over `gpus` ranks); the first GPU op after the
+/// backward pass (the optimizer) waits for the last bucket. `overlap = false` starts the first
+/// all-reduce only after the backward pass; `host_scale` as in `replay_one` (0: device-bound).
+/// The closed form of the same plan is the one-GPU step plus every bucket's all-reduce: with no
+/// overlap and a device-bound step the two agree exactly.
+struct dp_prediction {
+  double step_time = 0;    ///< simulated
+  double closed_form = 0;  ///< one-GPU replay + every bucket's all-reduce, no overlap
+  double all_reduce = 0;   ///< summed all-reduce time of the buckets
+  int buckets = 0;
+};
+
+[[nodiscard]] inline dp_prediction data_parallel(const op_trace& t, const cluster& machine,
+                                                 int gpus, double gradient_bytes,
+                                                 bool overlap = true,
+                                                 double bucket_bytes = 25.0 * 1024 * 1024,
+                                                 double host_scale = 1.0) {
+  validate(t);
+  if (gpus < 1 || gpus > machine.devices())
+    throw plan_error("data parallelism needs between 1 and the cluster's devices GPUs");
+  if (!(gradient_bytes > 0) || !(bucket_bytes > 0))
+    throw plan_error("the gradient and bucket sizes must be positive");
+  // the backward pass: GPU ops launched from the autograd thread
+  std::vector<char> backward(t.ops.size(), 0);
+  int first_bw = -1, last_bw = -1;
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    const auto& o = t.ops[i];
+    if (t.host(o.stream) || o.deps.empty()) continue;
+    const auto& launcher = t.ops[static_cast<std::size_t>(o.deps.front())];
+    const auto ls = static_cast<std::size_t>(launcher.stream);
+    if (ls < t.labels.size() && t.labels[ls].find("autograd") != std::string::npos) {
+      backward[i] = 1;
+      if (first_bw < 0) first_bw = static_cast<int>(i);
+      last_bw = static_cast<int>(i);
+    }
+  }
+  if (last_bw < 0)
+    throw plan_error("the trace shows no backward pass (no GPU op launched by an autograd thread)");
+  double bw_time = 0;
+  for (std::size_t i = 0; i < t.ops.size(); ++i) bw_time += backward[i] ? t.ops[i].duration : 0.0;
+  const int nb = static_cast<int>(std::ceil(gradient_bytes / bucket_bytes - 1e-9));
+  dp_prediction out;
+  out.buckets = nb;
+  std::vector<double> ar(static_cast<std::size_t>(nb));
+  for (int k = 0; k < nb; ++k) {
+    const double b = std::min(bucket_bytes, gradient_bytes - k * bucket_bytes);
+    ar[static_cast<std::size_t>(k)] =
+        gpus > 1 ? comm::ring::time(comm::collective::all_reduce, machine, {0, gpus, 1}, bytes{b})
+                       .count()
+                 : 0.0;
+    out.all_reduce += ar[static_cast<std::size_t>(k)];
+  }
+  // the one-GPU graph of `replay_one`, plus the all-reduces
+  op_trace x = t;
+  const int comm_stream = static_cast<int>(x.streams.size());
+  x.streams.push_back("gpu communication");
+  x.labels.resize(x.streams.size());
+  // bucket k is ready when the backward ops have run (k + 1) / nb of their time
+  std::vector<int> ready_after(static_cast<std::size_t>(nb), last_bw);
+  {
+    double done = 0;
+    int k = 0;
+    for (std::size_t i = 0; i < t.ops.size() && k < nb; ++i) {
+      if (!backward[i]) continue;
+      done += t.ops[i].duration;
+      while (k < nb && done >= bw_time * (k + 1) / nb - 1e-15)
+        ready_after[static_cast<std::size_t>(k++)] = overlap ? static_cast<int>(i) : last_bw;
+    }
+  }
+  // insert the all-reduces right after the op they wait for (indices shift: rebuild the list)
+  std::vector<trace_op> ops;
+  std::vector<int> index(t.ops.size());
+  int last_ar = -1, after_bw = -1;
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    trace_op o = t.ops[i];
+    for (int& d : o.deps) d = index[static_cast<std::size_t>(d)];
+    if (!t.host(o.stream) && static_cast<int>(i) > last_bw && after_bw < 0 && last_ar >= 0) {
+      after_bw = static_cast<int>(i);
+      o.deps.push_back(last_ar);  // the optimizer waits for the gradients
+    }
+    index[i] = static_cast<int>(ops.size());
+    ops.push_back(std::move(o));
+    while (k < ar.size() && ready_after[k] == static_cast<int>(i)) {
+      ops.push_back(
+          {.id = "all-reduce bucket " + std::to_string(k),
+           .name = "all-reduce",
+           .stream = comm_stream,
+           .kind = "all_reduce",
+           .start = t.ops[i].start + t.ops[i].duration,
+           .duration = ar[k],
+           .bytes = std::min(bucket_bytes, gradient_bytes - static_cast<double>(k) * bucket_bytes),
+           .deps = {index[i]}});
+      last_ar = static_cast<int>(ops.size()) - 1;
+      ++k;
+    }
+  }
+  x.ops = std::move(ops);
+  out.step_time = replay_one(x, host_scale).step_time;
+  out.closed_form = replay_one(t, host_scale).step_time + out.all_reduce;
   return out;
 }
 
