@@ -97,6 +97,23 @@ int main() {
                 m == 0 ? "Inception-v3" : "VGG16", 100 * mean, 100 * err[err.size() / 2],
                 100 * err[err.size() * 95 / 100], 100 * err.back());
   }
+  // BytePS-style: synchronous steps, every tensor cut over one CPU summation server per worker
+  // machine, against synchronous training through one parameter server
+  std::printf("synchronous, batch 64: one PS vs BytePS-style summation servers (one per worker)\n");
+  for (int w : {2, 4, 8}) {
+    auto c = base;
+    c.workers = w;
+    c.synchronous = true;
+    const auto ps1 = io::to_ps_job(
+        io::lowered_ps_trace(net.view(), v100, {.batch = 64, .steps = 20, .variation = 0.05}), 64);
+    const auto bps = io::to_ps_job(
+        io::lowered_ps_trace(
+            net.view(), v100,
+            {.batch = 64, .servers = w, .partition = true, .steps = 20, .variation = 0.05}),
+        64, w);
+    std::printf("W=%d: one PS %6.1f, BytePS %6.1f images/s\n", w,
+                sim::simulate_ps(ps1, c).throughput, sim::simulate_ps(bps, c).throughput);
+  }
   // Fig. 25: a second parameter server (layers placed on the least-loaded server, §5)
   std::printf("two parameter servers vs one, batch 64 (Li et al. Fig. 25)\n");
   for (int servers : {1, 2}) {

@@ -149,3 +149,27 @@ TEST_CASE("bad profiled steps are refused with the op named", "[ps]") {
   CHECK_THROWS_WITH(simulate_ps(job, {.steps = 5, .warmup = 5}),
                     "steps must be at least 1 and exceed the warm-up steps");
 }
+
+TEST_CASE("BytePS-style: synchronous steps, tensors partitioned over summation servers", "[ps]") {
+  // Synchronous: profiled steps A (1 s of compute) and B (3 s). Seed 6 draws A, B for the
+  // workers' first steps and A, A for their second. Asynchronous, worker 0 ends its steps at
+  // 1 and 2 s; synchronous, its second step waits for worker 1's first: 3 + 1 = 4 s.
+  ps_job job{.steps = {{{work("A", 1.0, {})}}, {{work("B", 3.0, {})}}}};
+  ps_config c{.workers = 2, .steps = 2, .warmup = 0, .seed = 6};
+  auto r = simulate_ps(job, c);
+  CHECK(r.step_end[0] == std::vector<double>{1.0, 2.0});
+  CHECK(r.step_end[1] == std::vector<double>{3.0, 4.0});
+  c.synchronous = true;
+  r = simulate_ps(job, c);
+  CHECK(r.step_end[0][1] == Approx(4.0));
+  CHECK(r.step_end[1][1] == Approx(4.0));
+  // Push 4 MB of gradient from each of two workers over 4 MB/s links. One server: its link
+  // carries both (2 MB/s each): 2 s. Partitioned over two servers (2 MB to each): every server
+  // link and every worker NIC carries two flows, 2 MB/s each: 1 s.
+  ps_job one{.steps = {{{work("bwd", 0, {}), up("g", 4e6, {0})}}}};
+  ps_job two{.steps = {{{work("bwd", 0, {}), up("g0", 2e6, {0}, 0), up("g1", 2e6, {0}, 1)}}},
+             .servers = 2};
+  const ps_config s{.workers = 2, .bandwidth = 4e6, .synchronous = true, .steps = 1, .warmup = 0};
+  CHECK(simulate_ps(one, s).step_end[0][0] == Approx(2.0));
+  CHECK(simulate_ps(two, s).step_end[0][0] == Approx(1.0));
+}

@@ -7,6 +7,7 @@
 #include "strata/hardware/presets.hpp"
 #include "strata/io/op_trace.hpp"
 #include "strata/model/transformer_zoo.hpp"
+#include "strata/model/zoo.hpp"
 
 using namespace strata;
 
@@ -146,4 +147,30 @@ TEST_CASE("data parallelism from the sample trace agrees with the closed form", 
   CHECK(sim::data_parallel(t, machine, 1, grad).step_time == Approx(sim::replay_one(t).step_time));
   CHECK_THROWS_WITH(sim::data_parallel(t, machine, 65, grad),
                     "data parallelism needs between 1 and the cluster's devices GPUs");
+}
+
+TEST_CASE("PS traces from the lowering: whole layers per server, or partitioned", "[trace]") {
+  // Inception-v3 (23,834,568 parameters, fp32): 95 convolution / linear groups, each a downlink,
+  // forward, backward, uplink and update: 475 ops. Whole layers over two servers by the
+  // least-loaded rule (Li et al. §5) split the bytes unevenly; BytePS-style partitioning gives
+  // each server exactly half.
+  static constexpr auto net = zoo::inception_v3();
+  const auto v100 = datasheet_profile(presets::v100_sxm2_16gb);
+  auto bytes_on = [](const sim::op_trace& t, int server) {
+    double b = 0;
+    for (const auto& o : t.ops)
+      if (o.kind == "downlink" && o.server == server) b += o.bytes;
+    return b;
+  };
+  const auto one = io::lowered_ps_trace(net.view(), v100, {.batch = 32});
+  CHECK(one.ops.size() == 475);
+  CHECK(bytes_on(one, 0) == Approx(4.0 * 23'834'568));
+  const auto split = io::lowered_ps_trace(net.view(), v100, {.batch = 32, .servers = 2});
+  CHECK(bytes_on(split, 0) + bytes_on(split, 1) == Approx(4.0 * 23'834'568));
+  CHECK(bytes_on(split, 0) != Approx(bytes_on(split, 1)));
+  const auto parts =
+      io::lowered_ps_trace(net.view(), v100, {.batch = 32, .servers = 2, .partition = true});
+  CHECK(parts.ops.size() == 475 + 3 * 95);  // a second downlink, uplink and update per group
+  CHECK(bytes_on(parts, 0) == Approx(2.0 * 23'834'568));
+  CHECK(bytes_on(parts, 1) == Approx(2.0 * 23'834'568));
 }

@@ -15,7 +15,8 @@ namespace strata_cli {
 
 struct replay_ps_options {
   std::string input, model, order = "as_scheduled", timeline, save_trace;
-  bool pytorch = false, no_flow_control = false, parse_on_worker = false;
+  bool pytorch = false, no_flow_control = false, parse_on_worker = false, synchronous = false,
+       partition = false;
   int workers = 10, servers = 1, batch = 32, steps = 100, warmup = 10, profiled = 20;
   double bandwidth_gbps = 10, window_mb = 28, alpha_ns = 1, beta_us = 100, variation = 0.05;
   double gradient_mb = 0;  ///< --pytorch: predict data parallelism on DGX H100 nodes
@@ -55,6 +56,9 @@ inline CLI::App* add_replay_ps(CLI::App& app, replay_ps_options& o) {
   c->add_option("--variation", o.variation, "step-to-step variation with --model")
       ->check(CLI::Range(0.0, 0.9));
   c->add_option("--seed", o.seed, "sampling seed");
+  c->add_flag("--synchronous", o.synchronous, "a step waits for every worker's previous step");
+  c->add_flag("--partition", o.partition,
+              "with --model: cut every layer over all servers (BytePS-style)");
   c->add_option("--gradient-mb", o.gradient_mb,
                 "with --pytorch: gradient size (MB); predicts data parallelism on 2-64 H100s")
       ->check(CLI::Range(1e-3, 1e9));
@@ -74,8 +78,11 @@ inline nlohmann::json run_replay_ps(const replay_ps_options& o, const std::strin
     if (o.gradient_mb > 0)
       for (int g : {2, 4, 8, 16, 32, 64}) {
         const auto d = sim::data_parallel(t, presets::dgx_h100(8), g, o.gradient_mb * 1e6);
+        const auto fast = sim::data_parallel(t, presets::dgx_h100(8), g, o.gradient_mb * 1e6, true,
+                                             25.0 * 1024 * 1024, 0.0);
         dp.push_back({{"gpus", g},
                       {"step_time_s", d.step_time},
+                      {"device_bound_step_s", fast.step_time},
                       {"closed_form_no_overlap_s", d.closed_form},
                       {"all_reduce_s", d.all_reduce}});
       }
@@ -96,10 +103,13 @@ inline nlohmann::json run_replay_ps(const replay_ps_options& o, const std::strin
     const auto layers = o.model == "inception_v3" ? inception.view()
                         : o.model == "resnet50"   ? resnet.view()
                                                   : vgg.view();
-    t = io::lowered_ps_trace(
-        layers, datasheet_profile(presets::v100_sxm2_16gb),
-        {.batch = o.batch, .servers = o.servers, .steps = o.profiled, .variation = o.variation},
-        o.bandwidth_gbps * 1.25e8);
+    t = io::lowered_ps_trace(layers, datasheet_profile(presets::v100_sxm2_16gb),
+                             {.batch = o.batch,
+                              .servers = o.servers,
+                              .partition = o.partition,
+                              .steps = o.profiled,
+                              .variation = o.variation},
+                             o.bandwidth_gbps * 1.25e8);
   } else {
     t = io::parse_op_trace(text);
   }
@@ -125,6 +135,7 @@ inline nlohmann::json run_replay_ps(const replay_ps_options& o, const std::strin
                    .alpha = o.alpha_ns * 1e-9,
                    .beta = o.beta_us * 1e-6,
                    .parse_on_host = !o.parse_on_worker,
+                   .synchronous = o.synchronous,
                    .steps = o.steps,
                    .warmup = o.warmup,
                    .seed = o.seed};

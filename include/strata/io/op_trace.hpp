@@ -319,6 +319,8 @@ struct lowered_ps_options {
   int servers = 1;
   double bytes_per_param = 4;  ///< fp32 parameters and gradients
   double update_rate = 10e9;   ///< bytes/s the server's SGD update streams (12 B per parameter)
+  bool partition = false;      ///< every layer's tensors cut evenly over all servers (BytePS's
+                               ///< summation servers) instead of whole layers per server
   int steps = 1;               ///< profiled steps to generate
   double variation = 0;        ///< step k's computations last 1 + u_k times longer, u_k uniform
                                ///< in [-variation, variation] (seeded), as profiled steps vary
@@ -332,7 +334,8 @@ struct lowered_ps_options {
 /// and shift travel in its message), an uplink of its
 /// gradient and the server's update (SGD: read weights and gradient, write weights, 12 B per
 /// fp32 parameter at `update_rate`). Layers go to servers as TensorFlow places variables (Li et
-/// al. §5): each to the server holding the fewest bytes so far. Starts are those of one worker
+/// al. §5): each to the server holding the fewest bytes so far; with `partition` (BytePS) every
+/// layer's tensors are cut into one part per server instead. Starts are those of one worker
 /// alone (`sim::simulate_ps` with `bandwidth`), step after step.
 inline sim::op_trace lowered_ps_trace(std::span<const layer> layers, const device_profile& profile,
                                       const lowered_ps_options& o, double bandwidth = 1.25e9) {
@@ -385,8 +388,23 @@ inline sim::op_trace lowered_ps_trace(std::span<const layer> layers, const devic
       t.ops.push_back(std::move(op));
       return static_cast<int>(t.ops.size()) - 1;
     };
+    const int parts = o.partition ? o.servers : 1;
+    std::vector<std::vector<int>> more(g.size());  // partitioned: downlinks of parts 1..
     for (std::size_t k = 0; k < g.size(); ++k)
-      if (g[k].params > 0)
+      if (g[k].params > 0 && parts > 1) {
+        for (int i = 0; i < parts; ++i) {
+          const int id = add({.id = "down " + label(k) + " part " + std::to_string(i),
+                              .stream = 0,
+                              .kind = "downlink",
+                              .bytes = g[k].params * o.bytes_per_param / parts,
+                              .tensor = label(k),
+                              .server = i});
+          if (i == 0)
+            down[k] = id;
+          else
+            more[k].push_back(id);
+        }
+      } else if (g[k].params > 0)
         down[k] = add({.id = "down " + label(k),
                        .stream = 0,
                        .kind = "downlink",
@@ -398,6 +416,7 @@ inline sim::op_trace lowered_ps_trace(std::span<const layer> layers, const devic
           .id = "fwd " + label(k), .stream = 1, .kind = "compute", .duration = g[k].fwd * scale};
       if (k > 0) f.deps.push_back(fwd[k - 1]);
       if (down[k] >= 0) f.deps.push_back(down[k]);
+      for (int d : more[k]) f.deps.push_back(d);
       fwd[k] = add(std::move(f));
     }
     int prev = fwd.back();
@@ -408,20 +427,24 @@ inline sim::op_trace lowered_ps_trace(std::span<const layer> layers, const devic
                   .duration = g[k].bwd * scale,
                   .deps = {prev}});
       if (g[k].params > 0) {
-        const double bytes = g[k].params * o.bytes_per_param;
-        const int up = add({.id = "up " + label(k),
-                            .stream = 2,
-                            .kind = "uplink",
-                            .bytes = bytes,
-                            .tensor = label(k),
-                            .server = server[k],
-                            .deps = {prev}});
-        add({.id = "update " + label(k),
-             .stream = 3,
-             .kind = "ps",
-             .duration = 3 * bytes / o.update_rate,
-             .server = server[k],
-             .deps = {up}});
+        const double bytes = g[k].params * o.bytes_per_param / parts;
+        for (int i = 0; i < parts; ++i) {
+          const std::string part = parts > 1 ? " part " + std::to_string(i) : "";
+          const int srv = parts > 1 ? i : server[k];
+          const int up = add({.id = "up " + label(k) + part,
+                              .stream = 2,
+                              .kind = "uplink",
+                              .bytes = bytes,
+                              .tensor = label(k),
+                              .server = srv,
+                              .deps = {prev}});
+          add({.id = "update " + label(k) + part,
+               .stream = 3,
+               .kind = "ps",
+               .duration = 3 * bytes / o.update_rate,
+               .server = srv,
+               .deps = {up}});
+        }
       }
     }
     // starts: one worker alone

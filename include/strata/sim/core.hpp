@@ -299,7 +299,7 @@ inline result simulator::run() const {
   bool shares_changed = false;  // a flow crossing several links started or ended
   std::vector<int> touched_resources, touched_devices, started, done_now, turns, wakes;
   std::vector<bool> resource_mark(nr, false), device_mark(nd, false), link_dirty(nr, false);
-  std::vector<double> link_left(nr), share_of;  // progressive-filling scratch
+  std::vector<double> link_left(nr), share_of;       // progressive-filling scratch
   std::vector<int> users(nr), fair_links, fair_ids;  // fair_ids: every fair-share link
   for (std::size_t r = 0; r < nr; ++r)
     if (resources_[r].kind == discipline::fair_share) fair_ids.push_back(static_cast<int>(r));

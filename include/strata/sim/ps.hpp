@@ -23,6 +23,9 @@
 /// - Steps (§3.4): every worker runs `steps` steps, each drawn with replacement from the profiled
 ///   ones (a seeded splitmix64 stream, so runs are reproducible); a step starts when the previous
 ///   one has finished on every resource (Algorithm 3.1 lines 35-38).
+/// - Synchronous mode (`synchronous`): a worker's next step waits for every worker's step, as in
+///   BytePS-style synchronous training through CPU summation servers (with tensors partitioned
+///   over all servers: `io::lowered_ps_options::partition`).
 /// - Throughput: the first `warmup` steps of every worker are excluded; steps ending between the
 ///   last worker's end of warm-up and the first worker's end of its last step, times the batch,
 ///   over that interval.
@@ -96,6 +99,8 @@ struct ps_config {
   double beta = 0;             ///< parsing overhead, seconds per message
   bool parse_on_host = false;  ///< parse downlinks on a host CPU of their own (GPU workers)
                                ///< rather than on WORKER (Li et al.'s CPU workers)
+  bool synchronous = false;    ///< every worker's step k+1 waits for all workers' step k (BytePS,
+                               ///< synchronous data parallelism through servers)
   int steps = 100;             ///< steps per worker
   int warmup = 10;             ///< steps per worker left out of the throughput
   std::uint64_t seed = 1;
@@ -256,6 +261,9 @@ inline std::vector<double> tictac_need(const ps_step& st) {
   };
   std::vector<task_info> info;
   std::vector<std::vector<int>> barrier(static_cast<std::size_t>(W));
+  std::vector<int> global;  // synchronous: the end of step k on every worker
+  int global_res = -1;
+  if (c.synchronous) global_res = s.add_resource({"all workers", discipline::fifo, 1, 0, -1});
   // one step of every worker at a time, so task indices interleave workers (ties at equal times
   // then go to workers in turn)
   for (int step = 0; step < c.steps; ++step)
@@ -263,7 +271,9 @@ inline std::vector<double> tictac_need(const ps_step& st) {
       const auto& r = wr[static_cast<std::size_t>(w)];
       const std::size_t k = rng.below(S);
       const auto& ops = job.steps[k].ops;
-      const int prev = step > 0 ? barrier[static_cast<std::size_t>(w)].back() : -1;
+      const int prev = step == 0       ? -1
+                       : c.synchronous ? global[static_cast<std::size_t>(step - 1)]
+                                       : barrier[static_cast<std::size_t>(w)].back();
       task_of.assign(ops.size(), -1);  // the task its dependents wait for (after parsing)
       const std::vector<int>* ord = &order[k];
       if (c.order == ps_order::random) {
@@ -341,6 +351,14 @@ inline std::vector<double> tictac_need(const ps_step& st) {
       if (prev >= 0) b.deps.push_back(prev);
       barrier[static_cast<std::size_t>(w)].push_back(s.add_task(std::move(b)));
       info.push_back({w, step, -1, static_cast<int>(k), false});
+      if (c.synchronous && w == W - 1) {  // the step's end on all workers
+        task_spec all;
+        all.resources = {global_res};
+        all.cls = task_class::other;
+        for (int v = 0; v < W; ++v) all.deps.push_back(barrier[static_cast<std::size_t>(v)].back());
+        global.push_back(s.add_task(std::move(all)));
+        info.push_back({-1, step, -1, -1, false});
+      }
     }
   const result run = s.run();
   ps_result out;
