@@ -174,3 +174,56 @@ TEST_CASE("PS traces from the lowering: whole layers per server, or partitioned"
   CHECK(bytes_on(parts, 0) == Approx(2.0 * 23'834'568));
   CHECK(bytes_on(parts, 1) == Approx(2.0 * 23'834'568));
 }
+
+TEST_CASE("TensorFlow timeline converter: a two-layer step, worked by hand", "[trace]") {
+  // Worker receives conv0/kernel (1 MB) and fc/kernel (2 MB), computes, sends both gradients;
+  // the server applies them. At 1 GB/s, one worker: down conv0 0-1 ms, down fc 1-3 ms; conv
+  // 1-1.5; fc (waits for its weights) 3-3.3; fc grad 3.3-3.9; up fc 3.9-5.9; conv grad 3.9-4.9;
+  // up conv0 (queued behind fc on the uplink) 5.9-6.9; updates 5.9-5.95 and 6.9-6.95 ms.
+  const std::string text = R"({"traceEvents": [
+    {"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "Allocators"}},
+    {"name": "process_name", "ph": "M", "pid": 1,
+     "args": {"name": "/job:worker/replica:0/task:0/device:GPU:0 Compute"}},
+    {"name": "process_name", "ph": "M", "pid": 2,
+     "args": {"name": "/job:ps/replica:0/task:0/device:CPU:0 Compute"}},
+    {"ph": "X", "cat": "Op", "name": "_Recv", "pid": 1, "tid": 0, "ts": 100, "dur": 800,
+     "args": {"name": "edge_1_conv0/kernel", "op": "_Recv"}},
+    {"ph": "X", "cat": "Op", "name": "_Recv", "pid": 1, "tid": 1, "ts": 100, "dur": 1600,
+     "args": {"name": "edge_2_fc/kernel", "op": "_Recv"}},
+    {"ph": "X", "cat": "Op", "name": "_Send", "pid": 2, "tid": 0, "ts": 100, "dur": 5,
+     "args": {"name": "edge_1_conv0/kernel", "op": "_Send"}},
+    {"ph": "X", "cat": "Op", "name": "Conv2D", "pid": 1, "tid": 0, "ts": 1000, "dur": 500,
+     "args": {"name": "conv0/Conv2D", "op": "Conv2D", "input0": "images",
+              "input1": "edge_1_conv0/kernel:0"}},
+    {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 1, "tid": 0, "ts": 1700, "dur": 300,
+     "args": {"name": "fc/MatMul", "op": "MatMul", "input0": "conv0/Conv2D",
+              "input1": "edge_2_fc/kernel"}},
+    {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 1, "tid": 0, "ts": 2000, "dur": 600,
+     "args": {"name": "gradients/fc/MatMul_grad", "op": "MatMul", "input0": "fc/MatMul"}},
+    {"ph": "X", "cat": "Op", "name": "_Send", "pid": 1, "tid": 1, "ts": 2600, "dur": 1000,
+     "args": {"name": "edge_3_gradients/fc/kernel_grad", "op": "_Send",
+              "input0": "gradients/fc/MatMul_grad"}},
+    {"ph": "X", "cat": "Op", "name": "Conv2DBackpropFilter", "pid": 1, "tid": 0, "ts": 2600,
+     "dur": 1000, "args": {"name": "gradients/conv0/Conv2D_grad", "op": "Conv2DBackpropFilter",
+                           "input0": "^gradients/fc/MatMul_grad"}},
+    {"ph": "X", "cat": "Op", "name": "_Send", "pid": 1, "tid": 1, "ts": 3600, "dur": 500,
+     "args": {"name": "edge_4_gradients/conv0/kernel_grad", "op": "_Send",
+              "input0": "gradients/conv0/Conv2D_grad"}},
+    {"ph": "X", "cat": "Op", "name": "ApplyGradientDescent", "pid": 2, "tid": 0, "ts": 3700,
+     "dur": 50, "args": {"name": "fc/kernel/ApplyGradientDescent", "op": "ApplyGradientDescent"}},
+    {"ph": "X", "cat": "Op", "name": "ApplyGradientDescent", "pid": 2, "tid": 0, "ts": 4200,
+     "dur": 50, "args": {"name": "conv0/kernel/ApplyGradientDescent",
+                         "op": "ApplyGradientDescent"}}]})";
+  const std::vector<std::pair<std::string, double>> sizes{{"conv0/kernel", 1e6},
+                                                          {"fc/kernel", 2e6}};
+  const auto t = io::parse_tensorflow_timeline(text, sizes);
+  REQUIRE(t.ops.size() == 10);  // 8 on the worker, 2 updates; the server's send is dropped
+  CHECK(t.ops[0].kind == "downlink");
+  CHECK(t.ops[0].bytes == 1e6);
+  const auto r = sim::simulate_ps({.steps = {sim::to_ps_step(t)}, .batch = 32},
+                                  {.workers = 1, .bandwidth = 1e9, .steps = 1, .warmup = 0});
+  CHECK(r.step_end[0][0] == Approx(6.95e-3));
+  CHECK_THROWS_WITH(io::parse_tensorflow_timeline(text, {{"conv0/kernel", 1e6}}),
+                    "traceEvents[4] ('edge_2_fc/kernel'): a transfer whose size is unknown "
+                    "(give its tensor's bytes)");
+}

@@ -312,6 +312,114 @@ inline sim::op_trace parse_pytorch_trace(std::string_view text) {
   return t;
 }
 
+/// Converts a TensorFlow step timeline (the Chrome trace of `tensorflow.python.client.timeline`
+/// for one distributed step, Li et al.'s input) into strata's operation trace. Processes named
+/// "/job:ps..." are the parameter server, "/job:worker..." the worker; an event's args carry the
+/// node `name`, the `op` type and its inputs (`input0`, `input1`, ...). On the worker, a receive
+/// (`_Recv`, `_HostRecv`, `RecvTensor`) is a downlink and a send (`_Send`, `_HostSend`) an uplink;
+/// the parameter server's own sends and receives are the other ends of those transfers and are
+/// dropped; its other ops (the updates) go to "ps"; the worker's other ops to "worker". The
+/// timeline records no sizes: a transfer's bytes are those of the first `tensor_bytes` key its node
+/// name contains (an error names a transfer none matches). Dependencies are the inputs that name
+/// an op listed earlier (":0" output suffixes and "^" control marks dropped), plus, for an update
+/// on the server, the uplink of its tensor.
+inline sim::op_trace parse_tensorflow_timeline(
+    std::string_view text, const std::vector<std::pair<std::string, double>>& tensor_bytes) {
+  using detail::fail;
+  const nlohmann::json j = detail::parse_json(text);
+  if (!j.is_object() || !j.contains("traceEvents") || !j["traceEvents"].is_array())
+    fail("trace", "a TensorFlow timeline needs a \"traceEvents\" array");
+  const auto& events = j["traceEvents"];
+  std::map<long long, std::string> process;  // pid -> its name
+  for (const auto& e : events)
+    if (e.is_object() && e.value("ph", "") == "M" && e.value("name", "") == "process_name" &&
+        e.contains("pid") && e["pid"].is_number_integer() && e.contains("args") &&
+        e["args"].is_object() && e["args"].contains("name") && e["args"]["name"].is_string())
+      process[e["pid"].get<long long>()] = e["args"]["name"].get<std::string>();
+  struct item {
+    double ts;
+    std::size_t index;
+  };
+  std::vector<item> order;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const auto& e = events[i];
+    if (!e.is_object()) fail("traceEvents[" + std::to_string(i) + "]", "must be a JSON object");
+    if (e.value("ph", "") != "X") continue;
+    const std::string who = "traceEvents[" + std::to_string(i) + "]";
+    if (!e.contains("ts") || !e["ts"].is_number() || !(e["ts"].get<double>() >= 0))
+      fail(who + ".ts", "must be a non-negative number");
+    order.push_back({e["ts"].get<double>(), i});
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const item& a, const item& b) { return a.ts < b.ts; });
+  sim::op_trace t;
+  t.streams = {"downlink", "worker", "uplink", "ps"};
+  t.labels.assign(4, "");
+  std::map<std::string, int> by_name;
+  auto base = [](std::string n) {
+    if (!n.empty() && n[0] == '^') n.erase(0, 1);
+    const auto colon = n.rfind(':');
+    if (colon != std::string::npos && colon + 1 < n.size() &&
+        n.find_first_not_of("0123456789", colon + 1) == std::string::npos)
+      n.erase(colon);
+    return n;
+  };
+  const double t0 = order.empty() ? 0.0 : order.front().ts;
+  for (const auto& it : order) {
+    const auto& e = events[it.index];
+    const std::string path = "traceEvents[" + std::to_string(it.index) + "]";
+    if (!e.contains("args") || !e["args"].is_object()) fail(path + ".args", "missing (required)");
+    const auto& args = e["args"];
+    const std::string name = args.value("name", e.value("name", ""));
+    const std::string op = args.value("op", e.value("name", ""));
+    const std::string who = path + " ('" + detail::cut(name) + "')";
+    if (!e.contains("dur") || !e["dur"].is_number() || !(e["dur"].get<double>() >= 0))
+      fail(who + ".dur", "must be a non-negative number");
+    const long long pid =
+        e.contains("pid") && e["pid"].is_number_integer() ? e["pid"].get<long long>() : -1;
+    const auto pn = process.find(pid);
+    if (pn == process.end()) fail(who + ".pid", "names no process of the timeline");
+    const bool ps = pn->second.find("/job:ps") != std::string::npos;
+    if (!ps && pn->second.find("/job:worker") == std::string::npos) continue;  // allocators, ...
+    const bool recv = op == "_Recv" || op == "_HostRecv" || op == "RecvTensor";
+    const bool send = op == "_Send" || op == "_HostSend";
+    if (ps && (recv || send)) continue;  // the server's ends of the transfers
+    sim::trace_op o;
+    o.id = name.empty() ? path : name;
+    if (by_name.count(o.id)) o.id += " (" + path + ")";
+    o.name = op;
+    o.start = (it.ts - t0) * 1e-6;
+    o.duration = e["dur"].get<double>() * 1e-6;
+    o.stream = ps ? 3 : recv ? 0 : send ? 2 : 1;
+    o.kind = ps ? "ps" : recv ? "downlink" : send ? "uplink" : "compute";
+    if (recv || send) {
+      bool found = false;
+      for (const auto& [key, b] : tensor_bytes)
+        if (!found && name.find(key) != std::string::npos) {
+          o.bytes = b;
+          o.tensor = key;
+          found = true;
+        }
+      if (!found) fail(who, "a transfer whose size is unknown (give its tensor's bytes)");
+    }
+    for (auto in = args.begin(); in != args.end(); ++in)
+      if (in.key().rfind("input", 0) == 0 && in->is_string()) {
+        const auto f = by_name.find(base(in->get<std::string>()));
+        if (f != by_name.end()) o.deps.push_back(f->second);
+      }
+    if (ps)  // an update follows the uplink of a tensor its name mentions
+      for (std::size_t k = 0; k < t.ops.size(); ++k)
+        if (t.ops[k].stream == 2 && name.find(t.ops[k].tensor) != std::string::npos)
+          o.deps.push_back(static_cast<int>(k));
+    std::sort(o.deps.begin(), o.deps.end());
+    o.deps.erase(std::unique(o.deps.begin(), o.deps.end()), o.deps.end());
+    by_name[name] = static_cast<int>(t.ops.size());
+    t.ops.push_back(std::move(o));
+  }
+  if (t.ops.empty()) fail("traceEvents", "holds no op of a /job:worker or /job:ps process");
+  return t;
+}
+
 /// Options of `lowered_ps_trace`.
 struct lowered_ps_options {
   int batch = 32;
@@ -472,17 +580,18 @@ inline sim::ps_job to_ps_job(const sim::op_trace& t, double batch, int servers =
 }
 
 /// The synthetic multi-worker trace of Li et al.'s simulator (Algorithm 3.1 returns it) as a
-/// Chrome / Perfetto timeline: one process per worker, one thread per resource.
+/// Chrome / Perfetto timeline: one process per worker, one thread per resource (a downlink's
+/// parsing on a thread of its own, whether it ran on WORKER or the host CPU).
 inline nlohmann::json chrome_trace(const sim::ps_job& job, const sim::ps_result& r) {
   nlohmann::json ev = nlohmann::json::array();
   const int W = static_cast<int>(r.step_end.size());
-  const char* names[] = {"downlink", "worker", "uplink", "ps"};
+  const char* names[] = {"downlink", "worker", "uplink", "ps", "parsing (downlinks)"};
   for (int w = 0; w < W; ++w) {
     ev.push_back({{"ph", "M"},
                   {"name", "process_name"},
                   {"pid", w},
                   {"args", {{"name", "worker " + std::to_string(w)}}}});
-    for (int k = 0; k < 4; ++k)
+    for (int k = 0; k < 5; ++k)
       ev.push_back({{"ph", "M"},
                     {"name", "thread_name"},
                     {"pid", w},
@@ -493,7 +602,7 @@ inline nlohmann::json chrome_trace(const sim::ps_job& job, const sim::ps_result&
     const auto& op =
         job.steps[static_cast<std::size_t>(e.sampled)].ops[static_cast<std::size_t>(e.op)];
     int tid = static_cast<int>(op.res);
-    if (e.parse) tid = op.res == sim::ps_resource::downlink ? 1 : 3;
+    if (e.parse) tid = op.res == sim::ps_resource::downlink ? 4 : 3;
     ev.push_back({{"ph", "X"},
                   {"name", e.parse ? "parse " + op.id : op.id},
                   {"pid", e.worker},
