@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "replay_ps.hpp"
 #include "shipped_profiles.hpp"
 #include "strata/analytic/step.hpp"
 #include "strata/calibrate/step_fit.hpp"
@@ -259,6 +260,9 @@ int main(int argc, char** argv) {
   replay_cmd->add_option("trace", replay_input, "trace JSON file, or - for standard input")
       ->required();
   replay_cmd->add_option("--trace", replay_trace, "write a Chrome-trace / Perfetto timeline");
+  // strata replay-ps: Li et al.'s parameter-server simulator (issue 16; tools/cli/replay_ps.hpp)
+  strata_cli::replay_ps_options rps;
+  auto* rps_cmd = strata_cli::add_replay_ps(app, rps);
   // strata calibrate: fit a device profile to microbenchmarks.
   auto* cal_cmd = app.add_subcommand("calibrate", "fit a device profile to microbenchmark CSVs");
   std::string gemm_csv, membound_csv, attention_csv, cal_device = "h100", profile_out;
@@ -350,6 +354,21 @@ int main(int argc, char** argv) {
       check_finite(report, "");
       if (!replay_trace.empty())
         write_json("--trace", replay_trace, strata::io::chrome_trace(r), -1);
+      print_json(report);
+      return 0;
+    });
+  }
+  if (rps_cmd->parsed()) {
+    std::string text;
+    if (rps.model.empty() && !read_text(rps.input, text, "trace")) return 2;
+    return guarded("trace", [&] {
+      nlohmann::json timeline, saved;
+      const auto report =
+          strata_cli::run_replay_ps(rps, text, rps.timeline.empty() ? nullptr : &timeline,
+                                    rps.save_trace.empty() ? nullptr : &saved);
+      check_finite(report, "");
+      if (!rps.timeline.empty()) write_json("--trace", rps.timeline, timeline, -1);
+      if (!rps.save_trace.empty()) write_json("--save-trace", rps.save_trace, saved, 1);
       print_json(report);
       return 0;
     });

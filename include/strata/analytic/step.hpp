@@ -333,10 +333,8 @@ inline void check_cnn(std::span<const layer> layers, int batch) {
     const layer& l = layers[i];
     params += l.params;
     if (l.kind == layer_kind::conv || l.kind == layer_kind::linear) {
-      const bool bias = l.kind == layer_kind::linear
-                            ? l.params > l.in.elements() * l.out.c
-                            : l.params > l.in.c * static_cast<double>(l.kernel) * l.kernel *
-                                             (l.in.d > 1 ? l.kernel : 1) * l.out.c;
+      const bool bias = l.kind == layer_kind::linear ? l.params > l.in.elements() * l.out.c
+                                                     : l.params > l.in.c * l.window() * l.out.c;
       tensors += bias ? 2 : 1;
     } else if (l.kind == layer_kind::norm) {
       tensors += 2;  // scale and shift

@@ -55,10 +55,8 @@ struct layer_view {
   std::vector<layer_view> out;
   for (const layer& l : layers) {
     if (l.kind == layer_kind::conv || l.kind == layer_kind::linear) {
-      const double bias = l.params - (l.kind == layer_kind::conv
-                                          ? static_cast<double>(l.in.c) * l.kernel * l.kernel *
-                                                l.out.c * (l.in.d > 1 ? l.kernel : 1)
-                                          : l.in.elements() * l.out.c);
+      const double bias = l.params - (l.kind == layer_kind::conv ? l.in.c * l.window() * l.out.c
+                                                                 : l.in.elements() * l.out.c);
       // forward FLOPs = 2 x connections + one add per output when there is a bias
       const double connections = (l.fw_flops - (bias > 0 ? l.out.elements() : 0.0)) / 2.0;
       out.push_back({l.kind, l.in, l.out, l.kernel, connections, l.params, l.out.elements()});

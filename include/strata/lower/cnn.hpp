@@ -54,9 +54,7 @@ constexpr void cnn_layer(std::span<const strata::layer> layers, std::size_t i, d
     case layer_kind::conv:
     case layer_kind::linear: {
       const bool conv = l.kind == layer_kind::conv;
-      const double window =
-          conv ? static_cast<double>(l.kernel) * l.kernel * (l.in.d > 1 ? l.kernel : 1)
-               : l.in.elements();
+      const double window = conv ? l.window() : l.in.elements();
       const double positions = conv ? N * l.out.spatial() : N;
       const double ck = conv ? l.in.c * window : window;
       const double weights = ck * l.out.c;

@@ -67,6 +67,13 @@ struct layer {
   double params = 0;    ///< |w_l|, weights plus biases
   double fw_flops = 0;  ///< forward FLOPs per sample
   double bw_flops = 0;  ///< backward FLOPs per sample (input and weight gradients)
+  int kernel_w = 0;     ///< a rectangular 2-D kernel's width (K is then its height); 0: square
+
+  /// Weights per filter and input channel: K^2 (K^3 in 3-D), or K x kernel_w.
+  [[nodiscard]] constexpr double window() const {
+    return in.d > 1 ? 1.0 * kernel * kernel * kernel
+                    : 1.0 * kernel * (kernel_w > 0 ? kernel_w : kernel);
+  }
 
   [[nodiscard]] constexpr double x() const { return in.elements(); }   ///< |x_l|
   [[nodiscard]] constexpr double y() const { return out.elements(); }  ///< |y_l|
@@ -101,21 +108,25 @@ struct conv {
   int stride = 1;
   int padding = -1;
   bool bias = false;
+  int kernel_w = 0;  ///< a rectangular 2-D kernel (Inception's 1 x 7): `kernel` high, this wide
 
   [[nodiscard]] constexpr layer apply(shape in) const {
     detail::check_positive(filters, "a convolution needs at least one filter");
     detail::check_positive(kernel, "a convolution kernel must be at least 1 wide");
     detail::check_positive(stride, "a convolution stride must be at least 1");
     const bool three_d = in.d > 1;
+    if (kernel_w < 0 || (three_d && kernel_w > 0))
+      throw plan_error("a rectangular kernel width must be positive and only for 2-D inputs");
+    const int kw = kernel_w > 0 ? kernel_w : kernel;
     shape out{filters, three_d ? detail::conv_out(in.d, kernel, stride, padding) : 1,
               detail::conv_out(in.h, kernel, stride, padding),
-              detail::conv_out(in.w, kernel, stride, padding)};
+              detail::conv_out(in.w, kw, stride, padding)};
     if (out.h < 1 || out.w < 1 || out.d < 1)
       throw plan_error("a convolution kernel is larger than its (padded) input");
-    const double window = three_d ? 1.0 * kernel * kernel * kernel : 1.0 * kernel * kernel;
+    const double window = three_d ? 1.0 * kernel * kernel * kernel : 1.0 * kernel * kw;
     const double params = in.c * window * filters + (bias ? filters : 0);
     const double fw = 2.0 * in.c * window * out.elements() + (bias ? out.elements() : 0.0);
-    return {layer_kind::conv, in, out, kernel, params, fw, 2.0 * fw};
+    return {layer_kind::conv, in, out, kernel, params, fw, 2.0 * fw, kernel_w};
   }
 };
 

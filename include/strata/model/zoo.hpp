@@ -181,6 +181,128 @@ constexpr model<10 * Layers + 3> gpt_layers(std::string_view name, int hidden, i
       linear{.features = 1536}, linear{.features = 1024}, linear{.features = 22000});
 }
 
+// ---- Inception-v3 (issue 16: Li et al.'s Fig. 2 workload) -----------------------------------
+
+namespace detail {
+/// torchvision's BasicConv2d: convolution without bias, batch norm, ReLU (a `kernel_w` gives a
+/// rectangular kernel: Inception-v3's 1 x 7, 7 x 1, 1 x 3 and 3 x 1).
+template <std::size_t C>
+constexpr void basic_conv(model_builder<C>& b, int filters, int kernel, int stride = 1,
+                          int padding = -1, int kernel_w = 0) {
+  b.add(conv{.filters = filters,
+             .kernel = kernel,
+             .stride = stride,
+             .padding = padding,
+             .kernel_w = kernel_w})
+      .add(batch_norm{})
+      .add(relu{});
+}
+/// Branches start from `in`; the block's output is their channels concatenated.
+constexpr shape concat(shape in, int channels, int h, int w) { return shape{channels, in.d, h, w}; }
+}  // namespace detail
+
+/// torchvision Inception-v3 (Szegedy et al. 2016) at 299 x 299, without the auxiliary classifier:
+/// 23,834,568 parameters (94 BasicConv2d blocks and the 2048 x 1000 classifier). The 3 x 3
+/// average pools of the branches are `max_pool{3, 1, 1}` (the same window, shape and cost);
+/// concatenations cost nothing. 297 layers.
+[[nodiscard]] constexpr model<297> inception_v3() {
+  model_builder<297> b("inception_v3", shape{3, 1, 299, 299});
+  using detail::basic_conv;
+  basic_conv(b, 32, 3, 2, 0);  // 149
+  basic_conv(b, 32, 3, 1, 0);  // 147
+  basic_conv(b, 64, 3, 1, 1);
+  b.add(max_pool{.kernel = 3, .stride = 2});  // 73
+  basic_conv(b, 80, 1, 1, 0);
+  basic_conv(b, 192, 3, 1, 0);                // 71
+  b.add(max_pool{.kernel = 3, .stride = 2});  // 35
+  auto block_a = [&](int pool_features) {     // InceptionA
+    const shape in = b.current;
+    basic_conv(b, 64, 1);
+    b.at(in);
+    basic_conv(b, 48, 1);
+    basic_conv(b, 64, 5, 1, 2);
+    b.at(in);
+    basic_conv(b, 64, 1);
+    basic_conv(b, 96, 3, 1, 1);
+    basic_conv(b, 96, 3, 1, 1);
+    b.at(in).add(max_pool{.kernel = 3, .stride = 1, .padding = 1});
+    basic_conv(b, pool_features, 1);
+    b.at(detail::concat(in, 224 + pool_features, in.h, in.w));
+  };
+  block_a(32);
+  block_a(64);
+  block_a(64);
+  {  // InceptionB: 35 -> 17
+    const shape in = b.current;
+    basic_conv(b, 384, 3, 2, 0);
+    const shape o = b.current;
+    b.at(in);
+    basic_conv(b, 64, 1);
+    basic_conv(b, 96, 3, 1, 1);
+    basic_conv(b, 96, 3, 2, 0);
+    b.at(in).add(max_pool{.kernel = 3, .stride = 2});
+    b.at(detail::concat(in, 384 + 96 + in.c, o.h, o.w));
+  }
+  auto block_c = [&](int c7) {  // InceptionC
+    const shape in = b.current;
+    basic_conv(b, 192, 1);
+    b.at(in);
+    basic_conv(b, c7, 1);
+    basic_conv(b, c7, 1, 1, -1, 7);
+    basic_conv(b, 192, 7, 1, -1, 1);
+    b.at(in);
+    basic_conv(b, c7, 1);
+    basic_conv(b, c7, 7, 1, -1, 1);
+    basic_conv(b, c7, 1, 1, -1, 7);
+    basic_conv(b, c7, 7, 1, -1, 1);
+    basic_conv(b, 192, 1, 1, -1, 7);
+    b.at(in).add(max_pool{.kernel = 3, .stride = 1, .padding = 1});
+    basic_conv(b, 192, 1);
+    b.at(detail::concat(in, 768, in.h, in.w));
+  };
+  block_c(128);
+  block_c(160);
+  block_c(160);
+  block_c(192);
+  {  // InceptionD: 17 -> 8
+    const shape in = b.current;
+    basic_conv(b, 192, 1);
+    basic_conv(b, 320, 3, 2, 0);
+    const shape o = b.current;
+    b.at(in);
+    basic_conv(b, 192, 1);
+    basic_conv(b, 192, 1, 1, -1, 7);
+    basic_conv(b, 192, 7, 1, -1, 1);
+    basic_conv(b, 192, 3, 2, 0);
+    b.at(in).add(max_pool{.kernel = 3, .stride = 2});
+    b.at(detail::concat(in, 320 + 192 + in.c, o.h, o.w));
+  }
+  auto block_e = [&]() {  // InceptionE
+    const shape in = b.current;
+    basic_conv(b, 320, 1);
+    b.at(in);
+    basic_conv(b, 384, 1);
+    const shape mid = b.current;
+    basic_conv(b, 384, 1, 1, -1, 3);
+    b.at(mid);
+    basic_conv(b, 384, 3, 1, -1, 1);
+    b.at(in);
+    basic_conv(b, 448, 1);
+    basic_conv(b, 384, 3, 1, 1);
+    const shape mid2 = b.current;
+    basic_conv(b, 384, 1, 1, -1, 3);
+    b.at(mid2);
+    basic_conv(b, 384, 3, 1, -1, 1);
+    b.at(in).add(max_pool{.kernel = 3, .stride = 1, .padding = 1});
+    basic_conv(b, 192, 1);
+    b.at(detail::concat(in, 2048, in.h, in.w));
+  };
+  block_e();
+  block_e();
+  b.add(global_avg_pool{}).add(linear{.features = 1000});
+  return b.template trim<297>();
+}
+
 }  // namespace strata::zoo
 
 // ---- issue 15 (Proteus Table VI) ------------------------------------------------------------

@@ -11,7 +11,11 @@
 ///   share over all the links it crosses (processor sharing across a hierarchy: Proteus §VI-C,
 ///   Li et al. §3.1's 1/n sharing); work is in bytes.
 /// - `round_robin`: a link that serves its flows in turn, `window` bytes each (HTTP/2 stream
-///   multiplexing with window WIN, Li et al. §3.2.2); work is in bytes.
+///   multiplexing with window WIN, Li et al. §3.2.2); work is in bytes. A round-robin task may
+///   list fair-share links after its own resource: each of its turns is then a flow over those
+///   links, served at min(capacity, its max-min share), so one connection's streams take turns
+///   while connections share the links (Li et al. Algorithm 3.1: a scheduler per worker and
+///   resource, Share(r, active) across workers).
 /// A task may first wait a fixed `latency` (a message's alpha) without holding its resource.
 /// Gamma (Proteus §VI-C): a compute task runs 1 + gamma times slower while a communication task
 /// of the same device is in service.
@@ -48,9 +52,11 @@ enum class task_class { compute, communication, other };
 struct resource_spec {
   std::string name;
   discipline kind = discipline::fifo;
-  double capacity = 1;  ///< bytes/s for links (fair_share, round_robin); unused for fifo
-  double window = 0;    ///< round_robin: bytes a flow sends per turn
-  int device = -1;      ///< the device (rank) it belongs to, for traces; -1: shared
+  double capacity = 1;       ///< bytes/s for links (fair_share, round_robin); unused for fifo
+  double window = 0;         ///< round_robin: bytes a flow sends per turn
+  int device = -1;           ///< the device (rank) it belongs to, for traces; -1: shared
+  bool window_once = false;  ///< round_robin: only a flow's first turn stops at the window; its
+                             ///< second runs to completion (HTTP/2 in gRPC, Li et al. §3.2.2)
 };
 
 struct task_spec {
@@ -126,11 +132,11 @@ class simulator {
       if (r < 0 || r >= static_cast<int>(resources_.size()))
         throw plan_error(who + ": unknown resource");
     const discipline k = resources_[static_cast<std::size_t>(t.resources[0])].kind;
-    for (int r : t.resources)
-      if (resources_[static_cast<std::size_t>(r)].kind != discipline::fair_share ||
-          k != discipline::fair_share)
-        if (t.resources.size() > 1)
-          throw plan_error(who + ": only fair-share flows may cross several links");
+    for (std::size_t x = 1; x < t.resources.size(); ++x)
+      if (resources_[static_cast<std::size_t>(t.resources[x])].kind != discipline::fair_share ||
+          k == discipline::fifo)
+        throw plan_error(
+            who + ": only fair-share flows and round-robin turns may cross fair-share links");
     for (int d : t.deps)
       if (d < 0 || d >= static_cast<int>(tasks_.size()))
         throw plan_error(who + ": depends on a task that does not exist (yet)");
@@ -270,10 +276,12 @@ inline result simulator::run() const {
     if (qhead[ur] < 0) qtail[ur] = -1;
     return i;
   };
-  std::vector<int> in_service(nr, -1);  // fifo / round-robin: the task served
-  std::vector<int> multi;               // flows crossing several links, in start order
-  std::vector<int> link_users(nr, 0);   // fair-share: flows crossing the link
-  std::vector<int> link_multi(nr, 0);   // ... of which cross other links too
+  std::vector<int> in_service(nr, -1);    // fifo / round-robin: the task served
+  std::vector<bool> turn_over(n, false);  // round-robin turns over links that just ended
+  std::vector<int> joined;                // links round-robin turns joined in `dispatch`
+  std::vector<int> multi;                 // flows crossing several links, in start order
+  std::vector<int> link_users(nr, 0);     // fair-share: flows crossing the link
+  std::vector<int> link_multi(nr, 0);     // ... of which cross other links too
   // single-link flows: per link, a virtual clock and its flows by completion
   std::vector<double> vclock(nr, 0.0), vlast(nr, 0.0), vshare(nr, 0.0);
   std::vector<std::priority_queue<detail::flow_end, std::vector<detail::flow_end>, std::greater<>>>
@@ -297,8 +305,10 @@ inline result simulator::run() const {
   bool shares_changed = false;  // a flow crossing several links started or ended
   std::vector<int> touched_resources, touched_devices, started, done_now, turns, wakes;
   std::vector<bool> resource_mark(nr, false), device_mark(nd, false), link_dirty(nr, false);
-  std::vector<double> link_left(nr), share_of;  // progressive-filling scratch
-  std::vector<int> users(nr), fair_links;
+  std::vector<double> link_left(nr), share_of;       // progressive-filling scratch
+  std::vector<int> users(nr), fair_links, fair_ids;  // fair_ids: every fair-share link
+  for (std::size_t r = 0; r < nr; ++r)
+    if (resources_[r].kind == discipline::fair_share) fair_ids.push_back(static_cast<int>(r));
   std::vector<detail::event> popped;
 
   auto tolerance = [&](int i) { return tol[static_cast<std::size_t>(i)]; };
@@ -432,6 +442,7 @@ inline result simulator::run() const {
   };
   auto dispatch = [&]() {  // idle fifo / round-robin resources take their next task
     std::sort(touched_resources.begin(), touched_resources.end());
+    joined.clear();
     for (int r : touched_resources) {
       const auto ur = static_cast<std::size_t>(r);
       if (resources_[ur].kind == discipline::fair_share) continue;
@@ -439,19 +450,35 @@ inline result simulator::run() const {
       const int i = queue_pop(ur);
       const auto ii = static_cast<std::size_t>(i);
       in_service[ur] = i;
-      if (st[ii] == state::queued) {
+      const bool first_turn = st[ii] == state::queued;
+      if (first_turn) {
         st[ii] = state::serving;
         res.tasks[ii].start = now;
         allocate(i);
       }
-      left[ii] = resources_[ur].kind == discipline::round_robin
+      left[ii] = resources_[ur].kind == discipline::round_robin &&
+                         (first_turn || !resources_[ur].window_once)
                      ? std::min(resources_[ur].window, remaining[ii])
                      : remaining[ii];
       rate[ii] = 0;
       last[ii] = now;
       comm_change(i, +1);
-      started.push_back(i);
+      const auto& rs = tasks_[ii].resources;
+      if (rs.size() > 1) {  // a round-robin turn over fair-share links: rated by `fill`
+        for (std::size_t x = 1; x < rs.size(); ++x) {
+          const auto ux = static_cast<std::size_t>(rs[x]);
+          ++link_users[ux];
+          ++link_multi[ux];
+          link_dirty[ux] = true;
+          joined.push_back(rs[x]);  // touched after the loop (it walks touched_resources)
+        }
+        multi.push_back(i);
+        shares_changed = true;
+      } else {
+        started.push_back(i);
+      }
     }
+    for (int x : joined) touch_resource(x);
   };
   auto finish = [&](int i) {
     const auto ii = static_cast<std::size_t>(i);
@@ -477,12 +504,14 @@ inline result simulator::run() const {
   // several links one by one, each link's single-link flows together.
   auto fill = [&]() {
     fair_links.clear();
-    for (std::size_t r = 0; r < nr; ++r)
+    for (int x : fair_ids) {
+      const auto r = static_cast<std::size_t>(x);
       if (link_users[r] > 0) {
-        fair_links.push_back(static_cast<int>(r));
+        fair_links.push_back(x);
         link_left[r] = resources_[r].capacity;
         users[r] = link_users[r];
       }
+    }
     share_of.assign(multi.size(), -1.0);
     std::size_t unfixed = multi.size();
     for (int r : fair_links)
@@ -503,12 +532,13 @@ inline result simulator::run() const {
       for (std::size_t q = 0; q < multi.size(); ++q) {
         if (share_of[q] >= 0) continue;
         const auto& rs = tasks_[static_cast<std::size_t>(multi[q])].resources;
-        if (std::find(rs.begin(), rs.end(), bottleneck) == rs.end()) continue;
+        const auto from = rs.begin() + (kind_of(multi[q]) == discipline::fair_share ? 0 : 1);
+        if (std::find(from, rs.end(), bottleneck) == rs.end()) continue;
         share_of[q] = share;
         --unfixed;
-        for (int x : rs) {
-          link_left[static_cast<std::size_t>(x)] -= share;
-          --users[static_cast<std::size_t>(x)];
+        for (auto x = from; x != rs.end(); ++x) {
+          link_left[static_cast<std::size_t>(*x)] -= share;
+          --users[static_cast<std::size_t>(*x)];
         }
       }
       const int singles = link_users[ub] - link_multi[ub];
@@ -520,7 +550,13 @@ inline result simulator::run() const {
       }
     }
     for (std::size_t q = 0; q < multi.size(); ++q)
-      if (share_of[q] >= 0) set_rate(multi[q], share_of[q]);
+      if (share_of[q] >= 0) {
+        const int i = multi[q];
+        const auto own = static_cast<std::size_t>(first[static_cast<std::size_t>(i)]);
+        set_rate(i, kind_of(i) == discipline::fair_share
+                        ? share_of[q]
+                        : std::min(share_of[q], resources_[own].capacity));
+      }
   };
   // After an event's changes: new rates (fair shares, gamma, newly started tasks), busy time.
   auto settle = [&]() {
@@ -646,14 +682,30 @@ inline result simulator::run() const {
         st[ii] = state::done;  // marks it for removal from `multi`
         flow_leaves(i);
       } else {
+        const auto& rs = tasks_[ii].resources;
+        if (rs.size() > 1) {  // a round-robin turn leaves its links
+          multi_ended = true;
+          turn_over[ii] = true;
+          for (std::size_t x = 1; x < rs.size(); ++x) {
+            const auto ux = static_cast<std::size_t>(rs[x]);
+            --link_multi[ux];
+            --link_users[ux];
+            link_dirty[ux] = true;
+            touch_resource(rs[x]);
+          }
+        }
         turns.push_back(i);
       }
     }
     if (multi_ended) {
-      multi.erase(
-          std::remove_if(multi.begin(), multi.end(),
-                         [&](int f) { return st[static_cast<std::size_t>(f)] == state::done; }),
-          multi.end());
+      multi.erase(std::remove_if(multi.begin(), multi.end(),
+                                 [&](int f) {
+                                   const auto uf = static_cast<std::size_t>(f);
+                                   const bool out = st[uf] == state::done || turn_over[uf];
+                                   turn_over[uf] = false;
+                                   return out;
+                                 }),
+                  multi.end());
       shares_changed = true;
     }
     // turns and tasks ended on fifo / round-robin resources, by resource

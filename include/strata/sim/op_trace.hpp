@@ -1,0 +1,331 @@
+#pragma once
+/// @file sim/op_trace.hpp
+/// @brief strata's operation trace: the ops of one profiled training step (host calls, GPU
+/// kernels and copies, transfers to and from parameter servers) with their start, duration,
+/// stream, kind, bytes, dependencies and, for transfers, the tensor moved; its replay on the
+/// event core, and its conversion to Li et al.'s profiled step (`sim::ps_step`).
+///
+/// The JSON form and the readers (PyTorch profiler Chrome traces, TensorFlow step stats) are in
+/// `io/op_trace.hpp`; docs/li.md documents the format and what the readers infer.
+///
+/// Replay (one device): every stream is a `fifo` resource of the core, its ops in trace order.
+/// A GPU op starts when its stream is free and its dependencies are done. A host op (a stream
+/// whose name starts with "cpu") first spends the host time the trace shows before it (its start
+/// minus the end of whatever came before it on that thread or, for a hand-over, on the thread it
+/// waits for), then runs its recorded duration. So the trace replays onto itself, and a change
+/// (a faster kernel, more workers) moves only what depends on it.
+/// @code
+/// const auto t = strata::io::parse_pytorch_trace(text);
+/// const auto r = strata::sim::replay_one(t);   // r.step_time vs t.span()
+/// @endcode
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "strata/comm/collectives.hpp"
+#include "strata/error.hpp"
+#include "strata/hardware/cluster.hpp"
+#include "strata/sim/core.hpp"
+#include "strata/sim/ps.hpp"
+
+namespace strata::sim {
+
+struct trace_op {
+  std::string id{};
+  std::string name{};       ///< what the profiler called it (a kernel's name); may repeat
+  int stream = 0;           ///< index into `op_trace::streams`
+  std::string kind{};       ///< kernel, memset, memcpy, launch, sync, runtime, downlink, uplink, ps
+  double start = 0;         ///< seconds since the trace's first op
+  double duration = 0;      ///< seconds
+  double bytes = 0;         ///< bytes moved (copies, transfers)
+  std::string tensor{};     ///< the tensor a transfer moves
+  int step = 0;             ///< the profiled step it belongs to
+  int server = 0;           ///< the parameter server of a transfer or update
+  std::vector<int> deps{};  ///< indices of earlier ops it waits for
+};
+
+/// One allocation or release the profiler recorded.
+struct trace_memory {
+  double time = 0;
+  double allocated = 0;  ///< bytes allocated on the device after the event
+};
+
+struct op_trace {
+  std::vector<std::string> streams;  ///< "cpu <thread>", "gpu <device> stream <id>", "downlink"...
+  std::vector<std::string> labels;   ///< what the profiler named each stream ("" if nothing)
+  std::vector<trace_op> ops;         ///< by start time
+  std::vector<trace_memory> memory;
+  [[nodiscard]] bool host(int stream) const {
+    return streams[static_cast<std::size_t>(stream)].rfind("cpu", 0) == 0;
+  }
+  /// First start to last end: the traced step time.
+  [[nodiscard]] double span() const {
+    double a = std::numeric_limits<double>::infinity(), b = 0;
+    for (const auto& o : ops) {
+      a = std::min(a, o.start);
+      b = std::max(b, o.start + o.duration);
+    }
+    return ops.empty() ? 0.0 : b - a;
+  }
+  [[nodiscard]] double peak_memory() const {
+    double p = 0;
+    for (const auto& m : memory) p = std::max(p, m.allocated);
+    return p;
+  }
+};
+
+/// Checks what the replay relies on; errors name the op.
+inline void validate(const op_trace& t) {
+  if (t.ops.empty()) throw plan_error("the trace has no ops");
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    const trace_op& o = t.ops[i];
+    const std::string who = "op '" + o.id + "'";
+    if (o.stream < 0 || o.stream >= static_cast<int>(t.streams.size()))
+      throw plan_error(who + ": unknown stream");
+    if (!(o.start >= 0) || !(o.duration >= 0) || !(o.start + o.duration < 1e9))
+      throw plan_error(who + ": start and duration must be non-negative seconds");
+    if (!(o.bytes >= 0) || !(o.bytes < 1e18)) throw plan_error(who + ": bytes must be >= 0");
+    for (int d : o.deps)
+      if (d < 0 || d >= static_cast<int>(i))
+        throw plan_error(who + ": depends on an op that does not come before it");
+  }
+}
+
+struct replay_op {
+  double start = 0, end = 0;
+};
+
+struct trace_replay {
+  double step_time = 0;  ///< first start (0) to last end
+  double gpu_busy = 0;   ///< summed duration of the non-host ops
+  std::vector<replay_op> ops;
+};
+
+/// Replays `t` on one device. `host_scale` multiplies every host time (gaps and calls): 1
+/// replays the trace as recorded, 0 assumes an infinitely fast host (the device-bound step).
+[[nodiscard]] inline trace_replay replay_one(const op_trace& t, double host_scale = 1.0) {
+  validate(t);
+  if (!(host_scale >= 0) || !(host_scale <= 1e3))
+    throw plan_error("the host time scale must lie in [0, 1000]");
+  simulator s;
+  std::vector<int> res;
+  for (std::size_t k = 0; k < t.streams.size(); ++k)
+    res.push_back(s.add_resource({t.streams[k], discipline::fifo, 1, 0, 0}));
+  double t0 = std::numeric_limits<double>::infinity();
+  for (const auto& o : t.ops) t0 = std::min(t0, o.start);
+  const std::size_t n = t.ops.size();
+  std::vector<int> task(n, -1);
+  std::vector<int> last_on(t.streams.size(), -1);  // last op of each stream
+  int last_host = -1;                              // the host op that ended last so far
+  trace_replay out;
+  for (std::size_t i = 0; i < n; ++i) {
+    const trace_op& o = t.ops[i];
+    const auto us = static_cast<std::size_t>(o.stream);
+    task_spec ts;
+    ts.resources = {res[us]};
+    ts.device = 0;
+    for (int d : o.deps) ts.deps.push_back(task[static_cast<std::size_t>(d)]);
+    // stream order (a fifo serves in the order tasks become ready, so it is made explicit)
+    const int before = last_on[us] >= 0 ? task[static_cast<std::size_t>(last_on[us])] : -1;
+    if (before >= 0) ts.deps.push_back(before);
+    if (t.host(o.stream)) {
+      // the host time before it, from the end of what it follows on this thread or (a hand-over)
+      // the host op on another thread that ended last before it started
+      auto end_of = [&](int k) {
+        const auto& p = t.ops[static_cast<std::size_t>(k)];
+        return p.start + p.duration;
+      };
+      double after = last_on[us] >= 0 ? end_of(last_on[us]) : t0;
+      int handover = -1;
+      if (last_host >= 0 && t.ops[static_cast<std::size_t>(last_host)].stream != o.stream &&
+          end_of(last_host) <= o.start && end_of(last_host) > after) {
+        after = end_of(last_host);
+        handover = task[static_cast<std::size_t>(last_host)];
+      }
+      double work = o.duration;
+      if (o.kind == "sync" && !o.deps.empty()) {  // its recorded time includes the wait
+        double waited = o.start;
+        for (int d : o.deps) waited = std::max(waited, end_of(d));
+        work = std::max(0.0, o.start + o.duration - waited);
+      }
+      const double gap = std::max(0.0, o.start - after) * host_scale;
+      if (gap > 0) {
+        task_spec g;
+        g.resources = {res[us]};
+        g.work = gap;
+        g.device = 0;
+        g.cls = task_class::other;
+        if (handover >= 0) g.deps.push_back(handover);
+        if (before >= 0) g.deps.push_back(before);
+        ts.deps.push_back(s.add_task(std::move(g)));
+      } else if (handover >= 0) {
+        ts.deps.push_back(handover);
+      }
+      ts.work = work * host_scale;
+      ts.cls = task_class::other;
+      if (last_host < 0 || end_of(static_cast<int>(i)) >= end_of(last_host))
+        last_host = static_cast<int>(i);
+    } else {
+      ts.work = o.duration;
+      out.gpu_busy += o.duration;
+    }
+    task[i] = s.add_task(std::move(ts));
+    last_on[us] = static_cast<int>(i);
+  }
+  const result r = s.run();
+  out.step_time = r.makespan;
+  out.ops.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& rec = r.tasks[static_cast<std::size_t>(task[i])];
+    out.ops.push_back({rec.start, rec.end});
+  }
+  return out;
+}
+
+/// One profiled step for Li et al.'s simulator from a trace whose streams are named "downlink",
+/// "uplink" and "ps" (any other stream is the worker's computation). Transfers keep their bytes;
+/// computations their durations; dependencies carry over within step `step`.
+[[nodiscard]] inline ps_step to_ps_step(const op_trace& t, int step = 0) {
+  validate(t);
+  ps_step out;
+  std::vector<int> index(t.ops.size(), -1);
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    const trace_op& o = t.ops[i];
+    if (o.step != step) continue;
+    const std::string& sn = t.streams[static_cast<std::size_t>(o.stream)];
+    ps_op p;
+    p.id = o.id;
+    p.server = o.server;
+    if (sn == "downlink" || sn == "uplink") {
+      p.res = sn == "downlink" ? ps_resource::downlink : ps_resource::uplink;
+      p.bytes = o.bytes;
+    } else {
+      p.res = sn == "ps" ? ps_resource::ps : ps_resource::worker;
+      p.duration = o.duration;
+    }
+    for (int d : o.deps) {
+      const int j = index[static_cast<std::size_t>(d)];
+      if (j < 0)
+        throw plan_error("op '" + o.id + "': depends on op '" +
+                         t.ops[static_cast<std::size_t>(d)].id + "' of another step");
+      p.deps.push_back(j);
+    }
+    index[i] = static_cast<int>(out.ops.size());
+    out.ops.push_back(std::move(p));
+  }
+  if (out.ops.empty()) throw plan_error("the trace has no ops in step " + std::to_string(step));
+  return out;
+}
+
+/// Data parallelism from a one-GPU trace (every rank runs the trace's ops; ranks are identical, so
+/// one is simulated and its collectives end together on all): the gradients, `gradient_bytes` in
+/// all, become ready evenly over the backward pass's GPU time (the GPU ops launched by the
+/// autograd thread, a host stream labelled "...autograd..."), are bucketed into
+/// `bucket_bytes` (PyTorch DDP's 25 MiB by default) and all-reduced in order on a communication
+/// stream (ring, `comm::ring` on `machine` over `gpus` ranks); the first GPU op after the
+/// backward pass (the optimizer) waits for the last bucket. `overlap = false` starts the first
+/// all-reduce only after the backward pass; `host_scale` as in `replay_one` (0: device-bound).
+/// The closed form of the same plan is the one-GPU step plus every bucket's all-reduce: with no
+/// overlap and a device-bound step the two agree exactly.
+struct dp_prediction {
+  double step_time = 0;    ///< simulated
+  double closed_form = 0;  ///< one-GPU replay + every bucket's all-reduce, no overlap
+  double all_reduce = 0;   ///< summed all-reduce time of the buckets
+  int buckets = 0;
+};
+
+[[nodiscard]] inline dp_prediction data_parallel(const op_trace& t, const cluster& machine,
+                                                 int gpus, double gradient_bytes,
+                                                 bool overlap = true,
+                                                 double bucket_bytes = 25.0 * 1024 * 1024,
+                                                 double host_scale = 1.0) {
+  validate(t);
+  if (gpus < 1 || gpus > machine.devices())
+    throw plan_error("data parallelism needs between 1 and the cluster's devices GPUs");
+  if (!(gradient_bytes > 0) || !(bucket_bytes > 0))
+    throw plan_error("the gradient and bucket sizes must be positive");
+  // the backward pass: GPU ops launched from the autograd thread
+  std::vector<char> backward(t.ops.size(), 0);
+  int first_bw = -1, last_bw = -1;
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    const auto& o = t.ops[i];
+    if (t.host(o.stream) || o.deps.empty()) continue;
+    const auto& launcher = t.ops[static_cast<std::size_t>(o.deps.front())];
+    const auto ls = static_cast<std::size_t>(launcher.stream);
+    if (ls < t.labels.size() && t.labels[ls].find("autograd") != std::string::npos) {
+      backward[i] = 1;
+      if (first_bw < 0) first_bw = static_cast<int>(i);
+      last_bw = static_cast<int>(i);
+    }
+  }
+  if (last_bw < 0)
+    throw plan_error("the trace shows no backward pass (no GPU op launched by an autograd thread)");
+  double bw_time = 0;
+  for (std::size_t i = 0; i < t.ops.size(); ++i) bw_time += backward[i] ? t.ops[i].duration : 0.0;
+  const int nb = static_cast<int>(std::ceil(gradient_bytes / bucket_bytes - 1e-9));
+  dp_prediction out;
+  out.buckets = nb;
+  std::vector<double> ar(static_cast<std::size_t>(nb));
+  for (int k = 0; k < nb; ++k) {
+    const double b = std::min(bucket_bytes, gradient_bytes - k * bucket_bytes);
+    ar[static_cast<std::size_t>(k)] =
+        gpus > 1 ? comm::ring::time(comm::collective::all_reduce, machine, {0, gpus, 1}, bytes{b})
+                       .count()
+                 : 0.0;
+    out.all_reduce += ar[static_cast<std::size_t>(k)];
+  }
+  // the one-GPU graph of `replay_one`, plus the all-reduces
+  op_trace x = t;
+  const int comm_stream = static_cast<int>(x.streams.size());
+  x.streams.push_back("gpu communication");
+  x.labels.resize(x.streams.size());
+  // bucket k is ready when the backward ops have run (k + 1) / nb of their time
+  std::vector<int> ready_after(static_cast<std::size_t>(nb), last_bw);
+  {
+    double done = 0;
+    int k = 0;
+    for (std::size_t i = 0; i < t.ops.size() && k < nb; ++i) {
+      if (!backward[i]) continue;
+      done += t.ops[i].duration;
+      while (k < nb && done >= bw_time * (k + 1) / nb - 1e-15)
+        ready_after[static_cast<std::size_t>(k++)] = overlap ? static_cast<int>(i) : last_bw;
+    }
+  }
+  // insert the all-reduces right after the op they wait for (indices shift: rebuild the list)
+  std::vector<trace_op> ops;
+  std::vector<int> index(t.ops.size());
+  int last_ar = -1, after_bw = -1;
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    trace_op o = t.ops[i];
+    for (int& d : o.deps) d = index[static_cast<std::size_t>(d)];
+    if (!t.host(o.stream) && static_cast<int>(i) > last_bw && after_bw < 0 && last_ar >= 0) {
+      after_bw = static_cast<int>(i);
+      o.deps.push_back(last_ar);  // the optimizer waits for the gradients
+    }
+    index[i] = static_cast<int>(ops.size());
+    ops.push_back(std::move(o));
+    while (k < ar.size() && ready_after[k] == static_cast<int>(i)) {
+      ops.push_back(
+          {.id = "all-reduce bucket " + std::to_string(k),
+           .name = "all-reduce",
+           .stream = comm_stream,
+           .kind = "all_reduce",
+           .start = t.ops[i].start + t.ops[i].duration,
+           .duration = ar[k],
+           .bytes = std::min(bucket_bytes, gradient_bytes - static_cast<double>(k) * bucket_bytes),
+           .deps = {index[i]}});
+      last_ar = static_cast<int>(ops.size()) - 1;
+      ++k;
+    }
+  }
+  x.ops = std::move(ops);
+  out.step_time = replay_one(x, host_scale).step_time;
+  out.closed_form = replay_one(t, host_scale).step_time + out.all_reduce;
+  return out;
+}
+
+}  // namespace strata::sim

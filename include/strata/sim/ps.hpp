@@ -1,0 +1,404 @@
+#pragma once
+/// @file sim/ps.hpp
+/// @brief Li et al.'s asynchronous parameter-server simulator (Algorithm 3.1, §3-5) on the event
+/// core: per worker a DOWNLINK and an UPLINK scheduler per parameter server, a WORKER resource
+/// and a PS resource per server, driven by SGD steps profiled on one worker.
+///
+/// Mapping onto `sim/core.hpp`:
+/// - DOWNLINK_i / UPLINK_i of worker w: a `round_robin` resource (HTTP/2 multiplexing with window
+///   WIN, §3.2.2: a stream's first turn sends at most WIN bytes, its second runs to completion)
+///   whose turns cross two `fair_share` links: the server's NIC and the worker's NIC, each of
+///   `bandwidth` bytes/s per direction (with one server a worker's NIC carries one turn per
+///   direction at a time and never binds, so only the server's link is crossed). Max-min fair
+///   sharing of those links is Li's Share(r, active) = 1/active for one server (§3.1, Algorithm 3.1
+///   `Share`) and, for two servers, gives a worker alone on PS1 but sharing PS2 with n-1 others 1/n
+///   on PS2 and 1-1/n on PS1 (§5).
+/// - Flow control off (§3.3): the window is infinite, streams go whole in queue order; the order
+///   in which a step's downlinks enter the queue is `ps_order` (as scheduled, TicTac, reversed,
+///   random).
+/// - WORKER and PS_i: `fifo` resources, one per worker (Share = 1: §3.2.3).
+/// - Parsing overhead (§3.2.1): each transfer is followed by a parse task of alpha * bytes +
+///   beta seconds on the receiver (WORKER for a downlink, or the worker's host CPU when
+///   `parse_on_host`; PS_i for an uplink); the transfer's dependents wait for it.
+/// - Steps (§3.4): every worker runs `steps` steps, each drawn with replacement from the profiled
+///   ones (a seeded splitmix64 stream, so runs are reproducible); a step starts when the previous
+///   one has finished on every resource (Algorithm 3.1 lines 35-38).
+/// - Synchronous mode (`synchronous`): a worker's next step waits for every worker's step, as in
+///   BytePS-style synchronous training through CPU summation servers (with tensors partitioned
+///   over all servers: `io::lowered_ps_options::partition`).
+/// - Throughput: the first `warmup` steps of every worker are excluded; steps ending between the
+///   last worker's end of warm-up and the first worker's end of its last step, times the batch,
+///   over that interval.
+/// @code
+/// strata::sim::ps_job job{.steps = {step}, .batch = 32};
+/// const auto r = strata::sim::simulate_ps(job, {.workers = 4, .bandwidth = 1.25e9});
+/// // r.throughput: examples/s over all workers
+/// @endcode
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "strata/error.hpp"
+#include "strata/sim/core.hpp"
+
+namespace strata::sim {
+
+/// Li et al.'s resources (Algorithm 3.1).
+enum class ps_resource { downlink, worker, uplink, ps };
+
+[[nodiscard]] constexpr const char* to_string(ps_resource r) {
+  switch (r) {
+    case ps_resource::downlink:
+      return "downlink";
+    case ps_resource::worker:
+      return "worker";
+    case ps_resource::uplink:
+      return "uplink";
+    case ps_resource::ps:
+      return "ps";
+  }
+  return "?";
+}
+
+/// One operation of a profiled SGD step.
+struct ps_op {
+  std::string id{};
+  ps_resource res = ps_resource::worker;
+  double duration = 0;      ///< seconds (worker, ps)
+  double bytes = 0;         ///< transfers (downlink, uplink)
+  int server = 0;           ///< the parameter server it talks to or runs on
+  std::vector<int> deps{};  ///< indices of earlier ops of the same step
+};
+
+/// One profiled step: ops in a topological order (each depends only on earlier ones).
+struct ps_step {
+  std::vector<ps_op> ops{};
+};
+
+/// The profiled job: steps of one worker with `servers` parameter servers.
+struct ps_job {
+  std::vector<ps_step> steps{};
+  double batch = 1;  ///< examples per step and worker
+  int servers = 1;
+};
+
+/// The order a step's downlinks are queued in (§3.3, flow control off).
+enum class ps_order { as_scheduled, tictac, reverse, random };
+
+struct ps_config {
+  int workers = 1;
+  double bandwidth = 1.25e9;  ///< bytes/s per direction of every NIC (10 Gb/s)
+  bool flow_control = true;   ///< HTTP/2 flow control on (window WIN) or off
+  double window = 28e6;       ///< WIN (bytes); Li et al. measured 28 MB on average
+  ps_order order = ps_order::as_scheduled;
+  double alpha = 0;            ///< parsing overhead, seconds per byte (§3.2.1)
+  double beta = 0;             ///< parsing overhead, seconds per message
+  bool parse_on_host = false;  ///< parse downlinks on a host CPU of their own (GPU workers)
+                               ///< rather than on WORKER (Li et al.'s CPU workers)
+  bool synchronous = false;    ///< every worker's step k+1 waits for all workers' step k (BytePS,
+                               ///< synchronous data parallelism through servers)
+  int steps = 100;             ///< steps per worker
+  int warmup = 10;             ///< steps per worker left out of the throughput
+  std::uint64_t seed = 1;
+  bool timeline = false;  ///< keep every op's interval (for a synthetic trace)
+};
+
+/// One op of the synthetic multi-worker trace.
+struct ps_event {
+  int worker = 0, step = 0, op = 0;  ///< op: index in the sampled profiled step
+  int sampled = 0;                   ///< which profiled step
+  bool parse = false;                ///< the parsing overhead of op
+  double start = 0, end = 0;
+};
+
+struct ps_result {
+  double throughput = 0;  ///< examples/s after warm-up, all workers
+  double step_time = 0;   ///< mean step time of a worker after warm-up (s)
+  double window_start = 0, window_end = 0;
+  std::vector<std::vector<double>> step_end;  ///< per worker, per step (s)
+  std::vector<ps_event> events;               ///< when `timeline`
+  std::size_t tasks = 0, core_events = 0;
+};
+
+namespace detail {
+
+/// splitmix64: a small, portable generator (the same numbers on every standard library).
+struct splitmix64 {
+  std::uint64_t s;
+  std::uint64_t next() {
+    std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  std::size_t below(std::size_t n) { return static_cast<std::size_t>(next() % n); }
+};
+
+inline void validate(const ps_job& job, const ps_config& c) {
+  if (job.steps.empty()) throw plan_error("the profiled job has no steps");
+  if (job.servers < 1 || job.servers > 64)
+    throw plan_error("the number of parameter servers must lie in [1, 64]");
+  if (!(job.batch > 0)) throw plan_error("the batch (examples per step) must be positive");
+  if (c.workers < 1 || c.workers > 4096) throw plan_error("workers must lie in [1, 4096]");
+  if (!(c.bandwidth > 0) || !(c.bandwidth < 1e15))
+    throw plan_error("the network bandwidth must be a positive number of bytes/s");
+  if (c.flow_control && !(c.window > 0))
+    throw plan_error("the HTTP/2 flow-control window WIN must be positive");
+  if (!(c.alpha >= 0) || !(c.beta >= 0) || !(c.alpha < 1) || !(c.beta < 1e3))
+    throw plan_error("the parsing overhead alpha * size + beta must be small and non-negative");
+  if (c.steps < 1 || c.warmup < 0 || c.warmup >= c.steps)
+    throw plan_error("steps must be at least 1 and exceed the warm-up steps");
+  for (std::size_t s = 0; s < job.steps.size(); ++s) {
+    const auto& ops = job.steps[s].ops;
+    if (ops.empty()) throw plan_error("profiled step " + std::to_string(s) + " has no ops");
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const ps_op& o = ops[i];
+      const std::string who = "step " + std::to_string(s) + ", op '" + o.id + "'";
+      const bool link = o.res == ps_resource::downlink || o.res == ps_resource::uplink;
+      if (link && !(o.bytes >= 0 && o.bytes < 1e15))
+        throw plan_error(who + ": a transfer needs a non-negative size in bytes");
+      if (!link && !(o.duration >= 0 && o.duration < 1e6))
+        throw plan_error(who + ": a computation needs a non-negative duration in seconds");
+      if (o.server < 0 || o.server >= job.servers)
+        throw plan_error(who + ": names parameter server " + std::to_string(o.server) +
+                         ", the job has " + std::to_string(job.servers));
+      for (int d : o.deps)
+        if (d < 0 || d >= static_cast<int>(i))
+          throw plan_error(who + ": depends on an op that does not come before it");
+    }
+  }
+}
+
+/// TicTac's order (Hashemi et al., as Li et al. §3.3 use it): a parameter's transfer ranks by
+/// the earliest time a computation needs it when communication is free, ties in trace order.
+inline std::vector<double> tictac_need(const ps_step& st) {
+  const std::size_t n = st.ops.size();
+  std::vector<double> finish(n, 0.0), need(n, std::numeric_limits<double>::infinity());
+  for (std::size_t i = 0; i < n; ++i) {
+    double start = 0;
+    for (int d : st.ops[i].deps) start = std::max(start, finish[static_cast<std::size_t>(d)]);
+    const bool link =
+        st.ops[i].res == ps_resource::downlink || st.ops[i].res == ps_resource::uplink;
+    finish[i] = start + (link ? 0.0 : st.ops[i].duration);
+    if (!link)
+      for (int d : st.ops[i].deps) {
+        const auto ud = static_cast<std::size_t>(d);
+        need[ud] = std::min(need[ud], start);
+      }
+  }
+  return need;
+}
+
+}  // namespace detail
+
+/// Li et al. Algorithm 3.1 for `c.workers` workers.
+[[nodiscard]] inline ps_result simulate_ps(const ps_job& job, const ps_config& c) {
+  detail::validate(job, c);
+  const int W = c.workers, M = job.servers;
+  const double inf = std::numeric_limits<double>::infinity();
+  simulator s;
+  // links: every server's NIC and every worker's NIC, both directions
+  std::vector<int> ps_out(static_cast<std::size_t>(M)), ps_in(static_cast<std::size_t>(M));
+  for (int i = 0; i < M; ++i) {
+    ps_out[static_cast<std::size_t>(i)] =
+        s.add_resource({"PS" + std::to_string(i) + " out", discipline::fair_share, c.bandwidth});
+    ps_in[static_cast<std::size_t>(i)] =
+        s.add_resource({"PS" + std::to_string(i) + " in", discipline::fair_share, c.bandwidth});
+  }
+  struct worker_res {
+    int nic_in, nic_out, worker, barrier, host;
+    std::vector<int> down, up, ps;
+  };
+  std::vector<worker_res> wr(static_cast<std::size_t>(W));
+  const double win = c.flow_control ? c.window : inf;
+  for (int w = 0; w < W; ++w) {
+    auto& r = wr[static_cast<std::size_t>(w)];
+    const std::string n = "worker " + std::to_string(w);
+    r.nic_in = s.add_resource({n + " NIC in", discipline::fair_share, c.bandwidth, 0, w});
+    r.nic_out = s.add_resource({n + " NIC out", discipline::fair_share, c.bandwidth, 0, w});
+    r.worker = s.add_resource({n + " WORKER", discipline::fifo, 1, 0, w});
+    r.barrier = s.add_resource({n + " step", discipline::fifo, 1, 0, w});
+    r.host = c.parse_on_host ? s.add_resource({n + " host", discipline::fifo, 1, 0, w}) : r.worker;
+    for (int i = 0; i < M; ++i) {
+      const std::string k = std::to_string(i);
+      r.down.push_back(s.add_resource(
+          {n + " DOWNLINK" + k, discipline::round_robin, c.bandwidth, win, w, true}));
+      r.up.push_back(
+          s.add_resource({n + " UPLINK" + k, discipline::round_robin, c.bandwidth, win, w, true}));
+      r.ps.push_back(s.add_resource({n + " PS" + k, discipline::fifo, 1, 0, w}));
+    }
+  }
+  // per profiled step: the order its ops are added in (the downlinks' queue order)
+  const std::size_t S = job.steps.size();
+  std::vector<std::vector<int>> order(S);
+  for (std::size_t k = 0; k < S; ++k) {
+    const auto& ops = job.steps[k].ops;
+    auto& o = order[k];
+    o.resize(ops.size());
+    std::iota(o.begin(), o.end(), 0);
+    if (c.order == ps_order::tictac || c.order == ps_order::reverse) {
+      const auto need = detail::tictac_need(job.steps[k]);
+      std::stable_sort(o.begin(), o.end(), [&](int a, int b) {
+        const auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
+        const bool da = ops[ua].res == ps_resource::downlink && ops[ua].deps.empty();
+        const bool db = ops[ub].res == ps_resource::downlink && ops[ub].deps.empty();
+        if (da != db) return da;  // the step's first downlinks lead, then the rest in order
+        if (!da) return false;
+        return c.order == ps_order::tictac ? need[ua] < need[ub] : need[ua] > need[ub];
+      });
+    }
+  }
+  detail::splitmix64 rng{c.seed};
+  std::vector<int> task_of;
+  std::vector<int> shuffled;
+  struct task_info {
+    int worker, step, op, sampled;
+    bool parse;
+  };
+  std::vector<task_info> info;
+  std::vector<std::vector<int>> barrier(static_cast<std::size_t>(W));
+  std::vector<int> global;  // synchronous: the end of step k on every worker
+  int global_res = -1;
+  if (c.synchronous) global_res = s.add_resource({"all workers", discipline::fifo, 1, 0, -1});
+  // one step of every worker at a time, so task indices interleave workers (ties at equal times
+  // then go to workers in turn)
+  for (int step = 0; step < c.steps; ++step)
+    for (int w = 0; w < W; ++w) {
+      const auto& r = wr[static_cast<std::size_t>(w)];
+      const std::size_t k = rng.below(S);
+      const auto& ops = job.steps[k].ops;
+      const int prev = step == 0       ? -1
+                       : c.synchronous ? global[static_cast<std::size_t>(step - 1)]
+                                       : barrier[static_cast<std::size_t>(w)].back();
+      task_of.assign(ops.size(), -1);  // the task its dependents wait for (after parsing)
+      const std::vector<int>* ord = &order[k];
+      if (c.order == ps_order::random) {
+        shuffled = order[k];
+        for (std::size_t i = shuffled.size(); i > 1; --i)
+          std::swap(shuffled[i - 1], shuffled[rng.below(i)]);
+        ord = &shuffled;
+      }
+      // add ops in the chosen order but only once their dependencies exist
+      std::vector<char> added(ops.size(), 0);
+      std::size_t left = ops.size();
+      auto add = [&](std::size_t i) {
+        const ps_op& o = ops[i];
+        task_spec t;
+        t.device = w;
+        for (int d : o.deps) t.deps.push_back(task_of[static_cast<std::size_t>(d)]);
+        if (o.deps.empty() && prev >= 0) t.deps.push_back(prev);
+        const auto srv = static_cast<std::size_t>(o.server);
+        switch (o.res) {
+          case ps_resource::downlink:
+            t.resources = {r.down[srv], ps_out[srv]};
+            if (M > 1) t.resources.push_back(r.nic_in);
+            t.work = o.bytes;
+            t.cls = task_class::communication;
+            break;
+          case ps_resource::uplink:
+            t.resources = {r.up[srv], ps_in[srv]};
+            if (M > 1) t.resources.push_back(r.nic_out);
+            t.work = o.bytes;
+            t.cls = task_class::communication;
+            break;
+          case ps_resource::worker:
+            t.resources = {r.worker};
+            t.work = o.duration;
+            break;
+          case ps_resource::ps:
+            t.resources = {r.ps[srv]};
+            t.work = o.duration;
+            break;
+        }
+        const bool link = o.res == ps_resource::downlink || o.res == ps_resource::uplink;
+        const int id = s.add_task(std::move(t));
+        info.push_back({w, step, static_cast<int>(i), static_cast<int>(k), false});
+        task_of[i] = id;
+        if (link && (c.alpha > 0 || c.beta > 0)) {  // §3.2.1: parsing on the receiver
+          task_spec p;
+          p.device = w;
+          p.deps = {id};
+          p.resources = {o.res == ps_resource::downlink ? r.host : r.ps[srv]};
+          p.work = c.alpha * o.bytes + c.beta;
+          task_of[i] = s.add_task(std::move(p));
+          info.push_back({w, step, static_cast<int>(i), static_cast<int>(k), true});
+        }
+        added[i] = 1;
+        --left;
+      };
+      for (int i : *ord) {
+        const auto ui = static_cast<std::size_t>(i);
+        bool ready = true;
+        for (int d : ops[ui].deps) ready = ready && added[static_cast<std::size_t>(d)];
+        if (ready) add(ui);
+      }
+      for (std::size_t i = 0; left > 0 && i < ops.size(); ++i)
+        if (!added[i]) add(i);  // ops whose dependencies came later in the chosen order
+      // the step's end: after every op (its sinks suffice, but all are cheap to list once)
+      std::vector<char> has_dependent(ops.size(), 0);
+      for (const auto& o : ops)
+        for (int d : o.deps) has_dependent[static_cast<std::size_t>(d)] = 1;
+      task_spec b;
+      b.resources = {r.barrier};
+      b.cls = task_class::other;
+      b.device = w;
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        if (!has_dependent[i]) b.deps.push_back(task_of[i]);
+      if (prev >= 0) b.deps.push_back(prev);
+      barrier[static_cast<std::size_t>(w)].push_back(s.add_task(std::move(b)));
+      info.push_back({w, step, -1, static_cast<int>(k), false});
+      if (c.synchronous && w == W - 1) {  // the step's end on all workers
+        task_spec all;
+        all.resources = {global_res};
+        all.cls = task_class::other;
+        for (int v = 0; v < W; ++v) all.deps.push_back(barrier[static_cast<std::size_t>(v)].back());
+        global.push_back(s.add_task(std::move(all)));
+        info.push_back({-1, step, -1, -1, false});
+      }
+    }
+  const result run = s.run();
+  ps_result out;
+  out.tasks = s.tasks().size();
+  out.core_events = run.events;
+  out.step_end.resize(static_cast<std::size_t>(W));
+  for (int w = 0; w < W; ++w)
+    for (int b : barrier[static_cast<std::size_t>(w)])
+      out.step_end[static_cast<std::size_t>(w)].push_back(
+          run.tasks[static_cast<std::size_t>(b)].end);
+  // throughput after warm-up (§4: Li et al. leave out the first steps)
+  double t0 = 0, t1 = inf;
+  for (const auto& e : out.step_end) {
+    if (c.warmup > 0) t0 = std::max(t0, e[static_cast<std::size_t>(c.warmup - 1)]);
+    t1 = std::min(t1, e.back());
+  }
+  std::size_t counted = 0;
+  double per_worker = 0;
+  for (const auto& e : out.step_end) {
+    for (double t : e) counted += (t > t0 && t <= t1) ? 1 : 0;
+    per_worker += (e.back() - (c.warmup > 0 ? e[static_cast<std::size_t>(c.warmup - 1)] : 0.0)) /
+                  static_cast<double>(c.steps - c.warmup);
+  }
+  if (!(t1 > t0) || counted == 0)
+    throw plan_error(
+        "too few steps after the warm-up to measure throughput: simulate more steps per worker");
+  out.window_start = t0;
+  out.window_end = t1;
+  out.throughput = static_cast<double>(counted) * job.batch / (t1 - t0);
+  out.step_time = per_worker / W;
+  if (c.timeline) {
+    out.events.reserve(info.size());
+    for (std::size_t i = 0; i < info.size(); ++i) {
+      if (info[i].op < 0) continue;
+      const auto& rec = run.tasks[i];
+      out.events.push_back({info[i].worker, info[i].step, info[i].op, info[i].sampled,
+                            info[i].parse, rec.start, rec.end});
+    }
+  }
+  return out;
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,229 @@
+// strata's operation trace (sim/op_trace.hpp, io/op_trace.hpp): the PyTorch profiler reader,
+// the replay on one GPU, the JSON form.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "strata/hardware/presets.hpp"
+#include "strata/io/op_trace.hpp"
+#include "strata/model/transformer_zoo.hpp"
+#include "strata/model/zoo.hpp"
+
+using namespace strata;
+
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  REQUIRE(f.good());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST_CASE("the sample PyTorch trace replays onto its own step time", "[trace]") {
+  // test/data/h100_trace_gpt2-124M_b8.json: one GPT-2 124M training step (micro-batch 8) on an
+  // H100 under torch.profiler: 716 kernels and 120 memsets on stream 7, CUDA calls on the main
+  // thread (397) and the autograd thread (445), ending in cudaDeviceSynchronize.
+  const auto t =
+      io::parse_pytorch_trace(slurp(STRATA_TEST_DATA_DIR "/h100_trace_gpt2-124M_b8.json"));
+  int kernels = 0, memsets = 0, launches = 0;
+  for (const auto& o : t.ops) {
+    kernels += o.kind == "kernel";
+    memsets += o.kind == "memset";
+    launches += o.kind == "launch";
+  }
+  CHECK(kernels == 716);
+  CHECK(memsets == 120);
+  CHECK(launches == 836);  // every GPU op's launch is in the trace
+  CHECK(t.streams.size() == 3);
+  // traced step: first runtime call (ts 4492932785251.1 us) to the end of the last kernel
+  // 63.437 ms later
+  CHECK(t.span() == Approx(63.437e-3).epsilon(1e-4));
+  const auto r = sim::replay_one(t);
+  // the replay reproduces the traced step within 2 % (measured: 63.430 ms, -0.01 %)
+  CHECK(r.step_time == Approx(t.span()).epsilon(0.02));
+  CHECK(r.step_time == Approx(t.span()).epsilon(0.001));
+  // summed GPU time (kernels + memsets, from the trace's durations): 28.19 ms; with an infinitely
+  // fast host the step is exactly that (one stream, nothing else to wait for)
+  CHECK(r.gpu_busy == Approx(28.191e-3).epsilon(1e-3));
+  CHECK(sim::replay_one(t, 0.0).step_time == Approx(r.gpu_busy));
+  // the unprofiled step measured 31.53 ms (h100_trace_gpt2-124M_b8.meta.json): between the
+  // device-bound bound and the profiled host (CUPTI roughly doubles host time; docs/li.md)
+  CHECK(r.gpu_busy < 31.53e-3);
+  CHECK(r.step_time > 31.53e-3);
+}
+
+TEST_CASE("PyTorch trace: launches, kernels, a synchronisation, worked by hand", "[trace]") {
+  // CPU: launch A at 0 (10 us; A starts on the GPU 5 us in), launch B at 20 (10 us; B queued
+  // behind A, starts at 105), cudaDeviceSynchronize at 40 until 205 (B's end + 5).
+  // GPU: A 5-105 (100 us), B 105-205 (100 us).
+  const std::string text = R"({"traceEvents": [
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 1000, "dur": 10,
+     "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "A", "pid": 0, "tid": 7, "ts": 1005, "dur": 100,
+     "args": {"correlation": 1, "device": 0, "stream": 7}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 1020, "dur": 10,
+     "args": {"correlation": 2}},
+    {"ph": "X", "cat": "kernel", "name": "B", "pid": 0, "tid": 7, "ts": 1105, "dur": 100,
+     "args": {"correlation": 2, "device": 0, "stream": 7}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "tid": 1, "ts": 1040,
+     "dur": 165, "args": {"correlation": 3}},
+    {"ph": "i", "name": "[memory]", "ts": 1001, "args": {"Total Allocated": 4096}}]})";
+  const auto t = io::parse_pytorch_trace(text);
+  CHECK(t.span() == Approx(205e-6));
+  CHECK(t.peak_memory() == 4096);
+  // the sync waits for B: its own time is 0 (it returned when B ended)
+  const auto r = sim::replay_one(t);
+  CHECK(r.step_time == Approx(205e-6));
+  // twice as fast a host: launch A's first part 2.5 us, A 2.5-102.5, B 102.5-202.5, the sync
+  // ends with B
+  CHECK(sim::replay_one(t, 0.5).step_time == Approx(202.5e-6));
+  // bad events name themselves
+  std::string bad = text;
+  bad.replace(bad.find("\"dur\": 100"), 10, "\"dur\": -1");
+  CHECK_THROWS_WITH(io::parse_pytorch_trace(bad),
+                    "traceEvents[1] ('A').dur: must be a non-negative number (got -1)");
+  CHECK_THROWS_WITH(io::parse_pytorch_trace(R"({"events": []})"),
+                    "trace: a Chrome trace needs \"traceEvents\" (is this a PyTorch profiler "
+                    "trace?)");
+  CHECK_THROWS_WITH(
+      io::parse_pytorch_trace(
+          R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}]})"),
+      "traceEvents[0] ('k').args.correlation: missing (a GPU op needs its launch)");
+}
+
+TEST_CASE("strata's JSON operation trace: read, write, errors, and a profiled PS step", "[trace]") {
+  const std::string text = R"({"ops": [
+    {"id": "down w", "stream": "downlink", "kind": "downlink", "start_us": 0, "bytes": 1e6,
+     "tensor": "w"},
+    {"id": "fwd", "stream": "worker", "kind": "compute", "start_us": 1000, "duration_us": 500000,
+     "deps": ["down w"]},
+    {"id": "up w", "stream": "uplink", "kind": "uplink", "start_us": 501000, "bytes": 1e6,
+     "tensor": "w", "deps": ["fwd"]},
+    {"id": "apply w", "stream": "ps", "kind": "ps", "start_us": 502000, "duration_us": 100000,
+     "deps": ["up w"]}]})";
+  const auto t = io::parse_op_trace(text);
+  CHECK(t.ops.size() == 4);
+  CHECK(t.ops[2].tensor == "w");
+  const auto again = io::parse_op_trace(io::to_json(t).dump());
+  CHECK(again.ops[3].deps == std::vector<int>{2});
+  // as Li et al.'s profiled step at 1 MB/s: down 1 s, fwd 0.5 s, up 1 s, apply 0.1 s = 2.6 s
+  const auto step = sim::to_ps_step(t);
+  const auto r = sim::simulate_ps({.steps = {step}, .batch = 16},
+                                  {.workers = 1, .bandwidth = 1e6, .steps = 3, .warmup = 1});
+  CHECK(r.step_end[0][0] == Approx(2.6));
+  CHECK(r.throughput == Approx(16 / 2.6));
+  CHECK_THROWS_WITH(io::parse_op_trace(R"({"ops": [{"id": "a", "stream": "worker",
+      "duration_us": 1, "deps": ["b"]}, {"id": "b", "stream": "worker", "duration_us": 1}]})"),
+                    "ops[0] ('a').deps: 'b' is not an op listed before this one");
+  CHECK_THROWS_WITH(io::parse_op_trace(R"({"ops": [{"id": "a", "stream": "uplink"}]})"),
+                    "ops[0] ('a').bytes: missing (a transfer needs its size)");
+}
+
+TEST_CASE("data parallelism from the sample trace agrees with the closed form", "[trace]") {
+  // The traced GPT-2 124M step on 2-64 H100s of DGX H100 nodes (8 per node), fp32 gradients of
+  // zoo::gpt2_124m (124,439,808 parameters; the trace's model pads the vocabulary to 50,304:
+  // +0.03 %) in DDP's 25 MiB buckets (19), ring all-reduce. Device-bound step (host time 0),
+  // no overlap: the simulation is the closed form, one-GPU step + the buckets' all-reduces.
+  const auto t =
+      io::parse_pytorch_trace(slurp(STRATA_TEST_DATA_DIR "/h100_trace_gpt2-124M_b8.json"));
+  const double grad = 4.0 * static_cast<double>(zoo::gpt2_124m().parameters());
+  const auto machine = presets::dgx_h100(8);
+  const double mib25 = 25.0 * 1024 * 1024;
+  for (int gpus : {1, 2, 4, 8, 16, 32, 64}) {
+    const auto a = sim::data_parallel(t, machine, gpus, grad, false, mib25, 0.0);
+    CHECK(a.buckets == 19);
+    CHECK(a.step_time == Approx(a.closed_form).epsilon(1e-9));
+    // overlapping the buckets with the backward pass can only help
+    const auto b = sim::data_parallel(t, machine, gpus, grad, true, mib25, 0.0);
+    CHECK(b.step_time <= a.step_time * (1 + 1e-12));
+    CHECK(b.step_time >= a.step_time - a.all_reduce - 1e-12);
+  }
+  // 8 GPUs in one node (5 us, 450 GB/s): sum over buckets of 2 (p - 1) (alpha + b / p / B)
+  // = 14 (19 x 5 us + 497.76 MB / 8 / 450 GB/s) = 3.266 ms
+  CHECK(sim::data_parallel(t, machine, 8, grad, false, mib25, 0.0).all_reduce ==
+        Approx(14 * (19 * 5e-6 + grad / 8 / 450e9)));
+  CHECK(sim::data_parallel(t, machine, 1, grad).step_time == Approx(sim::replay_one(t).step_time));
+  CHECK_THROWS_WITH(sim::data_parallel(t, machine, 65, grad),
+                    "data parallelism needs between 1 and the cluster's devices GPUs");
+}
+
+TEST_CASE("PS traces from the lowering: whole layers per server, or partitioned", "[trace]") {
+  // Inception-v3 (23,834,568 parameters, fp32): 95 convolution / linear groups, each a downlink,
+  // forward, backward, uplink and update: 475 ops. Whole layers over two servers by the
+  // least-loaded rule (Li et al. §5) split the bytes unevenly; BytePS-style partitioning gives
+  // each server exactly half.
+  static constexpr auto net = zoo::inception_v3();
+  const auto v100 = datasheet_profile(presets::v100_sxm2_16gb);
+  auto bytes_on = [](const sim::op_trace& t, int server) {
+    double b = 0;
+    for (const auto& o : t.ops)
+      if (o.kind == "downlink" && o.server == server) b += o.bytes;
+    return b;
+  };
+  const auto one = io::lowered_ps_trace(net.view(), v100, {.batch = 32});
+  CHECK(one.ops.size() == 475);
+  CHECK(bytes_on(one, 0) == Approx(4.0 * 23'834'568));
+  const auto split = io::lowered_ps_trace(net.view(), v100, {.batch = 32, .servers = 2});
+  CHECK(bytes_on(split, 0) + bytes_on(split, 1) == Approx(4.0 * 23'834'568));
+  CHECK(bytes_on(split, 0) != Approx(bytes_on(split, 1)));
+  const auto parts =
+      io::lowered_ps_trace(net.view(), v100, {.batch = 32, .servers = 2, .partition = true});
+  CHECK(parts.ops.size() == 475 + 3 * 95);  // a second downlink, uplink and update per group
+  CHECK(bytes_on(parts, 0) == Approx(2.0 * 23'834'568));
+  CHECK(bytes_on(parts, 1) == Approx(2.0 * 23'834'568));
+}
+
+TEST_CASE("TensorFlow timeline converter: a two-layer step, worked by hand", "[trace]") {
+  // Worker receives conv0/kernel (1 MB) and fc/kernel (2 MB), computes, sends both gradients;
+  // the server applies them. At 1 GB/s, one worker: down conv0 0-1 ms, down fc 1-3 ms; conv
+  // 1-1.5; fc (waits for its weights) 3-3.3; fc grad 3.3-3.9; up fc 3.9-5.9; conv grad 3.9-4.9;
+  // up conv0 (queued behind fc on the uplink) 5.9-6.9; updates 5.9-5.95 and 6.9-6.95 ms.
+  const std::string text = R"({"traceEvents": [
+    {"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "Allocators"}},
+    {"name": "process_name", "ph": "M", "pid": 1,
+     "args": {"name": "/job:worker/replica:0/task:0/device:GPU:0 Compute"}},
+    {"name": "process_name", "ph": "M", "pid": 2,
+     "args": {"name": "/job:ps/replica:0/task:0/device:CPU:0 Compute"}},
+    {"ph": "X", "cat": "Op", "name": "_Recv", "pid": 1, "tid": 0, "ts": 100, "dur": 800,
+     "args": {"name": "edge_1_conv0/kernel", "op": "_Recv"}},
+    {"ph": "X", "cat": "Op", "name": "_Recv", "pid": 1, "tid": 1, "ts": 100, "dur": 1600,
+     "args": {"name": "edge_2_fc/kernel", "op": "_Recv"}},
+    {"ph": "X", "cat": "Op", "name": "_Send", "pid": 2, "tid": 0, "ts": 100, "dur": 5,
+     "args": {"name": "edge_1_conv0/kernel", "op": "_Send"}},
+    {"ph": "X", "cat": "Op", "name": "Conv2D", "pid": 1, "tid": 0, "ts": 1000, "dur": 500,
+     "args": {"name": "conv0/Conv2D", "op": "Conv2D", "input0": "images",
+              "input1": "edge_1_conv0/kernel:0"}},
+    {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 1, "tid": 0, "ts": 1700, "dur": 300,
+     "args": {"name": "fc/MatMul", "op": "MatMul", "input0": "conv0/Conv2D",
+              "input1": "edge_2_fc/kernel"}},
+    {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 1, "tid": 0, "ts": 2000, "dur": 600,
+     "args": {"name": "gradients/fc/MatMul_grad", "op": "MatMul", "input0": "fc/MatMul"}},
+    {"ph": "X", "cat": "Op", "name": "_Send", "pid": 1, "tid": 1, "ts": 2600, "dur": 1000,
+     "args": {"name": "edge_3_gradients/fc/kernel_grad", "op": "_Send",
+              "input0": "gradients/fc/MatMul_grad"}},
+    {"ph": "X", "cat": "Op", "name": "Conv2DBackpropFilter", "pid": 1, "tid": 0, "ts": 2600,
+     "dur": 1000, "args": {"name": "gradients/conv0/Conv2D_grad", "op": "Conv2DBackpropFilter",
+                           "input0": "^gradients/fc/MatMul_grad"}},
+    {"ph": "X", "cat": "Op", "name": "_Send", "pid": 1, "tid": 1, "ts": 3600, "dur": 500,
+     "args": {"name": "edge_4_gradients/conv0/kernel_grad", "op": "_Send",
+              "input0": "gradients/conv0/Conv2D_grad"}},
+    {"ph": "X", "cat": "Op", "name": "ApplyGradientDescent", "pid": 2, "tid": 0, "ts": 3700,
+     "dur": 50, "args": {"name": "fc/kernel/ApplyGradientDescent", "op": "ApplyGradientDescent"}},
+    {"ph": "X", "cat": "Op", "name": "ApplyGradientDescent", "pid": 2, "tid": 0, "ts": 4200,
+     "dur": 50, "args": {"name": "conv0/kernel/ApplyGradientDescent",
+                         "op": "ApplyGradientDescent"}}]})";
+  const std::vector<std::pair<std::string, double>> sizes{{"conv0/kernel", 1e6},
+                                                          {"fc/kernel", 2e6}};
+  const auto t = io::parse_tensorflow_timeline(text, sizes);
+  REQUIRE(t.ops.size() == 10);  // 8 on the worker, 2 updates; the server's send is dropped
+  CHECK(t.ops[0].kind == "downlink");
+  CHECK(t.ops[0].bytes == 1e6);
+  const auto r = sim::simulate_ps({.steps = {sim::to_ps_step(t)}, .batch = 32},
+                                  {.workers = 1, .bandwidth = 1e9, .steps = 1, .warmup = 0});
+  CHECK(r.step_end[0][0] == Approx(6.95e-3));
+  CHECK_THROWS_WITH(io::parse_tensorflow_timeline(text, {{"conv0/kernel", 1e6}}),
+                    "traceEvents[4] ('edge_2_fc/kernel'): a transfer whose size is unknown "
+                    "(give its tensor's bytes)");
+}

@@ -1,0 +1,157 @@
+#pragma once
+// strata replay-ps: Li et al.'s asynchronous parameter-server simulator (Algorithm 3.1) over an
+// operation trace of one worker, or the one-GPU replay of a PyTorch profiler trace
+// (docs/cli.md, "replay-ps"; docs/li.md).
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "strata/hardware/presets.hpp"
+#include "strata/io/op_trace.hpp"
+#include "strata/model/zoo.hpp"
+
+namespace strata_cli {
+
+struct replay_ps_options {
+  std::string input, model, order = "as_scheduled", timeline, save_trace;
+  bool pytorch = false, no_flow_control = false, parse_on_worker = false, synchronous = false,
+       partition = false;
+  int workers = 10, servers = 1, batch = 32, steps = 100, warmup = 10, profiled = 20;
+  double bandwidth_gbps = 10, window_mb = 28, alpha_ns = 1, beta_us = 100, variation = 0.05;
+  double gradient_mb = 0;  ///< --pytorch: predict data parallelism on DGX H100 nodes
+  unsigned long long seed = 1;
+};
+
+inline CLI::App* add_replay_ps(CLI::App& app, replay_ps_options& o) {
+  auto* c = app.add_subcommand(
+      "replay-ps", "predict asynchronous parameter-server training from one worker's trace (Li)");
+  c->add_option("trace", o.input, "operation trace JSON (or a PyTorch trace with --pytorch), - ");
+  c->add_flag("--pytorch", o.pytorch,
+              "the input is a PyTorch profiler trace: replay it on one GPU");
+  c->add_option("--model", o.model, "generate the worker's trace from strata's lowering instead")
+      ->check(CLI::IsMember({"inception_v3", "resnet50", "vgg16"}));
+  c->add_option("--batch", o.batch, "examples per step (and the lowering's batch)")
+      ->check(CLI::Range(1, 1 << 20));
+  c->add_option("--servers", o.servers, "parameter servers (with --model)")
+      ->check(CLI::Range(1, 64));
+  c->add_option("--workers", o.workers, "predict 1..N workers")->check(CLI::Range(1, 256));
+  c->add_option("--bandwidth-gbps", o.bandwidth_gbps, "every NIC, each direction (Gb/s)")
+      ->check(CLI::Range(1e-3, 1e5));
+  c->add_option("--window-mb", o.window_mb, "HTTP/2 flow-control window WIN (MB)")
+      ->check(CLI::Range(1e-3, 1e6));
+  c->add_flag("--no-flow-control", o.no_flow_control, "whole streams in queue order (§3.3)");
+  c->add_option("--order", o.order, "downlink order")
+      ->check(CLI::IsMember({"as_scheduled", "tictac", "reverse", "random"}));
+  c->add_option("--alpha-ns", o.alpha_ns, "parsing overhead per byte (ns)")
+      ->check(CLI::Range(0.0, 1e6));
+  c->add_option("--beta-us", o.beta_us, "parsing overhead per message (us)")
+      ->check(CLI::Range(0.0, 1e6));
+  c->add_flag("--parse-on-worker", o.parse_on_worker,
+              "parse downlinks on WORKER (CPU workers) rather than the worker's host CPU");
+  c->add_option("--steps", o.steps, "steps per worker")->check(CLI::Range(2, 100000));
+  c->add_option("--warmup", o.warmup, "steps per worker left out")->check(CLI::Range(0, 100000));
+  c->add_option("--profiled-steps", o.profiled, "steps generated with --model")
+      ->check(CLI::Range(1, 1000));
+  c->add_option("--variation", o.variation, "step-to-step variation with --model")
+      ->check(CLI::Range(0.0, 0.9));
+  c->add_option("--seed", o.seed, "sampling seed");
+  c->add_flag("--synchronous", o.synchronous, "a step waits for every worker's previous step");
+  c->add_flag("--partition", o.partition,
+              "with --model: cut every layer over all servers (BytePS-style)");
+  c->add_option("--gradient-mb", o.gradient_mb,
+                "with --pytorch: gradient size (MB); predicts data parallelism on 2-64 H100s")
+      ->check(CLI::Range(1e-3, 1e9));
+  c->add_option("--trace", o.timeline, "write the N-worker synthetic trace (Perfetto)");
+  c->add_option("--save-trace", o.save_trace, "write the worker's operation trace (JSON)");
+  return c;
+}
+
+/// The report; `timeline` receives the synthetic trace of the largest worker count.
+inline nlohmann::json run_replay_ps(const replay_ps_options& o, const std::string& text,
+                                    nlohmann::json* timeline, nlohmann::json* saved) {
+  using namespace strata;
+  if (o.pytorch) {
+    const auto t = io::parse_pytorch_trace(text);
+    const auto r = sim::replay_one(t);
+    nlohmann::json dp = nlohmann::json::array();
+    if (o.gradient_mb > 0)
+      for (int g : {2, 4, 8, 16, 32, 64}) {
+        const auto d = sim::data_parallel(t, presets::dgx_h100(8), g, o.gradient_mb * 1e6);
+        const auto fast = sim::data_parallel(t, presets::dgx_h100(8), g, o.gradient_mb * 1e6, true,
+                                             25.0 * 1024 * 1024, 0.0);
+        dp.push_back({{"gpus", g},
+                      {"step_time_s", d.step_time},
+                      {"device_bound_step_s", fast.step_time},
+                      {"closed_form_no_overlap_s", d.closed_form},
+                      {"all_reduce_s", d.all_reduce}});
+      }
+    return {{"ops", t.ops.size()},
+            {"data_parallel", dp},
+            {"streams", t.streams},
+            {"traced_step_s", t.span()},
+            {"replayed_step_s", r.step_time},
+            {"device_bound_step_s", sim::replay_one(t, 0.0).step_time},
+            {"gpu_busy_s", r.gpu_busy},
+            {"peak_memory_bytes", t.peak_memory()}};
+  }
+  sim::op_trace t;
+  if (!o.model.empty()) {
+    static constexpr auto inception = zoo::inception_v3();
+    static constexpr auto resnet = zoo::resnet50();
+    static constexpr auto vgg = zoo::vgg16();
+    const auto layers = o.model == "inception_v3" ? inception.view()
+                        : o.model == "resnet50"   ? resnet.view()
+                                                  : vgg.view();
+    t = io::lowered_ps_trace(layers, datasheet_profile(presets::v100_sxm2_16gb),
+                             {.batch = o.batch,
+                              .servers = o.servers,
+                              .partition = o.partition,
+                              .steps = o.profiled,
+                              .variation = o.variation},
+                             o.bandwidth_gbps * 1.25e8);
+  } else {
+    t = io::parse_op_trace(text);
+  }
+  if (saved != nullptr) *saved = io::to_json(t);
+  int servers = 1;
+  for (const auto& op : t.ops) servers = std::max(servers, op.server + 1);
+  const auto job = io::to_ps_job(t, o.batch, servers);
+  if (o.warmup >= o.steps) throw plan_error("--warmup: must be smaller than --steps");
+  std::size_t largest = 0;
+  for (const auto& st : job.steps) largest = std::max(largest, st.ops.size());
+  const double tasks = static_cast<double>(o.workers) * o.steps * static_cast<double>(largest);
+  if (tasks > 4e6)
+    throw plan_error("--steps: the simulation would need about " +
+                     std::to_string(static_cast<long long>(tasks)) +
+                     " tasks (at most 4 million: fewer workers or steps)");
+  sim::ps_config c{.bandwidth = o.bandwidth_gbps * 1.25e8,
+                   .flow_control = !o.no_flow_control,
+                   .window = o.window_mb * 1e6,
+                   .order = o.order == "tictac"    ? sim::ps_order::tictac
+                            : o.order == "reverse" ? sim::ps_order::reverse
+                            : o.order == "random"  ? sim::ps_order::random
+                                                   : sim::ps_order::as_scheduled,
+                   .alpha = o.alpha_ns * 1e-9,
+                   .beta = o.beta_us * 1e-6,
+                   .parse_on_host = !o.parse_on_worker,
+                   .synchronous = o.synchronous,
+                   .steps = o.steps,
+                   .warmup = o.warmup,
+                   .seed = o.seed};
+  nlohmann::json rows = nlohmann::json::array();
+  for (int w = 1; w <= o.workers; ++w) {
+    c.workers = w;
+    c.timeline = timeline != nullptr && w == o.workers;
+    const auto r = sim::simulate_ps(job, c);
+    rows.push_back(
+        {{"workers", w}, {"throughput_per_s", r.throughput}, {"step_time_s", r.step_time}});
+    if (c.timeline) *timeline = io::chrome_trace(job, r);
+  }
+  return {{"profiled_steps", job.steps.size()},
+          {"ops_per_step", job.steps[0].ops.size()},
+          {"servers", servers},
+          {"predictions", rows}};
+}
+
+}  // namespace strata_cli
