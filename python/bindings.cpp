@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,11 +16,9 @@
 #include "strata/io/dlrm_scenario.hpp"
 #include "strata/io/messages.hpp"
 #include "strata/io/scenario.hpp"
-#include "strata/io/simulation.hpp"
+#include "strata/io/simulate.hpp"
 #include "strata/io/transformer_request.hpp"
 #include "strata/search/batch.hpp"
-#include "strata/sim/paradl.hpp"
-#include "strata/sim/transformer.hpp"
 #include "strata/version.hpp"
 
 namespace py = pybind11;
@@ -259,57 +258,34 @@ py::object sweep(py::handle scenario, bool columns, bool front, int threads) {
 
 // ---- simulate --------------------------------------------------------------------------------
 
-py::object simulate(py::handle scenario, bool overlap, int buckets, double gamma,
-                    const std::string& schedule, int max_in_flight, bool trace) {
+py::object simulate(py::handle scenario, bool overlap, std::optional<int> buckets,
+                    std::optional<double> gamma, std::optional<std::string> schedule,
+                    std::optional<int> max_in_flight, bool trace) {
   // the CLI's option checks (strata simulate --buckets, --gamma, --schedule, --max-in-flight)
-  if (buckets < 1 || buckets > (1 << 20))
+  if (buckets && (*buckets < 1 || *buckets > (1 << 20)))
     throw python_error("buckets: must be an integer in [1, 1048576]");
-  if (!std::isfinite(gamma) || gamma < 0 || gamma > 100)
+  if (gamma && (!std::isfinite(*gamma) || *gamma < 0 || *gamma > 100))
     throw python_error("gamma: must be a number in [0, 100]");
-  if (max_in_flight < 0 || max_in_flight > (1 << 20))
+  if (max_in_flight && (*max_in_flight < 0 || *max_in_flight > (1 << 20)))
     throw python_error("max_in_flight: must be an integer in [0, 1048576]");
-  if (!schedule.empty() && schedule != "gpipe" && schedule != "1f1b")
+  if (schedule && *schedule != "gpipe" && *schedule != "1f1b")
     throw python_error("schedule: must be \"gpipe\" or \"1f1b\"");
   const json tj = guarded("scenario", [&] { return scenario_json(scenario); });
   return guarded("scenario", [&]() -> py::object {
-    namespace io = strata::io;
-    json report, timeline;
-    if (tj.is_object() && tj.contains("transformer")) {
-      if (!schedule.empty())
-        throw strata::plan_error(
-            "schedule: a transformer scenario sets its schedule in parallel.schedule");
-      const auto ts = io::parse_transformer_scenario(tj, strata_cli::h100_sxm_profile);
-      if (ts.search) throw strata::plan_error("search: simulate runs one plan, not a search");
-      const auto run = strata::sim::simulate(
-          ts.net, ts.strategy, ts.machine, ts.setup, ts.profile,
-          {.overlap = overlap, .buckets = buckets, .max_in_flight = max_in_flight, .gamma = gamma});
-      report = io::summary(run.graph, run.run);
-      report["closed_form_iteration_time_s"] =
-          strata::analytic::evaluate(ts.net, ts.strategy, ts.machine, ts.setup, ts.profile)
-              .iteration_time()
-              .count();
-      report["simulated_ranks"] = run.simulated_ranks;
-      if (run.run.oom)
-        report["out_of_memory"] = {
-            {"stage", run.run.oom->device},
-            {"task", run.graph.tasks()[static_cast<std::size_t>(run.run.oom->task)].name},
-            {"GiB", run.run.oom->bytes / (1024.0 * 1024 * 1024)}};
-      if (trace) timeline = io::chrome_trace(run.graph, run.run);
-    } else {
-      const io::scenario s = io::parse_scenario(tj);
-      if (s.ps) throw strata::plan_error("strategy: simulate runs the ParaDL strategies");
-      const auto run =
-          strata::sim::simulate(s.layers, s.strategy, s.machine, s.setup,
-                                {.overlap = overlap, .buckets = buckets, .gamma = gamma});
-      report = io::summary(run.graph, run.run);
-      report["closed_form_iteration_time_s"] = io::evaluate(s).iteration_time().count();
-      report["simulated_ranks"] = run.simulated_ranks;
-      if (trace) timeline = io::chrome_trace(run.graph, run.run);
-    }
-    strata::io::check_finite(report, "");
-    if (!trace) return to_python(report);
-    strata::io::check_finite(timeline, "trace");
-    return py::make_tuple(to_python(report), to_python(timeline));
+    // the one simulate path the command line takes (io/simulate.hpp)
+    const auto sim = strata::io::simulate_scenario(tj,
+                                                   {.overlap = overlap,
+                                                    .buckets = buckets,
+                                                    .max_in_flight = max_in_flight,
+                                                    .gamma = gamma,
+                                                    .schedule = schedule,
+                                                    .trace = trace,
+                                                    .names = ""},
+                                                   strata_cli::h100_sxm_profile);
+    strata::io::check_finite(sim.report, "");
+    if (!trace) return to_python(sim.report);
+    strata::io::check_finite(sim.trace, "trace");
+    return py::make_tuple(to_python(sim.report), to_python(sim.trace));
   });
 }
 
@@ -330,8 +306,9 @@ does; returns the report as a dict (format="table": the table as text).)");
 front (front=True), or every candidate as NumPy columns (columns=True, batch-evaluated on
 `threads` threads, 0: one per core).)");
   m.def("simulate", &simulate, py::arg("scenario"), py::arg("overlap") = false,
-        py::arg("buckets") = 1, py::arg("gamma") = 0.0, py::arg("schedule") = "",
-        py::arg("max_in_flight") = 0, py::arg("trace") = false,
+        py::arg("buckets") = py::none(), py::arg("gamma") = py::none(),
+        py::arg("schedule") = py::none(), py::arg("max_in_flight") = py::none(),
+        py::arg("trace") = false,
         R"(Simulates one iteration event by event as `strata simulate` does; returns the report,
 or (report, trace) with trace=True (a Chrome-trace / Perfetto dict).)");
 }

@@ -556,6 +556,13 @@ struct layer {
   double params = 0;    ///< |w_l|, weights plus biases
   double fw_flops = 0;  ///< forward FLOPs per sample
   double bw_flops = 0;  ///< backward FLOPs per sample (input and weight gradients)
+  int kernel_w = 0;     ///< a rectangular 2-D kernel's width (K is then its height); 0: square
+
+  /// Weights per filter and input channel: K^2 (K^3 in 3-D), or K x kernel_w.
+  [[nodiscard]] constexpr double window() const {
+    return in.d > 1 ? 1.0 * kernel * kernel * kernel
+                    : 1.0 * kernel * (kernel_w > 0 ? kernel_w : kernel);
+  }
 
   [[nodiscard]] constexpr double x() const { return in.elements(); }   ///< |x_l|
   [[nodiscard]] constexpr double y() const { return out.elements(); }  ///< |y_l|
@@ -590,21 +597,25 @@ struct conv {
   int stride = 1;
   int padding = -1;
   bool bias = false;
+  int kernel_w = 0;  ///< a rectangular 2-D kernel (Inception's 1 x 7): `kernel` high, this wide
 
   [[nodiscard]] constexpr layer apply(shape in) const {
     detail::check_positive(filters, "a convolution needs at least one filter");
     detail::check_positive(kernel, "a convolution kernel must be at least 1 wide");
     detail::check_positive(stride, "a convolution stride must be at least 1");
     const bool three_d = in.d > 1;
+    if (kernel_w < 0 || (three_d && kernel_w > 0))
+      throw plan_error("a rectangular kernel width must be positive and only for 2-D inputs");
+    const int kw = kernel_w > 0 ? kernel_w : kernel;
     shape out{filters, three_d ? detail::conv_out(in.d, kernel, stride, padding) : 1,
               detail::conv_out(in.h, kernel, stride, padding),
-              detail::conv_out(in.w, kernel, stride, padding)};
+              detail::conv_out(in.w, kw, stride, padding)};
     if (out.h < 1 || out.w < 1 || out.d < 1)
       throw plan_error("a convolution kernel is larger than its (padded) input");
-    const double window = three_d ? 1.0 * kernel * kernel * kernel : 1.0 * kernel * kernel;
+    const double window = three_d ? 1.0 * kernel * kernel * kernel : 1.0 * kernel * kw;
     const double params = in.c * window * filters + (bias ? filters : 0);
     const double fw = 2.0 * in.c * window * out.elements() + (bias ? out.elements() : 0.0);
-    return {layer_kind::conv, in, out, kernel, params, fw, 2.0 * fw};
+    return {layer_kind::conv, in, out, kernel, params, fw, 2.0 * fw, kernel_w};
   }
 };
 
@@ -4580,8 +4591,7 @@ struct stage_spans {
     const parallel::data_parallel::collective_times dp{
         zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb) : seconds{},
         zero >= 1 ? dense_and_expert(comm::collective::reduce_scatter, gb) : seconds{},
-        zero >= 1 ? calls * dense_and_expert(comm::collective::all_gather, wb / calls)
-                  : seconds{}};
+        zero >= 1 ? calls * dense_and_expert(comm::collective::all_gather, wb / calls) : seconds{}};
     T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);
   }
   // optimizer: one memory-bound pass over this rank's (sharded) parameters
@@ -5357,9 +5367,7 @@ constexpr void cnn_layer(std::span<const strata::layer> layers, std::size_t i, d
     case layer_kind::conv:
     case layer_kind::linear: {
       const bool conv = l.kind == layer_kind::conv;
-      const double window =
-          conv ? static_cast<double>(l.kernel) * l.kernel * (l.in.d > 1 ? l.kernel : 1)
-               : l.in.elements();
+      const double window = conv ? l.window() : l.in.elements();
       const double positions = conv ? N * l.out.spatial() : N;
       const double ck = conv ? l.in.c * window : window;
       const double weights = ck * l.out.c;
@@ -6130,6 +6138,151 @@ constexpr model<10 * Layers + 3> gpt_layers(std::string_view name, int hidden, i
       linear{.features = 1536}, linear{.features = 1024}, linear{.features = 22000});
 }
 
+// ---- Inception-v3 (issue 16: Li et al.'s Fig. 2 workload) -----------------------------------
+
+namespace detail {
+/// torchvision's BasicConv2d: convolution without bias, batch norm, ReLU (a `kernel_w` gives a
+/// rectangular kernel: Inception-v3's 1 x 7, 7 x 1, 1 x 3 and 3 x 1).
+template <std::size_t C>
+constexpr void basic_conv(model_builder<C>& b, int filters, int kernel, int stride = 1,
+                          int padding = -1, int kernel_w = 0) {
+  b.add(conv{.filters = filters,
+             .kernel = kernel,
+             .stride = stride,
+             .padding = padding,
+             .kernel_w = kernel_w})
+      .add(batch_norm{})
+      .add(relu{});
+}
+/// Branches start from `in`; the block's output is their channels concatenated.
+constexpr shape concat(shape in, int channels, int h, int w) { return shape{channels, in.d, h, w}; }
+}  // namespace detail
+
+/// torchvision Inception-v3 (Szegedy et al. 2016) at 299 x 299, without the auxiliary classifier:
+/// 23,834,568 parameters (94 BasicConv2d blocks and the 2048 x 1000 classifier). The 3 x 3
+/// average pools of the branches are `max_pool{3, 1, 1}` (the same window, shape and cost);
+/// concatenations cost nothing. 297 layers.
+[[nodiscard]] constexpr model<297> inception_v3() {
+  model_builder<297> b("inception_v3", shape{3, 1, 299, 299});
+  using detail::basic_conv;
+  basic_conv(b, 32, 3, 2, 0);  // 149
+  basic_conv(b, 32, 3, 1, 0);  // 147
+  basic_conv(b, 64, 3, 1, 1);
+  b.add(max_pool{.kernel = 3, .stride = 2});  // 73
+  basic_conv(b, 80, 1, 1, 0);
+  basic_conv(b, 192, 3, 1, 0);                // 71
+  b.add(max_pool{.kernel = 3, .stride = 2});  // 35
+  auto block_a = [&](int pool_features) {     // InceptionA
+    const shape in = b.current;
+    basic_conv(b, 64, 1);
+    b.at(in);
+    basic_conv(b, 48, 1);
+    basic_conv(b, 64, 5, 1, 2);
+    b.at(in);
+    basic_conv(b, 64, 1);
+    basic_conv(b, 96, 3, 1, 1);
+    basic_conv(b, 96, 3, 1, 1);
+    b.at(in).add(max_pool{.kernel = 3, .stride = 1, .padding = 1});
+    basic_conv(b, pool_features, 1);
+    b.at(detail::concat(in, 224 + pool_features, in.h, in.w));
+  };
+  block_a(32);
+  block_a(64);
+  block_a(64);
+  {  // InceptionB: 35 -> 17
+    const shape in = b.current;
+    basic_conv(b, 384, 3, 2, 0);
+    const shape o = b.current;
+    b.at(in);
+    basic_conv(b, 64, 1);
+    basic_conv(b, 96, 3, 1, 1);
+    basic_conv(b, 96, 3, 2, 0);
+    b.at(in).add(max_pool{.kernel = 3, .stride = 2});
+    b.at(detail::concat(in, 384 + 96 + in.c, o.h, o.w));
+  }
+  auto block_c = [&](int c7) {  // InceptionC
+    const shape in = b.current;
+    basic_conv(b, 192, 1);
+    b.at(in);
+    basic_conv(b, c7, 1);
+    basic_conv(b, c7, 1, 1, -1, 7);
+    basic_conv(b, 192, 7, 1, -1, 1);
+    b.at(in);
+    basic_conv(b, c7, 1);
+    basic_conv(b, c7, 7, 1, -1, 1);
+    basic_conv(b, c7, 1, 1, -1, 7);
+    basic_conv(b, c7, 7, 1, -1, 1);
+    basic_conv(b, 192, 1, 1, -1, 7);
+    b.at(in).add(max_pool{.kernel = 3, .stride = 1, .padding = 1});
+    basic_conv(b, 192, 1);
+    b.at(detail::concat(in, 768, in.h, in.w));
+  };
+  block_c(128);
+  block_c(160);
+  block_c(160);
+  block_c(192);
+  {  // InceptionD: 17 -> 8
+    const shape in = b.current;
+    basic_conv(b, 192, 1);
+    basic_conv(b, 320, 3, 2, 0);
+    const shape o = b.current;
+    b.at(in);
+    basic_conv(b, 192, 1);
+    basic_conv(b, 192, 1, 1, -1, 7);
+    basic_conv(b, 192, 7, 1, -1, 1);
+    basic_conv(b, 192, 3, 2, 0);
+    b.at(in).add(max_pool{.kernel = 3, .stride = 2});
+    b.at(detail::concat(in, 320 + 192 + in.c, o.h, o.w));
+  }
+  auto block_e = [&]() {  // InceptionE
+    const shape in = b.current;
+    basic_conv(b, 320, 1);
+    b.at(in);
+    basic_conv(b, 384, 1);
+    const shape mid = b.current;
+    basic_conv(b, 384, 1, 1, -1, 3);
+    b.at(mid);
+    basic_conv(b, 384, 3, 1, -1, 1);
+    b.at(in);
+    basic_conv(b, 448, 1);
+    basic_conv(b, 384, 3, 1, 1);
+    const shape mid2 = b.current;
+    basic_conv(b, 384, 1, 1, -1, 3);
+    b.at(mid2);
+    basic_conv(b, 384, 3, 1, -1, 1);
+    b.at(in).add(max_pool{.kernel = 3, .stride = 1, .padding = 1});
+    basic_conv(b, 192, 1);
+    b.at(detail::concat(in, 2048, in.h, in.w));
+  };
+  block_e();
+  block_e();
+  b.add(global_avg_pool{}).add(linear{.features = 1000});
+  return b.template trim<297>();
+}
+
+}  // namespace strata::zoo
+
+// ---- issue 15 (Proteus Table VI) ------------------------------------------------------------
+namespace strata::zoo {
+/// torchvision VGG19 (configuration E) at 224 x 224: 16 conv3x3 + ReLU, 5 max pools, and the
+/// classifier fc-relu-dropout-fc-relu-dropout-fc: 44 layers, 143,667,240 parameters (Proteus
+/// Table II rounds to 137 M for its model).
+[[nodiscard]] constexpr model<44> vgg19() {
+  model_builder<44> b("vgg19", shape{3, 1, 224, 224});
+  constexpr std::array<int, 21> cfg{64,  64,  0,   128, 128, 0,   256, 256, 256, 256, 0,
+                                    512, 512, 512, 512, 0,   512, 512, 512, 512, 0};
+  for (int f : cfg) {
+    if (f == 0) {
+      b.add(max_pool{.kernel = 2, .stride = 2});
+    } else {
+      b.add(conv{.filters = f, .kernel = 3, .stride = 1, .padding = 1, .bias = true}).add(relu{});
+    }
+  }
+  b.add(linear{.features = 4096}).add(relu{}).add(elementwise{1.0});
+  b.add(linear{.features = 4096}).add(relu{}).add(elementwise{1.0});
+  b.add(linear{.features = 1000});
+  return b.trim<44>();
+}
 }  // namespace strata::zoo
 
 // ---- strata/plan.hpp ---------------------------------------------------------------------------

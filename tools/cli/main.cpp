@@ -24,6 +24,7 @@
 #include "strata/io/profile.hpp"
 #include "strata/io/proteus_tree.hpp"
 #include "strata/io/scenario.hpp"
+#include "strata/io/simulate.hpp"
 #include "strata/io/simulation.hpp"
 #include "strata/io/svg.hpp"
 #include "strata/io/transformer_request.hpp"
@@ -377,52 +378,25 @@ int main(int argc, char** argv) {
     std::string text;
     if (!read_text(sim_input, text)) return 2;
     return guarded("scenario", [&] {
+      strata::io::simulate_request req;
+      req.overlap = overlap;
+      req.trace = !trace_path.empty();
+      if (sim_cmd->count("--buckets") > 0) req.buckets = buckets;
+      if (sim_cmd->count("--max-in-flight") > 0) req.max_in_flight = max_in_flight;
+      if (sim_cmd->count("--gamma") > 0) req.gamma = gamma;
+      if (sim_cmd->count("--schedule") > 0) req.schedule = schedule;
       const nlohmann::json tj = strata::io::detail::parse_json(text);
-      if (tj.is_object() && tj.contains("strategy_tree")) {
-        // issue 15: a Proteus strategy tree, compiled and run by HTAE
-        if (sim_cmd->count("--schedule") > 0 || sim_cmd->count("--max-in-flight") > 0 || overlap ||
-            sim_cmd->count("--buckets") > 0)
-          throw strata::plan_error(
-              "--schedule, --max-in-flight, --overlap and --buckets: a strategy tree sets its "
-              "schedule in its nodes' schedule configs");
-        auto ps = strata::io::parse_proteus_scenario(tj);
-        if (sim_cmd->count("--gamma") > 0) ps.gamma = gamma;
-        const auto g = strata::proteus::compile(ps.net, ps.tree, ps.machine, ps.setup, ps.profile);
-        const auto run = strata::proteus::execute(g, ps.machine, {.gamma = ps.gamma});
-        const nlohmann::json j = strata::io::proteus_report_json(ps, g, run);
-        check_finite(j, "");
-        if (!trace_path.empty())
-          write_json("--trace", trace_path, strata::io::proteus_trace(g, run), -1);
-        print_json(j);
-        return 0;
-      }
-      if (tj.is_object() && tj.contains("transformer")) {
-        // a transformer plan: the schedule is the scenario's (parallel.schedule)
-        if (sim_cmd->count("--schedule") > 0)
-          throw strata::plan_error(
-              "--schedule: a transformer scenario sets its schedule in parallel.schedule");
-        const auto ts = strata::io::parse_transformer_scenario(tj, strata_cli::h100_sxm_profile);
-        if (ts.search) throw strata::plan_error("search: simulate runs one plan, not a search");
-        const auto run =
-            strata::sim::simulate(ts.net, ts.strategy, ts.machine, ts.setup, ts.profile,
-                                  {.overlap = overlap,
-                                   .buckets = buckets,
-                                   .max_in_flight = max_in_flight,
-                                   .gamma = gamma});
-        nlohmann::json j = strata::io::summary(run.graph, run.run);
-        j["closed_form_iteration_time_s"] =
-            strata::analytic::evaluate(ts.net, ts.strategy, ts.machine, ts.setup, ts.profile)
-                .iteration_time()
-                .count();
-        j["simulated_ranks"] = run.simulated_ranks;
-        if (run.run.oom)
-          j["out_of_memory"] = {
-              {"stage", run.run.oom->device},
-              {"task", run.graph.tasks()[static_cast<std::size_t>(run.run.oom->task)].name},
-              {"GiB", run.run.oom->bytes / (1024.0 * 1024 * 1024)}};
-        check_finite(j, "");
-        if (!trace_path.empty())
-          write_json("--trace", trace_path, strata::io::chrome_trace(run.graph, run.run), -1);
+      if (!memory_svg_path.empty() && !(tj.is_object() && tj.contains("transformer")))
+        throw strata::plan_error(
+            "--memory-svg: draws the pipeline stages of a transformer scenario; use --svg for "
+            "this one");
+      if (!svg_path.empty() && tj.is_object() && tj.contains("strategy_tree"))
+        throw strata::plan_error("--svg: a strategy tree's timeline is written by --trace");
+      const auto sim = strata::io::simulate_scenario(tj, req, strata_cli::h100_sxm_profile);
+      check_finite(sim.report, "");
+      if (!trace_path.empty()) write_json("--trace", trace_path, sim.trace, -1);
+      if (sim.transformer) {
+        const auto& ts = *sim.transformer;
         const auto& q = ts.strategy;
         const std::string title = ts.name + ": t=" + std::to_string(q.tensor.degree) +
                                   " p=" + std::to_string(q.pipeline.degree) +
@@ -432,37 +406,20 @@ int main(int argc, char** argv) {
                                   std::to_string(q.micro_batches(ts.setup)) + " micro-batches";
         if (!svg_path.empty())
           write_text("--svg", svg_path,
-                     strata::io::timeline_svg(run.graph, run.run,
+                     strata::io::timeline_svg(*sim.graph, sim.run,
                                               {.title = title + " (one rank per stage)"}));
         if (!memory_svg_path.empty()) {
           auto bars = strata::io::stage_memory_bars(ts.net, ts.strategy, ts.setup);
-          for (std::size_t i = 0; i < bars.size() && i < run.run.peak_memory.size(); ++i)
-            bars[i].marker = run.run.peak_memory[i];
+          for (std::size_t i = 0; i < bars.size() && i < sim.run.peak_memory.size(); ++i)
+            bars[i].marker = sim.run.peak_memory[i];
           write_text("--memory-svg", memory_svg_path,
                      strata::io::memory_bars_svg(bars, ts.machine.dev.memory.count(),
                                                  title + ": memory per stage", "simulated peak"));
         }
-        print_json(j);
-        return 0;
+      } else if (!svg_path.empty()) {
+        write_text("--svg", svg_path, strata::io::timeline_svg(*sim.graph, sim.run));
       }
-      const strata::io::scenario s = strata::io::parse_scenario_text(text);
-      if (s.ps) throw strata::plan_error("strategy: simulate runs the ParaDL strategies");
-      if (!memory_svg_path.empty())
-        throw strata::plan_error(
-            "--memory-svg: draws the pipeline stages of a transformer scenario; use --svg for "
-            "this one");
-      const auto run =
-          strata::sim::simulate(s.layers, s.strategy, s.machine, s.setup,
-                                {.overlap = overlap, .buckets = buckets, .gamma = gamma});
-      nlohmann::json j = strata::io::summary(run.graph, run.run);
-      j["closed_form_iteration_time_s"] = strata::io::evaluate(s).iteration_time().count();
-      j["simulated_ranks"] = run.simulated_ranks;
-      check_finite(j, "");
-      if (!trace_path.empty())
-        write_json("--trace", trace_path, strata::io::chrome_trace(run.graph, run.run), -1);
-      if (!svg_path.empty())
-        write_text("--svg", svg_path, strata::io::timeline_svg(run.graph, run.run));
-      print_json(j);
+      print_json(sim.report);
       return 0;
     });
   }

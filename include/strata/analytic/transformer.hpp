@@ -758,8 +758,7 @@ struct stage_spans {
     const parallel::data_parallel::collective_times dp{
         zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb) : seconds{},
         zero >= 1 ? dense_and_expert(comm::collective::reduce_scatter, gb) : seconds{},
-        zero >= 1 ? calls * dense_and_expert(comm::collective::all_gather, wb / calls)
-                  : seconds{}};
+        zero >= 1 ? calls * dense_and_expert(comm::collective::all_gather, wb / calls) : seconds{}};
     T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);
   }
   // optimizer: one memory-bound pass over this rank's (sharded) parameters

@@ -1,0 +1,122 @@
+#pragma once
+/// @file io/simulate.hpp
+/// @brief `strata simulate` as one function: a scenario — ParaDL, transformer, or a Proteus
+/// strategy tree — simulated event by event, with its report and what the timeline and the
+/// pictures are drawn from. The command line and the Python module both call it, so their
+/// reports and their error sentences cannot differ.
+/// @code
+/// const auto sim = strata::io::simulate_scenario(json, {.overlap = true}, shipped_profile);
+/// std::cout << sim.report.dump(2);   // sim.trace when `trace` was asked for
+/// @endcode
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/io/proteus_tree.hpp"
+#include "strata/io/scenario.hpp"
+#include "strata/io/simulation.hpp"
+#include "strata/io/transformer_scenario.hpp"
+#include "strata/proteus/compile.hpp"
+#include "strata/proteus/htae.hpp"
+#include "strata/sim/paradl.hpp"
+#include "strata/sim/transformer.hpp"
+
+namespace strata::io {
+
+/// The simulator's options (not given: one gradient bucket, no in-flight limit, gamma 0, GPipe).
+/// Given ones a scenario kind has no use for are refused. `names` is how errors name them: "--"
+/// on the command line, "" in Python.
+struct simulate_request {
+  bool overlap = false;
+  std::optional<int> buckets;
+  std::optional<int> max_in_flight;
+  std::optional<double> gamma;
+  std::optional<std::string> schedule;  ///< ParaDL pipelines: "gpipe" (default) or "1f1b"
+  bool trace = false;                   ///< build the Chrome/Perfetto timeline
+  std::string names = "--";
+};
+
+/// One simulated scenario.
+struct scenario_simulation {
+  nlohmann::json report;  ///< the events' summary, the closed form's time, the simulated ranks
+  nlohmann::json trace;   ///< the timeline (null unless asked for)
+  /// ParaDL and transformer scenarios: the task graph and its run (what pictures are drawn from)
+  std::optional<sim::simulator> graph;
+  sim::result run{};
+  std::optional<transformer_scenario> transformer;  ///< set for a transformer scenario
+};
+
+/// Simulates scenario `j` (`shipped`: the text of the H100 profile a transformer scenario's
+/// "auto" means, as `parse_transformer_scenario` takes it).
+inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simulate_request& o,
+                                             std::string_view shipped) {
+  const std::string& n = o.names;
+  scenario_simulation out;
+  if (j.is_object() && j.contains("strategy_tree")) {
+    // Proteus: the tree's nodes carry the schedule (n_micro_batch, max_ongoing_micro_batch)
+    if (o.schedule || o.max_in_flight || o.overlap || o.buckets)
+      throw plan_error(n + "schedule, " + n + "max-in-flight, " + n + "overlap and " + n +
+                       "buckets: a strategy tree sets its schedule in its nodes' schedule "
+                       "configs");
+    auto ps = parse_proteus_scenario(j);
+    if (o.gamma) ps.gamma = *o.gamma;
+    const auto g = proteus::compile(ps.net, ps.tree, ps.machine, ps.setup, ps.profile);
+    const auto run = proteus::execute(g, ps.machine, {.gamma = ps.gamma});
+    out.report = proteus_report_json(ps, g, run);
+    if (o.trace) out.trace = proteus_trace(g, run);
+    return out;
+  }
+  if (j.is_object() && j.contains("transformer")) {
+    if (o.schedule)
+      throw plan_error(n + "schedule: a transformer scenario sets its schedule in " +
+                       "parallel.schedule");
+    transformer_scenario ts = parse_transformer_scenario(j, shipped);
+    if (ts.search) throw plan_error("search: simulate runs one plan, not a search");
+    const sim::transformer_options opt{.overlap = o.overlap,
+                                       .buckets = o.buckets.value_or(1),
+                                       .max_in_flight = o.max_in_flight.value_or(0),
+                                       .gamma = o.gamma.value_or(0.0)};
+    auto run = sim::simulate(ts.net, ts.strategy, ts.machine, ts.setup, ts.profile, opt);
+    out.report = summary(run.graph, run.run);
+    out.report["closed_form_iteration_time_s"] =
+        analytic::evaluate(ts.net, ts.strategy, ts.machine, ts.setup, ts.profile)
+            .iteration_time()
+            .count();
+    out.report["simulated_ranks"] = run.simulated_ranks;
+    if (run.run.oom)
+      out.report["out_of_memory"] = {
+          {"stage", run.run.oom->device},
+          {"task", run.graph.tasks()[static_cast<std::size_t>(run.run.oom->task)].name},
+          {"GiB", run.run.oom->bytes / (1024.0 * 1024 * 1024)}};
+    if (o.trace) out.trace = chrome_trace(run.graph, run.run);
+    out.graph = std::move(run.graph);
+    out.run = std::move(run.run);
+    out.transformer = std::move(ts);
+    return out;
+  }
+  const scenario s = parse_scenario(j);
+  if (s.ps) throw plan_error("strategy: simulate runs the ParaDL strategies");
+  sim::plan_options opt{.overlap = o.overlap,
+                        .buckets = o.buckets.value_or(1),
+                        .gamma = o.gamma.value_or(0.0),
+                        .max_in_flight = o.max_in_flight.value_or(0)};
+  if (o.schedule) {
+    if (*o.schedule == "1f1b")
+      opt.schedule = sim::pipeline_schedule::one_f_one_b;
+    else if (*o.schedule != "gpipe")
+      throw plan_error(n + "schedule: must be \"gpipe\" or \"1f1b\"");
+  }
+  auto run = sim::simulate(s.layers, s.strategy, s.machine, s.setup, opt);
+  out.report = summary(run.graph, run.run);
+  out.report["closed_form_iteration_time_s"] = evaluate(s).iteration_time().count();
+  out.report["simulated_ranks"] = run.simulated_ranks;
+  if (o.trace) out.trace = chrome_trace(run.graph, run.run);
+  out.graph = std::move(run.graph);
+  out.run = std::move(run.run);
+  return out;
+}
+
+}  // namespace strata::io
