@@ -17,6 +17,7 @@
 #include "strata/io/messages.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/io/simulate.hpp"
+#include "strata/io/step_scenario.hpp"
 #include "strata/io/transformer_request.hpp"
 #include "strata/search/batch.hpp"
 #include "strata/version.hpp"
@@ -158,9 +159,10 @@ py::object evaluate(py::handle scenario, const std::string& format) {
       if (format == "table") throw strata::plan_error("format: DLRM reports are JSON only");
       return to_python(checked(io::run_dlrm_scenario(j, strata_cli::h100_sxm_profile)));
     }
-    if (j.is_object() && j.contains("step"))
-      throw strata::plan_error(
-          "step: single-GPU step scenarios are evaluated by the strata command only");
+    if (j.is_object() && j.contains("step")) {  // io/step_scenario.hpp, as the command
+      if (format == "table") throw strata::plan_error("format: step reports are JSON only");
+      return to_python(checked(io::step_report_json(j, strata_cli::h100_sxm_profile)));
+    }
     if (j.is_object() && j.contains("transformer")) {
       const auto r = io::parse_transformer_request(j, strata_cli::h100_sxm_profile);
       if (format == "table") return text(io::transformer_report_table(r.scenario));

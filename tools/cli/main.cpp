@@ -26,6 +26,7 @@
 #include "strata/io/scenario.hpp"
 #include "strata/io/simulate.hpp"
 #include "strata/io/simulation.hpp"
+#include "strata/io/step_scenario.hpp"
 #include "strata/io/svg.hpp"
 #include "strata/io/transformer_request.hpp"
 #include "strata/io/transformer_scenario.hpp"
@@ -131,89 +132,6 @@ struct progress_bar {
   }
 };
 
-// A single-GPU training step (docs/cli.md): {"step": {...}, "profile": ...}.
-json run_step(const json& j) {
-  namespace d = strata::io::detail;
-  d::only_keys(j, "scenario", {"step", "profile"});
-  const json& st = d::require(j, "scenario", "step");
-  d::only_keys(st, "step",
-               {"model", "layers", "hidden", "heads", "sequence", "batch", "vocabulary",
-                "precision", "checkpoint", "keep_logits"});
-  const std::string model = d::str_field(st, "step", "model", nullptr);
-  if (model != "gpt2" && model != "resnet50" && model != "vgg16")
-    d::fail("step.model", "unknown model \"" + model + "\" (known: gpt2, resnet50, vgg16)");
-  const bool cnn = model != "gpt2";
-  if (cnn)
-    for (const char* k :
-         {"layers", "hidden", "heads", "sequence", "vocabulary", "checkpoint", "keep_logits"})
-      if (st.contains(k)) d::fail(std::string("step.") + k, "does not apply to " + model);
-  strata::analytic::gpt2_config c;  // the CNNs read only batch and precision
-  c.layers = d::int_field(st, "step", "layers", 1, 100000, 12, !cnn);
-  c.hidden = d::int_field(st, "step", "hidden", 1, 1 << 20, 768, !cnn);
-  c.heads = d::int_field(st, "step", "heads", 1, 1 << 16, 12, !cnn);
-  c.sequence = d::int_field(st, "step", "sequence", 1, 1 << 24, 1024, !cnn);
-  c.batch = d::int_field(st, "step", "batch", 1, 1 << 20, 1, true);
-  c.vocabulary = d::int_field(st, "step", "vocabulary", 1, 1 << 24, 50304);
-  const std::string prec = d::str_field(st, "step", "precision", "bf16");
-  if (prec == "bf16")
-    c.precision = strata::dtype::bf16;
-  else if (prec == "fp32")
-    c.precision = strata::dtype::fp32;
-  else
-    d::fail("step.precision", "must be \"bf16\" (autocast) or \"fp32\"");
-  if (st.contains("checkpoint")) {
-    if (!st["checkpoint"].is_boolean()) d::fail("step.checkpoint", "must be true or false");
-    c.checkpoint = st["checkpoint"].get<bool>();
-  }
-  if (st.contains("keep_logits")) {
-    if (!st["keep_logits"].is_boolean()) d::fail("step.keep_logits", "must be true or false");
-    c.keep_logits = st["keep_logits"].get<bool>();
-  }
-  // the profile: "h100" (shipped), a datasheet device {"datasheet": name, "sms": n}, or a file
-  strata::io::stored_profile prof;
-  const json pj = j.contains("profile") ? j["profile"] : json("h100");
-  if (pj.is_string() && pj.get<std::string>() == "h100") {
-    prof = strata::io::profile_from_text(strata_cli::h100_sxm_profile);
-  } else if (pj.is_string()) {
-    prof = strata::io::profile_from_text(
-        d::read_file(pj.get<std::string>(), "profile", "profile file"));
-  } else if (pj.is_object()) {
-    d::only_keys(pj, "profile", {"datasheet", "sms"});
-    const strata::device dev =
-        d::parse_device(d::require(pj, "profile", "datasheet"), "profile.datasheet");
-    prof.profile =
-        strata::datasheet_profile(dev, d::int_field(pj, "profile", "sms", 1, 100000, 1, true));
-    prof.name = std::string(dev.name);
-  } else {
-    d::fail("profile", "must be \"h100\", a profile file, or {\"datasheet\": name, \"sms\": n}");
-  }
-  strata::calibrate::step_measurement what;  // the step to predict (no measured figures)
-  what.model = model;
-  what.config = c;
-  const auto step = strata::calibrate::predict_step(what, prof.profile);
-  const auto mem = strata::calibrate::predict_memory(what);
-  const double params = model == "resnet50" ? strata::total_params(strata::zoo::resnet50().view())
-                        : model == "vgg16"  ? strata::total_params(strata::zoo::vgg16().view())
-                                            : strata::analytic::gpt2_parameters(c);
-  return {{"model", model},
-          {"device", prof.name},
-          {"parameters", params},
-          {"step_time_s", step.time()},
-          {"kernel_time_s", step.kernel_time()},
-          {"host_time_s", step.host_time()},
-          {"kernels", step.kernels.size()},
-          {"memory_bytes",
-           {{"peak", mem.peak},
-            {"between_steps", mem.between_steps},
-            {"parameters", mem.parameters},
-            {"optimizer_states", mem.optimizer_states},
-            {"gradients", mem.gradients},
-            {"weight_casts", mem.weight_casts},
-            {"activations", mem.activations},
-            {"logits", mem.logits},
-            {"batch", mem.batch},
-            {"workspace", mem.workspace}}}};
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -437,7 +355,7 @@ int main(int argc, char** argv) {
         return 0;
       }
       if (j.is_object() && j.contains("step")) {
-        print_json(run_step(j));
+        print_json(strata::io::step_report_json(j, strata_cli::h100_sxm_profile));
         return 0;
       }
       if (j.is_object() && j.contains("transformer")) {

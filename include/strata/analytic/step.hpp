@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "strata/analytic/transformer.hpp"
@@ -34,6 +35,7 @@
 #include "strata/hardware/kernels.hpp"
 #include "strata/lower/cnn.hpp"
 #include "strata/model/layer.hpp"
+#include "strata/model/zoo.hpp"
 #include "strata/parallel/cnn/context.hpp"
 
 namespace strata::analytic {
@@ -417,6 +419,24 @@ inline void check_cnn(std::span<const layer> layers, int batch) {
         {seconds{f.t / N}, seconds{b.t / N}, seconds{q.copy.time(20 * layers[i].params)}});
   }
   return out;
+}
+
+/// The step of a model by name: "gpt2" with `c`'s dimensions, "resnet50" or "vgg16" with its
+/// batch and precision (the models of the measured steps, `test/data/h100_steps_*.csv`).
+[[nodiscard]] inline step_estimate named_step(std::string_view model, const gpt2_config& c,
+                                              const device_profile& profile) {
+  if (model == "gpt2") return gpt2_step(c, profile);
+  const cnn_config cc{c.batch, c.precision};
+  if (model == "resnet50") return cnn_step(zoo::resnet50().view(), cc, profile);
+  if (model == "vgg16") return cnn_step(zoo::vgg16().view(), cc, profile);
+  throw plan_error("a step's model must be gpt2, resnet50 or vgg16");
+}
+[[nodiscard]] inline step_memory named_step_memory(std::string_view model, const gpt2_config& c) {
+  if (model == "gpt2") return gpt2_memory(c);
+  const cnn_config cc{c.batch, c.precision};
+  if (model == "resnet50") return cnn_memory(zoo::resnet50().view(), cc);
+  if (model == "vgg16") return cnn_memory(zoo::vgg16().view(), cc);
+  throw plan_error("a step's model must be gpt2, resnet50 or vgg16");
 }
 
 }  // namespace strata::analytic

@@ -90,17 +90,11 @@ inline std::vector<step_measurement> read_steps(std::istream& in) {
 /// The step model's prediction for a measured configuration.
 [[nodiscard]] inline analytic::step_estimate predict_step(const step_measurement& m,
                                                           const device_profile& p) {
-  if (m.model == "gpt2") return analytic::gpt2_step(m.config, p);
-  const analytic::cnn_config c{m.config.batch, m.config.precision};
-  if (m.model == "resnet50") return analytic::cnn_step(zoo::resnet50().view(), c, p);
-  return analytic::cnn_step(zoo::vgg16().view(), c, p);
+  return analytic::named_step(m.model, m.config, p);
 }
 
 [[nodiscard]] inline analytic::step_memory predict_memory(const step_measurement& m) {
-  if (m.model == "gpt2") return analytic::gpt2_memory(m.config);
-  const analytic::cnn_config c{m.config.batch, m.config.precision};
-  if (m.model == "resnet50") return analytic::cnn_memory(zoo::resnet50().view(), c);
-  return analytic::cnn_memory(zoo::vgg16().view(), c);
+  return analytic::named_step_memory(m.model, m.config);
 }
 
 struct dispatch_fit {

@@ -1,0 +1,100 @@
+#pragma once
+/// @file io/step_scenario.hpp
+/// @brief A single-GPU training step as a scenario: `{"step": {"model": "gpt2" | "resnet50" |
+/// "vgg16", ...}, "profile": ...}` (docs/cli.md), predicted by the kernel-level lowering of
+/// `analytic/step.hpp` (the one-GPU plan). The command line and the Python module both call it.
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/analytic/step.hpp"
+#include "strata/io/profile.hpp"
+#include "strata/io/scenario.hpp"
+#include "strata/model/zoo.hpp"
+
+namespace strata::io {
+
+/// The report of a single-GPU step scenario `{"step": {...}, "profile": ...}` (docs/cli.md);
+/// `shipped` is the text of the H100 profile that "h100" names.
+inline nlohmann::json step_report_json(const nlohmann::json& j, std::string_view shipped) {
+  using json = nlohmann::json;
+  namespace d = detail;
+  d::only_keys(j, "scenario", {"step", "profile"});
+  const json& st = d::require(j, "scenario", "step");
+  d::only_keys(st, "step",
+               {"model", "layers", "hidden", "heads", "sequence", "batch", "vocabulary",
+                "precision", "checkpoint", "keep_logits"});
+  const std::string model = d::str_field(st, "step", "model", nullptr);
+  if (model != "gpt2" && model != "resnet50" && model != "vgg16")
+    d::fail("step.model", "unknown model \"" + model + "\" (known: gpt2, resnet50, vgg16)");
+  const bool cnn = model != "gpt2";
+  if (cnn)
+    for (const char* k :
+         {"layers", "hidden", "heads", "sequence", "vocabulary", "checkpoint", "keep_logits"})
+      if (st.contains(k)) d::fail(std::string("step.") + k, "does not apply to " + model);
+  analytic::gpt2_config c;  // the CNNs read only batch and precision
+  c.layers = d::int_field(st, "step", "layers", 1, 100000, 12, !cnn);
+  c.hidden = d::int_field(st, "step", "hidden", 1, 1 << 20, 768, !cnn);
+  c.heads = d::int_field(st, "step", "heads", 1, 1 << 16, 12, !cnn);
+  c.sequence = d::int_field(st, "step", "sequence", 1, 1 << 24, 1024, !cnn);
+  c.batch = d::int_field(st, "step", "batch", 1, 1 << 20, 1, true);
+  c.vocabulary = d::int_field(st, "step", "vocabulary", 1, 1 << 24, 50304);
+  const std::string prec = d::str_field(st, "step", "precision", "bf16");
+  if (prec == "bf16")
+    c.precision = dtype::bf16;
+  else if (prec == "fp32")
+    c.precision = dtype::fp32;
+  else
+    d::fail("step.precision", "must be \"bf16\" (autocast) or \"fp32\"");
+  if (st.contains("checkpoint")) {
+    if (!st["checkpoint"].is_boolean()) d::fail("step.checkpoint", "must be true or false");
+    c.checkpoint = st["checkpoint"].get<bool>();
+  }
+  if (st.contains("keep_logits")) {
+    if (!st["keep_logits"].is_boolean()) d::fail("step.keep_logits", "must be true or false");
+    c.keep_logits = st["keep_logits"].get<bool>();
+  }
+  // the profile: "h100" (shipped), a datasheet device {"datasheet": name, "sms": n}, or a file
+  stored_profile prof;
+  const json pj = j.contains("profile") ? j["profile"] : json("h100");
+  if (pj.is_string() && pj.get<std::string>() == "h100") {
+    prof = profile_from_text(shipped);
+  } else if (pj.is_string()) {
+    prof = profile_from_text(d::read_file(pj.get<std::string>(), "profile", "profile file"));
+  } else if (pj.is_object()) {
+    d::only_keys(pj, "profile", {"datasheet", "sms"});
+    const device dev = d::parse_device(d::require(pj, "profile", "datasheet"), "profile.datasheet");
+    prof.profile = datasheet_profile(dev, d::int_field(pj, "profile", "sms", 1, 100000, 1, true));
+    prof.name = std::string(dev.name);
+  } else {
+    d::fail("profile", "must be \"h100\", a profile file, or {\"datasheet\": name, \"sms\": n}");
+  }
+  // the model's lowering, kernel by kernel (analytic/step.hpp)
+  const auto step = analytic::named_step(model, c, prof.profile);
+  const auto mem = analytic::named_step_memory(model, c);
+  const double params = model == "resnet50" ? total_params(zoo::resnet50().view())
+                        : model == "vgg16"  ? total_params(zoo::vgg16().view())
+                                            : analytic::gpt2_parameters(c);
+  return {{"model", model},
+          {"device", prof.name},
+          {"parameters", params},
+          {"step_time_s", step.time()},
+          {"kernel_time_s", step.kernel_time()},
+          {"host_time_s", step.host_time()},
+          {"kernels", step.kernels.size()},
+          {"memory_bytes",
+           {{"peak", mem.peak},
+            {"between_steps", mem.between_steps},
+            {"parameters", mem.parameters},
+            {"optimizer_states", mem.optimizer_states},
+            {"gradients", mem.gradients},
+            {"weight_casts", mem.weight_casts},
+            {"activations", mem.activations},
+            {"logits", mem.logits},
+            {"batch", mem.batch},
+            {"workspace", mem.workspace}}}};
+}
+
+}  // namespace strata::io
