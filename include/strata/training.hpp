@@ -87,7 +87,6 @@ enum class precision_mode { fp32, fp16_mixed, bf16_mixed, fp8_mixed };
   return "fp32";
 }
 
-/// The training setup of a transformer plan: tokens per iteration, numerics and optimizer.
 /// What a training process holds on a GPU besides its tensors, so that "fits" is judged against
 /// the card's real capacity (the defaults are measurements; set all to 0 to compare tensor
 /// totals with formulas such as Korthikanti's):
@@ -115,6 +114,7 @@ struct runtime_memory {
   }
 };
 
+/// The training setup of a transformer plan: tokens per iteration, numerics and optimizer.
 struct transformer_training {
   int global_batch = 512;  ///< B, sequences per iteration
   int sequence = 0;        ///< s, tokens per sequence; 0 means the model's

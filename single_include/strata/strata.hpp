@@ -905,7 +905,6 @@ enum class precision_mode { fp32, fp16_mixed, bf16_mixed, fp8_mixed };
   return "fp32";
 }
 
-/// The training setup of a transformer plan: tokens per iteration, numerics and optimizer.
 /// What a training process holds on a GPU besides its tensors, so that "fits" is judged against
 /// the card's real capacity (the defaults are measurements; set all to 0 to compare tensor
 /// totals with formulas such as Korthikanti's):
@@ -933,6 +932,7 @@ struct runtime_memory {
   }
 };
 
+/// The training setup of a transformer plan: tokens per iteration, numerics and optimizer.
 struct transformer_training {
   int global_batch = 512;  ///< B, sequences per iteration
   int sequence = 0;        ///< s, tokens per sequence; 0 means the model's
@@ -2622,8 +2622,6 @@ struct span {
   [[nodiscard]] constexpr double exposed_host() const { return time - gpu; }
 };
 
-/// Seconds kernel `op` runs on a device, with `p` already `queued()`; `g` is the GEMM model of the
-/// compute type (fp8 GEMMs: the bf16 model at the fp8 peak).
 /// How much slower a misaligned GEMM runs than the aligned one: the LM head at an unpadded
 /// vocabulary took about 3x as long, cuBLAS falling back to a CUTLASS kernel (Netflix
 /// TechBlog, "Scaling LLM Post-Training at Netflix", 2026, which pads vocabularies to a
@@ -2637,6 +2635,8 @@ inline constexpr double misaligned_gemm_slowdown = 3.0;
   return static_cast<long long>(elements) % static_cast<long long>(per16) == 0;
 }
 
+/// Seconds kernel `op` runs on a device, with `p` already `queued()`; `g` is the GEMM model of the
+/// compute type (fp8 GEMMs: the bf16 model at the fp8 peak).
 [[nodiscard]] constexpr double gpu_time(const kernel_op& op, const device_profile& p,
                                         const gemm_model& g, bool fp32_attention) {
   switch (op.kind) {

@@ -154,8 +154,6 @@ struct span {
   [[nodiscard]] constexpr double exposed_host() const { return time - gpu; }
 };
 
-/// Seconds kernel `op` runs on a device, with `p` already `queued()`; `g` is the GEMM model of the
-/// compute type (fp8 GEMMs: the bf16 model at the fp8 peak).
 /// How much slower a misaligned GEMM runs than the aligned one: the LM head at an unpadded
 /// vocabulary took about 3x as long, cuBLAS falling back to a CUTLASS kernel (Netflix
 /// TechBlog, "Scaling LLM Post-Training at Netflix", 2026, which pads vocabularies to a
@@ -169,6 +167,8 @@ inline constexpr double misaligned_gemm_slowdown = 3.0;
   return static_cast<long long>(elements) % static_cast<long long>(per16) == 0;
 }
 
+/// Seconds kernel `op` runs on a device, with `p` already `queued()`; `g` is the GEMM model of the
+/// compute type (fp8 GEMMs: the bf16 model at the fp8 peak).
 [[nodiscard]] constexpr double gpu_time(const kernel_op& op, const device_profile& p,
                                         const gemm_model& g, bool fp32_attention) {
   switch (op.kind) {
