@@ -75,6 +75,24 @@ inline constexpr const char* expert_degree_must_divide_experts =
 inline constexpr const char* context_degree_must_divide_sequence =
     "context parallelism: twice the degree must divide the sequence length";
 inline constexpr const char* zero_stage_out_of_range = "ZeRO stage must be 0, 1, 2 or 3";
+inline constexpr const char* deepspeed_zero_with_pipeline =
+    "DeepSpeed: ZeRO stages 2 and 3 are incompatible with pipeline parallelism (its pipeline "
+    "engine accepts ZeRO-1 only)";
+inline constexpr const char* fsdp_has_no_zero1 =
+    "FSDP has no ZeRO-1 mode: its sharding strategies are NO_SHARD (zero 0), SHARD_GRAD_OP "
+    "(zero 2) and FULL_SHARD (zero 3)";
+inline constexpr const char* offload_needs_deepspeed =
+    "offload: optimizer and parameter offload are modelled for the DeepSpeed engine only "
+    "(ZeRO-Offload, ZeRO-Infinity)";
+inline constexpr const char* offload_optimizer_needs_zero =
+    "offload: ZeRO-Offload moves the optimizer partitions, so it needs a ZeRO stage of 1 or more";
+inline constexpr const char* offload_parameters_needs_zero3 =
+    "offload: parameter offload (ZeRO-Infinity) needs ZeRO stage 3";
+inline constexpr const char* offload_needs_host =
+    "offload: the cluster gives no host link, host memory bandwidth or NVMe bandwidth (set "
+    "cluster.host)";
+inline constexpr const char* shard_group_must_divide_data =
+    "data parallelism: the shard group (hybrid sharding) must divide the data-parallel degree";
 inline constexpr const char* overlap_out_of_range =
     "data parallelism: the overlapped fraction must lie in [0, 1]";
 inline constexpr const char* sequence_exceeds_positions =

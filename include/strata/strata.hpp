@@ -14,6 +14,8 @@
 #include "strata/comm/placement.hpp"
 #include "strata/detail/cmath.hpp"
 #include "strata/error.hpp"
+#include "strata/frameworks/deepspeed.hpp"
+#include "strata/frameworks/fsdp.hpp"
 #include "strata/frameworks/huggingface.hpp"
 #include "strata/frameworks/megatron.hpp"
 #include "strata/frameworks/pytorch_eager.hpp"

@@ -159,8 +159,11 @@ struct transformer_training {
     return framework.autocast ? 4.0 : activation_bytes();
   }
   [[nodiscard]] constexpr double weight_bytes() const { return master_weights() ? 2.0 : 4.0; }
+  /// Gradient bytes per parameter: fp32 without master weights (autocast); else
+  /// `gradients`, or 2 where the engine keeps 16-bit gradients (DeepSpeed).
   [[nodiscard]] constexpr double gradient_bytes() const {
-    return master_weights() ? size_of(gradients) : 4.0;
+    if (!master_weights()) return 4.0;
+    return framework.data.engine == frameworks::data_engine::deepspeed ? 2.0 : size_of(gradients);
   }
   /// Optimizer bytes per parameter: the fp32 master copy (if any) and 4 B per state.
   [[nodiscard]] constexpr double optimizer_bytes() const {

@@ -257,11 +257,10 @@ struct stage_parameters {
 
 namespace detail {
 /// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
-/// ZeRO stage `zero` (`parallel::zero_states`).
+/// ZeRO stage `zero`, as the framework's engine stores them (`parallel::engine_states`).
 constexpr void add_states(transformer_memory& mem, double n, double shards, int zero,
                           const transformer_training& t) {
-  const auto z = parallel::zero_states(n, shards, zero, t.weight_bytes(), t.gradient_bytes(),
-                                       t.optimizer_bytes());
+  const auto z = parallel::engine_states(n, shards, zero, t);
   mem.weights += bytes{z.weights};
   mem.gradients += bytes{z.gradients};
   mem.optimizer_states += bytes{z.optimizer};
@@ -273,10 +272,13 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
 
 /// The pieces of a stage's memory the moments are made of (see `stage_memory`).
 struct memory_terms {
-  transformer_memory states;   ///< model states, buffers, batch, workspace, other
-  double fixed = 0;            ///< all of `states` but the gradients
-  double gradients = 0;        ///< every gradient of the stage
-  bool persistent = true;      ///< gradients live all step (else: made in backward)
+  transformer_memory states;  ///< model states, buffers, batch, workspace, other
+  double fixed = 0;           ///< all of `states` but the gradients
+  double gradients = 0;       ///< every gradient of the stage
+  bool persistent = true;     ///< gradients live all step (else: made in backward)
+  /// more than one micro-batch runs on the stage: the first backward makes every gradient and
+  /// they accumulate through the later micro-batches (so the peak moments hold them all)
+  bool accumulates = false;
   double layer_gradients = 0;  ///< one layer's
   double head_gradients = 0;   ///< embedding's and head's (made by the first backward)
   double layers = 0, in_flight = 1;
@@ -290,6 +292,7 @@ struct memory_terms {
   double forward_logits = 0;  ///< the same at the forward's end (with `until_loss`)
   double until_loss = 0;      ///< tensors alive until the forward ends
   double held_logits = 0;     ///< logits the training loop keeps
+  double update_buffer = 0;   ///< the optimizer step's working copy (`parallel::update_buffer`)
 };
 
 /// What the strategy's lowering keeps: a layer (as the strategy recomputes it, and without
@@ -315,6 +318,41 @@ struct plan_keeps {
   return k;
 }
 
+/// The communication buffers the framework's data-parallel engine holds on one rank of a stage
+/// with `params` parameters:
+/// - Megatron: one gradient bucket in flight (ZeRO-0); ZeRO-3 two layers' gathered weights (the
+///   current and the prefetched);
+/// - DeepSpeed: the contiguous gradient bucket (`reduce_bucket_size`); ZeRO-3 also the module
+///   being used and the prefetch bucket (`stage3_prefetch_bucket_size`) gathered;
+/// - FSDP: a unit's unsharded 16-bit gradients and their `reduce_dtype` copy before its
+///   reduce-scatter; FULL_SHARD also two units gathered (the rate limiter's cap).
+[[nodiscard]] constexpr double engine_buffers(const transformer& m, const parallel::nd& s,
+                                              const transformer_training& t, double params) {
+  const frameworks::sharding& e = t.framework.data;
+  const int zero = s.data.zero;
+  const double tp = s.tensor.degree, wb = t.weight_bytes(), gb = t.gradient_bytes();
+  const double unit = m.layer_parameters() / tp;  // one layer's parameters on this rank
+  const bool dp = s.replicas() * s.context.degree > 1;
+  switch (e.engine) {
+    case frameworks::data_engine::megatron:
+      if (zero >= 3) return 2 * wb * unit;
+      if (dp && zero == 0) return std::min(s.data.bucket, params * gb);
+      return 0;
+    case frameworks::data_engine::deepspeed: {
+      if (!dp) return 0;
+      const double bucket = std::min(e.reduce_bucket, params * gb);
+      if (zero < 3) return bucket;
+      const lower::layer_weights w =
+          lower::weight_modules(m, lower::shard_of(m, s, t), t, e.persistence_threshold);
+      return bucket + std::min(wb * w.largest + e.prefetch_bucket, wb * params);
+    }
+    case frameworks::data_engine::fsdp:
+      if (!dp) return 0;
+      return (wb + gb) * unit + (zero >= 3 ? 2 * wb * unit : 0.0);
+  }
+  return 0;
+}
+
 /// The terms of pipeline stage `stage` on one rank.
 [[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
                                                  const transformer_training& t, int stage,
@@ -325,8 +363,8 @@ struct plan_keeps {
   const frameworks::recipe& r = t.framework;
   const stage_parameters n = parameters_on(m, s, stage);
   const double dense_shards =
-      static_cast<double>(s.data.degree) * s.expert.degree * s.context.degree;
-  const double expert_shards = static_cast<double>(s.data.degree) * s.context.degree;
+      static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
+  const double expert_shards = static_cast<double>(s.data.shards()) * s.context.degree;
   detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
   detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
   {
@@ -365,16 +403,17 @@ struct plan_keeps {
       x.held_logits = r.keep_logits ? act * T * V : 0.0;
     }
   }
-  // communication buffers
-  if (s.data.zero >= 3) {
-    mem.buffers += bytes{2 * t.weight_bytes() * m.layer_parameters() / tp};  // gathered + prefetch
-  } else if (s.replicas() * s.context.degree > 1 && s.data.zero == 0) {
-    mem.buffers += bytes{std::min(s.data.bucket, (n.dense + n.expert) * t.gradient_bytes())};
+  mem.buffers = bytes{engine_buffers(m, s, t, n.dense + n.expert)};
+  {
+    const double zs = s.data.zero >= 1 ? dense_shards : 1.0,
+                 zx = s.data.zero >= 1 ? expert_shards : 1.0;
+    x.update_buffer = parallel::update_buffer(n.dense / zs + n.expert / zx, t);
   }
   mem.other = bytes{t.reserved};
   mem.batch = bytes{r.batch_bytes_per_token * T};
   mem.workspace = bytes{r.workspace};
   x.persistent = r.persistent_gradients;
+  x.accumulates = s.micro_batches(t) > 1;
   x.gradients = mem.gradients.count();
   mem.gradients = bytes{};
   x.fixed = mem.total().count();
@@ -402,28 +441,29 @@ struct plan_keeps {
 [[nodiscard]] constexpr transformer_memory stage_memory(const memory_terms& x,
                                                         const transformer_training& t) {
   const bool vocab_parallel = t.framework.loss == frameworks::loss_style::vocab_parallel;
-  const double g_always = x.persistent ? x.gradients : 0.0;
+  const bool all_grads = x.persistent || x.accumulates;
+  const double g_always = all_grads ? x.gradients : 0.0;
   const double acts = x.layers * x.in_flight * x.saved, casts = x.layers * x.in_flight * x.casts;
   struct moment {
     memory_moment at;
-    double gradients, activations, weight_casts, stored, logits;
+    double gradients, activations, weight_casts, stored, logits, buffers = 0;
     [[nodiscard]] constexpr double total() const {
-      return gradients + activations + weight_casts + stored + logits;
+      return gradients + activations + weight_casts + stored + logits + buffers;
     }
   };
   // Megatron's accounting first: on ties the Korthikanti moment is the one reported
   const moment moments[] = {
-      {memory_moment::first_backward, x.persistent ? x.gradients : x.head_gradients,
-       acts + x.rebuilt, casts + (x.rebuilt > 0 ? x.full_casts : 0.0),
-       x.embedding + (vocab_parallel ? x.head : 0.0), x.held_logits},
+      {memory_moment::first_backward, all_grads ? x.gradients : x.head_gradients, acts + x.rebuilt,
+       casts + (x.rebuilt > 0 ? x.full_casts : 0.0), x.embedding + (vocab_parallel ? x.head : 0.0),
+       x.held_logits},
       {memory_moment::loss, g_always, acts, casts + x.head_casts, x.embedding + x.head,
        x.logits + x.held_logits},
       {memory_moment::loss, g_always, acts + x.until_loss, casts + x.head_casts,
        x.embedding + x.head, x.forward_logits + x.held_logits},
-      {memory_moment::last_backward, x.persistent ? x.gradients : x.gradients - x.layer_gradients,
+      {memory_moment::last_backward, all_grads ? x.gradients : x.gradients - x.layer_gradients,
        (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt,
        (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits},
-      {memory_moment::update, x.gradients, 0, 0, 0, 0}};
+      {memory_moment::update, x.gradients, 0, 0, 0, 0, x.update_buffer}};
   const moment* top = &moments[0];
   for (const moment& mo : moments)
     if (mo.total() > top->total()) top = &mo;
@@ -434,6 +474,7 @@ struct plan_keeps {
   best.weight_casts = bytes{top->weight_casts};
   best.embedding_activations = bytes{top->stored};
   best.logits = bytes{top->logits};
+  best.buffers += bytes{top->buffers};
   return best;
 }
 [[nodiscard]] constexpr transformer_memory stage_memory(const transformer& m, const parallel::nd& s,
@@ -564,12 +605,28 @@ namespace detail {
 /// A collective over several axes at once, composed hierarchically: reduce-scatter over each
 /// axis in turn on a shrinking buffer (all-gather back in reverse). With one axis of size > 1
 /// this is the ring itself: all-reduce = reduce-scatter + all-gather.
+/// The data axis's ZeRO shard group (all data-parallel ranks unless hybrid sharding is on).
+constexpr group shard_group(const parallel::nd& s) {
+  group g = s.group_of(parallel::axis::data);
+  g.size = s.data.shards();
+  return g;
+}
+/// The ranks holding the same shard in the other shard groups (hybrid sharding's replicas).
+constexpr group replica_group(const parallel::nd& s) {
+  group g = s.group_of(parallel::axis::data);
+  g.stride *= s.data.shards();
+  g.size = s.data.degree / s.data.shards();
+  return g;
+}
 constexpr seconds over_axes(comm::collective op, const cluster& c, const parallel::nd& s,
                             std::initializer_list<parallel::axis> axes, bytes size) {
   seconds total{};
   bytes piece = size;
   for (const parallel::axis ax : axes) {
-    const group g = s.group_of(ax);
+    // ZeRO's collectives stay inside the shard group; plain all-reduces span every replica
+    const group g = ax == parallel::axis::data && op != comm::collective::all_reduce
+                        ? shard_group(s)
+                        : s.group_of(ax);
     if (g.size == 1 || !(size > bytes{})) continue;
     if (op == comm::collective::all_reduce)
       total += comm::ring::time(comm::collective::reduce_scatter, c, g, piece) +
@@ -676,6 +733,73 @@ struct stage_spans {
                              prof.queued(prof.copy).time(tr.update_bytes() * params));
 }
 
+/// Fractions of the host's datasheet figures (`host_side`) an offloaded step achieves (our
+/// assumptions): pinned copies reach about 80 % of a PCIe link, NVMe transfers about 90 % of the
+/// drives'.
+struct offload_efficiency {
+  static constexpr double pcie = 0.8, nvme = 0.9;
+};
+
+/// ZeRO-Offload's step for a rank's partition of `partition` parameters (Ren et al. 2021 §4):
+/// the 16-bit gradient partition goes to the host as the last backward produces it (hidden
+/// behind `backward` up to its length), the node's CPUs update every partition of the node at
+/// `host_side::optimizer` parameters per second, ZeRO-Infinity reads and writes the optimizer
+/// states from NVMe, and the updated 16-bit partition comes back over PCIe. The DeepSpeed
+/// tutorial's 10B model on one V100 gives 1.6 + 6.3 + 1.6 = 9.5 s here against 7.6-8.0 s
+/// measured for its optimizer phase (test/validation/published_frameworks.cpp).
+[[nodiscard]] constexpr seconds offloaded_update(const cluster& c, const transformer_training& tr,
+                                                 double partition, seconds backward) {
+  const host_side& h = c.host;
+  const bool nvme = tr.framework.data.offload_optimizer == frameworks::offload_device::nvme;
+  if (!(h.pcie > byte_rate{}) || !(h.optimizer > 0) || (nvme && !(h.nvme > byte_rate{})))
+    throw plan_error(limits::offload_needs_host);
+  const double node = c.depth > 1 ? c.levels[0].fanout : c.devices();  // GPUs sharing the host
+  const double pcie = h.pcie.count() * offload_efficiency::pcie;
+  const seconds down{partition * tr.gradient_bytes() / pcie};
+  const seconds up{partition * tr.weight_bytes() / pcie};
+  seconds cpu{node * partition / h.optimizer};
+  if (nvme)
+    cpu += seconds{2 * node * partition * tr.optimizer_bytes() /
+                   (h.nvme.count() * offload_efficiency::nvme)};
+  return max(down - backward, seconds{}) + cpu + up;
+}
+
+/// How many calls a step's data-parallel collectives take on one rank, per micro-batch for
+/// ZeRO-2/3 (the engine's rule, `frameworks::sharding`): ZeRO-3 gathers one layer per call
+/// (Megatron, FSDP's units) or one module (DeepSpeed, above the persistence threshold) in each
+/// pass; ZeRO-2/3 reduce once per micro-batch (Megatron), per unit (FSDP) or per
+/// `reduce_bucket_size` (DeepSpeed); `bucket` is the reduction's bucket for ZeRO-0/1.
+struct calls_per_step {
+  double gathers = 1, reduces = 1, bucket = 0;
+};
+[[nodiscard]] constexpr calls_per_step collective_calls(const transformer& m, const parallel::nd& s,
+                                                        const transformer_training& tr,
+                                                        double layers, double gradient_bytes) {
+  const frameworks::sharding& e = tr.framework.data;
+  const int zero = s.data.zero;
+  const double l = std::max(1.0, layers);
+  calls_per_step k;
+  k.bucket = e.engine == frameworks::data_engine::deepspeed ? e.reduce_bucket : s.data.bucket;
+  switch (e.engine) {
+    case frameworks::data_engine::megatron:
+      if (zero >= 3) k.gathers = l;
+      break;
+    case frameworks::data_engine::fsdp:
+      if (zero >= 3) k.gathers = l;
+      if (zero >= 2) k.reduces = l;
+      break;
+    case frameworks::data_engine::deepspeed:
+      if (zero >= 3)
+        k.gathers = l * std::max(1.0, lower::weight_modules(m, lower::shard_of(m, s, tr), tr,
+                                                            e.persistence_threshold)
+                                          .modules);
+      if (zero >= 2 && e.reduce_bucket > 0)
+        k.reduces = std::max(1.0, strata::detail::ceil_of(gradient_bytes / e.reduce_bucket));
+      break;
+  }
+  return k;
+}
+
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
 /// the same `layer_compute` to every strategy that shares tp, sp, cp, ep and b).
 [[nodiscard]] constexpr transformer_time iteration(const transformer& m, const parallel::nd& s,
@@ -746,32 +870,53 @@ struct stage_spans {
                              bytes{n.dense * per_param}) +
            detail::over_axes(op, c, s, {axis::context, axis::data}, bytes{n.expert * per_param});
   };
+  const frameworks::sharding& e = tr.framework.data;
+  const calls_per_step calls = collective_calls(m, s, tr, lcrit, (n.dense + n.expert) * gb);
   const double bucket_fraction =
-      std::min(1.0, s.data.bucket / std::max((n.dense + n.expert) * gb, 1.0));
+      std::min(1.0, calls.bucket / std::max((n.dense + n.expert) * gb, 1.0));
   const seconds f_mb = T.forward / static_cast<double>(mb);
   const seconds b_mb = (T.backward + T.recompute) / static_cast<double>(mb);
+  // the rank's parameter partition (what its optimizer updates)
+  const double shards_dense =
+      zero >= 1 ? s.data.shards() * s.expert.degree * s.context.degree : 1.0;
+  const double shards_expert = zero >= 1 ? s.data.shards() * s.context.degree : 1.0;
+  const double partition = n.dense / shards_dense + n.expert / shards_expert;
+  const group replicas = detail::replica_group(s);
   if (s.replicas() * s.context.degree > 1) {
-    // ZeRO-3 gathers one layer's weights per call (DeepSpeed fetches per module, FSDP per
-    // unit), so every call pays the collective's start-up: lcrit calls of 1 / lcrit of the
-    // stage's weights, as the simulator issues them
-    const double calls = zero >= 3 ? std::max(1.0, lcrit) : 1.0;
+    // each call pays the collective's start-up: `calls` calls of an equal share each, as the
+    // simulator issues them (ZeRO-3: one per layer, or per module under DeepSpeed)
+    auto called = [&](comm::collective op, double per_param, double k) {
+      return k * dense_and_expert(op, per_param / k);
+    };
+    seconds rs =
+        zero >= 1 ? called(comm::collective::reduce_scatter, gb, calls.reduces) : seconds{};
+    // hybrid sharding: each reduced shard is then all-reduced across the shard groups
+    if (zero >= 1 && replicas.size > 1)
+      rs += calls.reduces * comm::ring::time(comm::collective::all_reduce, c, replicas,
+                                             bytes{partition * gb / calls.reduces});
+    seconds ag = zero >= 1 ? called(comm::collective::all_gather, wb, calls.gathers) : seconds{};
+    // ZeRO-Infinity: each pass first brings the rank's weight partition over PCIe
+    if (zero >= 3 && e.offload_parameters != frameworks::offload_device::none)
+      ag += seconds{partition * wb / (c.host.pcie.count() * offload_efficiency::pcie)};
     const parallel::data_parallel::collective_times dp{
-        zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb) : seconds{},
-        zero >= 1 ? dense_and_expert(comm::collective::reduce_scatter, gb) : seconds{},
-        zero >= 1 ? calls * dense_and_expert(comm::collective::all_gather, wb / calls) : seconds{}};
+        zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb) : seconds{}, rs, ag};
     T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);
   }
-  // optimizer: one memory-bound pass over this rank's (sharded) parameters
-  const double shards_dense = zero >= 1 ? s.replicas() * s.context.degree : 1.0;
-  const double shards_expert = zero >= 1 ? s.data.degree * s.context.degree : 1.0;
-  const lower::span opt = optimizer_span(
-      prof, tr, lc, n.dense / shards_dense + n.expert / shards_expert,
-      lc.per_tensor > 0 ? lower::parameter_tensors(m, tr.framework) * lcrit / m.layers : 0.0);
-  T.optimizer = seconds{opt.gpu};
+  if (e.offload_optimizer != frameworks::offload_device::none) {
+    T.optimizer = offloaded_update(c, tr, partition, b_mb);
+  } else {
+    // one memory-bound pass over this rank's (sharded) parameters
+    const lower::span opt = optimizer_span(
+        prof, tr, lc, partition,
+        lc.per_tensor > 0 ? lower::parameter_tensors(m, tr.framework) * lcrit / m.layers : 0.0);
+    T.optimizer = seconds{opt.gpu};
+    T.host = seconds{p == 1 ? crit.repeat(mb).then(opt).exposed_host()
+                            : mb * crit.exposed_host() + opt.exposed_host()};
+    return T;
+  }
   // an eager host: the time the GPU waits for kernels to be issued (exact on one stage, where
-  // the micro-batches and the update run back to back)
-  T.host = seconds{p == 1 ? crit.repeat(mb).then(opt).exposed_host()
-                          : mb * crit.exposed_host() + opt.exposed_host()};
+  // the micro-batches run back to back; the update runs on the CPU here)
+  T.host = seconds{p == 1 ? crit.repeat(mb).exposed_host() : mb * crit.exposed_host()};
   return T;
 }
 

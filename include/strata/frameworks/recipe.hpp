@@ -34,6 +34,40 @@ enum class loss_style {
   transformers     ///< `logits.float()` in the model's loss function, then F.cross_entropy
 };
 
+/// The engine that runs data parallelism and ZeRO: it decides how model states are stored and
+/// sharded, how many collectives a step issues and which buffers they hold.
+enum class data_engine {
+  megatron,   ///< DDP-style gradient buckets, the distributed optimizer (ZeRO-1), fp32 main_grad
+  deepspeed,  ///< DeepSpeed's ZeRO 1-3 (runtime/zero/stage_1_and_2.py, stage3.py)
+  fsdp        ///< PyTorch FSDP (FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2, NO_SHARD = 0)
+};
+
+/// Where ZeRO-Offload and ZeRO-Infinity keep what they take off the GPU.
+enum class offload_device { none, cpu, nvme };
+
+/// How a framework's data-parallel engine stores and moves model states (`data_engine`), with
+/// its configuration knobs. The sizes are bytes of 16-bit values, as the engines count elements.
+struct sharding {
+  data_engine engine = data_engine::megatron;
+  /// Gradient bytes per reduction call under ZeRO-2/3 (DeepSpeed's `reduce_bucket_size`);
+  /// 0: one call per layer (FSDP reduce-scatters each unit, Megatron each micro-batch's layer).
+  double reduce_bucket = 0;
+  /// Weight bytes ZeRO-3 gathers ahead of the compute (DeepSpeed's
+  /// `stage3_prefetch_bucket_size`); 0: one unit ahead (FSDP's backward/forward prefetch).
+  double prefetch_bucket = 0;
+  /// Parameters with fewer elements than this are never partitioned under ZeRO-3 (DeepSpeed's
+  /// `stage3_param_persistence_threshold`): norms and biases stay whole on every rank.
+  double persistence_threshold = 0;
+  /// The optimizer step makes an fp32 copy of the rank's gradient partition, this many
+  /// elements at a time (DeepSpeed's `sub_group_size`); 0: none (the gradients are fp32).
+  double fp32_gradient_group = 0;
+  /// ZeRO-Offload: optimizer states and fp32 master weights on the host (`cpu`) or on NVMe
+  /// (ZeRO-Infinity); the optimizer step then runs on the CPU.
+  offload_device offload_optimizer = offload_device::none;
+  /// ZeRO-Infinity: the 16-bit weight partitions on the host or NVMe too (ZeRO-3 only).
+  offload_device offload_parameters = offload_device::none;
+};
+
 struct recipe {
   std::string_view name = "megatron";
   /// `torch.autocast` over fp32 parameters: each linear layer's weight is cast to the compute
@@ -64,6 +98,8 @@ struct recipe {
   /// vocabulary; 1: the vocabulary is used as configured (an unpadded one slows the head,
   /// `lower::misaligned_gemm_slowdown`). The padded rows' extra work (under 2 %) is not counted.
   int vocabulary_padding = 128;
+  /// the data-parallel engine and its configuration (ZeRO, FSDP, offload)
+  sharding data{};
 };
 
 }  // namespace strata::frameworks

@@ -46,12 +46,27 @@ inline constexpr std::size_t max_levels = 5;
 /// of fan-outs is formed in 64 bits and checked against this bound.
 inline constexpr int max_devices = 1 << 24;
 
+/// What a node's host offers its GPUs: the figures ZeRO-Offload and ZeRO-Infinity run on.
+/// Zero where unknown: offload is then refused.
+struct host_side {
+  byte_rate pcie{};      ///< one GPU's link to host memory, per direction (datasheet)
+  double optimizer = 0;  ///< parameters per second the node's CPUs update with Adam
+  byte_rate nvme{};      ///< the node's NVMe bandwidth (all drives)
+  bytes capacity{};      ///< the node's DRAM
+};
+
+/// DeepSpeed's CPU Adam as measured in its ZeRO-Offload tutorial (docs/_tutorials/zero-offload.md:
+/// the optimizer step over 10.28e9 parameters took 6.2-6.5 s on a DGX-2 host): 1.6e9
+/// parameters/s. Presets whose host was not measured use it (our assumption).
+inline constexpr double cpu_adam_rate = 10.28e9 / 6.35;
+
 /// Devices of one kind in a hierarchy of levels.
 struct cluster {
   std::string_view name;
   device dev;
   std::array<level, max_levels> levels{};
   int depth = 0;
+  host_side host{};  ///< the host of each node (level 0 group)
 
   /// Number of devices: the product of the fan-outs (at most `max_devices`).
   [[nodiscard]] constexpr int devices() const { return span(depth - 1); }

@@ -119,11 +119,15 @@ constexpr void check_devices(int n) {
 }
 
 /// DGX A100 (80GB): NVSwitch, 12 NVLink3 x 25 GB/s per direction; 8 x 200 Gbps HDR (8 rails).
+/// Host: PCIe Gen4 x16 per GPU (32 GB/s per direction), DeepSpeed's measured CPU Adam rate
+/// (`cpu_adam_rate`), 1 TB of DRAM, 4 x 3.84 TB U.2 NVMe (about 6 GB/s each: our assumption).
 [[nodiscard]] constexpr cluster dgx_a100(int nodes) {
   detail::check_devices(nodes);
-  return make_cluster("DGX A100", a100_sxm4_80gb,
-                      {level{"node", 8, interconnect{5_us, 300_GBps}, 1.0},
-                       level{"cluster", nodes, interconnect{10_us, 200_Gbps}, 1.0, 8}});
+  cluster c = make_cluster("DGX A100", a100_sxm4_80gb,
+                           {level{"node", 8, interconnect{5_us, 300_GBps}, 1.0},
+                            level{"cluster", nodes, interconnect{10_us, 200_Gbps}, 1.0, 8}});
+  c.host = {32_GBps, cpu_adam_rate, 24_GBps, 1024_GiB};
+  return c;
 }
 
 /// DGX A100 with the 40 GB A100 (the first DGX A100 and many clouds' 8-GPU nodes).
@@ -135,11 +139,15 @@ constexpr void check_devices(int n) {
 }
 
 /// DGX H100: NVSwitch, 18 NVLink4 x 25 GB/s per direction; 8 x 400 Gbps NDR (8 rails).
+/// Host: PCIe Gen5 x16 per GPU (64 GB/s per direction), DeepSpeed's measured CPU Adam rate
+/// (`cpu_adam_rate`), 2 TB of DRAM, 8 x 3.84 TB U.2 NVMe (about 6 GB/s each: our assumption).
 [[nodiscard]] constexpr cluster dgx_h100(int nodes) {
   detail::check_devices(nodes);
-  return make_cluster("DGX H100", h100_sxm5_80gb,
-                      {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0},
-                       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+  cluster c = make_cluster("DGX H100", h100_sxm5_80gb,
+                           {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0},
+                            level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+  c.host = {64_GBps, cpu_adam_rate, 48_GBps, 2048_GiB};
+  return c;
 }
 
 /// DGX H200: the DGX H100 system with H200 GPUs (same NVLink4 NVSwitch and 8 x 400 Gbps NDR).

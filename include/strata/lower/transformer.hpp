@@ -527,6 +527,35 @@ constexpr void head(const transformer& m, const shard& x, const transformer_trai
     k.norm("final norm", x.norm_tokens(), h, m.norm, false);
 }
 
+/// The weight matrices one layer's forward multiplies by on one rank: the submodules a ZeRO-3
+/// engine that fetches per module (DeepSpeed) gathers one call each. Read off the lowering's
+/// forward GEMMs (each is x W^T with W of n x k); a grouped expert GEMM is one module holding
+/// every local expert. Matrices under `threshold` elements stay whole on every rank (DeepSpeed's
+/// `stage3_param_persistence_threshold`), as do norms and biases.
+struct layer_weights {
+  double modules = 0;   ///< matrices gathered one call each
+  double elements = 0;  ///< their elements
+  double largest = 0;   ///< the largest one's elements
+};
+[[nodiscard]] constexpr layer_weights weight_modules(const transformer& m, const shard& x,
+                                                     const transformer_training& tr,
+                                                     double threshold = 0) {
+  struct visitor {
+    double threshold;
+    layer_weights out{};
+    constexpr void kernel(const kernel_op& k) {
+      if (k.kind != kernel_kind::gemm || !k.part.empty()) return;
+      const double e = k.n * k.k * k.times;
+      if (e < threshold) return;
+      out.modules += 1;
+      out.elements += e;
+      out.largest = out.largest > e ? out.largest : e;
+    }
+  } v{threshold};
+  layer(m, x, tr, phase::forward, v);
+  return v.out;
+}
+
 /// Parameter tensors of the model (one optimizer "tensor" each, for the per-tensor host cost).
 [[nodiscard]] constexpr double parameter_tensors(const transformer& m,
                                                  const frameworks::recipe& r) {

@@ -23,6 +23,13 @@ struct data_parallel {
   int zero = 0;
   double overlap = 1.0;      ///< fraction of the backward pass the reduction may hide behind
   double bucket = 25e6 * 4;  ///< bucket bytes (PyTorch DDP: 25 MB of fp32 = 100 MB here)
+  /// Hybrid sharding (FSDP's HYBRID_SHARD, ZeRO++'s hpZ, MiCS): ZeRO shards over groups of this
+  /// many consecutive data-parallel ranks and the groups hold replicas, whose gradient shards
+  /// are all-reduced across groups; 0: one group of all `degree` ranks.
+  int shard_group = 0;
+
+  /// Ranks one ZeRO shard group spans.
+  [[nodiscard]] constexpr int shards() const { return shard_group > 0 ? shard_group : degree; }
 
   /// The times of the data-parallel collectives of one stage's gradients or weights.
   struct collective_times {
@@ -55,6 +62,8 @@ struct data_parallel {
     check_zero_stage(zero);
     if (!(overlap >= 0 && overlap <= 1)) throw plan_error(limits::overlap_out_of_range);
     if (!(bucket > 0)) throw plan_error("data parallelism: the bucket size must be positive");
+    if (shard_group < 0 || (shard_group > 0 && degree % shard_group != 0))
+      throw plan_error(limits::shard_group_must_divide_data);
   }
 };
 

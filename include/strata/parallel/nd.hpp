@@ -135,6 +135,7 @@ struct nd {
       throw plan_error(limits::micro_batch_must_divide_replica_batch);
     pipeline.check(m.layers, micro_batches(t));
     data.check();
+    check_engine(t.framework.data, data.zero, pipeline.degree);
   }
 };
 

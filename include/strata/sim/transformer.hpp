@@ -137,8 +137,9 @@ struct transformer_run {
     return g.add_tensor({name, i, bytes});
   };
   // data-parallel collectives of a stage: a flow of `wire` bytes after `steps` start-ups
-  const double shards = static_cast<double>(s.data.degree) * s.expert.degree * s.context.degree;
+  const double shards = static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
   const double dsteps = shards - 1;
+  const int replicas = s.data.degree / s.data.shards();  // hybrid sharding's shard groups
   auto dp_flow = [&](int i, const std::string& name, double wire, double steps,
                      std::vector<int> deps) {
     const auto& r = res[static_cast<std::size_t>(i)];
@@ -262,6 +263,7 @@ struct transformer_run {
   }
   const double embed_bytes = keeps.embedding.activation;
   std::vector<int> made_grads(static_cast<std::size_t>(p), 0);
+  std::vector<int> backward_units(static_cast<std::size_t>(p), mb * v);  // left to run per stage
   std::vector<std::vector<int>> grads(static_cast<std::size_t>(p));
   for (bool progress = true; progress;) {
     progress = false;
@@ -269,13 +271,17 @@ struct transformer_run {
       const auto I = static_cast<std::size_t>(i);
       const auto n = np(i);
       const int stage_layers = s.stage_layers(m, i), layers = stage_layers / v;
-      // ZeRO-3 gathers one layer's weights at a time, one layer ahead of the compute
+      // ZeRO-3 gathers one layer's weights at a time, one layer ahead of the compute, in the
+      // engine's calls (one per module under DeepSpeed: each pays the start-up)
       const double layer_gather = wire_of((n.dense + n.expert) * wb / (layers * v), false);
+      const analytic::calls_per_step calls =
+          analytic::collective_calls(m, s, tr, stage_layers, (n.dense + n.expert) * gb);
+      const double gather_calls = calls.gathers / std::max(1, stage_layers);
       auto gather = [&](const std::string& name, int two_back) {
         std::vector<int> d;
         if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
         if (two_back >= 0) d.push_back(two_back);
-        prev_dp[I] = dp_flow(i, name, layer_gather, dsteps, d);
+        prev_dp[I] = dp_flow(i, name, layer_gather, dsteps * gather_calls, d);
         return prev_dp[I];
       };
       while (next[I] < prog[I].size()) {
@@ -375,6 +381,15 @@ struct transformer_run {
                   i, "gradients", head_grads ? terms[I].head_gradients : terms[I].layer_gradients));
               grads[I].push_back(produces.back());
             }
+            // with more micro-batches to come the last layer's gradients exist from here on
+            // (they accumulate), not from the optimizer step
+            if (!terms[I].persistent && l == 0 && made_grads[I] == stage_layers &&
+                backward_units[I] > 1) {
+              ++made_grads[I];
+              produces.push_back(tensor(i, "gradients", terms[I].layer_gradients));
+              grads[I].push_back(produces.back());
+            }
+            if (l == 0) --backward_units[I];
             // the layer's saved tensors (index l of the unit's); the unit's remaining ones with
             // its last layer
             consumes.push_back(layer_t[I][U(u)][static_cast<std::size_t>(l)]);
@@ -400,8 +415,13 @@ struct transformer_run {
           if (--remaining_bwd[MB] == 0 && zero >= 2 && has_dp) {  // micro-batch done here
             std::vector<int> d{task};
             if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
-            const int r = dp_flow(i, "reduce-scatter gradients " + std::to_string(u.micro),
-                                  wire_of((n.dense + n.expert) * gb, false), dsteps, d);
+            // the engine's calls (per unit, per bucket) each pay the start-up; hybrid sharding
+            // then all-reduces the shard across the shard groups
+            const double shard = (n.dense + n.expert) * gb / shards, rr = replicas;
+            const int r =
+                dp_flow(i, "reduce-scatter gradients " + std::to_string(u.micro),
+                        wire_of((n.dense + n.expert) * gb, false) + 2 * (rr - 1) / rr * shard,
+                        calls.reduces * (dsteps + 2 * (rr - 1)), d);
             prev_dp[I] = r;
             pending[I].push_back(r);
           }
@@ -413,6 +433,17 @@ struct transformer_run {
   }
   for (std::size_t i = 0; i < static_cast<std::size_t>(p); ++i)
     if (next[i] < prog[i].size()) throw plan_error("the pipeline schedule deadlocks");
+  // one micro-batch's backward on stage i (with its recomputation): what ZeRO-Offload's
+  // gradient copies hide behind, as in the closed form
+  auto stage_backward = [&](int i) {
+    double t = s.stage_layers(m, i) *
+               (lc.backward.gpu + (rc == parallel::recompute::full        ? lc.forward.gpu
+                                   : rc == parallel::recompute::selective ? lc.attention.gpu
+                                                                          : 0.0));
+    if (i == 0) t += lc.embedding_backward.gpu;
+    if (i == p - 1) t += lc.head_backward.gpu;
+    return seconds{t};
+  };
   // the optimizer step, then (ZeRO-1/2) the updated weights gathered back
   for (int i = 0; i < p; ++i) {
     const auto I = static_cast<std::size_t>(i);
@@ -421,7 +452,7 @@ struct transformer_run {
     const auto n = np(i);
     const double sh_dense = zero >= 1 ? shards : 1.0;
     const double sh_expert =
-        zero >= 1 ? static_cast<double>(s.data.degree) * s.context.degree : 1.0;
+        zero >= 1 ? static_cast<double>(s.data.shards()) * s.context.degree : 1.0;
     std::vector<int> last_grads;
     if (!terms[I].persistent) {  // the gradients the backward has not made yet
       const double made = made_grads[I] == 0 ? 0.0
@@ -430,14 +461,22 @@ struct transformer_run {
       last_grads.push_back(tensor(i, "gradients", std::max(terms[I].gradients - made, 0.0)));
       grads[I].push_back(last_grads.back());
     }
+    if (terms[I].update_buffer > 0)  // the step's fp32 copy of the gradient partition
+      last_grads.push_back(tensor(i, "fp32 gradient copy", terms[I].update_buffer));
     std::vector<int> consumes = grads[I];
+    if (terms[I].update_buffer > 0) consumes.push_back(last_grads.back());
     consumes.push_back(states[I]);
-    const int upd = compute_task(
-        i, "optimizer step",
-        analytic::optimizer_span(
-            prof, tr, lc, n.dense / sh_dense + n.expert / sh_expert,
-            lower::parameter_tensors(m, tr.framework) * s.stage_layers(m, i) / m.layers),
-        deps, task_class::compute, std::move(last_grads), std::move(consumes));
+    const double partition = n.dense / sh_dense + n.expert / sh_expert;
+    // ZeRO-Offload: the step runs on the host (`analytic::offloaded_update`, nothing hidden)
+    const lower::span step =
+        tr.framework.data.offload_optimizer != frameworks::offload_device::none
+            ? lower::span::kernel(
+                  0, analytic::offloaded_update(c, tr, partition, stage_backward(i)).count())
+            : analytic::optimizer_span(
+                  prof, tr, lc, partition,
+                  lower::parameter_tensors(m, tr.framework) * s.stage_layers(m, i) / m.layers);
+    const int upd = compute_task(i, "optimizer step", step, deps, task_class::compute,
+                                 std::move(last_grads), std::move(consumes));
     if ((zero == 1 || zero == 2) && has_dp)
       dp_flow(i, "all-gather updated weights", wire_of((n.dense + n.expert) * wb, false), dsteps,
               {upd});

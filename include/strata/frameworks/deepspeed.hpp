@@ -1,0 +1,45 @@
+#pragma once
+/// @file frameworks/deepspeed.hpp
+/// @brief DeepSpeed's ZeRO engine (runtime/zero/stage_1_and_2.py, stage3.py,
+/// partitioned_param_coordinator.py) under Megatron-DeepSpeed's fused model code, with the
+/// defaults of its `zero_optimization` configuration (runtime/zero/config.py; sizes in elements,
+/// here bytes of 16-bit values):
+/// - 16-bit weights and 16-bit gradient partitions, fp32 masters and Adam moments: 16 B per
+///   parameter over the stage's shards, plus the step's fp32 copy of the gradient partition one
+///   `sub_group_size` (1e9 elements) group at a time: DeepSpeed's estimator counts 18 B;
+/// - ZeRO-1/2 reduce gradients in `reduce_bucket_size` (5e8 elements) buckets held in a
+///   contiguous buffer; ZeRO-2/3 reduce after every micro-batch;
+/// - ZeRO-3 fetches each submodule's partitioned parameters with one all-gather just before
+///   the submodule runs (forward and backward), prefetching up to `stage3_prefetch_bucket_size`
+///   (5e7 elements) ahead, and releases them after; parameters under
+///   `stage3_param_persistence_threshold` (1e5 elements: norms, biases) stay whole;
+/// - the pipeline engine accepts ZeRO-1 only (`limits::deepspeed_zero_with_pipeline`);
+/// - ZeRO-Offload / ZeRO-Infinity: set `data.offload_optimizer` (and `offload_parameters` with
+///   ZeRO-3) to `offload_device::cpu` or `nvme`; the cluster's `host` figures price the copies
+///   and the CPU Adam pass.
+/// A Hugging Face model under DeepSpeed is `with_engine(huggingface, deepspeed.data)`.
+
+#include "strata/frameworks/recipe.hpp"
+
+namespace strata::frameworks {
+
+inline constexpr sharding deepspeed_zero{.engine = data_engine::deepspeed,
+                                         .reduce_bucket = 2 * 5e8,
+                                         .prefetch_bucket = 2 * 5e7,
+                                         .persistence_threshold = 1e5,
+                                         .fp32_gradient_group = 1e9};
+
+inline constexpr recipe deepspeed = [] {
+  recipe r{};
+  r.name = "deepspeed";
+  r.data = deepspeed_zero;
+  return r;
+}();
+
+/// `r` run by another data-parallel engine (e.g. Hugging Face model code under DeepSpeed or FSDP).
+[[nodiscard]] constexpr recipe with_engine(recipe r, const sharding& engine) {
+  r.data = engine;
+  return r;
+}
+
+}  // namespace strata::frameworks

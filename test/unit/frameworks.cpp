@@ -1,0 +1,232 @@
+// The data-parallel engines of the framework recipes (frameworks/deepspeed.hpp, fsdp.hpp):
+// their model states, buffers and collective schedules worked by hand, their legality rules,
+// ZeRO-Offload against DeepSpeed's own tutorial run, and the simulator against the closed form.
+#include <catch2/catch.hpp>
+#include <strata/sim/transformer.hpp>
+#include <strata/strata.hpp>
+
+using namespace strata;
+using namespace strata::literals;
+
+namespace {
+// GPT-2 355M: 24 layers of 12 h^2 + 13 h = 12,596,224 parameters (h = 1024), the tied
+// embedding 50257 h = 51,463,168, positions 1024 h = 1,048,576, the final norm 2 h:
+// P = 24 x 12,596,224 + 52,511,744 + 2,048 = 354,823,168.
+constexpr double P = 354'823'168, unit = 12'596'224;
+
+analytic::transformer_report run(const frameworks::recipe& fw, int zero, double overlap = 1) {
+  const parallel::nd s{.data = {.degree = 8, .zero = zero, .overlap = overlap}};
+  transformer_training tr{.global_batch = 8, .sequence = 1024};
+  tr.framework = fw;
+  return analytic::evaluate(zoo::gpt2_355m(), s, presets::dgx_a100(1), tr);
+}
+}  // namespace
+
+TEST_CASE("the parameter count the hand-worked numbers start from") {
+  const parallel::nd s{.data = {.degree = 8}};
+  CHECK(analytic::parameters_on(zoo::gpt2_355m(), s, 0).dense == P);
+  CHECK(zoo::gpt2_355m().layer_parameters() == unit);
+}
+
+TEST_CASE("DeepSpeed ZeRO-3: 16 B per parameter over the ranks, its buckets, an fp32 step copy") {
+  const auto r = run(frameworks::deepspeed, 3);
+  // 16-bit weights and gradient partitions, fp32 master + Adam moments: (2 + 2 + 12) P / 8
+  CHECK(r.memory.weights.count() == Approx(2 * P / 8));
+  CHECK(r.memory.optimizer_states.count() == Approx(12 * P / 8));
+  // buffers: the contiguous gradient bucket, min(5e8 elements x 2 B, 2 P) = 709,646,336, plus
+  // the module in use (the MLP's 4 h x h = 4,194,304 elements, 2 B each) and the prefetch
+  // bucket (5e7 elements x 2 B): 709,646,336 + 8,388,608 + 1e8 = 818,034,944
+  CHECK(r.memory.buffers.count() == Approx(818'034'944.0));
+  // the step converts the rank's 16-bit gradient partition to fp32 (P / 8 < sub_group_size)
+  const transformer_training tr{
+      .global_batch = 8, .sequence = 1024, .framework = frameworks::deepspeed};
+  const parallel::nd s{.data = {.degree = 8, .zero = 3}};
+  const auto terms = analytic::stage_terms(zoo::gpt2_355m(), s, tr, 0);
+  CHECK(terms.gradients == Approx(2 * P / 8));
+  CHECK(terms.update_buffer == Approx(4 * P / 8));
+  // DeepSpeed's own estimator counts 18 B per parameter: ours are 16 at rest and 20 in the step
+  CHECK(analytic::deepspeed_zero3({.parameters = P, .largest_layer = 0, .gpus_per_node = 8})
+            .gpu.count() == Approx(18 * P / 8));
+}
+
+TEST_CASE("FSDP FULL_SHARD: no 16-bit weights at rest, fp32 gradient shards, two units gathered") {
+  const auto r = run(frameworks::fsdp, 3);
+  CHECK(r.memory.weights.count() == 0);
+  CHECK(r.memory.optimizer_states.count() == Approx(12 * P / 8));
+  // one micro-batch under zero_grad(set_to_none=True): the loss moment, no gradients yet
+  CHECK(r.memory.gradients.count() == 0);
+  // a unit's bf16 gradients and their fp32 copy (6 B) and two gathered bf16 units (4 B)
+  CHECK(r.memory.buffers.count() == Approx(10 * unit));
+  // SHARD_GRAD_OP keeps the gathered 16-bit weights from the forward to the backward
+  CHECK(run(frameworks::fsdp, 2).memory.weights.count() == Approx(2 * P));
+}
+
+TEST_CASE("ZeRO-3's collective schedule per engine, priced per call") {
+  const transformer m = zoo::gpt2_355m();
+  const parallel::nd s{.data = {.degree = 8, .zero = 3}};
+  auto calls = [&](const frameworks::recipe& fw, const transformer& model) {
+    transformer_training tr{.global_batch = 8, .sequence = 1024};
+    tr.framework = fw;
+    return analytic::collective_calls(
+        model, s, tr, model.layers,
+        analytic::parameters_on(model, s, 0).dense * tr.gradient_bytes());
+  };
+  // DeepSpeed gathers each module above 1e5 elements: QKV, projection, MLP up and down
+  CHECK(calls(frameworks::deepspeed, m).gathers == 24 * 4);
+  CHECK(calls(frameworks::deepspeed, m).reduces == 1);  // 2 P < one 1e9-byte bucket
+  // Hugging Face's Llama modules: q, k, v, o, gate, up, down
+  CHECK(calls(frameworks::with_engine(frameworks::huggingface, frameworks::deepspeed_zero),
+              zoo::llama2_7b())
+            .gathers == 32 * 7);
+  CHECK(calls(frameworks::fsdp, m).gathers == 24);  // one per unit
+  CHECK(calls(frameworks::fsdp, m).reduces == 24);
+  CHECK(calls(frameworks::megatron, m).gathers == 24);
+  CHECK(calls(frameworks::megatron, m).reduces == 1);
+
+  // Nothing hidden (overlap 0), one micro-batch: data_comm = 2 AG + RS on the node's ring
+  // (8 GPUs, alpha 5 us, 300 GB/s). k calls of S / k each cost k x 7 (alpha + S / (8 k) / B)
+  // = 7 k alpha + 7 S / 8 / B. Weights in bf16: S = 2 P = 709,646,336 B, 7 S / 8 / B = 2.0697 ms.
+  // - DeepSpeed: AG 96 calls: 3.36 ms + 2.0697 = 5.4297 ms; RS of bf16 gradients, one bucket:
+  //   0.035 + 2.0697 = 2.1047 ms; 2 x 5.4297 + 2.1047 = 12.9644 ms
+  // - Megatron: AG 24 calls: 0.84 + 2.0697 = 2.9097 ms; RS of fp32 main_grad, one call:
+  //   0.035 + 4.1395 = 4.1745 ms; total 9.9942 ms
+  // - FSDP: AG as Megatron; RS per unit in fp32: 0.84 + 4.1395 = 4.9795 ms; total 10.7992 ms
+  CHECK(run(frameworks::deepspeed, 3, 0).time.data_comm.count() ==
+        Approx(12.9644e-3).epsilon(1e-4));
+  CHECK(run(frameworks::megatron, 3, 0).time.data_comm.count() == Approx(9.9942e-3).epsilon(1e-4));
+  CHECK(run(frameworks::fsdp, 3, 0).time.data_comm.count() == Approx(10.7992e-3).epsilon(1e-4));
+}
+
+TEST_CASE("the engines' misuse is a named error") {
+  const transformer m = zoo::gpt2_355m();
+  auto check = [&](const frameworks::recipe& fw, parallel::nd s) {
+    transformer_training tr{.global_batch = 16, .sequence = 1024};
+    tr.framework = fw;
+    (void)analytic::evaluate(m, s, presets::dgx_a100(2), tr);
+  };
+  const parallel::nd pipe{.pipeline = {.degree = 2}, .data = {.degree = 8, .zero = 2}};
+  CHECK_THROWS_WITH(check(frameworks::deepspeed, pipe),
+                    Catch::Contains("incompatible with pipeline parallelism"));
+  CHECK_NOTHROW(check(frameworks::megatron, pipe));
+  const parallel::nd z1{.data = {.degree = 16, .zero = 1}};
+  CHECK_THROWS_WITH(check(frameworks::fsdp, z1), Catch::Contains("FSDP has no ZeRO-1"));
+  auto offloaded = [](frameworks::recipe r, frameworks::offload_device opt,
+                      frameworks::offload_device par) {
+    r.data.offload_optimizer = opt;
+    r.data.offload_parameters = par;
+    return r;
+  };
+  using frameworks::offload_device;
+  CHECK_THROWS_WITH(check(offloaded(frameworks::fsdp, offload_device::cpu, offload_device::none),
+                          {.data = {.degree = 16, .zero = 3}}),
+                    Catch::Contains("DeepSpeed engine only"));
+  CHECK_THROWS_WITH(
+      check(offloaded(frameworks::deepspeed, offload_device::cpu, offload_device::none),
+            {.data = {.degree = 16}}),
+      Catch::Contains("ZeRO stage of 1 or more"));
+  CHECK_THROWS_WITH(
+      check(offloaded(frameworks::deepspeed, offload_device::none, offload_device::cpu),
+            {.data = {.degree = 16, .zero = 2}}),
+      Catch::Contains("needs ZeRO stage 3"));
+  CHECK_THROWS_WITH(check(frameworks::fsdp, {.data = {.degree = 16, .zero = 3, .shard_group = 3}}),
+                    Catch::Contains("shard group"));
+  // a cluster without host figures cannot offload
+  transformer_training tr{.global_batch = 16, .sequence = 1024};
+  tr.framework = offloaded(frameworks::deepspeed, offload_device::cpu, offload_device::none);
+  CHECK_THROWS_WITH(
+      analytic::evaluate(m, {.data = {.degree = 8, .zero = 2}}, presets::dgx1_v100(1), tr),
+      Catch::Contains("no host link"));
+}
+
+TEST_CASE("ZeRO-Offload's step against DeepSpeed's tutorial run (10B GPT-2 on one V100)") {
+  // docs/_tutorials/zero-offload.md (test/data/published_frameworks.csv): 50 layers of h = 4096,
+  // f = 16384, V = 50304, s = 1024, batch 10, fp16, ZeRO-2 with CPU Adam; its optimizer phase
+  // took 7.6-8.0 s. Here: the gradient partition's copy hides behind the backward, CPU Adam
+  // 10.28e9 / 1.62e9 = 6.35 s, the fp16 weights back over PCIe Gen3 (16 GB/s x 0.8): 1.6 s.
+  const transformer m{.name = "GPT-2 10B",
+                      .layers = 50,
+                      .hidden = 4096,
+                      .heads = 32,
+                      .ffn = 16384,
+                      .vocabulary = 50304,
+                      .sequence = 1024};
+  cluster c = make_cluster("V100 x1", presets::v100_sxm2_32gb,
+                           {level{"node", 1, interconnect{5_us, 150_GBps}}});
+  c.host = {16_GBps, cpu_adam_rate, {}, 1536_GiB};
+  transformer_training tr{
+      .global_batch = 10, .sequence = 1024, .precision = precision_mode::fp16_mixed};
+  tr.framework = frameworks::deepspeed;
+  tr.framework.data.offload_optimizer = frameworks::offload_device::cpu;
+  const parallel::nd s{.data = {.degree = 1, .zero = 2},
+                       .recomputation = parallel::recompute::full,
+                       .micro_batch = 10};
+  const auto r = analytic::evaluate(m, s, c, tr);
+  const double n = analytic::parameters_on(m, s, 0).dense;
+  CHECK(n == Approx(10.28e9).epsilon(2e-3));
+  CHECK(r.time.optimizer.count() == Approx(n / cpu_adam_rate + 2 * n / 12.8e9));
+  CHECK(r.time.optimizer.count() > 7.6);
+  CHECK(r.time.optimizer.count() < 8.0);
+  // on the GPU: 16-bit weights only (2 B per parameter); optimizer states live on the host
+  CHECK(r.memory.optimizer_states.count() == 0);
+  CHECK(r.memory.weights.count() == Approx(2 * n));
+}
+
+TEST_CASE("hybrid sharding: states over the node, gradient shards all-reduced across nodes") {
+  const transformer m = zoo::gpt2_355m();
+  transformer_training tr{.global_batch = 16, .sequence = 1024};
+  tr.framework = frameworks::fsdp;
+  const cluster c = presets::dgx_a100(2);
+  const auto full = analytic::evaluate(m, {.data = {.degree = 16, .zero = 3, .overlap = 0}}, c, tr);
+  const auto hybrid = analytic::evaluate(
+      m, {.data = {.degree = 16, .zero = 3, .overlap = 0, .shard_group = 8}}, c, tr);
+  CHECK(hybrid.memory.optimizer_states.count() == Approx(12 * P / 8));
+  CHECK(full.memory.optimizer_states.count() == Approx(12 * P / 16));
+  // the gathers stay on NVLink; only the 1/8 gradient shards cross the network
+  CHECK(hybrid.time.data_comm < full.time.data_comm);
+}
+
+TEST_CASE("gradients made in the backward accumulate through later micro-batches") {
+  const transformer m = zoo::gpt2_355m();
+  const parallel::nd s{.micro_batch = 4};
+  transformer_training one{
+      .global_batch = 4, .sequence = 1024, .framework = frameworks::pytorch_eager};
+  transformer_training two = one;
+  two.global_batch = 8;
+  const cluster gpu = make_cluster("A100", presets::a100_sxm4_80gb,
+                                   {level{"node", 1, interconnect{5_us, 300_GBps}}});
+  const auto a = analytic::evaluate(m, s, gpu, one);  // 1 micro-batch
+  const auto b = analytic::evaluate(m, s, gpu, two);  // 2 micro-batches
+  // fp32 gradients (autocast) of every parameter during the second micro-batch
+  CHECK(b.memory.gradients.count() == Approx(4 * P));
+  CHECK(a.memory.gradients.count() < 4 * P);
+}
+
+TEST_CASE("per recipe, the simulator reproduces the closed form where their assumptions agree") {
+  const device_profile a100 = datasheet_profile(presets::a100_sxm4_80gb, h100_fitted_gemm);
+  const sim::transformer_options off{.overlap = false, .buckets = 1};
+  frameworks::recipe offload = frameworks::deepspeed;
+  offload.data.offload_optimizer = frameworks::offload_device::cpu;
+  for (const transformer& m : {zoo::gpt2_355m(), zoo::llama2_7b()})
+    for (const frameworks::recipe& fw :
+         {frameworks::megatron, frameworks::deepspeed, frameworks::fsdp, offload})
+      for (const int zero : {0, 1, 2, 3})
+        for (const int d : {2, 4}) {
+          const bool fsdp = fw.data.engine == frameworks::data_engine::fsdp;
+          const bool offloads = fw.data.offload_optimizer != frameworks::offload_device::none;
+          if ((fsdp && zero == 1) || (offloads && zero == 0)) continue;
+          transformer_training tr{.global_batch = 8, .sequence = 1024};
+          tr.framework = fw;
+          const parallel::nd s{.data = {.degree = d, .zero = zero, .overlap = 0}, .micro_batch = 2};
+          const cluster c0 = presets::dgx_a100(1);
+          cluster used = make_cluster("part", c0.dev, {level{"node", d, c0.levels[0].pair}});
+          used.host = c0.host;
+          const auto x = sim::simulate(m, s, used, tr, a100, off);
+          const auto cf = analytic::evaluate(m, s, used, tr, a100);
+          INFO(m.name << " " << fw.name << " zero " << zero << " d " << d);
+          CHECK(x.run.peak_memory[0] == Approx(cf.memory.total().count()).epsilon(1e-9));
+          // ZeRO-0/1 reduce once after the last backward in both; ZeRO-2/3's per-micro-batch
+          // collectives overlap the next micro-batch in the simulator only
+          if (zero <= 1)
+            CHECK(x.iteration.count() == Approx(cf.iteration_time().count()).epsilon(1e-9));
+        }
+}
