@@ -114,6 +114,21 @@ struct runtime_memory {
   }
 };
 
+/// Which linear layers LoRA adapts.
+enum class lora_targets {
+  attention,  ///< Q, K, V and the output projection (Hu et al. 2021's choice)
+  all_linear  ///< every linear layer of the blocks (QLoRA's "all-linear"); never the head
+};
+
+/// LoRA fine-tuning (Hu et al. 2021, §4): the pretrained weights are frozen (no gradients, no
+/// optimizer states, no weight-gradient GEMMs) and each targeted n x k weight W gains trained
+/// factors A (r x k) and B (n x r): y = x W^T + (x A^T) B^T.
+struct lora_adapters {
+  int rank = 0;  ///< r; 0: every parameter is trained (no adapters)
+  lora_targets targets = lora_targets::all_linear;
+  [[nodiscard]] constexpr bool on() const { return rank > 0; }
+};
+
 /// The training setup of a transformer plan: tokens per iteration, numerics and optimizer.
 struct transformer_training {
   int global_batch = 512;  ///< B, sequences per iteration
@@ -129,6 +144,8 @@ struct transformer_training {
   frameworks::recipe framework = frameworks::megatron;
   /// the CUDA context, NCCL buffers and allocator slack beside the tensors (judges "fits")
   runtime_memory runtime{};
+  /// LoRA adapters over frozen weights (rank 0: full training)
+  lora_adapters lora{};
 
   /// Tokens per sequence: `sequence`, or the model's own length `model_sequence` when it is 0.
   [[nodiscard]] constexpr int sequence_or(int model_sequence) const {
@@ -181,6 +198,7 @@ struct transformer_training {
     if (global_batch < 1) throw plan_error("transformer_training.global_batch must be at least 1");
     if (sequence < 0) throw plan_error("transformer_training.sequence must not be negative");
     if (reserved < 0) throw plan_error("transformer_training.reserved must not be negative");
+    if (lora.rank < 0) throw plan_error("transformer_training.lora.rank must not be negative");
     runtime.check();
   }
 };

@@ -230,3 +230,65 @@ TEST_CASE("per recipe, the simulator reproduces the closed form where their assu
             CHECK(x.iteration.count() == Approx(cf.iteration_time().count()).epsilon(1e-9));
         }
 }
+
+TEST_CASE("LoRA: frozen weights keep their copy only, adapters train, no weight-gradient GEMMs") {
+  const transformer m = zoo::llama2_7b();
+  const cluster gpu = make_cluster("A100", presets::a100_sxm4_80gb,
+                                   {level{"node", 1, interconnect{5_us, 300_GBps}}});
+  transformer_training tr{
+      .global_batch = 4, .sequence = 2048, .framework = frameworks::huggingface};
+  const parallel::nd s{.recomputation = parallel::recompute::full, .micro_batch = 4};
+  const auto full = analytic::evaluate(m, s, gpu, tr);
+  tr.lora = {.rank = 16, .targets = lora_targets::all_linear};
+  // per layer r (n + k): q, k, v, o 16 x (4096 + 4096) = 131,072 each; gate and up
+  // 16 x (11008 + 4096) = 241,664 each; down the same: 1,249,280; x 32 layers = 39,976,960
+  CHECK(analytic::trained_on(m, s, tr, 0).dense == 39'976'960);
+  const auto lora = analytic::evaluate(m, s, gpu, tr);
+  const double P = analytic::parameters_on(m, s, 0).dense;
+  // fp32 parameters under autocast: 4 B each, frozen or not; Adam's two moments for adapters
+  CHECK(lora.memory.weights.count() == Approx(4 * (P + 39'976'960.0)));
+  CHECK(lora.memory.optimizer_states.count() == Approx(8 * 39'976'960.0));
+  CHECK(lora.memory.model_states() < full.memory.model_states() / 3);
+  // the backward runs dX and the adapters' small GEMMs, not the frozen weights' dW
+  CHECK(lora.time.backward < 0.75 * full.time.backward);
+  CHECK(lora.time.forward > full.time.forward);  // the adapters' GEMMs
+  tr.lora.targets = lora_targets::attention;     // q, k, v, o only: 524,288 x 32
+  CHECK(analytic::trained_on(m, s, tr, 0).dense == 16'777'216);
+}
+
+TEST_CASE("tensor-parallel communication overlap hides all but one chunk behind the GEMMs") {
+  // 10 ms of collectives beside 8 ms of GEMMs in 4 chunks: max(10 - 8, 10 / 4) = 2.5 ms
+  CHECK(analytic::overlapped_tensor_comm(seconds{10e-3}, seconds{8e-3}, 4).count() ==
+        Approx(2.5e-3));
+  CHECK(analytic::overlapped_tensor_comm(seconds{10e-3}, seconds{2e-3}, 4).count() == Approx(8e-3));
+  const transformer m = zoo::gpt3_175b();
+  const parallel::nd s{.tensor = {.degree = 8, .sequence = true},
+                       .pipeline = {.degree = 8},
+                       .data = {.degree = 2, .zero = 1},
+                       .micro_batch = 1};
+  transformer_training tr{.global_batch = 64, .sequence = 2048};
+  const auto blocking = analytic::evaluate(m, s, presets::dgx_h100(16), tr);
+  tr.framework.tp_comm_overlap = true;
+  const auto overlapped = analytic::evaluate(m, s, presets::dgx_h100(16), tr);
+  CHECK(overlapped.time.tensor_comm < 0.5 * blocking.time.tensor_comm);
+  CHECK(overlapped.time.tensor_comm >= blocking.time.tensor_comm / 8.0 * 0.999);
+  CHECK(overlapped.time.forward == blocking.time.forward);
+}
+
+TEST_CASE("the search ranks plans per framework and never returns one its engine refuses") {
+  const transformer m = zoo::llama2_7b();
+  transformer_training tr{.global_batch = 64, .sequence = 4096, .framework = frameworks::deepspeed};
+  search::transformer_space space;
+  space.keep = 1000;
+  const cluster c = presets::dgx_a100(2);
+  const auto found = search::sweep(m, c, tr, datasheet_profile(c.dev, h100_fitted_gemm), space);
+  REQUIRE(!found.best.empty());
+  int pipelined = 0, zero3 = 0;
+  for (const auto& r : found.best) {
+    CHECK_FALSE((r.strategy.data.zero >= 2 && r.strategy.pipeline.degree > 1));
+    pipelined += r.strategy.pipeline.degree > 1 ? 1 : 0;
+    zero3 += r.strategy.data.zero == 3 ? 1 : 0;
+  }
+  CHECK(pipelined > 0);  // with ZeRO-0/1
+  CHECK(zero3 > 0);      // without pipelines
+}

@@ -255,6 +255,15 @@ struct stage_parameters {
   return out;
 }
 
+/// The parameters pipeline stage i trains on one rank: all of them, or under LoRA the adapters
+/// of its layers (`lower::adapter_parameters`; the frozen weights keep only their storage copy).
+[[nodiscard]] constexpr stage_parameters trained_on(const transformer& m, const parallel::nd& s,
+                                                    const transformer_training& t, int stage) {
+  if (!t.lora.on()) return parameters_on(m, s, stage);
+  return {s.stage_layers(m, stage) * lower::adapter_parameters(m, lower::shard_of(m, s, t), t), 0,
+          0};
+}
+
 namespace detail {
 /// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
 /// ZeRO stage `zero`, as the framework's engine stores them (`parallel::engine_states`).
@@ -319,7 +328,7 @@ struct plan_keeps {
 }
 
 /// The communication buffers the framework's data-parallel engine holds on one rank of a stage
-/// with `params` parameters:
+/// with `params` trained parameters of `weights` in all:
 /// - Megatron: one gradient bucket in flight (ZeRO-0); ZeRO-3 two layers' gathered weights (the
 ///   current and the prefetched);
 /// - DeepSpeed: the contiguous gradient bucket (`reduce_bucket_size`); ZeRO-3 also the module
@@ -327,7 +336,8 @@ struct plan_keeps {
 /// - FSDP: a unit's unsharded 16-bit gradients and their `reduce_dtype` copy before its
 ///   reduce-scatter; FULL_SHARD also two units gathered (the rate limiter's cap).
 [[nodiscard]] constexpr double engine_buffers(const transformer& m, const parallel::nd& s,
-                                              const transformer_training& t, double params) {
+                                              const transformer_training& t, double params,
+                                              double weights) {
   const frameworks::sharding& e = t.framework.data;
   const int zero = s.data.zero;
   const double tp = s.tensor.degree, wb = t.weight_bytes(), gb = t.gradient_bytes();
@@ -344,7 +354,7 @@ struct plan_keeps {
       if (zero < 3) return bucket;
       const lower::layer_weights w =
           lower::weight_modules(m, lower::shard_of(m, s, t), t, e.persistence_threshold);
-      return bucket + std::min(wb * w.largest + e.prefetch_bucket, wb * params);
+      return bucket + std::min(wb * w.largest + e.prefetch_bucket, wb * weights);
     }
     case frameworks::data_engine::fsdp:
       if (!dp) return 0;
@@ -365,9 +375,16 @@ struct plan_keeps {
   const double dense_shards =
       static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
   const double expert_shards = static_cast<double>(s.data.shards()) * s.context.degree;
-  detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
-  detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
-  {
+  if (t.lora.on()) {
+    // frozen weights: their storage copy only (sharded by ZeRO-3); the adapters train in full
+    const bool z3 = s.data.zero >= 3;
+    mem.weights += bytes{t.weight_bytes() * (n.dense / (z3 ? dense_shards : 1.0) +
+                                             n.expert / (z3 ? expert_shards : 1.0))};
+    detail::add_states(mem, trained_on(m, s, t, stage).dense, dense_shards, s.data.zero, t);
+    mem.embedding_states = bytes{t.weight_bytes() * n.embedding / (z3 ? dense_shards : 1.0)};
+  } else {
+    detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
+    detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
     transformer_memory e;
     detail::add_states(e, n.embedding, dense_shards, s.data.zero, t);
     mem.embedding_states = e.model_states();
@@ -403,11 +420,12 @@ struct plan_keeps {
       x.held_logits = r.keep_logits ? act * T * V : 0.0;
     }
   }
-  mem.buffers = bytes{engine_buffers(m, s, t, n.dense + n.expert)};
   {
+    const stage_parameters tn = trained_on(m, s, t, stage);
+    mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert)};
     const double zs = s.data.zero >= 1 ? dense_shards : 1.0,
                  zx = s.data.zero >= 1 ? expert_shards : 1.0;
-    x.update_buffer = parallel::update_buffer(n.dense / zs + n.expert / zx, t);
+    x.update_buffer = parallel::update_buffer(tn.dense / zs + tn.expert / zx, s.data.zero, t);
   }
   mem.other = bytes{t.reserved};
   mem.batch = bytes{r.batch_bytes_per_token * T};
@@ -641,13 +659,25 @@ constexpr seconds over_axes(comm::collective op, const cluster& c, const paralle
 
 /// Blocking collectives of one layer for one micro-batch on one rank.
 struct layer_collectives {
-  seconds tensor{};            ///< each pass: 2 all-reduces (or all-gather + reduce-scatter)
+  seconds tensor{};  ///< forward: 2 all-reduces (or all-gather + reduce-scatter), not hidden
+  seconds tensor_backward{};   ///< the same in the backward
   seconds context_forward{};   ///< ring attention's K/V exchange not hidden by attention
   seconds context_backward{};  ///< K/V and their gradients, behind attention's backward
   seconds expert{};            ///< each pass: dispatch and combine all-to-alls
   [[nodiscard]] constexpr seconds forward() const { return tensor + context_forward + expert; }
-  [[nodiscard]] constexpr seconds backward() const { return tensor + context_backward + expert; }
+  [[nodiscard]] constexpr seconds backward() const {
+    return tensor_backward + context_backward + expert;
+  }
 };
+
+/// What of a pass's tensor-parallel collectives `comm` stays exposed when the framework overlaps
+/// them with the GEMMs beside them (`recipe::tp_comm_overlap`, Megatron-Core with Transformer
+/// Engine's userbuffers): each all-gather and reduce-scatter is split into `tp` chunks pipelined
+/// with the GEMM it feeds or drains, so it hides behind the layer's GEMM time `gemm` except for
+/// one chunk that starts (or ends) the pipeline.
+[[nodiscard]] constexpr seconds overlapped_tensor_comm(seconds comm, seconds gemm, int tp) {
+  return max(comm - gemm, comm / static_cast<double>(tp));
+}
 
 /// Prices `lower::layer_collectives` on the groups `s` lays out: tensor-parallel collectives as
 /// rings, ring attention's transfers on the context ring's link less the attention they hide
@@ -689,6 +719,14 @@ struct layer_collectives {
   lower::layer_collectives(m, x, tr, lower::phase::forward, v);
   if (x.cp > 1)  // only ring attention's backward differs from its forward
     lower::layer_collectives(m, x, tr, lower::phase::backward, v);
+  v.out.tensor_backward = v.out.tensor;
+  if (tr.framework.tp_comm_overlap && x.tp > 1) {
+    // the GEMMs are the layer's kernels less its attention core
+    v.out.tensor =
+        overlapped_tensor_comm(v.out.tensor, seconds{lc.forward.gpu - lc.attention.gpu}, x.tp);
+    v.out.tensor_backward = overlapped_tensor_comm(
+        v.out.tensor_backward, seconds{lc.backward.gpu - lc.attention_backward}, x.tp);
+  }
   return v.out;
 }
 
@@ -849,7 +887,7 @@ struct calls_per_step {
   T.backward = mb * seconds{lcrit * lc.backward.gpu + (first ? lc.embedding_backward.gpu : 0.0) +
                             (last ? lc.head_backward.gpu : 0.0)};
   T.recompute = mb * lcrit * seconds{sp.recompute.gpu};
-  T.tensor_comm = mb * lcrit * 2.0 * lcoll.tensor;
+  T.tensor_comm = mb * lcrit * (lcoll.tensor + lcoll.tensor_backward);
   T.context_comm = mb * lcrit * (lcoll.context_forward + lcoll.context_backward);
   T.expert_comm = mb * lcrit * 2.0 * lcoll.expert;
   T.pipeline_bubble = s.pipeline.bubble(sum, worst);
@@ -861,26 +899,32 @@ struct calls_per_step {
     T.pipeline_p2p = s.pipeline.sends(mb) * link.transfer(bytes{b * sl * h * act / tp});
   }
 
-  // data parallelism and ZeRO on the critical stage's parameters
-  const stage_parameters n = parameters_on(m, s, critical);
+  // data parallelism and ZeRO on the critical stage's parameters: every weight is gathered,
+  // the trained ones (LoRA: the adapters) reduced and updated
+  const stage_parameters n = parameters_on(m, s, critical), tn = trained_on(m, s, tr, critical);
   const int zero = s.data.zero;
   const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
-  auto dense_and_expert = [&](comm::collective op, double per_param) {
+  auto dense_and_expert_of = [&](const stage_parameters& x, comm::collective op, double per_param) {
     return detail::over_axes(op, c, s, {axis::context, axis::expert, axis::data},
-                             bytes{n.dense * per_param}) +
-           detail::over_axes(op, c, s, {axis::context, axis::data}, bytes{n.expert * per_param});
+                             bytes{x.dense * per_param}) +
+           detail::over_axes(op, c, s, {axis::context, axis::data}, bytes{x.expert * per_param});
+  };
+  auto dense_and_expert = [&](comm::collective op, double per_param) {
+    // ZeRO-3 gathers every weight before use; ZeRO-1/2 gather back what the update changed
+    return dense_and_expert_of(op == comm::collective::all_gather && zero >= 3 ? n : tn, op,
+                               per_param);
   };
   const frameworks::sharding& e = tr.framework.data;
-  const calls_per_step calls = collective_calls(m, s, tr, lcrit, (n.dense + n.expert) * gb);
+  const calls_per_step calls = collective_calls(m, s, tr, lcrit, (tn.dense + tn.expert) * gb);
   const double bucket_fraction =
-      std::min(1.0, calls.bucket / std::max((n.dense + n.expert) * gb, 1.0));
+      std::min(1.0, calls.bucket / std::max((tn.dense + tn.expert) * gb, 1.0));
   const seconds f_mb = T.forward / static_cast<double>(mb);
   const seconds b_mb = (T.backward + T.recompute) / static_cast<double>(mb);
   // the rank's parameter partition (what its optimizer updates)
   const double shards_dense =
       zero >= 1 ? s.data.shards() * s.expert.degree * s.context.degree : 1.0;
   const double shards_expert = zero >= 1 ? s.data.shards() * s.context.degree : 1.0;
-  const double partition = n.dense / shards_dense + n.expert / shards_expert;
+  const double partition = tn.dense / shards_dense + tn.expert / shards_expert;
   const group replicas = detail::replica_group(s);
   if (s.replicas() * s.context.degree > 1) {
     // each call pays the collective's start-up: `calls` calls of an equal share each, as the
@@ -897,7 +941,8 @@ struct calls_per_step {
     seconds ag = zero >= 1 ? called(comm::collective::all_gather, wb, calls.gathers) : seconds{};
     // ZeRO-Infinity: each pass first brings the rank's weight partition over PCIe
     if (zero >= 3 && e.offload_parameters != frameworks::offload_device::none)
-      ag += seconds{partition * wb / (c.host.pcie.count() * offload_efficiency::pcie)};
+      ag += seconds{(n.dense / shards_dense + n.expert / shards_expert) * wb /
+                    (c.host.pcie.count() * offload_efficiency::pcie)};
     const parallel::data_parallel::collective_times dp{
         zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb) : seconds{}, rs, ag};
     T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);

@@ -98,6 +98,10 @@ struct recipe {
   /// vocabulary; 1: the vocabulary is used as configured (an unpadded one slows the head,
   /// `lower::misaligned_gemm_slowdown`). The padded rows' extra work (under 2 %) is not counted.
   int vocabulary_padding = 128;
+  /// tensor-parallel all-gathers and reduce-scatters pipelined with the GEMMs beside them
+  /// (Megatron-Core's `--tp-comm-overlap`, Transformer Engine userbuffers;
+  /// `analytic::overlapped_tensor_comm`); false: they block the stream
+  bool tp_comm_overlap = false;
   /// the data-parallel engine and its configuration (ZeRO, FSDP, offload)
   sharding data{};
 };

@@ -146,7 +146,7 @@ inline parallel::nd parse_nd(const json& j) {
   only_keys(j, p,
             {"tensor", "sequence_parallel", "context", "expert", "pipeline", "virtual_stages",
              "schedule", "first_stage_layers", "last_stage_layers", "data", "zero", "overlap",
-             "bucket_MB", "recompute", "micro_batch", "order"});
+             "bucket_MB", "shard_group", "recompute", "micro_batch", "order"});
   parallel::nd s;
   s.tensor.degree = int_field(j, p, "tensor", 1, max_degree, 1);
   s.tensor.sequence = flag_field(j, p, "sequence_parallel", false);
@@ -166,6 +166,7 @@ inline parallel::nd parse_nd(const json& j) {
   s.data.zero = int_field(j, p, "zero", 0, 3, 0);
   s.data.overlap = num_field(j, p, "overlap", 0.0, 1.0, 1.0);
   s.data.bucket = num_field(j, p, "bucket_MB", 1e-3, 1e6, 100.0) * 1e6;
+  s.data.shard_group = int_field(j, p, "shard_group", 0, max_degree, 0);
   s.recomputation = enum_field(j, p, "recompute", parallel::recompute::none,
                                {{"none", parallel::recompute::none},
                                 {"selective", parallel::recompute::selective},
@@ -193,7 +194,8 @@ inline transformer_training parse_transformer_training(const json& j) {
   const std::string p = "training";
   only_keys(j, p,
             {"global_batch", "sequence", "precision", "optimizer", "gradients", "flash_attention",
-             "reserved_GiB", "framework", "runtime"});
+             "reserved_GiB", "framework", "engine", "offload_optimizer", "offload_parameters",
+             "tp_comm_overlap", "lora", "runtime"});
   transformer_training t;
   t.global_batch = int_field(j, p, "global_batch", 1, 1 << 30, 0, true);
   t.sequence = int_field(j, p, "sequence", 0, 1 << 26, 0);
@@ -212,7 +214,33 @@ inline transformer_training parse_transformer_training(const json& j) {
   t.framework = enum_field(j, p, "framework", frameworks::megatron,
                            {{"megatron", frameworks::megatron},
                             {"pytorch", frameworks::pytorch_eager},
-                            {"huggingface", frameworks::huggingface}});
+                            {"huggingface", frameworks::huggingface},
+                            {"deepspeed", frameworks::deepspeed},
+                            {"fsdp", frameworks::fsdp}});
+  // another data-parallel engine under the framework's model code (e.g. huggingface + deepspeed)
+  t.framework.data = enum_field(j, p, "engine", t.framework.data,
+                                {{"megatron", frameworks::sharding{}},
+                                 {"deepspeed", frameworks::deepspeed_zero},
+                                 {"fsdp", frameworks::fsdp_units}});
+  const std::initializer_list<std::pair<const char*, frameworks::offload_device>> devices{
+      {"none", frameworks::offload_device::none},
+      {"cpu", frameworks::offload_device::cpu},
+      {"nvme", frameworks::offload_device::nvme}};
+  t.framework.data.offload_optimizer =
+      enum_field(j, p, "offload_optimizer", t.framework.data.offload_optimizer, devices);
+  t.framework.data.offload_parameters =
+      enum_field(j, p, "offload_parameters", t.framework.data.offload_parameters, devices);
+  t.framework.tp_comm_overlap = flag_field(j, p, "tp_comm_overlap", t.framework.tp_comm_overlap);
+  if (j.contains("lora")) {  // LoRA adapters over frozen weights
+    const std::string q = p + ".lora";
+    const json& l = j["lora"];
+    if (!l.is_object()) fail(q, "must be an object");
+    only_keys(l, q, {"rank", "targets"});
+    t.lora.rank = int_field(l, q, "rank", 1, 1 << 16, 0, true);
+    t.lora.targets = enum_field(
+        l, q, "targets", lora_targets::all_linear,
+        {{"attention", lora_targets::attention}, {"all_linear", lora_targets::all_linear}});
+  }
   if (j.contains("runtime")) {  // the headroom beside the tensors (`runtime_memory`)
     const std::string q = p + ".runtime";
     const json& r = j["runtime"];
@@ -335,6 +363,7 @@ inline nlohmann::json nd_json(const parallel::nd& s) {
           {"schedule", to_string(s.pipeline.kind)},
           {"data", s.data.degree},
           {"zero", s.data.zero},
+          {"shard_group", s.data.shards()},
           {"recompute", to_string(s.recomputation)},
           {"micro_batch", s.micro_batch}};
 }

@@ -125,9 +125,17 @@ struct builder {
                                double times = 1) const {
     if (backward) memory(what, "backward", c, bytes, times);
   }
+  /// A linear layer LoRA adapts (`transformer_training::lora`): never the router or the head.
+  [[nodiscard]] constexpr bool adapted(std::string_view what) const {
+    if (!tr.lora.on() || what == "router" || what == "output projection") return false;
+    if (tr.lora.targets == lora_targets::all_linear) return true;
+    return what == "QKV" || what == "Q" || what == "K" || what == "V" ||
+           what == "attention projection";
+  }
   constexpr void gemm(std::string_view what, std::string_view part, double m, double n, double k,
                       double times = 1, bool fp32 = false, bool sync = false,
                       bool misaligned = false) const {
+    if (tr.lora.on() && part == "dW") return;  // LoRA freezes every pretrained weight
     kernel_op op{.what = what, .part = part, .kind = kernel_kind::gemm, .m = m, .n = n, .k = k};
     op.times = times;
     op.fp32 = fp32;
@@ -159,11 +167,25 @@ struct builder {
                   : (hf() ? keep_kind::until_loss : keep_kind::weight_copy));
       }
       gemm(what, {}, m, n, k, times, false, false, mis);
+      if (adapted(what)) {  // x A^T, then (x A^T) B^T added to y; A's output kept for dB
+        const double r = tr.lora.rank;
+        gemm(what, "LoRA A", m, r, k, times, false, false);
+        gemm(what, "LoRA B", m, n, r, times, false, false);
+        save("LoRA A output", times * tr.activation_bytes() * m * r);
+      }
       return;
     }
     gemm(what, "dX", m, k, n, times, false, false, mis);
     gemm(what, "dW", k, n, m, times, false, false, mis);
-    if (autocast()) memory(what, "gradient to fp32", stream_class::copy, 6 * elements, times);
+    if (adapted(what)) {  // dB, the gradient through B, dA and the gradient through A
+      const double r = tr.lora.rank;
+      gemm(what, "LoRA dB", n, r, m, times, false, false);
+      gemm(what, "LoRA dX B", m, r, n, times, false, false);
+      gemm(what, "LoRA dA", r, k, m, times, false, false);
+      gemm(what, "LoRA dX A", m, k, r, times, false, false);
+    }
+    if (autocast() && !tr.lora.on())
+      memory(what, "gradient to fp32", stream_class::copy, 6 * elements, times);
     if (in) memory(what, "input gradient to fp32", stream_class::copy, 6 * m * k, times);
   }
   /// A norm over `tokens` x h. Fused (one kernel; bytes at the activation width, as measured;
@@ -552,6 +574,23 @@ struct layer_weights {
       out.largest = out.largest > e ? out.largest : e;
     }
   } v{threshold};
+  layer(m, x, tr, phase::forward, v);
+  return v.out;
+}
+
+/// The LoRA adapter parameters of one layer on one rank (`transformer_training::lora`): r (n + k)
+/// for each adapted n x k weight, read off the lowering's forward adapter GEMMs.
+[[nodiscard]] constexpr double adapter_parameters(const transformer& m, const shard& x,
+                                                  const transformer_training& tr) {
+  if (!tr.lora.on()) return 0;
+  struct visitor {
+    double r, out = 0;
+    constexpr void kernel(const kernel_op& k) {
+      if (k.kind != kernel_kind::gemm) return;
+      if (k.part == "LoRA A") out += k.times * k.n * k.k;  // A: r x k
+      if (k.part == "LoRA B") out += k.times * k.n * k.k;  // B: n x r
+    }
+  } v{static_cast<double>(tr.lora.rank)};
   layer(m, x, tr, phase::forward, v);
   return v.out;
 }

@@ -59,34 +59,40 @@ constexpr void check_zero_stage(int stage) {
   return z;
 }
 
-/// Bytes the optimizer step adds on one GPU for a partition of `n` parameters: DeepSpeed's fp32
-/// copy of the 16-bit gradient partition, one `sub_group_size` group at a time (none when the
-/// optimizer runs on the host).
-[[nodiscard]] constexpr double update_buffer(double n, const transformer_training& t) {
+/// Bytes the optimizer step adds on one GPU for a partition of `n` parameters at ZeRO stage
+/// `stage`: DeepSpeed's fp32 copy of the 16-bit gradient partition, whole under ZeRO-1/2
+/// (stage_1_and_2.py flattens the partition's gradients to fp32 at once) and one
+/// `sub_group_size` group at a time under ZeRO-3; none when the optimizer runs on the host.
+[[nodiscard]] constexpr double update_buffer(double n, int stage, const transformer_training& t) {
   const frameworks::sharding& e = t.framework.data;
   if (e.fp32_gradient_group <= 0 || !t.master_weights() || t.gradient_bytes() >= 4 ||
       e.offload_optimizer != frameworks::offload_device::none)
     return 0;
-  return 4 * std::min(n, e.fp32_gradient_group);
+  return 4 * (stage >= 3 ? std::min(n, e.fp32_gradient_group) : n);
 }
 
 /// The engine's rules for a plan: DeepSpeed's pipeline engine takes ZeRO-1 only, FSDP has no
-/// ZeRO-1, offload needs DeepSpeed and the stages that shard what it moves.
-constexpr void check_engine(const frameworks::sharding& e, int stage, int pipeline_degree) {
+/// ZeRO-1, offload needs DeepSpeed and the stages that shard what it moves. The broken rule's
+/// sentence (`limits::`), or nullptr when the plan is allowed.
+[[nodiscard]] constexpr const char* engine_refuses(const frameworks::sharding& e, int stage,
+                                                   int pipeline_degree) {
   using frameworks::data_engine;
   using frameworks::offload_device;
   if (e.engine == data_engine::deepspeed && stage >= 2 && pipeline_degree > 1)
-    throw plan_error(limits::deepspeed_zero_with_pipeline);
-  if (e.engine == data_engine::fsdp && stage == 1) throw plan_error(limits::fsdp_has_no_zero1);
+    return limits::deepspeed_zero_with_pipeline;
+  if (e.engine == data_engine::fsdp && stage == 1) return limits::fsdp_has_no_zero1;
   const bool opt = e.offload_optimizer != offload_device::none,
              par = e.offload_parameters != offload_device::none;
-  if ((opt || par) && e.engine != data_engine::deepspeed)
-    throw plan_error(limits::offload_needs_deepspeed);
-  if (opt && stage < 1) throw plan_error(limits::offload_optimizer_needs_zero);
-  if (par && stage < 3) throw plan_error(limits::offload_parameters_needs_zero3);
+  if ((opt || par) && e.engine != data_engine::deepspeed) return limits::offload_needs_deepspeed;
+  if (opt && stage < 1) return limits::offload_optimizer_needs_zero;
+  if (par && stage < 3) return limits::offload_parameters_needs_zero3;
   if (!(e.reduce_bucket >= 0 && e.prefetch_bucket >= 0 && e.persistence_threshold >= 0 &&
         e.fp32_gradient_group >= 0))
-    throw plan_error("the framework's bucket sizes must not be negative");
+    return "the framework's bucket sizes must not be negative";
+  return nullptr;
+}
+constexpr void check_engine(const frameworks::sharding& e, int stage, int pipeline_degree) {
+  if (const char* why = engine_refuses(e, stage, pipeline_degree)) throw plan_error(why);
 }
 
 }  // namespace strata::parallel

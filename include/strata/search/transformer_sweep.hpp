@@ -164,6 +164,8 @@ void for_each_plan(const transformer& m, const cluster& c, const transformer_tra
                     const analytic::layer_compute& lc =
                         lcs[static_cast<std::size_t>(per_rc ? rc : space.recompute.front())];
                     if (z > 0 && d * e * cx == 1) continue;  // nothing to shard
+                    // plans the framework's engine refuses (DeepSpeed's ZeRO-2/3 with pipelines)
+                    if (parallel::engine_refuses(tr.framework.data, z, p) != nullptr) continue;
                     visit(
                         parallel::nd{.tensor = {.degree = t, .sequence = sp},
                                      .context = {.degree = cx},

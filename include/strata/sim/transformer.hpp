@@ -270,12 +270,13 @@ struct transformer_run {
     for (int i = 0; i < p; ++i) {
       const auto I = static_cast<std::size_t>(i);
       const auto n = np(i);
+      const auto tn = analytic::trained_on(m, s, tr, i);  // what is reduced (LoRA: adapters)
       const int stage_layers = s.stage_layers(m, i), layers = stage_layers / v;
       // ZeRO-3 gathers one layer's weights at a time, one layer ahead of the compute, in the
       // engine's calls (one per module under DeepSpeed: each pays the start-up)
       const double layer_gather = wire_of((n.dense + n.expert) * wb / (layers * v), false);
       const analytic::calls_per_step calls =
-          analytic::collective_calls(m, s, tr, stage_layers, (n.dense + n.expert) * gb);
+          analytic::collective_calls(m, s, tr, stage_layers, (tn.dense + tn.expert) * gb);
       const double gather_calls = calls.gathers / std::max(1, stage_layers);
       auto gather = [&](const std::string& name, int two_back) {
         std::vector<int> d;
@@ -349,7 +350,7 @@ struct transformer_run {
           // ZeRO-0/1: the stage's last backward releases the gradient buckets layer group by
           // layer group (all of them after it, without overlap)
           const bool reduce_here = next[I] + 1 == prog[I].size() && zero <= 1 && has_dp;
-          const double bucket = (n.dense + n.expert) * gb / o.buckets;
+          const double bucket = (tn.dense + tn.expert) * gb / o.buckets;
           int released = 0;
           auto reduce_bucket = [&](int after) {
             std::vector<int> d{after};
@@ -417,10 +418,10 @@ struct transformer_run {
             if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
             // the engine's calls (per unit, per bucket) each pay the start-up; hybrid sharding
             // then all-reduces the shard across the shard groups
-            const double shard = (n.dense + n.expert) * gb / shards, rr = replicas;
+            const double shard = (tn.dense + tn.expert) * gb / shards, rr = replicas;
             const int r =
                 dp_flow(i, "reduce-scatter gradients " + std::to_string(u.micro),
-                        wire_of((n.dense + n.expert) * gb, false) + 2 * (rr - 1) / rr * shard,
+                        wire_of((tn.dense + tn.expert) * gb, false) + 2 * (rr - 1) / rr * shard,
                         calls.reduces * (dsteps + 2 * (rr - 1)), d);
             prev_dp[I] = r;
             pending[I].push_back(r);
@@ -449,7 +450,7 @@ struct transformer_run {
     const auto I = static_cast<std::size_t>(i);
     std::vector<int> deps = pending[I];
     deps.push_back(last[I]);
-    const auto n = np(i);
+    const auto n = analytic::trained_on(m, s, tr, i);  // what the optimizer updates
     const double sh_dense = zero >= 1 ? shards : 1.0;
     const double sh_expert =
         zero >= 1 ? static_cast<double>(s.data.shards()) * s.context.degree : 1.0;
