@@ -41,6 +41,7 @@ VALIDATION_TESTS = [  # Catch2 test names (wildcards allowed), each run on its o
     "H100 training steps*",
     "Hugging Face steps on an H100*",
     "Lin et al.'s model predicts held-out all-reduce sizes",
+    "published framework runs*",
 ]
 TIMELINES = {  # docs/img/<name>.svg from docs/examples/<scenario>
     "1f1b": "llama3_8b_1f1b.json",
@@ -188,6 +189,33 @@ def tables(out):
         e = [abs(float(r["lin_busbw_gbps"]) / float(r["measured_busbw_gbps"]) - 1) for r in rs]
         lines.append(f"| {s} | {len(rs)} | {100 * sum(e) / len(e):.1f} % | {100 * max(e):.1f} % |")
     t["nccl"] = lines
+    rows = read(out, "validation/published_frameworks.csv")
+    names = {"s_per_iter": "s / iteration", "tokens_per_s": "tokens/s per GPU",
+             "tflops_per_gpu": "TFLOP/s per GPU", "peak_mem_gib": "peak memory", "oom": "out of memory"}
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["source"], r["framework"], r["metric"]), []).append(r)
+    lines = ["| source | framework | metric | rows | median error | range |", "|---|---|---|---|---|---|"]
+    for (src, fw, metric), rs in groups.items():
+        if metric == "oom":
+            hit = sum(1 for r in rs if float(r["predicted"]) > 0)
+            lines.append(f"| {src} | {fw} | {names[metric]} | {len(rs)} | {hit} of {len(rs)} predicted | |")
+            continue
+        e = sorted(float(r["error_pct"]) for r in rs)
+        med = e[len(e) // 2] if len(e) % 2 else 0.5 * (e[len(e) // 2 - 1] + e[len(e) // 2])
+        lines.append(f"| {src} | {fw} | {names[metric]} | {len(rs)} | {med:+.1f} % | "
+                     f"{e[0]:+.1f} to {e[-1]:+.1f} % |")
+    t["published"] = lines
+    rows = read(out, "validation/published_frameworks_skipped.csv")
+    lines = ["| source | framework | metric | why it is not predicted |", "|---|---|---|---|"]
+    seen = set()
+    for r in rows:
+        key = (r["source"], r["metric"], r["why"])
+        if key in seen:
+            continue
+        seen.add(key)
+        lines.append(f"| {r['source']} | {r['framework']} | {names[r['metric']]} | {r['why']} |")
+    t["published_skipped"] = lines
     rows = read(out, "timelines.csv")
     lines = ["| schedule | simulated iteration | closed form | peak GiB per stage (0, 1, 2, 3) |", "|---|---|---|---|"]
     for r in rows:
