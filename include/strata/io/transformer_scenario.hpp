@@ -23,6 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "strata/analytic/transformer.hpp"
+#include "strata/frameworks/deepspeed.hpp"
+#include "strata/frameworks/fsdp.hpp"
 #include "strata/frameworks/huggingface.hpp"
 #include "strata/frameworks/pytorch_eager.hpp"
 #include "strata/io/profile.hpp"
