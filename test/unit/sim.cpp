@@ -52,6 +52,38 @@ TEST_CASE("windowed round robin (Li et al. §3.2.2)") {
   CHECK(r.tasks[1].end == Approx(1.5));
 }
 
+TEST_CASE("round-robin turns that share a link (Li et al. Algorithm 3.1, Share)") {
+  // Two connections (round robin, window 0.25 GB) whose turns cross one 1 GB/s link: a (0.5 GB)
+  // on the first, c (0.25 GB) on the second. Their first turns share the link at 0.5 GB/s and
+  // end at 0.5 s (c is done); a's second turn alone at 1 GB/s ends at 0.75 s. With the
+  // connections at 1 or 2 GB/s the link binds (the turns run on the link's virtual clock); at
+  // 0.4 GB/s the connections bind (progressive filling): 0.25 / 0.4 = 0.625 s per turn, a at
+  // 1.25 s.
+  for (const double own : {1e9, 2e9, 0.4e9}) {
+    simulator s;
+    const int l = s.add_resource({"link", discipline::fair_share, 1e9});
+    const int r1 = s.add_resource({"conn1", discipline::round_robin, own, 0.25e9});
+    const int r2 = s.add_resource({"conn2", discipline::round_robin, own, 0.25e9});
+    s.add_task({.name = "a", .resources = {r1, l}, .work = 0.5e9});
+    s.add_task({.name = "c", .resources = {r2, l}, .work = 0.25e9});
+    const auto r = s.run();
+    const double turn = own < 1e9 ? 0.25e9 / own : 0.5;
+    CHECK(r.tasks[1].end == Approx(turn));
+    CHECK(r.tasks[0].end == Approx(turn + (own < 1e9 ? turn : 0.25)));
+    CHECK(r.busy[0] == Approx(r.tasks[0].end));
+  }
+  // A turn and a plain flow on the same link: 0.5 GB/s each until the turn's 0.25 GB end at
+  // 0.5 s, then the flow's last 0.25 GB alone: 0.75 s.
+  simulator s;
+  const int l = s.add_resource({"link", discipline::fair_share, 1e9});
+  const int rr = s.add_resource({"conn", discipline::round_robin, 1e9, 0.25e9});
+  s.add_task({.name = "turn", .resources = {rr, l}, .work = 0.25e9});
+  s.add_task({.name = "flow", .resources = {l}, .work = 0.5e9});
+  const auto r = s.run();
+  CHECK(r.tasks[0].end == Approx(0.5));
+  CHECK(r.tasks[1].end == Approx(0.75));
+}
+
 TEST_CASE("overlap factor gamma (Proteus §VI-C)") {
   // 1 s of compute overlapping 0.5 s of communication on the same device, gamma = 0.5: the
   // first 0.5 s run at 1/1.5, doing 1/3 of the work; the other 2/3 alone: ends at 7/6 s.

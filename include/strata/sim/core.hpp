@@ -124,31 +124,33 @@ class simulator {
     return static_cast<int>(tensors_.size()) - 1;
   }
   int add_task(task_spec t) {
-    const std::string who = "task '" + t.name + "'";
-    if (!(t.work >= 0)) throw plan_error(who + ": negative work");
-    if (!(t.latency >= 0)) throw plan_error(who + ": negative latency");
-    if (t.resources.empty()) throw plan_error(who + ": needs a resource");
+    auto fail = [&](const char* what) {  // the name is only put together for the message
+      throw plan_error("task '" + t.name + "': " + what);
+    };
+    if (!(t.work >= 0)) fail("negative work");
+    if (!(t.latency >= 0)) fail("negative latency");
+    if (t.resources.empty()) fail("needs a resource");
+    const auto nr = static_cast<int>(resources_.size());
     for (int r : t.resources)
-      if (r < 0 || r >= static_cast<int>(resources_.size()))
-        throw plan_error(who + ": unknown resource");
+      if (r < 0 || r >= nr) fail("unknown resource");
     const discipline k = resources_[static_cast<std::size_t>(t.resources[0])].kind;
     for (std::size_t x = 1; x < t.resources.size(); ++x)
       if (resources_[static_cast<std::size_t>(t.resources[x])].kind != discipline::fair_share ||
           k == discipline::fifo)
-        throw plan_error(
-            who + ": only fair-share flows and round-robin turns may cross fair-share links");
+        fail("only fair-share flows and round-robin turns may cross fair-share links");
+    const auto nt = static_cast<int>(tasks_.size());
     for (int d : t.deps)
-      if (d < 0 || d >= static_cast<int>(tasks_.size()))
-        throw plan_error(who + ": depends on a task that does not exist (yet)");
+      if (d < 0 || d >= nt) fail("depends on a task that does not exist (yet)");
+    const auto nx = static_cast<int>(tensors_.size());
     for (int x : t.produces)
-      if (x < 0 || x >= static_cast<int>(tensors_.size()))
-        throw plan_error(who + ": produces an unknown tensor");
+      if (x < 0 || x >= nx) fail("produces an unknown tensor");
     for (int x : t.consumes)
-      if (x < 0 || x >= static_cast<int>(tensors_.size()))
-        throw plan_error(who + ": consumes an unknown tensor");
+      if (x < 0 || x >= nx) fail("consumes an unknown tensor");
     tasks_.push_back(std::move(t));
-    return static_cast<int>(tasks_.size()) - 1;
+    return nt;
   }
+  /// Room for `tasks` tasks, so that a large graph is not moved as it grows.
+  void reserve(std::size_t tasks) { tasks_.reserve(tasks); }
   /// Proteus's overlap factor gamma.
   void set_overlap_factor(double gamma) {
     if (!(gamma >= 0) || !(gamma <= 1e6))  // NaN fails both
@@ -199,6 +201,31 @@ struct flow_end {
   int task;
   bool operator>(const flow_end& o) const { return at != o.at ? at > o.at : task > o.task; }
 };
+enum class task_state : unsigned char { blocked, delayed, queued, serving, done };
+/// What the event loop reads and writes of one task, together: an event touches one or two
+/// cache lines per task rather than one per array (a task_spec holds a name and four vectors).
+struct task_hot {
+  double left = 0;       ///< of the current turn or flow, at `last`
+  double rate = 0;       ///< seconds or bytes per second; 0: not rated yet
+  double last = 0;       ///< when `left` was last brought up to date
+  double due = 0;        ///< predicted completion, or the end of the latency
+  double remaining = 0;  ///< of the whole task
+  double work = 0, latency = 0;
+  int first = 0;   ///< its own resource
+  int rbegin = 0;  ///< its resources in the flat list: [rbegin, rend)
+  int rend = 0;
+  int waiting = 0;       ///< dependencies not done yet
+  int qnext = -1;        ///< next in its resource's waiting line
+  int comm_device = -1;  ///< the device whose compute it slows (gamma); -1: none
+  int slow_device = -1;  ///< a compute task: its device, whose communication slows it
+  unsigned version = 0;
+  discipline kind = discipline::fifo;
+  task_state st = task_state::blocked;
+  bool turn_over = false;    ///< a round-robin turn over several links that just ended
+  bool single_turn = false;  ///< round-robin turns that cross one link they cannot saturate
+  bool memory = false;       ///< produces or consumes tensors
+  [[nodiscard]] double tolerance() const { return 1e-12 * (work + 1e-30); }
+};
 }  // namespace detail
 
 /// The event loop. Each in-service fifo / round-robin task and each flow crossing several links
@@ -206,90 +233,102 @@ struct flow_end {
 /// binary heap. The flows that cross a single link share it equally (max-min fairness gives
 /// them one rate), so each such link keeps a virtual clock (bytes served to each of its flows)
 /// and a heap of its flows by the virtual time they complete: one event per link, whatever the
-/// number of flows. Fair shares are recomputed only when the set of flows changes (only on the
-/// links touched when no flow crosses several links), gamma's slowdown only when a device's
-/// communication starts or stops. A task completes at its predicted time, or within 1e-12 of its
-/// work of it, so tasks that end together (up to rounding) end in one event, in index order.
-/// Nothing is allocated per event once the buffers have grown.
+/// number of flows. A round-robin turn that crosses one fair-share link no faster than its own
+/// resource's capacity is such a flow too (its own capacity never binds: a fair share is at most
+/// the link's capacity), as in Li et al.'s single-server layout. Fair shares are recomputed only
+/// when the set of flows changes (only on the links touched when no flow crosses several links),
+/// gamma's slowdown only when a device's communication starts or stops. A task completes at its
+/// predicted time, or within 1e-12 of its work of it, so tasks that end together (up to
+/// rounding) end in one event, in index order. Nothing is allocated per event once the buffers
+/// have grown.
 inline result simulator::run() const {
+  using detail::task_state;
   const std::size_t n = tasks_.size(), nr = resources_.size();
   result res;
   res.tasks.assign(n, {});
   res.busy.assign(nr, 0.0);
+  // One pass over the specs (a large graph's specs do not fit in cache): the tasks' loop
+  // state packed, their resources and dependencies as flat arrays, the devices, the readers.
+  std::vector<detail::task_hot> T(n);
+  std::vector<int> next_start(n + 1, 0), next, rlist, dlist;
+  rlist.reserve(n + n / 2);
+  dlist.reserve(n + n / 2);
+  std::vector<int> readers(tensors_.size(), 0);
   int devices = 0;
-  for (const auto& t : tasks_) devices = std::max(devices, t.device + 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    const task_spec& t = tasks_[i];
+    detail::task_hot& h = T[i];
+    devices = std::max(devices, t.device + 1);
+    h.work = t.work;
+    h.latency = t.latency;
+    h.first = t.resources[0];
+    h.kind = resources_[static_cast<std::size_t>(h.first)].kind;
+    h.comm_device = t.cls == task_class::communication ? t.device : -1;
+    h.slow_device = t.cls == task_class::compute ? std::max(t.device, -1) : -1;
+    h.memory = !t.produces.empty() || !t.consumes.empty();
+    for (int x : t.consumes) ++readers[static_cast<std::size_t>(x)];
+    h.rbegin = static_cast<int>(rlist.size());
+    rlist.insert(rlist.end(), t.resources.begin(), t.resources.end());
+    h.rend = static_cast<int>(rlist.size());
+    h.single_turn = h.kind == discipline::round_robin && t.resources.size() == 2 &&
+                    resources_[static_cast<std::size_t>(t.resources[1])].capacity <=
+                        resources_[static_cast<std::size_t>(h.first)].capacity;
+    h.waiting = static_cast<int>(t.deps.size());
+    for (int d : t.deps) ++next_start[static_cast<std::size_t>(d) + 1];
+    dlist.insert(dlist.end(), t.deps.begin(), t.deps.end());
+  }
   for (const auto& x : tensors_) devices = std::max(devices, x.device + 1);
   const auto nd = static_cast<std::size_t>(devices);
   res.peak_memory.assign(nd, 0.0);
   std::vector<double> mem(nd, 0.0);
-  std::vector<int> readers(tensors_.size(), 0);
-  for (const auto& t : tasks_)
-    for (int x : t.consumes) ++readers[static_cast<std::size_t>(x)];
-  std::vector<bool> unread(tensors_.size());
+  std::vector<char> unread(tensors_.size());
   for (std::size_t x = 0; x < tensors_.size(); ++x) unread[x] = readers[x] == 0;
-
-  // dependents as one flat array
-  std::vector<int> waiting(n, 0), next_start(n + 1, 0), next;
-  for (std::size_t i = 0; i < n; ++i)
-    for (int d : tasks_[i].deps) {
-      ++waiting[i];
-      ++next_start[static_cast<std::size_t>(d) + 1];
-    }
+  // dependents, from the dependencies: task i's are next[next_start[i], next_start[i + 1])
   for (std::size_t i = 0; i < n; ++i) next_start[i + 1] += next_start[i];
   next.resize(static_cast<std::size_t>(next_start[n]));
   {
     std::vector<int> fill(next_start.begin(), next_start.end() - 1);
+    std::size_t k = 0;
     for (std::size_t i = 0; i < n; ++i)
-      for (int d : tasks_[i].deps)
-        next[static_cast<std::size_t>(fill[static_cast<std::size_t>(d)]++)] = static_cast<int>(i);
+      for (int w = T[i].waiting; w > 0; --w)
+        next[static_cast<std::size_t>(fill[static_cast<std::size_t>(dlist[k++])]++)] =
+            static_cast<int>(i);
   }
-  // what the loop reads of each task, packed (a task_spec holds a name and four vectors)
-  std::vector<int> first(n), comm_device(n);
-  std::vector<discipline> kind(n);
-  std::vector<double> tol(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const task_spec& t = tasks_[i];
-    first[i] = t.resources[0];
-    kind[i] = resources_[static_cast<std::size_t>(first[i])].kind;
-    comm_device[i] = t.cls == task_class::communication ? t.device : -1;
-    tol[i] = 1e-12 * (t.work + 1e-30);
-  }
-  auto kind_of = [&](int i) { return kind[static_cast<std::size_t>(i)]; };
-  enum class state : unsigned char { blocked, delayed, queued, serving, done };
-  std::vector<state> st(n, state::blocked);
-  std::vector<double> remaining(n, 0.0), left(n, 0.0), rate(n, 0.0), last(n, 0.0), due(n, 0.0);
-  std::vector<unsigned> version(n + nr, 0);
+  auto at = [&](int i) -> detail::task_hot& { return T[static_cast<std::size_t>(i)]; };
+  auto res_of = [&](const detail::task_hot& h) {
+    return std::pair{rlist.data() + h.rbegin, rlist.data() + h.rend};
+  };
+  std::vector<unsigned> link_version(nr, 0);
   // fifo / round-robin waiting lines, linked through the tasks (a task waits in one at most)
-  std::vector<int> qhead(nr, -1), qtail(nr, -1), qnext(n, -1);
+  std::vector<int> qhead(nr, -1), qtail(nr, -1);
   auto queue_push = [&](int r, int i) {
     const auto ur = static_cast<std::size_t>(r);
-    qnext[static_cast<std::size_t>(i)] = -1;
+    at(i).qnext = -1;
     if (qtail[ur] < 0)
       qhead[ur] = i;
     else
-      qnext[static_cast<std::size_t>(qtail[ur])] = i;
+      at(qtail[ur]).qnext = i;
     qtail[ur] = i;
   };
   auto queue_pop = [&](std::size_t ur) {
     const int i = qhead[ur];
-    qhead[ur] = qnext[static_cast<std::size_t>(i)];
+    qhead[ur] = at(i).qnext;
     if (qhead[ur] < 0) qtail[ur] = -1;
     return i;
   };
-  std::vector<int> in_service(nr, -1);    // fifo / round-robin: the task served
-  std::vector<bool> turn_over(n, false);  // round-robin turns over links that just ended
-  std::vector<int> joined;                // links round-robin turns joined in `dispatch`
-  std::vector<int> multi;                 // flows crossing several links, in start order
-  std::vector<int> link_users(nr, 0);     // fair-share: flows crossing the link
-  std::vector<int> link_multi(nr, 0);     // ... of which cross other links too
+  std::vector<int> in_service(nr, -1);  // fifo / round-robin: the task served
+  std::vector<int> joined;              // links round-robin turns joined in `dispatch`
+  std::vector<int> multi;               // flows crossing several links, in start order
+  std::vector<int> link_users(nr, 0);   // fair-share: flows crossing the link
+  std::vector<int> link_multi(nr, 0);   // ... of which cross other links too
   // single-link flows: per link, a virtual clock and its flows by completion
   std::vector<double> vclock(nr, 0.0), vlast(nr, 0.0), vshare(nr, 0.0);
   std::vector<std::priority_queue<detail::flow_end, std::vector<detail::flow_end>, std::greater<>>>
       link_flows(nr);
-  std::vector<bool> was_busy(nr, false);
+  std::vector<char> was_busy(nr, 0);
   std::vector<double> busy_since(nr, 0.0);
   std::vector<int> comm_count(nd, 0);  // communication tasks in service per device
-  std::vector<bool> comm_on(nd, false);
+  std::vector<char> comm_on(nd, 0);
   // per device: the fifo resources that serve its compute tasks (for gamma)
   std::vector<std::vector<int>> compute_streams(nd);
   if (gamma_ > 0)
@@ -304,46 +343,50 @@ inline result simulator::run() const {
   std::size_t finished = 0;
   bool shares_changed = false;  // a flow crossing several links started or ended
   std::vector<int> touched_resources, touched_devices, started, done_now, turns, wakes;
-  std::vector<bool> resource_mark(nr, false), device_mark(nd, false), link_dirty(nr, false);
+  std::vector<char> resource_mark(nr, 0), device_mark(nd, 0), link_dirty(nr, 0);
   std::vector<double> link_left(nr), share_of;       // progressive-filling scratch
   std::vector<int> users(nr), fair_links, fair_ids;  // fair_ids: every fair-share link
   for (std::size_t r = 0; r < nr; ++r)
     if (resources_[r].kind == discipline::fair_share) fair_ids.push_back(static_cast<int>(r));
   std::vector<detail::event> popped;
 
-  auto tolerance = [&](int i) { return tol[static_cast<std::size_t>(i)]; };
+  auto version_of = [&](int id) -> unsigned& {
+    return static_cast<std::size_t>(id) < n ? T[static_cast<std::size_t>(id)].version
+                                            : link_version[static_cast<std::size_t>(id) - n];
+  };
+  auto tolerance = [&](int i) { return at(i).tolerance(); };
   auto touch_resource = [&](int r) {
     if (!resource_mark[static_cast<std::size_t>(r)]) {
-      resource_mark[static_cast<std::size_t>(r)] = true;
+      resource_mark[static_cast<std::size_t>(r)] = 1;
       touched_resources.push_back(r);
     }
   };
   auto comm_change = [&](int i, int delta) {
-    const int dev = comm_device[static_cast<std::size_t>(i)];
+    const int dev = at(i).comm_device;
     if (dev < 0) return;
     const auto d = static_cast<std::size_t>(dev);
     comm_count[d] += delta;
     if (!device_mark[d]) {
-      device_mark[d] = true;
+      device_mark[d] = 1;
       touched_devices.push_back(dev);
     }
   };
   auto predict = [&](int i) {  // (re)schedules task i's next completion
-    const auto ii = static_cast<std::size_t>(i);
-    due[ii] = now + left[ii] / rate[ii];
-    max_slack = std::max(max_slack, tolerance(i) / rate[ii]);
-    heap.push({due[ii], i, ++version[ii]});
+    detail::task_hot& h = at(i);
+    h.due = now + h.left / h.rate;
+    max_slack = std::max(max_slack, h.tolerance() / h.rate);
+    heap.push({h.due, i, ++h.version});
   };
   auto set_rate = [&](int i, double r) {  // progress so far at the old rate, then the new one
-    const auto ii = static_cast<std::size_t>(i);
-    if (rate[ii] == r) return;
-    if (rate[ii] > 0) {
-      const double sent = rate[ii] * (now - last[ii]);
-      left[ii] = std::max(0.0, left[ii] - sent);
-      remaining[ii] -= sent;
+    detail::task_hot& h = at(i);
+    if (h.rate == r) return;
+    if (h.rate > 0) {
+      const double sent = h.rate * (now - h.last);
+      h.left = std::max(0.0, h.left - sent);
+      h.remaining -= sent;
     }
-    last[ii] = now;
-    rate[ii] = r;
+    h.last = now;
+    h.rate = r;
     predict(i);
   };
   auto advance_link = [&](std::size_t r) {  // the link's virtual clock up to now
@@ -351,25 +394,25 @@ inline result simulator::run() const {
     vlast[r] = now;
   };
   auto predict_link = [&](std::size_t r) {
-    auto& v = version[n + r];
+    auto& v = link_version[r];
     if (link_flows[r].empty() || !(vshare[r] > 0)) {
       ++v;
       return;
     }
     const detail::flow_end& f = link_flows[r].top();
-    const double at = now + std::max(0.0, f.at - vclock[r]) / vshare[r];
+    const double t = now + std::max(0.0, f.at - vclock[r]) / vshare[r];
     max_slack = std::max(max_slack, tolerance(f.task) / vshare[r]);
-    heap.push({at, static_cast<int>(n + r), ++v});
+    heap.push({t, static_cast<int>(n + r), ++v});
   };
   auto fifo_rate = [&](int i, std::size_t r) {
-    const auto& t = tasks_[static_cast<std::size_t>(i)];
     if (resources_[r].kind == discipline::round_robin) return resources_[r].capacity;
-    const bool slowed = t.cls == task_class::compute && t.device >= 0 &&
-                        comm_on[static_cast<std::size_t>(t.device)];
+    const int dev = at(i).slow_device;
+    const bool slowed = dev >= 0 && comm_on[static_cast<std::size_t>(dev)];
     return slowed ? 1.0 / (1.0 + gamma_) : 1.0;
   };
 
   auto allocate = [&](int i) {
+    if (!at(i).memory) return;
     for (int x : tasks_[static_cast<std::size_t>(i)].produces) {
       const auto& t = tensors_[static_cast<std::size_t>(x)];
       auto& m = mem[static_cast<std::size_t>(t.device)];
@@ -384,6 +427,7 @@ inline result simulator::run() const {
     }
   };
   auto release = [&](int i) {
+    if (!at(i).memory) return;
     auto drop = [&](int x) {
       const auto& t = tensors_[static_cast<std::size_t>(x)];
       mem[static_cast<std::size_t>(t.device)] -= t.bytes;
@@ -396,30 +440,31 @@ inline result simulator::run() const {
   };
   auto enqueue = [&](int i) {
     const auto ii = static_cast<std::size_t>(i);
-    const task_spec& t = tasks_[ii];
-    st[ii] = state::queued;
-    remaining[ii] = t.work;
-    const int r = t.resources[0];
-    if (resources_[static_cast<std::size_t>(r)].kind == discipline::fair_share) {
-      st[ii] = state::serving;
+    detail::task_hot& h = T[ii];
+    h.st = task_state::queued;
+    h.remaining = h.work;
+    const int r = h.first;
+    if (h.kind == discipline::fair_share) {
+      h.st = task_state::serving;
       res.tasks[ii].start = now;
       allocate(i);
-      for (int x : t.resources) {
-        const auto ux = static_cast<std::size_t>(x);
+      const auto [rb, re] = res_of(h);
+      for (const int* x = rb; x != re; ++x) {
+        const auto ux = static_cast<std::size_t>(*x);
         ++link_users[ux];
-        link_dirty[ux] = true;
-        touch_resource(x);
+        link_dirty[ux] = 1;
+        touch_resource(*x);
       }
-      if (t.resources.size() == 1) {
+      if (re - rb == 1) {
         const auto ur = static_cast<std::size_t>(r);
         advance_link(ur);
-        link_flows[ur].push({vclock[ur] + t.work, i});
+        link_flows[ur].push({vclock[ur] + h.work, i});
       } else {
         multi.push_back(i);
-        for (int x : t.resources) ++link_multi[static_cast<std::size_t>(x)];
-        left[ii] = t.work;
-        rate[ii] = 0;
-        last[ii] = now;
+        for (const int* x = rb; x != re; ++x) ++link_multi[static_cast<std::size_t>(*x)];
+        h.left = h.work;
+        h.rate = 0;
+        h.last = now;
         shares_changed = true;
       }
       comm_change(i, +1);
@@ -429,13 +474,12 @@ inline result simulator::run() const {
     }
   };
   auto make_ready = [&](int i) {
-    const auto ii = static_cast<std::size_t>(i);
-    res.tasks[ii].ready = now;
-    const double lat = tasks_[ii].latency;
-    if (lat > 0) {
-      st[ii] = state::delayed;
-      due[ii] = now + lat;
-      heap.push({due[ii], i, ++version[ii]});
+    detail::task_hot& h = at(i);
+    res.tasks[static_cast<std::size_t>(i)].ready = now;
+    if (h.latency > 0) {
+      h.st = task_state::delayed;
+      h.due = now + h.latency;
+      heap.push({h.due, i, ++h.version});
     } else {
       enqueue(i);
     }
@@ -449,28 +493,37 @@ inline result simulator::run() const {
       if (in_service[ur] >= 0 || qhead[ur] < 0) continue;
       const int i = queue_pop(ur);
       const auto ii = static_cast<std::size_t>(i);
+      detail::task_hot& h = T[ii];
       in_service[ur] = i;
-      const bool first_turn = st[ii] == state::queued;
+      const bool first_turn = h.st == task_state::queued;
       if (first_turn) {
-        st[ii] = state::serving;
+        h.st = task_state::serving;
         res.tasks[ii].start = now;
         allocate(i);
       }
-      left[ii] = resources_[ur].kind == discipline::round_robin &&
-                         (first_turn || !resources_[ur].window_once)
-                     ? std::min(resources_[ur].window, remaining[ii])
-                     : remaining[ii];
-      rate[ii] = 0;
-      last[ii] = now;
+      h.left = resources_[ur].kind == discipline::round_robin &&
+                       (first_turn || !resources_[ur].window_once)
+                   ? std::min(resources_[ur].window, h.remaining)
+                   : h.remaining;
+      h.rate = 0;
+      h.last = now;
       comm_change(i, +1);
-      const auto& rs = tasks_[ii].resources;
-      if (rs.size() > 1) {  // a round-robin turn over fair-share links: rated by `fill`
-        for (std::size_t x = 1; x < rs.size(); ++x) {
-          const auto ux = static_cast<std::size_t>(rs[x]);
+      const auto [rb, re] = res_of(h);
+      if (h.single_turn) {  // a flow of the link's virtual clock (the link's share binds)
+        const int x = rb[1];
+        const auto ux = static_cast<std::size_t>(x);
+        ++link_users[ux];
+        link_dirty[ux] = 1;
+        joined.push_back(x);
+        advance_link(ux);
+        link_flows[ux].push({vclock[ux] + h.left, i});
+      } else if (re - rb > 1) {  // a round-robin turn over fair-share links: rated by `fill`
+        for (const int* x = rb + 1; x != re; ++x) {
+          const auto ux = static_cast<std::size_t>(*x);
           ++link_users[ux];
           ++link_multi[ux];
-          link_dirty[ux] = true;
-          joined.push_back(rs[x]);  // touched after the loop (it walks touched_resources)
+          link_dirty[ux] = 1;
+          joined.push_back(*x);  // touched after the loop (it walks touched_resources)
         }
         multi.push_back(i);
         shares_changed = true;
@@ -482,23 +535,23 @@ inline result simulator::run() const {
   };
   auto finish = [&](int i) {
     const auto ii = static_cast<std::size_t>(i);
-    st[ii] = state::done;
+    T[ii].st = task_state::done;
     res.tasks[ii].end = now;
     release(i);
     ++finished;
     for (int k = next_start[ii]; k < next_start[ii + 1]; ++k) {
       const int j = next[static_cast<std::size_t>(k)];
-      if (--waiting[static_cast<std::size_t>(j)] == 0) make_ready(j);
+      if (--at(j).waiting == 0) make_ready(j);
     }
   };
   auto set_link_share = [&](std::size_t r, double share) {
     if (share != vshare[r]) {
       advance_link(r);
       vshare[r] = share;
-      link_dirty[r] = true;
+      link_dirty[r] = 1;
     }
     if (link_dirty[r]) predict_link(r);
-    link_dirty[r] = false;
+    link_dirty[r] = 0;
   };
   // Max-min fair rates by progressive filling over every link in use: the flows crossing
   // several links one by one, each link's single-link flows together.
@@ -531,12 +584,13 @@ inline result simulator::run() const {
       const auto ub = static_cast<std::size_t>(bottleneck);
       for (std::size_t q = 0; q < multi.size(); ++q) {
         if (share_of[q] >= 0) continue;
-        const auto& rs = tasks_[static_cast<std::size_t>(multi[q])].resources;
-        const auto from = rs.begin() + (kind_of(multi[q]) == discipline::fair_share ? 0 : 1);
-        if (std::find(from, rs.end(), bottleneck) == rs.end()) continue;
+        const detail::task_hot& h = at(multi[q]);
+        const int* from = rlist.data() + h.rbegin + (h.kind == discipline::fair_share ? 0 : 1);
+        const int* to = rlist.data() + h.rend;
+        if (std::find(from, to, bottleneck) == to) continue;
         share_of[q] = share;
         --unfixed;
-        for (auto x = from; x != rs.end(); ++x) {
+        for (const int* x = from; x != to; ++x) {
           link_left[static_cast<std::size_t>(*x)] -= share;
           --users[static_cast<std::size_t>(*x)];
         }
@@ -552,8 +606,9 @@ inline result simulator::run() const {
     for (std::size_t q = 0; q < multi.size(); ++q)
       if (share_of[q] >= 0) {
         const int i = multi[q];
-        const auto own = static_cast<std::size_t>(first[static_cast<std::size_t>(i)]);
-        set_rate(i, kind_of(i) == discipline::fair_share
+        const detail::task_hot& h = at(i);
+        const auto own = static_cast<std::size_t>(h.first);
+        set_rate(i, h.kind == discipline::fair_share
                         ? share_of[q]
                         : std::min(share_of[q], resources_[own].capacity));
       }
@@ -562,20 +617,19 @@ inline result simulator::run() const {
   auto settle = [&]() {
     for (int d : touched_devices) {
       const auto ud = static_cast<std::size_t>(d);
-      device_mark[ud] = false;
+      device_mark[ud] = 0;
       const bool on = comm_count[ud] > 0;
-      if (on == comm_on[ud]) continue;
+      if (on == static_cast<bool>(comm_on[ud])) continue;
       comm_on[ud] = on;
       for (int r : compute_streams[ud]) {  // gamma > 0 only
         const int i = in_service[static_cast<std::size_t>(r)];
-        if (i >= 0 && rate[static_cast<std::size_t>(i)] > 0)
-          set_rate(i, fifo_rate(i, static_cast<std::size_t>(r)));
+        if (i >= 0 && at(i).rate > 0) set_rate(i, fifo_rate(i, static_cast<std::size_t>(r)));
       }
     }
     touched_devices.clear();
     for (int i : started) {
-      const auto r = static_cast<std::size_t>(first[static_cast<std::size_t>(i)]);
-      rate[static_cast<std::size_t>(i)] = fifo_rate(i, r);
+      detail::task_hot& h = at(i);
+      h.rate = fifo_rate(i, static_cast<std::size_t>(h.first));
       predict(i);
     }
     started.clear();
@@ -595,8 +649,8 @@ inline result simulator::run() const {
     shares_changed = false;
     for (int r : touched_resources) {
       const auto ur = static_cast<std::size_t>(r);
-      resource_mark[ur] = false;
-      link_dirty[ur] = false;
+      resource_mark[ur] = 0;
+      link_dirty[ur] = 0;
       const bool busy =
           resources_[ur].kind == discipline::fair_share ? link_users[ur] > 0 : in_service[ur] >= 0;
       if (busy && !was_busy[ur]) busy_since[ur] = now;
@@ -606,26 +660,32 @@ inline result simulator::run() const {
     touched_resources.clear();
   };
   auto flow_leaves = [&](int i) {
-    const auto& spec = tasks_[static_cast<std::size_t>(i)];
-    for (int x : spec.resources) {
-      const auto ux = static_cast<std::size_t>(x);
+    detail::task_hot& h = at(i);
+    const auto [rb, re] = res_of(h);
+    for (const int* x = rb; x != re; ++x) {
+      const auto ux = static_cast<std::size_t>(*x);
       --link_users[ux];
-      link_dirty[ux] = true;
-      touch_resource(x);
+      link_dirty[ux] = 1;
+      touch_resource(*x);
     }
     comm_change(i, -1);
-    remaining[static_cast<std::size_t>(i)] = 0;
+    h.remaining = 0;
     done_now.push_back(i);
+  };
+  auto turn_leaves = [&](int i, std::size_t r) {  // a single-link round-robin turn is over
+    --link_users[r];
+    link_dirty[r] = 1;
+    touch_resource(static_cast<int>(r));
+    turns.push_back(i);
   };
 
   for (std::size_t i = 0; i < n; ++i)
-    if (waiting[i] == 0) make_ready(static_cast<int>(i));
+    if (T[i].waiting == 0) make_ready(static_cast<int>(i));
   dispatch();
   settle();
 
   while (finished < n) {
-    while (!heap.empty() && heap.top().version != version[static_cast<std::size_t>(heap.top().id)])
-      heap.pop();
+    while (!heap.empty() && heap.top().version != version_of(heap.top().id)) heap.pop();
     if (heap.empty())
       throw plan_error("the task graph has a cycle: " + std::to_string(n - finished) +
                        " tasks can never start");
@@ -639,7 +699,7 @@ inline result simulator::run() const {
     while (!heap.empty() && heap.top().time <= t + max_slack) {
       const detail::event e = heap.top();
       heap.pop();
-      if (e.version == version[static_cast<std::size_t>(e.id)]) popped.push_back(e);
+      if (e.version == version_of(e.id)) popped.push_back(e);
     }
     bool multi_ended = false;
     for (const detail::event& e : popped) {
@@ -650,48 +710,51 @@ inline result simulator::run() const {
           heap.push(e);
           continue;
         }
-        ++version[n + r];
+        ++link_version[r];
         advance_link(r);
         vclock[r] = std::max(vclock[r], q.top().at);  // the first flow is done
         while (!q.empty() && q.top().at <= vclock[r] + tolerance(q.top().task)) {
           const int i = q.top().task;
           q.pop();
-          flow_leaves(i);
+          if (at(i).kind == discipline::fair_share)
+            flow_leaves(i);
+          else
+            turn_leaves(i, r);
         }
         continue;
       }
       const int i = e.id;
-      const auto ii = static_cast<std::size_t>(i);
-      if (st[ii] == state::delayed) {
-        if (due[ii] <= now) {
-          ++version[ii];
+      detail::task_hot& h = at(i);
+      if (h.st == task_state::delayed) {
+        if (h.due <= now) {
+          ++h.version;
           wakes.push_back(i);
         } else {
           heap.push(e);
         }
         continue;
       }
-      if (!(due[ii] <= now + tolerance(i) / rate[ii])) {
+      if (!(h.due <= now + h.tolerance() / h.rate)) {
         heap.push(e);
         continue;
       }
-      ++version[ii];
-      if (kind_of(i) == discipline::fair_share) {
+      ++h.version;
+      const auto [rb, re] = res_of(h);
+      if (h.kind == discipline::fair_share) {
         multi_ended = true;
-        for (int x : tasks_[ii].resources) --link_multi[static_cast<std::size_t>(x)];
-        st[ii] = state::done;  // marks it for removal from `multi`
+        for (const int* x = rb; x != re; ++x) --link_multi[static_cast<std::size_t>(*x)];
+        h.st = task_state::done;  // marks it for removal from `multi`
         flow_leaves(i);
       } else {
-        const auto& rs = tasks_[ii].resources;
-        if (rs.size() > 1) {  // a round-robin turn leaves its links
+        if (re - rb > 1) {  // a round-robin turn leaves its links
           multi_ended = true;
-          turn_over[ii] = true;
-          for (std::size_t x = 1; x < rs.size(); ++x) {
-            const auto ux = static_cast<std::size_t>(rs[x]);
+          h.turn_over = true;
+          for (const int* x = rb + 1; x != re; ++x) {
+            const auto ux = static_cast<std::size_t>(*x);
             --link_multi[ux];
             --link_users[ux];
-            link_dirty[ux] = true;
-            touch_resource(rs[x]);
+            link_dirty[ux] = 1;
+            touch_resource(*x);
           }
         }
         turns.push_back(i);
@@ -700,28 +763,26 @@ inline result simulator::run() const {
     if (multi_ended) {
       multi.erase(std::remove_if(multi.begin(), multi.end(),
                                  [&](int f) {
-                                   const auto uf = static_cast<std::size_t>(f);
-                                   const bool out = st[uf] == state::done || turn_over[uf];
-                                   turn_over[uf] = false;
+                                   detail::task_hot& h = at(f);
+                                   const bool out = h.st == task_state::done || h.turn_over;
+                                   h.turn_over = false;
                                    return out;
                                  }),
                   multi.end());
       shares_changed = true;
     }
     // turns and tasks ended on fifo / round-robin resources, by resource
-    std::sort(turns.begin(), turns.end(), [&](int a, int b) {
-      return first[static_cast<std::size_t>(a)] < first[static_cast<std::size_t>(b)];
-    });
+    std::sort(turns.begin(), turns.end(), [&](int a, int b) { return at(a).first < at(b).first; });
     for (int i : turns) {
-      const auto ii = static_cast<std::size_t>(i);
-      const int r = first[ii];
+      detail::task_hot& h = at(i);
+      const int r = h.first;
       in_service[static_cast<std::size_t>(r)] = -1;
       touch_resource(r);
       comm_change(i, -1);
-      remaining[ii] -= left[ii];
-      left[ii] = 0;
-      rate[ii] = 0;
-      if (remaining[ii] <= tolerance(i)) {
+      h.remaining -= h.left;
+      h.left = 0;
+      h.rate = 0;
+      if (h.remaining <= h.tolerance()) {
         done_now.push_back(i);
       } else {
         queue_push(r, i);  // round-robin: back of the line

@@ -252,6 +252,23 @@ inline std::vector<double> tictac_need(const ps_step& st) {
       });
     }
   }
+  // per profiled step: its sinks (ops nothing in the step depends on), which end the step
+  std::vector<std::vector<int>> sinks(S);
+  std::size_t most_tasks = 0;  // per step and worker, for reserving
+  for (std::size_t k = 0; k < S; ++k) {
+    const auto& ops = job.steps[k].ops;
+    std::vector<char> has_dependent(ops.size(), 0);
+    std::size_t links = 0;
+    for (const auto& o : ops) {
+      for (int d : o.deps) has_dependent[static_cast<std::size_t>(d)] = 1;
+      links += o.res == ps_resource::downlink || o.res == ps_resource::uplink ? 1 : 0;
+    }
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (!has_dependent[i]) sinks[k].push_back(static_cast<int>(i));
+    most_tasks = std::max(most_tasks, ops.size() + links + 2);
+  }
+  const auto total_steps = static_cast<std::size_t>(c.steps) * static_cast<std::size_t>(W);
+  s.reserve(total_steps * most_tasks);
   detail::splitmix64 rng{c.seed};
   std::vector<int> task_of;
   std::vector<int> shuffled;
@@ -260,6 +277,8 @@ inline std::vector<double> tictac_need(const ps_step& st) {
     bool parse;
   };
   std::vector<task_info> info;
+  info.reserve(total_steps * most_tasks);
+  std::vector<char> added;
   std::vector<std::vector<int>> barrier(static_cast<std::size_t>(W));
   std::vector<int> global;  // synchronous: the end of step k on every worker
   int global_res = -1;
@@ -283,7 +302,7 @@ inline std::vector<double> tictac_need(const ps_step& st) {
         ord = &shuffled;
       }
       // add ops in the chosen order but only once their dependencies exist
-      std::vector<char> added(ops.size(), 0);
+      added.assign(ops.size(), 0);
       std::size_t left = ops.size();
       auto add = [&](std::size_t i) {
         const ps_op& o = ops[i];
@@ -338,16 +357,13 @@ inline std::vector<double> tictac_need(const ps_step& st) {
       }
       for (std::size_t i = 0; left > 0 && i < ops.size(); ++i)
         if (!added[i]) add(i);  // ops whose dependencies came later in the chosen order
-      // the step's end: after every op (its sinks suffice, but all are cheap to list once)
-      std::vector<char> has_dependent(ops.size(), 0);
-      for (const auto& o : ops)
-        for (int d : o.deps) has_dependent[static_cast<std::size_t>(d)] = 1;
+      // the step's end: after every op (its sinks suffice)
       task_spec b;
       b.resources = {r.barrier};
       b.cls = task_class::other;
       b.device = w;
-      for (std::size_t i = 0; i < ops.size(); ++i)
-        if (!has_dependent[i]) b.deps.push_back(task_of[i]);
+      b.deps.reserve(sinks[k].size() + 1);
+      for (int i : sinks[k]) b.deps.push_back(task_of[static_cast<std::size_t>(i)]);
       if (prev >= 0) b.deps.push_back(prev);
       barrier[static_cast<std::size_t>(w)].push_back(s.add_task(std::move(b)));
       info.push_back({w, step, -1, static_cast<int>(k), false});
