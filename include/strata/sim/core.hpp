@@ -18,7 +18,8 @@
 ///   resource, Share(r, active) across workers).
 /// A task may first wait a fixed `latency` (a message's alpha) without holding its resource.
 /// Gamma (Proteus §VI-C): a compute task runs 1 + gamma times slower while a communication task
-/// of the same device is in service.
+/// of the same device is in service; a communication task may carry its own gamma (its class of
+/// device pair), and the largest of those in service on the device applies.
 /// The loop is an event heap with per-task and per-link state: an event costs O(log n) plus the
 /// tasks it changes, whatever the number of streams (bench/sim.cpp: event_core), and allocates
 /// nothing once its buffers have grown. A fair-share link whose flows all cross it alone keeps a
@@ -69,6 +70,9 @@ struct task_spec {
   double latency = 0;           ///< seconds waited before service, resource not held
   std::vector<int> produces{};  ///< tensors allocated when the task starts
   std::vector<int> consumes{};  ///< tensors it reads; freed after their last reader ends
+  /// communication: the overlap factor its service imposes on its device's compute (Proteus
+  /// §VI-C, one per class of device pair); negative: the simulator's (`set_overlap_factor`)
+  double gamma = -1;
 };
 
 struct tensor_spec {
@@ -149,7 +153,7 @@ class simulator {
     tasks_.push_back(std::move(t));
     return static_cast<int>(tasks_.size()) - 1;
   }
-  /// Proteus's overlap factor gamma.
+  /// Proteus's overlap factor gamma, for communication tasks that carry none of their own.
   void set_overlap_factor(double gamma) {
     if (!(gamma >= 0) || !(gamma <= 1e6))  // NaN fails both
       throw plan_error("the overlap factor gamma must lie in [0, 1e6]");
@@ -207,10 +211,10 @@ struct flow_end {
 /// them one rate), so each such link keeps a virtual clock (bytes served to each of its flows)
 /// and a heap of its flows by the virtual time they complete: one event per link, whatever the
 /// number of flows. Fair shares are recomputed only when the set of flows changes (only on the
-/// links touched when no flow crosses several links), gamma's slowdown only when a device's
-/// communication starts or stops. A task completes at its predicted time, or within 1e-12 of its
-/// work of it, so tasks that end together (up to rounding) end in one event, in index order.
-/// Nothing is allocated per event once the buffers have grown.
+/// links touched when no flow crosses several links), gamma's slowdown only when the largest
+/// gamma of a device's communication in service changes. A task completes at its predicted time, or
+/// within 1e-12 of its work of it, so tasks that end together (up to rounding) end in one event, in
+/// index order. Nothing is allocated per event once the buffers have grown.
 inline result simulator::run() const {
   const std::size_t n = tasks_.size(), nr = resources_.size();
   result res;
@@ -254,6 +258,14 @@ inline result simulator::run() const {
     comm_device[i] = t.cls == task_class::communication ? t.device : -1;
     tol[i] = 1e-12 * (t.work + 1e-30);
   }
+  // the overlap factor each communication task imposes while in service
+  std::vector<double> comm_gamma(n, 0.0);
+  bool any_gamma = gamma_ > 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (comm_device[i] >= 0) {
+      comm_gamma[i] = tasks_[i].gamma >= 0 ? tasks_[i].gamma : gamma_;
+      any_gamma = any_gamma || comm_gamma[i] > 0;
+    }
   auto kind_of = [&](int i) { return kind[static_cast<std::size_t>(i)]; };
   enum class state : unsigned char { blocked, delayed, queued, serving, done };
   std::vector<state> st(n, state::blocked);
@@ -288,11 +300,12 @@ inline result simulator::run() const {
       link_flows(nr);
   std::vector<bool> was_busy(nr, false);
   std::vector<double> busy_since(nr, 0.0);
-  std::vector<int> comm_count(nd, 0);  // communication tasks in service per device
-  std::vector<bool> comm_on(nd, false);
+  // per device: communication tasks in service by their gamma, and the largest such gamma
+  std::vector<std::vector<std::pair<double, int>>> comm_in(nd);
+  std::vector<double> slow(nd, 0.0);
   // per device: the fifo resources that serve its compute tasks (for gamma)
   std::vector<std::vector<int>> compute_streams(nd);
-  if (gamma_ > 0)
+  if (any_gamma)
     for (const auto& t : tasks_)
       if (t.cls == task_class::compute && t.device >= 0 &&
           resources_[static_cast<std::size_t>(t.resources[0])].kind == discipline::fifo) {
@@ -322,7 +335,13 @@ inline result simulator::run() const {
     const int dev = comm_device[static_cast<std::size_t>(i)];
     if (dev < 0) return;
     const auto d = static_cast<std::size_t>(dev);
-    comm_count[d] += delta;
+    const double g = comm_gamma[static_cast<std::size_t>(i)];
+    auto& v = comm_in[d];
+    auto it = std::find_if(v.begin(), v.end(), [&](const auto& e) { return e.first == g; });
+    if (it == v.end())
+      v.push_back({g, delta});
+    else
+      it->second += delta;
     if (!device_mark[d]) {
       device_mark[d] = true;
       touched_devices.push_back(dev);
@@ -364,9 +383,9 @@ inline result simulator::run() const {
   auto fifo_rate = [&](int i, std::size_t r) {
     const auto& t = tasks_[static_cast<std::size_t>(i)];
     if (resources_[r].kind == discipline::round_robin) return resources_[r].capacity;
-    const bool slowed = t.cls == task_class::compute && t.device >= 0 &&
-                        comm_on[static_cast<std::size_t>(t.device)];
-    return slowed ? 1.0 / (1.0 + gamma_) : 1.0;
+    const bool slowed =
+        t.cls == task_class::compute && t.device >= 0 && static_cast<std::size_t>(t.device) < nd;
+    return slowed ? 1.0 / (1.0 + slow[static_cast<std::size_t>(t.device)]) : 1.0;
   };
 
   auto allocate = [&](int i) {
@@ -563,9 +582,11 @@ inline result simulator::run() const {
     for (int d : touched_devices) {
       const auto ud = static_cast<std::size_t>(d);
       device_mark[ud] = false;
-      const bool on = comm_count[ud] > 0;
-      if (on == comm_on[ud]) continue;
-      comm_on[ud] = on;
+      double g = 0;
+      for (const auto& [gi, count] : comm_in[ud])
+        if (count > 0) g = std::max(g, gi);
+      if (g == slow[ud]) continue;
+      slow[ud] = g;
       for (int r : compute_streams[ud]) {  // gamma > 0 only
         const int i = in_service[static_cast<std::size_t>(r)];
         if (i >= 0 && rate[static_cast<std::size_t>(i)] > 0)
