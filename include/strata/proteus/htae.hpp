@@ -143,6 +143,9 @@ struct htae_run {
   std::map<std::vector<int>, double> channel_bw;  // local member set -> bandwidth
   std::map<std::pair<int, std::vector<int>>, int> channel_links;
   auto channels = [&](const std::vector<int>& local) {
+    // a whole node rings at the level's own pair bandwidth (the port); a smaller set's channel
+    // search is exhaustive over ring orders, so it runs once per set and run
+    if (static_cast<int>(local.size()) == l0.links->gpus) return port_bw;
     auto bw = channel_bw.find(local);
     if (bw == channel_bw.end()) {
       const double b =
