@@ -310,6 +310,162 @@ struct device {
 
 }  // namespace strata
 
+// ---- strata/hardware/mesh.hpp ------------------------------------------------------------------
+/// @file hardware/mesh.hpp
+/// @brief GPUs of one node joined by direct links (NVLink meshes like Lin et al. Fig. 8) and
+/// the bandwidth a ring over them reaches with NCCL-style channel search.
+///
+/// NCCL builds several rings ("channels") over the links of a node and splits each collective
+/// across them, so a group's bandwidth is the sum over its channels (Proteus §VI-C uses NCCL's
+/// channel search the same way). `ring_bandwidth` repeats: take the ring whose slowest hop is
+/// fastest given the capacity left, add it as a channel, take its bandwidth off every hop it
+/// uses. Hops without a direct link go through the host (PCIe), whose per-GPU capacity all such
+/// hops share. Exhaustive over ring orders, so meshes hold at most 8 GPUs.
+/// @code
+/// constexpr auto m = strata::presets::lin_4x_a100_mesh();
+/// static_assert(strata::ring_bandwidth(m) == strata::byte_rate{300e9});
+/// @endcode
+
+
+
+namespace strata {
+
+struct mesh {
+  static constexpr int max_gpus = 8;
+  int gpus = 0;
+  std::array<std::array<int, max_gpus>, max_gpus> links{};  ///< direct links between i and j
+  byte_rate link_bandwidth;                                 ///< one link, one direction
+  byte_rate host_bandwidth;  ///< a GPU's PCIe path through the host, one direction
+  int ports = 0;             ///< links a GPU can drive at once (0: its own link count)
+
+  /// Joins GPUs i and j with n links.
+  constexpr mesh& connect(int i, int j, int n) {
+    if (i < 0 || j < 0 || i >= gpus || j >= gpus || i == j)
+      throw plan_error("mesh: link endpoints must be two different GPUs of the mesh");
+    if (n < 0) throw plan_error("mesh: a link count must not be negative");
+    links[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = n;
+    links[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)] = n;
+    return *this;
+  }
+};
+
+namespace detail {
+struct mesh_capacity {
+  std::array<std::array<double, mesh::max_gpus>, mesh::max_gpus> edge{};
+  std::array<double, mesh::max_gpus> link_out{}, link_in{}, host_out{}, host_in{};
+};
+
+constexpr double hop(const mesh& m, const mesh_capacity& c, int i, int j) {
+  const auto a = static_cast<std::size_t>(i), b = static_cast<std::size_t>(j);
+  if (m.links[a][b] > 0) {
+    double v = c.edge[a][b];
+    v = c.link_out[a] < v ? c.link_out[a] : v;
+    return c.link_in[b] < v ? c.link_in[b] : v;
+  }
+  return c.host_out[a] < c.host_in[b] ? c.host_out[a] : c.host_in[b];
+}
+
+constexpr void take(const mesh& m, mesh_capacity& c, int i, int j, double bw) {
+  const auto a = static_cast<std::size_t>(i), b = static_cast<std::size_t>(j);
+  if (m.links[a][b] > 0) {
+    c.edge[a][b] -= bw;
+    c.link_out[a] -= bw;
+    c.link_in[b] -= bw;
+  } else {
+    c.host_out[a] -= bw;
+    c.host_in[b] -= bw;
+  }
+}
+
+constexpr bool next_permutation(int* first, int* last) {
+  if (last - first < 2) return false;
+  int* i = last - 1;
+  while (i != first && !(*(i - 1) < *i)) --i;
+  if (i == first) return false;
+  int* pivot = i - 1;
+  int* j = last - 1;
+  while (!(*pivot < *j)) --j;
+  const int t = *pivot;
+  *pivot = *j;
+  *j = t;
+  for (int *l = i, *r = last - 1; l < r; ++l, --r) {
+    const int u = *l;
+    *l = *r;
+    *r = u;
+  }
+  return true;
+}
+}  // namespace detail
+
+/// The mesh of `n` of `m`'s GPUs, `members[0..n)` (distinct, in range): GPU i of the result is
+/// members[i], with the links between members kept and each GPU still able to drive every link it
+/// has there; what a ring over those GPUs alone can use (Proteus §VII: the channels NCCL's topology
+/// search finds for one communication group).
+[[nodiscard]] constexpr mesh submesh(const mesh& m, const int* members, int n) {
+  if (n < 1 || n > m.gpus) throw plan_error("a sub-mesh needs between 1 and all GPUs of the mesh");
+  mesh out{n, {}, m.link_bandwidth, m.host_bandwidth, m.ports};
+  for (int i = 0; i < n; ++i) {
+    const int a = members[i];
+    if (a < 0 || a >= m.gpus) throw plan_error("a sub-mesh member lies outside the mesh");
+    for (int j = 0; j < i; ++j) {
+      if (members[j] == a) throw plan_error("a sub-mesh lists one GPU twice");
+      const int l = m.links[static_cast<std::size_t>(a)][static_cast<std::size_t>(members[j])];
+      out.links[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = l;
+      out.links[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)] = l;
+    }
+  }
+  return out;
+}
+
+/// Sum of the channel bandwidths of rings over `members` (the first n GPUs if members is empty)
+/// with NCCL-style greedy channel search; at most `max_channels` channels.
+[[nodiscard]] constexpr byte_rate ring_bandwidth(const mesh& m, int members = 0,
+                                                 int max_channels = 32) {
+  if (m.gpus < 1 || m.gpus > mesh::max_gpus) throw plan_error("a mesh holds 1 to 8 GPUs");
+  const int n = members == 0 ? m.gpus : members;
+  if (n < 1 || n > m.gpus) throw plan_error("a ring needs between 1 and all GPUs of the mesh");
+  if (n == 1) return byte_rate{0};
+  detail::mesh_capacity cap;
+  for (int i = 0; i < m.gpus; ++i) {
+    const auto a = static_cast<std::size_t>(i);
+    int own = 0;
+    for (int j = 0; j < m.gpus; ++j) {
+      const auto b = static_cast<std::size_t>(j);
+      cap.edge[a][b] = m.links[a][b] * m.link_bandwidth.count();
+      own += m.links[a][b];
+    }
+    const int ports = m.ports > 0 ? m.ports : own;
+    cap.link_out[a] = cap.link_in[a] = ports * m.link_bandwidth.count();
+    cap.host_out[a] = cap.host_in[a] = m.host_bandwidth.count();
+  }
+  double total = 0;
+  for (int ch = 0; ch < max_channels; ++ch) {
+    std::array<int, mesh::max_gpus> order{}, best{};
+    for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+    double best_bw = 0;
+    do {  // GPU 0 stays first; both directions of every ring are tried
+      double bw = 1e300;
+      for (int i = 0; i < n; ++i) {
+        const double h = detail::hop(m, cap, order[static_cast<std::size_t>(i)],
+                                     order[static_cast<std::size_t>((i + 1) % n)]);
+        bw = h < bw ? h : bw;
+      }
+      if (bw > best_bw) {
+        best_bw = bw;
+        best = order;
+      }
+    } while (detail::next_permutation(order.data() + 1, order.data() + n));
+    if (best_bw <= 1e-9 * (total + 1)) break;
+    for (int i = 0; i < n; ++i)
+      detail::take(m, cap, best[static_cast<std::size_t>(i)],
+                   best[static_cast<std::size_t>((i + 1) % n)], best_bw);
+    total += best_bw;
+  }
+  return byte_rate{total};
+}
+
+}  // namespace strata
+
 // ---- strata/hardware/cluster.hpp ---------------------------------------------------------------
 /// @file hardware/cluster.hpp
 /// @brief Interconnects (alpha-beta links) and hierarchical clusters: device -> node -> rack ->
@@ -344,6 +500,11 @@ struct level {
   interconnect pair;      ///< what a pair whose lowest common group is at this level sees
   double oversubscription = 1;  ///< over-subscription of the links joining groups at this level
   int rails = 1;  ///< parallel links (NICs, NCCL channels) one group can drive across this level
+  /// The direct links among the `fanout` children of one group, where they are not all alike
+  /// (an NVLink mesh, `presets::dgx1_v100_nvlink`); null: every pair sees `pair`. Proteus's HTAE
+  /// (§VII) gives a communication group inside one such group the sum of the channels a ring
+  /// search finds over its members' links (`ring_bandwidth(submesh(...))`), at most `pair`.
+  const mesh* links = nullptr;
 };
 
 inline constexpr std::size_t max_levels = 5;
@@ -397,6 +558,8 @@ struct cluster {
       throw plan_error("every cluster level needs a positive link bandwidth");
     if (l.pair.alpha < seconds{0}) throw plan_error("link latency must not be negative");
     if (l.rails < 1) throw plan_error("every cluster level needs at least one rail");
+    if (l.links != nullptr && l.links->gpus != l.fanout)
+      throw plan_error("a cluster level's link mesh must join exactly its fan-out's children");
     if (l.oversubscription < 1) throw plan_error("over-subscription must be at least 1");
     c.levels[static_cast<std::size_t>(c.depth++)] = l;
   }
@@ -4944,142 +5107,6 @@ inline constexpr recipe pytorch_eager{.name = "pytorch",
 
 }  // namespace strata::frameworks
 
-// ---- strata/hardware/mesh.hpp ------------------------------------------------------------------
-/// @file hardware/mesh.hpp
-/// @brief GPUs of one node joined by direct links (NVLink meshes like Lin et al. Fig. 8) and
-/// the bandwidth a ring over them reaches with NCCL-style channel search.
-///
-/// NCCL builds several rings ("channels") over the links of a node and splits each collective
-/// across them, so a group's bandwidth is the sum over its channels (Proteus §VI-C uses NCCL's
-/// channel search the same way). `ring_bandwidth` repeats: take the ring whose slowest hop is
-/// fastest given the capacity left, add it as a channel, take its bandwidth off every hop it
-/// uses. Hops without a direct link go through the host (PCIe), whose per-GPU capacity all such
-/// hops share. Exhaustive over ring orders, so meshes hold at most 8 GPUs.
-/// @code
-/// constexpr auto m = strata::presets::lin_4x_a100_mesh();
-/// static_assert(strata::ring_bandwidth(m) == strata::byte_rate{300e9});
-/// @endcode
-
-
-
-namespace strata {
-
-struct mesh {
-  static constexpr int max_gpus = 8;
-  int gpus = 0;
-  std::array<std::array<int, max_gpus>, max_gpus> links{};  ///< direct links between i and j
-  byte_rate link_bandwidth;                                 ///< one link, one direction
-  byte_rate host_bandwidth;  ///< a GPU's PCIe path through the host, one direction
-  int ports = 0;             ///< links a GPU can drive at once (0: its own link count)
-
-  /// Joins GPUs i and j with n links.
-  constexpr mesh& connect(int i, int j, int n) {
-    if (i < 0 || j < 0 || i >= gpus || j >= gpus || i == j)
-      throw plan_error("mesh: link endpoints must be two different GPUs of the mesh");
-    if (n < 0) throw plan_error("mesh: a link count must not be negative");
-    links[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = n;
-    links[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)] = n;
-    return *this;
-  }
-};
-
-namespace detail {
-struct mesh_capacity {
-  std::array<std::array<double, mesh::max_gpus>, mesh::max_gpus> edge{};
-  std::array<double, mesh::max_gpus> link_out{}, link_in{}, host_out{}, host_in{};
-};
-
-constexpr double hop(const mesh& m, const mesh_capacity& c, int i, int j) {
-  const auto a = static_cast<std::size_t>(i), b = static_cast<std::size_t>(j);
-  if (m.links[a][b] > 0) {
-    double v = c.edge[a][b];
-    v = c.link_out[a] < v ? c.link_out[a] : v;
-    return c.link_in[b] < v ? c.link_in[b] : v;
-  }
-  return c.host_out[a] < c.host_in[b] ? c.host_out[a] : c.host_in[b];
-}
-
-constexpr void take(const mesh& m, mesh_capacity& c, int i, int j, double bw) {
-  const auto a = static_cast<std::size_t>(i), b = static_cast<std::size_t>(j);
-  if (m.links[a][b] > 0) {
-    c.edge[a][b] -= bw;
-    c.link_out[a] -= bw;
-    c.link_in[b] -= bw;
-  } else {
-    c.host_out[a] -= bw;
-    c.host_in[b] -= bw;
-  }
-}
-
-constexpr bool next_permutation(int* first, int* last) {
-  if (last - first < 2) return false;
-  int* i = last - 1;
-  while (i != first && !(*(i - 1) < *i)) --i;
-  if (i == first) return false;
-  int* pivot = i - 1;
-  int* j = last - 1;
-  while (!(*pivot < *j)) --j;
-  const int t = *pivot;
-  *pivot = *j;
-  *j = t;
-  for (int *l = i, *r = last - 1; l < r; ++l, --r) {
-    const int u = *l;
-    *l = *r;
-    *r = u;
-  }
-  return true;
-}
-}  // namespace detail
-
-/// Sum of the channel bandwidths of rings over `members` (the first n GPUs if members is empty)
-/// with NCCL-style greedy channel search; at most `max_channels` channels.
-[[nodiscard]] constexpr byte_rate ring_bandwidth(const mesh& m, int members = 0,
-                                                 int max_channels = 32) {
-  if (m.gpus < 1 || m.gpus > mesh::max_gpus) throw plan_error("a mesh holds 1 to 8 GPUs");
-  const int n = members == 0 ? m.gpus : members;
-  if (n < 1 || n > m.gpus) throw plan_error("a ring needs between 1 and all GPUs of the mesh");
-  if (n == 1) return byte_rate{0};
-  detail::mesh_capacity cap;
-  for (int i = 0; i < m.gpus; ++i) {
-    const auto a = static_cast<std::size_t>(i);
-    int own = 0;
-    for (int j = 0; j < m.gpus; ++j) {
-      const auto b = static_cast<std::size_t>(j);
-      cap.edge[a][b] = m.links[a][b] * m.link_bandwidth.count();
-      own += m.links[a][b];
-    }
-    const int ports = m.ports > 0 ? m.ports : own;
-    cap.link_out[a] = cap.link_in[a] = ports * m.link_bandwidth.count();
-    cap.host_out[a] = cap.host_in[a] = m.host_bandwidth.count();
-  }
-  double total = 0;
-  for (int ch = 0; ch < max_channels; ++ch) {
-    std::array<int, mesh::max_gpus> order{}, best{};
-    for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
-    double best_bw = 0;
-    do {  // GPU 0 stays first; both directions of every ring are tried
-      double bw = 1e300;
-      for (int i = 0; i < n; ++i) {
-        const double h = detail::hop(m, cap, order[static_cast<std::size_t>(i)],
-                                     order[static_cast<std::size_t>((i + 1) % n)]);
-        bw = h < bw ? h : bw;
-      }
-      if (bw > best_bw) {
-        best_bw = bw;
-        best = order;
-      }
-    } while (detail::next_permutation(order.data() + 1, order.data() + n));
-    if (best_bw <= 1e-9 * (total + 1)) break;
-    for (int i = 0; i < n; ++i)
-      detail::take(m, cap, best[static_cast<std::size_t>(i)],
-                   best[static_cast<std::size_t>((i + 1) % n)], best_bw);
-    total += best_bw;
-  }
-  return byte_rate{total};
-}
-
-}  // namespace strata
-
 // ---- strata/hardware/presets.hpp ---------------------------------------------------------------
 /// @file hardware/presets.hpp
 /// @brief Devices and clusters from the seed papers and from current DGX systems.
@@ -5163,20 +5190,47 @@ constexpr void check_devices(int n) {
        level{"cluster", racks, across, 3.0}});
 }
 
-/// Proteus Table III HC1: one server, 8 x TITAN Xp on PCIe, two CPU sockets joined by QPI.
-/// Assumed: PCIe Gen3 x16 (16 GB/s) under each socket's switch, 10 us start-up; cross-socket
-/// peer traffic limited to 9.6 GB/s by QPI.
+/// The NVLink of an 8 x V100-SXM2 board (DGX-1 / HGX-1 "hybrid cube-mesh", NVIDIA's DGX-1 V100
+/// system architecture white paper): a cube with a GPU at each corner and all twelve edges wired,
+/// the diagonals of the two faces {0..3} and {4..7} too, 6 NVLink2 links of 25 GB/s per direction
+/// per GPU, so four edges per GPU carry two links (`nvidia-smi topo -m` on DGX-1V: 0-3, 0-4, 1-2,
+/// 1-5, 2-3, 4-7, 5-6, 6-7 are NV2, the rest of the cube NV1, 0-5 and the like go through the
+/// host, PCIe Gen3 x16). Two GPUs of one pair thus see 25 or 50 GB/s, not the 150 GB/s a ring
+/// over the whole board reaches (`ring_bandwidth`).
+[[nodiscard]] constexpr mesh dgx1_v100_mesh() {
+  mesh m{8, {}, 25_GBps, 16_GBps, 0};
+  m.connect(0, 1, 1).connect(0, 2, 1).connect(0, 3, 2).connect(0, 4, 2);
+  m.connect(1, 2, 2).connect(1, 3, 1).connect(1, 5, 2);
+  m.connect(2, 3, 2).connect(2, 6, 1);
+  m.connect(3, 7, 1);
+  m.connect(4, 5, 1).connect(4, 6, 1).connect(4, 7, 2);
+  m.connect(5, 6, 2).connect(5, 7, 1);
+  m.connect(6, 7, 2);
+  return m;
+}
+/// The hybrid cube-mesh as a constant, for `level::links`.
+inline constexpr mesh dgx1_v100_nvlink = dgx1_v100_mesh();
+
+/// Proteus Table III HC1: one server, 8 x TITAN Xp on PCIe, two CPU sockets joined by QPI links
+/// (§VIII-C). Assumed: each socket's 4 GPUs under one PCIe Gen3 switch (x16, 16 GB/s per
+/// direction per GPU), 10 us start-up; traffic between the sockets leaves through that switch's
+/// x16 uplink to its root port (16 GB/s per socket and direction), which binds before QPI does:
+/// a QPI link at 9.6 GT/s carries 19.2 GB/s per direction (20 lanes, 2 bytes a transfer), and
+/// dual-socket Xeon E5 servers join their sockets with two (Intel Xeon E5-2600 v3/v4 datasheets).
+/// (Until 2026-11 this preset took 9.6 GT/s for 9.6 GB/s.)
 [[nodiscard]] constexpr cluster hc1() {
   return make_cluster("HC1", titan_xp,
                       {level{"socket", 4, interconnect{10_us, 16_GBps}, 1.0},
-                       level{"node", 2, interconnect{10_us, 9.6_GBps}, 1.0}});
+                       level{"node", 2, interconnect{10_us, 16_GBps}, 1.0}});
 }
 
 /// Proteus Table III HC2: 4 nodes x 8 x V100 on NVLink, 100 Gbps InfiniBand.
-/// Assumed: V100-SXM2-32GB, DGX-1 NVLink ring bandwidth 150 GB/s per direction.
+/// Assumed: V100-SXM2-32GB on the 8-GPU SXM2 board, whose NVLink is the hybrid cube-mesh
+/// (`dgx1_v100_nvlink`): 150 GB/s per direction for a ring over the whole node, the channels of
+/// its members' links for a smaller group (25 GB/s for GPUs 0 and 1); one 100 Gbps NIC per node.
 [[nodiscard]] constexpr cluster hc2() {
   return make_cluster("HC2", v100_sxm2_32gb,
-                      {level{"node", 8, interconnect{5_us, 150_GBps}, 1.0},
+                      {level{"node", 8, interconnect{5_us, 150_GBps}, 1.0, 1, &dgx1_v100_nvlink},
                        level{"cluster", 4, interconnect{10_us, 100_Gbps}, 1.0}});
 }
 
@@ -5961,7 +6015,7 @@ constexpr transformer sc21(std::string_view name, int l, int h, int a) {
 
 // ---- strata/model/zoo.hpp ----------------------------------------------------------------------
 /// @file model/zoo.hpp
-/// @brief Reference models: ResNet-50/152, VGG16, CosmoFlow and ParaDL's 2.5B Megatron-LM.
+/// @brief Reference models: ResNet-50/152, VGG16/19, CosmoFlow and ParaDL's 2.5B Megatron-LM.
 ///
 /// Parameter counts equal the references: torchvision ResNet-50 25,557,032, ResNet-152
 /// 60,192,808 and VGG16 138,357,544; Megatron-LM 2.5B (54 layers, h = 1920, 20 heads,
@@ -6019,19 +6073,22 @@ constexpr model<resnet_layers<B1, B2, B3, B4>> resnet(std::string_view name) {
   return b.template trim<n>();
 }
 
-}  // namespace detail
+/// torchvision VGG at 224 x 224 from its configuration (Simonyan & Zisserman Table 1): each
+/// entry a conv3x3 + ReLU with that many filters, 0 a 2 x 2 max pool; then the classifier
+/// fc-relu-dropout-fc-relu-dropout-fc (7 layers). The adaptive 7 x 7 average pool is the identity
+/// at this input size and is left out.
+template <std::size_t C>
+constexpr std::size_t vgg_layers(const std::array<int, C>& cfg) {
+  std::size_t n = 7;
+  for (int f : cfg) n += f == 0 ? 1 : 2;
+  return n;
+}
 
-[[nodiscard]] constexpr auto resnet50() { return detail::resnet<3, 4, 6, 3>("resnet50"); }
-[[nodiscard]] constexpr auto resnet152() { return detail::resnet<3, 8, 36, 3>("resnet152"); }
-
-/// torchvision VGG16 (configuration D) at 224 x 224: 13 conv3x3 + ReLU, 5 max pools, and the
-/// classifier fc-relu-dropout-fc-relu-dropout-fc: 38 layers, as ParaDL Table IV counts them.
-/// The adaptive 7 x 7 average pool is the identity at this input size and is left out.
-[[nodiscard]] constexpr model<38> vgg16() {
-  model_builder<38> b("vgg16", shape{3, 1, 224, 224});
-  constexpr std::array<int, 18> cfg{64, 64,  0,   128, 128, 0,   256, 256, 256,
-                                    0,  512, 512, 512, 0,   512, 512, 512, 0};
-  for (int f : cfg) {
+template <auto Cfg>
+constexpr model<vgg_layers(Cfg)> vgg(std::string_view name) {
+  constexpr std::size_t n = vgg_layers(Cfg);
+  model_builder<n> b(name, shape{3, 1, 224, 224});
+  for (int f : Cfg) {
     if (f == 0) {
       b.add(max_pool{.kernel = 2, .stride = 2});
     } else {
@@ -6041,8 +6098,27 @@ constexpr model<resnet_layers<B1, B2, B3, B4>> resnet(std::string_view name) {
   b.add(linear{.features = 4096}).add(relu{}).add(elementwise{1.0});
   b.add(linear{.features = 4096}).add(relu{}).add(elementwise{1.0});
   b.add(linear{.features = 1000});
-  return b.trim<38>();
+  return b.template trim<n>();
 }
+
+/// Configurations D (VGG16) and E (VGG19).
+inline constexpr std::array<int, 18> vgg_d{64, 64,  0,   128, 128, 0,   256, 256, 256,
+                                           0,  512, 512, 512, 0,   512, 512, 512, 0};
+inline constexpr std::array<int, 21> vgg_e{64,  64,  0,   128, 128, 0,   256, 256, 256, 256, 0,
+                                           512, 512, 512, 512, 0,   512, 512, 512, 512, 0};
+
+}  // namespace detail
+
+[[nodiscard]] constexpr auto resnet50() { return detail::resnet<3, 4, 6, 3>("resnet50"); }
+[[nodiscard]] constexpr auto resnet152() { return detail::resnet<3, 8, 36, 3>("resnet152"); }
+
+/// torchvision VGG16 (configuration D) at 224 x 224: 13 conv3x3 + ReLU, 5 max pools and the
+/// classifier, 38 layers, as ParaDL Table IV counts them.
+[[nodiscard]] constexpr model<38> vgg16() { return detail::vgg<detail::vgg_d>("vgg16"); }
+
+/// torchvision VGG19 (configuration E) at 224 x 224: 16 conv3x3 + ReLU, 5 max pools and the
+/// classifier, 44 layers, 143,667,240 parameters (Proteus Table II rounds to 137 M for its model).
+[[nodiscard]] constexpr model<44> vgg19() { return detail::vgg<detail::vgg_e>("vgg19"); }
 
 /// CosmoFlow as in the MLPerf HPC reference: 4 input channels, five 3-D conv(k = 2, "same") +
 /// LeakyReLU + max-pool stages with 16, 32, 64, 128, 256 filters, then fc 128, 64, 4: 20 layers
@@ -6260,29 +6336,6 @@ constexpr shape concat(shape in, int channels, int h, int w) { return shape{chan
   return b.template trim<297>();
 }
 
-}  // namespace strata::zoo
-
-// ---- issue 15 (Proteus Table VI) ------------------------------------------------------------
-namespace strata::zoo {
-/// torchvision VGG19 (configuration E) at 224 x 224: 16 conv3x3 + ReLU, 5 max pools, and the
-/// classifier fc-relu-dropout-fc-relu-dropout-fc: 44 layers, 143,667,240 parameters (Proteus
-/// Table II rounds to 137 M for its model).
-[[nodiscard]] constexpr model<44> vgg19() {
-  model_builder<44> b("vgg19", shape{3, 1, 224, 224});
-  constexpr std::array<int, 21> cfg{64,  64,  0,   128, 128, 0,   256, 256, 256, 256, 0,
-                                    512, 512, 512, 512, 0,   512, 512, 512, 512, 0};
-  for (int f : cfg) {
-    if (f == 0) {
-      b.add(max_pool{.kernel = 2, .stride = 2});
-    } else {
-      b.add(conv{.filters = f, .kernel = 3, .stride = 1, .padding = 1, .bias = true}).add(relu{});
-    }
-  }
-  b.add(linear{.features = 4096}).add(relu{}).add(elementwise{1.0});
-  b.add(linear{.features = 4096}).add(relu{}).add(elementwise{1.0});
-  b.add(linear{.features = 1000});
-  return b.trim<44>();
-}
 }  // namespace strata::zoo
 
 // ---- strata/plan.hpp ---------------------------------------------------------------------------

@@ -42,7 +42,16 @@ TEST_CASE("device peaks come from gpu_peak_specs.csv") {
   CHECK(presets::h100_sxm5_80gb.memory.count() == 85017493504.0);             // h100_device.json
   CHECK(presets::dgx_h100(4).devices() == 32);
   CHECK(presets::hc2().devices() == 32);
-  CHECK(presets::hc1().between(0, 4).bandwidth < presets::hc1().between(0, 1).bandwidth);
+  // HC1: GPUs 0 and 4 sit on different sockets; their path is bound by the socket switch's x16
+  // uplink (16 GB/s), not by QPI (19.2 GB/s per link and direction at 9.6 GT/s)
+  CHECK(presets::hc1().common_level(0, 4) == 1);
+  CHECK(presets::hc1().between(0, 4).bandwidth.count() == Approx(16e9));
+  // HC2's NVLink is the cube-mesh, a node's children
+  CHECK(presets::hc2().levels[0].links == &presets::dgx1_v100_nvlink);
+  CHECK_THROWS_WITH(make_cluster("x", presets::titan_xp,
+                                 {level{"node", 4, interconnect{5_us, 16_GBps}, 1.0, 1,
+                                        &presets::dgx1_v100_nvlink}}),
+                    Catch::Contains("link mesh must join exactly its fan-out"));
 }
 
 TEST_CASE("current accelerators match gpu_datasheets.csv row by row") {
@@ -109,6 +118,25 @@ TEST_CASE("NVLink meshes: ring bandwidth is the sum over NCCL-style channels") {
   mesh ring4{4, {}, 25_GBps, 0_GBps, 0};
   ring4.connect(0, 1, 1).connect(1, 2, 1).connect(2, 3, 1).connect(3, 0, 1);
   CHECK(ring_bandwidth(ring4).count() == Approx(50e9));
+  // DGX-1 V100's hybrid cube-mesh (6 links per GPU): the group's own links only. 0-1 is one
+  // link, used both ways by the 2-GPU ring: 25 GB/s; 2-3 two links: 50 GB/s. {0, 1, 2, 3}
+  // (links 0-1 1, 0-2 1, 0-3 2, 1-2 2, 1-3 1, 2-3 2): rings 0-1-2-3 and 0-2-1-3, each both
+  // ways, 25 GB/s apiece: 100 GB/s, all 4 links GPU 0 has inside the group. 0 and 5 share no
+  // link: one channel over PCIe through the host, 16 GB/s.
+  const mesh& cube = presets::dgx1_v100_nvlink;
+  for (int g = 0; g < 8; ++g) {
+    int links = 0;
+    for (int j = 0; j < 8; ++j)
+      links += cube.links[static_cast<std::size_t>(g)][static_cast<std::size_t>(j)];
+    CHECK(links == 6);
+  }
+  constexpr int pair01[] = {0, 1}, pair23[] = {2, 3}, quad[] = {0, 1, 2, 3}, far[] = {0, 5};
+  CHECK(ring_bandwidth(submesh(cube, pair01, 2)).count() == Approx(25e9));
+  CHECK(ring_bandwidth(submesh(cube, pair23, 2)).count() == Approx(50e9));
+  CHECK(ring_bandwidth(submesh(cube, quad, 4)).count() == Approx(100e9));
+  CHECK(ring_bandwidth(submesh(cube, far, 2)).count() == Approx(16e9));
+  constexpr int twice[] = {1, 1};
+  CHECK_THROWS_WITH(submesh(cube, twice, 2), Catch::Contains("one GPU twice"));
   mesh bad{2, {}, 25_GBps, 16_GBps, 0};
   CHECK_THROWS_WITH(bad.connect(0, 0, 1), Catch::Contains("two different GPUs"));
 }

@@ -7,12 +7,14 @@ TEST_CASE("zoo parameter counts equal the references") {
   CHECK(zoo::resnet50().params() == 25'557'032);   // torchvision
   CHECK(zoo::resnet152().params() == 60'192'808);  // torchvision
   CHECK(zoo::vgg16().params() == 138'357'544);     // torchvision
+  CHECK(zoo::vgg19().params() == 143'667'240);     // torchvision
   // Megatron-LM 2.5B: 54 (12 h^2 + 13 h) + (51200 + 1024) h + 2 h, h = 1920
   CHECK(zoo::megatron_2_5b().params() ==
         54.0 * (12.0 * 1920 * 1920 + 13 * 1920) + (51200.0 + 1024) * 1920 + 2 * 1920);
   // CosmoFlow: convs 528 + 4128 + 16448 + 65664 + 262400, fc 16384*128+128, 128*64+64, 64*4+4
   CHECK(zoo::cosmoflow().params() == 2'454'964);
   CHECK(zoo::vgg16().size() == 38);  // ParaDL Table IV: 38 layers
+  CHECK(zoo::vgg19().size() == 44);  // 16 conv + 16 ReLU + 5 pools + 7 classifier layers
   CHECK(zoo::cosmoflow().size() == 20);
 }
 

@@ -241,8 +241,23 @@ TEST_CASE("proteus HTAE: gradient groups crossing one NIC share it fairly", "[pr
   // without sharing ("Plain") each keeps the whole link
   CHECK(proteus::execute(make({{0, 8}, {1, 9}}), c, {.bandwidth_sharing = false}).iteration ==
         Approx(0.1 + 2 * 10e-6));
-  // inside a node the ports are separate: {0, 1} and {2, 3} on NVLink (150 GB/s) do not meet
-  CHECK(proteus::execute(make({{0, 1}, {2, 3}}), c).iteration == Approx(1.25e9 / 150e9 + 2 * 5e-6));
+  // inside a node a group has its members' NVLinks (HC2's cube-mesh, §VII's channel sum): 0-1
+  // is one link, 25 GB/s each way, so the 2-GPU all-reduce (S on each rank's wire) takes
+  // 1.25 GB / 25 GB/s = 0.05 s plus 2 start-ups of 5 us; 2-3 has two links, 0.025 s; the two
+  // groups do not meet
+  CHECK(proteus::execute(make({{0, 1}}), c).iteration == Approx(0.05 + 2 * 5e-6));
+  CHECK(proteus::execute(make({{2, 3}}), c).iteration == Approx(0.025 + 2 * 5e-6));
+  CHECK(proteus::execute(make({{0, 1}, {2, 3}}), c).iteration == Approx(0.05 + 2 * 5e-6));
+  // a feature and a gradient all-reduce of one group at once share its channels: 0.1 s;
+  // without sharing, 0.05 s each (two in one queue would run one after the other)
+  auto two = make({{0, 1}, {0, 1}});
+  two.ops[1].q = proteus::queue::feature;
+  CHECK(proteus::execute(two, c).iteration == Approx(0.1 + 2 * 5e-6));
+  CHECK(proteus::execute(two, c, {.bandwidth_sharing = false}).iteration ==
+        Approx(0.05 + 2 * 5e-6));
+  // the whole node rings at the port's 150 GB/s: 2 x 7/8 x 1.25 GB / 150 GB/s + 14 start-ups
+  CHECK(proteus::execute(make({{0, 1, 2, 3, 4, 5, 6, 7}}), c).iteration ==
+        Approx(2.0 * 7 / 8 * 1.25e9 / 150e9 + 14 * 5e-6));
 }
 
 TEST_CASE("proteus HTAE: gamma slows compute that overlaps gradient communication", "[proteus]") {
@@ -269,6 +284,50 @@ TEST_CASE("proteus HTAE: gamma slows compute that overlaps gradient communicatio
   // the compute runs alone during the 2 x 10 us start-ups too
   const double comm_end = 0.1 + 2 * 10e-6;
   CHECK(run.spans[0].end == Approx(comm_end + (1 - 2 * 10e-6 - 0.1 / 1.5)).epsilon(1e-9));
+  // gamma per class of device pair: {0, 8} spans HC2's level 1 (InfiniBand), so its entry applies
+  // and the NVLink entry does not
+  CHECK(proteus::execute(g, c, {.gamma_per_level = {0.0, 0.5}}).spans[0].end ==
+        Approx(run.spans[0].end).epsilon(1e-12));
+  CHECK(proteus::execute(g, c, {.gamma = 0.5, .gamma_per_level = {0.5, 0.0}}).spans[0].end ==
+        Approx(1.0).epsilon(1e-12));
+  // the same all-reduce inside a node, {0, 1} (25 GB/s: 0.05 s + 10 us), takes the NVLink entry
+  g.ops[1].devices = {0, 1};
+  CHECK(proteus::execute(g, c, {.gamma_per_level = {0.5}}).spans[0].end ==
+        Approx(0.05 + 2 * 5e-6 + (1 - 2 * 5e-6 - 0.05 / 1.5)).epsilon(1e-9));
+  CHECK_THROWS_WITH(proteus::execute(g, c, {.gamma_per_level = {0.1, 0.1, 0.1}}),
+                    Catch::Contains("3 per-level overlap factors for a cluster of 2 levels"));
+  // Proteus's profiling: a backward of 110 ms overlapped against 100 ms alone gives 0.1
+  CHECK(proteus::overlap_factor(0.110, 0.100) == Approx(0.1));
+  CHECK_THROWS_WITH(proteus::overlap_factor(0.09, 0.1), Catch::Contains("between 1 and 101"));
+}
+
+TEST_CASE("proteus: a pipeline's transfers sit in each stage's feature queue in its own order",
+          "[proteus]") {
+  // HC1 2x2x2 with 2 micro-batches (GPipe): stage 0 runs F0 F1 B0 B1. Its feature queue must
+  // hold micro-batch 0's tensor-parallel dX all-reduces ahead of micro-batch 1's incoming
+  // gradient, which stage 1 sends only after its backward of micro-batch 1: each all-reduce
+  // starts as soon as its backward ends (its 2 start-ups of 10 us after), not after that
+  // transfer. The compiler once created stage 1's whole program first, queueing the transfer
+  // ahead: the dX all-reduce of h.5 waited 69 ms and the iteration took 0.391 s.
+  const auto m = zoo::gpt2_124m();
+  const auto c = presets::hc1();
+  const auto g =
+      proteus::compile(m, proteus::dp_mp_pp(m, {.dp = 2, .mp = 2, .pp = 2, .n_micro_batch = 2}), c,
+                       fp32(8), datasheet_profile(c.dev));
+  const auto run = proteus::execute(g, c);
+  auto find = [&](const std::string& name) {
+    for (int i : g.ops_of(0))
+      if (g.ops[static_cast<std::size_t>(i)].name == name) return i;
+    FAIL("no operation " << name << " on device 0");
+    return -1;
+  };
+  const int bw = find("h.5 backward mb0"), ar = find("h.5 mb0 MLP dX all-reduce"),
+            recv = find("mb1 stage1->0 gradient pipeline send");
+  CHECK(run.spans[static_cast<std::size_t>(ar)].start -
+            run.spans[static_cast<std::size_t>(bw)].end <
+        2 * 10e-6 + 1e-7);
+  CHECK(run.spans[static_cast<std::size_t>(ar)].end <
+        run.spans[static_cast<std::size_t>(recv)].start);
 }
 
 TEST_CASE("proteus HTAE: out of memory names the device and the operation", "[proteus]") {
@@ -339,6 +398,16 @@ TEST_CASE("proteus JSON: trees from scenarios, errors with the path or the node"
   CHECK(gradient_events == 7);  // h.6 ... h.11 and the head: one all-reduce each
   const auto report = io::proteus_report_json(s, g, run);
   CHECK(report["iteration_time_s"].get<double>() == Approx(run.iteration));
+  // gamma per class of device pair (HC2: NVLink, InfiniBand)
+  auto per_level = j;
+  per_level["gamma_per_level"] = nlohmann::json::array({0.05, 0.2});
+  CHECK(io::parse_proteus_scenario(per_level).gamma_per_level == std::vector<double>{0.05, 0.2});
+  per_level["gamma_per_level"] = nlohmann::json::array({0.05, 0.2, 0.1});
+  CHECK_THROWS_WITH(io::parse_proteus_scenario(per_level),
+                    Contains("scenario.gamma_per_level: must be an array of at most 2"));
+  per_level["gamma_per_level"] = nlohmann::json::array({0.05, -1});
+  CHECK_THROWS_WITH(io::parse_proteus_scenario(per_level),
+                    Contains("scenario.gamma_per_level[1]: must be a number in [0, 100]"));
   // a typo in a leaf names its JSON path
   auto bad = j;
   bad["strategy_tree"]["children"][1]["children"][1]["hiden"] = 4;

@@ -103,6 +103,35 @@ TEST_CASE("overlap factor gamma (Proteus §VI-C)") {
   CHECK(r.tasks[1].end == Approx(0.5));
 }
 
+TEST_CASE("overlap factor per communication task: the largest in service applies") {
+  // 1 s of compute; a 0.5 s transfer with gamma 0.2 and a 0.25 s one with gamma 1 (its own
+  // class of device pair) start with it. Until 0.25 s both run: rate 1 / 2, 0.125 s of work;
+  // until 0.5 s only the first: rate 1 / 1.2, 0.2083 s; then alone: ends at
+  // 0.5 + (1 - 0.125 - 0.25 / 1.2) = 7 / 6 s. The simulator's own gamma (0.5) applies to
+  // neither.
+  simulator s;
+  s.set_overlap_factor(0.5);
+  const int c = s.add_resource({"compute", discipline::fifo});
+  const int m1 = s.add_resource({"comm 1", discipline::fifo});
+  const int m2 = s.add_resource({"comm 2", discipline::fifo});
+  s.add_task(
+      {.name = "gemm", .resources = {c}, .work = 1.0, .cls = task_class::compute, .device = 0});
+  s.add_task({.name = "pcie",
+              .resources = {m1},
+              .work = 0.5,
+              .cls = task_class::communication,
+              .device = 0,
+              .gamma = 0.2});
+  s.add_task({.name = "qpi",
+              .resources = {m2},
+              .work = 0.25,
+              .cls = task_class::communication,
+              .device = 0,
+              .gamma = 1.0});
+  const auto r = s.run();
+  CHECK(r.tasks[0].end == Approx(0.5 + (1 - 0.125 - 0.25 / 1.2)));
+}
+
 TEST_CASE("latency, memory by reference counts, OOM") {
   simulator s;
   const int gpu = s.add_resource({"gpu", discipline::fifo});

@@ -17,6 +17,7 @@
 
 #include "strata/error.hpp"
 #include "strata/hardware/device.hpp"
+#include "strata/hardware/mesh.hpp"
 #include "strata/units.hpp"
 
 namespace strata {
@@ -39,6 +40,11 @@ struct level {
   interconnect pair;      ///< what a pair whose lowest common group is at this level sees
   double oversubscription = 1;  ///< over-subscription of the links joining groups at this level
   int rails = 1;  ///< parallel links (NICs, NCCL channels) one group can drive across this level
+  /// The direct links among the `fanout` children of one group, where they are not all alike
+  /// (an NVLink mesh, `presets::dgx1_v100_nvlink`); null: every pair sees `pair`. Proteus's HTAE
+  /// (§VII) gives a communication group inside one such group the sum of the channels a ring
+  /// search finds over its members' links (`ring_bandwidth(submesh(...))`), at most `pair`.
+  const mesh* links = nullptr;
 };
 
 inline constexpr std::size_t max_levels = 5;
@@ -107,6 +113,8 @@ struct cluster {
       throw plan_error("every cluster level needs a positive link bandwidth");
     if (l.pair.alpha < seconds{0}) throw plan_error("link latency must not be negative");
     if (l.rails < 1) throw plan_error("every cluster level needs at least one rail");
+    if (l.links != nullptr && l.links->gpus != l.fanout)
+      throw plan_error("a cluster level's link mesh must join exactly its fan-out's children");
     if (l.oversubscription < 1) throw plan_error("over-subscription must be at least 1");
     c.levels[static_cast<std::size_t>(c.depth++)] = l;
   }

@@ -89,6 +89,26 @@ constexpr bool next_permutation(int* first, int* last) {
 }
 }  // namespace detail
 
+/// The mesh of `n` of `m`'s GPUs, `members[0..n)` (distinct, in range): GPU i of the result is
+/// members[i], with the links between members kept and each GPU still able to drive every link it
+/// has there; what a ring over those GPUs alone can use (Proteus §VII: the channels NCCL's topology
+/// search finds for one communication group).
+[[nodiscard]] constexpr mesh submesh(const mesh& m, const int* members, int n) {
+  if (n < 1 || n > m.gpus) throw plan_error("a sub-mesh needs between 1 and all GPUs of the mesh");
+  mesh out{n, {}, m.link_bandwidth, m.host_bandwidth, m.ports};
+  for (int i = 0; i < n; ++i) {
+    const int a = members[i];
+    if (a < 0 || a >= m.gpus) throw plan_error("a sub-mesh member lies outside the mesh");
+    for (int j = 0; j < i; ++j) {
+      if (members[j] == a) throw plan_error("a sub-mesh lists one GPU twice");
+      const int l = m.links[static_cast<std::size_t>(a)][static_cast<std::size_t>(members[j])];
+      out.links[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = l;
+      out.links[static_cast<std::size_t>(j)][static_cast<std::size_t>(i)] = l;
+    }
+  }
+  return out;
+}
+
 /// Sum of the channel bandwidths of rings over `members` (the first n GPUs if members is empty)
 /// with NCCL-style greedy channel search; at most `max_channels` channels.
 [[nodiscard]] constexpr byte_rate ring_bandwidth(const mesh& m, int members = 0,

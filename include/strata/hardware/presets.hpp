@@ -84,20 +84,47 @@ constexpr void check_devices(int n) {
        level{"cluster", racks, across, 3.0}});
 }
 
-/// Proteus Table III HC1: one server, 8 x TITAN Xp on PCIe, two CPU sockets joined by QPI.
-/// Assumed: PCIe Gen3 x16 (16 GB/s) under each socket's switch, 10 us start-up; cross-socket
-/// peer traffic limited to 9.6 GB/s by QPI.
+/// The NVLink of an 8 x V100-SXM2 board (DGX-1 / HGX-1 "hybrid cube-mesh", NVIDIA's DGX-1 V100
+/// system architecture white paper): a cube with a GPU at each corner and all twelve edges wired,
+/// the diagonals of the two faces {0..3} and {4..7} too, 6 NVLink2 links of 25 GB/s per direction
+/// per GPU, so four edges per GPU carry two links (`nvidia-smi topo -m` on DGX-1V: 0-3, 0-4, 1-2,
+/// 1-5, 2-3, 4-7, 5-6, 6-7 are NV2, the rest of the cube NV1, 0-5 and the like go through the
+/// host, PCIe Gen3 x16). Two GPUs of one pair thus see 25 or 50 GB/s, not the 150 GB/s a ring
+/// over the whole board reaches (`ring_bandwidth`).
+[[nodiscard]] constexpr mesh dgx1_v100_mesh() {
+  mesh m{8, {}, 25_GBps, 16_GBps, 0};
+  m.connect(0, 1, 1).connect(0, 2, 1).connect(0, 3, 2).connect(0, 4, 2);
+  m.connect(1, 2, 2).connect(1, 3, 1).connect(1, 5, 2);
+  m.connect(2, 3, 2).connect(2, 6, 1);
+  m.connect(3, 7, 1);
+  m.connect(4, 5, 1).connect(4, 6, 1).connect(4, 7, 2);
+  m.connect(5, 6, 2).connect(5, 7, 1);
+  m.connect(6, 7, 2);
+  return m;
+}
+/// The hybrid cube-mesh as a constant, for `level::links`.
+inline constexpr mesh dgx1_v100_nvlink = dgx1_v100_mesh();
+
+/// Proteus Table III HC1: one server, 8 x TITAN Xp on PCIe, two CPU sockets joined by QPI links
+/// (§VIII-C). Assumed: each socket's 4 GPUs under one PCIe Gen3 switch (x16, 16 GB/s per
+/// direction per GPU), 10 us start-up; traffic between the sockets leaves through that switch's
+/// x16 uplink to its root port (16 GB/s per socket and direction), which binds before QPI does:
+/// a QPI link at 9.6 GT/s carries 19.2 GB/s per direction (20 lanes, 2 bytes a transfer), and
+/// dual-socket Xeon E5 servers join their sockets with two (Intel Xeon E5-2600 v3/v4 datasheets).
+/// (Until 2026-11 this preset took 9.6 GT/s for 9.6 GB/s.)
 [[nodiscard]] constexpr cluster hc1() {
   return make_cluster("HC1", titan_xp,
                       {level{"socket", 4, interconnect{10_us, 16_GBps}, 1.0},
-                       level{"node", 2, interconnect{10_us, 9.6_GBps}, 1.0}});
+                       level{"node", 2, interconnect{10_us, 16_GBps}, 1.0}});
 }
 
 /// Proteus Table III HC2: 4 nodes x 8 x V100 on NVLink, 100 Gbps InfiniBand.
-/// Assumed: V100-SXM2-32GB, DGX-1 NVLink ring bandwidth 150 GB/s per direction.
+/// Assumed: V100-SXM2-32GB on the 8-GPU SXM2 board, whose NVLink is the hybrid cube-mesh
+/// (`dgx1_v100_nvlink`): 150 GB/s per direction for a ring over the whole node, the channels of
+/// its members' links for a smaller group (25 GB/s for GPUs 0 and 1); one 100 Gbps NIC per node.
 [[nodiscard]] constexpr cluster hc2() {
   return make_cluster("HC2", v100_sxm2_32gb,
-                      {level{"node", 8, interconnect{5_us, 150_GBps}, 1.0},
+                      {level{"node", 8, interconnect{5_us, 150_GBps}, 1.0, 1, &dgx1_v100_nvlink},
                        level{"cluster", 4, interconnect{10_us, 100_Gbps}, 1.0}});
 }
 

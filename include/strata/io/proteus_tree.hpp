@@ -35,6 +35,7 @@ struct proteus_scenario {
   device_profile profile;
   proteus::strategy_tree tree;
   double gamma = 0;
+  std::vector<double> gamma_per_level{};  ///< per class of device pair (`htae_options`)
 };
 
 namespace detail {
@@ -131,11 +132,13 @@ inline proteus::strategy_tree parse_strategy_tree(const json& j, const transform
 }  // namespace detail
 
 /// Parses a Proteus scenario: "transformer", "cluster", "training", "strategy_tree", and
-/// optionally "profile" ("datasheet", the default, or "fitted-gemm") and "gamma".
+/// optionally "profile" ("datasheet", the default, or "fitted-gemm"), "gamma" and
+/// "gamma_per_level" (one overlap factor per cluster level, innermost first).
 inline proteus_scenario parse_proteus_scenario(const nlohmann::json& j) {
   namespace d = detail;
   d::only_keys(j, "scenario",
-               {"transformer", "cluster", "training", "strategy_tree", "profile", "gamma"});
+               {"transformer", "cluster", "training", "strategy_tree", "profile", "gamma",
+                "gamma_per_level"});
   proteus_scenario s;
   s.net = d::parse_transformer(d::require(j, "scenario", "transformer"), s.name);
   s.net.name = s.name;
@@ -151,6 +154,19 @@ inline proteus_scenario parse_proteus_scenario(const nlohmann::json& j) {
   else
     d::fail("profile", "must be \"datasheet\" or \"fitted-gemm\" (got \"" + d::cut(pn) + "\")");
   s.gamma = d::num_field(j, "scenario", "gamma", 0.0, 100.0, 0.0);
+  if (j.contains("gamma_per_level")) {
+    const auto& g = j.at("gamma_per_level");
+    if (!g.is_array() || g.size() > static_cast<std::size_t>(s.machine.depth))
+      d::fail("scenario.gamma_per_level",
+              "must be an array of at most " + std::to_string(s.machine.depth) +
+                  " overlap factors, one per cluster level, innermost first");
+    for (std::size_t k = 0; k < g.size(); ++k) {
+      if (!g[k].is_number() || !(g[k].get<double>() >= 0) || !(g[k].get<double>() <= 100))
+        d::fail("scenario.gamma_per_level[" + std::to_string(k) + "]",
+                "must be a number in [0, 100]");
+      s.gamma_per_level.push_back(g[k].get<double>());
+    }
+  }
   s.tree = d::parse_strategy_tree(d::require(j, "scenario", "strategy_tree"), s.net);
   s.tree.check(s.net, s.setup, s.machine.devices());
   return s;
@@ -179,6 +195,7 @@ inline nlohmann::json proteus_report_json(const proteus_scenario& s,
                    {"peak_memory_GiB_per_device", peaks},
                    {"capacity_GiB", s.machine.dev.memory.count() / gib},
                    {"gamma", s.gamma}};
+  if (!s.gamma_per_level.empty()) j["gamma_per_level"] = s.gamma_per_level;
   if (r.oom)
     j["out_of_memory"] = {
         {"device", r.oom->device}, {"operation", r.oom->op}, {"GiB", r.oom->bytes / gib}};

@@ -64,7 +64,8 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
     auto ps = parse_proteus_scenario(j);
     if (o.gamma) ps.gamma = *o.gamma;
     const auto g = proteus::compile(ps.net, ps.tree, ps.machine, ps.setup, ps.profile);
-    const auto run = proteus::execute(g, ps.machine, {.gamma = ps.gamma});
+    const auto run =
+        proteus::execute(g, ps.machine, {.gamma = ps.gamma, .gamma_per_level = ps.gamma_per_level});
     out.report = proteus_report_json(ps, g, run);
     if (o.trace) out.trace = proteus_trace(g, run);
     return out;

@@ -1,6 +1,6 @@
 #pragma once
 /// @file model/zoo.hpp
-/// @brief Reference models: ResNet-50/152, VGG16, CosmoFlow and ParaDL's 2.5B Megatron-LM.
+/// @brief Reference models: ResNet-50/152, VGG16/19, CosmoFlow and ParaDL's 2.5B Megatron-LM.
 ///
 /// Parameter counts equal the references: torchvision ResNet-50 25,557,032, ResNet-152
 /// 60,192,808 and VGG16 138,357,544; Megatron-LM 2.5B (54 layers, h = 1920, 20 heads,
@@ -62,19 +62,22 @@ constexpr model<resnet_layers<B1, B2, B3, B4>> resnet(std::string_view name) {
   return b.template trim<n>();
 }
 
-}  // namespace detail
+/// torchvision VGG at 224 x 224 from its configuration (Simonyan & Zisserman Table 1): each
+/// entry a conv3x3 + ReLU with that many filters, 0 a 2 x 2 max pool; then the classifier
+/// fc-relu-dropout-fc-relu-dropout-fc (7 layers). The adaptive 7 x 7 average pool is the identity
+/// at this input size and is left out.
+template <std::size_t C>
+constexpr std::size_t vgg_layers(const std::array<int, C>& cfg) {
+  std::size_t n = 7;
+  for (int f : cfg) n += f == 0 ? 1 : 2;
+  return n;
+}
 
-[[nodiscard]] constexpr auto resnet50() { return detail::resnet<3, 4, 6, 3>("resnet50"); }
-[[nodiscard]] constexpr auto resnet152() { return detail::resnet<3, 8, 36, 3>("resnet152"); }
-
-/// torchvision VGG16 (configuration D) at 224 x 224: 13 conv3x3 + ReLU, 5 max pools, and the
-/// classifier fc-relu-dropout-fc-relu-dropout-fc: 38 layers, as ParaDL Table IV counts them.
-/// The adaptive 7 x 7 average pool is the identity at this input size and is left out.
-[[nodiscard]] constexpr model<38> vgg16() {
-  model_builder<38> b("vgg16", shape{3, 1, 224, 224});
-  constexpr std::array<int, 18> cfg{64, 64,  0,   128, 128, 0,   256, 256, 256,
-                                    0,  512, 512, 512, 0,   512, 512, 512, 0};
-  for (int f : cfg) {
+template <auto Cfg>
+constexpr model<vgg_layers(Cfg)> vgg(std::string_view name) {
+  constexpr std::size_t n = vgg_layers(Cfg);
+  model_builder<n> b(name, shape{3, 1, 224, 224});
+  for (int f : Cfg) {
     if (f == 0) {
       b.add(max_pool{.kernel = 2, .stride = 2});
     } else {
@@ -84,8 +87,27 @@ constexpr model<resnet_layers<B1, B2, B3, B4>> resnet(std::string_view name) {
   b.add(linear{.features = 4096}).add(relu{}).add(elementwise{1.0});
   b.add(linear{.features = 4096}).add(relu{}).add(elementwise{1.0});
   b.add(linear{.features = 1000});
-  return b.trim<38>();
+  return b.template trim<n>();
 }
+
+/// Configurations D (VGG16) and E (VGG19).
+inline constexpr std::array<int, 18> vgg_d{64, 64,  0,   128, 128, 0,   256, 256, 256,
+                                           0,  512, 512, 512, 0,   512, 512, 512, 0};
+inline constexpr std::array<int, 21> vgg_e{64,  64,  0,   128, 128, 0,   256, 256, 256, 256, 0,
+                                           512, 512, 512, 512, 0,   512, 512, 512, 512, 0};
+
+}  // namespace detail
+
+[[nodiscard]] constexpr auto resnet50() { return detail::resnet<3, 4, 6, 3>("resnet50"); }
+[[nodiscard]] constexpr auto resnet152() { return detail::resnet<3, 8, 36, 3>("resnet152"); }
+
+/// torchvision VGG16 (configuration D) at 224 x 224: 13 conv3x3 + ReLU, 5 max pools and the
+/// classifier, 38 layers, as ParaDL Table IV counts them.
+[[nodiscard]] constexpr model<38> vgg16() { return detail::vgg<detail::vgg_d>("vgg16"); }
+
+/// torchvision VGG19 (configuration E) at 224 x 224: 16 conv3x3 + ReLU, 5 max pools and the
+/// classifier, 44 layers, 143,667,240 parameters (Proteus Table II rounds to 137 M for its model).
+[[nodiscard]] constexpr model<44> vgg19() { return detail::vgg<detail::vgg_e>("vgg19"); }
 
 /// CosmoFlow as in the MLPerf HPC reference: 4 input channels, five 3-D conv(k = 2, "same") +
 /// LeakyReLU + max-pool stages with 16, 32, 64, 128, 256 filters, then fc 128, 64, 4: 20 layers
@@ -303,27 +325,4 @@ constexpr shape concat(shape in, int channels, int h, int w) { return shape{chan
   return b.template trim<297>();
 }
 
-}  // namespace strata::zoo
-
-// ---- issue 15 (Proteus Table VI) ------------------------------------------------------------
-namespace strata::zoo {
-/// torchvision VGG19 (configuration E) at 224 x 224: 16 conv3x3 + ReLU, 5 max pools, and the
-/// classifier fc-relu-dropout-fc-relu-dropout-fc: 44 layers, 143,667,240 parameters (Proteus
-/// Table II rounds to 137 M for its model).
-[[nodiscard]] constexpr model<44> vgg19() {
-  model_builder<44> b("vgg19", shape{3, 1, 224, 224});
-  constexpr std::array<int, 21> cfg{64,  64,  0,   128, 128, 0,   256, 256, 256, 256, 0,
-                                    512, 512, 512, 512, 0,   512, 512, 512, 512, 0};
-  for (int f : cfg) {
-    if (f == 0) {
-      b.add(max_pool{.kernel = 2, .stride = 2});
-    } else {
-      b.add(conv{.filters = f, .kernel = 3, .stride = 1, .padding = 1, .bias = true}).add(relu{});
-    }
-  }
-  b.add(linear{.features = 4096}).add(relu{}).add(elementwise{1.0});
-  b.add(linear{.features = 4096}).add(relu{}).add(elementwise{1.0});
-  b.add(linear{.features = 1000});
-  return b.trim<44>();
-}
 }  // namespace strata::zoo

@@ -653,12 +653,30 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
       if (f < nmb) pr.push_back({true, f++});
     }
   }
-  // create units in an order that respects the cross-stage dependencies
+  // Create units in an order that respects the cross-stage dependencies. HTAE serves each
+  // device's communication queues in creation order, so a unit that sends to another stage is
+  // created, where the schedules allow it, only once the receiving stage has created every unit
+  // its program runs before the receiving one: the transfer then sits in the receiver's feature
+  // queue where its program posts it, behind that stage's earlier collectives and ahead of its
+  // later ones (§VI-B: each executor's queues take operators in its own schedule's order). A
+  // unit created before its receiver got there (greedy stages first) would put, e.g., the
+  // gradient of micro-batch 1 ahead of micro-batch 0's tensor-parallel all-reduces in the
+  // previous stage's queue, holding them until the next stage's backward of micro-batch 1 ends.
+  // Where the receiving stage cannot get there first (schedules whose stages wait on each
+  // other's sends, e.g. 1F1B steady states), a unit is created anyway, as before.
   std::vector<std::size_t> at(static_cast<std::size_t>(P), 0);
   std::vector<std::vector<char>> fdone(static_cast<std::size_t>(P), std::vector<char>(mbu, 0)),
       bdone = fdone;
   std::size_t left = 0;
   for (const auto& pr : prog) left += pr.size();
+  // true once stage `st`'s program has created every unit before (is_fwd, mb)
+  auto reached = [&](int st, bool is_fwd, int mb) {
+    const auto& pr = prog[static_cast<std::size_t>(st)];
+    const std::size_t i = at[static_cast<std::size_t>(st)];
+    return i >= pr.size() || (pr[i].first == is_fwd && pr[i].second == mb) ||
+           (is_fwd ? fdone : bdone)[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)];
+  };
+  bool strict = true;
   while (left > 0) {
     bool progress = false;
     for (int st = 0; st < P; ++st) {
@@ -668,6 +686,9 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
         const auto um = static_cast<std::size_t>(mb);
         if (is_fwd && st > 0 && !fdone[static_cast<std::size_t>(st - 1)][um]) break;
         if (!is_fwd && st + 1 < P && !bdone[static_cast<std::size_t>(st + 1)][um]) break;
+        if (strict && is_fwd && st + 1 < P && !reached(st + 1, true, mb)) break;
+        if (strict && !is_fwd && st > 0 && !reached(st - 1, false, mb)) break;
+        strict = true;
         if (is_fwd) {
           forward_unit(st, mb);
           fdone[static_cast<std::size_t>(st)][um] = 1;
@@ -679,6 +700,10 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
         --left;
         progress = true;
       }
+    }
+    if (!progress && strict) {
+      strict = false;  // no receiver can get there first: let one unit go ahead
+      continue;
     }
     if (!progress)
       throw plan_error("the schedule deadlocks: max_ongoing_micro_batch is too small for " +

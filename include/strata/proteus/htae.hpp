@@ -8,12 +8,17 @@
 /// becomes flows on the physical links of the cluster's hierarchy (§VI-C, Fig. 7): every member
 /// of a group with a partner under the same level-0 switch drives its own port (NVLink, or PCIe
 /// under a socket's switch), and for each higher level the group spans, every level-below
-/// group holding members drives its uplink at that level (QPI between sockets, the NIC between
-/// nodes) with the ring's per-rank bytes (`wire_bytes`), after the ring's start-ups
+/// group holding members drives its uplink at that level (a socket switch's uplink towards the
+/// other socket, the NIC between nodes) with the ring's per-rank bytes (`wire_bytes`), after the
+/// ring's start-ups
 /// (`ring_steps` x alpha). Flows on one link share it max-min fairly and re-rate when others
 /// start or end, so gradient groups that cross one NIC, or feature and gradient traffic that
-/// meet on it, slow each other exactly where they overlap. The overlap factor gamma (§VI-C) makes
-/// a compute operation 1 + gamma times slower while its device communicates. Memory (§VI-B):
+/// meet on it, slow each other exactly where they overlap. Where the level-0 links form a mesh
+/// (`level::links`, HC2's NVLink cube-mesh), a group inside one node gets the channels a ring
+/// search finds over its members' links (§VII, NCCL's topology detection), shared by the
+/// operations of that group. The overlap factor gamma (§VI-C) makes a compute operation
+/// 1 + gamma times slower while its device communicates, per class of device pair
+/// (`htae_options::gamma_per_level`). Memory (§VI-B):
 /// each device's model states live all iteration; a forward keeps its saved tensors until the
 /// backward (or the recompute) that frees them; the first allocation past the device's memory is
 /// the out-of-memory verdict, naming the operation.
@@ -40,7 +45,25 @@ struct htae_options {
   double gamma = 0;               ///< overlap factor (§VI-C)
   bool bandwidth_sharing = true;  ///< false: every flow gets its link alone ("Plain", Fig. 9)
   bool track_memory = true;
+  /// The overlap factor per class of device pair, by the cluster level a communication group
+  /// spans up to: entry k applies while such a communication is in service (HC1: 0 PCIe under
+  /// one socket's switch, 1 across the sockets; HC2: 0 NVLink inside a node, 1 InfiniBand
+  /// across nodes); levels without an entry take `gamma`. Proteus profiles gamma once per
+  /// machine and model (`overlap_factor`); profiling it with groups of one class gives that
+  /// class's entry.
+  std::vector<double> gamma_per_level{};
 };
+
+/// Proteus §VI-C's profiling of gamma: the backward pass of data-parallel training timed with
+/// its gradient communication overlapping (`overlapped_s`) and without (`alone_s`); gamma is the
+/// increase ratio, overlapped / alone - 1 (0.1 for 110 ms against 100 ms).
+[[nodiscard]] inline double overlap_factor(double overlapped_s, double alone_s) {
+  if (!(alone_s > 0) || !(overlapped_s >= alone_s) || !(overlapped_s < 101 * alone_s))
+    throw plan_error(
+        "overlap_factor: the overlapped backward must take between 1 and 101 times the backward "
+        "alone, both positive");
+  return overlapped_s / alone_s - 1;
+}
 
 /// Where and when an operation ran.
 struct op_span {
@@ -70,6 +93,13 @@ struct htae_run {
                                       const htae_options& o = {}) {
   if (!(o.gamma >= 0) || !(o.gamma <= 100))
     throw plan_error("htae: the overlap factor gamma must lie in [0, 100]");
+  for (double x : o.gamma_per_level)
+    if (!(x >= 0) || !(x <= 100))
+      throw plan_error("htae: every per-level overlap factor gamma must lie in [0, 100]");
+  if (o.gamma_per_level.size() > static_cast<std::size_t>(c.depth))
+    throw plan_error("htae: " + std::to_string(o.gamma_per_level.size()) +
+                     " per-level overlap factors for a cluster of " + std::to_string(c.depth) +
+                     " levels");
   if (g.devices > c.devices())
     throw plan_error("htae: the execution graph uses more devices than the cluster has");
   htae_run out;
@@ -81,15 +111,15 @@ struct htae_run {
   };
   std::vector<dev_res> res(static_cast<std::size_t>(n));
   const level& l0 = c.levels[0];
+  const double port_bw = l0.pair.bandwidth.count() * l0.rails;
   for (int d = 0; d < n; ++d) {
     const std::string who = "gpu" + std::to_string(d);
     auto& r = res[static_cast<std::size_t>(d)];
     r.compute = s.add_resource({who + " compute", sim::discipline::fifo, 1, 0, d});
     r.feature = s.add_resource({who + " feature comm", sim::discipline::fifo, 1, 0, d});
     r.gradient = s.add_resource({who + " gradient comm", sim::discipline::fifo, 1, 0, d});
-    r.port =
-        s.add_resource({who + " " + std::string(l0.name) + " port", sim::discipline::fair_share,
-                        l0.pair.bandwidth.count() * l0.rails, 0, d});
+    r.port = s.add_resource(
+        {who + " " + std::string(l0.name) + " port", sim::discipline::fair_share, port_bw, 0, d});
     if (o.track_memory) s.set_memory_capacity(d, c.dev.memory.count());
   }
   // uplinks: (level k >= 1, index of the level-(k-1) group) -> resource
@@ -103,6 +133,36 @@ struct htae_run {
     const int id = s.add_resource({name, sim::discipline::fair_share,
                                    l.pair.bandwidth.count() * l.rails / l.oversubscription, 0, -1});
     uplinks[key] = id;
+    return id;
+  };
+  // Where the level-0 group's links are a mesh (HC2's NVLink cube-mesh), the members of one
+  // communication group inside one level-0 group reach one another over their channels only
+  // (§VII: the bandwidth of a group is the sum of the channels NCCL's topology search finds): a
+  // link per (level-0 group, member set) of that bandwidth per member, which every flow of the
+  // set crosses besides its device's port, so operations of one set share its channels.
+  std::map<std::vector<int>, double> channel_bw;  // local member set -> bandwidth
+  std::map<std::pair<int, std::vector<int>>, int> channel_links;
+  auto channels = [&](const std::vector<int>& local) {
+    // a whole node rings at the level's own pair bandwidth (the port); a smaller set's channel
+    // search is exhaustive over ring orders, so it runs once per set and run
+    if (static_cast<int>(local.size()) == l0.links->gpus) return port_bw;
+    auto bw = channel_bw.find(local);
+    if (bw == channel_bw.end()) {
+      const double b =
+          ring_bandwidth(submesh(*l0.links, local.data(), static_cast<int>(local.size()))).count();
+      bw = channel_bw.emplace(local, std::min(b, port_bw)).first;
+    }
+    return bw->second;
+  };
+  auto channel_link = [&](int grp, const std::vector<int>& local) {
+    const auto key = std::pair{grp, local};
+    if (auto it = channel_links.find(key); it != channel_links.end()) return it->second;
+    std::string name = std::string(l0.name) + " " + std::to_string(grp) + " channels {";
+    for (std::size_t j = 0; j < local.size(); ++j)
+      name += (j ? ", " : "") + std::to_string(local[j]);
+    const int id = s.add_resource({name + "}", sim::discipline::fair_share,
+                                   channels(local) * static_cast<double>(local.size()), 0, -1});
+    channel_links[key] = id;
     return id;
   };
   // without bandwidth sharing ("Plain", Fig. 9) every flow has a link of its own
@@ -184,26 +244,37 @@ struct htae_run {
     const double alpha =
         top >= 0 ? c.levels[static_cast<std::size_t>(top)].pair.alpha.count() : 0.0;
     const double lat = p > 1 ? ring_steps(op.coll.op, p) * alpha : 0.0;
-    auto flow = [&](int link, int device) {
+    const double gamma = top >= 0 && static_cast<std::size_t>(top) < o.gamma_per_level.size()
+                             ? o.gamma_per_level[static_cast<std::size_t>(top)]
+                             : o.gamma;
+    auto flow = [&](std::vector<int> links, int device) {
       const int id = s.add_task({.name = op.name,
-                                 .resources = {link},
+                                 .resources = std::move(links),
                                  .work = w,
                                  .deps = deps,
                                  .cls = sim::task_class::communication,
                                  .device = device,
-                                 .latency = lat});
+                                 .latency = lat,
+                                 .gamma = gamma});
       flows[i].push_back(id);
     };
     if (w > 0) {
-      // level 0: members with a partner under the same switch drive their ports
+      // level 0: members with a partner under the same switch drive their ports (and, on a
+      // mesh, their set's channels)
       const int span0 = c.span(0);
       for (int d : members) {
-        const int partners = static_cast<int>(std::count_if(
-            members.begin(), members.end(), [&](int x) { return x / span0 == d / span0; }));
-        if (partners > 1 || top <= 0)
-          flow(o.bandwidth_sharing ? res[static_cast<std::size_t>(d)].port
-                                   : fresh(l0.pair.bandwidth.count() * l0.rails, d),
-               d);
+        std::vector<int> local;
+        for (int x : members)
+          if (x / span0 == d / span0) local.push_back(x % span0);
+        if (local.size() < 2 && top > 0) continue;
+        // a set whose channels match the port needs no link of its own (a whole node)
+        const bool mesh = l0.links != nullptr && local.size() > 1 && channels(local) < port_bw;
+        if (!o.bandwidth_sharing)
+          flow({fresh(mesh ? channels(local) : port_bw, d)}, d);
+        else if (mesh)
+          flow({res[static_cast<std::size_t>(d)].port, channel_link(d / span0, local)}, d);
+        else
+          flow({res[static_cast<std::size_t>(d)].port}, d);
       }
       // every higher level the group spans: one flow per level-below group on its uplink
       for (int k = 1; k <= top; ++k) {
@@ -213,8 +284,8 @@ struct htae_run {
           if (d / below != prev) {
             prev = d / below;
             const level& l = c.levels[static_cast<std::size_t>(k)];
-            flow(o.bandwidth_sharing ? uplink(k, prev)
-                                     : fresh(l.pair.bandwidth.count() * l.rails, d),
+            flow({o.bandwidth_sharing ? uplink(k, prev)
+                                      : fresh(l.pair.bandwidth.count() * l.rails, d)},
                  d);
           }
       }

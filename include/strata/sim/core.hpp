@@ -18,7 +18,8 @@
 ///   resource, Share(r, active) across workers).
 /// A task may first wait a fixed `latency` (a message's alpha) without holding its resource.
 /// Gamma (Proteus §VI-C): a compute task runs 1 + gamma times slower while a communication task
-/// of the same device is in service.
+/// of the same device is in service; a communication task may carry its own gamma (its class of
+/// device pair), and the largest of those in service on the device applies.
 /// The loop is an event heap with per-task and per-link state: an event costs O(log n) plus the
 /// tasks it changes, whatever the number of streams (bench/sim.cpp: event_core), and allocates
 /// nothing once its buffers have grown. A fair-share link whose flows all cross it alone keeps a
@@ -69,6 +70,9 @@ struct task_spec {
   double latency = 0;           ///< seconds waited before service, resource not held
   std::vector<int> produces{};  ///< tensors allocated when the task starts
   std::vector<int> consumes{};  ///< tensors it reads; freed after their last reader ends
+  /// communication: the overlap factor its service imposes on its device's compute (Proteus
+  /// §VI-C, one per class of device pair); negative: the simulator's (`set_overlap_factor`)
+  double gamma = -1;
 };
 
 struct tensor_spec {
@@ -151,7 +155,7 @@ class simulator {
   }
   /// Room for `tasks` tasks, so that a large graph is not moved as it grows.
   void reserve(std::size_t tasks) { tasks_.reserve(tasks); }
-  /// Proteus's overlap factor gamma.
+  /// Proteus's overlap factor gamma, for communication tasks that carry none of their own.
   void set_overlap_factor(double gamma) {
     if (!(gamma >= 0) || !(gamma <= 1e6))  // NaN fails both
       throw plan_error("the overlap factor gamma must lie in [0, 1e6]");
@@ -237,7 +241,8 @@ struct task_hot {
 /// resource's capacity is such a flow too (its own capacity never binds: a fair share is at most
 /// the link's capacity), as in Li et al.'s single-server layout. Fair shares are recomputed only
 /// when the set of flows changes (only on the links touched when no flow crosses several links),
-/// gamma's slowdown only when a device's communication starts or stops. A task completes at its
+/// gamma's slowdown only when the largest gamma of a device's communication in service
+/// changes. A task completes at its
 /// predicted time, or within 1e-12 of its work of it, so tasks that end together (up to
 /// rounding) end in one event, in index order. Nothing is allocated per event once the buffers
 /// have grown.
@@ -299,6 +304,14 @@ inline result simulator::run() const {
     return std::pair{rlist.data() + h.rbegin, rlist.data() + h.rend};
   };
   std::vector<unsigned> link_version(nr, 0);
+  // the overlap factor each communication task imposes while in service
+  std::vector<double> comm_gamma(n, 0.0);
+  bool any_gamma = gamma_ > 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (T[i].comm_device >= 0) {
+      comm_gamma[i] = tasks_[i].gamma >= 0 ? tasks_[i].gamma : gamma_;
+      any_gamma = any_gamma || comm_gamma[i] > 0;
+    }
   // fifo / round-robin waiting lines, linked through the tasks (a task waits in one at most)
   std::vector<int> qhead(nr, -1), qtail(nr, -1);
   auto queue_push = [&](int r, int i) {
@@ -327,11 +340,12 @@ inline result simulator::run() const {
       link_flows(nr);
   std::vector<char> was_busy(nr, 0);
   std::vector<double> busy_since(nr, 0.0);
-  std::vector<int> comm_count(nd, 0);  // communication tasks in service per device
-  std::vector<char> comm_on(nd, 0);
+  // per device: communication tasks in service by their gamma, and the largest such gamma
+  std::vector<std::vector<std::pair<double, int>>> comm_in(nd);
+  std::vector<double> slow(nd, 0.0);
   // per device: the fifo resources that serve its compute tasks (for gamma)
   std::vector<std::vector<int>> compute_streams(nd);
-  if (gamma_ > 0)
+  if (any_gamma)
     for (const auto& t : tasks_)
       if (t.cls == task_class::compute && t.device >= 0 &&
           resources_[static_cast<std::size_t>(t.resources[0])].kind == discipline::fifo) {
@@ -365,7 +379,13 @@ inline result simulator::run() const {
     const int dev = at(i).comm_device;
     if (dev < 0) return;
     const auto d = static_cast<std::size_t>(dev);
-    comm_count[d] += delta;
+    const double g = comm_gamma[static_cast<std::size_t>(i)];
+    auto& v = comm_in[d];
+    auto it = std::find_if(v.begin(), v.end(), [&](const auto& e) { return e.first == g; });
+    if (it == v.end())
+      v.push_back({g, delta});
+    else
+      it->second += delta;
     if (!device_mark[d]) {
       device_mark[d] = 1;
       touched_devices.push_back(dev);
@@ -407,8 +427,8 @@ inline result simulator::run() const {
   auto fifo_rate = [&](int i, std::size_t r) {
     if (resources_[r].kind == discipline::round_robin) return resources_[r].capacity;
     const int dev = at(i).slow_device;
-    const bool slowed = dev >= 0 && comm_on[static_cast<std::size_t>(dev)];
-    return slowed ? 1.0 / (1.0 + gamma_) : 1.0;
+    const bool slowed = dev >= 0 && static_cast<std::size_t>(dev) < nd;
+    return slowed ? 1.0 / (1.0 + slow[static_cast<std::size_t>(dev)]) : 1.0;
   };
 
   auto allocate = [&](int i) {
@@ -618,9 +638,11 @@ inline result simulator::run() const {
     for (int d : touched_devices) {
       const auto ud = static_cast<std::size_t>(d);
       device_mark[ud] = 0;
-      const bool on = comm_count[ud] > 0;
-      if (on == static_cast<bool>(comm_on[ud])) continue;
-      comm_on[ud] = on;
+      double g = 0;
+      for (const auto& [gi, count] : comm_in[ud])
+        if (count > 0) g = std::max(g, gi);
+      if (g == slow[ud]) continue;
+      slow[ud] = g;
       for (int r : compute_streams[ud]) {  // gamma > 0 only
         const int i = in_service[static_cast<std::size_t>(r)];
         if (i >= 0 && at(i).rate > 0) set_rate(i, fifo_rate(i, static_cast<std::size_t>(r)));
