@@ -5520,9 +5520,17 @@ constexpr void cnn_layer(std::span<const strata::layer> layers, std::size_t i, d
 /// uses them in an analytical form instead (docs/lin.md) whose few parameters are fitted to
 /// measurements (`calibrate/embedding_fit.hpp`):
 ///
-/// - forward: the U distinct rows come from DRAM once; the N - U re-reads of a row hit L2 while
-///   the U rows fit in it (a fraction L2 / (U row) of them otherwise); plus the N indices and
-///   the B x D output: t = floor_f + dram / bw_gather + hits / bw_l2;
+/// - forward: PyTorch's CUDA forward (`_embedding_bag_cuda`, aten/src/ATen/native/cuda/
+///   EmbeddingBag.cu) allocates its outputs and launches ONE kernel, for every E (no sort, no
+///   radix pass: those belong to the backward). The kernel's grid is fixed at 1024 blocks of
+///   32 x 8 threads: each of its 8192 warps takes one (bag, 32-feature chunk) at a time and walks
+///   the bag's L lookups serially (index load, the dependent row load, the add), so it lasts the
+///   longer of that chain, ceil(B ceil(D/32) / 8192) x L x lookup_latency, and its traffic: the U
+///   distinct rows from DRAM once, the N - U re-reads from L2 while the U rows fit in it (a
+///   fraction L2 / (U row) of them otherwise), the N indices and the B x D output. A call
+///   returns to Python only after its host work (module call, `F.embedding_bag` checks,
+///   dispatcher, autograd node, four allocations): a CUDA-event-timed call lasts
+///   t = max(floor_f, launch + max(chain, dram / bw_gather + hits / bw_l2));
 /// - backward: sorting and reducing the N lookups' gradients (per_lookup each), the U gradient
 ///   rows written, the rows reused most serialize their updates (contention x k_max, the
 ///   atomics/segment reduction of a hot row), and with a dense gradient PyTorch zero-fills the
@@ -5595,6 +5603,11 @@ struct reuse_histogram {
 };
 
 namespace detail {
+/// ceil(x) for 0 <= x < 2^62 (constexpr).
+constexpr double ceil_positive(double x) {
+  const auto i = static_cast<long long>(x);
+  return static_cast<double>(i) < x ? static_cast<double>(i + 1) : static_cast<double>(i);
+}
 /// Adds to `h` the expected rows, out of `count` rows each hit Poisson(lambda) times, per bin.
 /// lambda > 64: the spread (1/sqrt(lambda) < 13 %) is ignored, every row falls in bin(lambda).
 constexpr void add_poisson(reuse_histogram& h, double count, double lambda) {
@@ -5688,7 +5701,7 @@ struct embedding_traffic {
 
 /// Fitted EL cost on one device. Rates in B/s, times in s.
 struct embedding_bag_model {
-  double floor_forward = 45e-6;
+  double floor_forward = 45e-6;  ///< host work of one forward call (what a launch-bound call costs)
   double floor_backward = 450e-6;
   double floor_update = 200e-6;
   double gather_bandwidth = 2.68e12;  ///< rows gathered from DRAM (80 % of an H100's 3.35 TB/s)
@@ -5698,6 +5711,9 @@ struct embedding_bag_model {
   double contention = 1e-9;           ///< backward: per serialized update of the hottest row
   double dense_bandwidth = 2.8e12;    ///< passes over the dense E x D gradient / weights
   double index_bytes = 8;             ///< int64 indices and offsets
+  double launch = 3e-6;               ///< the forward kernel's launch and fixed cost on the device
+  double lookup_latency = 2e-7;       ///< one serial lookup of a warp: index load, row load, add
+  double forward_warps = 8192;        ///< PyTorch's forward grid: 1024 blocks x 8 warps
 
   /// Forward traffic.
   [[nodiscard]] constexpr embedding_traffic forward_traffic(const embedding_bag_shape& s) const {
@@ -5713,14 +5729,31 @@ struct embedding_bag_model {
     t.l2 = hit * rereads * s.row_bytes();
     return t;
   }
-  /// Forward work above the floor.
+  /// The forward kernel's serial chain: each warp walks one (bag, 32-feature chunk) at a time,
+  /// its L lookups one after another; B ceil(D/32) chunks over `forward_warps` warps.
+  [[nodiscard]] constexpr double forward_chain(const embedding_bag_shape& s) const {
+    s.validate();
+    const double chunks = s.batch * detail::ceil_positive(s.dim / 32);
+    return detail::ceil_positive(chunks / forward_warps) * s.pooling * lookup_latency;
+  }
+  /// Forward kernel time above its launch: the longer of the serial chain and the traffic.
   [[nodiscard]] constexpr double forward_work(const embedding_bag_shape& s) const {
     const embedding_traffic t = forward_traffic(s);
-    return t.dram / gather_bandwidth + t.l2 / l2_bandwidth;
+    const double traffic = t.dram / gather_bandwidth + t.l2 / l2_bandwidth;
+    const double chain = forward_chain(s);
+    return chain > traffic ? chain : traffic;
   }
-  /// Lin et al. §III-B, forward EL.
+  /// The forward kernel on the device (what a profiler trace shows), launch included.
+  [[nodiscard]] constexpr double forward_kernel(const embedding_bag_shape& s) const {
+    return launch + forward_work(s);
+  }
+  /// A forward call whose kernel work above the launch is `work`: host-bound below the floor.
+  [[nodiscard]] constexpr double forward_call(double work) const {
+    return floor_forward > launch + work ? floor_forward : launch + work;
+  }
+  /// Lin et al. §III-B, forward EL: one call, max(host floor, kernel).
   [[nodiscard]] constexpr double forward(const embedding_bag_shape& s) const {
-    return floor_forward + forward_work(s);
+    return forward_call(forward_work(s));
   }
   /// Backward work above the floor (and, for `fused`, the SGD update of the touched rows).
   [[nodiscard]] constexpr double backward_work(
@@ -5769,21 +5802,27 @@ struct embedding_bag_model {
 
 /// EL on an H100 SXM (PyTorch 2 nn.EmbeddingBag, fp32), fitted on all 36 rows of
 /// test/data/h100_embedding_bag.csv (`calibrate::fit_embedding_bag` with its defaults, rounded):
-/// a 43.3 us forward floor (launch-bound: no forward in the file moves more than 21 MB), 488 us
-/// backward floor (PyTorch's sort-based backward is a dozen kernels plus autograd), 0.217 ns per
-/// lookup, 2.85 TB/s over the dense gradient (85 % of the datasheet), a 203 us SGD floor. The
-/// contention term fits to zero on this data (no bag hits one row more than 2^16 times). The
-/// gather and L2 bandwidths are not fitted (datasheet fractions).
-inline constexpr embedding_bag_model h100_embedding_bag{.floor_forward = 43.3e-6,
-                                                        .floor_backward = 488e-6,
+/// a 45.2 us forward floor (every forward in the file is host-bound: its one kernel needs at
+/// most 19 us, the calls take 29-123 us), 486 us backward floor (PyTorch's sort-based backward
+/// is a dozen kernels plus autograd), 0.249 ns per lookup, 2.85 TB/s over the dense gradient
+/// (85 % of the datasheet), a 203 us SGD floor. The contention term fits to zero on this data
+/// (no bag hits one row more than 2^16 times). Not fitted (the file cannot pin them): the gather
+/// and L2 bandwidths (datasheet fractions), the 3 us kernel launch and the 0.2 us serial lookup
+/// (about 400 cycles at 1.98 GHz for an L1-hit index load and a dependent L2-hit row load; the
+/// E = 1e6, L = 80 calls bound it: 3 + 80 x 0.2 = 19 us fits inside their 31.7 us).
+inline constexpr embedding_bag_model h100_embedding_bag{.floor_forward = 45.2e-6,
+                                                        .floor_backward = 486e-6,
                                                         .floor_update = 203e-6,
                                                         .gather_bandwidth = 2.68e12,
                                                         .l2_bandwidth = 7e12,
                                                         .l2_bytes = 50e6,
-                                                        .per_lookup = 0.217e-9,
+                                                        .per_lookup = 0.249e-9,
                                                         .contention = 0,
                                                         .dense_bandwidth = 2.85e12,
-                                                        .index_bytes = 8};
+                                                        .index_bytes = 8,
+                                                        .launch = 3e-6,
+                                                        .lookup_latency = 0.2e-6,
+                                                        .forward_warps = 8192};
 
 }  // namespace strata
 

@@ -13,7 +13,8 @@ using namespace strata;
 
 namespace {
 // A toy device for the EL cost: 1 GB/s gather, 2 GB/s L2, 10 GB/s dense passes, 1 us forward
-// floor, 2 us backward floor, 1 us update floor, 1 ns per lookup, 10 ns per hot-row update.
+// floor, 2 us backward floor, 1 us update floor, 1 ns per lookup, 10 ns per hot-row update; the
+// forward kernel launches in 0.5 us and a warp takes 0.5 us per serial lookup, 8192 warps.
 constexpr embedding_bag_model toy{.floor_forward = 1e-6,
                                   .floor_backward = 2e-6,
                                   .floor_update = 1e-6,
@@ -23,7 +24,10 @@ constexpr embedding_bag_model toy{.floor_forward = 1e-6,
                                   .per_lookup = 1e-9,
                                   .contention = 1e-8,
                                   .dense_bandwidth = 1e10,
-                                  .index_bytes = 8};
+                                  .index_bytes = 8,
+                                  .launch = 0.5e-6,
+                                  .lookup_latency = 0.5e-6,
+                                  .forward_warps = 8192};
 // E = 1000 rows of D = 16 fp32 (64 B a row), B = 4 bags of L = 2: N = 8 lookups. Reuse: 3 rows
 // hit once, 1 row twice, 1 row three times (bin 2 holds 3-4): U = 5 distinct rows.
 constexpr embedding_bag_shape small{
@@ -45,15 +49,37 @@ TEST_CASE("reuse-factor bins follow ceil(log2 k)", "[embedding]") {
   STATIC_REQUIRE(small.reuse.max_reuse() == 4);
 }
 
-TEST_CASE("forward EL bytes from the reuse histogram, worked by hand", "[embedding]") {
+TEST_CASE("forward EL: bytes, serial chain, kernel and host floor, worked by hand", "[embedding]") {
   // U = 5 rows x 64 B = 320 B from DRAM; N - U = 3 re-reads x 64 B = 192 B hit L2 (320 B fit
   // in 1 MB); indices and offsets (8 + 4) x 8 B = 96 B; output 4 bags x 64 B = 256 B.
   // DRAM 320 + 96 + 256 = 672 B.
   constexpr auto t = toy.forward_traffic(small);
   STATIC_REQUIRE(t.dram == 672);
   STATIC_REQUIRE(t.l2 == 192);
-  // 1 us + 672 B / 1 GB/s + 192 B / 2 GB/s = 1 + 0.672 + 0.096 = 1.768 us
-  CHECK(toy.forward(small) == Approx(1.768e-6));
+  // traffic: 672 B / 1 GB/s + 192 B / 2 GB/s = 0.672 + 0.096 = 0.768 us.
+  // PyTorch's one forward kernel: B ceil(D/32) = 4 x 1 = 4 (bag, 32-feature) chunks on 8192
+  // warps, one wave; each warp walks its bag's L = 2 lookups at 0.5 us: chain 1.0 us > 0.768.
+  CHECK(toy.forward_chain(small) == Approx(1.0e-6));
+  // kernel = launch 0.5 + max(1.0, 0.768) = 1.5 us; above the 1 us host floor, so the call is 1.5
+  CHECK(toy.forward_kernel(small) == Approx(1.5e-6));
+  CHECK(toy.forward(small) == Approx(1.5e-6));
+  // 2 warps: 4 chunks in ceil(4 / 2) = 2 waves, chain 2 x 2 x 0.5 = 2 us, kernel 2.5 us
+  embedding_bag_model few = toy;
+  few.forward_warps = 2;
+  CHECK(few.forward(small) == Approx(2.5e-6));
+  // D = 40 needs ceil(40/32) = 2 chunks a bag: 8 chunks on 2 warps, 4 waves, chain 4 us
+  embedding_bag_shape wide = small;
+  wide.dim = 40;
+  CHECK(few.forward_chain(wide) == Approx(4e-6));
+  // 0.1 us lookups: chain 0.2 us < traffic 0.768 us, kernel 0.5 + 0.768 = 1.268 us
+  embedding_bag_model quick = toy;
+  quick.lookup_latency = 0.1e-6;
+  CHECK(quick.forward(small) == Approx(1.268e-6));
+  // a 3 us host floor outlasts the 1.5 us kernel: the call is host-bound at 3 us
+  embedding_bag_model slow_host = toy;
+  slow_host.floor_forward = 3e-6;
+  CHECK(slow_host.forward(small) == Approx(3e-6));
+  CHECK(slow_host.forward_kernel(small) == Approx(1.5e-6));
   // L2 of 160 B holds half of the 320 B working set: half the re-reads (96 B) go to DRAM
   embedding_bag_model half = toy;
   half.l2_bytes = 160;
@@ -266,11 +292,12 @@ TEST_CASE("trace ops of kind embedding_bag are priced with the EL model", "[embe
     {"id": "b", "rank": 0, "kind": "embedding_bag", "rows": 1000, "dim": 16, "pooling": 2,
      "batch": 4, "reuse": [3, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
      "pass": "backward", "gradient": "fused", "deps": ["f"]}],
-    "embedding_model": {"floor_forward_us": 1, "gather_bandwidth_GBps": 1,
-                        "l2_bandwidth_GBps": 2}})");
+    "embedding_model": {"floor_forward_us": 5, "gather_bandwidth_GBps": 1,
+                        "l2_bandwidth_GBps": 2, "launch_us": 0.5, "lookup_latency_ns": 500}})");
   REQUIRE(t.ranks[0].size() == 2);
-  // the hand-worked forward above: 1.768 us
-  CHECK(t.ranks[0][0].kernels.at(0) == Approx(1.768e-6));
+  // the hand-worked forward kernel above (the toy device): 1.5 us; the 5 us host floor of a
+  // timed call is not in it (the replay charges host work as the op's overheads)
+  CHECK(t.ranks[0][0].kernels.at(0) == Approx(1.5e-6));
   CHECK(t.ranks[0][1].kernels.at(0) > 0);
   CHECK_THROWS_WITH(io::parse_lin_trace(R"({"ops": [{"id": "f", "rank": 0,
                        "kind": "embedding_bag", "rows": 10, "dim": 4, "pooling": 1}]})"),

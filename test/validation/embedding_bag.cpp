@@ -6,12 +6,16 @@
 // report on the 18 others, split by distribution. Lin et al. Table I: 4-6 % GMAE forward,
 // 3-4 % backward (an MLP per GPU on FBGEMM's kernel).
 //
-// Measured here (docs/lin.md): held out, forward GMAE 15.0 %, forward + backward 4.2 %,
-// + SGD 8.4 %. The forward misses the 10 % target: every forward in the file is launch-bound
-// (30-120 us for at most 21 MB of traffic) and the times fall in three clusters that no
-// column of the file explains (the E = 1e6, L <= 20 block runs at 115-123 us, 2.6x its
-// neighbours); a lookup on the nearest training row of the same (E, L) gets 5.0 % (below), so
-// the rest of the error is per-configuration, not in the reuse factors.
+// Measured here (docs/lin.md): held out, forward GMAE 11.3 % (MAPE 26.2 %), forward +
+// backward 4.4 %, + SGD 8.4 %. The forward misses the 10 % target, and no form built from the
+// file's columns can meet it: PyTorch's CUDA forward is one kernel for every E (no sort, no
+// radix pass; aten/src/ATen/native/cuda/EmbeddingBag.cu), that kernel needs at most 19 us here
+// (checked below), and every measured call (29-123 us) is the host's dispatch, not the
+// kernel. The calls fall in clusters by position in the benchmark, not by any column (the
+// E = 1e6, L <= 20 block runs at 114-123 us, 2.6x its neighbours E = 1e5 and 1e7 and its own
+// L = 80 rows; the same block's SGD step is host-bound too, see docs/lin.md). A lookup on the
+// nearest training row of the same (E, L) gets 5.0 % (below): it memorizes that host state.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -50,9 +54,9 @@ TEST_CASE("EL model on held-out H100 EmbeddingBag measurements", "[embedding][va
   const auto held = calibrate::embedding_errors(m, test);
   print("held out", held);
   print("training", calibrate::embedding_errors(m, train));
-  CHECK(held.forward.gmae <= 0.16);  // 15.0 % measured (target 10 %: see the file comment)
+  CHECK(held.forward.gmae <= 0.12);  // 11.3 % measured (target 10 %: see the file comment)
   CHECK(held.forward_backward.gmae <= 0.15);
-  CHECK(held.forward_backward.gmae <= 0.05);      // 4.2 % measured
+  CHECK(held.forward_backward.gmae <= 0.05);      // 4.4 % measured
   CHECK(held.forward_backward_sgd.gmae <= 0.10);  // 8.4 % measured
   REQUIRE(held.by_distribution.size() == 4);
   for (const auto& [d, s] : held.by_distribution) CHECK(s.forward_backward.gmae <= 0.10);
@@ -60,6 +64,17 @@ TEST_CASE("EL model on held-out H100 EmbeddingBag measurements", "[embedding][va
   // The fitted dense-gradient bandwidth is physical: 85 % of the H100's 3.35 TB/s, with four
   // passes per accumulated backward and one + three with zero_grad and SGD.
   CHECK(m.dense_bandwidth == Approx(2.85e12).epsilon(0.05));
+
+  // Every call in the file is host-bound: the one forward kernel (launch + the longer of its
+  // serial chain and its traffic) ends before the call returns. The largest kernel is an
+  // L = 80 row: 3 us + 80 lookups x 0.2 us = 19 us, against the fastest such call, 31.7 us.
+  double worst = 0;
+  for (const auto& x : all) {
+    CHECK(m.forward_kernel(x.shape) < x.forward);
+    worst = std::max(worst, m.forward_kernel(x.shape) / x.forward);
+  }
+  std::printf("forward kernel / measured call: at most %.2f\n", worst);
+  CHECK(worst == Approx(19.0 / 31.68).epsilon(0.01));
 
   // Baseline (what Lin et al.'s learned model could pick up): each held-out forward predicted
   // by the training row of the same (E, L) with the nearest unique-row count.

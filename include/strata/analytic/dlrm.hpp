@@ -161,15 +161,13 @@ inline dlrm_report dlrm_plan(const dlrm& model, const dlrm_setup& setup,
     // fused (FBGEMM TBE): one kernel per pass for all the rank's tables, one floor; dense
     // (PyTorch nn.EmbeddingBag): every table its own kernels and floors
     const bool batched = setup.gradient == embedding_gradient::fused;
-    if (batched && !rk.tables.empty()) {
-      rk.embedding_forward = el.floor_forward;
-      rk.embedding_backward = el.backward_floor(setup.gradient);
-    }
+    double forward_work = 0;  // batched: the one forward kernel's work above its launch
+    if (batched && !rk.tables.empty()) rk.embedding_backward = el.backward_floor(setup.gradient);
     for (std::size_t i : rk.tables) {
       const embedding_table& t = model.tables[i];
       const embedding_bag_shape s = t.shape(B, e);
       if (batched) {
-        rk.embedding_forward += el.forward_work(s);
+        forward_work += el.forward_work(s);
         rk.embedding_backward += el.backward_work(s, setup.gradient);
       } else {
         rk.embedding_forward += el.forward(s);
@@ -179,6 +177,7 @@ inline dlrm_report dlrm_plan(const dlrm& model, const dlrm_setup& setup,
           t.weight_bytes(e) * (setup.gradient == embedding_gradient::fused ? 1.0 : 2.0);
       own_dim += t.dim;
     }
+    if (batched && !rk.tables.empty()) rk.embedding_forward = el.forward_call(forward_work);
     rk.sent = own_dim * (B - b) * e;
     rk.received = (emb_dim_total - own_dim) * b * e;
     if (rk.embedding_forward + rk.embedding_backward > r.embedding_forward + r.embedding_backward) {
