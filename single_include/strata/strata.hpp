@@ -283,6 +283,9 @@ struct device {
   bytes memory{};
   byte_rate memory_bandwidth{};
   int sms = 0;  ///< streaming multiprocessors (GPU); 0 where unknown or not a GPU
+  /// CUDA compute capability x 10 (70 Volta, 80 Ampere, 89 Ada, 90 Hopper, 100 Blackwell); 0
+  /// where unknown or not an NVIDIA GPU. NCCL's tuner picks its constants by it (`comm/nccl.hpp`).
+  int arch = 0;
 
   /// Dense peak for arithmetic in `t`.
   [[nodiscard]] constexpr flop_rate peak(dtype t) const {
@@ -337,6 +340,11 @@ struct interconnect {
   [[nodiscard]] constexpr seconds transfer(bytes m) const { return alpha + m / bandwidth; }
 };
 
+/// What carries a level's traffic, in the three classes NCCL's tuner prices apart (the NVLINK,
+/// PCI and NET rows of its hardware latencies, `comm/nccl.hpp`). Only the node level's kind is
+/// read: NCCL prices every hop that leaves a node as network.
+enum class link_kind { nvlink, pcie, network };
+
 /// One level of the hierarchy.
 struct level {
   std::string_view name;  ///< "node", "rack", ...
@@ -344,6 +352,8 @@ struct level {
   interconnect pair;      ///< what a pair whose lowest common group is at this level sees
   double oversubscription = 1;  ///< over-subscription of the links joining groups at this level
   int rails = 1;  ///< parallel links (NICs, NCCL channels) one group can drive across this level
+  link_kind kind = link_kind::nvlink;  ///< what carries the traffic (read at the node level)
+  bool switch_reduction = false;       ///< the switch reduces in the network (NVLink SHARP, "NVLS")
 };
 
 inline constexpr std::size_t max_levels = 5;
@@ -351,12 +361,27 @@ inline constexpr std::size_t max_levels = 5;
 /// of fan-outs is formed in 64 bits and checked against this bound.
 inline constexpr int max_devices = 1 << 24;
 
+/// What a node's host offers its GPUs: the figures ZeRO-Offload and ZeRO-Infinity run on.
+/// Zero where unknown: offload is then refused.
+struct host_side {
+  byte_rate pcie{};      ///< one GPU's link to host memory, per direction (datasheet)
+  double optimizer = 0;  ///< parameters per second the node's CPUs update with Adam
+  byte_rate nvme{};      ///< the node's NVMe bandwidth (all drives)
+  bytes capacity{};      ///< the node's DRAM
+};
+
+/// DeepSpeed's CPU Adam as measured in its ZeRO-Offload tutorial (docs/_tutorials/zero-offload.md:
+/// the optimizer step over 10.28e9 parameters took 6.2-6.5 s on a DGX-2 host): 1.6e9
+/// parameters/s. Presets whose host was not measured use it (our assumption).
+inline constexpr double cpu_adam_rate = 10.28e9 / 6.35;
+
 /// Devices of one kind in a hierarchy of levels.
 struct cluster {
   std::string_view name;
   device dev;
   std::array<level, max_levels> levels{};
   int depth = 0;
+  host_side host{};  ///< the host of each node (level 0 group)
 
   /// Number of devices: the product of the fan-outs (at most `max_devices`).
   [[nodiscard]] constexpr int devices() const { return span(depth - 1); }
@@ -483,6 +508,24 @@ inline constexpr const char* expert_degree_must_divide_experts =
 inline constexpr const char* context_degree_must_divide_sequence =
     "context parallelism: twice the degree must divide the sequence length";
 inline constexpr const char* zero_stage_out_of_range = "ZeRO stage must be 0, 1, 2 or 3";
+inline constexpr const char* deepspeed_zero_with_pipeline =
+    "DeepSpeed: ZeRO stages 2 and 3 are incompatible with pipeline parallelism (its pipeline "
+    "engine accepts ZeRO-1 only)";
+inline constexpr const char* fsdp_has_no_zero1 =
+    "FSDP has no ZeRO-1 mode: its sharding strategies are NO_SHARD (zero 0), SHARD_GRAD_OP "
+    "(zero 2) and FULL_SHARD (zero 3)";
+inline constexpr const char* offload_needs_deepspeed =
+    "offload: optimizer and parameter offload are modelled for the DeepSpeed engine only "
+    "(ZeRO-Offload, ZeRO-Infinity)";
+inline constexpr const char* offload_optimizer_needs_zero =
+    "offload: ZeRO-Offload moves the optimizer partitions, so it needs a ZeRO stage of 1 or more";
+inline constexpr const char* offload_parameters_needs_zero3 =
+    "offload: parameter offload (ZeRO-Infinity) needs ZeRO stage 3";
+inline constexpr const char* offload_needs_host =
+    "offload: the cluster gives no host link, host memory bandwidth or NVMe bandwidth (set "
+    "cluster.host)";
+inline constexpr const char* shard_group_must_divide_data =
+    "data parallelism: the shard group (hybrid sharding) must divide the data-parallel degree";
 inline constexpr const char* overlap_out_of_range =
     "data parallelism: the overlapped fraction must lie in [0, 1]";
 inline constexpr const char* sequence_exceeds_positions =
@@ -769,6 +812,40 @@ enum class loss_style {
   transformers     ///< `logits.float()` in the model's loss function, then F.cross_entropy
 };
 
+/// The engine that runs data parallelism and ZeRO: it decides how model states are stored and
+/// sharded, how many collectives a step issues and which buffers they hold.
+enum class data_engine {
+  megatron,   ///< DDP-style gradient buckets, the distributed optimizer (ZeRO-1), fp32 main_grad
+  deepspeed,  ///< DeepSpeed's ZeRO 1-3 (runtime/zero/stage_1_and_2.py, stage3.py)
+  fsdp        ///< PyTorch FSDP (FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2, NO_SHARD = 0)
+};
+
+/// Where ZeRO-Offload and ZeRO-Infinity keep what they take off the GPU.
+enum class offload_device { none, cpu, nvme };
+
+/// How a framework's data-parallel engine stores and moves model states (`data_engine`), with
+/// its configuration knobs. The sizes are bytes of 16-bit values, as the engines count elements.
+struct sharding {
+  data_engine engine = data_engine::megatron;
+  /// Gradient bytes per reduction call under ZeRO-2/3 (DeepSpeed's `reduce_bucket_size`);
+  /// 0: one call per layer (FSDP reduce-scatters each unit, Megatron each micro-batch's layer).
+  double reduce_bucket = 0;
+  /// Weight bytes ZeRO-3 gathers ahead of the compute (DeepSpeed's
+  /// `stage3_prefetch_bucket_size`); 0: one unit ahead (FSDP's backward/forward prefetch).
+  double prefetch_bucket = 0;
+  /// Parameters with fewer elements than this are never partitioned under ZeRO-3 (DeepSpeed's
+  /// `stage3_param_persistence_threshold`): norms and biases stay whole on every rank.
+  double persistence_threshold = 0;
+  /// The optimizer step makes an fp32 copy of the rank's gradient partition, this many
+  /// elements at a time (DeepSpeed's `sub_group_size`); 0: none (the gradients are fp32).
+  double fp32_gradient_group = 0;
+  /// ZeRO-Offload: optimizer states and fp32 master weights on the host (`cpu`) or on NVMe
+  /// (ZeRO-Infinity); the optimizer step then runs on the CPU.
+  offload_device offload_optimizer = offload_device::none;
+  /// ZeRO-Infinity: the 16-bit weight partitions on the host or NVMe too (ZeRO-3 only).
+  offload_device offload_parameters = offload_device::none;
+};
+
 struct recipe {
   std::string_view name = "megatron";
   /// `torch.autocast` over fp32 parameters: each linear layer's weight is cast to the compute
@@ -799,6 +876,12 @@ struct recipe {
   /// vocabulary; 1: the vocabulary is used as configured (an unpadded one slows the head,
   /// `lower::misaligned_gemm_slowdown`). The padded rows' extra work (under 2 %) is not counted.
   int vocabulary_padding = 128;
+  /// tensor-parallel all-gathers and reduce-scatters pipelined with the GEMMs beside them
+  /// (Megatron-Core's `--tp-comm-overlap`, Transformer Engine userbuffers;
+  /// `analytic::overlapped_tensor_comm`); false: they block the stream
+  bool tp_comm_overlap = false;
+  /// the data-parallel engine and its configuration (ZeRO, FSDP, offload)
+  sharding data{};
 };
 
 }  // namespace strata::frameworks
@@ -932,6 +1015,21 @@ struct runtime_memory {
   }
 };
 
+/// Which linear layers LoRA adapts.
+enum class lora_targets {
+  attention,  ///< Q, K, V and the output projection (Hu et al. 2021's choice)
+  all_linear  ///< every linear layer of the blocks (QLoRA's "all-linear"); never the head
+};
+
+/// LoRA fine-tuning (Hu et al. 2021, §4): the pretrained weights are frozen (no gradients, no
+/// optimizer states, no weight-gradient GEMMs) and each targeted n x k weight W gains trained
+/// factors A (r x k) and B (n x r): y = x W^T + (x A^T) B^T.
+struct lora_adapters {
+  int rank = 0;  ///< r; 0: every parameter is trained (no adapters)
+  lora_targets targets = lora_targets::all_linear;
+  [[nodiscard]] constexpr bool on() const { return rank > 0; }
+};
+
 /// The training setup of a transformer plan: tokens per iteration, numerics and optimizer.
 struct transformer_training {
   int global_batch = 512;  ///< B, sequences per iteration
@@ -947,6 +1045,8 @@ struct transformer_training {
   frameworks::recipe framework = frameworks::megatron;
   /// the CUDA context, NCCL buffers and allocator slack beside the tensors (judges "fits")
   runtime_memory runtime{};
+  /// LoRA adapters over frozen weights (rank 0: full training)
+  lora_adapters lora{};
 
   /// Tokens per sequence: `sequence`, or the model's own length `model_sequence` when it is 0.
   [[nodiscard]] constexpr int sequence_or(int model_sequence) const {
@@ -977,8 +1077,11 @@ struct transformer_training {
     return framework.autocast ? 4.0 : activation_bytes();
   }
   [[nodiscard]] constexpr double weight_bytes() const { return master_weights() ? 2.0 : 4.0; }
+  /// Gradient bytes per parameter: fp32 without master weights (autocast); else
+  /// `gradients`, or 2 where the engine keeps 16-bit gradients (DeepSpeed).
   [[nodiscard]] constexpr double gradient_bytes() const {
-    return master_weights() ? size_of(gradients) : 4.0;
+    if (!master_weights()) return 4.0;
+    return framework.data.engine == frameworks::data_engine::deepspeed ? 2.0 : size_of(gradients);
   }
   /// Optimizer bytes per parameter: the fp32 master copy (if any) and 4 B per state.
   [[nodiscard]] constexpr double optimizer_bytes() const {
@@ -996,6 +1099,7 @@ struct transformer_training {
     if (global_batch < 1) throw plan_error("transformer_training.global_batch must be at least 1");
     if (sequence < 0) throw plan_error("transformer_training.sequence must not be negative");
     if (reserved < 0) throw plan_error("transformer_training.reserved must not be negative");
+    if (lora.rank < 0) throw plan_error("transformer_training.lora.rank must not be negative");
     runtime.check();
   }
 };
@@ -2846,7 +2950,18 @@ struct context_parallel {
 /// @brief ZeRO (Rajbhandari et al. 2020 §5): stage 1 shards the optimizer states over the
 /// data-parallel ranks (Megatron's distributed optimizer), stage 2 also the gradients, stage 3
 /// also the weights (FSDP's full sharding). `analytic/zero.hpp` has the paper's and DeepSpeed's
-/// estimators for whole models; this is the rule per parameter that a plan's stage memory uses.
+/// estimators for whole models; this is the rule per parameter that a plan's stage memory uses,
+/// as each framework's engine (`frameworks::data_engine`) stores the states:
+/// - Megatron: 16-bit working weights, `transformer_training::gradients` main_grad buffers,
+///   fp32 masters and moments (18 B/param with fp32 gradients);
+/// - DeepSpeed (runtime/zero/stage_1_and_2.py, stage3.py): 16-bit weights and 16-bit gradient
+///   partitions (`averaged_gradients`, the contiguous `grad_partitions_flat_buffer`), fp32
+///   masters and moments; the step converts the gradient partition to fp32 one `sub_group_size`
+///   group at a time; ZeRO-Offload keeps masters, moments and fp32 gradients in host memory;
+/// - FSDP (torch/distributed/fsdp): the fp32 shard is the parameter (no 16-bit copy at rest:
+///   `MixedPrecision(param_dtype=bf16)` casts it when gathering), fp32 gradient shards after the
+///   reduce-scatter (`reduce_dtype`), the moments sharded with them: 16 B/param over N ranks.
+
 
 
 namespace strata::parallel {
@@ -2867,6 +2982,60 @@ struct sharded_states {
 
 constexpr void check_zero_stage(int stage) {
   if (stage < 0 || stage > 3) throw plan_error(limits::zero_stage_out_of_range);
+}
+
+/// Model states of `n` parameters on one GPU at ZeRO stage `stage` over `shards` ranks, as the
+/// engine of `t.framework` stores them. What an offload moves to the host is not counted.
+[[nodiscard]] constexpr sharded_states engine_states(double n, double shards, int stage,
+                                                     const transformer_training& t) {
+  const frameworks::sharding& e = t.framework.data;
+  sharded_states z =
+      zero_states(n, shards, stage, t.weight_bytes(), t.gradient_bytes(), t.optimizer_bytes());
+  // FSDP keeps no 16-bit weights at rest under FULL_SHARD: they exist only gathered (buffers)
+  if (e.engine == frameworks::data_engine::fsdp && stage >= 3 && t.master_weights()) z.weights = 0;
+  if (e.offload_optimizer != frameworks::offload_device::none) {
+    z.optimizer = 0;
+    // from stage 2 each reduced gradient bucket is copied to the host partition and freed
+    if (stage >= 2) z.gradients = 0;
+  }
+  if (e.offload_parameters != frameworks::offload_device::none) z.weights = 0;
+  return z;
+}
+
+/// Bytes the optimizer step adds on one GPU for a partition of `n` parameters at ZeRO stage
+/// `stage`: DeepSpeed's fp32 copy of the 16-bit gradient partition, whole under ZeRO-1/2
+/// (stage_1_and_2.py flattens the partition's gradients to fp32 at once) and one
+/// `sub_group_size` group at a time under ZeRO-3; none when the optimizer runs on the host.
+[[nodiscard]] constexpr double update_buffer(double n, int stage, const transformer_training& t) {
+  const frameworks::sharding& e = t.framework.data;
+  if (e.fp32_gradient_group <= 0 || !t.master_weights() || t.gradient_bytes() >= 4 ||
+      e.offload_optimizer != frameworks::offload_device::none)
+    return 0;
+  return 4 * (stage >= 3 ? std::min(n, e.fp32_gradient_group) : n);
+}
+
+/// The engine's rules for a plan: DeepSpeed's pipeline engine takes ZeRO-1 only, FSDP has no
+/// ZeRO-1, offload needs DeepSpeed and the stages that shard what it moves. The broken rule's
+/// sentence (`limits::`), or nullptr when the plan is allowed.
+[[nodiscard]] constexpr const char* engine_refuses(const frameworks::sharding& e, int stage,
+                                                   int pipeline_degree) {
+  using frameworks::data_engine;
+  using frameworks::offload_device;
+  if (e.engine == data_engine::deepspeed && stage >= 2 && pipeline_degree > 1)
+    return limits::deepspeed_zero_with_pipeline;
+  if (e.engine == data_engine::fsdp && stage == 1) return limits::fsdp_has_no_zero1;
+  const bool opt = e.offload_optimizer != offload_device::none,
+             par = e.offload_parameters != offload_device::none;
+  if ((opt || par) && e.engine != data_engine::deepspeed) return limits::offload_needs_deepspeed;
+  if (opt && stage < 1) return limits::offload_optimizer_needs_zero;
+  if (par && stage < 3) return limits::offload_parameters_needs_zero3;
+  if (!(e.reduce_bucket >= 0 && e.prefetch_bucket >= 0 && e.persistence_threshold >= 0 &&
+        e.fp32_gradient_group >= 0))
+    return "the framework's bucket sizes must not be negative";
+  return nullptr;
+}
+constexpr void check_engine(const frameworks::sharding& e, int stage, int pipeline_degree) {
+  if (const char* why = engine_refuses(e, stage, pipeline_degree)) throw plan_error(why);
 }
 
 }  // namespace strata::parallel
@@ -2892,6 +3061,13 @@ struct data_parallel {
   int zero = 0;
   double overlap = 1.0;      ///< fraction of the backward pass the reduction may hide behind
   double bucket = 25e6 * 4;  ///< bucket bytes (PyTorch DDP: 25 MB of fp32 = 100 MB here)
+  /// Hybrid sharding (FSDP's HYBRID_SHARD, ZeRO++'s hpZ, MiCS): ZeRO shards over groups of this
+  /// many consecutive data-parallel ranks and the groups hold replicas, whose gradient shards
+  /// are all-reduced across groups; 0: one group of all `degree` ranks.
+  int shard_group = 0;
+
+  /// Ranks one ZeRO shard group spans.
+  [[nodiscard]] constexpr int shards() const { return shard_group > 0 ? shard_group : degree; }
 
   /// The times of the data-parallel collectives of one stage's gradients or weights.
   struct collective_times {
@@ -2924,6 +3100,8 @@ struct data_parallel {
     check_zero_stage(zero);
     if (!(overlap >= 0 && overlap <= 1)) throw plan_error(limits::overlap_out_of_range);
     if (!(bucket > 0)) throw plan_error("data parallelism: the bucket size must be positive");
+    if (shard_group < 0 || (shard_group > 0 && degree % shard_group != 0))
+      throw plan_error(limits::shard_group_must_divide_data);
   }
 };
 
@@ -3295,6 +3473,7 @@ struct nd {
       throw plan_error(limits::micro_batch_must_divide_replica_batch);
     pipeline.check(m.layers, micro_batches(t));
     data.check();
+    check_engine(t.framework.data, data.zero, pipeline.degree);
   }
 };
 
@@ -3422,9 +3601,17 @@ struct builder {
                                double times = 1) const {
     if (backward) memory(what, "backward", c, bytes, times);
   }
+  /// A linear layer LoRA adapts (`transformer_training::lora`): never the router or the head.
+  [[nodiscard]] constexpr bool adapted(std::string_view what) const {
+    if (!tr.lora.on() || what == "router" || what == "output projection") return false;
+    if (tr.lora.targets == lora_targets::all_linear) return true;
+    return what == "QKV" || what == "Q" || what == "K" || what == "V" ||
+           what == "attention projection";
+  }
   constexpr void gemm(std::string_view what, std::string_view part, double m, double n, double k,
                       double times = 1, bool fp32 = false, bool sync = false,
                       bool misaligned = false) const {
+    if (tr.lora.on() && part == "dW") return;  // LoRA freezes every pretrained weight
     kernel_op op{.what = what, .part = part, .kind = kernel_kind::gemm, .m = m, .n = n, .k = k};
     op.times = times;
     op.fp32 = fp32;
@@ -3456,11 +3643,25 @@ struct builder {
                   : (hf() ? keep_kind::until_loss : keep_kind::weight_copy));
       }
       gemm(what, {}, m, n, k, times, false, false, mis);
+      if (adapted(what)) {  // x A^T, then (x A^T) B^T added to y; A's output kept for dB
+        const double r = tr.lora.rank;
+        gemm(what, "LoRA A", m, r, k, times, false, false);
+        gemm(what, "LoRA B", m, n, r, times, false, false);
+        save("LoRA A output", times * tr.activation_bytes() * m * r);
+      }
       return;
     }
     gemm(what, "dX", m, k, n, times, false, false, mis);
     gemm(what, "dW", k, n, m, times, false, false, mis);
-    if (autocast()) memory(what, "gradient to fp32", stream_class::copy, 6 * elements, times);
+    if (adapted(what)) {  // dB, the gradient through B, dA and the gradient through A
+      const double r = tr.lora.rank;
+      gemm(what, "LoRA dB", n, r, m, times, false, false);
+      gemm(what, "LoRA dX B", m, r, n, times, false, false);
+      gemm(what, "LoRA dA", r, k, m, times, false, false);
+      gemm(what, "LoRA dX A", m, k, r, times, false, false);
+    }
+    if (autocast() && !tr.lora.on())
+      memory(what, "gradient to fp32", stream_class::copy, 6 * elements, times);
     if (in) memory(what, "input gradient to fp32", stream_class::copy, 6 * m * k, times);
   }
   /// A norm over `tokens` x h. Fused (one kernel; bytes at the activation width, as measured;
@@ -3824,6 +4025,52 @@ constexpr void head(const transformer& m, const shard& x, const transformer_trai
     k.norm("final norm", x.norm_tokens(), h, m.norm, false);
 }
 
+/// The weight matrices one layer's forward multiplies by on one rank: the submodules a ZeRO-3
+/// engine that fetches per module (DeepSpeed) gathers one call each. Read off the lowering's
+/// forward GEMMs (each is x W^T with W of n x k); a grouped expert GEMM is one module holding
+/// every local expert. Matrices under `threshold` elements stay whole on every rank (DeepSpeed's
+/// `stage3_param_persistence_threshold`), as do norms and biases.
+struct layer_weights {
+  double modules = 0;   ///< matrices gathered one call each
+  double elements = 0;  ///< their elements
+  double largest = 0;   ///< the largest one's elements
+};
+[[nodiscard]] constexpr layer_weights weight_modules(const transformer& m, const shard& x,
+                                                     const transformer_training& tr,
+                                                     double threshold = 0) {
+  struct visitor {
+    double threshold;
+    layer_weights out{};
+    constexpr void kernel(const kernel_op& k) {
+      if (k.kind != kernel_kind::gemm || !k.part.empty()) return;
+      const double e = k.n * k.k * k.times;
+      if (e < threshold) return;
+      out.modules += 1;
+      out.elements += e;
+      out.largest = out.largest > e ? out.largest : e;
+    }
+  } v{threshold};
+  layer(m, x, tr, phase::forward, v);
+  return v.out;
+}
+
+/// The LoRA adapter parameters of one layer on one rank (`transformer_training::lora`): r (n + k)
+/// for each adapted n x k weight, read off the lowering's forward adapter GEMMs.
+[[nodiscard]] constexpr double adapter_parameters(const transformer& m, const shard& x,
+                                                  const transformer_training& tr) {
+  if (!tr.lora.on()) return 0;
+  struct visitor {
+    double r, out = 0;
+    constexpr void kernel(const kernel_op& k) {
+      if (k.kind != kernel_kind::gemm) return;
+      if (k.part == "LoRA A") out += k.times * k.n * k.k;  // A: r x k
+      if (k.part == "LoRA B") out += k.times * k.n * k.k;  // B: n x r
+    }
+  } v{static_cast<double>(tr.lora.rank)};
+  layer(m, x, tr, phase::forward, v);
+  return v.out;
+}
+
 /// Parameter tensors of the model (one optimizer "tensor" each, for the per-tensor host cost).
 [[nodiscard]] constexpr double parameter_tensors(const transformer& m,
                                                  const frameworks::recipe& r) {
@@ -4088,13 +4335,21 @@ struct stage_parameters {
   return out;
 }
 
+/// The parameters pipeline stage i trains on one rank: all of them, or under LoRA the adapters
+/// of its layers (`lower::adapter_parameters`; the frozen weights keep only their storage copy).
+[[nodiscard]] constexpr stage_parameters trained_on(const transformer& m, const parallel::nd& s,
+                                                    const transformer_training& t, int stage) {
+  if (!t.lora.on()) return parameters_on(m, s, stage);
+  return {s.stage_layers(m, stage) * lower::adapter_parameters(m, lower::shard_of(m, s, t), t), 0,
+          0};
+}
+
 namespace detail {
 /// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
-/// ZeRO stage `zero` (`parallel::zero_states`).
+/// ZeRO stage `zero`, as the framework's engine stores them (`parallel::engine_states`).
 constexpr void add_states(transformer_memory& mem, double n, double shards, int zero,
                           const transformer_training& t) {
-  const auto z = parallel::zero_states(n, shards, zero, t.weight_bytes(), t.gradient_bytes(),
-                                       t.optimizer_bytes());
+  const auto z = parallel::engine_states(n, shards, zero, t);
   mem.weights += bytes{z.weights};
   mem.gradients += bytes{z.gradients};
   mem.optimizer_states += bytes{z.optimizer};
@@ -4106,10 +4361,13 @@ constexpr int sequence_of(const transformer& m, const transformer_training& t) {
 
 /// The pieces of a stage's memory the moments are made of (see `stage_memory`).
 struct memory_terms {
-  transformer_memory states;   ///< model states, buffers, batch, workspace, other
-  double fixed = 0;            ///< all of `states` but the gradients
-  double gradients = 0;        ///< every gradient of the stage
-  bool persistent = true;      ///< gradients live all step (else: made in backward)
+  transformer_memory states;  ///< model states, buffers, batch, workspace, other
+  double fixed = 0;           ///< all of `states` but the gradients
+  double gradients = 0;       ///< every gradient of the stage
+  bool persistent = true;     ///< gradients live all step (else: made in backward)
+  /// more than one micro-batch runs on the stage: the first backward makes every gradient and
+  /// they accumulate through the later micro-batches (so the peak moments hold them all)
+  bool accumulates = false;
   double layer_gradients = 0;  ///< one layer's
   double head_gradients = 0;   ///< embedding's and head's (made by the first backward)
   double layers = 0, in_flight = 1;
@@ -4123,6 +4381,7 @@ struct memory_terms {
   double forward_logits = 0;  ///< the same at the forward's end (with `until_loss`)
   double until_loss = 0;      ///< tensors alive until the forward ends
   double held_logits = 0;     ///< logits the training loop keeps
+  double update_buffer = 0;   ///< the optimizer step's working copy (`parallel::update_buffer`)
 };
 
 /// What the strategy's lowering keeps: a layer (as the strategy recomputes it, and without
@@ -4148,6 +4407,42 @@ struct plan_keeps {
   return k;
 }
 
+/// The communication buffers the framework's data-parallel engine holds on one rank of a stage
+/// with `params` trained parameters of `weights` in all:
+/// - Megatron: one gradient bucket in flight (ZeRO-0); ZeRO-3 two layers' gathered weights (the
+///   current and the prefetched);
+/// - DeepSpeed: the contiguous gradient bucket (`reduce_bucket_size`); ZeRO-3 also the module
+///   being used and the prefetch bucket (`stage3_prefetch_bucket_size`) gathered;
+/// - FSDP: a unit's unsharded 16-bit gradients and their `reduce_dtype` copy before its
+///   reduce-scatter; FULL_SHARD also two units gathered (the rate limiter's cap).
+[[nodiscard]] constexpr double engine_buffers(const transformer& m, const parallel::nd& s,
+                                              const transformer_training& t, double params,
+                                              double weights) {
+  const frameworks::sharding& e = t.framework.data;
+  const int zero = s.data.zero;
+  const double tp = s.tensor.degree, wb = t.weight_bytes(), gb = t.gradient_bytes();
+  const double unit = m.layer_parameters() / tp;  // one layer's parameters on this rank
+  const bool dp = s.replicas() * s.context.degree > 1;
+  switch (e.engine) {
+    case frameworks::data_engine::megatron:
+      if (zero >= 3) return 2 * wb * unit;
+      if (dp && zero == 0) return std::min(s.data.bucket, params * gb);
+      return 0;
+    case frameworks::data_engine::deepspeed: {
+      if (!dp) return 0;
+      const double bucket = std::min(e.reduce_bucket, params * gb);
+      if (zero < 3) return bucket;
+      const lower::layer_weights w =
+          lower::weight_modules(m, lower::shard_of(m, s, t), t, e.persistence_threshold);
+      return bucket + std::min(wb * w.largest + e.prefetch_bucket, wb * weights);
+    }
+    case frameworks::data_engine::fsdp:
+      if (!dp) return 0;
+      return (wb + gb) * unit + (zero >= 3 ? 2 * wb * unit : 0.0);
+  }
+  return 0;
+}
+
 /// The terms of pipeline stage `stage` on one rank.
 [[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
                                                  const transformer_training& t, int stage,
@@ -4158,11 +4453,18 @@ struct plan_keeps {
   const frameworks::recipe& r = t.framework;
   const stage_parameters n = parameters_on(m, s, stage);
   const double dense_shards =
-      static_cast<double>(s.data.degree) * s.expert.degree * s.context.degree;
-  const double expert_shards = static_cast<double>(s.data.degree) * s.context.degree;
-  detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
-  detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
-  {
+      static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
+  const double expert_shards = static_cast<double>(s.data.shards()) * s.context.degree;
+  if (t.lora.on()) {
+    // frozen weights: their storage copy only (sharded by ZeRO-3); the adapters train in full
+    const bool z3 = s.data.zero >= 3;
+    mem.weights += bytes{t.weight_bytes() * (n.dense / (z3 ? dense_shards : 1.0) +
+                                             n.expert / (z3 ? expert_shards : 1.0))};
+    detail::add_states(mem, trained_on(m, s, t, stage).dense, dense_shards, s.data.zero, t);
+    mem.embedding_states = bytes{t.weight_bytes() * n.embedding / (z3 ? dense_shards : 1.0)};
+  } else {
+    detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
+    detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
     transformer_memory e;
     detail::add_states(e, n.embedding, dense_shards, s.data.zero, t);
     mem.embedding_states = e.model_states();
@@ -4198,16 +4500,18 @@ struct plan_keeps {
       x.held_logits = r.keep_logits ? act * T * V : 0.0;
     }
   }
-  // communication buffers
-  if (s.data.zero >= 3) {
-    mem.buffers += bytes{2 * t.weight_bytes() * m.layer_parameters() / tp};  // gathered + prefetch
-  } else if (s.replicas() * s.context.degree > 1 && s.data.zero == 0) {
-    mem.buffers += bytes{std::min(s.data.bucket, (n.dense + n.expert) * t.gradient_bytes())};
+  {
+    const stage_parameters tn = trained_on(m, s, t, stage);
+    mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert)};
+    const double zs = s.data.zero >= 1 ? dense_shards : 1.0,
+                 zx = s.data.zero >= 1 ? expert_shards : 1.0;
+    x.update_buffer = parallel::update_buffer(tn.dense / zs + tn.expert / zx, s.data.zero, t);
   }
   mem.other = bytes{t.reserved};
   mem.batch = bytes{r.batch_bytes_per_token * T};
   mem.workspace = bytes{r.workspace};
   x.persistent = r.persistent_gradients;
+  x.accumulates = s.micro_batches(t) > 1;
   x.gradients = mem.gradients.count();
   mem.gradients = bytes{};
   x.fixed = mem.total().count();
@@ -4235,28 +4539,29 @@ struct plan_keeps {
 [[nodiscard]] constexpr transformer_memory stage_memory(const memory_terms& x,
                                                         const transformer_training& t) {
   const bool vocab_parallel = t.framework.loss == frameworks::loss_style::vocab_parallel;
-  const double g_always = x.persistent ? x.gradients : 0.0;
+  const bool all_grads = x.persistent || x.accumulates;
+  const double g_always = all_grads ? x.gradients : 0.0;
   const double acts = x.layers * x.in_flight * x.saved, casts = x.layers * x.in_flight * x.casts;
   struct moment {
     memory_moment at;
-    double gradients, activations, weight_casts, stored, logits;
+    double gradients, activations, weight_casts, stored, logits, buffers = 0;
     [[nodiscard]] constexpr double total() const {
-      return gradients + activations + weight_casts + stored + logits;
+      return gradients + activations + weight_casts + stored + logits + buffers;
     }
   };
   // Megatron's accounting first: on ties the Korthikanti moment is the one reported
   const moment moments[] = {
-      {memory_moment::first_backward, x.persistent ? x.gradients : x.head_gradients,
-       acts + x.rebuilt, casts + (x.rebuilt > 0 ? x.full_casts : 0.0),
-       x.embedding + (vocab_parallel ? x.head : 0.0), x.held_logits},
+      {memory_moment::first_backward, all_grads ? x.gradients : x.head_gradients, acts + x.rebuilt,
+       casts + (x.rebuilt > 0 ? x.full_casts : 0.0), x.embedding + (vocab_parallel ? x.head : 0.0),
+       x.held_logits},
       {memory_moment::loss, g_always, acts, casts + x.head_casts, x.embedding + x.head,
        x.logits + x.held_logits},
       {memory_moment::loss, g_always, acts + x.until_loss, casts + x.head_casts,
        x.embedding + x.head, x.forward_logits + x.held_logits},
-      {memory_moment::last_backward, x.persistent ? x.gradients : x.gradients - x.layer_gradients,
+      {memory_moment::last_backward, all_grads ? x.gradients : x.gradients - x.layer_gradients,
        (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt,
        (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits},
-      {memory_moment::update, x.gradients, 0, 0, 0, 0}};
+      {memory_moment::update, x.gradients, 0, 0, 0, 0, x.update_buffer}};
   const moment* top = &moments[0];
   for (const moment& mo : moments)
     if (mo.total() > top->total()) top = &mo;
@@ -4267,6 +4572,7 @@ struct plan_keeps {
   best.weight_casts = bytes{top->weight_casts};
   best.embedding_activations = bytes{top->stored};
   best.logits = bytes{top->logits};
+  best.buffers += bytes{top->buffers};
   return best;
 }
 [[nodiscard]] constexpr transformer_memory stage_memory(const transformer& m, const parallel::nd& s,
@@ -4397,12 +4703,28 @@ namespace detail {
 /// A collective over several axes at once, composed hierarchically: reduce-scatter over each
 /// axis in turn on a shrinking buffer (all-gather back in reverse). With one axis of size > 1
 /// this is the ring itself: all-reduce = reduce-scatter + all-gather.
+/// The data axis's ZeRO shard group (all data-parallel ranks unless hybrid sharding is on).
+constexpr group shard_group(const parallel::nd& s) {
+  group g = s.group_of(parallel::axis::data);
+  g.size = s.data.shards();
+  return g;
+}
+/// The ranks holding the same shard in the other shard groups (hybrid sharding's replicas).
+constexpr group replica_group(const parallel::nd& s) {
+  group g = s.group_of(parallel::axis::data);
+  g.stride *= s.data.shards();
+  g.size = s.data.degree / s.data.shards();
+  return g;
+}
 constexpr seconds over_axes(comm::collective op, const cluster& c, const parallel::nd& s,
                             std::initializer_list<parallel::axis> axes, bytes size) {
   seconds total{};
   bytes piece = size;
   for (const parallel::axis ax : axes) {
-    const group g = s.group_of(ax);
+    // ZeRO's collectives stay inside the shard group; plain all-reduces span every replica
+    const group g = ax == parallel::axis::data && op != comm::collective::all_reduce
+                        ? shard_group(s)
+                        : s.group_of(ax);
     if (g.size == 1 || !(size > bytes{})) continue;
     if (op == comm::collective::all_reduce)
       total += comm::ring::time(comm::collective::reduce_scatter, c, g, piece) +
@@ -4417,13 +4739,25 @@ constexpr seconds over_axes(comm::collective op, const cluster& c, const paralle
 
 /// Blocking collectives of one layer for one micro-batch on one rank.
 struct layer_collectives {
-  seconds tensor{};            ///< each pass: 2 all-reduces (or all-gather + reduce-scatter)
+  seconds tensor{};  ///< forward: 2 all-reduces (or all-gather + reduce-scatter), not hidden
+  seconds tensor_backward{};   ///< the same in the backward
   seconds context_forward{};   ///< ring attention's K/V exchange not hidden by attention
   seconds context_backward{};  ///< K/V and their gradients, behind attention's backward
   seconds expert{};            ///< each pass: dispatch and combine all-to-alls
   [[nodiscard]] constexpr seconds forward() const { return tensor + context_forward + expert; }
-  [[nodiscard]] constexpr seconds backward() const { return tensor + context_backward + expert; }
+  [[nodiscard]] constexpr seconds backward() const {
+    return tensor_backward + context_backward + expert;
+  }
 };
+
+/// What of a pass's tensor-parallel collectives `comm` stays exposed when the framework overlaps
+/// them with the GEMMs beside them (`recipe::tp_comm_overlap`, Megatron-Core with Transformer
+/// Engine's userbuffers): each all-gather and reduce-scatter is split into `tp` chunks pipelined
+/// with the GEMM it feeds or drains, so it hides behind the layer's GEMM time `gemm` except for
+/// one chunk that starts (or ends) the pipeline.
+[[nodiscard]] constexpr seconds overlapped_tensor_comm(seconds comm, seconds gemm, int tp) {
+  return max(comm - gemm, comm / static_cast<double>(tp));
+}
 
 /// Prices `lower::layer_collectives` on the groups `s` lays out: tensor-parallel collectives as
 /// rings, ring attention's transfers on the context ring's link less the attention they hide
@@ -4465,6 +4799,14 @@ struct layer_collectives {
   lower::layer_collectives(m, x, tr, lower::phase::forward, v);
   if (x.cp > 1)  // only ring attention's backward differs from its forward
     lower::layer_collectives(m, x, tr, lower::phase::backward, v);
+  v.out.tensor_backward = v.out.tensor;
+  if (tr.framework.tp_comm_overlap && x.tp > 1) {
+    // the GEMMs are the layer's kernels less its attention core
+    v.out.tensor =
+        overlapped_tensor_comm(v.out.tensor, seconds{lc.forward.gpu - lc.attention.gpu}, x.tp);
+    v.out.tensor_backward = overlapped_tensor_comm(
+        v.out.tensor_backward, seconds{lc.backward.gpu - lc.attention_backward}, x.tp);
+  }
   return v.out;
 }
 
@@ -4507,6 +4849,73 @@ struct stage_spans {
                                                    double tensors) {
   return lower::span::kernel(tensors * lc.per_tensor,
                              prof.queued(prof.copy).time(tr.update_bytes() * params));
+}
+
+/// Fractions of the host's datasheet figures (`host_side`) an offloaded step achieves (our
+/// assumptions): pinned copies reach about 80 % of a PCIe link, NVMe transfers about 90 % of the
+/// drives'.
+struct offload_efficiency {
+  static constexpr double pcie = 0.8, nvme = 0.9;
+};
+
+/// ZeRO-Offload's step for a rank's partition of `partition` parameters (Ren et al. 2021 §4):
+/// the 16-bit gradient partition goes to the host as the last backward produces it (hidden
+/// behind `backward` up to its length), the node's CPUs update every partition of the node at
+/// `host_side::optimizer` parameters per second, ZeRO-Infinity reads and writes the optimizer
+/// states from NVMe, and the updated 16-bit partition comes back over PCIe. The DeepSpeed
+/// tutorial's 10B model on one V100 gives 1.6 + 6.3 + 1.6 = 9.5 s here against 7.6-8.0 s
+/// measured for its optimizer phase (test/validation/published_frameworks.cpp).
+[[nodiscard]] constexpr seconds offloaded_update(const cluster& c, const transformer_training& tr,
+                                                 double partition, seconds backward) {
+  const host_side& h = c.host;
+  const bool nvme = tr.framework.data.offload_optimizer == frameworks::offload_device::nvme;
+  if (!(h.pcie > byte_rate{}) || !(h.optimizer > 0) || (nvme && !(h.nvme > byte_rate{})))
+    throw plan_error(limits::offload_needs_host);
+  const double node = c.depth > 1 ? c.levels[0].fanout : c.devices();  // GPUs sharing the host
+  const double pcie = h.pcie.count() * offload_efficiency::pcie;
+  const seconds down{partition * tr.gradient_bytes() / pcie};
+  const seconds up{partition * tr.weight_bytes() / pcie};
+  seconds cpu{node * partition / h.optimizer};
+  if (nvme)
+    cpu += seconds{2 * node * partition * tr.optimizer_bytes() /
+                   (h.nvme.count() * offload_efficiency::nvme)};
+  return max(down - backward, seconds{}) + cpu + up;
+}
+
+/// How many calls a step's data-parallel collectives take on one rank, per micro-batch for
+/// ZeRO-2/3 (the engine's rule, `frameworks::sharding`): ZeRO-3 gathers one layer per call
+/// (Megatron, FSDP's units) or one module (DeepSpeed, above the persistence threshold) in each
+/// pass; ZeRO-2/3 reduce once per micro-batch (Megatron), per unit (FSDP) or per
+/// `reduce_bucket_size` (DeepSpeed); `bucket` is the reduction's bucket for ZeRO-0/1.
+struct calls_per_step {
+  double gathers = 1, reduces = 1, bucket = 0;
+};
+[[nodiscard]] constexpr calls_per_step collective_calls(const transformer& m, const parallel::nd& s,
+                                                        const transformer_training& tr,
+                                                        double layers, double gradient_bytes) {
+  const frameworks::sharding& e = tr.framework.data;
+  const int zero = s.data.zero;
+  const double l = std::max(1.0, layers);
+  calls_per_step k;
+  k.bucket = e.engine == frameworks::data_engine::deepspeed ? e.reduce_bucket : s.data.bucket;
+  switch (e.engine) {
+    case frameworks::data_engine::megatron:
+      if (zero >= 3) k.gathers = l;
+      break;
+    case frameworks::data_engine::fsdp:
+      if (zero >= 3) k.gathers = l;
+      if (zero >= 2) k.reduces = l;
+      break;
+    case frameworks::data_engine::deepspeed:
+      if (zero >= 3)
+        k.gathers = l * std::max(1.0, lower::weight_modules(m, lower::shard_of(m, s, tr), tr,
+                                                            e.persistence_threshold)
+                                          .modules);
+      if (zero >= 2 && e.reduce_bucket > 0)
+        k.reduces = std::max(1.0, strata::detail::ceil_of(gradient_bytes / e.reduce_bucket));
+      break;
+  }
+  return k;
 }
 
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
@@ -4558,7 +4967,7 @@ struct stage_spans {
   T.backward = mb * seconds{lcrit * lc.backward.gpu + (first ? lc.embedding_backward.gpu : 0.0) +
                             (last ? lc.head_backward.gpu : 0.0)};
   T.recompute = mb * lcrit * seconds{sp.recompute.gpu};
-  T.tensor_comm = mb * lcrit * 2.0 * lcoll.tensor;
+  T.tensor_comm = mb * lcrit * (lcoll.tensor + lcoll.tensor_backward);
   T.context_comm = mb * lcrit * (lcoll.context_forward + lcoll.context_backward);
   T.expert_comm = mb * lcrit * 2.0 * lcoll.expert;
   T.pipeline_bubble = s.pipeline.bubble(sum, worst);
@@ -4570,41 +4979,69 @@ struct stage_spans {
     T.pipeline_p2p = s.pipeline.sends(mb) * link.transfer(bytes{b * sl * h * act / tp});
   }
 
-  // data parallelism and ZeRO on the critical stage's parameters
-  const stage_parameters n = parameters_on(m, s, critical);
+  // data parallelism and ZeRO on the critical stage's parameters: every weight is gathered,
+  // the trained ones (LoRA: the adapters) reduced and updated
+  const stage_parameters n = parameters_on(m, s, critical), tn = trained_on(m, s, tr, critical);
   const int zero = s.data.zero;
   const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
-  auto dense_and_expert = [&](comm::collective op, double per_param) {
+  auto dense_and_expert_of = [&](const stage_parameters& x, comm::collective op, double per_param) {
     return detail::over_axes(op, c, s, {axis::context, axis::expert, axis::data},
-                             bytes{n.dense * per_param}) +
-           detail::over_axes(op, c, s, {axis::context, axis::data}, bytes{n.expert * per_param});
+                             bytes{x.dense * per_param}) +
+           detail::over_axes(op, c, s, {axis::context, axis::data}, bytes{x.expert * per_param});
   };
+  auto dense_and_expert = [&](comm::collective op, double per_param) {
+    // ZeRO-3 gathers every weight before use; ZeRO-1/2 gather back what the update changed
+    return dense_and_expert_of(op == comm::collective::all_gather && zero >= 3 ? n : tn, op,
+                               per_param);
+  };
+  const frameworks::sharding& e = tr.framework.data;
+  const calls_per_step calls = collective_calls(m, s, tr, lcrit, (tn.dense + tn.expert) * gb);
   const double bucket_fraction =
-      std::min(1.0, s.data.bucket / std::max((n.dense + n.expert) * gb, 1.0));
+      std::min(1.0, calls.bucket / std::max((tn.dense + tn.expert) * gb, 1.0));
   const seconds f_mb = T.forward / static_cast<double>(mb);
   const seconds b_mb = (T.backward + T.recompute) / static_cast<double>(mb);
+  // the rank's parameter partition (what its optimizer updates)
+  const double shards_dense =
+      zero >= 1 ? s.data.shards() * s.expert.degree * s.context.degree : 1.0;
+  const double shards_expert = zero >= 1 ? s.data.shards() * s.context.degree : 1.0;
+  const double partition = tn.dense / shards_dense + tn.expert / shards_expert;
+  const group replicas = detail::replica_group(s);
   if (s.replicas() * s.context.degree > 1) {
-    // ZeRO-3 gathers one layer's weights per call (DeepSpeed fetches per module, FSDP per
-    // unit), so every call pays the collective's start-up: lcrit calls of 1 / lcrit of the
-    // stage's weights, as the simulator issues them
-    const double calls = zero >= 3 ? std::max(1.0, lcrit) : 1.0;
+    // each call pays the collective's start-up: `calls` calls of an equal share each, as the
+    // simulator issues them (ZeRO-3: one per layer, or per module under DeepSpeed)
+    auto called = [&](comm::collective op, double per_param, double k) {
+      return k * dense_and_expert(op, per_param / k);
+    };
+    seconds rs =
+        zero >= 1 ? called(comm::collective::reduce_scatter, gb, calls.reduces) : seconds{};
+    // hybrid sharding: each reduced shard is then all-reduced across the shard groups
+    if (zero >= 1 && replicas.size > 1)
+      rs += calls.reduces * comm::ring::time(comm::collective::all_reduce, c, replicas,
+                                             bytes{partition * gb / calls.reduces});
+    seconds ag = zero >= 1 ? called(comm::collective::all_gather, wb, calls.gathers) : seconds{};
+    // ZeRO-Infinity: each pass first brings the rank's weight partition over PCIe
+    if (zero >= 3 && e.offload_parameters != frameworks::offload_device::none)
+      ag += seconds{(n.dense / shards_dense + n.expert / shards_expert) * wb /
+                    (c.host.pcie.count() * offload_efficiency::pcie)};
     const parallel::data_parallel::collective_times dp{
-        zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb) : seconds{},
-        zero >= 1 ? dense_and_expert(comm::collective::reduce_scatter, gb) : seconds{},
-        zero >= 1 ? calls * dense_and_expert(comm::collective::all_gather, wb / calls) : seconds{}};
+        zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb) : seconds{}, rs, ag};
     T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);
   }
-  // optimizer: one memory-bound pass over this rank's (sharded) parameters
-  const double shards_dense = zero >= 1 ? s.replicas() * s.context.degree : 1.0;
-  const double shards_expert = zero >= 1 ? s.data.degree * s.context.degree : 1.0;
-  const lower::span opt = optimizer_span(
-      prof, tr, lc, n.dense / shards_dense + n.expert / shards_expert,
-      lc.per_tensor > 0 ? lower::parameter_tensors(m, tr.framework) * lcrit / m.layers : 0.0);
-  T.optimizer = seconds{opt.gpu};
+  if (e.offload_optimizer != frameworks::offload_device::none) {
+    T.optimizer = offloaded_update(c, tr, partition, b_mb);
+  } else {
+    // one memory-bound pass over this rank's (sharded) parameters
+    const lower::span opt = optimizer_span(
+        prof, tr, lc, partition,
+        lc.per_tensor > 0 ? lower::parameter_tensors(m, tr.framework) * lcrit / m.layers : 0.0);
+    T.optimizer = seconds{opt.gpu};
+    T.host = seconds{p == 1 ? crit.repeat(mb).then(opt).exposed_host()
+                            : mb * crit.exposed_host() + opt.exposed_host()};
+    return T;
+  }
   // an eager host: the time the GPU waits for kernels to be issued (exact on one stage, where
-  // the micro-batches and the update run back to back)
-  T.host = seconds{p == 1 ? crit.repeat(mb).then(opt).exposed_host()
-                          : mb * crit.exposed_host() + opt.exposed_host()};
+  // the micro-batches run back to back; the update runs on the CPU here)
+  T.host = seconds{p == 1 ? crit.repeat(mb).exposed_host() : mb * crit.exposed_host()};
   return T;
 }
 
@@ -4857,6 +5294,404 @@ class measured_curve {
 
 }  // namespace strata::comm
 
+// ---- strata/comm/nccl.hpp ----------------------------------------------------------------------
+/// @file comm/nccl.hpp
+/// @brief Collectives priced per call as NCCL's tuner prices them: for every algorithm (ring,
+/// tree, NVLS) and protocol (LL, LL128, Simple) a latency plus bytes over a bandwidth, and the
+/// fastest one chosen, so that a call of a few KB costs its ~25 us and not S / bandwidth.
+///
+/// The constants are NCCL's own, from NVIDIA/nccl tag v2.30.7-1 (identical at the 2026-06
+/// master): `src/graph/tuning.cc` lines 138-212 (tables), 288-437 (the model), 514-541 (which
+/// protocols are enabled), 620-655 (`ncclTopoGetAlgoTime`); `src/graph/search.cc` lines 1057-1064
+/// (per-channel speeds) and 1124-1138 (NVLS channels); `src/graph/topo.h` lines 19-24 (what NCCL
+/// credits an NVLink with). In NCCL's units a time is
+///   t [us] = latency(algorithm, protocol) + S / (1000 x bandwidth [GB/s])
+/// where the latency is a base plus hops x per-hop latency of the link kind (NVLink, PCIe or
+/// network) and the bandwidth is the bus bandwidth of the links times the protocol's efficiency,
+/// turned into algorithm bandwidth. To that strata adds `launch`, the per-call cost that the tuner
+/// leaves out (it ranks choices; nccl-tests times whole calls).
+/// @code
+/// constexpr auto c = strata::presets::dgx_h100(1);
+/// // 8 GPUs, 1 KiB: ring/LL, 15.0 us of latency + 10 us of launch
+/// const auto pick = strata::comm::nccl::choose(strata::comm::collective::all_reduce, c,
+///                                              {.size = 8}, strata::bytes{1024});
+/// @endcode
+
+
+
+namespace strata::comm {
+
+/// NCCL's tuner as a collective policy (`time(collective, const cluster&, group, bytes S)`).
+/// Sizes follow nccl-tests, as for every policy in `collectives.hpp`.
+struct nccl {
+  static constexpr std::string_view name = "nccl";
+
+  enum class algorithm { tree, ring, nvls };
+  enum class protocol { ll, ll128, simple };
+
+  /// The algorithm and protocol NCCL would run, and what the call costs.
+  struct choice {
+    algorithm algo = algorithm::ring;
+    protocol proto = protocol::simple;
+    seconds time{};
+  };
+
+  /// Per-call cost outside the tuner's model: kernel launch and completion as nccl-tests times a
+  /// call. Fitted to the smallest all-reduces of `test/data/nccl_tests_allreduce_busbw.csv`: on
+  /// 8 x H100 1 KiB takes 1024 x 1.75 / 0.07 GB/s = 25.6 us and the tuner says 15.0 us (10.6 us
+  /// left); on 8 x H200 29.9 us (14.9 us left). We take the lower, 10 us.
+  static constexpr seconds launch{10e-6};
+
+  /// The cost of one algorithm and protocol, launch included; a negative time where NCCL would
+  /// not run that pair (disabled, or the collective is not one it implements).
+  [[nodiscard]] static constexpr seconds price(collective op, const cluster& c, group g, bytes s,
+                                               algorithm a, protocol p) {
+    detail::check(g.size, s);
+    if (g.size == 1) return {};
+    const setup u = make_setup(c, g);
+    const double us = model_us(op, u, s.count(), a, p);
+    return us < 0 ? seconds{-1.0} : seconds{us * 1e-6} + launch;
+  }
+
+  /// The fastest algorithm and protocol, as `ncclTopoGetAlgoTime` ranks them. All-to-all and
+  /// send/recv are point-to-point in NCCL, outside the tuner: they are priced by `direct` plus
+  /// `launch`.
+  [[nodiscard]] static constexpr choice choose(collective op, const cluster& c, group g, bytes s) {
+    detail::check(g.size, s);
+    if (g.size == 1) return {};
+    if (op == collective::all_to_all || op == collective::send_recv)
+      return {algorithm::ring, protocol::simple, direct::time(op, c, g, s) + launch};
+    const setup u = make_setup(c, g);
+    choice best{algorithm::ring, protocol::simple, seconds{-1.0}};
+    for (const algorithm a : {algorithm::tree, algorithm::ring, algorithm::nvls}) {
+      for (const protocol p : {protocol::ll, protocol::ll128, protocol::simple}) {
+        const double us = model_us(op, u, s.count(), a, p);
+        if (us < 0) continue;
+        if (best.time < seconds{0} || us * 1e-6 < best.time.count())
+          best = {a, p, seconds{us * 1e-6}};
+      }
+    }
+    if (best.time < seconds{0}) detail::unsupported(name, op);
+    best.time += launch;
+    return best;
+  }
+
+  [[nodiscard]] static constexpr seconds time(collective op, const cluster& c, group g, bytes s) {
+    return choose(op, c, g, s).time;
+  }
+
+  // ---- NCCL's constants ---------------------------------------------------------------------
+  // Rows: NCCL's compute-capability index (Volta, Ampere, Hopper, Blackwell).
+  enum generation { volta, ampere, hopper, blackwell };
+  /// tuning.cc 151-153: base latency [us], {LL, LL128, Simple}; NVLS has none (its hop has it).
+  static constexpr std::array<std::array<double, 3>, 3> base_latency{
+      {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}}};
+  /// tuning.cc 157-175: per-hop latency [us] by link kind (NVLink, PCI, network) and algorithm
+  /// (tree, ring, NVLS), {LL, LL128, Simple}.
+  static constexpr std::array<std::array<std::array<double, 3>, 3>, 3> hop_latency{{
+      {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}}},  // NVLink
+      {{{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}}},    // PCI
+      {{{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}}},   // network
+  }};
+  /// tuning.cc 178-183: the LL protocol's bandwidth cap [GB/s]; row by GPU generation on one
+  /// node, by CPU vendor across nodes (we take Intel, row 0); column 1, 2, more than 2 nodes.
+  static constexpr std::array<std::array<double, 3>, 4> ll_max_bw{
+      {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}}};
+  /// tuning.cc 139-144: NVLS efficiency (Hopper 0.85, Blackwell 0.74).
+  static constexpr std::array<double, 4> nvls_efficiency{0.0, 0.0, 0.85, 0.74};
+  /// tuning.cc 623-627: tree bandwidth correction for medium sizes, by protocol and
+  /// log2(S / 64 B) (64 B to 256 MB).
+  static constexpr std::array<std::array<double, 23>, 3> tree_correction{{
+      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
+       .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
+       .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+  }};
+  /// topo.h 19-24: what NCCL credits one NVLink with [GB/s] (SM70 20, SM80 20, SM90 20.6,
+  /// SM100 40.1), over its line rate per direction (25 GB/s for NVLink 2-4, 50 for NVLink 5):
+  /// the share of the wire an NVLink's bandwidth counts for in NCCL's bus bandwidth.
+  static constexpr std::array<double, 4> nvlink_efficiency{20.0 / 25, 20.0 / 25, 20.6 / 25,
+                                                           40.1 / 50};
+  /// search.cc 1057 and 1063: the per-channel speeds [GB/s] NCCL's search tries inside a node
+  /// (Hopper, Blackwell), fastest first.
+  static constexpr std::array<double, 11> hopper_speeds{60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
+  static constexpr std::array<double, 12> blackwell_speeds{90, 80, 70, 60, 50, 45,
+                                                           40, 30, 24, 20, 19, 18};
+
+  /// What the tuner reads of the communicator and the topology.
+  struct setup {
+    int ranks = 1;
+    int nodes = 1;
+    int ppn = 1;          ///< ranks per node
+    int gen = volta;      ///< GPU generation index
+    int intra_hw = 0;     ///< 0 NVLink, 1 PCI, 2 network
+    double intra_bw = 0;  ///< what NCCL counts inside a node [GB/s]
+    double bus_bw = 0;    ///< the graph's bus bandwidth (channels x speed) [GB/s]
+    bool ll128 = false;   ///< LL128 enabled (tuning.cc 518-536)
+    bool nvls = false;    ///< NVLS possible (search.cc 1124; tuning.cc 504-506)
+  };
+
+  [[nodiscard]] static constexpr setup make_setup(const cluster& c, group g) {
+    const group_view v = view(c, g);
+    const level& node = c.levels[0];
+    setup u;
+    u.ranks = v.p;
+    u.nodes = v.nodes;
+    u.ppn = v.local;
+    const int arch = c.dev.arch;
+    u.gen = arch >= 100 ? blackwell : arch >= 90 ? hopper : arch >= 80 ? ampere : volta;
+    u.intra_hw = node.kind == link_kind::nvlink ? 0 : node.kind == link_kind::pcie ? 1 : 2;
+    const bool nvlink = node.kind == link_kind::nvlink && arch >= 70;
+    u.intra_bw = v.intra.bandwidth.count() * 1e-9 * (nvlink ? nvlink_efficiency[u.gen] : 1.0);
+    const double inter = v.inter.bandwidth.count() * 1e-9;
+    u.bus_bw = v.nodes == 1 ? u.intra_bw : v.local > 1 ? std::min(u.intra_bw, inter) : inter;
+    // LL128 needs NVLink inside the node and a CUDA GPU of compute capability 7.0 or more.
+    u.ll128 = nvlink;
+    u.nvls = node.switch_reduction && v.nodes == 1 && arch >= 90 && v.p >= 2;
+    return u;
+  }
+
+  /// NCCL's floor(log2(x)) (`log2i`), 0 for x < 2.
+  [[nodiscard]] static constexpr int log2i(double x) {
+    int k = 0;
+    while (x >= 2.0) {
+      x /= 2.0;
+      ++k;
+    }
+    return k;
+  }
+
+  /// tuning.cc 288-437 and 630-655: the time [us] of one algorithm and protocol, launch
+  /// excluded; negative where NCCL would not run it.
+  [[nodiscard]] static constexpr double model_us(collective op, const setup& u, double nbytes,
+                                                 algorithm a, protocol p) {
+    const bool ar = op == collective::all_reduce;
+    const bool ag_rs = op == collective::all_gather || op == collective::reduce_scatter;
+    const bool chain = op == collective::broadcast || op == collective::reduce;
+    if (!ar && !ag_rs && !chain) return -1;
+    if (p == protocol::ll128 && !u.ll128) return -1;
+    const auto pi = static_cast<std::size_t>(p);
+    const int n = u.ranks;
+    const int nsteps = ar ? 2 * (n - 1) : ag_rs ? n - 1 : n;
+    const int i2 = u.nodes <= 2 ? u.nodes - 1 : 2;
+    const double ll_cap =
+        ll_max_bw[static_cast<std::size_t>(u.nodes == 1 ? u.gen : 0)][static_cast<std::size_t>(i2)];
+    const auto& net = hop_latency[2];
+    const auto& intra = hop_latency[static_cast<std::size_t>(u.intra_hw)];
+    double bw = 0, lat = 0;
+    switch (a) {
+      case algorithm::ring: {
+        // 327-329: LL moves 8 bytes for every 4 of data and is capped; LL128 120 of 128.
+        bw = p == protocol::ll      ? std::min(ll_cap, u.bus_bw * 0.5)
+             : p == protocol::ll128 ? u.bus_bw * 0.92
+                                    : u.bus_bw;
+        bw *= static_cast<double>(n) / nsteps;  // 376-382: bus to algorithm bandwidth
+        lat = base_latency[1][pi];
+        const auto& hop = u.nodes == 1 ? intra : net;
+        if (chain) {
+          lat += hop[1][pi];  // 395-397: broadcast and reduce pipeline, one hop of start-up
+        } else {
+          // 404-412: every step pays a hop; steps that leave the node pay the network's, and
+          // a node-internal step is at least the network post overhead (1 us, x3 for Simple).
+          const double overhead = u.nodes > 1 ? (p == protocol::simple ? 3.0 : 1.0) : 0.0;
+          const double in = std::max(intra[1][pi], overhead);
+          const double out = u.ppn == 1 ? net[0][pi] : net[1][pi];
+          const int inter_steps = u.nodes == 1 ? 0 : ar ? 2 * (u.nodes - 1) : u.nodes - 1;
+          lat += (nsteps - inter_steps) * in + inter_steps * out;
+          // 647-650: the ring's plateau across nodes (64 B per rank and channel; we take 32
+          // channels).
+          if (p == protocol::simple && u.nodes > 1 && ar && nbytes / (32.0 * n) >= 64)
+            lat *= u.gen >= ampere ? 1.4 : 1.9;
+        }
+        break;
+      }
+      case algorithm::tree: {
+        if (!ar) return -1;  // 294-298: trees run all-reduce only
+        // 330-336: 92 % of the links; LL 1/3.8 of that (capped), LL128 7/9 in a node, 120/128
+        // across.
+        bw = u.bus_bw * 0.92;
+        if (p == protocol::ll) bw = std::min(bw / 3.8, ll_cap);
+        if (p == protocol::ll128) bw *= u.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+        bw *= 0.5;  // 380: up the tree and down again
+        const int ls = nbytes >= 64 ? log2i(nbytes / 64) : -1;
+        if (ls >= 0 && ls < 23) bw *= tree_correction[pi][static_cast<std::size_t>(ls)];  // 640
+        // 414-417: a chain through the node's ranks, log2(nodes) network hops, up and down.
+        lat =
+            base_latency[0][pi] + 2.0 * ((u.ppn - 1) * intra[0][pi] + log2i(u.nodes) * net[0][pi]);
+        break;
+      }
+      case algorithm::nvls: {
+        if (!u.nvls || p != protocol::simple || chain) return -1;  // 301: Simple only
+        // search.cc 1126-1138: one channel per GPU of the node, each at the fastest speed
+        // that the GPU's NVLink bandwidth holds for all of them.
+        const int ch = n < 32 ? n : 32;
+        double speed = 0;
+        if (u.gen == blackwell) {
+          for (const double sp : blackwell_speeds)
+            if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
+          if (speed == 0) speed = blackwell_speeds.back();
+        } else {
+          for (const double sp : hopper_speeds)
+            if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
+          if (speed == 0) speed = hopper_speeds.back();
+        }
+        // 307-324: the channel's share after NVLS efficiency; an all-reduce pipelines two
+        // operations; all-gather and reduce-scatter move (ppn-1)/ppn.
+        double per = speed * nvls_efficiency[static_cast<std::size_t>(u.gen)] * (ch - 1) / ch;
+        per *= ar ? 2.0 : static_cast<double>(u.ppn - 1) / u.ppn;
+        bw = ch * per;
+        if (ar) bw *= static_cast<double>(n) / nsteps;
+        lat = hop_latency[0][2][2];  // 424-426: NVLink hop of NVLS only
+        break;
+      }
+    }
+    if (!(bw > 0)) return -1;
+    return lat + nbytes / (1000.0 * bw);
+  }
+};
+
+[[nodiscard]] constexpr std::string_view to_string(nccl::algorithm a) {
+  switch (a) {
+    case nccl::algorithm::tree:
+      return "tree";
+    case nccl::algorithm::ring:
+      return "ring";
+    case nccl::algorithm::nvls:
+      return "nvls";
+  }
+  return "?";
+}
+
+[[nodiscard]] constexpr std::string_view to_string(nccl::protocol p) {
+  switch (p) {
+    case nccl::protocol::ll:
+      return "LL";
+    case nccl::protocol::ll128:
+      return "LL128";
+    case nccl::protocol::simple:
+      return "Simple";
+  }
+  return "?";
+}
+
+}  // namespace strata::comm
+
+// ---- strata/frameworks/deepspeed.hpp -----------------------------------------------------------
+/// @file frameworks/deepspeed.hpp
+/// @brief DeepSpeed's ZeRO engine (runtime/zero/stage_1_and_2.py, stage3.py,
+/// partitioned_param_coordinator.py) under Megatron-DeepSpeed's fused model code, with the
+/// defaults of its `zero_optimization` configuration (runtime/zero/config.py; sizes in elements,
+/// here bytes of 16-bit values):
+/// - 16-bit weights and 16-bit gradient partitions, fp32 masters and Adam moments: 16 B per
+///   parameter over the stage's shards, plus the step's fp32 copy of the gradient partition one
+///   `sub_group_size` (1e9 elements) group at a time: DeepSpeed's estimator counts 18 B;
+/// - ZeRO-1/2 reduce gradients in `reduce_bucket_size` (5e8 elements) buckets held in a
+///   contiguous buffer; ZeRO-2/3 reduce after every micro-batch;
+/// - ZeRO-3 fetches each submodule's partitioned parameters with one all-gather just before
+///   the submodule runs (forward and backward), prefetching up to `stage3_prefetch_bucket_size`
+///   (5e7 elements) ahead, and releases them after; parameters under
+///   `stage3_param_persistence_threshold` (1e5 elements: norms, biases) stay whole;
+/// - the pipeline engine accepts ZeRO-1 only (`limits::deepspeed_zero_with_pipeline`);
+/// - ZeRO-Offload / ZeRO-Infinity: set `data.offload_optimizer` (and `offload_parameters` with
+///   ZeRO-3) to `offload_device::cpu` or `nvme`; the cluster's `host` figures price the copies
+///   and the CPU Adam pass.
+/// A Hugging Face model under DeepSpeed is `with_engine(huggingface, deepspeed.data)`.
+
+
+namespace strata::frameworks {
+
+inline constexpr sharding deepspeed_zero{.engine = data_engine::deepspeed,
+                                         .reduce_bucket = 2 * 5e8,
+                                         .prefetch_bucket = 2 * 5e7,
+                                         .persistence_threshold = 1e5,
+                                         .fp32_gradient_group = 1e9};
+
+inline constexpr recipe deepspeed = [] {
+  recipe r{};
+  r.name = "deepspeed";
+  r.data = deepspeed_zero;
+  return r;
+}();
+
+/// `r` run by another data-parallel engine (e.g. Hugging Face model code under DeepSpeed or FSDP).
+[[nodiscard]] constexpr recipe with_engine(recipe r, const sharding& engine) {
+  r.data = engine;
+  return r;
+}
+
+}  // namespace strata::frameworks
+
+// ---- strata/frameworks/pytorch_eager.hpp -------------------------------------------------------
+/// @file frameworks/pytorch_eager.hpp
+/// @brief A plain PyTorch eager training loop (nanoGPT-style modules: `F.layer_norm`, a fused
+/// QKV `nn.Linear`, `scaled_dot_product_attention`, tanh-GELU, `F.cross_entropy`), under
+/// `torch.autocast(bfloat16)` over fp32 parameters, fused AdamW and `zero_grad(set_to_none=True)`;
+/// validated on 253 H100 steps (test/validation/h100_steps.cpp).
+///
+/// What it runs and keeps, from PyTorch's autocast and autograd rules:
+/// - each `nn.Linear` casts its fp32 weight and bias to bf16 on every forward (6 B per element:
+///   read 4, write 2) and autograd holds the copy until the layer's backward; the bf16 weight
+///   gradient is cast back to fp32 (6 B per element);
+/// - layer norm runs in fp32 on the fp32 residual stream (it saves its fp32 input) and its output
+///   is cast to bf16 for the next GEMM (that cast is what the GEMM saves);
+/// - `y.transpose(1, 2).contiguous()` after attention: autograd keeps the attention output and
+///   its contiguous copy;
+/// - the loss upcasts the logits to fp32 (the peak holds log-softmax's output, its gradient and
+///   the logits' gradient, 12 B per logit);
+/// - the host issues every kernel (the profile's `dispatch` costs);
+/// - 64 MiB of cuBLAS/cuBLASLt workspace on Hopper, the int64 inputs and targets on the GPU.
+
+
+namespace strata::frameworks {
+
+inline constexpr recipe pytorch_eager{.name = "pytorch",
+                                      .autocast = true,
+                                      .eager = true,
+                                      .modules = module_style::fused,
+                                      .loss = loss_style::eager,
+                                      .fused_qkv = true,
+                                      .fused_gate_up = true,
+                                      .attention_output_copy = true,
+                                      .persistent_gradients = false,
+                                      .workspace = 64.0 * 1024 * 1024,
+                                      .batch_bytes_per_token = 16,
+                                      .vocabulary_padding = 1};
+
+}  // namespace strata::frameworks
+
+// ---- strata/frameworks/fsdp.hpp ----------------------------------------------------------------
+/// @file frameworks/fsdp.hpp
+/// @brief PyTorch FSDP (torch/distributed/fsdp; Zhao et al., VLDB 2023) as torchtitan and
+/// llm-foundry run decoder LMs: every decoder layer wrapped as one unit, eager Llama-style modules,
+/// `MixedPrecision(param_dtype=bf16, reduce_dtype=fp32)` instead of autocast, fused AdamW,
+/// `zero_grad(set_to_none=True)`. The sharding strategy is the plan's ZeRO stage: FULL_SHARD 3,
+/// SHARD_GRAD_OP 2, NO_SHARD 0, HYBRID_SHARD a shard group (`data_parallel::shard_group`) with
+/// replicas across groups.
+/// - States: the fp32 shard is the parameter (no 16-bit copy at rest), fp32 gradient shards after
+///   the reduce-scatter, Adam's moments beside them: 16 B per parameter over the shards;
+/// - one all-gather per unit before its forward and (FULL_SHARD) again before its backward, in
+///   bf16; backward prefetch issues the next unit's gather while the current one computes, and
+///   the rate limiter (`limit_all_gathers`) lets at most two units be gathered at once;
+/// - one reduce-scatter per unit as its backward ends, in fp32 (`reduce_dtype`), which also holds
+///   the unit's unsharded bf16 gradients and their fp32 copy until it is issued.
+
+
+namespace strata::frameworks {
+
+inline constexpr sharding fsdp_units{.engine = data_engine::fsdp};
+
+inline constexpr recipe fsdp = [] {
+  recipe r = pytorch_eager;
+  r.name = "fsdp";
+  r.autocast = false;  // MixedPrecision casts the gathered parameters instead
+  r.attention_output_copy = false;
+  r.data = fsdp_units;
+  return r;
+}();
+
+}  // namespace strata::frameworks
+
 // ---- strata/frameworks/huggingface.hpp ---------------------------------------------------------
 /// @file frameworks/huggingface.hpp
 /// @brief A Hugging Face `transformers` (5.x) causal LM trained the ordinary way: the model
@@ -4903,44 +5738,6 @@ inline constexpr recipe huggingface{.name = "huggingface",
                                     .workspace = 64.0 * 1024 * 1024,
                                     .batch_bytes_per_token = 16,
                                     .vocabulary_padding = 1};
-
-}  // namespace strata::frameworks
-
-// ---- strata/frameworks/pytorch_eager.hpp -------------------------------------------------------
-/// @file frameworks/pytorch_eager.hpp
-/// @brief A plain PyTorch eager training loop (nanoGPT-style modules: `F.layer_norm`, a fused
-/// QKV `nn.Linear`, `scaled_dot_product_attention`, tanh-GELU, `F.cross_entropy`), under
-/// `torch.autocast(bfloat16)` over fp32 parameters, fused AdamW and `zero_grad(set_to_none=True)`;
-/// validated on 253 H100 steps (test/validation/h100_steps.cpp).
-///
-/// What it runs and keeps, from PyTorch's autocast and autograd rules:
-/// - each `nn.Linear` casts its fp32 weight and bias to bf16 on every forward (6 B per element:
-///   read 4, write 2) and autograd holds the copy until the layer's backward; the bf16 weight
-///   gradient is cast back to fp32 (6 B per element);
-/// - layer norm runs in fp32 on the fp32 residual stream (it saves its fp32 input) and its output
-///   is cast to bf16 for the next GEMM (that cast is what the GEMM saves);
-/// - `y.transpose(1, 2).contiguous()` after attention: autograd keeps the attention output and
-///   its contiguous copy;
-/// - the loss upcasts the logits to fp32 (the peak holds log-softmax's output, its gradient and
-///   the logits' gradient, 12 B per logit);
-/// - the host issues every kernel (the profile's `dispatch` costs);
-/// - 64 MiB of cuBLAS/cuBLASLt workspace on Hopper, the int64 inputs and targets on the GPU.
-
-
-namespace strata::frameworks {
-
-inline constexpr recipe pytorch_eager{.name = "pytorch",
-                                      .autocast = true,
-                                      .eager = true,
-                                      .modules = module_style::fused,
-                                      .loss = loss_style::eager,
-                                      .fused_qkv = true,
-                                      .fused_gate_up = true,
-                                      .attention_output_copy = true,
-                                      .persistent_gradients = false,
-                                      .workspace = 64.0 * 1024 * 1024,
-                                      .batch_bytes_per_token = 16,
-                                      .vocabulary_padding = 1};
 
 }  // namespace strata::frameworks
 
@@ -5099,39 +5896,42 @@ using namespace strata::literals;
 
 // ---- devices (gpu_peak_specs.csv; dense tensor-core peaks) ----------------------------------
 inline constexpr device v100_sxm2_16gb{"V100-SXM2-16GB", 15.7_TFLOPS, {}, 125_TFLOPS, {}, {},
-                                       16_GiB,           900_GBps,    80};
+                                       16_GiB,           900_GBps,    80, 70};
 inline constexpr device v100_sxm2_32gb{"V100-SXM2-32GB", 15.7_TFLOPS, {}, 125_TFLOPS, {}, {},
-                                       32_GiB,           900_GBps,    80};
+                                       32_GiB,           900_GBps,    80, 70};
 inline constexpr device a100_sxm4_40gb{
-    "A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {}, 40_GiB, 1555_GBps, 108};
+    "A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {},
+    40_GiB,           1555_GBps,   108,        80};
 inline constexpr device a100_sxm4_80gb{
-    "A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {}, 80_GiB, 2039_GBps, 108};
-inline constexpr device h100_sxm5_80gb{"H100-SXM5-80GB",     66.9_TFLOPS,  494.7_TFLOPS,
-                                       989.4_TFLOPS,         989.4_TFLOPS, 1978.9_TFLOPS,
-                                       bytes{85017493504.0}, 3350_GBps,    132};
+    "A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {},
+    80_GiB,           2039_GBps,   108,        80};
+inline constexpr device h100_sxm5_80gb{
+    "H100-SXM5-80GB", 66.9_TFLOPS,          494.7_TFLOPS, 989.4_TFLOPS, 989.4_TFLOPS,
+    1978.9_TFLOPS,    bytes{85017493504.0}, 3350_GBps,    132,          90};
 // H100 memory: 85,017,493,504 B, as CUDA reports it (test/data/h100_device.json).
-inline constexpr device h200_sxm_141gb{"H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS,
-                                       989_TFLOPS,       989_TFLOPS,  1979_TFLOPS,
-                                       141_GB,           4800_GBps,   132};
+inline constexpr device h200_sxm_141gb{
+    "H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS, 989_TFLOPS, 989_TFLOPS,
+    1979_TFLOPS,      141_GB,      4800_GBps,    132,        90};
 // Current accelerators (test/data/gpu_datasheets.csv: dense peaks, memory and bandwidth from the
 // vendors' datasheets; SM counts from the architecture documents).
 /// NVIDIA L40S (Ada, PCIe Gen4 x16, no NVLink): 48 GB GDDR6 at 864 GB/s, 142 SMs.
-inline constexpr device l40s_48gb{"L40S-48GB",   91.6_TFLOPS,   183_TFLOPS,
-                                  362.05_TFLOPS, 362.05_TFLOPS, 733_TFLOPS,
-                                  48_GB,         864_GBps,      142};
+inline constexpr device l40s_48gb{"L40S-48GB",   91.6_TFLOPS, 183_TFLOPS, 362.05_TFLOPS,
+                                  362.05_TFLOPS, 733_TFLOPS,  48_GB,      864_GBps,
+                                  142,           89};
 /// NVIDIA GH200 Grace Hopper superchip, its H100 with 96 GB HBM3 at 4 TB/s (the Hopper peaks).
-inline constexpr device gh200_96gb{"GH200-96GB", 66.9_TFLOPS,  494.7_TFLOPS,
-                                   989.4_TFLOPS, 989.4_TFLOPS, 1978.9_TFLOPS,
-                                   96_GB,        4000_GBps,    132};
+inline constexpr device gh200_96gb{
+    "GH200-96GB",  66.9_TFLOPS, 494.7_TFLOPS, 989.4_TFLOPS, 989.4_TFLOPS,
+    1978.9_TFLOPS, 96_GB,       4000_GBps,    132,          90};
 /// NVIDIA B200 as HGX B200 configures it (1,000 W): 180 GB HBM3e at 8 TB/s, 148 SMs.
 inline constexpr device b200_180gb{"B200-180GB", 80_TFLOPS, 1100_TFLOPS, 2250_TFLOPS, 2250_TFLOPS,
-                                   4500_TFLOPS,  180_GB,    8000_GBps,   148};
+                                   4500_TFLOPS,  180_GB,    8000_GBps,   148,         100};
 /// AMD Instinct MI300X: 192 GB HBM3 at 5.3 TB/s, 304 compute units (FP32 is the matrix rate).
 inline constexpr device mi300x_192gb{"MI300X-192GB", 163.4_TFLOPS,  653.7_TFLOPS,
                                      1307.4_TFLOPS,  1307.4_TFLOPS, 2614.9_TFLOPS,
                                      192_GB,         5300_GBps,     304};
 /// NVIDIA TITAN Xp (Proteus HC1): 12.15 TFLOP/s fp32, no fast fp16 path, 12 GB GDDR5X, 547.7 GB/s.
-inline constexpr device titan_xp{"TITAN-Xp", 12.15_TFLOPS, {}, {}, {}, {}, 12_GiB, 547.7_GBps, 30};
+inline constexpr device titan_xp{"TITAN-Xp", 12.15_TFLOPS, {},         {}, {},
+                                 {},         12_GiB,       547.7_GBps, 30, 61};
 
 namespace detail {
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -5168,7 +5968,7 @@ constexpr void check_devices(int n) {
 /// peer traffic limited to 9.6 GB/s by QPI.
 [[nodiscard]] constexpr cluster hc1() {
   return make_cluster("HC1", titan_xp,
-                      {level{"socket", 4, interconnect{10_us, 16_GBps}, 1.0},
+                      {level{"socket", 4, interconnect{10_us, 16_GBps}, 1.0, 1, link_kind::pcie},
                        level{"node", 2, interconnect{10_us, 9.6_GBps}, 1.0}});
 }
 
@@ -5198,11 +5998,15 @@ constexpr void check_devices(int n) {
 }
 
 /// DGX A100 (80GB): NVSwitch, 12 NVLink3 x 25 GB/s per direction; 8 x 200 Gbps HDR (8 rails).
+/// Host: PCIe Gen4 x16 per GPU (32 GB/s per direction), DeepSpeed's measured CPU Adam rate
+/// (`cpu_adam_rate`), 1 TB of DRAM, 4 x 3.84 TB U.2 NVMe (about 6 GB/s each: our assumption).
 [[nodiscard]] constexpr cluster dgx_a100(int nodes) {
   detail::check_devices(nodes);
-  return make_cluster("DGX A100", a100_sxm4_80gb,
-                      {level{"node", 8, interconnect{5_us, 300_GBps}, 1.0},
-                       level{"cluster", nodes, interconnect{10_us, 200_Gbps}, 1.0, 8}});
+  cluster c = make_cluster("DGX A100", a100_sxm4_80gb,
+                           {level{"node", 8, interconnect{5_us, 300_GBps}, 1.0},
+                            level{"cluster", nodes, interconnect{10_us, 200_Gbps}, 1.0, 8}});
+  c.host = {32_GBps, cpu_adam_rate, 24_GBps, 1024_GiB};
+  return c;
 }
 
 /// DGX A100 with the 40 GB A100 (the first DGX A100 and many clouds' 8-GPU nodes).
@@ -5213,12 +6017,18 @@ constexpr void check_devices(int n) {
   return c;
 }
 
-/// DGX H100: NVSwitch, 18 NVLink4 x 25 GB/s per direction; 8 x 400 Gbps NDR (8 rails).
+/// DGX H100: NVSwitch (third generation, with NVLink SHARP in-switch reduction), 18 NVLink4 x
+/// 25 GB/s per direction; 8 x 400 Gbps NDR (8 rails).
+/// Host: PCIe Gen5 x16 per GPU (64 GB/s per direction), DeepSpeed's measured CPU Adam rate
+/// (`cpu_adam_rate`), 2 TB of DRAM, 8 x 3.84 TB U.2 NVMe (about 6 GB/s each: our assumption).
 [[nodiscard]] constexpr cluster dgx_h100(int nodes) {
   detail::check_devices(nodes);
-  return make_cluster("DGX H100", h100_sxm5_80gb,
-                      {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0},
-                       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+  cluster c =
+      make_cluster("DGX H100", h100_sxm5_80gb,
+                   {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0, 1, link_kind::nvlink, true},
+                    level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+  c.host = {64_GBps, cpu_adam_rate, 48_GBps, 2048_GiB};
+  return c;
 }
 
 /// DGX H200: the DGX H100 system with H200 GPUs (same NVLink4 NVSwitch and 8 x 400 Gbps NDR).
@@ -5229,13 +6039,14 @@ constexpr void check_devices(int n) {
   return c;
 }
 
-/// DGX B200: NVSwitch, 18 NVLink5 links x 50 GB/s per direction (900 GB/s); 8 x 400 Gbps
-/// ConnectX-7 (8 rails). Start-ups as DGX H100 (our assumption).
+/// DGX B200: NVSwitch (with NVLink SHARP), 18 NVLink5 links x 50 GB/s per direction (900 GB/s); 8 x
+/// 400 Gbps ConnectX-7 (8 rails). Start-ups as DGX H100 (our assumption).
 [[nodiscard]] constexpr cluster dgx_b200(int nodes) {
   detail::check_devices(nodes);
-  return make_cluster("DGX B200", b200_180gb,
-                      {level{"node", 8, interconnect{5_us, 900_GBps}, 1.0},
-                       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+  return make_cluster(
+      "DGX B200", b200_180gb,
+      {level{"node", 8, interconnect{5_us, 900_GBps}, 1.0, 1, link_kind::nvlink, true},
+       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
 }
 
 /// An 8 x MI300X platform: a full Infinity Fabric mesh, 7 links of 64 GB/s per direction per
@@ -5254,7 +6065,7 @@ constexpr void check_devices(int n) {
 [[nodiscard]] constexpr cluster l40s_server(int nodes) {
   detail::check_devices(nodes);
   return make_cluster("8 x L40S", l40s_48gb,
-                      {level{"node", 8, interconnect{10_us, 32_GBps}, 1.0},
+                      {level{"node", 8, interconnect{10_us, 32_GBps}, 1.0, 1, link_kind::pcie},
                        level{"cluster", nodes, interconnect{15_us, 100_Gbps}, 1.0, 4}});
 }
 
@@ -5289,7 +6100,7 @@ constexpr void check_devices(int n) {
 /// sum of its mesh. Start-up 8 us (our assumption).
 [[nodiscard]] constexpr cluster lin_4x_gv100() {
   constexpr device gv100{
-      "Quadro-GV100-32GB", 16.7_TFLOPS, {}, 118.5_TFLOPS, {}, {}, 32_GiB, 870_GBps, 80};
+      "Quadro-GV100-32GB", 16.7_TFLOPS, {}, 118.5_TFLOPS, {}, {}, 32_GiB, 870_GBps, 80, 70};
   return make_cluster("Lin 4xGV100", gv100,
                       {level{"node", 4, interconnect{8_us, ring_bandwidth(lin_4x_gv100_mesh())}}});
 }
@@ -5309,8 +6120,9 @@ inline constexpr device xeon_e5_2450_server{
 /// each; 50 us per message (our assumption for Windows TCP).
 [[nodiscard]] constexpr cluster yan_cluster(int machines = 20) {
   detail::check_devices(machines);
-  return make_cluster("Yan E5-2450", xeon_e5_2450_server,
-                      {level{"cluster", machines, interconnect{50_us, 10_Gbps}}});
+  return make_cluster(
+      "Yan E5-2450", xeon_e5_2450_server,
+      {level{"cluster", machines, interconnect{50_us, 10_Gbps}, 1.0, 1, link_kind::network}});
 }
 
 }  // namespace strata::presets
@@ -6624,6 +7436,8 @@ void for_each_plan(const transformer& m, const cluster& c, const transformer_tra
                     const analytic::layer_compute& lc =
                         lcs[static_cast<std::size_t>(per_rc ? rc : space.recompute.front())];
                     if (z > 0 && d * e * cx == 1) continue;  // nothing to shard
+                    // plans the framework's engine refuses (DeepSpeed's ZeRO-2/3 with pipelines)
+                    if (parallel::engine_refuses(tr.framework.data, z, p) != nullptr) continue;
                     visit(
                         parallel::nd{.tensor = {.degree = t, .sequence = sp},
                                      .context = {.degree = cx},
