@@ -97,7 +97,7 @@ struct nccl {
   // ---- NCCL's constants ---------------------------------------------------------------------
   // Rows: NCCL's compute-capability index (Volta, Ampere, Hopper, Blackwell).
   enum generation { volta, ampere, hopper, blackwell };
-  /// tuning.cc 151-153: base latency [us], {LL, LL128, Simple}; NVLS has none (its hop has it).
+  /// tuning.cc 149-155: base latency [us], {LL, LL128, Simple}; NVLS has none (its hop has it).
   static constexpr std::array<std::array<double, 3>, 3> base_latency{
       {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}}};
   /// tuning.cc 157-175: per-hop latency [us] by link kind (NVLink, PCI, network) and algorithm
