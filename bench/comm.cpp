@@ -1,6 +1,6 @@
 // Cost of one collective estimate: the closed forms per algorithm on a 1024-GPU DGX H100 cluster,
-// Lin et al.'s model, and the NVLink channel search. Baseline: ParaDL's ring formula on one
-// precomputed link (the least work any estimate does).
+// NCCL's tuner, Lin et al.'s model, and the NVLink channel search. Baseline: ParaDL's ring formula
+// on one precomputed link (the least work any estimate does).
 #include <benchmark/benchmark.h>
 
 #include <strata/strata.hpp>
@@ -39,6 +39,8 @@ BENCHMARK(algorithm<comm::tree>);
 BENCHMARK(algorithm<comm::recursive>);
 BENCHMARK(algorithm<comm::hierarchical>);
 BENCHMARK(algorithm<comm::direct>);
+// NCCL's tuner: 8 algorithm x protocol pairs priced, the fastest kept (comm/nccl.hpp).
+BENCHMARK(algorithm<comm::nccl>);
 
 void lin_sigmoid_model(benchmark::State& st) {
   const comm::lin_model m{collective::all_reduce,

@@ -11,6 +11,7 @@
 #include "strata/analytic/zero.hpp"
 #include "strata/comm/collectives.hpp"
 #include "strata/comm/lin_model.hpp"
+#include "strata/comm/nccl.hpp"
 #include "strata/comm/placement.hpp"
 #include "strata/detail/cmath.hpp"
 #include "strata/error.hpp"

@@ -283,6 +283,9 @@ struct device {
   bytes memory{};
   byte_rate memory_bandwidth{};
   int sms = 0;  ///< streaming multiprocessors (GPU); 0 where unknown or not a GPU
+  /// CUDA compute capability x 10 (70 Volta, 80 Ampere, 89 Ada, 90 Hopper, 100 Blackwell); 0
+  /// where unknown or not an NVIDIA GPU. NCCL's tuner picks its constants by it (`comm/nccl.hpp`).
+  int arch = 0;
 
   /// Dense peak for arithmetic in `t`.
   [[nodiscard]] constexpr flop_rate peak(dtype t) const {
@@ -493,6 +496,11 @@ struct interconnect {
   [[nodiscard]] constexpr seconds transfer(bytes m) const { return alpha + m / bandwidth; }
 };
 
+/// What carries a level's traffic, in the three classes NCCL's tuner prices apart (the NVLINK,
+/// PCI and NET rows of its hardware latencies, `comm/nccl.hpp`). Only the node level's kind is
+/// read: NCCL prices every hop that leaves a node as network.
+enum class link_kind { nvlink, pcie, network };
+
 /// One level of the hierarchy.
 struct level {
   std::string_view name;  ///< "node", "rack", ...
@@ -500,6 +508,8 @@ struct level {
   interconnect pair;      ///< what a pair whose lowest common group is at this level sees
   double oversubscription = 1;  ///< over-subscription of the links joining groups at this level
   int rails = 1;  ///< parallel links (NICs, NCCL channels) one group can drive across this level
+  link_kind kind = link_kind::nvlink;  ///< what carries the traffic (read at the node level)
+  bool switch_reduction = false;       ///< the switch reduces in the network (NVLink SHARP, "NVLS")
   /// The direct links among the `fanout` children of one group, where they are not all alike
   /// (an NVLink mesh, `presets::dgx1_v100_nvlink`); null: every pair sees `pair`. Proteus's HTAE
   /// (§VII) gives a communication group inside one such group the sum of the channels a ring
@@ -5447,6 +5457,289 @@ class measured_curve {
 
 }  // namespace strata::comm
 
+// ---- strata/comm/nccl.hpp ----------------------------------------------------------------------
+/// @file comm/nccl.hpp
+/// @brief Collectives priced per call as NCCL's tuner prices them: for every algorithm (ring,
+/// tree, NVLS) and protocol (LL, LL128, Simple) a latency plus bytes over a bandwidth, and the
+/// fastest one chosen, so that a call of a few KB costs its ~25 us and not S / bandwidth.
+///
+/// The constants are NCCL's own, from NVIDIA/nccl tag v2.30.7-1 (identical at the 2026-06
+/// master): `src/graph/tuning.cc` lines 138-212 (tables), 288-437 (the model), 514-541 (which
+/// protocols are enabled), 620-655 (`ncclTopoGetAlgoTime`); `src/graph/search.cc` lines 1057-1064
+/// (per-channel speeds) and 1124-1138 (NVLS channels); `src/graph/topo.h` lines 19-24 (what NCCL
+/// credits an NVLink with). In NCCL's units a time is
+///   t [us] = latency(algorithm, protocol) + S / (1000 x bandwidth [GB/s])
+/// where the latency is a base plus hops x per-hop latency of the link kind (NVLink, PCIe or
+/// network) and the bandwidth is the bus bandwidth of the links times the protocol's efficiency,
+/// turned into algorithm bandwidth. To that strata adds `launch`, the per-call cost that the tuner
+/// leaves out (it ranks choices; nccl-tests times whole calls).
+/// @code
+/// constexpr auto c = strata::presets::dgx_h100(1);
+/// // 8 GPUs, 1 KiB: ring/LL, 15.0 us of latency + 10 us of launch
+/// const auto pick = strata::comm::nccl::choose(strata::comm::collective::all_reduce, c,
+///                                              {.size = 8}, strata::bytes{1024});
+/// @endcode
+
+
+
+namespace strata::comm {
+
+/// NCCL's tuner as a collective policy (`time(collective, const cluster&, group, bytes S)`).
+/// Sizes follow nccl-tests, as for every policy in `collectives.hpp`.
+struct nccl {
+  static constexpr std::string_view name = "nccl";
+
+  enum class algorithm { tree, ring, nvls };
+  enum class protocol { ll, ll128, simple };
+
+  /// The algorithm and protocol NCCL would run, and what the call costs.
+  struct choice {
+    algorithm algo = algorithm::ring;
+    protocol proto = protocol::simple;
+    seconds time{};
+  };
+
+  /// Per-call cost outside the tuner's model: kernel launch and completion as nccl-tests times a
+  /// call. Fitted to the smallest all-reduces of `test/data/nccl_tests_allreduce_busbw.csv`: on
+  /// 8 x H100 1 KiB takes 1024 x 1.75 / 0.07 GB/s = 25.6 us and the tuner says 15.0 us (10.6 us
+  /// left); on 8 x H200 29.9 us (14.9 us left). We take the lower, 10 us.
+  static constexpr seconds launch{10e-6};
+
+  /// The cost of one algorithm and protocol, launch included; a negative time where NCCL would
+  /// not run that pair (disabled, or the collective is not one it implements).
+  [[nodiscard]] static constexpr seconds price(collective op, const cluster& c, group g, bytes s,
+                                               algorithm a, protocol p) {
+    detail::check(g.size, s);
+    if (g.size == 1) return {};
+    const setup u = make_setup(c, g);
+    const double us = model_us(op, u, s.count(), a, p);
+    return us < 0 ? seconds{-1.0} : seconds{us * 1e-6} + launch;
+  }
+
+  /// The fastest algorithm and protocol, as `ncclTopoGetAlgoTime` ranks them. All-to-all and
+  /// send/recv are point-to-point in NCCL, outside the tuner: they are priced by `direct` plus
+  /// `launch`.
+  [[nodiscard]] static constexpr choice choose(collective op, const cluster& c, group g, bytes s) {
+    detail::check(g.size, s);
+    if (g.size == 1) return {};
+    if (op == collective::all_to_all || op == collective::send_recv)
+      return {algorithm::ring, protocol::simple, direct::time(op, c, g, s) + launch};
+    const setup u = make_setup(c, g);
+    choice best{algorithm::ring, protocol::simple, seconds{-1.0}};
+    for (const algorithm a : {algorithm::tree, algorithm::ring, algorithm::nvls}) {
+      for (const protocol p : {protocol::ll, protocol::ll128, protocol::simple}) {
+        const double us = model_us(op, u, s.count(), a, p);
+        if (us < 0) continue;
+        if (best.time < seconds{0} || us * 1e-6 < best.time.count())
+          best = {a, p, seconds{us * 1e-6}};
+      }
+    }
+    if (best.time < seconds{0}) detail::unsupported(name, op);
+    best.time += launch;
+    return best;
+  }
+
+  [[nodiscard]] static constexpr seconds time(collective op, const cluster& c, group g, bytes s) {
+    return choose(op, c, g, s).time;
+  }
+
+  // ---- NCCL's constants ---------------------------------------------------------------------
+  // Rows: NCCL's compute-capability index (Volta, Ampere, Hopper, Blackwell).
+  enum generation { volta, ampere, hopper, blackwell };
+  /// tuning.cc 149-155: base latency [us], {LL, LL128, Simple}; NVLS has none (its hop has it).
+  static constexpr std::array<std::array<double, 3>, 3> base_latency{
+      {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}}};
+  /// tuning.cc 157-175: per-hop latency [us] by link kind (NVLink, PCI, network) and algorithm
+  /// (tree, ring, NVLS), {LL, LL128, Simple}.
+  static constexpr std::array<std::array<std::array<double, 3>, 3>, 3> hop_latency{{
+      {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}}},  // NVLink
+      {{{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}}},    // PCI
+      {{{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}}},   // network
+  }};
+  /// tuning.cc 178-183: the LL protocol's bandwidth cap [GB/s]; row by GPU generation on one
+  /// node, by CPU vendor across nodes (we take Intel, row 0); column 1, 2, more than 2 nodes.
+  static constexpr std::array<std::array<double, 3>, 4> ll_max_bw{
+      {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}}};
+  /// tuning.cc 139-144: NVLS efficiency (Hopper 0.85, Blackwell 0.74).
+  static constexpr std::array<double, 4> nvls_efficiency{0.0, 0.0, 0.85, 0.74};
+  /// tuning.cc 623-627: tree bandwidth correction for medium sizes, by protocol and
+  /// log2(S / 64 B) (64 B to 256 MB).
+  static constexpr std::array<std::array<double, 23>, 3> tree_correction{{
+      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
+       .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
+       .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+  }};
+  /// topo.h 19-24: what NCCL credits one NVLink with [GB/s] (SM70 20, SM80 20, SM90 20.6,
+  /// SM100 40.1), over its line rate per direction (25 GB/s for NVLink 2-4, 50 for NVLink 5):
+  /// the share of the wire an NVLink's bandwidth counts for in NCCL's bus bandwidth.
+  static constexpr std::array<double, 4> nvlink_efficiency{20.0 / 25, 20.0 / 25, 20.6 / 25,
+                                                           40.1 / 50};
+  /// search.cc 1057 and 1063: the per-channel speeds [GB/s] NCCL's search tries inside a node
+  /// (Hopper, Blackwell), fastest first.
+  static constexpr std::array<double, 11> hopper_speeds{60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
+  static constexpr std::array<double, 12> blackwell_speeds{90, 80, 70, 60, 50, 45,
+                                                           40, 30, 24, 20, 19, 18};
+
+  /// What the tuner reads of the communicator and the topology.
+  struct setup {
+    int ranks = 1;
+    int nodes = 1;
+    int ppn = 1;          ///< ranks per node
+    int gen = volta;      ///< GPU generation index
+    int intra_hw = 0;     ///< 0 NVLink, 1 PCI, 2 network
+    double intra_bw = 0;  ///< what NCCL counts inside a node [GB/s]
+    double bus_bw = 0;    ///< the graph's bus bandwidth (channels x speed) [GB/s]
+    bool ll128 = false;   ///< LL128 enabled (tuning.cc 518-536)
+    bool nvls = false;    ///< NVLS possible (search.cc 1124; tuning.cc 504-506)
+  };
+
+  [[nodiscard]] static constexpr setup make_setup(const cluster& c, group g) {
+    const group_view v = view(c, g);
+    const level& node = c.levels[0];
+    setup u;
+    u.ranks = v.p;
+    u.nodes = v.nodes;
+    u.ppn = v.local;
+    const int arch = c.dev.arch;
+    u.gen = arch >= 100 ? blackwell : arch >= 90 ? hopper : arch >= 80 ? ampere : volta;
+    u.intra_hw = node.kind == link_kind::nvlink ? 0 : node.kind == link_kind::pcie ? 1 : 2;
+    const bool nvlink = node.kind == link_kind::nvlink && arch >= 70;
+    u.intra_bw = v.intra.bandwidth.count() * 1e-9 * (nvlink ? nvlink_efficiency[u.gen] : 1.0);
+    const double inter = v.inter.bandwidth.count() * 1e-9;
+    u.bus_bw = v.nodes == 1 ? u.intra_bw : v.local > 1 ? std::min(u.intra_bw, inter) : inter;
+    // LL128 needs NVLink inside the node and a CUDA GPU of compute capability 7.0 or more.
+    u.ll128 = nvlink;
+    u.nvls = node.switch_reduction && v.nodes == 1 && arch >= 90 && v.p >= 2;
+    return u;
+  }
+
+  /// NCCL's floor(log2(x)) (`log2i`), 0 for x < 2.
+  [[nodiscard]] static constexpr int log2i(double x) {
+    int k = 0;
+    while (x >= 2.0) {
+      x /= 2.0;
+      ++k;
+    }
+    return k;
+  }
+
+  /// tuning.cc 288-437 and 630-655: the time [us] of one algorithm and protocol, launch
+  /// excluded; negative where NCCL would not run it.
+  [[nodiscard]] static constexpr double model_us(collective op, const setup& u, double nbytes,
+                                                 algorithm a, protocol p) {
+    const bool ar = op == collective::all_reduce;
+    const bool ag_rs = op == collective::all_gather || op == collective::reduce_scatter;
+    const bool chain = op == collective::broadcast || op == collective::reduce;
+    if (!ar && !ag_rs && !chain) return -1;
+    if (p == protocol::ll128 && !u.ll128) return -1;
+    const auto pi = static_cast<std::size_t>(p);
+    const int n = u.ranks;
+    const int nsteps = ar ? 2 * (n - 1) : ag_rs ? n - 1 : n;
+    const int i2 = u.nodes <= 2 ? u.nodes - 1 : 2;
+    const double ll_cap =
+        ll_max_bw[static_cast<std::size_t>(u.nodes == 1 ? u.gen : 0)][static_cast<std::size_t>(i2)];
+    const auto& net = hop_latency[2];
+    const auto& intra = hop_latency[static_cast<std::size_t>(u.intra_hw)];
+    double bw = 0, lat = 0;
+    switch (a) {
+      case algorithm::ring: {
+        // 327-329: LL moves 8 bytes for every 4 of data and is capped; LL128 120 of 128.
+        bw = p == protocol::ll      ? std::min(ll_cap, u.bus_bw * 0.5)
+             : p == protocol::ll128 ? u.bus_bw * 0.92
+                                    : u.bus_bw;
+        bw *= static_cast<double>(n) / nsteps;  // 376-382: bus to algorithm bandwidth
+        lat = base_latency[1][pi];
+        const auto& hop = u.nodes == 1 ? intra : net;
+        if (chain) {
+          lat += hop[1][pi];  // 395-397: broadcast and reduce pipeline, one hop of start-up
+        } else {
+          // 404-412: every step pays a hop; steps that leave the node pay the network's, and
+          // a node-internal step is at least the network post overhead (1 us, x3 for Simple).
+          const double overhead = u.nodes > 1 ? (p == protocol::simple ? 3.0 : 1.0) : 0.0;
+          const double in = std::max(intra[1][pi], overhead);
+          const double out = u.ppn == 1 ? net[0][pi] : net[1][pi];
+          const int inter_steps = u.nodes == 1 ? 0 : ar ? 2 * (u.nodes - 1) : u.nodes - 1;
+          lat += (nsteps - inter_steps) * in + inter_steps * out;
+          // 647-650: the ring's plateau across nodes (64 B per rank and channel; we take 32
+          // channels).
+          if (p == protocol::simple && u.nodes > 1 && ar && nbytes / (32.0 * n) >= 64)
+            lat *= u.gen >= ampere ? 1.4 : 1.9;
+        }
+        break;
+      }
+      case algorithm::tree: {
+        if (!ar) return -1;  // 294-298: trees run all-reduce only
+        // 330-336: 92 % of the links; LL 1/3.8 of that (capped), LL128 7/9 in a node, 120/128
+        // across.
+        bw = u.bus_bw * 0.92;
+        if (p == protocol::ll) bw = std::min(bw / 3.8, ll_cap);
+        if (p == protocol::ll128) bw *= u.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+        bw *= 0.5;  // 380: up the tree and down again
+        const int ls = nbytes >= 64 ? log2i(nbytes / 64) : -1;
+        if (ls >= 0 && ls < 23) bw *= tree_correction[pi][static_cast<std::size_t>(ls)];  // 640
+        // 414-417: a chain through the node's ranks, log2(nodes) network hops, up and down.
+        lat =
+            base_latency[0][pi] + 2.0 * ((u.ppn - 1) * intra[0][pi] + log2i(u.nodes) * net[0][pi]);
+        break;
+      }
+      case algorithm::nvls: {
+        if (!u.nvls || p != protocol::simple || chain) return -1;  // 301: Simple only
+        // search.cc 1126-1138: one channel per GPU of the node, each at the fastest speed
+        // that the GPU's NVLink bandwidth holds for all of them.
+        const int ch = n < 32 ? n : 32;
+        double speed = 0;
+        if (u.gen == blackwell) {
+          for (const double sp : blackwell_speeds)
+            if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
+          if (speed == 0) speed = blackwell_speeds.back();
+        } else {
+          for (const double sp : hopper_speeds)
+            if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
+          if (speed == 0) speed = hopper_speeds.back();
+        }
+        // 307-324: the channel's share after NVLS efficiency; an all-reduce pipelines two
+        // operations; all-gather and reduce-scatter move (ppn-1)/ppn.
+        double per = speed * nvls_efficiency[static_cast<std::size_t>(u.gen)] * (ch - 1) / ch;
+        per *= ar ? 2.0 : static_cast<double>(u.ppn - 1) / u.ppn;
+        bw = ch * per;
+        if (ar) bw *= static_cast<double>(n) / nsteps;
+        lat = hop_latency[0][2][2];  // 424-426: NVLink hop of NVLS only
+        break;
+      }
+    }
+    if (!(bw > 0)) return -1;
+    return lat + nbytes / (1000.0 * bw);
+  }
+};
+
+[[nodiscard]] constexpr std::string_view to_string(nccl::algorithm a) {
+  switch (a) {
+    case nccl::algorithm::tree:
+      return "tree";
+    case nccl::algorithm::ring:
+      return "ring";
+    case nccl::algorithm::nvls:
+      return "nvls";
+  }
+  return "?";
+}
+
+[[nodiscard]] constexpr std::string_view to_string(nccl::protocol p) {
+  switch (p) {
+    case nccl::protocol::ll:
+      return "LL";
+    case nccl::protocol::ll128:
+      return "LL128";
+    case nccl::protocol::simple:
+      return "Simple";
+  }
+  return "?";
+}
+
+}  // namespace strata::comm
+
 // ---- strata/frameworks/deepspeed.hpp -----------------------------------------------------------
 /// @file frameworks/deepspeed.hpp
 /// @brief DeepSpeed's ZeRO engine (runtime/zero/stage_1_and_2.py, stage3.py,
@@ -5630,39 +5923,42 @@ using namespace strata::literals;
 
 // ---- devices (gpu_peak_specs.csv; dense tensor-core peaks) ----------------------------------
 inline constexpr device v100_sxm2_16gb{"V100-SXM2-16GB", 15.7_TFLOPS, {}, 125_TFLOPS, {}, {},
-                                       16_GiB,           900_GBps,    80};
+                                       16_GiB,           900_GBps,    80, 70};
 inline constexpr device v100_sxm2_32gb{"V100-SXM2-32GB", 15.7_TFLOPS, {}, 125_TFLOPS, {}, {},
-                                       32_GiB,           900_GBps,    80};
+                                       32_GiB,           900_GBps,    80, 70};
 inline constexpr device a100_sxm4_40gb{
-    "A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {}, 40_GiB, 1555_GBps, 108};
+    "A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {},
+    40_GiB,           1555_GBps,   108,        80};
 inline constexpr device a100_sxm4_80gb{
-    "A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {}, 80_GiB, 2039_GBps, 108};
-inline constexpr device h100_sxm5_80gb{"H100-SXM5-80GB",     66.9_TFLOPS,  494.7_TFLOPS,
-                                       989.4_TFLOPS,         989.4_TFLOPS, 1978.9_TFLOPS,
-                                       bytes{85017493504.0}, 3350_GBps,    132};
+    "A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {},
+    80_GiB,           2039_GBps,   108,        80};
+inline constexpr device h100_sxm5_80gb{
+    "H100-SXM5-80GB", 66.9_TFLOPS,          494.7_TFLOPS, 989.4_TFLOPS, 989.4_TFLOPS,
+    1978.9_TFLOPS,    bytes{85017493504.0}, 3350_GBps,    132,          90};
 // H100 memory: 85,017,493,504 B, as CUDA reports it (test/data/h100_device.json).
-inline constexpr device h200_sxm_141gb{"H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS,
-                                       989_TFLOPS,       989_TFLOPS,  1979_TFLOPS,
-                                       141_GB,           4800_GBps,   132};
+inline constexpr device h200_sxm_141gb{
+    "H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS, 989_TFLOPS, 989_TFLOPS,
+    1979_TFLOPS,      141_GB,      4800_GBps,    132,        90};
 // Current accelerators (test/data/gpu_datasheets.csv: dense peaks, memory and bandwidth from the
 // vendors' datasheets; SM counts from the architecture documents).
 /// NVIDIA L40S (Ada, PCIe Gen4 x16, no NVLink): 48 GB GDDR6 at 864 GB/s, 142 SMs.
-inline constexpr device l40s_48gb{"L40S-48GB",   91.6_TFLOPS,   183_TFLOPS,
-                                  362.05_TFLOPS, 362.05_TFLOPS, 733_TFLOPS,
-                                  48_GB,         864_GBps,      142};
+inline constexpr device l40s_48gb{"L40S-48GB",   91.6_TFLOPS, 183_TFLOPS, 362.05_TFLOPS,
+                                  362.05_TFLOPS, 733_TFLOPS,  48_GB,      864_GBps,
+                                  142,           89};
 /// NVIDIA GH200 Grace Hopper superchip, its H100 with 96 GB HBM3 at 4 TB/s (the Hopper peaks).
-inline constexpr device gh200_96gb{"GH200-96GB", 66.9_TFLOPS,  494.7_TFLOPS,
-                                   989.4_TFLOPS, 989.4_TFLOPS, 1978.9_TFLOPS,
-                                   96_GB,        4000_GBps,    132};
+inline constexpr device gh200_96gb{
+    "GH200-96GB",  66.9_TFLOPS, 494.7_TFLOPS, 989.4_TFLOPS, 989.4_TFLOPS,
+    1978.9_TFLOPS, 96_GB,       4000_GBps,    132,          90};
 /// NVIDIA B200 as HGX B200 configures it (1,000 W): 180 GB HBM3e at 8 TB/s, 148 SMs.
 inline constexpr device b200_180gb{"B200-180GB", 80_TFLOPS, 1100_TFLOPS, 2250_TFLOPS, 2250_TFLOPS,
-                                   4500_TFLOPS,  180_GB,    8000_GBps,   148};
+                                   4500_TFLOPS,  180_GB,    8000_GBps,   148,         100};
 /// AMD Instinct MI300X: 192 GB HBM3 at 5.3 TB/s, 304 compute units (FP32 is the matrix rate).
 inline constexpr device mi300x_192gb{"MI300X-192GB", 163.4_TFLOPS,  653.7_TFLOPS,
                                      1307.4_TFLOPS,  1307.4_TFLOPS, 2614.9_TFLOPS,
                                      192_GB,         5300_GBps,     304};
 /// NVIDIA TITAN Xp (Proteus HC1): 12.15 TFLOP/s fp32, no fast fp16 path, 12 GB GDDR5X, 547.7 GB/s.
-inline constexpr device titan_xp{"TITAN-Xp", 12.15_TFLOPS, {}, {}, {}, {}, 12_GiB, 547.7_GBps, 30};
+inline constexpr device titan_xp{"TITAN-Xp", 12.15_TFLOPS, {},         {}, {},
+                                 {},         12_GiB,       547.7_GBps, 30, 61};
 
 namespace detail {
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -5724,7 +6020,7 @@ inline constexpr mesh dgx1_v100_nvlink = dgx1_v100_mesh();
 /// (Until 2026-11 this preset took 9.6 GT/s for 9.6 GB/s.)
 [[nodiscard]] constexpr cluster hc1() {
   return make_cluster("HC1", titan_xp,
-                      {level{"socket", 4, interconnect{10_us, 16_GBps}, 1.0},
+                      {level{"socket", 4, interconnect{10_us, 16_GBps}, 1.0, 1, link_kind::pcie},
                        level{"node", 2, interconnect{10_us, 16_GBps}, 1.0}});
 }
 
@@ -5734,7 +6030,8 @@ inline constexpr mesh dgx1_v100_nvlink = dgx1_v100_mesh();
 /// its members' links for a smaller group (25 GB/s for GPUs 0 and 1); one 100 Gbps NIC per node.
 [[nodiscard]] constexpr cluster hc2() {
   return make_cluster("HC2", v100_sxm2_32gb,
-                      {level{"node", 8, interconnect{5_us, 150_GBps}, 1.0, 1, &dgx1_v100_nvlink},
+                      {level{"node", 8, interconnect{5_us, 150_GBps}, 1.0, 1, link_kind::nvlink,
+                             false, &dgx1_v100_nvlink},
                        level{"cluster", 4, interconnect{10_us, 100_Gbps}, 1.0}});
 }
 
@@ -5775,14 +6072,16 @@ inline constexpr mesh dgx1_v100_nvlink = dgx1_v100_mesh();
   return c;
 }
 
-/// DGX H100: NVSwitch, 18 NVLink4 x 25 GB/s per direction; 8 x 400 Gbps NDR (8 rails).
+/// DGX H100: NVSwitch (third generation, with NVLink SHARP in-switch reduction), 18 NVLink4 x
+/// 25 GB/s per direction; 8 x 400 Gbps NDR (8 rails).
 /// Host: PCIe Gen5 x16 per GPU (64 GB/s per direction), DeepSpeed's measured CPU Adam rate
 /// (`cpu_adam_rate`), 2 TB of DRAM, 8 x 3.84 TB U.2 NVMe (about 6 GB/s each: our assumption).
 [[nodiscard]] constexpr cluster dgx_h100(int nodes) {
   detail::check_devices(nodes);
-  cluster c = make_cluster("DGX H100", h100_sxm5_80gb,
-                           {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0},
-                            level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+  cluster c =
+      make_cluster("DGX H100", h100_sxm5_80gb,
+                   {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0, 1, link_kind::nvlink, true},
+                    level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
   c.host = {64_GBps, cpu_adam_rate, 48_GBps, 2048_GiB};
   return c;
 }
@@ -5795,13 +6094,14 @@ inline constexpr mesh dgx1_v100_nvlink = dgx1_v100_mesh();
   return c;
 }
 
-/// DGX B200: NVSwitch, 18 NVLink5 links x 50 GB/s per direction (900 GB/s); 8 x 400 Gbps
-/// ConnectX-7 (8 rails). Start-ups as DGX H100 (our assumption).
+/// DGX B200: NVSwitch (with NVLink SHARP), 18 NVLink5 links x 50 GB/s per direction (900 GB/s); 8 x
+/// 400 Gbps ConnectX-7 (8 rails). Start-ups as DGX H100 (our assumption).
 [[nodiscard]] constexpr cluster dgx_b200(int nodes) {
   detail::check_devices(nodes);
-  return make_cluster("DGX B200", b200_180gb,
-                      {level{"node", 8, interconnect{5_us, 900_GBps}, 1.0},
-                       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+  return make_cluster(
+      "DGX B200", b200_180gb,
+      {level{"node", 8, interconnect{5_us, 900_GBps}, 1.0, 1, link_kind::nvlink, true},
+       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
 }
 
 /// An 8 x MI300X platform: a full Infinity Fabric mesh, 7 links of 64 GB/s per direction per
@@ -5820,7 +6120,7 @@ inline constexpr mesh dgx1_v100_nvlink = dgx1_v100_mesh();
 [[nodiscard]] constexpr cluster l40s_server(int nodes) {
   detail::check_devices(nodes);
   return make_cluster("8 x L40S", l40s_48gb,
-                      {level{"node", 8, interconnect{10_us, 32_GBps}, 1.0},
+                      {level{"node", 8, interconnect{10_us, 32_GBps}, 1.0, 1, link_kind::pcie},
                        level{"cluster", nodes, interconnect{15_us, 100_Gbps}, 1.0, 4}});
 }
 
@@ -5855,7 +6155,7 @@ inline constexpr mesh dgx1_v100_nvlink = dgx1_v100_mesh();
 /// sum of its mesh. Start-up 8 us (our assumption).
 [[nodiscard]] constexpr cluster lin_4x_gv100() {
   constexpr device gv100{
-      "Quadro-GV100-32GB", 16.7_TFLOPS, {}, 118.5_TFLOPS, {}, {}, 32_GiB, 870_GBps, 80};
+      "Quadro-GV100-32GB", 16.7_TFLOPS, {}, 118.5_TFLOPS, {}, {}, 32_GiB, 870_GBps, 80, 70};
   return make_cluster("Lin 4xGV100", gv100,
                       {level{"node", 4, interconnect{8_us, ring_bandwidth(lin_4x_gv100_mesh())}}});
 }
@@ -5875,8 +6175,9 @@ inline constexpr device xeon_e5_2450_server{
 /// each; 50 us per message (our assumption for Windows TCP).
 [[nodiscard]] constexpr cluster yan_cluster(int machines = 20) {
   detail::check_devices(machines);
-  return make_cluster("Yan E5-2450", xeon_e5_2450_server,
-                      {level{"cluster", machines, interconnect{50_us, 10_Gbps}}});
+  return make_cluster(
+      "Yan E5-2450", xeon_e5_2450_server,
+      {level{"cluster", machines, interconnect{50_us, 10_Gbps}, 1.0, 1, link_kind::network}});
 }
 
 }  // namespace strata::presets

@@ -132,3 +132,97 @@ TEST_CASE("uneven all-to-all and parameter servers") {
   CHECK(comm::ps_push(8, 2, 100_MB, nic, nic).count() == Approx(40.05e-3));
   CHECK(comm::ps_pull(1, 4, 100_MB, nic, nic).count() == Approx(10.05e-3));  // worker-bound
 }
+
+TEST_CASE("NCCL's tuner, worked by hand (comm/nccl.hpp)") {
+  using comm::nccl;
+  const cluster h100 = presets::dgx_h100(1);
+  const group node{0, 8, 1};
+  // NCCL credits an H100 NVLink with 20.6 of its 25 GB/s: 450 x 0.824 = 370.8 GB/s of bus
+  // bandwidth. 1 KiB all-reduce, ring/LL: 6.6 + 14 x 0.6 = 15.0 us of latency; LL bandwidth
+  // min(141, 370.8 / 2) = 141 GB/s bus, x 8/14 = 80.57 GB/s; 1024 B / 80.57 GB/s = 0.0127 us;
+  // plus 10 us launch = 25.0127 us. Tree/LL starts at 6.8 + 2 x 7 x 0.6 = 15.2 us and loses.
+  const auto small = nccl::choose(collective::all_reduce, h100, node, bytes{1024});
+  CHECK(small.algo == nccl::algorithm::ring);
+  CHECK(small.proto == nccl::protocol::ll);
+  CHECK(small.time.count() == Approx(25.0127e-6).epsilon(1e-4));
+  // 1 GiB: NVLS. One channel per GPU at the fastest search speed 8 channels hold within
+  // 370.8 GB/s (50 x 8 = 400 is too much, 40 x 8 = 320 fits); bus 8 x 40 x 0.85 x 7/8 x 2 =
+  // 476 GB/s, x 8/14 = 272 GB/s; 2^30 / 272 GB/s = 3947.58 us + 25 us hop + 10 us = 3982.58 us
+  const auto big = nccl::choose(collective::all_reduce, h100, node, bytes{1073741824.0});
+  CHECK(big.algo == nccl::algorithm::nvls);
+  CHECK(big.time.count() == Approx(3982.58e-6).epsilon(1e-5));
+  // the same on the ring with Simple: 8.4 + 14 x 3.4 = 56 us; 370.8 x 8/14 = 211.89 GB/s:
+  // 5067.51 us; + 10 us = 5133.51 us
+  CHECK(nccl::price(collective::all_reduce, h100, node, bytes{1073741824.0}, nccl::algorithm::ring,
+                    nccl::protocol::simple)
+            .count() == Approx(5133.51e-6).epsilon(1e-5));
+
+  // Four DGX A100 (32 GPUs), 64 MiB. Bus bandwidth min(300 x 0.8, 8 x 25) = 200 GB/s.
+  const cluster a100 = presets::dgx_a100(4);
+  const group world{0, 32, 1};
+  const bytes s{67108864.0};
+  // ring/Simple: 62 steps, 6 of them across nodes (14 us), 56 inside (max(3.4, 3 x 1 us net
+  // overhead) = 3.4 us): 8.4 + 190.4 + 84 = 282.8 us, x 1.4 (ring plateau across nodes) =
+  // 395.92 us; 200 x 32/62 = 103.23 GB/s: 650.12 us; + 10 us = 1056.04 us
+  CHECK(nccl::price(collective::all_reduce, a100, world, s, nccl::algorithm::ring,
+                    nccl::protocol::simple)
+            .count() == Approx(1056.04e-6).epsilon(1e-5));
+  // tree/LL128: 14 + 2 (7 x 1.25 + log2(4) x 8.5) = 65.5 us; 200 x 0.92 x 120/128 x 0.5 =
+  // 86.25 GB/s, x 0.9 (correction at log2(64 MiB / 64) = 20) = 77.63 GB/s: 864.53 us; 940.03 us
+  CHECK(nccl::price(collective::all_reduce, a100, world, s, nccl::algorithm::tree,
+                    nccl::protocol::ll128)
+            .count() == Approx(940.03e-6).epsilon(1e-5));
+  // ring/LL128 wins: 14 + 56 x 1.9 + 6 x 4.0 = 144.4 us; 200 x 0.92 x 32/62 = 94.97 GB/s:
+  // 706.65 us; 861.05 us
+  const auto mid = nccl::choose(collective::all_reduce, a100, world, s);
+  CHECK(mid.algo == nccl::algorithm::ring);
+  CHECK(mid.proto == nccl::protocol::ll128);
+  CHECK(mid.time.count() == Approx(861.05e-6).epsilon(1e-5));
+
+  // What NCCL does not run: NVLS without in-switch reduction (A100) or across nodes, LL128 over
+  // PCIe, trees for anything but all-reduce.
+  const auto nvls = nccl::algorithm::nvls;
+  const auto simple = nccl::protocol::simple;
+  CHECK(nccl::price(collective::all_reduce, presets::dgx_a100(1), node, 1_MB, nvls, simple) <
+        seconds{0});
+  CHECK(nccl::price(collective::all_reduce, presets::dgx_h100(2), {0, 16, 1}, 1_MB, nvls, simple) <
+        seconds{0});
+  CHECK(nccl::price(collective::all_reduce, presets::l40s_server(1), node, 1_MB,
+                    nccl::algorithm::ring, nccl::protocol::ll128) < seconds{0});
+  CHECK(nccl::price(collective::all_gather, h100, node, 1_MB, nccl::algorithm::tree, simple) <
+        seconds{0});
+  // alone: free; all-to-all is point-to-point in NCCL: the direct exchange plus the launch
+  CHECK(nccl::time(collective::all_reduce, h100, {0, 1, 1}, 1_GB).count() == 0.0);
+  CHECK(
+      nccl::time(collective::all_to_all, h100, node, 64_MB).count() ==
+      Approx(
+          (comm::direct::time(collective::all_to_all, h100, node, 64_MB) + nccl::launch).count()));
+  CHECK_THROWS_WITH(nccl::time(collective::all_reduce, h100, {0, 0, 1}, 1_MB),
+                    Catch::Contains("at least one"));
+}
+
+TEST_CASE("NCCL's tuner agrees with the ring at large sizes where the ring is right") {
+  // 1 GiB all-reduce, nccl / ring (strata's alpha-beta ring on the preset's line rates):
+  //  8 x H100 (NVLS, 476 GB/s bus vs the ring's 450 less its 14 x 5 us):           0.938
+  //  4 x DGX H100 (ring, 370.8 GB/s inside vs the ring's 400 GB/s of NICs):        1.034
+  //  4 x DGX A100 (ring, both on the 200 GB/s of NICs):                            0.981
+  //  16 x DGX H100, one GPU per node (a data-parallel group under TP 8):          1.008
+  //  8 x A100 (ring; NCCL counts 20 of 25 GB/s per NVLink, 240 vs 300 GB/s):       1.247
+  // The last is the one that moves: NCCL's 240 GB/s is what A100 nodes measure (231.6 GB/s in
+  // nccl_tests_allreduce_busbw.csv), the ring's 300 GB/s is the wire.
+  struct row {
+    cluster c;
+    group g;
+    double ratio;
+  };
+  const bytes s{1073741824.0};
+  for (const row& r :
+       {row{presets::dgx_h100(1), {0, 8, 1}, 0.938}, row{presets::dgx_h100(4), {0, 32, 1}, 1.034},
+        row{presets::dgx_a100(4), {0, 32, 1}, 0.981}, row{presets::dgx_h100(16), {0, 16, 8}, 1.008},
+        row{presets::dgx_a100(1), {0, 8, 1}, 1.247}}) {
+    const double ratio = comm::nccl::time(collective::all_reduce, r.c, r.g, s) /
+                         comm::ring::time(collective::all_reduce, r.c, r.g, s);
+    INFO(r.c.name << " p=" << r.g.size);
+    CHECK(ratio == Approx(r.ratio).epsilon(0.002));
+  }
+}

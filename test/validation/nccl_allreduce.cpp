@@ -2,7 +2,10 @@
 // Azure ND H100 v5 / H200 v5 / A100 v4 nccl-tests, 24 sizes each): fit on the even-indexed sizes,
 // predict the odd ones. Lin et al. Table I reports 5-6 % GMAE for all-reduce. The alpha-beta rows
 // are strata's closed forms on the DGX presets; docs/comm.md explains their gap.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <strata/calibrate/lin_fit.hpp>
 #include <strata/calibrate/readers.hpp>
@@ -69,4 +72,45 @@ TEST_CASE("alpha-beta ring on the DGX presets against the same curves") {
       comm::ring::time(collective::all_reduce, presets::dgx_h100(1), g, h100.back().size);
   CHECK(comm::busbw(collective::all_reduce, 8, h100.back().size, tr).count() <= 450e9);
   CHECK(h100.back().busbw.count() > 450e9);
+}
+
+TEST_CASE("NCCL's tuner (comm::nccl) against the measured curves, 1 KiB to 8 GiB") {
+  // Errors printed per size (model / measured - 1). What the data supports:
+  //  - at 256 MiB and above, within 10 % on all three systems (NVLS on H100/H200, ring on A100);
+  //  - H200 (NCCL 2.20.5), within 25 % at every size (largest: -21 % at 16 MiB, where NVLS has not
+  //    reached its bandwidth yet);
+  //  - H100 (NCCL 2.18.5), within 25 % at every size but 64-512 KiB, within 40 % there: that
+  //    NCCL version measured a flat 42 us from 64 KiB to 2 MiB, while 2.20.5 on the same NVSwitch
+  //    fabric (the H200 curve) stays at 31 us; the tuner's 25-32 us sits with the latter;
+  //  - A100 (Azure ND A100 v4), within 45 %: that system never goes below 42 us, 17 us above the
+  //    tuner's ring/LL plus launch; from 256 MiB on within 10 %.
+  struct sys {
+    std::string name;
+    cluster c;
+  };
+  for (const sys& s : {sys{"Azure ND H100 v5", presets::dgx_h100(1)},
+                       sys{"Azure ND H200 v5", presets::dgx_h200(1)},
+                       sys{"Azure ND A100 v4", presets::dgx_a100(1)}}) {
+    const auto measured = curve(s.name);
+    REQUIRE(measured.size() == 24);
+    double worst = 0;
+    for (const auto& m : measured) {
+      const auto pick = comm::nccl::choose(collective::all_reduce, s.c, {0, 8, 1}, m.size);
+      const double err = pick.time / m.time - 1;
+      std::printf(
+          "nccl tuner %-17s %11.0f B  measured %9.1f us  model %9.1f us (%s/%s)  %+6.1f %%\n",
+          s.name.c_str(), m.size.count(), m.time.count() * 1e6, pick.time.count() * 1e6,
+          std::string(comm::to_string(pick.algo)).c_str(),
+          std::string(comm::to_string(pick.proto)).c_str(), 100 * err);
+      INFO(s.name << " at " << m.size.count() << " B: " << 100 * err << " %");
+      const double kib = m.size.count() / 1024;
+      if (m.size.count() >= 256.0 * 1024 * 1024) CHECK(std::abs(err) <= 0.10);
+      if (s.name == "Azure ND H200 v5") CHECK(std::abs(err) <= 0.25);
+      if (s.name == "Azure ND H100 v5")
+        CHECK(std::abs(err) <= (kib >= 64 && kib <= 512 ? 0.40 : 0.25));
+      if (s.name == "Azure ND A100 v4") CHECK(std::abs(err) <= 0.45);
+      worst = std::max(worst, std::abs(err));
+    }
+    std::printf("nccl tuner %-17s largest error %.1f %%\n", s.name.c_str(), 100 * worst);
+  }
 }

@@ -33,6 +33,11 @@ struct interconnect {
   [[nodiscard]] constexpr seconds transfer(bytes m) const { return alpha + m / bandwidth; }
 };
 
+/// What carries a level's traffic, in the three classes NCCL's tuner prices apart (the NVLINK,
+/// PCI and NET rows of its hardware latencies, `comm/nccl.hpp`). Only the node level's kind is
+/// read: NCCL prices every hop that leaves a node as network.
+enum class link_kind { nvlink, pcie, network };
+
 /// One level of the hierarchy.
 struct level {
   std::string_view name;  ///< "node", "rack", ...
@@ -40,6 +45,8 @@ struct level {
   interconnect pair;      ///< what a pair whose lowest common group is at this level sees
   double oversubscription = 1;  ///< over-subscription of the links joining groups at this level
   int rails = 1;  ///< parallel links (NICs, NCCL channels) one group can drive across this level
+  link_kind kind = link_kind::nvlink;  ///< what carries the traffic (read at the node level)
+  bool switch_reduction = false;       ///< the switch reduces in the network (NVLink SHARP, "NVLS")
   /// The direct links among the `fanout` children of one group, where they are not all alike
   /// (an NVLink mesh, `presets::dgx1_v100_nvlink`); null: every pair sees `pair`. Proteus's HTAE
   /// (§VII) gives a communication group inside one such group the sum of the channels a ring

@@ -58,6 +58,9 @@ struct device {
   bytes memory{};
   byte_rate memory_bandwidth{};
   int sms = 0;  ///< streaming multiprocessors (GPU); 0 where unknown or not a GPU
+  /// CUDA compute capability x 10 (70 Volta, 80 Ampere, 89 Ada, 90 Hopper, 100 Blackwell); 0
+  /// where unknown or not an NVIDIA GPU. NCCL's tuner picks its constants by it (`comm/nccl.hpp`).
+  int arch = 0;
 
   /// Dense peak for arithmetic in `t`.
   [[nodiscard]] constexpr flop_rate peak(dtype t) const {

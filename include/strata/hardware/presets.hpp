@@ -20,39 +20,42 @@ using namespace strata::literals;
 
 // ---- devices (gpu_peak_specs.csv; dense tensor-core peaks) ----------------------------------
 inline constexpr device v100_sxm2_16gb{"V100-SXM2-16GB", 15.7_TFLOPS, {}, 125_TFLOPS, {}, {},
-                                       16_GiB,           900_GBps,    80};
+                                       16_GiB,           900_GBps,    80, 70};
 inline constexpr device v100_sxm2_32gb{"V100-SXM2-32GB", 15.7_TFLOPS, {}, 125_TFLOPS, {}, {},
-                                       32_GiB,           900_GBps,    80};
+                                       32_GiB,           900_GBps,    80, 70};
 inline constexpr device a100_sxm4_40gb{
-    "A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {}, 40_GiB, 1555_GBps, 108};
+    "A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {},
+    40_GiB,           1555_GBps,   108,        80};
 inline constexpr device a100_sxm4_80gb{
-    "A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {}, 80_GiB, 2039_GBps, 108};
-inline constexpr device h100_sxm5_80gb{"H100-SXM5-80GB",     66.9_TFLOPS,  494.7_TFLOPS,
-                                       989.4_TFLOPS,         989.4_TFLOPS, 1978.9_TFLOPS,
-                                       bytes{85017493504.0}, 3350_GBps,    132};
+    "A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {},
+    80_GiB,           2039_GBps,   108,        80};
+inline constexpr device h100_sxm5_80gb{
+    "H100-SXM5-80GB", 66.9_TFLOPS,          494.7_TFLOPS, 989.4_TFLOPS, 989.4_TFLOPS,
+    1978.9_TFLOPS,    bytes{85017493504.0}, 3350_GBps,    132,          90};
 // H100 memory: 85,017,493,504 B, as CUDA reports it (test/data/h100_device.json).
-inline constexpr device h200_sxm_141gb{"H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS,
-                                       989_TFLOPS,       989_TFLOPS,  1979_TFLOPS,
-                                       141_GB,           4800_GBps,   132};
+inline constexpr device h200_sxm_141gb{
+    "H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS, 989_TFLOPS, 989_TFLOPS,
+    1979_TFLOPS,      141_GB,      4800_GBps,    132,        90};
 // Current accelerators (test/data/gpu_datasheets.csv: dense peaks, memory and bandwidth from the
 // vendors' datasheets; SM counts from the architecture documents).
 /// NVIDIA L40S (Ada, PCIe Gen4 x16, no NVLink): 48 GB GDDR6 at 864 GB/s, 142 SMs.
-inline constexpr device l40s_48gb{"L40S-48GB",   91.6_TFLOPS,   183_TFLOPS,
-                                  362.05_TFLOPS, 362.05_TFLOPS, 733_TFLOPS,
-                                  48_GB,         864_GBps,      142};
+inline constexpr device l40s_48gb{"L40S-48GB",   91.6_TFLOPS, 183_TFLOPS, 362.05_TFLOPS,
+                                  362.05_TFLOPS, 733_TFLOPS,  48_GB,      864_GBps,
+                                  142,           89};
 /// NVIDIA GH200 Grace Hopper superchip, its H100 with 96 GB HBM3 at 4 TB/s (the Hopper peaks).
-inline constexpr device gh200_96gb{"GH200-96GB", 66.9_TFLOPS,  494.7_TFLOPS,
-                                   989.4_TFLOPS, 989.4_TFLOPS, 1978.9_TFLOPS,
-                                   96_GB,        4000_GBps,    132};
+inline constexpr device gh200_96gb{
+    "GH200-96GB",  66.9_TFLOPS, 494.7_TFLOPS, 989.4_TFLOPS, 989.4_TFLOPS,
+    1978.9_TFLOPS, 96_GB,       4000_GBps,    132,          90};
 /// NVIDIA B200 as HGX B200 configures it (1,000 W): 180 GB HBM3e at 8 TB/s, 148 SMs.
 inline constexpr device b200_180gb{"B200-180GB", 80_TFLOPS, 1100_TFLOPS, 2250_TFLOPS, 2250_TFLOPS,
-                                   4500_TFLOPS,  180_GB,    8000_GBps,   148};
+                                   4500_TFLOPS,  180_GB,    8000_GBps,   148,         100};
 /// AMD Instinct MI300X: 192 GB HBM3 at 5.3 TB/s, 304 compute units (FP32 is the matrix rate).
 inline constexpr device mi300x_192gb{"MI300X-192GB", 163.4_TFLOPS,  653.7_TFLOPS,
                                      1307.4_TFLOPS,  1307.4_TFLOPS, 2614.9_TFLOPS,
                                      192_GB,         5300_GBps,     304};
 /// NVIDIA TITAN Xp (Proteus HC1): 12.15 TFLOP/s fp32, no fast fp16 path, 12 GB GDDR5X, 547.7 GB/s.
-inline constexpr device titan_xp{"TITAN-Xp", 12.15_TFLOPS, {}, {}, {}, {}, 12_GiB, 547.7_GBps, 30};
+inline constexpr device titan_xp{"TITAN-Xp", 12.15_TFLOPS, {},         {}, {},
+                                 {},         12_GiB,       547.7_GBps, 30, 61};
 
 namespace detail {
 constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -114,7 +117,7 @@ inline constexpr mesh dgx1_v100_nvlink = dgx1_v100_mesh();
 /// (Until 2026-11 this preset took 9.6 GT/s for 9.6 GB/s.)
 [[nodiscard]] constexpr cluster hc1() {
   return make_cluster("HC1", titan_xp,
-                      {level{"socket", 4, interconnect{10_us, 16_GBps}, 1.0},
+                      {level{"socket", 4, interconnect{10_us, 16_GBps}, 1.0, 1, link_kind::pcie},
                        level{"node", 2, interconnect{10_us, 16_GBps}, 1.0}});
 }
 
@@ -124,7 +127,8 @@ inline constexpr mesh dgx1_v100_nvlink = dgx1_v100_mesh();
 /// its members' links for a smaller group (25 GB/s for GPUs 0 and 1); one 100 Gbps NIC per node.
 [[nodiscard]] constexpr cluster hc2() {
   return make_cluster("HC2", v100_sxm2_32gb,
-                      {level{"node", 8, interconnect{5_us, 150_GBps}, 1.0, 1, &dgx1_v100_nvlink},
+                      {level{"node", 8, interconnect{5_us, 150_GBps}, 1.0, 1, link_kind::nvlink,
+                             false, &dgx1_v100_nvlink},
                        level{"cluster", 4, interconnect{10_us, 100_Gbps}, 1.0}});
 }
 
@@ -165,14 +169,16 @@ inline constexpr mesh dgx1_v100_nvlink = dgx1_v100_mesh();
   return c;
 }
 
-/// DGX H100: NVSwitch, 18 NVLink4 x 25 GB/s per direction; 8 x 400 Gbps NDR (8 rails).
+/// DGX H100: NVSwitch (third generation, with NVLink SHARP in-switch reduction), 18 NVLink4 x
+/// 25 GB/s per direction; 8 x 400 Gbps NDR (8 rails).
 /// Host: PCIe Gen5 x16 per GPU (64 GB/s per direction), DeepSpeed's measured CPU Adam rate
 /// (`cpu_adam_rate`), 2 TB of DRAM, 8 x 3.84 TB U.2 NVMe (about 6 GB/s each: our assumption).
 [[nodiscard]] constexpr cluster dgx_h100(int nodes) {
   detail::check_devices(nodes);
-  cluster c = make_cluster("DGX H100", h100_sxm5_80gb,
-                           {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0},
-                            level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+  cluster c =
+      make_cluster("DGX H100", h100_sxm5_80gb,
+                   {level{"node", 8, interconnect{5_us, 450_GBps}, 1.0, 1, link_kind::nvlink, true},
+                    level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
   c.host = {64_GBps, cpu_adam_rate, 48_GBps, 2048_GiB};
   return c;
 }
@@ -185,13 +191,14 @@ inline constexpr mesh dgx1_v100_nvlink = dgx1_v100_mesh();
   return c;
 }
 
-/// DGX B200: NVSwitch, 18 NVLink5 links x 50 GB/s per direction (900 GB/s); 8 x 400 Gbps
-/// ConnectX-7 (8 rails). Start-ups as DGX H100 (our assumption).
+/// DGX B200: NVSwitch (with NVLink SHARP), 18 NVLink5 links x 50 GB/s per direction (900 GB/s); 8 x
+/// 400 Gbps ConnectX-7 (8 rails). Start-ups as DGX H100 (our assumption).
 [[nodiscard]] constexpr cluster dgx_b200(int nodes) {
   detail::check_devices(nodes);
-  return make_cluster("DGX B200", b200_180gb,
-                      {level{"node", 8, interconnect{5_us, 900_GBps}, 1.0},
-                       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
+  return make_cluster(
+      "DGX B200", b200_180gb,
+      {level{"node", 8, interconnect{5_us, 900_GBps}, 1.0, 1, link_kind::nvlink, true},
+       level{"cluster", nodes, interconnect{10_us, 400_Gbps}, 1.0, 8}});
 }
 
 /// An 8 x MI300X platform: a full Infinity Fabric mesh, 7 links of 64 GB/s per direction per
@@ -210,7 +217,7 @@ inline constexpr mesh dgx1_v100_nvlink = dgx1_v100_mesh();
 [[nodiscard]] constexpr cluster l40s_server(int nodes) {
   detail::check_devices(nodes);
   return make_cluster("8 x L40S", l40s_48gb,
-                      {level{"node", 8, interconnect{10_us, 32_GBps}, 1.0},
+                      {level{"node", 8, interconnect{10_us, 32_GBps}, 1.0, 1, link_kind::pcie},
                        level{"cluster", nodes, interconnect{15_us, 100_Gbps}, 1.0, 4}});
 }
 
@@ -245,7 +252,7 @@ inline constexpr mesh dgx1_v100_nvlink = dgx1_v100_mesh();
 /// sum of its mesh. Start-up 8 us (our assumption).
 [[nodiscard]] constexpr cluster lin_4x_gv100() {
   constexpr device gv100{
-      "Quadro-GV100-32GB", 16.7_TFLOPS, {}, 118.5_TFLOPS, {}, {}, 32_GiB, 870_GBps, 80};
+      "Quadro-GV100-32GB", 16.7_TFLOPS, {}, 118.5_TFLOPS, {}, {}, 32_GiB, 870_GBps, 80, 70};
   return make_cluster("Lin 4xGV100", gv100,
                       {level{"node", 4, interconnect{8_us, ring_bandwidth(lin_4x_gv100_mesh())}}});
 }
@@ -265,8 +272,9 @@ inline constexpr device xeon_e5_2450_server{
 /// each; 50 us per message (our assumption for Windows TCP).
 [[nodiscard]] constexpr cluster yan_cluster(int machines = 20) {
   detail::check_devices(machines);
-  return make_cluster("Yan E5-2450", xeon_e5_2450_server,
-                      {level{"cluster", machines, interconnect{50_us, 10_Gbps}}});
+  return make_cluster(
+      "Yan E5-2450", xeon_e5_2450_server,
+      {level{"cluster", machines, interconnect{50_us, 10_Gbps}, 1.0, 1, link_kind::network}});
 }
 
 }  // namespace strata::presets
