@@ -50,7 +50,7 @@ TEST_CASE("device peaks come from gpu_peak_specs.csv") {
   CHECK(presets::hc2().levels[0].links == &presets::dgx1_v100_nvlink);
   CHECK_THROWS_WITH(make_cluster("x", presets::titan_xp,
                                  {level{"node", 4, interconnect{5_us, 16_GBps}, 1.0, 1,
-                                        &presets::dgx1_v100_nvlink}}),
+                                        link_kind::nvlink, false, &presets::dgx1_v100_nvlink}}),
                     Catch::Contains("link mesh must join exactly its fan-out"));
 }
 
