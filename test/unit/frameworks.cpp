@@ -244,9 +244,9 @@ TEST_CASE("LoRA: frozen weights keep their copy only, adapters train, no weight-
   // 16 x (11008 + 4096) = 241,664 each; down the same: 1,249,280; x 32 layers = 39,976,960
   CHECK(analytic::trained_on(m, s, tr, 0).dense == 39'976'960);
   const auto lora = analytic::evaluate(m, s, gpu, tr);
-  const double P = analytic::parameters_on(m, s, 0).dense;
+  const double base = analytic::parameters_on(m, s, 0).dense;
   // fp32 parameters under autocast: 4 B each, frozen or not; Adam's two moments for adapters
-  CHECK(lora.memory.weights.count() == Approx(4 * (P + 39'976'960.0)));
+  CHECK(lora.memory.weights.count() == Approx(4 * (base + 39'976'960.0)));
   CHECK(lora.memory.optimizer_states.count() == Approx(8 * 39'976'960.0));
   CHECK(lora.memory.model_states() < full.memory.model_states() / 3);
   // the backward runs dX and the adapters' small GEMMs, not the frozen weights' dW
