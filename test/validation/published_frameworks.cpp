@@ -43,6 +43,9 @@ int number_after(const std::string& s, const char* key, int fallback) {
 transformer model_of(const std::map<std::string, std::string>& r, std::string& name) {
   name = r.at("model");
   const auto i = [&](const char* k) { return std::stoi(r.at(k)); };
+  if (has(name, "Llama") || has(name, "llama"))  // the zoo's Llama shape
+    return zoo::detail::llama(name, i("layers"), i("hidden"), i("heads"), i("kv_heads"), i("ffn"),
+                              i("vocab"), i("seq"));
   transformer m{.name = name,
                 .layers = i("layers"),
                 .hidden = i("hidden"),
@@ -51,14 +54,7 @@ transformer model_of(const std::map<std::string, std::string>& r, std::string& n
                 .ffn = i("ffn"),
                 .vocabulary = i("vocab"),
                 .sequence = i("seq")};
-  if (has(name, "Llama") || has(name, "llama")) {
-    m.mlp = mlp_kind::swiglu;
-    m.norm = norm_kind::rms_norm;
-    m.positions = position_kind::rotary;
-    m.tied = false;
-    m.bias = false;
-    m.dropout = false;
-  } else if (has(name, "MPT")) {
+  if (has(name, "MPT")) {
     m.positions = position_kind::rotary;  // ALiBi: no position table (its bias costs no GEMM)
     m.bias = false;
     m.dropout = false;
