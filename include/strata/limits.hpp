@@ -64,6 +64,12 @@ inline constexpr const char* pipeline_degree_exceeds_transformer_layers =
 inline constexpr const char* pipeline_layers_must_split_evenly =
     "pipeline parallelism: the layers (after any first/last-stage counts) must split evenly "
     "over the stages and their virtual chunks";
+inline constexpr const char* pipeline_split_given_twice =
+    "pipeline parallelism: give either first/last-stage layer counts or account_for_embedding / "
+    "account_for_loss, not both";
+inline constexpr const char* pipeline_chunk_without_layers =
+    "pipeline parallelism: with the embedding and the loss counted as layers, every chunk must "
+    "still hold at least one transformer layer";
 inline constexpr const char* interleaving_needs_pipeline =
     "pipeline parallelism: virtual stages > 1 need the interleaved schedule and a pipeline "
     "degree > 1";

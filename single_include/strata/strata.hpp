@@ -660,6 +660,12 @@ inline constexpr const char* pipeline_degree_exceeds_transformer_layers =
 inline constexpr const char* pipeline_layers_must_split_evenly =
     "pipeline parallelism: the layers (after any first/last-stage counts) must split evenly "
     "over the stages and their virtual chunks";
+inline constexpr const char* pipeline_split_given_twice =
+    "pipeline parallelism: give either first/last-stage layer counts or account_for_embedding / "
+    "account_for_loss, not both";
+inline constexpr const char* pipeline_chunk_without_layers =
+    "pipeline parallelism: with the embedding and the loss counted as layers, every chunk must "
+    "still hold at least one transformer layer";
 inline constexpr const char* interleaving_needs_pipeline =
     "pipeline parallelism: virtual stages > 1 need the interleaved schedule and a pipeline "
     "degree > 1";
@@ -2462,6 +2468,293 @@ template <Strategy S>
 
 }  // namespace strata::analytic
 
+// ---- strata/comm/nccl.hpp ----------------------------------------------------------------------
+/// @file comm/nccl.hpp
+/// @brief Collectives priced per call as NCCL's tuner prices them: for every algorithm (ring,
+/// tree, NVLS) and protocol (LL, LL128, Simple) a latency plus bytes over a bandwidth, and the
+/// fastest one chosen, so that a call of a few KB costs its ~25 us and not S / bandwidth.
+///
+/// The constants are NCCL's own, from NVIDIA/nccl tag v2.30.7-1 (identical at the 2026-06
+/// master): `src/graph/tuning.cc` lines 138-212 (tables), 288-437 (the model), 514-541 (which
+/// protocols are enabled), 620-655 (`ncclTopoGetAlgoTime`); `src/graph/search.cc` lines 1057-1064
+/// (per-channel speeds) and 1124-1138 (NVLS channels); `src/graph/topo.h` lines 19-24 (what NCCL
+/// credits an NVLink with). In NCCL's units a time is
+///   t [us] = latency(algorithm, protocol) + S / (1000 x bandwidth [GB/s])
+/// where the latency is a base plus hops x per-hop latency of the link kind (NVLink, PCIe or
+/// network) and the bandwidth is the bus bandwidth of the links times the protocol's efficiency,
+/// turned into algorithm bandwidth. To that strata adds `launch`, the per-call cost that the tuner
+/// leaves out (it ranks choices; nccl-tests times whole calls).
+/// @code
+/// constexpr auto c = strata::presets::dgx_h100(1);
+/// // 8 GPUs, 1 KiB: ring/LL, 15.0 us of latency + 10 us of launch
+/// const auto pick = strata::comm::nccl::choose(strata::comm::collective::all_reduce, c,
+///                                              {.size = 8}, strata::bytes{1024});
+/// @endcode
+
+
+
+namespace strata::comm {
+
+/// NCCL's tuner as a collective policy (`time(collective, const cluster&, group, bytes S)`).
+/// Sizes follow nccl-tests, as for every policy in `collectives.hpp`.
+struct nccl {
+  static constexpr std::string_view name = "nccl";
+
+  enum class algorithm { tree, ring, nvls };
+  enum class protocol { ll, ll128, simple };
+
+  /// The algorithm and protocol NCCL would run, and what the call costs.
+  struct choice {
+    algorithm algo = algorithm::ring;
+    protocol proto = protocol::simple;
+    seconds time{};     ///< the whole call, launch included
+    seconds startup{};  ///< the part that does not depend on the size: latency and launch
+  };
+
+  /// Per-call cost outside the tuner's model: kernel launch and completion as nccl-tests times a
+  /// call. Fitted to the smallest all-reduces of `test/data/nccl_tests_allreduce_busbw.csv`: on
+  /// 8 x H100 1 KiB takes 1024 x 1.75 / 0.07 GB/s = 25.6 us and the tuner says 15.0 us (10.6 us
+  /// left); on 8 x H200 29.9 us (14.9 us left). We take the lower, 10 us.
+  static constexpr seconds launch{10e-6};
+
+  /// The cost of one algorithm and protocol, launch included; a negative time where NCCL would
+  /// not run that pair (disabled, or the collective is not one it implements).
+  [[nodiscard]] static constexpr seconds price(collective op, const cluster& c, group g, bytes s,
+                                               algorithm a, protocol p) {
+    detail::check(g.size, s);
+    if (g.size == 1) return {};
+    const setup u = make_setup(c, g);
+    const double us = model_us(op, u, s.count(), a, p);
+    return us < 0 ? seconds{-1.0} : seconds{us * 1e-6} + launch;
+  }
+
+  /// The fastest algorithm and protocol, as `ncclTopoGetAlgoTime` ranks them. All-to-all and
+  /// send/recv are point-to-point in NCCL, outside the tuner: they are priced by `direct` plus
+  /// `launch`.
+  [[nodiscard]] static constexpr choice choose(collective op, const cluster& c, group g, bytes s) {
+    detail::check(g.size, s);
+    if (g.size == 1) return {};
+    if (op == collective::all_to_all || op == collective::send_recv) {
+      return {algorithm::ring, protocol::simple, direct::time(op, c, g, s) + launch,
+              direct::time(op, c, g, bytes{}) + launch};
+    }
+    const setup u = make_setup(c, g);
+    choice best{algorithm::ring, protocol::simple, seconds{-1.0}};
+    for (const algorithm a : {algorithm::tree, algorithm::ring, algorithm::nvls}) {
+      for (const protocol p : {protocol::ll, protocol::ll128, protocol::simple}) {
+        const double us = model_us(op, u, s.count(), a, p);
+        if (us < 0) continue;
+        if (best.time < seconds{0} || us * 1e-6 < best.time.count())
+          best = {a, p, seconds{us * 1e-6}, seconds{model_us(op, u, 0.0, a, p) * 1e-6}};
+      }
+    }
+    if (best.time < seconds{0}) detail::unsupported(name, op);
+    best.time += launch;
+    best.startup += launch;
+    return best;
+  }
+
+  [[nodiscard]] static constexpr seconds time(collective op, const cluster& c, group g, bytes s) {
+    return choose(op, c, g, s).time;
+  }
+
+  // ---- NCCL's constants ---------------------------------------------------------------------
+  // Rows: NCCL's compute-capability index (Volta, Ampere, Hopper, Blackwell).
+  enum generation { volta, ampere, hopper, blackwell };
+  /// tuning.cc 149-155: base latency [us], {LL, LL128, Simple}; NVLS has none (its hop has it).
+  static constexpr std::array<std::array<double, 3>, 3> base_latency{
+      {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}}};
+  /// tuning.cc 157-175: per-hop latency [us] by link kind (NVLink, PCI, network) and algorithm
+  /// (tree, ring, NVLS), {LL, LL128, Simple}.
+  static constexpr std::array<std::array<std::array<double, 3>, 3>, 3> hop_latency{{
+      {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}}},  // NVLink
+      {{{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}}},    // PCI
+      {{{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}}},   // network
+  }};
+  /// tuning.cc 178-183: the LL protocol's bandwidth cap [GB/s]; row by GPU generation on one
+  /// node, by CPU vendor across nodes (we take Intel, row 0); column 1, 2, more than 2 nodes.
+  static constexpr std::array<std::array<double, 3>, 4> ll_max_bw{
+      {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}}};
+  /// tuning.cc 139-144: NVLS efficiency (Hopper 0.85, Blackwell 0.74).
+  static constexpr std::array<double, 4> nvls_efficiency{0.0, 0.0, 0.85, 0.74};
+  /// tuning.cc 623-627: tree bandwidth correction for medium sizes, by protocol and
+  /// log2(S / 64 B) (64 B to 256 MB).
+  static constexpr std::array<std::array<double, 23>, 3> tree_correction{{
+      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
+       .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
+       .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+  }};
+  /// topo.h 19-24: what NCCL credits one NVLink with [GB/s] (SM70 20, SM80 20, SM90 20.6,
+  /// SM100 40.1), over its line rate per direction (25 GB/s for NVLink 2-4, 50 for NVLink 5):
+  /// the share of the wire an NVLink's bandwidth counts for in NCCL's bus bandwidth.
+  static constexpr std::array<double, 4> nvlink_efficiency{20.0 / 25, 20.0 / 25, 20.6 / 25,
+                                                           40.1 / 50};
+  /// search.cc 1057 and 1063: the per-channel speeds [GB/s] NCCL's search tries inside a node
+  /// (Hopper, Blackwell), fastest first.
+  static constexpr std::array<double, 11> hopper_speeds{60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
+  static constexpr std::array<double, 12> blackwell_speeds{90, 80, 70, 60, 50, 45,
+                                                           40, 30, 24, 20, 19, 18};
+
+  /// What the tuner reads of the communicator and the topology.
+  struct setup {
+    int ranks = 1;
+    int nodes = 1;
+    int ppn = 1;          ///< ranks per node
+    int gen = volta;      ///< GPU generation index
+    int intra_hw = 0;     ///< 0 NVLink, 1 PCI, 2 network
+    double intra_bw = 0;  ///< what NCCL counts inside a node [GB/s]
+    double bus_bw = 0;    ///< the graph's bus bandwidth (channels x speed) [GB/s]
+    bool ll128 = false;   ///< LL128 enabled (tuning.cc 518-536)
+    bool nvls = false;    ///< NVLS possible (search.cc 1124; tuning.cc 504-506)
+  };
+
+  [[nodiscard]] static constexpr setup make_setup(const cluster& c, group g) {
+    const group_view v = view(c, g);
+    const level& node = c.levels[0];
+    setup u;
+    u.ranks = v.p;
+    u.nodes = v.nodes;
+    u.ppn = v.local;
+    const int arch = c.dev.arch;
+    u.gen = arch >= 100 ? blackwell : arch >= 90 ? hopper : arch >= 80 ? ampere : volta;
+    u.intra_hw = node.kind == link_kind::nvlink ? 0 : node.kind == link_kind::pcie ? 1 : 2;
+    const bool nvlink = node.kind == link_kind::nvlink && arch >= 70;
+    u.intra_bw = v.intra.bandwidth.count() * 1e-9 * (nvlink ? nvlink_efficiency[u.gen] : 1.0);
+    const double inter = v.inter.bandwidth.count() * 1e-9;
+    u.bus_bw = v.nodes == 1 ? u.intra_bw : v.local > 1 ? std::min(u.intra_bw, inter) : inter;
+    // LL128 needs NVLink inside the node and a CUDA GPU of compute capability 7.0 or more.
+    u.ll128 = nvlink;
+    u.nvls = node.switch_reduction && v.nodes == 1 && arch >= 90 && v.p >= 2;
+    return u;
+  }
+
+  /// NCCL's floor(log2(x)) (`log2i`), 0 for x < 2.
+  [[nodiscard]] static constexpr int log2i(double x) {
+    int k = 0;
+    while (x >= 2.0) {
+      x /= 2.0;
+      ++k;
+    }
+    return k;
+  }
+
+  /// tuning.cc 288-437 and 630-655: the time [us] of one algorithm and protocol, launch
+  /// excluded; negative where NCCL would not run it.
+  [[nodiscard]] static constexpr double model_us(collective op, const setup& u, double nbytes,
+                                                 algorithm a, protocol p) {
+    const bool ar = op == collective::all_reduce;
+    const bool ag_rs = op == collective::all_gather || op == collective::reduce_scatter;
+    const bool chain = op == collective::broadcast || op == collective::reduce;
+    if (!ar && !ag_rs && !chain) return -1;
+    if (p == protocol::ll128 && !u.ll128) return -1;
+    const auto pi = static_cast<std::size_t>(p);
+    const int n = u.ranks;
+    const int nsteps = ar ? 2 * (n - 1) : ag_rs ? n - 1 : n;
+    const int i2 = u.nodes <= 2 ? u.nodes - 1 : 2;
+    const double ll_cap =
+        ll_max_bw[static_cast<std::size_t>(u.nodes == 1 ? u.gen : 0)][static_cast<std::size_t>(i2)];
+    const auto& net = hop_latency[2];
+    const auto& intra = hop_latency[static_cast<std::size_t>(u.intra_hw)];
+    double bw = 0, lat = 0;
+    switch (a) {
+      case algorithm::ring: {
+        // 327-329: LL moves 8 bytes for every 4 of data and is capped; LL128 120 of 128.
+        bw = p == protocol::ll      ? std::min(ll_cap, u.bus_bw * 0.5)
+             : p == protocol::ll128 ? u.bus_bw * 0.92
+                                    : u.bus_bw;
+        bw *= static_cast<double>(n) / nsteps;  // 376-382: bus to algorithm bandwidth
+        lat = base_latency[1][pi];
+        const auto& hop = u.nodes == 1 ? intra : net;
+        if (chain) {
+          lat += hop[1][pi];  // 395-397: broadcast and reduce pipeline, one hop of start-up
+        } else {
+          // 404-412: every step pays a hop; steps that leave the node pay the network's, and
+          // a node-internal step is at least the network post overhead (1 us, x3 for Simple).
+          const double overhead = u.nodes > 1 ? (p == protocol::simple ? 3.0 : 1.0) : 0.0;
+          const double in = std::max(intra[1][pi], overhead);
+          const double out = u.ppn == 1 ? net[0][pi] : net[1][pi];
+          const int inter_steps = u.nodes == 1 ? 0 : ar ? 2 * (u.nodes - 1) : u.nodes - 1;
+          lat += (nsteps - inter_steps) * in + inter_steps * out;
+          // 647-650: the ring's plateau across nodes (64 B per rank and channel; we take 32
+          // channels).
+          if (p == protocol::simple && u.nodes > 1 && ar && nbytes / (32.0 * n) >= 64)
+            lat *= u.gen >= ampere ? 1.4 : 1.9;
+        }
+        break;
+      }
+      case algorithm::tree: {
+        if (!ar) return -1;  // 294-298: trees run all-reduce only
+        // 330-336: 92 % of the links; LL 1/3.8 of that (capped), LL128 7/9 in a node, 120/128
+        // across.
+        bw = u.bus_bw * 0.92;
+        if (p == protocol::ll) bw = std::min(bw / 3.8, ll_cap);
+        if (p == protocol::ll128) bw *= u.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+        bw *= 0.5;  // 380: up the tree and down again
+        const int ls = nbytes >= 64 ? log2i(nbytes / 64) : -1;
+        if (ls >= 0 && ls < 23) bw *= tree_correction[pi][static_cast<std::size_t>(ls)];  // 640
+        // 414-417: a chain through the node's ranks, log2(nodes) network hops, up and down.
+        lat =
+            base_latency[0][pi] + 2.0 * ((u.ppn - 1) * intra[0][pi] + log2i(u.nodes) * net[0][pi]);
+        break;
+      }
+      case algorithm::nvls: {
+        if (!u.nvls || p != protocol::simple || chain) return -1;  // 301: Simple only
+        // search.cc 1126-1138: one channel per GPU of the node, each at the fastest speed
+        // that the GPU's NVLink bandwidth holds for all of them.
+        const int ch = n < 32 ? n : 32;
+        double speed = 0;
+        if (u.gen == blackwell) {
+          for (const double sp : blackwell_speeds)
+            if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
+          if (speed == 0) speed = blackwell_speeds.back();
+        } else {
+          for (const double sp : hopper_speeds)
+            if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
+          if (speed == 0) speed = hopper_speeds.back();
+        }
+        // 307-324: the channel's share after NVLS efficiency; an all-reduce pipelines two
+        // operations; all-gather and reduce-scatter move (ppn-1)/ppn.
+        double per = speed * nvls_efficiency[static_cast<std::size_t>(u.gen)] * (ch - 1) / ch;
+        per *= ar ? 2.0 : static_cast<double>(u.ppn - 1) / u.ppn;
+        bw = ch * per;
+        if (ar) bw *= static_cast<double>(n) / nsteps;
+        lat = hop_latency[0][2][2];  // 424-426: NVLink hop of NVLS only
+        break;
+      }
+    }
+    if (!(bw > 0)) return -1;
+    return lat + nbytes / (1000.0 * bw);
+  }
+};
+
+[[nodiscard]] constexpr std::string_view to_string(nccl::algorithm a) {
+  switch (a) {
+    case nccl::algorithm::tree:
+      return "tree";
+    case nccl::algorithm::ring:
+      return "ring";
+    case nccl::algorithm::nvls:
+      return "nvls";
+  }
+  return "?";
+}
+
+[[nodiscard]] constexpr std::string_view to_string(nccl::protocol p) {
+  switch (p) {
+    case nccl::protocol::ll:
+      return "LL";
+    case nccl::protocol::ll128:
+      return "LL128";
+    case nccl::protocol::simple:
+      return "Simple";
+  }
+  return "?";
+}
+
+}  // namespace strata::comm
+
 // ---- strata/hardware/kernels.hpp ---------------------------------------------------------------
 /// @file hardware/kernels.hpp
 /// @brief Time of one kernel on one device: GEMMs with tile and wave quantization, memory-bound
@@ -3304,7 +3597,12 @@ struct expert_parallel {
 /// device (Narayanan et al. SC'21 §2.2.2). ParaDL's CNN pipeline is `parallel/cnn/pipeline.hpp`.
 ///
 /// - compute: layers split evenly over the p stages (or the first and last stages take given
-///   counts), each stage's share in v chunks (`stage_layers`);
+///   counts), each stage's share in v chunks (`stage_layers`, `chunk_layers`); or, as
+///   Megatron-Core's `account_for_embedding_in_pipeline_split` and
+///   `account_for_loss_in_pipeline_split` do, the embedding and the loss count as a layer each,
+///   so that L + 2 layers split over the p v chunks and the first chunk of the first stage and
+///   the last chunk of the last stage hold one transformer layer fewer (Llama-3.1 405B: 126 + 2
+///   = 128 over 8 x 8 chunks);
 /// - schedule: the order a stage runs its forward and backward units (`program`), the micro-batches
 ///   it holds at its fullest (`in_flight`), the fill-and-drain bubble (`bubble`) and the
 ///   activation and gradient sends (`sends`);
@@ -3339,8 +3637,10 @@ struct pipeline_parallel {
   int degree = 1;
   int virtual_stages = 1;
   schedule kind = schedule::one_f_one_b;
-  int first_stage_layers = 0;  ///< 0: an even share
-  int last_stage_layers = 0;   ///< 0: an even share
+  int first_stage_layers = 0;          ///< 0: an even share
+  int last_stage_layers = 0;           ///< 0: an even share
+  bool account_for_embedding = false;  ///< the embedding counts as a layer of the first chunk
+  bool account_for_loss = false;       ///< the head and loss count as a layer of the last chunk
 
   /// The layers and stages left once the first and last stages take their given counts.
   struct evenly_split {
@@ -3352,8 +3652,25 @@ struct pipeline_parallel {
     if (last_stage_layers > 0) e.layers -= last_stage_layers, --e.stages;
     return e;
   }
+  [[nodiscard]] constexpr bool accounts() const {
+    return account_for_embedding || account_for_loss;
+  }
+  /// Layers of chunk `chunk` (0 to v - 1) of stage `i`.
+  [[nodiscard]] constexpr int chunk_layers(int layers, int i, int chunk) const {
+    if (!accounts()) return stage_layers(layers, i) / virtual_stages;
+    const int v = virtual_stages;
+    int n = (layers + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0)) / (degree * v);
+    if (account_for_embedding && i == 0 && chunk == 0) --n;
+    if (account_for_loss && i == degree - 1 && chunk == v - 1) --n;
+    return n;
+  }
   /// Layers of stage `i` (all its virtual chunks together).
   [[nodiscard]] constexpr int stage_layers(int layers, int i) const {
+    if (accounts()) {
+      int n = 0;
+      for (int k = 0; k < virtual_stages; ++k) n += chunk_layers(layers, i, k);
+      return n;
+    }
     if (degree == 1) return layers;
     if (i == 0 && first_stage_layers > 0) return first_stage_layers;
     if (i == degree - 1 && last_stage_layers > 0) return last_stage_layers;
@@ -3419,7 +3736,16 @@ struct pipeline_parallel {
       throw plan_error(limits::interleaving_needs_pipeline);
     if (first_stage_layers < 0 || last_stage_layers < 0)
       throw plan_error(limits::pipeline_layers_must_split_evenly);
-    if (p > 1) {
+    if (accounts()) {
+      if (first_stage_layers > 0 || last_stage_layers > 0)
+        throw plan_error(limits::pipeline_split_given_twice);
+      const int total = layers + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0);
+      if (total % (p * v) != 0) throw plan_error(limits::pipeline_layers_must_split_evenly);
+      for (int i = 0; i < p; ++i)
+        for (int k = 0; k < v; ++k)
+          if (chunk_layers(layers, i, k) < 1)
+            throw plan_error(limits::pipeline_chunk_without_layers);
+    } else if (p > 1) {
       const evenly_split e = even_part(layers);
       if (e.stages < 1 ? e.layers != 0 : (e.layers < e.stages || e.layers % e.stages != 0))
         throw plan_error(limits::pipeline_layers_must_split_evenly);
@@ -4862,10 +5188,32 @@ struct pricer {
   return lower_layer(m, prof, tr, lower::shard{b, seq / cp, seq, tp, sp, cp, ep, rc});
 }
 
+/// What collective calls cost, as NCCL prices each call (`comm::nccl`: the fastest algorithm and
+/// protocol, launch included), split into the start-up that every call pays whatever its size
+/// and the transfer. The closed form adds the two; the simulator runs the start-up as a flow's
+/// latency and the transfer as its bytes on the links, so that contention stretches only the
+/// transfer and an uncontended flow takes exactly `total()`.
+struct call_cost {
+  seconds startup{};
+  seconds transfer{};
+  [[nodiscard]] static constexpr call_cost of(comm::collective op, const cluster& c, group g,
+                                              bytes s) {
+    const comm::nccl::choice x = comm::nccl::choose(op, c, g, s);
+    return {x.startup, x.time - x.startup};
+  }
+  [[nodiscard]] constexpr seconds total() const { return startup + transfer; }
+  constexpr call_cost& operator+=(const call_cost& o) {
+    startup += o.startup;
+    transfer += o.transfer;
+    return *this;
+  }
+  friend constexpr call_cost operator+(call_cost a, const call_cost& b) { return a += b; }
+  friend constexpr call_cost operator*(double k, const call_cost& a) {
+    return {k * a.startup, k * a.transfer};
+  }
+};
+
 namespace detail {
-/// A collective over several axes at once, composed hierarchically: reduce-scatter over each
-/// axis in turn on a shrinking buffer (all-gather back in reverse). With one axis of size > 1
-/// this is the ring itself: all-reduce = reduce-scatter + all-gather.
 /// The data axis's ZeRO shard group (all data-parallel ranks unless hybrid sharding is on).
 constexpr group shard_group(const parallel::nd& s) {
   group g = s.group_of(parallel::axis::data);
@@ -4879,9 +5227,14 @@ constexpr group replica_group(const parallel::nd& s) {
   g.size = s.data.degree / s.data.shards();
   return g;
 }
-constexpr seconds over_axes(comm::collective op, const cluster& c, const parallel::nd& s,
-                            std::initializer_list<parallel::axis> axes, bytes size) {
-  seconds total{};
+/// A collective over several axes at once, composed hierarchically: reduce-scatter over each
+/// axis in turn on a shrinking buffer (all-gather back in reverse). An all-reduce over one axis
+/// is NCCL's all-reduce; over several, a reduce-scatter and an all-gather per axis.
+constexpr call_cost over_axes(comm::collective op, const cluster& c, const parallel::nd& s,
+                              std::initializer_list<parallel::axis> axes, bytes size) {
+  call_cost total{};
+  int spanned = 0;
+  for (const parallel::axis ax : axes) spanned += s.group_of(ax).size > 1 ? 1 : 0;
   bytes piece = size;
   for (const parallel::axis ax : axes) {
     // ZeRO's collectives stay inside the shard group; plain all-reduces span every replica
@@ -4889,11 +5242,11 @@ constexpr seconds over_axes(comm::collective op, const cluster& c, const paralle
                         ? shard_group(s)
                         : s.group_of(ax);
     if (g.size == 1 || !(size > bytes{})) continue;
-    if (op == comm::collective::all_reduce)
-      total += comm::ring::time(comm::collective::reduce_scatter, c, g, piece) +
-               comm::ring::time(comm::collective::all_gather, c, g, piece);
+    if (op == comm::collective::all_reduce && spanned > 1)
+      total += call_cost::of(comm::collective::reduce_scatter, c, g, piece) +
+               call_cost::of(comm::collective::all_gather, c, g, piece);
     else
-      total += comm::ring::time(op, c, g, piece);
+      total += call_cost::of(op, c, g, piece);
     piece = piece / static_cast<double>(g.size);
   }
   return total;
@@ -4922,9 +5275,9 @@ struct layer_collectives {
   return max(comm - gemm, comm / static_cast<double>(tp));
 }
 
-/// Prices `lower::layer_collectives` on the groups `s` lays out: tensor-parallel collectives as
-/// rings, ring attention's transfers on the context ring's link less the attention they hide
-/// behind, MoE all-to-alls as direct exchanges.
+/// Prices `lower::layer_collectives` on the groups `s` lays out: tensor-parallel collectives per
+/// call as NCCL prices them (`comm::nccl`), ring attention's transfers on the context ring's link
+/// less the attention they hide behind, MoE all-to-alls as direct exchanges.
 [[nodiscard]] constexpr layer_collectives collectives_of(const transformer& m,
                                                          const parallel::nd& s, const cluster& c,
                                                          const transformer_training& tr,
@@ -4940,7 +5293,7 @@ struct layer_collectives {
       switch (op.axis) {
         case lower::comm_axis::tensor:
           if (fwd)
-            out.tensor += comm::ring::time(op.op, c, s.group_of(axis::tensor), bytes{op.bytes});
+            out.tensor += comm::nccl::time(op.op, c, s.group_of(axis::tensor), bytes{op.bytes});
           break;
         case lower::comm_axis::context: {
           const seconds ring =
@@ -5081,6 +5434,53 @@ struct calls_per_step {
   return k;
 }
 
+/// The data-parallel (and ZeRO) collectives of one stage's parameters `n` (all) and `tn`
+/// (trained) in one step, each call priced by NCCL (`call_cost`): the all-reduce of the
+/// gradients (ZeRO-0), the reduce-scatter of the gradients per micro-batch (ZeRO-1: per step) in
+/// `calls.reduces` calls, with hybrid sharding's all-reduce of the reduced shard across the
+/// shard groups, and the all-gather of the weights per pass (ZeRO-3: every weight, in
+/// `calls.gathers` calls; ZeRO-1/2: the updated ones, once). Dense weights span the context,
+/// expert and data axes, expert weights the context and data axes. The closed form and the
+/// simulator both price the data-parallel traffic with it.
+struct data_collective_costs {
+  call_cost all_reduce, reduce_scatter, all_gather;
+};
+[[nodiscard]] constexpr call_cost data_collective(comm::collective op, const cluster& c,
+                                                  const parallel::nd& s, const stage_parameters& x,
+                                                  double per_param, double calls = 1) {
+  using parallel::axis;
+  const double k = std::max(1.0, calls);
+  return k * (detail::over_axes(op, c, s, {axis::context, axis::expert, axis::data},
+                                bytes{x.dense * per_param / k}) +
+              detail::over_axes(op, c, s, {axis::context, axis::data},
+                                bytes{x.expert * per_param / k}));
+}
+[[nodiscard]] constexpr data_collective_costs data_collectives_of(
+    const parallel::nd& s, const cluster& c, const transformer_training& tr,
+    const stage_parameters& n, const stage_parameters& tn, const calls_per_step& calls) {
+  using comm::collective;
+  const int zero = s.data.zero;
+  const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
+  data_collective_costs out;
+  if (zero == 0) {
+    out.all_reduce = data_collective(collective::all_reduce, c, s, tn, gb, calls.reduces);
+    return out;
+  }
+  out.reduce_scatter = data_collective(collective::reduce_scatter, c, s, tn, gb, calls.reduces);
+  const group replicas = detail::replica_group(s);
+  if (replicas.size > 1) {
+    const double shards_dense =
+        static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
+    const double shards_expert = static_cast<double>(s.data.shards()) * s.context.degree;
+    const double shard = (tn.dense / shards_dense + tn.expert / shards_expert) * gb;
+    const double k = std::max(1.0, calls.reduces);
+    out.reduce_scatter += k * call_cost::of(collective::all_reduce, c, replicas, bytes{shard / k});
+  }
+  out.all_gather = data_collective(collective::all_gather, c, s, zero >= 3 ? n : tn, wb,
+                                   zero >= 3 ? calls.gathers : 1.0);
+  return out;
+}
+
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
 /// the same `layer_compute` to every strategy that shares tp, sp, cp, ep and b).
 [[nodiscard]] constexpr transformer_time iteration(const transformer& m, const parallel::nd& s,
@@ -5147,16 +5547,6 @@ struct calls_per_step {
   const stage_parameters n = parameters_on(m, s, critical), tn = trained_on(m, s, tr, critical);
   const int zero = s.data.zero;
   const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
-  auto dense_and_expert_of = [&](const stage_parameters& x, comm::collective op, double per_param) {
-    return detail::over_axes(op, c, s, {axis::context, axis::expert, axis::data},
-                             bytes{x.dense * per_param}) +
-           detail::over_axes(op, c, s, {axis::context, axis::data}, bytes{x.expert * per_param});
-  };
-  auto dense_and_expert = [&](comm::collective op, double per_param) {
-    // ZeRO-3 gathers every weight before use; ZeRO-1/2 gather back what the update changed
-    return dense_and_expert_of(op == comm::collective::all_gather && zero >= 3 ? n : tn, op,
-                               per_param);
-  };
   const frameworks::sharding& e = tr.framework.data;
   const calls_per_step calls = collective_calls(m, s, tr, lcrit, (tn.dense + tn.expert) * gb);
   const double bucket_fraction =
@@ -5168,26 +5558,15 @@ struct calls_per_step {
       zero >= 1 ? s.data.shards() * s.expert.degree * s.context.degree : 1.0;
   const double shards_expert = zero >= 1 ? s.data.shards() * s.context.degree : 1.0;
   const double partition = tn.dense / shards_dense + tn.expert / shards_expert;
-  const group replicas = detail::replica_group(s);
   if (s.replicas() * s.context.degree > 1) {
-    // each call pays the collective's start-up: `calls` calls of an equal share each, as the
-    // simulator issues them (ZeRO-3: one per layer, or per module under DeepSpeed)
-    auto called = [&](comm::collective op, double per_param, double k) {
-      return k * dense_and_expert(op, per_param / k);
-    };
-    seconds rs =
-        zero >= 1 ? called(comm::collective::reduce_scatter, gb, calls.reduces) : seconds{};
-    // hybrid sharding: each reduced shard is then all-reduced across the shard groups
-    if (zero >= 1 && replicas.size > 1)
-      rs += calls.reduces * comm::ring::time(comm::collective::all_reduce, c, replicas,
-                                             bytes{partition * gb / calls.reduces});
-    seconds ag = zero >= 1 ? called(comm::collective::all_gather, wb, calls.gathers) : seconds{};
+    const data_collective_costs dc = data_collectives_of(s, c, tr, n, tn, calls);
+    seconds ag = dc.all_gather.total();
     // ZeRO-Infinity: each pass first brings the rank's weight partition over PCIe
     if (zero >= 3 && e.offload_parameters != frameworks::offload_device::none)
       ag += seconds{(n.dense / shards_dense + n.expert / shards_expert) * wb /
                     (c.host.pcie.count() * offload_efficiency::pcie)};
-    const parallel::data_parallel::collective_times dp{
-        zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb) : seconds{}, rs, ag};
+    const parallel::data_parallel::collective_times dp{dc.all_reduce.total(),
+                                                       dc.reduce_scatter.total(), ag};
     T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);
   }
   if (e.offload_optimizer != frameworks::offload_device::none) {
@@ -5454,289 +5833,6 @@ class measured_curve {
  private:
   std::vector<point> pts_;
 };
-
-}  // namespace strata::comm
-
-// ---- strata/comm/nccl.hpp ----------------------------------------------------------------------
-/// @file comm/nccl.hpp
-/// @brief Collectives priced per call as NCCL's tuner prices them: for every algorithm (ring,
-/// tree, NVLS) and protocol (LL, LL128, Simple) a latency plus bytes over a bandwidth, and the
-/// fastest one chosen, so that a call of a few KB costs its ~25 us and not S / bandwidth.
-///
-/// The constants are NCCL's own, from NVIDIA/nccl tag v2.30.7-1 (identical at the 2026-06
-/// master): `src/graph/tuning.cc` lines 138-212 (tables), 288-437 (the model), 514-541 (which
-/// protocols are enabled), 620-655 (`ncclTopoGetAlgoTime`); `src/graph/search.cc` lines 1057-1064
-/// (per-channel speeds) and 1124-1138 (NVLS channels); `src/graph/topo.h` lines 19-24 (what NCCL
-/// credits an NVLink with). In NCCL's units a time is
-///   t [us] = latency(algorithm, protocol) + S / (1000 x bandwidth [GB/s])
-/// where the latency is a base plus hops x per-hop latency of the link kind (NVLink, PCIe or
-/// network) and the bandwidth is the bus bandwidth of the links times the protocol's efficiency,
-/// turned into algorithm bandwidth. To that strata adds `launch`, the per-call cost that the tuner
-/// leaves out (it ranks choices; nccl-tests times whole calls).
-/// @code
-/// constexpr auto c = strata::presets::dgx_h100(1);
-/// // 8 GPUs, 1 KiB: ring/LL, 15.0 us of latency + 10 us of launch
-/// const auto pick = strata::comm::nccl::choose(strata::comm::collective::all_reduce, c,
-///                                              {.size = 8}, strata::bytes{1024});
-/// @endcode
-
-
-
-namespace strata::comm {
-
-/// NCCL's tuner as a collective policy (`time(collective, const cluster&, group, bytes S)`).
-/// Sizes follow nccl-tests, as for every policy in `collectives.hpp`.
-struct nccl {
-  static constexpr std::string_view name = "nccl";
-
-  enum class algorithm { tree, ring, nvls };
-  enum class protocol { ll, ll128, simple };
-
-  /// The algorithm and protocol NCCL would run, and what the call costs.
-  struct choice {
-    algorithm algo = algorithm::ring;
-    protocol proto = protocol::simple;
-    seconds time{};
-  };
-
-  /// Per-call cost outside the tuner's model: kernel launch and completion as nccl-tests times a
-  /// call. Fitted to the smallest all-reduces of `test/data/nccl_tests_allreduce_busbw.csv`: on
-  /// 8 x H100 1 KiB takes 1024 x 1.75 / 0.07 GB/s = 25.6 us and the tuner says 15.0 us (10.6 us
-  /// left); on 8 x H200 29.9 us (14.9 us left). We take the lower, 10 us.
-  static constexpr seconds launch{10e-6};
-
-  /// The cost of one algorithm and protocol, launch included; a negative time where NCCL would
-  /// not run that pair (disabled, or the collective is not one it implements).
-  [[nodiscard]] static constexpr seconds price(collective op, const cluster& c, group g, bytes s,
-                                               algorithm a, protocol p) {
-    detail::check(g.size, s);
-    if (g.size == 1) return {};
-    const setup u = make_setup(c, g);
-    const double us = model_us(op, u, s.count(), a, p);
-    return us < 0 ? seconds{-1.0} : seconds{us * 1e-6} + launch;
-  }
-
-  /// The fastest algorithm and protocol, as `ncclTopoGetAlgoTime` ranks them. All-to-all and
-  /// send/recv are point-to-point in NCCL, outside the tuner: they are priced by `direct` plus
-  /// `launch`.
-  [[nodiscard]] static constexpr choice choose(collective op, const cluster& c, group g, bytes s) {
-    detail::check(g.size, s);
-    if (g.size == 1) return {};
-    if (op == collective::all_to_all || op == collective::send_recv)
-      return {algorithm::ring, protocol::simple, direct::time(op, c, g, s) + launch};
-    const setup u = make_setup(c, g);
-    choice best{algorithm::ring, protocol::simple, seconds{-1.0}};
-    for (const algorithm a : {algorithm::tree, algorithm::ring, algorithm::nvls}) {
-      for (const protocol p : {protocol::ll, protocol::ll128, protocol::simple}) {
-        const double us = model_us(op, u, s.count(), a, p);
-        if (us < 0) continue;
-        if (best.time < seconds{0} || us * 1e-6 < best.time.count())
-          best = {a, p, seconds{us * 1e-6}};
-      }
-    }
-    if (best.time < seconds{0}) detail::unsupported(name, op);
-    best.time += launch;
-    return best;
-  }
-
-  [[nodiscard]] static constexpr seconds time(collective op, const cluster& c, group g, bytes s) {
-    return choose(op, c, g, s).time;
-  }
-
-  // ---- NCCL's constants ---------------------------------------------------------------------
-  // Rows: NCCL's compute-capability index (Volta, Ampere, Hopper, Blackwell).
-  enum generation { volta, ampere, hopper, blackwell };
-  /// tuning.cc 149-155: base latency [us], {LL, LL128, Simple}; NVLS has none (its hop has it).
-  static constexpr std::array<std::array<double, 3>, 3> base_latency{
-      {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}}};
-  /// tuning.cc 157-175: per-hop latency [us] by link kind (NVLink, PCI, network) and algorithm
-  /// (tree, ring, NVLS), {LL, LL128, Simple}.
-  static constexpr std::array<std::array<std::array<double, 3>, 3>, 3> hop_latency{{
-      {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}}},  // NVLink
-      {{{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}}},    // PCI
-      {{{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}}},   // network
-  }};
-  /// tuning.cc 178-183: the LL protocol's bandwidth cap [GB/s]; row by GPU generation on one
-  /// node, by CPU vendor across nodes (we take Intel, row 0); column 1, 2, more than 2 nodes.
-  static constexpr std::array<std::array<double, 3>, 4> ll_max_bw{
-      {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}}};
-  /// tuning.cc 139-144: NVLS efficiency (Hopper 0.85, Blackwell 0.74).
-  static constexpr std::array<double, 4> nvls_efficiency{0.0, 0.0, 0.85, 0.74};
-  /// tuning.cc 623-627: tree bandwidth correction for medium sizes, by protocol and
-  /// log2(S / 64 B) (64 B to 256 MB).
-  static constexpr std::array<std::array<double, 23>, 3> tree_correction{{
-      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
-       .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
-      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
-       .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
-      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
-  }};
-  /// topo.h 19-24: what NCCL credits one NVLink with [GB/s] (SM70 20, SM80 20, SM90 20.6,
-  /// SM100 40.1), over its line rate per direction (25 GB/s for NVLink 2-4, 50 for NVLink 5):
-  /// the share of the wire an NVLink's bandwidth counts for in NCCL's bus bandwidth.
-  static constexpr std::array<double, 4> nvlink_efficiency{20.0 / 25, 20.0 / 25, 20.6 / 25,
-                                                           40.1 / 50};
-  /// search.cc 1057 and 1063: the per-channel speeds [GB/s] NCCL's search tries inside a node
-  /// (Hopper, Blackwell), fastest first.
-  static constexpr std::array<double, 11> hopper_speeds{60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
-  static constexpr std::array<double, 12> blackwell_speeds{90, 80, 70, 60, 50, 45,
-                                                           40, 30, 24, 20, 19, 18};
-
-  /// What the tuner reads of the communicator and the topology.
-  struct setup {
-    int ranks = 1;
-    int nodes = 1;
-    int ppn = 1;          ///< ranks per node
-    int gen = volta;      ///< GPU generation index
-    int intra_hw = 0;     ///< 0 NVLink, 1 PCI, 2 network
-    double intra_bw = 0;  ///< what NCCL counts inside a node [GB/s]
-    double bus_bw = 0;    ///< the graph's bus bandwidth (channels x speed) [GB/s]
-    bool ll128 = false;   ///< LL128 enabled (tuning.cc 518-536)
-    bool nvls = false;    ///< NVLS possible (search.cc 1124; tuning.cc 504-506)
-  };
-
-  [[nodiscard]] static constexpr setup make_setup(const cluster& c, group g) {
-    const group_view v = view(c, g);
-    const level& node = c.levels[0];
-    setup u;
-    u.ranks = v.p;
-    u.nodes = v.nodes;
-    u.ppn = v.local;
-    const int arch = c.dev.arch;
-    u.gen = arch >= 100 ? blackwell : arch >= 90 ? hopper : arch >= 80 ? ampere : volta;
-    u.intra_hw = node.kind == link_kind::nvlink ? 0 : node.kind == link_kind::pcie ? 1 : 2;
-    const bool nvlink = node.kind == link_kind::nvlink && arch >= 70;
-    u.intra_bw = v.intra.bandwidth.count() * 1e-9 * (nvlink ? nvlink_efficiency[u.gen] : 1.0);
-    const double inter = v.inter.bandwidth.count() * 1e-9;
-    u.bus_bw = v.nodes == 1 ? u.intra_bw : v.local > 1 ? std::min(u.intra_bw, inter) : inter;
-    // LL128 needs NVLink inside the node and a CUDA GPU of compute capability 7.0 or more.
-    u.ll128 = nvlink;
-    u.nvls = node.switch_reduction && v.nodes == 1 && arch >= 90 && v.p >= 2;
-    return u;
-  }
-
-  /// NCCL's floor(log2(x)) (`log2i`), 0 for x < 2.
-  [[nodiscard]] static constexpr int log2i(double x) {
-    int k = 0;
-    while (x >= 2.0) {
-      x /= 2.0;
-      ++k;
-    }
-    return k;
-  }
-
-  /// tuning.cc 288-437 and 630-655: the time [us] of one algorithm and protocol, launch
-  /// excluded; negative where NCCL would not run it.
-  [[nodiscard]] static constexpr double model_us(collective op, const setup& u, double nbytes,
-                                                 algorithm a, protocol p) {
-    const bool ar = op == collective::all_reduce;
-    const bool ag_rs = op == collective::all_gather || op == collective::reduce_scatter;
-    const bool chain = op == collective::broadcast || op == collective::reduce;
-    if (!ar && !ag_rs && !chain) return -1;
-    if (p == protocol::ll128 && !u.ll128) return -1;
-    const auto pi = static_cast<std::size_t>(p);
-    const int n = u.ranks;
-    const int nsteps = ar ? 2 * (n - 1) : ag_rs ? n - 1 : n;
-    const int i2 = u.nodes <= 2 ? u.nodes - 1 : 2;
-    const double ll_cap =
-        ll_max_bw[static_cast<std::size_t>(u.nodes == 1 ? u.gen : 0)][static_cast<std::size_t>(i2)];
-    const auto& net = hop_latency[2];
-    const auto& intra = hop_latency[static_cast<std::size_t>(u.intra_hw)];
-    double bw = 0, lat = 0;
-    switch (a) {
-      case algorithm::ring: {
-        // 327-329: LL moves 8 bytes for every 4 of data and is capped; LL128 120 of 128.
-        bw = p == protocol::ll      ? std::min(ll_cap, u.bus_bw * 0.5)
-             : p == protocol::ll128 ? u.bus_bw * 0.92
-                                    : u.bus_bw;
-        bw *= static_cast<double>(n) / nsteps;  // 376-382: bus to algorithm bandwidth
-        lat = base_latency[1][pi];
-        const auto& hop = u.nodes == 1 ? intra : net;
-        if (chain) {
-          lat += hop[1][pi];  // 395-397: broadcast and reduce pipeline, one hop of start-up
-        } else {
-          // 404-412: every step pays a hop; steps that leave the node pay the network's, and
-          // a node-internal step is at least the network post overhead (1 us, x3 for Simple).
-          const double overhead = u.nodes > 1 ? (p == protocol::simple ? 3.0 : 1.0) : 0.0;
-          const double in = std::max(intra[1][pi], overhead);
-          const double out = u.ppn == 1 ? net[0][pi] : net[1][pi];
-          const int inter_steps = u.nodes == 1 ? 0 : ar ? 2 * (u.nodes - 1) : u.nodes - 1;
-          lat += (nsteps - inter_steps) * in + inter_steps * out;
-          // 647-650: the ring's plateau across nodes (64 B per rank and channel; we take 32
-          // channels).
-          if (p == protocol::simple && u.nodes > 1 && ar && nbytes / (32.0 * n) >= 64)
-            lat *= u.gen >= ampere ? 1.4 : 1.9;
-        }
-        break;
-      }
-      case algorithm::tree: {
-        if (!ar) return -1;  // 294-298: trees run all-reduce only
-        // 330-336: 92 % of the links; LL 1/3.8 of that (capped), LL128 7/9 in a node, 120/128
-        // across.
-        bw = u.bus_bw * 0.92;
-        if (p == protocol::ll) bw = std::min(bw / 3.8, ll_cap);
-        if (p == protocol::ll128) bw *= u.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
-        bw *= 0.5;  // 380: up the tree and down again
-        const int ls = nbytes >= 64 ? log2i(nbytes / 64) : -1;
-        if (ls >= 0 && ls < 23) bw *= tree_correction[pi][static_cast<std::size_t>(ls)];  // 640
-        // 414-417: a chain through the node's ranks, log2(nodes) network hops, up and down.
-        lat =
-            base_latency[0][pi] + 2.0 * ((u.ppn - 1) * intra[0][pi] + log2i(u.nodes) * net[0][pi]);
-        break;
-      }
-      case algorithm::nvls: {
-        if (!u.nvls || p != protocol::simple || chain) return -1;  // 301: Simple only
-        // search.cc 1126-1138: one channel per GPU of the node, each at the fastest speed
-        // that the GPU's NVLink bandwidth holds for all of them.
-        const int ch = n < 32 ? n : 32;
-        double speed = 0;
-        if (u.gen == blackwell) {
-          for (const double sp : blackwell_speeds)
-            if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
-          if (speed == 0) speed = blackwell_speeds.back();
-        } else {
-          for (const double sp : hopper_speeds)
-            if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
-          if (speed == 0) speed = hopper_speeds.back();
-        }
-        // 307-324: the channel's share after NVLS efficiency; an all-reduce pipelines two
-        // operations; all-gather and reduce-scatter move (ppn-1)/ppn.
-        double per = speed * nvls_efficiency[static_cast<std::size_t>(u.gen)] * (ch - 1) / ch;
-        per *= ar ? 2.0 : static_cast<double>(u.ppn - 1) / u.ppn;
-        bw = ch * per;
-        if (ar) bw *= static_cast<double>(n) / nsteps;
-        lat = hop_latency[0][2][2];  // 424-426: NVLink hop of NVLS only
-        break;
-      }
-    }
-    if (!(bw > 0)) return -1;
-    return lat + nbytes / (1000.0 * bw);
-  }
-};
-
-[[nodiscard]] constexpr std::string_view to_string(nccl::algorithm a) {
-  switch (a) {
-    case nccl::algorithm::tree:
-      return "tree";
-    case nccl::algorithm::ring:
-      return "ring";
-    case nccl::algorithm::nvls:
-      return "nvls";
-  }
-  return "?";
-}
-
-[[nodiscard]] constexpr std::string_view to_string(nccl::protocol p) {
-  switch (p) {
-    case nccl::protocol::ll:
-      return "LL";
-    case nccl::protocol::ll128:
-      return "LL128";
-    case nccl::protocol::simple:
-      return "Simple";
-  }
-  return "?";
-}
 
 }  // namespace strata::comm
 

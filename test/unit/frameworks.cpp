@@ -83,18 +83,24 @@ TEST_CASE("ZeRO-3's collective schedule per engine, priced per call") {
   CHECK(calls(frameworks::megatron, m).gathers == 24);
   CHECK(calls(frameworks::megatron, m).reduces == 1);
 
-  // Nothing hidden (overlap 0), one micro-batch: data_comm = 2 AG + RS on the node's ring
-  // (8 GPUs, alpha 5 us, 300 GB/s). k calls of S / k each cost k x 7 (alpha + S / (8 k) / B)
-  // = 7 k alpha + 7 S / 8 / B. Weights in bf16: S = 2 P = 709,646,336 B, 7 S / 8 / B = 2.0697 ms.
-  // - DeepSpeed: AG 96 calls: 3.36 ms + 2.0697 = 5.4297 ms; RS of bf16 gradients, one bucket:
-  //   0.035 + 2.0697 = 2.1047 ms; 2 x 5.4297 + 2.1047 = 12.9644 ms
-  // - Megatron: AG 24 calls: 0.84 + 2.0697 = 2.9097 ms; RS of fp32 main_grad, one call:
-  //   0.035 + 4.1395 = 4.1745 ms; total 9.9942 ms
-  // - FSDP: AG as Megatron; RS per unit in fp32: 0.84 + 4.1395 = 4.9795 ms; total 10.7992 ms
+  // Nothing hidden (overlap 0), one micro-batch: data_comm = 2 AG + RS inside one DGX A100, each
+  // call priced as NCCL's tuner prices it (comm/nccl.hpp): the fastest of latency + S / bandwidth
+  // over algorithms and protocols, plus 10 us of launch. 8 ranks, ring: 7 steps; the bus
+  // bandwidth is 12 NVLinks x 20 GB/s (NCCL credits an A100 NVLink 20 of its 25) = 240 GB/s,
+  // x 8 / 7 as algorithm bandwidth. Simple: (8.4 + 7 x 3.4) us = 32.2 us, 274.29 GB/s; LL128:
+  // (14 + 7 x 1.9) us = 27.3 us, 0.92 of that = 252.34 GB/s. Weights in bf16: 2 P = 709,646,336 B.
+  // - DeepSpeed: AG 96 calls of 7,392,149 B, LL128: 27.3 + 29.29 + 10 = 66.59 us, x 96 = 6.3930
+  //   ms; RS of bf16 gradients, one bucket, Simple: 32.2 + 2587.25 + 10 us = 2.6295 ms;
+  //   2 x 6.3930 + 2.6295 = 15.4155 ms
+  // - Megatron: AG 24 calls of 29,568,597 B, Simple: 32.2 + 107.80 + 10 = 150.00 us, x 24 =
+  //   3.6001 ms; RS of fp32 main_grad (4 P), one call: 32.2 + 5174.50 + 10 us = 5.2167 ms;
+  //   total 12.4169 ms
+  // - FSDP: AG as Megatron; RS per unit in fp32, 24 calls of 59,137,195 B: 32.2 + 215.60 + 10 =
+  //   257.80 us, x 24 = 6.1873 ms; total 13.3874 ms
   CHECK(run(frameworks::deepspeed, 3, 0).time.data_comm.count() ==
-        Approx(12.9644e-3).epsilon(1e-4));
-  CHECK(run(frameworks::megatron, 3, 0).time.data_comm.count() == Approx(9.9942e-3).epsilon(1e-4));
-  CHECK(run(frameworks::fsdp, 3, 0).time.data_comm.count() == Approx(10.7992e-3).epsilon(1e-4));
+        Approx(15.4155e-3).epsilon(1e-4));
+  CHECK(run(frameworks::megatron, 3, 0).time.data_comm.count() == Approx(12.4169e-3).epsilon(1e-4));
+  CHECK(run(frameworks::fsdp, 3, 0).time.data_comm.count() == Approx(13.3874e-3).epsilon(1e-4));
 }
 
 TEST_CASE("the engines' misuse is a named error") {
@@ -181,8 +187,21 @@ TEST_CASE("hybrid sharding: states over the node, gradient shards all-reduced ac
       m, {.data = {.degree = 16, .zero = 3, .overlap = 0, .shard_group = 8}}, c, tr);
   CHECK(hybrid.memory.optimizer_states.count() == Approx(12 * P / 8));
   CHECK(full.memory.optimizer_states.count() == Approx(12 * P / 16));
-  // the gathers stay on NVLink; only the 1/8 gradient shards cross the network
-  CHECK(hybrid.time.data_comm < full.time.data_comm);
+  // the gathers stay on NVLink: 24 calls of P / 24 bf16 weights on 8 ranks instead of 16
+  const group node{0, 8, 1}, both{0, 16, 1}, across{0, 2, 8};
+  const auto ag = comm::collective::all_gather, rs = comm::collective::reduce_scatter;
+  CHECK(comm::nccl::time(ag, c, node, bytes{2 * P / 24}) <
+        comm::nccl::time(ag, c, both, bytes{2 * P / 24}));
+  // nothing hidden: per unit two gathers and a reduce-scatter of its fp32 gradients in the node,
+  // then an all-reduce of the 1/8 shard between the nodes (one GPU per node, on its own NIC)
+  const seconds per_unit =
+      2 * comm::nccl::time(ag, c, node, bytes{2 * P / 24}) +
+      comm::nccl::time(rs, c, node, bytes{4 * P / 24}) +
+      comm::nccl::time(comm::collective::all_reduce, c, across, bytes{4 * P / 8 / 24});
+  CHECK(hybrid.time.data_comm.count() == Approx(24 * per_unit.count()));
+  const seconds full_per_unit = 2 * comm::nccl::time(ag, c, both, bytes{2 * P / 24}) +
+                                comm::nccl::time(rs, c, both, bytes{4 * P / 24});
+  CHECK(full.time.data_comm.count() == Approx(24 * full_per_unit.count()));
 }
 
 TEST_CASE("gradients made in the backward accumulate through later micro-batches") {

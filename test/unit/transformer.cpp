@@ -128,6 +128,44 @@ TEST_CASE("misuse of a transformer plan names the mistake") {
   CHECK_NOTHROW(check({.pipeline = {.degree = 3, .first_stage_layers = 2}}, 3));
   CHECK_THROWS_WITH(check({.pipeline = {.degree = 3, .first_stage_layers = 3}}, 3),
                     limits::pipeline_layers_must_split_evenly);
+  // Megatron-Core's embedding/loss-aware split: 12 + 2 = 14 layers do not fill 2 x 2 chunks
+  const parallel::pipeline_parallel counted{.degree = 2,
+                                            .virtual_stages = 2,
+                                            .kind = schedule::interleaved,
+                                            .account_for_embedding = true,
+                                            .account_for_loss = true};
+  CHECK_THROWS_WITH(counted.check(12, 4), limits::pipeline_layers_must_split_evenly);
+  parallel::pipeline_parallel twice = counted;
+  twice.first_stage_layers = 2;
+  CHECK_THROWS_WITH(twice.check(14, 4), limits::pipeline_split_given_twice);
+  // 6 + 2 = 8 layers over 2 x 4 chunks: the embedding's chunk would hold no transformer layer
+  parallel::pipeline_parallel thin = counted;
+  thin.virtual_stages = 4;
+  CHECK_THROWS_WITH(thin.check(6, 4), limits::pipeline_chunk_without_layers);
+}
+
+TEST_CASE("Llama-3.1 405B's split: 126 + 2 layers over 8 stages of 8 chunks") {
+  // (126 + 2) / 64 = 2 per chunk; the first chunk of stage 0 and the last of stage 7 hold 1
+  const parallel::pipeline_parallel pp{.degree = 8,
+                                       .virtual_stages = 8,
+                                       .kind = schedule::interleaved,
+                                       .account_for_embedding = true,
+                                       .account_for_loss = true};
+  CHECK_NOTHROW(pp.check(126, 8));
+  CHECK(pp.chunk_layers(126, 0, 0) == 1);
+  CHECK(pp.chunk_layers(126, 0, 1) == 2);
+  CHECK(pp.chunk_layers(126, 7, 7) == 1);
+  CHECK(pp.chunk_layers(126, 7, 6) == 2);
+  CHECK(pp.stage_layers(126, 0) == 15);
+  CHECK(pp.stage_layers(126, 3) == 16);
+  CHECK(pp.stage_layers(126, 7) == 15);
+  int total = 0;
+  for (int i = 0; i < 8; ++i) total += pp.stage_layers(126, i);
+  CHECK(total == 126);
+  // only the loss counted: 126 + 1 = 127 is no multiple of 64
+  parallel::pipeline_parallel loss_only = pp;
+  loss_only.account_for_embedding = false;
+  CHECK_THROWS_WITH(loss_only.check(126, 8), limits::pipeline_layers_must_split_evenly);
 }
 
 namespace {
@@ -159,14 +197,22 @@ TEST_CASE("tensor-parallel all-reduces: four per layer and micro-batch") {
   const parallel::nd s{.tensor = {.degree = 8}, .micro_batch = 2};
   const cluster c = presets::dgx_a100(1);
   const auto r = analytic::evaluate(m, s, c, t, a100);
-  // b s h x 2 bytes = 2 x 1024 x 1024 x 2 = 4 MiB per all-reduce on the node's NVLink ring
-  const seconds ar = comm::ring::time(comm::collective::all_reduce, c, {0, 8, 1}, 4_MiB);
+  // b s h x 2 bytes = 2 x 1024 x 1024 x 2 = 4 MiB per all-reduce inside the node, each a call
+  // as NCCL prices it: ring/LL128, (14 + 14 x 1.9) us of latency + 10 us of launch + 4 MiB /
+  // (240 GB/s x 0.92 x 8 / 14) = 50.6 + 33.2 us (NCCL credits an A100 NVLink 20 of its 25 GB/s;
+  // LL128 moves 120 of every 128 bytes; an all-reduce of 8 ranks takes 14 steps)
+  const seconds ar = comm::nccl::time(comm::collective::all_reduce, c, {0, 8, 1}, 4_MiB);
+  CHECK(ar.count() ==
+        Approx((14 + 14 * 1.9 + 10) * 1e-6 + (4_MiB).count() / (240e9 * 0.92 * 8 / 14)));
   CHECK(r.time.tensor_comm.count() == Approx(4 * 24 * 4 * ar.count()));
-  // sequence parallelism: the same bytes as all-gather + reduce-scatter
+  // sequence parallelism: each all-reduce becomes an all-gather and a reduce-scatter of the same
+  // bytes, two calls that each pay their start-up
   parallel::nd sp = s;
   sp.tensor.sequence = true;
+  const seconds ag = comm::nccl::time(comm::collective::all_gather, c, {0, 8, 1}, 4_MiB);
+  const seconds rs = comm::nccl::time(comm::collective::reduce_scatter, c, {0, 8, 1}, 4_MiB);
   CHECK(analytic::evaluate(m, sp, c, t, a100).time.tensor_comm.count() ==
-        Approx(4 * 24 * 4 * ar.count()));
+        Approx(4 * 24 * 4 * (ag + rs).count()));
 }
 
 TEST_CASE("sequence parallelism without tensor parallelism is a named mistake") {
@@ -226,9 +272,9 @@ TEST_CASE("data parallelism: overlap hides the all-reduce behind backward, up to
   const cluster c = presets::dgx_a100(2);
   parallel::nd s{.data = {.degree = 16, .overlap = 0}, .micro_batch = 4};
   const auto exposed = analytic::evaluate(m, s, c, t, a100);
-  // all-reduce of every gradient in fp32 over the 16-rank ring spanning two nodes
+  // one NCCL all-reduce of every gradient in fp32 over the 16 ranks of two nodes
   const seconds ar =
-      comm::ring::time(comm::collective::all_reduce, c, {0, 16, 1}, bytes{4 * m.parameters()});
+      comm::nccl::time(comm::collective::all_reduce, c, {0, 16, 1}, bytes{4 * m.parameters()});
   CHECK(exposed.time.data_comm.count() == Approx(ar.count()));
   s.data.overlap = 1;
   const auto hidden = analytic::evaluate(m, s, c, t, a100);
@@ -236,7 +282,7 @@ TEST_CASE("data parallelism: overlap hides the all-reduce behind backward, up to
   CHECK(hidden.time.data_comm.count() >= Approx(ar.count() * 100e6 / (4 * m.parameters())));
 }
 
-TEST_CASE("ZeRO-3 gathers a layer per call: every call pays the ring's start-up") {
+TEST_CASE("ZeRO-3 gathers a layer per call: every call pays its start-up") {
   // Llama-2 7B over 16 A100s (two DGX nodes), no overlap: each micro-batch gathers the weights
   // layer by layer for the forward and again for the backward (32 calls of P / 32 bf16 weights
   // each), and reduce-scatters the fp32 gradients once: m (2 x 32 AG(2 P / 32) + RS(4 P)).
@@ -249,11 +295,11 @@ TEST_CASE("ZeRO-3 gathers a layer per call: every call pays the ring's start-up"
   const auto r = analytic::evaluate(m, s, c, t, a100);
   const double P = m.parameters();
   const group g{0, 16, 1};
-  const seconds ag = comm::ring::time(comm::collective::all_gather, c, g, bytes{2 * P / 32});
-  const seconds rs = comm::ring::time(comm::collective::reduce_scatter, c, g, bytes{4 * P});
+  const seconds ag = comm::nccl::time(comm::collective::all_gather, c, g, bytes{2 * P / 32});
+  const seconds rs = comm::nccl::time(comm::collective::reduce_scatter, c, g, bytes{4 * P});
   CHECK(r.time.data_comm.count() == Approx(2 * (2 * 32 * ag.count() + rs.count())));
-  // 32 calls cost more than one whole-model gather by 31 start-ups of the 16-rank ring
-  const seconds whole = comm::ring::time(comm::collective::all_gather, c, g, bytes{2 * P});
+  // 32 calls cost more than one whole-model gather: 31 more start-ups
+  const seconds whole = comm::nccl::time(comm::collective::all_gather, c, g, bytes{2 * P});
   CHECK(32 * ag.count() > whole.count());
 }
 

@@ -165,8 +165,12 @@ outcome predict(const std::map<std::string, std::string>& r) {
   // layers that do not split evenly: fewer on the first and last stages, which also hold the
   // embedding and the head (Megatron's --decoder-first/last-pipeline-num-layers; DeepSpeed's
   // parameter-balanced partition does the same)
+  // With interleaving Megatron-Core can instead count the embedding and the loss as a layer each
+  // (Megatron-Bridge's Llama-3.1 405B: 126 + 2 over 8 x 8 chunks)
   const int L = m.layers, stages = p * v;
-  if (p > 2 && L % stages != 0)
+  if (v > 1 && L % stages != 0 && (L + 2) % stages == 0)
+    s.pipeline.account_for_embedding = s.pipeline.account_for_loss = true;
+  else if (p > 2 && L % stages != 0)
     for (int k = L / p; k >= 1; --k)
       if ((L - 2 * k) % ((p - 2) * v) == 0) {
         s.pipeline.first_stage_layers = s.pipeline.last_stage_layers = k;
@@ -242,12 +246,12 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
                                             << "; skipped rows: " << skipped);
   // what the recipes give today (docs/validation.md explains the far ones): a change that moves
   // these is a change in the model's accuracy and must be looked at
-  CHECK(skipped == 2);
+  CHECK(skipped == 1);
   CHECK(oom_rows == 8);
   CHECK(oom_predicted == 4);
   CHECK(100 * median(errors["megatron"]) == Approx(13.2).margin(0.5));
-  CHECK(100 * median(errors["megatron_deepspeed"]) == Approx(19.4).margin(0.5));
-  CHECK(100 * median(errors["fsdp"]) == Approx(24.6).margin(0.5));
+  CHECK(100 * median(errors["megatron_deepspeed"]) == Approx(18.7).margin(0.5));
+  CHECK(100 * median(errors["fsdp"]) == Approx(24.9).margin(0.5));
   CHECK(100 * median(errors["deepspeed"]) == Approx(58.1).margin(0.5));
   CHECK(100 * median(errors["memory"]) == Approx(20.6).margin(0.5));
 }

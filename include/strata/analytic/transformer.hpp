@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "strata/comm/collectives.hpp"
+#include "strata/comm/nccl.hpp"
 #include "strata/error.hpp"
 #include "strata/hardware/cluster.hpp"
 #include "strata/hardware/kernels.hpp"
@@ -619,10 +620,32 @@ struct pricer {
   return lower_layer(m, prof, tr, lower::shard{b, seq / cp, seq, tp, sp, cp, ep, rc});
 }
 
+/// What collective calls cost, as NCCL prices each call (`comm::nccl`: the fastest algorithm and
+/// protocol, launch included), split into the start-up that every call pays whatever its size
+/// and the transfer. The closed form adds the two; the simulator runs the start-up as a flow's
+/// latency and the transfer as its bytes on the links, so that contention stretches only the
+/// transfer and an uncontended flow takes exactly `total()`.
+struct call_cost {
+  seconds startup{};
+  seconds transfer{};
+  [[nodiscard]] static constexpr call_cost of(comm::collective op, const cluster& c, group g,
+                                              bytes s) {
+    const comm::nccl::choice x = comm::nccl::choose(op, c, g, s);
+    return {x.startup, x.time - x.startup};
+  }
+  [[nodiscard]] constexpr seconds total() const { return startup + transfer; }
+  constexpr call_cost& operator+=(const call_cost& o) {
+    startup += o.startup;
+    transfer += o.transfer;
+    return *this;
+  }
+  friend constexpr call_cost operator+(call_cost a, const call_cost& b) { return a += b; }
+  friend constexpr call_cost operator*(double k, const call_cost& a) {
+    return {k * a.startup, k * a.transfer};
+  }
+};
+
 namespace detail {
-/// A collective over several axes at once, composed hierarchically: reduce-scatter over each
-/// axis in turn on a shrinking buffer (all-gather back in reverse). With one axis of size > 1
-/// this is the ring itself: all-reduce = reduce-scatter + all-gather.
 /// The data axis's ZeRO shard group (all data-parallel ranks unless hybrid sharding is on).
 constexpr group shard_group(const parallel::nd& s) {
   group g = s.group_of(parallel::axis::data);
@@ -636,9 +659,14 @@ constexpr group replica_group(const parallel::nd& s) {
   g.size = s.data.degree / s.data.shards();
   return g;
 }
-constexpr seconds over_axes(comm::collective op, const cluster& c, const parallel::nd& s,
-                            std::initializer_list<parallel::axis> axes, bytes size) {
-  seconds total{};
+/// A collective over several axes at once, composed hierarchically: reduce-scatter over each
+/// axis in turn on a shrinking buffer (all-gather back in reverse). An all-reduce over one axis
+/// is NCCL's all-reduce; over several, a reduce-scatter and an all-gather per axis.
+constexpr call_cost over_axes(comm::collective op, const cluster& c, const parallel::nd& s,
+                              std::initializer_list<parallel::axis> axes, bytes size) {
+  call_cost total{};
+  int spanned = 0;
+  for (const parallel::axis ax : axes) spanned += s.group_of(ax).size > 1 ? 1 : 0;
   bytes piece = size;
   for (const parallel::axis ax : axes) {
     // ZeRO's collectives stay inside the shard group; plain all-reduces span every replica
@@ -646,11 +674,11 @@ constexpr seconds over_axes(comm::collective op, const cluster& c, const paralle
                         ? shard_group(s)
                         : s.group_of(ax);
     if (g.size == 1 || !(size > bytes{})) continue;
-    if (op == comm::collective::all_reduce)
-      total += comm::ring::time(comm::collective::reduce_scatter, c, g, piece) +
-               comm::ring::time(comm::collective::all_gather, c, g, piece);
+    if (op == comm::collective::all_reduce && spanned > 1)
+      total += call_cost::of(comm::collective::reduce_scatter, c, g, piece) +
+               call_cost::of(comm::collective::all_gather, c, g, piece);
     else
-      total += comm::ring::time(op, c, g, piece);
+      total += call_cost::of(op, c, g, piece);
     piece = piece / static_cast<double>(g.size);
   }
   return total;
@@ -679,9 +707,9 @@ struct layer_collectives {
   return max(comm - gemm, comm / static_cast<double>(tp));
 }
 
-/// Prices `lower::layer_collectives` on the groups `s` lays out: tensor-parallel collectives as
-/// rings, ring attention's transfers on the context ring's link less the attention they hide
-/// behind, MoE all-to-alls as direct exchanges.
+/// Prices `lower::layer_collectives` on the groups `s` lays out: tensor-parallel collectives per
+/// call as NCCL prices them (`comm::nccl`), ring attention's transfers on the context ring's link
+/// less the attention they hide behind, MoE all-to-alls as direct exchanges.
 [[nodiscard]] constexpr layer_collectives collectives_of(const transformer& m,
                                                          const parallel::nd& s, const cluster& c,
                                                          const transformer_training& tr,
@@ -697,7 +725,7 @@ struct layer_collectives {
       switch (op.axis) {
         case lower::comm_axis::tensor:
           if (fwd)
-            out.tensor += comm::ring::time(op.op, c, s.group_of(axis::tensor), bytes{op.bytes});
+            out.tensor += comm::nccl::time(op.op, c, s.group_of(axis::tensor), bytes{op.bytes});
           break;
         case lower::comm_axis::context: {
           const seconds ring =
@@ -838,6 +866,53 @@ struct calls_per_step {
   return k;
 }
 
+/// The data-parallel (and ZeRO) collectives of one stage's parameters `n` (all) and `tn`
+/// (trained) in one step, each call priced by NCCL (`call_cost`): the all-reduce of the
+/// gradients (ZeRO-0), the reduce-scatter of the gradients per micro-batch (ZeRO-1: per step) in
+/// `calls.reduces` calls, with hybrid sharding's all-reduce of the reduced shard across the
+/// shard groups, and the all-gather of the weights per pass (ZeRO-3: every weight, in
+/// `calls.gathers` calls; ZeRO-1/2: the updated ones, once). Dense weights span the context,
+/// expert and data axes, expert weights the context and data axes. The closed form and the
+/// simulator both price the data-parallel traffic with it.
+struct data_collective_costs {
+  call_cost all_reduce, reduce_scatter, all_gather;
+};
+[[nodiscard]] constexpr call_cost data_collective(comm::collective op, const cluster& c,
+                                                  const parallel::nd& s, const stage_parameters& x,
+                                                  double per_param, double calls = 1) {
+  using parallel::axis;
+  const double k = std::max(1.0, calls);
+  return k * (detail::over_axes(op, c, s, {axis::context, axis::expert, axis::data},
+                                bytes{x.dense * per_param / k}) +
+              detail::over_axes(op, c, s, {axis::context, axis::data},
+                                bytes{x.expert * per_param / k}));
+}
+[[nodiscard]] constexpr data_collective_costs data_collectives_of(
+    const parallel::nd& s, const cluster& c, const transformer_training& tr,
+    const stage_parameters& n, const stage_parameters& tn, const calls_per_step& calls) {
+  using comm::collective;
+  const int zero = s.data.zero;
+  const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
+  data_collective_costs out;
+  if (zero == 0) {
+    out.all_reduce = data_collective(collective::all_reduce, c, s, tn, gb, calls.reduces);
+    return out;
+  }
+  out.reduce_scatter = data_collective(collective::reduce_scatter, c, s, tn, gb, calls.reduces);
+  const group replicas = detail::replica_group(s);
+  if (replicas.size > 1) {
+    const double shards_dense =
+        static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
+    const double shards_expert = static_cast<double>(s.data.shards()) * s.context.degree;
+    const double shard = (tn.dense / shards_dense + tn.expert / shards_expert) * gb;
+    const double k = std::max(1.0, calls.reduces);
+    out.reduce_scatter += k * call_cost::of(collective::all_reduce, c, replicas, bytes{shard / k});
+  }
+  out.all_gather = data_collective(collective::all_gather, c, s, zero >= 3 ? n : tn, wb,
+                                   zero >= 3 ? calls.gathers : 1.0);
+  return out;
+}
+
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
 /// the same `layer_compute` to every strategy that shares tp, sp, cp, ep and b).
 [[nodiscard]] constexpr transformer_time iteration(const transformer& m, const parallel::nd& s,
@@ -904,16 +979,6 @@ struct calls_per_step {
   const stage_parameters n = parameters_on(m, s, critical), tn = trained_on(m, s, tr, critical);
   const int zero = s.data.zero;
   const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
-  auto dense_and_expert_of = [&](const stage_parameters& x, comm::collective op, double per_param) {
-    return detail::over_axes(op, c, s, {axis::context, axis::expert, axis::data},
-                             bytes{x.dense * per_param}) +
-           detail::over_axes(op, c, s, {axis::context, axis::data}, bytes{x.expert * per_param});
-  };
-  auto dense_and_expert = [&](comm::collective op, double per_param) {
-    // ZeRO-3 gathers every weight before use; ZeRO-1/2 gather back what the update changed
-    return dense_and_expert_of(op == comm::collective::all_gather && zero >= 3 ? n : tn, op,
-                               per_param);
-  };
   const frameworks::sharding& e = tr.framework.data;
   const calls_per_step calls = collective_calls(m, s, tr, lcrit, (tn.dense + tn.expert) * gb);
   const double bucket_fraction =
@@ -925,26 +990,15 @@ struct calls_per_step {
       zero >= 1 ? s.data.shards() * s.expert.degree * s.context.degree : 1.0;
   const double shards_expert = zero >= 1 ? s.data.shards() * s.context.degree : 1.0;
   const double partition = tn.dense / shards_dense + tn.expert / shards_expert;
-  const group replicas = detail::replica_group(s);
   if (s.replicas() * s.context.degree > 1) {
-    // each call pays the collective's start-up: `calls` calls of an equal share each, as the
-    // simulator issues them (ZeRO-3: one per layer, or per module under DeepSpeed)
-    auto called = [&](comm::collective op, double per_param, double k) {
-      return k * dense_and_expert(op, per_param / k);
-    };
-    seconds rs =
-        zero >= 1 ? called(comm::collective::reduce_scatter, gb, calls.reduces) : seconds{};
-    // hybrid sharding: each reduced shard is then all-reduced across the shard groups
-    if (zero >= 1 && replicas.size > 1)
-      rs += calls.reduces * comm::ring::time(comm::collective::all_reduce, c, replicas,
-                                             bytes{partition * gb / calls.reduces});
-    seconds ag = zero >= 1 ? called(comm::collective::all_gather, wb, calls.gathers) : seconds{};
+    const data_collective_costs dc = data_collectives_of(s, c, tr, n, tn, calls);
+    seconds ag = dc.all_gather.total();
     // ZeRO-Infinity: each pass first brings the rank's weight partition over PCIe
     if (zero >= 3 && e.offload_parameters != frameworks::offload_device::none)
       ag += seconds{(n.dense / shards_dense + n.expert / shards_expert) * wb /
                     (c.host.pcie.count() * offload_efficiency::pcie)};
-    const parallel::data_parallel::collective_times dp{
-        zero == 0 ? dense_and_expert(comm::collective::all_reduce, gb) : seconds{}, rs, ag};
+    const parallel::data_parallel::collective_times dp{dc.all_reduce.total(),
+                                                       dc.reduce_scatter.total(), ag};
     T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);
   }
   if (e.offload_optimizer != frameworks::offload_device::none) {

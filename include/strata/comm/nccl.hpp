@@ -47,7 +47,8 @@ struct nccl {
   struct choice {
     algorithm algo = algorithm::ring;
     protocol proto = protocol::simple;
-    seconds time{};
+    seconds time{};     ///< the whole call, launch included
+    seconds startup{};  ///< the part that does not depend on the size: latency and launch
   };
 
   /// Per-call cost outside the tuner's model: kernel launch and completion as nccl-tests times a
@@ -73,8 +74,10 @@ struct nccl {
   [[nodiscard]] static constexpr choice choose(collective op, const cluster& c, group g, bytes s) {
     detail::check(g.size, s);
     if (g.size == 1) return {};
-    if (op == collective::all_to_all || op == collective::send_recv)
-      return {algorithm::ring, protocol::simple, direct::time(op, c, g, s) + launch};
+    if (op == collective::all_to_all || op == collective::send_recv) {
+      return {algorithm::ring, protocol::simple, direct::time(op, c, g, s) + launch,
+              direct::time(op, c, g, bytes{}) + launch};
+    }
     const setup u = make_setup(c, g);
     choice best{algorithm::ring, protocol::simple, seconds{-1.0}};
     for (const algorithm a : {algorithm::tree, algorithm::ring, algorithm::nvls}) {
@@ -82,11 +85,12 @@ struct nccl {
         const double us = model_us(op, u, s.count(), a, p);
         if (us < 0) continue;
         if (best.time < seconds{0} || us * 1e-6 < best.time.count())
-          best = {a, p, seconds{us * 1e-6}};
+          best = {a, p, seconds{us * 1e-6}, seconds{model_us(op, u, 0.0, a, p) * 1e-6}};
       }
     }
     if (best.time < seconds{0}) detail::unsupported(name, op);
     best.time += launch;
+    best.startup += launch;
     return best;
   }
 

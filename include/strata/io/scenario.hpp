@@ -408,7 +408,7 @@ inline cluster parse_cluster(const json& j) {
                                "dgx-a100-40gb, dgx-h100, dgx-h200, dgx-b200, mi300x-x8, l40s-x8, "
                                "gh200-x4, yan-e5-2450)");
   }
-  only_keys(j, "cluster", {"name", "device", "levels"});
+  only_keys(j, "cluster", {"name", "device", "levels", "host"});
   const std::string dpath = "cluster.device";
   const json& d = require(j, "cluster", "device");
   if (!d.is_string()) fail(dpath, "must be a device name");
@@ -420,7 +420,9 @@ inline cluster parse_cluster(const json& j) {
   long long total = 1;  // devices so far: each fan-out is at most 2^24, so no overflow
   for (std::size_t i = 0; i < lv.size(); ++i) {
     const std::string path = "cluster.levels[" + std::to_string(i) + "]";
-    only_keys(lv[i], path, {"name", "fanout", "alpha_us", "bandwidth_GBps", "oversubscription"});
+    only_keys(lv[i], path,
+              {"name", "fanout", "alpha_us", "bandwidth_GBps", "oversubscription", "rails", "kind",
+               "switch_reduction"});
     level l;
     l.name = "level";
     l.fanout = int_field(lv[i], path, "fanout", 1, max_degree, 1, true);
@@ -428,12 +430,39 @@ inline cluster parse_cluster(const json& j) {
     if (!lv[i].contains("bandwidth_GBps")) fail(path + ".bandwidth_GBps", "missing (required)");
     l.pair.bandwidth = byte_rate{num_field(lv[i], path, "bandwidth_GBps", 1e-6, 1e6, 1.0) * 1e9};
     l.oversubscription = num_field(lv[i], path, "oversubscription", 1.0, 1e3, 1.0);
+    // what NCCL's tuner reads (comm/nccl.hpp): the link kind of the node level, the parallel
+    // links (NICs) a group drives across a level, NVLink SHARP in the switch
+    l.rails = int_field(lv[i], path, "rails", 1, 64, 1);
+    const std::string kind = str_field(lv[i], path, "kind", i == 0 ? "nvlink" : "network");
+    if (kind == "nvlink")
+      l.kind = link_kind::nvlink;
+    else if (kind == "pcie")
+      l.kind = link_kind::pcie;
+    else if (kind == "network")
+      l.kind = link_kind::network;
+    else
+      fail(path + ".kind",
+           "unknown link kind \"" + cut(kind) + "\" (known: nvlink, pcie, network)");
+    l.switch_reduction = flag_field(lv[i], path, "switch_reduction", false);
+    if (l.switch_reduction && l.kind != link_kind::nvlink)
+      fail(path + ".switch_reduction", "needs an NVLink switch (kind \"nvlink\")");
     total *= l.fanout;
     if (total > max_devices)
       fail(path + ".fanout",
            "the cluster would hold more than 2^24 devices (the product of the fan-outs)");
     c.levels[i] = l;
     ++c.depth;
+  }
+  if (auto h = j.find("host"); h != j.end()) {
+    // the node's host, for ZeRO-Offload and ZeRO-Infinity (`host_side`)
+    const std::string path = "cluster.host";
+    if (!h->is_object()) fail(path, "must be an object (got " + show(*h) + ")");
+    only_keys(*h, path, {"pcie_GBps", "cpu_adam_params_per_s", "nvme_GBps", "dram_GiB"});
+    c.host.pcie = byte_rate{num_field(*h, path, "pcie_GBps", 0.0, 1e4, 0.0) * 1e9};
+    c.host.optimizer = num_field(*h, path, "cpu_adam_params_per_s", 0.0, 1e15,
+                                 h->contains("pcie_GBps") ? cpu_adam_rate : 0.0);
+    c.host.nvme = byte_rate{num_field(*h, path, "nvme_GBps", 0.0, 1e4, 0.0) * 1e9};
+    c.host.capacity = bytes{num_field(*h, path, "dram_GiB", 0.0, 1e7, 0.0) * 1024.0 * 1024 * 1024};
   }
   return c;
 }

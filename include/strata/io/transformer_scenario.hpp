@@ -145,10 +145,11 @@ inline transformer parse_transformer(const json& j, std::string& name) {
 
 inline parallel::nd parse_nd(const json& j) {
   const std::string p = "parallel";
-  only_keys(j, p,
-            {"tensor", "sequence_parallel", "context", "expert", "pipeline", "virtual_stages",
-             "schedule", "first_stage_layers", "last_stage_layers", "data", "zero", "overlap",
-             "bucket_MB", "shard_group", "recompute", "micro_batch", "order"});
+  only_keys(
+      j, p,
+      {"tensor", "sequence_parallel", "context", "expert", "pipeline", "virtual_stages", "schedule",
+       "first_stage_layers", "last_stage_layers", "account_for_embedding", "account_for_loss",
+       "data", "zero", "overlap", "bucket_MB", "shard_group", "recompute", "micro_batch", "order"});
   parallel::nd s;
   s.tensor.degree = int_field(j, p, "tensor", 1, max_degree, 1);
   s.tensor.sequence = flag_field(j, p, "sequence_parallel", false);
@@ -164,6 +165,8 @@ inline parallel::nd parse_nd(const json& j) {
                                 {"interleaved", parallel::schedule::interleaved}});
   s.pipeline.first_stage_layers = int_field(j, p, "first_stage_layers", 0, 1 << 20, 0);
   s.pipeline.last_stage_layers = int_field(j, p, "last_stage_layers", 0, 1 << 20, 0);
+  s.pipeline.account_for_embedding = flag_field(j, p, "account_for_embedding", false);
+  s.pipeline.account_for_loss = flag_field(j, p, "account_for_loss", false);
   s.data.degree = int_field(j, p, "data", 1, max_degree, 1);
   s.data.zero = int_field(j, p, "zero", 0, 3, 0);
   s.data.overlap = num_field(j, p, "overlap", 0.0, 1.0, 1.0);

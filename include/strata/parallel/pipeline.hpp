@@ -5,7 +5,12 @@
 /// device (Narayanan et al. SC'21 §2.2.2). ParaDL's CNN pipeline is `parallel/cnn/pipeline.hpp`.
 ///
 /// - compute: layers split evenly over the p stages (or the first and last stages take given
-///   counts), each stage's share in v chunks (`stage_layers`);
+///   counts), each stage's share in v chunks (`stage_layers`, `chunk_layers`); or, as
+///   Megatron-Core's `account_for_embedding_in_pipeline_split` and
+///   `account_for_loss_in_pipeline_split` do, the embedding and the loss count as a layer each,
+///   so that L + 2 layers split over the p v chunks and the first chunk of the first stage and
+///   the last chunk of the last stage hold one transformer layer fewer (Llama-3.1 405B: 126 + 2
+///   = 128 over 8 x 8 chunks);
 /// - schedule: the order a stage runs its forward and backward units (`program`), the micro-batches
 ///   it holds at its fullest (`in_flight`), the fill-and-drain bubble (`bubble`) and the
 ///   activation and gradient sends (`sends`);
@@ -46,8 +51,10 @@ struct pipeline_parallel {
   int degree = 1;
   int virtual_stages = 1;
   schedule kind = schedule::one_f_one_b;
-  int first_stage_layers = 0;  ///< 0: an even share
-  int last_stage_layers = 0;   ///< 0: an even share
+  int first_stage_layers = 0;          ///< 0: an even share
+  int last_stage_layers = 0;           ///< 0: an even share
+  bool account_for_embedding = false;  ///< the embedding counts as a layer of the first chunk
+  bool account_for_loss = false;       ///< the head and loss count as a layer of the last chunk
 
   /// The layers and stages left once the first and last stages take their given counts.
   struct evenly_split {
@@ -59,8 +66,25 @@ struct pipeline_parallel {
     if (last_stage_layers > 0) e.layers -= last_stage_layers, --e.stages;
     return e;
   }
+  [[nodiscard]] constexpr bool accounts() const {
+    return account_for_embedding || account_for_loss;
+  }
+  /// Layers of chunk `chunk` (0 to v - 1) of stage `i`.
+  [[nodiscard]] constexpr int chunk_layers(int layers, int i, int chunk) const {
+    if (!accounts()) return stage_layers(layers, i) / virtual_stages;
+    const int v = virtual_stages;
+    int n = (layers + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0)) / (degree * v);
+    if (account_for_embedding && i == 0 && chunk == 0) --n;
+    if (account_for_loss && i == degree - 1 && chunk == v - 1) --n;
+    return n;
+  }
   /// Layers of stage `i` (all its virtual chunks together).
   [[nodiscard]] constexpr int stage_layers(int layers, int i) const {
+    if (accounts()) {
+      int n = 0;
+      for (int k = 0; k < virtual_stages; ++k) n += chunk_layers(layers, i, k);
+      return n;
+    }
     if (degree == 1) return layers;
     if (i == 0 && first_stage_layers > 0) return first_stage_layers;
     if (i == degree - 1 && last_stage_layers > 0) return last_stage_layers;
@@ -126,7 +150,16 @@ struct pipeline_parallel {
       throw plan_error(limits::interleaving_needs_pipeline);
     if (first_stage_layers < 0 || last_stage_layers < 0)
       throw plan_error(limits::pipeline_layers_must_split_evenly);
-    if (p > 1) {
+    if (accounts()) {
+      if (first_stage_layers > 0 || last_stage_layers > 0)
+        throw plan_error(limits::pipeline_split_given_twice);
+      const int total = layers + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0);
+      if (total % (p * v) != 0) throw plan_error(limits::pipeline_layers_must_split_evenly);
+      for (int i = 0; i < p; ++i)
+        for (int k = 0; k < v; ++k)
+          if (chunk_layers(layers, i, k) < 1)
+            throw plan_error(limits::pipeline_chunk_without_layers);
+    } else if (p > 1) {
       const evenly_split e = even_part(layers);
       if (e.stages < 1 ? e.layers != 0 : (e.layers < e.stages || e.layers % e.stages != 0))
         throw plan_error(limits::pipeline_layers_must_split_evenly);

@@ -136,20 +136,21 @@ struct transformer_run {
   auto tensor = [&](int i, const char* name, double bytes) {
     return g.add_tensor({name, i, bytes});
   };
-  // data-parallel collectives of a stage: a flow of `wire` bytes after `steps` start-ups
+  // data-parallel collectives of a stage, priced as the closed form prices them
+  // (`analytic::data_collectives_of`): a flow that starts after the calls' start-up and moves the
+  // bytes their transfer takes on the data-parallel link, so that alone it takes exactly the
+  // calls' time and contention stretches only the transfer
   const double shards = static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
-  const double dsteps = shards - 1;
-  const int replicas = s.data.degree / s.data.shards();  // hybrid sharding's shard groups
-  auto dp_flow = [&](int i, const std::string& name, double wire, double steps,
+  auto dp_flow = [&](int i, const std::string& name, analytic::call_cost cost,
                      std::vector<int> deps) {
     const auto& r = res[static_cast<std::size_t>(i)];
     return g.add_task({.name = name,
                        .resources = {r.dcap, r.out, r.in},
-                       .work = wire,
+                       .work = cost.transfer.count() * dv.ring.bandwidth.count(),
                        .deps = std::move(deps),
                        .cls = task_class::communication,
                        .device = i,
-                       .latency = steps * dv.ring.alpha.count()});
+                       .latency = cost.startup.count()});
   };
   std::vector<int> prev_host(static_cast<std::size_t>(p), -1);
   auto compute_task = [&](int i, const std::string& name, lower::span t, std::vector<int> deps,
@@ -239,11 +240,7 @@ struct transformer_run {
   const int zero = s.data.zero;
   const bool has_dp = shards > 1;
   const auto np = [&](int i) { return analytic::parameters_on(m, s, i); };
-  const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
-  auto wire_of = [&](double bytes_total, bool reduce_and_gather) {
-    const double f = (shards - 1) / shards;
-    return (reduce_and_gather ? 2 : 1) * f * bytes_total;
-  };
+  const double gb = tr.gradient_bytes();
   const int vp = p * v;
   // per stage and unit (micro-batch, chunk): each layer's saved tensors, the tensors the unit's
   // last backward frees, the loss's (freed by the head's backward)
@@ -271,18 +268,19 @@ struct transformer_run {
       const auto I = static_cast<std::size_t>(i);
       const auto n = np(i);
       const auto tn = analytic::trained_on(m, s, tr, i);  // what is reduced (LoRA: adapters)
-      const int stage_layers = s.stage_layers(m, i), layers = stage_layers / v;
+      const int stage_layers = s.stage_layers(m, i);
       // ZeRO-3 gathers one layer's weights at a time, one layer ahead of the compute, in the
       // engine's calls (one per module under DeepSpeed: each pays the start-up)
-      const double layer_gather = wire_of((n.dense + n.expert) * wb / (layers * v), false);
       const analytic::calls_per_step calls =
           analytic::collective_calls(m, s, tr, stage_layers, (tn.dense + tn.expert) * gb);
-      const double gather_calls = calls.gathers / std::max(1, stage_layers);
+      const analytic::data_collective_costs dc =
+          analytic::data_collectives_of(s, c, tr, n, tn, calls);
+      const analytic::call_cost layer_gather = (1.0 / std::max(1, stage_layers)) * dc.all_gather;
       auto gather = [&](const std::string& name, int two_back) {
         std::vector<int> d;
         if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
         if (two_back >= 0) d.push_back(two_back);
-        prev_dp[I] = dp_flow(i, name, layer_gather, dsteps * gather_calls, d);
+        prev_dp[I] = dp_flow(i, name, layer_gather, d);
         return prev_dp[I];
       };
       while (next[I] < prog[I].size()) {
@@ -294,6 +292,7 @@ struct transformer_run {
         const std::string tag =
             std::to_string(u.micro) + "." + std::to_string(u.chunk) + " @" + std::to_string(i);
         const bool gathers = zero >= 3 && has_dp;
+        const int layers = s.pipeline.chunk_layers(m.layers, i, u.chunk);
         if (u.forward) {
           if (gs > 0 && fsend[GS - 1][J] < 0) break;
           if (gs > 0) deps.push_back(fsend[GS - 1][J]);
@@ -350,13 +349,18 @@ struct transformer_run {
           // ZeRO-0/1: the stage's last backward releases the gradient buckets layer group by
           // layer group (all of them after it, without overlap)
           const bool reduce_here = next[I] + 1 == prog[I].size() && zero <= 1 && has_dp;
-          const double bucket = (tn.dense + tn.expert) * gb / o.buckets;
           int released = 0;
           auto reduce_bucket = [&](int after) {
+            // each bucket is a call of its own
+            analytic::calls_per_step per_bucket = calls;
+            per_bucket.reduces = o.buckets;
+            const analytic::data_collective_costs bucket =
+                analytic::data_collectives_of(s, c, tr, n, tn, per_bucket);
             std::vector<int> d{after};
             if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
-            prev_dp[I] = dp_flow(i, "reduce gradients bucket " + std::to_string(released++),
-                                 wire_of(bucket, zero == 0), dsteps * (zero == 0 ? 2 : 1), d);
+            prev_dp[I] = dp_flow(
+                i, "reduce gradients bucket " + std::to_string(released++),
+                (1.0 / o.buckets) * (zero == 0 ? bucket.all_reduce : bucket.reduce_scatter), d);
             pending[I].push_back(prev_dp[I]);
           };
           int task = -1, before = -1;
@@ -418,11 +422,8 @@ struct transformer_run {
             if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
             // the engine's calls (per unit, per bucket) each pay the start-up; hybrid sharding
             // then all-reduces the shard across the shard groups
-            const double shard = (tn.dense + tn.expert) * gb / shards, rr = replicas;
-            const int r =
-                dp_flow(i, "reduce-scatter gradients " + std::to_string(u.micro),
-                        wire_of((tn.dense + tn.expert) * gb, false) + 2 * (rr - 1) / rr * shard,
-                        calls.reduces * (dsteps + 2 * (rr - 1)), d);
+            const int r = dp_flow(i, "reduce-scatter gradients " + std::to_string(u.micro),
+                                  dc.reduce_scatter, d);
             prev_dp[I] = r;
             pending[I].push_back(r);
           }
@@ -479,8 +480,8 @@ struct transformer_run {
     const int upd = compute_task(i, "optimizer step", step, deps, task_class::compute,
                                  std::move(last_grads), std::move(consumes));
     if ((zero == 1 || zero == 2) && has_dp)
-      dp_flow(i, "all-gather updated weights", wire_of((n.dense + n.expert) * wb, false), dsteps,
-              {upd});
+      dp_flow(i, "all-gather updated weights",
+              analytic::data_collectives_of(s, c, tr, np(i), n, {}).all_gather, {upd});
   }
   out.run = g.run();
   out.iteration = seconds{out.run.makespan};
