@@ -1,8 +1,11 @@
 // Lin et al.'s embedding lookups (issue 17): one EL cost from a reuse histogram (target
 // <= 100 ns), against a bare bytes-over-bandwidth roofline as a baseline; and one sharding
 // evaluation (a Table III sharder, then the 8-GPU plan's prediction) of 100 tables on 8 GPUs
-// (target <= 50 us).
+// (target <= 50 us). Beside them, Lin et al.'s MLP (calibrate/embedding_mlp.hpp): one prediction
+// and the training of one network on 18 rows, the size of the held-out split's training half.
 #include <benchmark/benchmark.h>
+
+#include <strata/calibrate/embedding_mlp.hpp>
 
 #include <strata/analytic/dlrm.hpp>
 #include <strata/hardware/presets.hpp>
@@ -41,6 +44,42 @@ void el_training_step(benchmark::State& st) {  // forward + fused backward/updat
   }
 }
 BENCHMARK(el_training_step);
+
+// 18 rows shaped like the H100 file's (E 1e5..1e7, L 1/20/80, the measured batch's histogram);
+// times from the shipped model, so the networks have something smooth to fit
+std::vector<calibrate::embedding_bag_measurement> mlp_rows() {
+  std::vector<calibrate::embedding_bag_measurement> d;
+  for (double e : {1e5, 1e6, 1e7})
+    for (double l : {1.0, 20.0, 80.0})
+      for (double b : {2048.0, 4096.0}) {
+        calibrate::embedding_bag_measurement m;
+        m.shape = measured;
+        m.shape.rows = e;
+        m.shape.pooling = l;
+        m.shape.batch = b;
+        m.forward = h100_embedding_bag.forward(m.shape);
+        d.push_back(m);
+      }
+  return d;
+}
+
+void el_forward_mlp(benchmark::State& st) {  // the learned model's one prediction
+  const auto net = calibrate::train_embedding_mlp(mlp_rows(), calibrate::embedding_column::forward);
+  embedding_bag_shape s = measured;
+  for (auto _ : st) {
+    benchmark::DoNotOptimize(net.predict(s));
+    s.batch += 1;
+  }
+}
+BENCHMARK(el_forward_mlp);
+
+void el_mlp_training_18_rows(benchmark::State& st) {  // 500 full-batch Adam steps
+  const auto rows = mlp_rows();
+  for (auto _ : st)
+    benchmark::DoNotOptimize(
+        calibrate::train_embedding_mlp(rows, calibrate::embedding_column::forward).training_loss());
+}
+BENCHMARK(el_mlp_training_18_rows)->Unit(benchmark::kMillisecond);
 
 void sharding_100_tables_8_gpus(benchmark::State& st) {
   const dlrm m{.tables = generate_tables(100, table_mix::normal, 64, 17, 4096)};

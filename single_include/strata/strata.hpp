@@ -6427,7 +6427,8 @@ constexpr void cnn_layer(std::span<const strata::layer> layers, std::size_t i, d
 /// rows accessed k times with ceil(log2 k) = i (k = 1 in bin 0, 2 in bin 1, 3-4 in bin 2, ...,
 /// k > 2^15 in bin 16). Lin et al. learn the EL time from these 17 values with an MLP; strata
 /// uses them in an analytical form instead (docs/lin.md) whose few parameters are fitted to
-/// measurements (`calibrate/embedding_fit.hpp`):
+/// measurements (`calibrate/embedding_fit.hpp`; the MLP itself is trained as a baseline in
+/// `calibrate/embedding_mlp.hpp`, and scores worse on held-out rows):
 ///
 /// - forward: PyTorch's CUDA forward (`_embedding_bag_cuda`, aten/src/ATen/native/cuda/
 ///   EmbeddingBag.cu) allocates its outputs and launches ONE kernel, for every E (no sort, no

@@ -232,8 +232,12 @@ struct embedding_errors_report {
   std::map<std::string, split> by_distribution;
 };
 
-inline embedding_errors_report embedding_errors(const embedding_bag_model& m,
-                                                const std::vector<embedding_bag_measurement>& d) {
+/// Errors of any predictor of the three columns (callables taking an `embedding_bag_shape`,
+/// returning seconds) on measurements; a column is scored on the rows that measured it.
+template <class Forward, class ForwardBackward, class ForwardBackwardSgd>
+embedding_errors_report embedding_errors_of(const std::vector<embedding_bag_measurement>& d,
+                                            Forward&& f, ForwardBackward&& fb,
+                                            ForwardBackwardSgd&& fs) {
   struct acc {
     std::vector<double> f, fb, fs;
   };
@@ -241,13 +245,11 @@ inline embedding_errors_report embedding_errors(const embedding_bag_model& m,
   std::map<std::string, acc> by;
   for (const auto& x : d) {
     auto add = [&](acc& a) {
-      a.f.push_back((m.forward(x.shape) - x.forward) / x.forward);
+      a.f.push_back((f(x.shape) - x.forward) / x.forward);
       if (x.forward_backward > 0)
-        a.fb.push_back((predict_forward_backward(m, x.shape) - x.forward_backward) /
-                       x.forward_backward);
+        a.fb.push_back((fb(x.shape) - x.forward_backward) / x.forward_backward);
       if (x.forward_backward_sgd > 0)
-        a.fs.push_back((predict_forward_backward_sgd(m, x.shape) - x.forward_backward_sgd) /
-                       x.forward_backward_sgd);
+        a.fs.push_back((fs(x.shape) - x.forward_backward_sgd) / x.forward_backward_sgd);
     };
     add(all);
     add(by[x.distribution]);
@@ -259,6 +261,14 @@ inline embedding_errors_report embedding_errors(const embedding_bag_model& m,
   for (const auto& [k, a] : by)
     r.by_distribution[k] = {summarize(a.f), summarize(a.fb), summarize(a.fs)};
   return r;
+}
+
+inline embedding_errors_report embedding_errors(const embedding_bag_model& m,
+                                                const std::vector<embedding_bag_measurement>& d) {
+  return embedding_errors_of(
+      d, [&](const embedding_bag_shape& s) { return predict_forward(m, s); },
+      [&](const embedding_bag_shape& s) { return predict_forward_backward(m, s); },
+      [&](const embedding_bag_shape& s) { return predict_forward_backward_sgd(m, s); });
 }
 
 }  // namespace strata::calibrate
