@@ -193,6 +193,67 @@ inline std::vector<double> tictac_need(const ps_step& st) {
   return need;
 }
 
+/// One profiled step's tasks in the order they are added to the event core, with dependencies
+/// as indices into the step's own tasks: built once per profiled step and stamped for every
+/// worker and step with the ids offset, so a step costs one pass over its ops.
+struct ps_template {
+  struct task {
+    double work = 0;                 ///< seconds, or bytes for a transfer
+    int op = 0;                      ///< index in the profiled step
+    int dep_begin = 0, dep_end = 0;  ///< its dependencies: deps[dep_begin, dep_end)
+    int server = 0;
+    ps_resource res = ps_resource::worker;
+    bool parse = false;   ///< the parsing overhead of op, on the receiver (§3.2.1)
+    bool source = false;  ///< depends on nothing in the step: waits for the previous step
+  };
+  std::vector<task> tasks;
+  std::vector<int> deps;  ///< indices into tasks
+  std::vector<int> ends;  ///< the tasks the step's end waits for: its sinks, after parsing
+};
+
+/// The template of `ops` queued in the order `ord` (Algorithm 3.1's queue order): ops are added
+/// in that order once their dependencies exist, then those whose dependencies came later, in
+/// index order. A transfer is followed by its parsing, alpha * bytes + beta seconds, when
+/// `parse`; the transfer's dependents wait for the parsing.
+inline ps_template make_template(const std::vector<ps_op>& ops, const std::vector<int>& ord,
+                                 const std::vector<int>& sinks, bool parse, double alpha,
+                                 double beta) {
+  ps_template t;
+  t.tasks.reserve(2 * ops.size());
+  std::vector<int> task_of(ops.size(), -1);  // the task its dependents wait for
+  std::vector<char> added(ops.size(), 0);
+  std::size_t left = ops.size();
+  auto add = [&](std::size_t i) {
+    const ps_op& o = ops[i];
+    const bool link = o.res == ps_resource::downlink || o.res == ps_resource::uplink;
+    const int from = static_cast<int>(t.deps.size());
+    for (int d : o.deps) t.deps.push_back(task_of[static_cast<std::size_t>(d)]);
+    t.tasks.push_back({link ? o.bytes : o.duration, static_cast<int>(i), from,
+                       static_cast<int>(t.deps.size()), o.server, o.res, false, o.deps.empty()});
+    task_of[i] = static_cast<int>(t.tasks.size()) - 1;
+    if (link && parse) {
+      t.deps.push_back(task_of[i]);
+      const int d = static_cast<int>(t.deps.size());
+      t.tasks.push_back(
+          {alpha * o.bytes + beta, static_cast<int>(i), d - 1, d, o.server, o.res, true, false});
+      task_of[i] = static_cast<int>(t.tasks.size()) - 1;
+    }
+    added[i] = 1;
+    --left;
+  };
+  for (int i : ord) {
+    const auto ui = static_cast<std::size_t>(i);
+    bool ready = true;
+    for (int d : ops[ui].deps) ready = ready && added[static_cast<std::size_t>(d)];
+    if (ready) add(ui);
+  }
+  for (std::size_t i = 0; left > 0 && i < ops.size(); ++i)
+    if (!added[i]) add(i);  // ops whose dependencies came later in the chosen order
+  t.ends.reserve(sinks.size());
+  for (int i : sinks) t.ends.push_back(task_of[static_cast<std::size_t>(i)]);
+  return t;
+}
+
 }  // namespace detail
 
 /// Li et al. Algorithm 3.1 for `c.workers` workers.
@@ -267,19 +328,25 @@ inline std::vector<double> tictac_need(const ps_step& st) {
       if (!has_dependent[i]) sinks[k].push_back(static_cast<int>(i));
     most_tasks = std::max(most_tasks, ops.size() + links + 2);
   }
+  // every profiled step's tasks, built once and stamped for each worker and step (with the
+  // random order, built again for every sampled step: its queue order is drawn each time)
+  const bool parse = c.alpha > 0 || c.beta > 0;
+  std::vector<detail::ps_template> tmpl(c.order == ps_order::random ? 0 : S);
+  for (std::size_t k = 0; k < tmpl.size(); ++k)
+    tmpl[k] = detail::make_template(job.steps[k].ops, order[k], sinks[k], parse, c.alpha, c.beta);
   const auto total_steps = static_cast<std::size_t>(c.steps) * static_cast<std::size_t>(W);
   s.reserve(total_steps * most_tasks);
   detail::splitmix64 rng{c.seed};
-  std::vector<int> task_of;
   std::vector<int> shuffled;
+  detail::ps_template drawn;  // the random order's template of the step being stamped
   struct task_info {
     int worker, step, op, sampled;
     bool parse;
   };
-  std::vector<task_info> info;
-  info.reserve(total_steps * most_tasks);
-  std::vector<char> added;
+  std::vector<task_info> info;  // per task, for the timeline only
+  if (c.timeline) info.reserve(total_steps * most_tasks);
   std::vector<std::vector<int>> barrier(static_cast<std::size_t>(W));
+  for (auto& b : barrier) b.reserve(static_cast<std::size_t>(c.steps));
   std::vector<int> global;  // synchronous: the end of step k on every worker
   int global_res = -1;
   if (c.synchronous) global_res = s.add_resource({"all workers", discipline::fifo, 1, 0, -1});
@@ -289,91 +356,83 @@ inline std::vector<double> tictac_need(const ps_step& st) {
     for (int w = 0; w < W; ++w) {
       const auto& r = wr[static_cast<std::size_t>(w)];
       const std::size_t k = rng.below(S);
-      const auto& ops = job.steps[k].ops;
       const int prev = step == 0       ? -1
                        : c.synchronous ? global[static_cast<std::size_t>(step - 1)]
                                        : barrier[static_cast<std::size_t>(w)].back();
-      task_of.assign(ops.size(), -1);  // the task its dependents wait for (after parsing)
-      const std::vector<int>* ord = &order[k];
+      const detail::ps_template* tp = nullptr;
       if (c.order == ps_order::random) {
         shuffled = order[k];
         for (std::size_t i = shuffled.size(); i > 1; --i)
           std::swap(shuffled[i - 1], shuffled[rng.below(i)]);
-        ord = &shuffled;
+        drawn = detail::make_template(job.steps[k].ops, shuffled, sinks[k], parse, c.alpha, c.beta);
+        tp = &drawn;
+      } else {
+        tp = &tmpl[k];
       }
-      // add ops in the chosen order but only once their dependencies exist
-      added.assign(ops.size(), 0);
-      std::size_t left = ops.size();
-      auto add = [&](std::size_t i) {
-        const ps_op& o = ops[i];
+      // the template's tasks get ids base, base + 1, ... (the core numbers tasks as added)
+      const int base = static_cast<int>(s.tasks().size());
+      for (const auto& x : tp->tasks) {
         task_spec t;
         t.device = w;
-        for (int d : o.deps) t.deps.push_back(task_of[static_cast<std::size_t>(d)]);
-        if (o.deps.empty() && prev >= 0) t.deps.push_back(prev);
-        const auto srv = static_cast<std::size_t>(o.server);
-        switch (o.res) {
-          case ps_resource::downlink:
-            t.resources = {r.down[srv], ps_out[srv]};
-            if (M > 1) t.resources.push_back(r.nic_in);
-            t.work = o.bytes;
-            t.cls = task_class::communication;
-            break;
-          case ps_resource::uplink:
-            t.resources = {r.up[srv], ps_in[srv]};
-            if (M > 1) t.resources.push_back(r.nic_out);
-            t.work = o.bytes;
-            t.cls = task_class::communication;
-            break;
-          case ps_resource::worker:
-            t.resources = {r.worker};
-            t.work = o.duration;
-            break;
-          case ps_resource::ps:
-            t.resources = {r.ps[srv]};
-            t.work = o.duration;
-            break;
+        t.work = x.work;
+        const auto srv = static_cast<std::size_t>(x.server);
+        int res[3] = {0, 0, 0};
+        std::size_t nres = 1;
+        if (x.parse) {  // §3.2.1: parsing on the receiver
+          res[0] = x.res == ps_resource::downlink ? r.host : r.ps[srv];
+        } else {
+          switch (x.res) {
+            case ps_resource::downlink:
+              res[0] = r.down[srv];
+              res[1] = ps_out[srv];
+              res[2] = r.nic_in;
+              nres = M > 1 ? 3 : 2;
+              t.cls = task_class::communication;
+              break;
+            case ps_resource::uplink:
+              res[0] = r.up[srv];
+              res[1] = ps_in[srv];
+              res[2] = r.nic_out;
+              nres = M > 1 ? 3 : 2;
+              t.cls = task_class::communication;
+              break;
+            case ps_resource::worker:
+              res[0] = r.worker;
+              break;
+            case ps_resource::ps:
+              res[0] = r.ps[srv];
+              break;
+          }
         }
-        const bool link = o.res == ps_resource::downlink || o.res == ps_resource::uplink;
-        const int id = s.add_task(std::move(t));
-        info.push_back({w, step, static_cast<int>(i), static_cast<int>(k), false});
-        task_of[i] = id;
-        if (link && (c.alpha > 0 || c.beta > 0)) {  // §3.2.1: parsing on the receiver
-          task_spec p;
-          p.device = w;
-          p.deps = {id};
-          p.resources = {o.res == ps_resource::downlink ? r.host : r.ps[srv]};
-          p.work = c.alpha * o.bytes + c.beta;
-          task_of[i] = s.add_task(std::move(p));
-          info.push_back({w, step, static_cast<int>(i), static_cast<int>(k), true});
+        t.resources.assign(res, res + nres);
+        const bool after_prev = x.source && prev >= 0;
+        const auto nd = static_cast<std::size_t>(x.dep_end - x.dep_begin) + (after_prev ? 1 : 0);
+        if (nd > 0) {
+          t.deps.resize(nd);
+          for (int d = x.dep_begin, j = 0; d < x.dep_end; ++d, ++j)
+            t.deps[static_cast<std::size_t>(j)] = base + tp->deps[static_cast<std::size_t>(d)];
+          if (after_prev) t.deps.back() = prev;
         }
-        added[i] = 1;
-        --left;
-      };
-      for (int i : *ord) {
-        const auto ui = static_cast<std::size_t>(i);
-        bool ready = true;
-        for (int d : ops[ui].deps) ready = ready && added[static_cast<std::size_t>(d)];
-        if (ready) add(ui);
+        s.add_task(std::move(t));
+        if (c.timeline) info.push_back({w, step, x.op, static_cast<int>(k), x.parse});
       }
-      for (std::size_t i = 0; left > 0 && i < ops.size(); ++i)
-        if (!added[i]) add(i);  // ops whose dependencies came later in the chosen order
       // the step's end: after every op (its sinks suffice)
       task_spec b;
-      b.resources = {r.barrier};
+      b.resources.assign(1, r.barrier);
       b.cls = task_class::other;
       b.device = w;
-      b.deps.reserve(sinks[k].size() + 1);
-      for (int i : sinks[k]) b.deps.push_back(task_of[static_cast<std::size_t>(i)]);
-      if (prev >= 0) b.deps.push_back(prev);
+      b.deps.resize(tp->ends.size() + (prev >= 0 ? 1 : 0));
+      for (std::size_t j = 0; j < tp->ends.size(); ++j) b.deps[j] = base + tp->ends[j];
+      if (prev >= 0) b.deps.back() = prev;
       barrier[static_cast<std::size_t>(w)].push_back(s.add_task(std::move(b)));
-      info.push_back({w, step, -1, static_cast<int>(k), false});
+      if (c.timeline) info.push_back({w, step, -1, static_cast<int>(k), false});
       if (c.synchronous && w == W - 1) {  // the step's end on all workers
         task_spec all;
         all.resources = {global_res};
         all.cls = task_class::other;
         for (int v = 0; v < W; ++v) all.deps.push_back(barrier[static_cast<std::size_t>(v)].back());
         global.push_back(s.add_task(std::move(all)));
-        info.push_back({-1, step, -1, -1, false});
+        if (c.timeline) info.push_back({-1, step, -1, -1, false});
       }
     }
   const result run = s.run();
