@@ -35,10 +35,8 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <functional>
 #include <limits>
 #include <optional>
-#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,6 +109,137 @@ struct result {
   std::size_t events = 0;
 };
 
+namespace detail {
+/// A 4-ary min-heap on `E::before`, a strict total order. A pop moves the hole at the top down
+/// to a leaf along the least children, then lifts the last entry into it (Wegener's bottom-up
+/// heapsort: the comparison that decides where the entry stops is left to the lift, which mostly
+/// stops at once). The least of four children is found by two rounds of comparisons whose
+/// outcomes are used as numbers, not branches, and the slots past the last entry hold
+/// `E::sentinel()` (never less than an entry), so every node has four children to compare: the
+/// per-level branches that a binary heap mispredicts half the time are gone. With `Indexed`,
+/// every entry's place is kept by its `id` (below `ids`), so an entry can be moved or removed.
+template <class E, bool Indexed>
+class quad_heap {
+ public:
+  quad_heap() = default;
+  explicit quad_heap(std::size_t ids) : pos_(ids, -1) {}
+  [[nodiscard]] bool empty() const { return m_ == 0; }
+  [[nodiscard]] const E& top() const { return heap_.front(); }
+  void push(const E& e) {
+    while (heap_.size() < m_ + 4) heap_.push_back(E::sentinel());
+    up(m_++, e);
+  }
+  E pop() {
+    const E first = heap_.front();
+    if constexpr (Indexed) pos_[static_cast<std::size_t>(first.id)] = -1;
+    const E last = take_last();
+    if (m_ > 0) up(to_leaf(0), last);
+    return first;
+  }
+  /// Indexed: inserts `e`, or moves the entry with its id to `e`'s key.
+  void set(const E& e) {
+    const int p = pos_[static_cast<std::size_t>(e.id)];
+    if (p < 0)
+      push(e);
+    else if (E::before(e, heap_[static_cast<std::size_t>(p)]))
+      up(static_cast<std::size_t>(p), e);
+    else
+      up(to_leaf(static_cast<std::size_t>(p)), e);
+  }
+  /// Indexed: removes the entry with this id, if any.
+  void erase(int id) {
+    const int p = pos_[static_cast<std::size_t>(id)];
+    if (p < 0) return;
+    pos_[static_cast<std::size_t>(id)] = -1;
+    const E last = take_last();
+    if (static_cast<std::size_t>(p) < m_) up(to_leaf(static_cast<std::size_t>(p)), last);
+  }
+
+ private:
+  E take_last() {
+    const E last = heap_[--m_];
+    heap_[m_] = E::sentinel();
+    return last;
+  }
+  void place(std::size_t k, const E& e) {
+    heap_[k] = e;
+    if constexpr (Indexed) pos_[static_cast<std::size_t>(e.id)] = static_cast<int>(k);
+  }
+  void up(std::size_t k, const E& e) {  // the hole at k moves up until e fits
+    while (k > 0) {
+      const std::size_t parent = (k - 1) / 4;
+      if (!E::before(e, heap_[parent])) break;
+      place(k, heap_[parent]);
+      k = parent;
+    }
+    place(k, e);
+  }
+  std::size_t to_leaf(std::size_t k) {  // the hole at k moves down to a leaf; returns where
+    for (std::size_t c = 4 * k + 1; c < m_; c = 4 * k + 1) {
+      const E* x = heap_.data() + c;  // four children, sentinels past the last entry
+      const std::size_t a = E::before(x[1], x[0]);
+      const std::size_t b = 2 + static_cast<std::size_t>(E::before(x[3], x[2]));
+      const std::size_t w = E::before(x[b], x[a]);
+      k = c + a + (b - a) * w;
+      place((k - 1) / 4, heap_[k]);
+    }
+    return k;
+  }
+  std::vector<E> heap_;   ///< the entries, then at least three sentinels
+  std::size_t m_ = 0;     ///< entries
+  std::vector<int> pos_;  ///< Indexed: per id, its place in heap_; -1: none
+};
+/// A pending event of the core: a task's predicted completion (of its work, or of its
+/// round-robin turn), the end of its latency, or (ids n + link) the next flow a fair-share link
+/// completes. At most one per id; ties in time go to the lower id.
+struct event {
+  double time;
+  int id;
+  static bool before(const event& a, const event& b) {  // no branches: see quad_heap
+    return (a.time < b.time) | ((a.time == b.time) & (a.id < b.id));
+  }
+  static event sentinel() {
+    return {std::numeric_limits<double>::infinity(), std::numeric_limits<int>::max()};
+  }
+};
+/// A flow that crosses one link, by the link's virtual time at which it completes.
+struct flow_end {
+  double at;
+  int task;
+  static bool before(const flow_end& a, const flow_end& b) {
+    return (a.at < b.at) | ((a.at == b.at) & (a.task < b.task));
+  }
+  static flow_end sentinel() {
+    return {std::numeric_limits<double>::infinity(), std::numeric_limits<int>::max()};
+  }
+};
+enum class task_state : unsigned char { blocked, delayed, queued, serving, done };
+/// What the event loop reads and writes of one task, together: an event touches one or two
+/// cache lines per task rather than one per array (a task_spec holds a name and four vectors).
+/// `simulator::add_task` fills in its constant part, so that a run starts from a copy.
+struct task_hot {
+  double left = 0;       ///< of the current turn or flow, at `last`
+  double rate = 0;       ///< seconds or bytes per second; 0: not rated yet
+  double last = 0;       ///< when `left` was last brought up to date
+  double due = 0;        ///< predicted completion, or the end of the latency
+  double remaining = 0;  ///< of the whole task
+  double work = 0, latency = 0;
+  int first = 0;   ///< its own resource
+  int rbegin = 0;  ///< its resources in the flat list: [rbegin, rend)
+  int rend = 0;
+  int waiting = 0;       ///< dependencies not done yet
+  int qnext = -1;        ///< next in its resource's waiting line
+  int comm_device = -1;  ///< the device whose compute it slows (gamma); -1: none
+  int slow_device = -1;  ///< a compute task: its device, whose communication slows it
+  discipline kind = discipline::fifo;
+  task_state st = task_state::blocked;
+  bool turn_over = false;    ///< a round-robin turn over several links that just ended
+  bool single_turn = false;  ///< round-robin turns that cross one link they cannot saturate
+  bool memory = false;       ///< produces or consumes tensors
+  [[nodiscard]] double tolerance() const { return 1e-12 * (work + 1e-30); }
+};
+}  // namespace detail
+
 class simulator {
  public:
   int add_resource(resource_spec r) {
@@ -124,6 +253,7 @@ class simulator {
   int add_tensor(tensor_spec t) {
     if (t.bytes < 0) throw plan_error("tensor '" + t.name + "': negative size");
     if (t.device < 0) throw plan_error("tensor '" + t.name + "': needs a device");
+    devices_ = std::max(devices_, t.device + 1);
     tensors_.push_back(std::move(t));
     return static_cast<int>(tensors_.size()) - 1;
   }
@@ -150,11 +280,47 @@ class simulator {
       if (x < 0 || x >= nx) fail("produces an unknown tensor");
     for (int x : t.consumes)
       if (x < 0 || x >= nx) fail("consumes an unknown tensor");
-    tasks_.push_back(std::move(t));
+    // what a run reads of the task, while its spec is at hand: its loop state as a run starts,
+    // its resources and dependencies in flat lists, its own gamma
+    detail::task_hot h;
+    h.work = t.work;
+    h.latency = t.latency;
+    h.first = t.resources[0];
+    h.kind = k;
+    h.comm_device = t.cls == task_class::communication ? t.device : -1;
+    h.slow_device = t.cls == task_class::compute ? std::max(t.device, -1) : -1;
+    h.memory = !t.produces.empty() || !t.consumes.empty();
+    h.rbegin = static_cast<int>(rlist_.size());
+    h.rend = h.rbegin + static_cast<int>(t.resources.size());
+    h.single_turn = k == discipline::round_robin && t.resources.size() == 2 &&
+                    resources_[static_cast<std::size_t>(t.resources[1])].capacity <=
+                        resources_[static_cast<std::size_t>(h.first)].capacity;
+    h.waiting = static_cast<int>(t.deps.size());
+    const double own_gamma = h.comm_device >= 0 ? t.gamma : -1;
+    const std::size_t rsize = rlist_.size(), dsize = dlist_.size();
+    try {  // all or nothing
+      rlist_.insert(rlist_.end(), t.resources.begin(), t.resources.end());
+      dlist_.insert(dlist_.end(), t.deps.begin(), t.deps.end());
+      hot_.push_back(h);
+      gamma_of_.push_back(own_gamma);
+      tasks_.push_back(std::move(t));
+    } catch (...) {
+      rlist_.resize(rsize);
+      dlist_.resize(dsize);
+      hot_.resize(static_cast<std::size_t>(nt));
+      gamma_of_.resize(static_cast<std::size_t>(nt));
+      throw;
+    }
+    devices_ = std::max(devices_, tasks_.back().device + 1);
+    if (own_gamma > 0) any_own_gamma_ = true;
     return nt;
   }
   /// Room for `tasks` tasks, so that a large graph is not moved as it grows.
-  void reserve(std::size_t tasks) { tasks_.reserve(tasks); }
+  void reserve(std::size_t tasks) {
+    tasks_.reserve(tasks);
+    hot_.reserve(tasks);
+    gamma_of_.reserve(tasks);
+  }
   /// Proteus's overlap factor gamma, for communication tasks that carry none of their own.
   void set_overlap_factor(double gamma) {
     if (!(gamma >= 0) || !(gamma <= 1e6))  // NaN fails both
@@ -187,50 +353,14 @@ class simulator {
   std::vector<tensor_spec> tensors_;
   std::vector<double> capacity_;
   double gamma_ = 0;
+  // built by add_task, read by every run
+  std::vector<detail::task_hot> hot_;  ///< per task: its loop state as a run starts
+  std::vector<int> rlist_;             ///< the tasks' resources, one after another
+  std::vector<int> dlist_;             ///< the tasks' dependencies, one after another
+  std::vector<double> gamma_of_;       ///< per task: its own gamma (communication); negative: none
+  int devices_ = 0;                    ///< 1 + the largest device of a task or tensor
+  bool any_own_gamma_ = false;         ///< a communication task on a device carries gamma > 0
 };
-
-namespace detail {
-/// A pending event of the core: a task's predicted completion (of its work, or of its
-/// round-robin turn), the end of its latency, or (ids n + link) the next flow a fair-share link
-/// completes. Stale entries (an older `version`) are skipped.
-struct event {
-  double time;
-  int id;
-  unsigned version;
-  bool operator>(const event& o) const { return time != o.time ? time > o.time : id > o.id; }
-};
-/// A flow that crosses one link, by the link's virtual time at which it completes.
-struct flow_end {
-  double at;
-  int task;
-  bool operator>(const flow_end& o) const { return at != o.at ? at > o.at : task > o.task; }
-};
-enum class task_state : unsigned char { blocked, delayed, queued, serving, done };
-/// What the event loop reads and writes of one task, together: an event touches one or two
-/// cache lines per task rather than one per array (a task_spec holds a name and four vectors).
-struct task_hot {
-  double left = 0;       ///< of the current turn or flow, at `last`
-  double rate = 0;       ///< seconds or bytes per second; 0: not rated yet
-  double last = 0;       ///< when `left` was last brought up to date
-  double due = 0;        ///< predicted completion, or the end of the latency
-  double remaining = 0;  ///< of the whole task
-  double work = 0, latency = 0;
-  int first = 0;   ///< its own resource
-  int rbegin = 0;  ///< its resources in the flat list: [rbegin, rend)
-  int rend = 0;
-  int waiting = 0;       ///< dependencies not done yet
-  int qnext = -1;        ///< next in its resource's waiting line
-  int comm_device = -1;  ///< the device whose compute it slows (gamma); -1: none
-  int slow_device = -1;  ///< a compute task: its device, whose communication slows it
-  unsigned version = 0;
-  discipline kind = discipline::fifo;
-  task_state st = task_state::blocked;
-  bool turn_over = false;    ///< a round-robin turn over several links that just ended
-  bool single_turn = false;  ///< round-robin turns that cross one link they cannot saturate
-  bool memory = false;       ///< produces or consumes tensors
-  [[nodiscard]] double tolerance() const { return 1e-12 * (work + 1e-30); }
-};
-}  // namespace detail
 
 /// The event loop. Each in-service fifo / round-robin task and each flow crossing several links
 /// keeps its progress (`left` at time `last`, served at `rate`) and one predicted event on a
@@ -252,66 +382,39 @@ inline result simulator::run() const {
   result res;
   res.tasks.assign(n, {});
   res.busy.assign(nr, 0.0);
-  // One pass over the specs (a large graph's specs do not fit in cache): the tasks' loop
-  // state packed, their resources and dependencies as flat arrays, the devices, the readers.
-  std::vector<detail::task_hot> T(n);
-  std::vector<int> next_start(n + 1, 0), next, rlist, dlist;
-  rlist.reserve(n + n / 2);
-  dlist.reserve(n + n / 2);
+  // The tasks' loop state starts as add_task left it; their resources and dependencies are
+  // flat lists (add_task's too); only tasks with tensors are read from their specs.
+  std::vector<detail::task_hot> T(hot_);
+  const std::vector<int>& rlist = rlist_;
+  std::vector<int> next_start(n + 1, 0), next;
   std::vector<int> readers(tensors_.size(), 0);
-  int devices = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const task_spec& t = tasks_[i];
-    detail::task_hot& h = T[i];
-    devices = std::max(devices, t.device + 1);
-    h.work = t.work;
-    h.latency = t.latency;
-    h.first = t.resources[0];
-    h.kind = resources_[static_cast<std::size_t>(h.first)].kind;
-    h.comm_device = t.cls == task_class::communication ? t.device : -1;
-    h.slow_device = t.cls == task_class::compute ? std::max(t.device, -1) : -1;
-    h.memory = !t.produces.empty() || !t.consumes.empty();
-    for (int x : t.consumes) ++readers[static_cast<std::size_t>(x)];
-    h.rbegin = static_cast<int>(rlist.size());
-    rlist.insert(rlist.end(), t.resources.begin(), t.resources.end());
-    h.rend = static_cast<int>(rlist.size());
-    h.single_turn = h.kind == discipline::round_robin && t.resources.size() == 2 &&
-                    resources_[static_cast<std::size_t>(t.resources[1])].capacity <=
-                        resources_[static_cast<std::size_t>(h.first)].capacity;
-    h.waiting = static_cast<int>(t.deps.size());
-    for (int d : t.deps) ++next_start[static_cast<std::size_t>(d) + 1];
-    dlist.insert(dlist.end(), t.deps.begin(), t.deps.end());
-  }
-  for (const auto& x : tensors_) devices = std::max(devices, x.device + 1);
-  const auto nd = static_cast<std::size_t>(devices);
+  for (std::size_t i = 0; i < n; ++i)
+    if (T[i].memory)
+      for (int x : tasks_[i].consumes) ++readers[static_cast<std::size_t>(x)];
+  const auto nd = static_cast<std::size_t>(devices_);
   res.peak_memory.assign(nd, 0.0);
   std::vector<double> mem(nd, 0.0);
   std::vector<char> unread(tensors_.size());
   for (std::size_t x = 0; x < tensors_.size(); ++x) unread[x] = readers[x] == 0;
-  // dependents, from the dependencies: task i's are next[next_start[i], next_start[i + 1])
+  // dependents, from the dependencies: task i's are next[next_start[i], next_start[i + 1]),
+  // in index order
+  for (int d : dlist_) ++next_start[static_cast<std::size_t>(d) + 1];
   for (std::size_t i = 0; i < n; ++i) next_start[i + 1] += next_start[i];
-  next.resize(static_cast<std::size_t>(next_start[n]));
+  next.resize(dlist_.size());
   {
     std::vector<int> fill(next_start.begin(), next_start.end() - 1);
     std::size_t k = 0;
     for (std::size_t i = 0; i < n; ++i)
       for (int w = T[i].waiting; w > 0; --w)
-        next[static_cast<std::size_t>(fill[static_cast<std::size_t>(dlist[k++])]++)] =
+        next[static_cast<std::size_t>(fill[static_cast<std::size_t>(dlist_[k++])]++)] =
             static_cast<int>(i);
   }
   auto at = [&](int i) -> detail::task_hot& { return T[static_cast<std::size_t>(i)]; };
   auto res_of = [&](const detail::task_hot& h) {
     return std::pair{rlist.data() + h.rbegin, rlist.data() + h.rend};
   };
-  std::vector<unsigned> link_version(nr, 0);
-  // the overlap factor each communication task imposes while in service
-  std::vector<double> comm_gamma(n, 0.0);
-  bool any_gamma = gamma_ > 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (T[i].comm_device >= 0) {
-      comm_gamma[i] = tasks_[i].gamma >= 0 ? tasks_[i].gamma : gamma_;
-      any_gamma = any_gamma || comm_gamma[i] > 0;
-    }
+  // the overlap factor each communication task imposes while in service: its own or gamma_
+  const bool any_gamma = gamma_ > 0 || any_own_gamma_;
   // fifo / round-robin waiting lines, linked through the tasks (a task waits in one at most)
   std::vector<int> qhead(nr, -1), qtail(nr, -1);
   auto queue_push = [&](int r, int i) {
@@ -336,8 +439,7 @@ inline result simulator::run() const {
   std::vector<int> link_multi(nr, 0);   // ... of which cross other links too
   // single-link flows: per link, a virtual clock and its flows by completion
   std::vector<double> vclock(nr, 0.0), vlast(nr, 0.0), vshare(nr, 0.0);
-  std::vector<std::priority_queue<detail::flow_end, std::vector<detail::flow_end>, std::greater<>>>
-      link_flows(nr);
+  std::vector<detail::quad_heap<detail::flow_end, false>> link_flows(nr);
   std::vector<char> was_busy(nr, 0);
   std::vector<double> busy_since(nr, 0.0);
   // per device: communication tasks in service by their gamma, and the largest such gamma
@@ -346,13 +448,12 @@ inline result simulator::run() const {
   // per device: the fifo resources that serve its compute tasks (for gamma)
   std::vector<std::vector<int>> compute_streams(nd);
   if (any_gamma)
-    for (const auto& t : tasks_)
-      if (t.cls == task_class::compute && t.device >= 0 &&
-          resources_[static_cast<std::size_t>(t.resources[0])].kind == discipline::fifo) {
-        auto& v = compute_streams[static_cast<std::size_t>(t.device)];
-        if (std::find(v.begin(), v.end(), t.resources[0]) == v.end()) v.push_back(t.resources[0]);
+    for (const detail::task_hot& h : hot_)
+      if (h.slow_device >= 0 && h.kind == discipline::fifo) {
+        auto& v = compute_streams[static_cast<std::size_t>(h.slow_device)];
+        if (std::find(v.begin(), v.end(), h.first) == v.end()) v.push_back(h.first);
       }
-  std::priority_queue<detail::event, std::vector<detail::event>, std::greater<>> heap;
+  detail::quad_heap<detail::event, true> heap(n + nr);
   double now = 0, max_slack = 0;
   std::size_t finished = 0;
   bool shares_changed = false;  // a flow crossing several links started or ended
@@ -364,10 +465,6 @@ inline result simulator::run() const {
     if (resources_[r].kind == discipline::fair_share) fair_ids.push_back(static_cast<int>(r));
   std::vector<detail::event> popped;
 
-  auto version_of = [&](int id) -> unsigned& {
-    return static_cast<std::size_t>(id) < n ? T[static_cast<std::size_t>(id)].version
-                                            : link_version[static_cast<std::size_t>(id) - n];
-  };
   auto tolerance = [&](int i) { return at(i).tolerance(); };
   auto touch_resource = [&](int r) {
     if (!resource_mark[static_cast<std::size_t>(r)]) {
@@ -379,7 +476,8 @@ inline result simulator::run() const {
     const int dev = at(i).comm_device;
     if (dev < 0) return;
     const auto d = static_cast<std::size_t>(dev);
-    const double g = comm_gamma[static_cast<std::size_t>(i)];
+    const double own = gamma_of_[static_cast<std::size_t>(i)];
+    const double g = own >= 0 ? own : gamma_;
     auto& v = comm_in[d];
     auto it = std::find_if(v.begin(), v.end(), [&](const auto& e) { return e.first == g; });
     if (it == v.end())
@@ -395,7 +493,7 @@ inline result simulator::run() const {
     detail::task_hot& h = at(i);
     h.due = now + h.left / h.rate;
     max_slack = std::max(max_slack, h.tolerance() / h.rate);
-    heap.push({h.due, i, ++h.version});
+    heap.set({h.due, i});
   };
   auto set_rate = [&](int i, double r) {  // progress so far at the old rate, then the new one
     detail::task_hot& h = at(i);
@@ -414,15 +512,14 @@ inline result simulator::run() const {
     vlast[r] = now;
   };
   auto predict_link = [&](std::size_t r) {
-    auto& v = link_version[r];
     if (link_flows[r].empty() || !(vshare[r] > 0)) {
-      ++v;
+      heap.erase(static_cast<int>(n + r));
       return;
     }
     const detail::flow_end& f = link_flows[r].top();
     const double t = now + std::max(0.0, f.at - vclock[r]) / vshare[r];
     max_slack = std::max(max_slack, tolerance(f.task) / vshare[r]);
-    heap.push({t, static_cast<int>(n + r), ++v});
+    heap.set({t, static_cast<int>(n + r)});
   };
   auto fifo_rate = [&](int i, std::size_t r) {
     if (resources_[r].kind == discipline::round_robin) return resources_[r].capacity;
@@ -499,7 +596,7 @@ inline result simulator::run() const {
     if (h.latency > 0) {
       h.st = task_state::delayed;
       h.due = now + h.latency;
-      heap.push({h.due, i, ++h.version});
+      heap.set({h.due, i});
     } else {
       enqueue(i);
     }
@@ -707,7 +804,6 @@ inline result simulator::run() const {
   settle();
 
   while (finished < n) {
-    while (!heap.empty() && heap.top().version != version_of(heap.top().id)) heap.pop();
     if (heap.empty())
       throw plan_error("the task graph has a cycle: " + std::to_string(n - finished) +
                        " tasks can never start");
@@ -718,21 +814,16 @@ inline result simulator::run() const {
     now = t;
     // every event due now (within the completion tolerance of its task)
     popped.clear();
-    while (!heap.empty() && heap.top().time <= t + max_slack) {
-      const detail::event e = heap.top();
-      heap.pop();
-      if (e.version == version_of(e.id)) popped.push_back(e);
-    }
+    while (!heap.empty() && heap.top().time <= t + max_slack) popped.push_back(heap.pop());
     bool multi_ended = false;
     for (const detail::event& e : popped) {
       if (static_cast<std::size_t>(e.id) >= n) {  // a link's single-link flows
         const std::size_t r = static_cast<std::size_t>(e.id) - n;
         auto& q = link_flows[r];
         if (!(e.time <= now + tolerance(q.top().task) / vshare[r])) {
-          heap.push(e);
+          heap.set(e);
           continue;
         }
-        ++link_version[r];
         advance_link(r);
         vclock[r] = std::max(vclock[r], q.top().at);  // the first flow is done
         while (!q.empty() && q.top().at <= vclock[r] + tolerance(q.top().task)) {
@@ -749,18 +840,16 @@ inline result simulator::run() const {
       detail::task_hot& h = at(i);
       if (h.st == task_state::delayed) {
         if (h.due <= now) {
-          ++h.version;
           wakes.push_back(i);
         } else {
-          heap.push(e);
+          heap.set(e);
         }
         continue;
       }
       if (!(h.due <= now + h.tolerance() / h.rate)) {
-        heap.push(e);
+        heap.set(e);
         continue;
       }
-      ++h.version;
       const auto [rb, re] = res_of(h);
       if (h.kind == discipline::fair_share) {
         multi_ended = true;
