@@ -34,7 +34,9 @@
 /// @endcode
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
@@ -117,7 +119,7 @@ namespace detail {
 /// outcomes are used as numbers, not branches, and the slots past the last entry hold
 /// `E::sentinel()` (never less than an entry), so every node has four children to compare: the
 /// per-level branches that a binary heap mispredicts half the time are gone. With `Indexed`,
-/// every entry's place is kept by its `id` (below `ids`), so an entry can be moved or removed.
+/// every entry's place is kept by its `id()` (below `ids`), so an entry can be moved or removed.
 template <class E, bool Indexed>
 class quad_heap {
  public:
@@ -131,14 +133,14 @@ class quad_heap {
   }
   E pop() {
     const E first = heap_.front();
-    if constexpr (Indexed) pos_[static_cast<std::size_t>(first.id)] = -1;
+    if constexpr (Indexed) pos_[static_cast<std::size_t>(first.id())] = -1;
     const E last = take_last();
     if (m_ > 0) up(to_leaf(0), last);
     return first;
   }
   /// Indexed: inserts `e`, or moves the entry with its id to `e`'s key.
   void set(const E& e) {
-    const int p = pos_[static_cast<std::size_t>(e.id)];
+    const int p = pos_[static_cast<std::size_t>(e.id())];
     if (p < 0)
       push(e);
     else if (E::before(e, heap_[static_cast<std::size_t>(p)]))
@@ -163,7 +165,7 @@ class quad_heap {
   }
   void place(std::size_t k, const E& e) {
     heap_[k] = e;
-    if constexpr (Indexed) pos_[static_cast<std::size_t>(e.id)] = static_cast<int>(k);
+    if constexpr (Indexed) pos_[static_cast<std::size_t>(e.id())] = static_cast<int>(k);
   }
   void up(std::size_t k, const E& e) {  // the hole at k moves up until e fits
     while (k > 0) {
@@ -179,8 +181,8 @@ class quad_heap {
       const E* x = heap_.data() + c;  // four children, sentinels past the last entry
       const std::size_t a = E::before(x[1], x[0]);
       const std::size_t b = 2 + static_cast<std::size_t>(E::before(x[3], x[2]));
-      const std::size_t w = E::before(x[b], x[a]);
-      k = c + a + (b - a) * w;
+      const std::size_t pick[2] = {a, b};  // indexed, not branched on (GCC turns ?: into a jump)
+      k = c + pick[E::before(x[b], x[a])];
       place((k - 1) / 4, heap_[k]);
     }
     return k;
@@ -189,54 +191,122 @@ class quad_heap {
   std::size_t m_ = 0;     ///< entries
   std::vector<int> pos_;  ///< Indexed: per id, its place in heap_; -1: none
 };
+/// A list of task or resource ids that the loop fills and empties on every event. Its push_back
+/// is small enough to be inlined into run() (GCC leaves std::vector's out of a function that
+/// large), and `sort` orders the one or two ids an event usually has without a call: insertion
+/// sort up to 16 ids, as std::sort does on so few, so the order of equal keys is the same too.
+class id_list {
+ public:
+  [[gnu::always_inline]] void push_back(int x) {
+    if (size_ == buf_.size()) buf_.resize(std::max<std::size_t>(16, 2 * size_));
+    buf_[size_++] = x;
+  }
+  void clear() { size_ = 0; }
+  [[nodiscard]] bool empty() const { return size_ == 0; }
+  int* begin() { return buf_.data(); }
+  int* end() { return buf_.data() + size_; }
+  template <class Less>
+  void sort(Less less) {
+    if (size_ < 2) return;
+    if (size_ > 16) {
+      std::sort(begin(), end(), less);
+      return;
+    }
+    for (std::size_t k = 1; k < size_; ++k) {
+      const int x = buf_[k];
+      std::size_t j = k;
+      for (; j > 0 && less(x, buf_[j - 1]); --j) buf_[j] = buf_[j - 1];
+      buf_[j] = x;
+    }
+  }
+  void sort() {
+    sort([](int a, int b) { return a < b; });
+  }
+
+ private:
+  std::vector<int> buf_;
+  std::size_t size_ = 0;
+};
+#if defined(__SIZEOF_INT128__)
+__extension__ typedef unsigned __int128 key128;
+#endif
+/// A time and an id, ordered by time, then id, as one unsigned number where the compiler has
+/// 128-bit integers: the bits of a double >= 0 (infinity included) order as the double does, so
+/// a comparison of (bits << 32 | id) is two instructions with no branch instead of two
+/// floating-point comparisons. Times are never negative (they grow from +0).
+struct timed_id {
+#if defined(__SIZEOF_INT128__)
+  key128 key;
+  static timed_id make(double t, int id) {
+    return {(static_cast<key128>(std::bit_cast<std::uint64_t>(t)) << 32) |
+            static_cast<std::uint32_t>(id)};
+  }
+  [[nodiscard]] double time() const {
+    return std::bit_cast<double>(static_cast<std::uint64_t>(key >> 32));
+  }
+  [[nodiscard]] int id() const { return static_cast<int>(static_cast<std::uint32_t>(key)); }
+  static bool before(const timed_id& a, const timed_id& b) { return a.key < b.key; }
+  static timed_id sentinel() { return {~static_cast<key128>(0)}; }
+#else
+  std::uint64_t bits;
+  std::uint32_t ident;
+  static timed_id make(double t, int id) {
+    return {std::bit_cast<std::uint64_t>(t), static_cast<std::uint32_t>(id)};
+  }
+  [[nodiscard]] double time() const { return std::bit_cast<double>(bits); }
+  [[nodiscard]] int id() const { return static_cast<int>(ident); }
+  static bool before(const timed_id& a, const timed_id& b) {  // no branches: see quad_heap
+    return (a.bits < b.bits) | ((a.bits == b.bits) & (a.ident < b.ident));
+  }
+  static timed_id sentinel() { return {~std::uint64_t{0}, ~std::uint32_t{0}}; }
+#endif
+};
 /// A pending event of the core: a task's predicted completion (of its work, or of its
 /// round-robin turn), the end of its latency, or (ids n + link) the next flow a fair-share link
-/// completes. At most one per id; ties in time go to the lower id.
-struct event {
-  double time;
-  int id;
-  static bool before(const event& a, const event& b) {  // no branches: see quad_heap
-    return (a.time < b.time) | ((a.time == b.time) & (a.id < b.id));
-  }
-  static event sentinel() {
-    return {std::numeric_limits<double>::infinity(), std::numeric_limits<int>::max()};
-  }
-};
-/// A flow that crosses one link, by the link's virtual time at which it completes.
-struct flow_end {
-  double at;
-  int task;
-  static bool before(const flow_end& a, const flow_end& b) {
-    return (a.at < b.at) | ((a.at == b.at) & (a.task < b.task));
-  }
-  static flow_end sentinel() {
-    return {std::numeric_limits<double>::infinity(), std::numeric_limits<int>::max()};
-  }
-};
+/// completes; at most one per id. A flow that crosses one link is kept by its link as the link's
+/// virtual time at which it completes, and its task.
+using event = timed_id;
 enum class task_state : unsigned char { blocked, delayed, queued, serving, done };
-/// What the event loop reads and writes of one task, together: an event touches one or two
-/// cache lines per task rather than one per array (a task_spec holds a name and four vectors).
-/// `simulator::add_task` fills in its constant part, so that a run starts from a copy.
-struct task_hot {
+/// What the event loop reads and writes of one task, in one 64-byte cache line: an event
+/// touches one line per task (a task_spec holds a name and four vectors). `simulator::add_task`
+/// fills in its constant part, so that a run starts from a copy; what an event seldom needs
+/// (latency, resources, device) is in `task_static`.
+struct alignas(64) task_hot {
   double left = 0;       ///< of the current turn or flow, at `last`
   double rate = 0;       ///< seconds or bytes per second; 0: not rated yet
   double last = 0;       ///< when `left` was last brought up to date
   double due = 0;        ///< predicted completion, or the end of the latency
   double remaining = 0;  ///< of the whole task
-  double work = 0, latency = 0;
-  int first = 0;   ///< its own resource
-  int rbegin = 0;  ///< its resources in the flat list: [rbegin, rend)
-  int rend = 0;
-  int waiting = 0;       ///< dependencies not done yet
-  int qnext = -1;        ///< next in its resource's waiting line
-  int comm_device = -1;  ///< the device whose compute it slows (gamma); -1: none
-  int slow_device = -1;  ///< a compute task: its device, whose communication slows it
-  discipline kind = discipline::fifo;
+  double work = 0;
+  int first = 0;  ///< its own resource
+  /// blocked: dependencies not done yet; queued: the next task in its resource's waiting line
+  /// (-1: none)
+  int count = 0;
+  int out = -1;             ///< its first dependent: an index into simulator::edges_; -1: none
+  unsigned char kind_ = 0;  ///< the discipline of its own resource
   task_state st = task_state::blocked;
-  bool turn_over = false;    ///< a round-robin turn over several links that just ended
-  bool single_turn = false;  ///< round-robin turns that cross one link they cannot saturate
-  bool memory = false;       ///< produces or consumes tensors
+  bool turn_over : 1 = false;    ///< a round-robin turn over several links that just ended
+  bool single_turn : 1 = false;  ///< round-robin turns that cross one link they cannot saturate
+  bool memory : 1 = false;       ///< produces or consumes tensors
+  bool links : 1 = false;        ///< crosses more resources than its own
+  bool comm : 1 = false;         ///< communication on a device (it slows the device's compute)
+  bool slowable : 1 = false;     ///< compute on a device (communication slows it)
+  [[nodiscard]] discipline kind() const { return static_cast<discipline>(kind_); }
   [[nodiscard]] double tolerance() const { return 1e-12 * (work + 1e-30); }
+};
+static_assert(sizeof(task_hot) == 64);
+/// What the event loop reads of a task only when it becomes ready, crosses links or has gamma.
+struct task_static {
+  double latency = 0;
+  double gamma = -1;  ///< its own (communication); negative: the simulator's
+  int rbegin = 0;     ///< its resources in simulator::rlist_: [rbegin, rend)
+  int rend = 0;
+  int device = -1;
+};
+/// A dependency seen from the task it waits for: the dependent, and the next edge of that task.
+struct edge {
+  int to;
+  int next;
 };
 }  // namespace detail
 
@@ -281,45 +351,62 @@ class simulator {
     for (int x : t.consumes)
       if (x < 0 || x >= nx) fail("consumes an unknown tensor");
     // what a run reads of the task, while its spec is at hand: its loop state as a run starts,
-    // its resources and dependencies in flat lists, its own gamma
+    // its resources in a flat list, the edges to it from its dependencies
     detail::task_hot h;
     h.work = t.work;
-    h.latency = t.latency;
     h.first = t.resources[0];
-    h.kind = k;
-    h.comm_device = t.cls == task_class::communication ? t.device : -1;
-    h.slow_device = t.cls == task_class::compute ? std::max(t.device, -1) : -1;
+    h.kind_ = static_cast<unsigned char>(k);
     h.memory = !t.produces.empty() || !t.consumes.empty();
-    h.rbegin = static_cast<int>(rlist_.size());
-    h.rend = h.rbegin + static_cast<int>(t.resources.size());
+    h.links = t.resources.size() > 1;
+    h.comm = t.cls == task_class::communication && t.device >= 0;
+    h.slowable = t.cls == task_class::compute && t.device >= 0;
     h.single_turn = k == discipline::round_robin && t.resources.size() == 2 &&
                     resources_[static_cast<std::size_t>(t.resources[1])].capacity <=
                         resources_[static_cast<std::size_t>(h.first)].capacity;
-    h.waiting = static_cast<int>(t.deps.size());
-    const double own_gamma = h.comm_device >= 0 ? t.gamma : -1;
-    const std::size_t rsize = rlist_.size(), dsize = dlist_.size();
+    h.count = static_cast<int>(t.deps.size());
+    const detail::task_static c{.latency = t.latency,
+                                .gamma = h.comm ? t.gamma : -1,
+                                .rbegin = static_cast<int>(rlist_.size()),
+                                .rend = static_cast<int>(rlist_.size() + t.resources.size()),
+                                .device = t.device};
+    const std::size_t rsize = rlist_.size(), roots = roots_.size();
+    if (edges_.size() + t.deps.size() > edges_.capacity())
+      edges_.reserve(std::max(2 * edges_.capacity(), edges_.size() + t.deps.size()));
     try {  // all or nothing
       rlist_.insert(rlist_.end(), t.resources.begin(), t.resources.end());
-      dlist_.insert(dlist_.end(), t.deps.begin(), t.deps.end());
+      if (t.deps.empty()) roots_.push_back(nt);
       hot_.push_back(h);
-      gamma_of_.push_back(own_gamma);
+      static_.push_back(c);
+      out_tail_.push_back(-1);
       tasks_.push_back(std::move(t));
     } catch (...) {
       rlist_.resize(rsize);
-      dlist_.resize(dsize);
+      roots_.resize(roots);
       hot_.resize(static_cast<std::size_t>(nt));
-      gamma_of_.resize(static_cast<std::size_t>(nt));
+      static_.resize(static_cast<std::size_t>(nt));
+      out_tail_.resize(static_cast<std::size_t>(nt));
       throw;
     }
+    for (int d : tasks_.back().deps) {  // appended to its dependencies' lists, so in task order
+      const int e = static_cast<int>(edges_.size());
+      edges_.push_back({nt, -1});  // reserved: no throw
+      int& tail = out_tail_[static_cast<std::size_t>(d)];
+      if (tail < 0)
+        hot_[static_cast<std::size_t>(d)].out = e;
+      else
+        edges_[static_cast<std::size_t>(tail)].next = e;
+      tail = e;
+    }
     devices_ = std::max(devices_, tasks_.back().device + 1);
-    if (own_gamma > 0) any_own_gamma_ = true;
+    if (c.gamma > 0) any_own_gamma_ = true;
     return nt;
   }
   /// Room for `tasks` tasks, so that a large graph is not moved as it grows.
   void reserve(std::size_t tasks) {
     tasks_.reserve(tasks);
     hot_.reserve(tasks);
-    gamma_of_.reserve(tasks);
+    static_.reserve(tasks);
+    out_tail_.reserve(tasks);
   }
   /// Proteus's overlap factor gamma, for communication tasks that carry none of their own.
   void set_overlap_factor(double gamma) {
@@ -354,12 +441,14 @@ class simulator {
   std::vector<double> capacity_;
   double gamma_ = 0;
   // built by add_task, read by every run
-  std::vector<detail::task_hot> hot_;  ///< per task: its loop state as a run starts
-  std::vector<int> rlist_;             ///< the tasks' resources, one after another
-  std::vector<int> dlist_;             ///< the tasks' dependencies, one after another
-  std::vector<double> gamma_of_;       ///< per task: its own gamma (communication); negative: none
-  int devices_ = 0;                    ///< 1 + the largest device of a task or tensor
-  bool any_own_gamma_ = false;         ///< a communication task on a device carries gamma > 0
+  std::vector<detail::task_hot> hot_;        ///< per task: its loop state as a run starts
+  std::vector<detail::task_static> static_;  ///< per task: what the loop seldom reads
+  std::vector<int> rlist_;                   ///< the tasks' resources, one after another
+  std::vector<detail::edge> edges_;          ///< dependencies, listed from the tasks they wait for
+  std::vector<int> out_tail_;                ///< per task: its last edge in edges_; -1: none
+  std::vector<int> roots_;                   ///< tasks without dependencies, in order
+  int devices_ = 0;                          ///< 1 + the largest device of a task or tensor
+  bool any_own_gamma_ = false;               ///< a communication task on a device carries gamma > 0
 };
 
 /// The event loop. Each in-service fifo / round-robin task and each flow crossing several links
@@ -382,36 +471,24 @@ inline result simulator::run() const {
   result res;
   res.tasks.assign(n, {});
   res.busy.assign(nr, 0.0);
-  // The tasks' loop state starts as add_task left it; their resources and dependencies are
-  // flat lists (add_task's too); only tasks with tensors are read from their specs.
+  // The tasks' loop state starts as add_task left it, with their resources, dependents and
+  // roots; only tasks with tensors are read from their specs.
   std::vector<detail::task_hot> T(hot_);
   const std::vector<int>& rlist = rlist_;
-  std::vector<int> next_start(n + 1, 0), next;
   std::vector<int> readers(tensors_.size(), 0);
-  for (std::size_t i = 0; i < n; ++i)
-    if (T[i].memory)
-      for (int x : tasks_[i].consumes) ++readers[static_cast<std::size_t>(x)];
+  if (!tensors_.empty())
+    for (std::size_t i = 0; i < n; ++i)
+      if (T[i].memory)
+        for (int x : tasks_[i].consumes) ++readers[static_cast<std::size_t>(x)];
   const auto nd = static_cast<std::size_t>(devices_);
   res.peak_memory.assign(nd, 0.0);
   std::vector<double> mem(nd, 0.0);
   std::vector<char> unread(tensors_.size());
   for (std::size_t x = 0; x < tensors_.size(); ++x) unread[x] = readers[x] == 0;
-  // dependents, from the dependencies: task i's are next[next_start[i], next_start[i + 1]),
-  // in index order
-  for (int d : dlist_) ++next_start[static_cast<std::size_t>(d) + 1];
-  for (std::size_t i = 0; i < n; ++i) next_start[i + 1] += next_start[i];
-  next.resize(dlist_.size());
-  {
-    std::vector<int> fill(next_start.begin(), next_start.end() - 1);
-    std::size_t k = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      for (int w = T[i].waiting; w > 0; --w)
-        next[static_cast<std::size_t>(fill[static_cast<std::size_t>(dlist_[k++])]++)] =
-            static_cast<int>(i);
-  }
   auto at = [&](int i) -> detail::task_hot& { return T[static_cast<std::size_t>(i)]; };
-  auto res_of = [&](const detail::task_hot& h) {
-    return std::pair{rlist.data() + h.rbegin, rlist.data() + h.rend};
+  auto res_of = [&](int i) {
+    const detail::task_static& c = static_[static_cast<std::size_t>(i)];
+    return std::pair{rlist.data() + c.rbegin, rlist.data() + c.rend};
   };
   // the overlap factor each communication task imposes while in service: its own or gamma_
   const bool any_gamma = gamma_ > 0 || any_own_gamma_;
@@ -419,16 +496,16 @@ inline result simulator::run() const {
   std::vector<int> qhead(nr, -1), qtail(nr, -1);
   auto queue_push = [&](int r, int i) {
     const auto ur = static_cast<std::size_t>(r);
-    at(i).qnext = -1;
+    at(i).count = -1;
     if (qtail[ur] < 0)
       qhead[ur] = i;
     else
-      at(qtail[ur]).qnext = i;
+      at(qtail[ur]).count = i;
     qtail[ur] = i;
   };
   auto queue_pop = [&](std::size_t ur) {
     const int i = qhead[ur];
-    qhead[ur] = at(i).qnext;
+    qhead[ur] = at(i).count;
     if (qhead[ur] < 0) qtail[ur] = -1;
     return i;
   };
@@ -439,7 +516,7 @@ inline result simulator::run() const {
   std::vector<int> link_multi(nr, 0);   // ... of which cross other links too
   // single-link flows: per link, a virtual clock and its flows by completion
   std::vector<double> vclock(nr, 0.0), vlast(nr, 0.0), vshare(nr, 0.0);
-  std::vector<detail::quad_heap<detail::flow_end, false>> link_flows(nr);
+  std::vector<detail::quad_heap<detail::timed_id, false>> link_flows(nr);
   std::vector<char> was_busy(nr, 0);
   std::vector<double> busy_since(nr, 0.0);
   // per device: communication tasks in service by their gamma, and the largest such gamma
@@ -448,16 +525,16 @@ inline result simulator::run() const {
   // per device: the fifo resources that serve its compute tasks (for gamma)
   std::vector<std::vector<int>> compute_streams(nd);
   if (any_gamma)
-    for (const detail::task_hot& h : hot_)
-      if (h.slow_device >= 0 && h.kind == discipline::fifo) {
-        auto& v = compute_streams[static_cast<std::size_t>(h.slow_device)];
+    for (std::size_t i = 0; i < n; ++i)
+      if (const detail::task_hot& h = hot_[i]; h.slowable && h.kind() == discipline::fifo) {
+        auto& v = compute_streams[static_cast<std::size_t>(static_[i].device)];
         if (std::find(v.begin(), v.end(), h.first) == v.end()) v.push_back(h.first);
       }
   detail::quad_heap<detail::event, true> heap(n + nr);
   double now = 0, max_slack = 0;
   std::size_t finished = 0;
   bool shares_changed = false;  // a flow crossing several links started or ended
-  std::vector<int> touched_resources, touched_devices, started, done_now, turns, wakes;
+  detail::id_list touched_resources, touched_devices, started, done_now, turns, wakes;
   std::vector<char> resource_mark(nr, 0), device_mark(nd, 0), link_dirty(nr, 0);
   std::vector<double> link_left(nr), share_of;       // progressive-filling scratch
   std::vector<int> users(nr), fair_links, fair_ids;  // fair_ids: every fair-share link
@@ -473,11 +550,12 @@ inline result simulator::run() const {
     }
   };
   auto comm_change = [&](int i, int delta) {
-    const int dev = at(i).comm_device;
-    if (dev < 0) return;
+    // without gamma the largest gamma in service stays 0: nothing to count
+    if (!any_gamma || !at(i).comm) return;
+    const detail::task_static& c = static_[static_cast<std::size_t>(i)];
+    const int dev = c.device;
     const auto d = static_cast<std::size_t>(dev);
-    const double own = gamma_of_[static_cast<std::size_t>(i)];
-    const double g = own >= 0 ? own : gamma_;
+    const double g = c.gamma >= 0 ? c.gamma : gamma_;
     auto& v = comm_in[d];
     auto it = std::find_if(v.begin(), v.end(), [&](const auto& e) { return e.first == g; });
     if (it == v.end())
@@ -493,7 +571,7 @@ inline result simulator::run() const {
     detail::task_hot& h = at(i);
     h.due = now + h.left / h.rate;
     max_slack = std::max(max_slack, h.tolerance() / h.rate);
-    heap.set({h.due, i});
+    heap.set(detail::event::make(h.due, i));
   };
   auto set_rate = [&](int i, double r) {  // progress so far at the old rate, then the new one
     detail::task_hot& h = at(i);
@@ -516,16 +594,16 @@ inline result simulator::run() const {
       heap.erase(static_cast<int>(n + r));
       return;
     }
-    const detail::flow_end& f = link_flows[r].top();
-    const double t = now + std::max(0.0, f.at - vclock[r]) / vshare[r];
-    max_slack = std::max(max_slack, tolerance(f.task) / vshare[r]);
-    heap.set({t, static_cast<int>(n + r)});
+    const detail::timed_id& f = link_flows[r].top();
+    const double t = now + std::max(0.0, f.time() - vclock[r]) / vshare[r];
+    max_slack = std::max(max_slack, tolerance(f.id()) / vshare[r]);
+    heap.set(detail::event::make(t, static_cast<int>(n + r)));
   };
   auto fifo_rate = [&](int i, std::size_t r) {
     if (resources_[r].kind == discipline::round_robin) return resources_[r].capacity;
-    const int dev = at(i).slow_device;
-    const bool slowed = dev >= 0 && static_cast<std::size_t>(dev) < nd;
-    return slowed ? 1.0 / (1.0 + slow[static_cast<std::size_t>(dev)]) : 1.0;
+    if (!any_gamma || !at(i).slowable) return 1.0;  // 1 / (1 + 0)
+    return 1.0 /
+           (1.0 + slow[static_cast<std::size_t>(static_[static_cast<std::size_t>(i)].device)]);
   };
 
   auto allocate = [&](int i) {
@@ -561,21 +639,21 @@ inline result simulator::run() const {
     h.st = task_state::queued;
     h.remaining = h.work;
     const int r = h.first;
-    if (h.kind == discipline::fair_share) {
+    if (h.kind() == discipline::fair_share) {
       h.st = task_state::serving;
       res.tasks[ii].start = now;
       allocate(i);
-      const auto [rb, re] = res_of(h);
+      const auto [rb, re] = res_of(i);
       for (const int* x = rb; x != re; ++x) {
         const auto ux = static_cast<std::size_t>(*x);
         ++link_users[ux];
         link_dirty[ux] = 1;
         touch_resource(*x);
       }
-      if (re - rb == 1) {
+      if (!h.links) {
         const auto ur = static_cast<std::size_t>(r);
         advance_link(ur);
-        link_flows[ur].push({vclock[ur] + h.work, i});
+        link_flows[ur].push(detail::timed_id::make(vclock[ur] + h.work, i));
       } else {
         multi.push_back(i);
         for (const int* x = rb; x != re; ++x) ++link_multi[static_cast<std::size_t>(*x)];
@@ -593,16 +671,16 @@ inline result simulator::run() const {
   auto make_ready = [&](int i) {
     detail::task_hot& h = at(i);
     res.tasks[static_cast<std::size_t>(i)].ready = now;
-    if (h.latency > 0) {
+    if (const double latency = static_[static_cast<std::size_t>(i)].latency; latency > 0) {
       h.st = task_state::delayed;
-      h.due = now + h.latency;
-      heap.set({h.due, i});
+      h.due = now + latency;
+      heap.set(detail::event::make(h.due, i));
     } else {
       enqueue(i);
     }
   };
   auto dispatch = [&]() {  // idle fifo / round-robin resources take their next task
-    std::sort(touched_resources.begin(), touched_resources.end());
+    touched_resources.sort();
     joined.clear();
     for (int r : touched_resources) {
       const auto ur = static_cast<std::size_t>(r);
@@ -625,7 +703,11 @@ inline result simulator::run() const {
       h.rate = 0;
       h.last = now;
       comm_change(i, +1);
-      const auto [rb, re] = res_of(h);
+      if (!h.links) {
+        started.push_back(i);
+        continue;
+      }
+      const auto [rb, re] = res_of(i);
       if (h.single_turn) {  // a flow of the link's virtual clock (the link's share binds)
         const int x = rb[1];
         const auto ux = static_cast<std::size_t>(x);
@@ -633,8 +715,8 @@ inline result simulator::run() const {
         link_dirty[ux] = 1;
         joined.push_back(x);
         advance_link(ux);
-        link_flows[ux].push({vclock[ux] + h.left, i});
-      } else if (re - rb > 1) {  // a round-robin turn over fair-share links: rated by `fill`
+        link_flows[ux].push(detail::timed_id::make(vclock[ux] + h.left, i));
+      } else {  // a round-robin turn over fair-share links: rated by `fill`
         for (const int* x = rb + 1; x != re; ++x) {
           const auto ux = static_cast<std::size_t>(*x);
           ++link_users[ux];
@@ -644,8 +726,6 @@ inline result simulator::run() const {
         }
         multi.push_back(i);
         shares_changed = true;
-      } else {
-        started.push_back(i);
       }
     }
     for (int x : joined) touch_resource(x);
@@ -656,9 +736,10 @@ inline result simulator::run() const {
     res.tasks[ii].end = now;
     release(i);
     ++finished;
-    for (int k = next_start[ii]; k < next_start[ii + 1]; ++k) {
-      const int j = next[static_cast<std::size_t>(k)];
-      if (--at(j).waiting == 0) make_ready(j);
+    for (int e = T[ii].out; e >= 0;) {  // its dependents, in task order
+      const detail::edge& x = edges_[static_cast<std::size_t>(e)];
+      if (--at(x.to).count == 0) make_ready(x.to);
+      e = x.next;
     }
   };
   auto set_link_share = [&](std::size_t r, double share) {
@@ -701,9 +782,8 @@ inline result simulator::run() const {
       const auto ub = static_cast<std::size_t>(bottleneck);
       for (std::size_t q = 0; q < multi.size(); ++q) {
         if (share_of[q] >= 0) continue;
-        const detail::task_hot& h = at(multi[q]);
-        const int* from = rlist.data() + h.rbegin + (h.kind == discipline::fair_share ? 0 : 1);
-        const int* to = rlist.data() + h.rend;
+        const auto [rb, to] = res_of(multi[q]);
+        const int* from = rb + (at(multi[q]).kind() == discipline::fair_share ? 0 : 1);
         if (std::find(from, to, bottleneck) == to) continue;
         share_of[q] = share;
         --unfixed;
@@ -725,7 +805,7 @@ inline result simulator::run() const {
         const int i = multi[q];
         const detail::task_hot& h = at(i);
         const auto own = static_cast<std::size_t>(h.first);
-        set_rate(i, h.kind == discipline::fair_share
+        set_rate(i, h.kind() == discipline::fair_share
                         ? share_of[q]
                         : std::min(share_of[q], resources_[own].capacity));
       }
@@ -780,7 +860,7 @@ inline result simulator::run() const {
   };
   auto flow_leaves = [&](int i) {
     detail::task_hot& h = at(i);
-    const auto [rb, re] = res_of(h);
+    const auto [rb, re] = res_of(i);
     for (const int* x = rb; x != re; ++x) {
       const auto ux = static_cast<std::size_t>(*x);
       --link_users[ux];
@@ -798,8 +878,7 @@ inline result simulator::run() const {
     turns.push_back(i);
   };
 
-  for (std::size_t i = 0; i < n; ++i)
-    if (T[i].waiting == 0) make_ready(static_cast<int>(i));
+  for (int i : roots_) make_ready(i);
   dispatch();
   settle();
 
@@ -807,36 +886,36 @@ inline result simulator::run() const {
     if (heap.empty())
       throw plan_error("the task graph has a cycle: " + std::to_string(n - finished) +
                        " tasks can never start");
-    const double t = heap.top().time;
+    const double t = heap.top().time();
     if (!(t < std::numeric_limits<double>::infinity()))
       throw plan_error("a task can never finish: its resource serves it at rate 0");
     ++res.events;
     now = t;
     // every event due now (within the completion tolerance of its task)
     popped.clear();
-    while (!heap.empty() && heap.top().time <= t + max_slack) popped.push_back(heap.pop());
+    while (!heap.empty() && heap.top().time() <= t + max_slack) popped.push_back(heap.pop());
     bool multi_ended = false;
     for (const detail::event& e : popped) {
-      if (static_cast<std::size_t>(e.id) >= n) {  // a link's single-link flows
-        const std::size_t r = static_cast<std::size_t>(e.id) - n;
+      if (static_cast<std::size_t>(e.id()) >= n) {  // a link's single-link flows
+        const std::size_t r = static_cast<std::size_t>(e.id()) - n;
         auto& q = link_flows[r];
-        if (!(e.time <= now + tolerance(q.top().task) / vshare[r])) {
+        if (!(e.time() <= now + tolerance(q.top().id()) / vshare[r])) {
           heap.set(e);
           continue;
         }
         advance_link(r);
-        vclock[r] = std::max(vclock[r], q.top().at);  // the first flow is done
-        while (!q.empty() && q.top().at <= vclock[r] + tolerance(q.top().task)) {
-          const int i = q.top().task;
+        vclock[r] = std::max(vclock[r], q.top().time());  // the first flow is done
+        while (!q.empty() && q.top().time() <= vclock[r] + tolerance(q.top().id())) {
+          const int i = q.top().id();
           q.pop();
-          if (at(i).kind == discipline::fair_share)
+          if (at(i).kind() == discipline::fair_share)
             flow_leaves(i);
           else
             turn_leaves(i, r);
         }
         continue;
       }
-      const int i = e.id;
+      const int i = e.id();
       detail::task_hot& h = at(i);
       if (h.st == task_state::delayed) {
         if (h.due <= now) {
@@ -850,14 +929,15 @@ inline result simulator::run() const {
         heap.set(e);
         continue;
       }
-      const auto [rb, re] = res_of(h);
-      if (h.kind == discipline::fair_share) {
+      if (h.kind() == discipline::fair_share) {
         multi_ended = true;
+        const auto [rb, re] = res_of(i);
         for (const int* x = rb; x != re; ++x) --link_multi[static_cast<std::size_t>(*x)];
         h.st = task_state::done;  // marks it for removal from `multi`
         flow_leaves(i);
       } else {
-        if (re - rb > 1) {  // a round-robin turn leaves its links
+        if (h.links) {  // a round-robin turn leaves its links
+          const auto [rb, re] = res_of(i);
           multi_ended = true;
           h.turn_over = true;
           for (const int* x = rb + 1; x != re; ++x) {
@@ -883,7 +963,7 @@ inline result simulator::run() const {
       shares_changed = true;
     }
     // turns and tasks ended on fifo / round-robin resources, by resource
-    std::sort(turns.begin(), turns.end(), [&](int a, int b) { return at(a).first < at(b).first; });
+    turns.sort([&](int a, int b) { return at(a).first < at(b).first; });
     for (int i : turns) {
       detail::task_hot& h = at(i);
       const int r = h.first;
@@ -900,10 +980,10 @@ inline result simulator::run() const {
       }
     }
     turns.clear();
-    std::sort(done_now.begin(), done_now.end());
+    done_now.sort();
     for (int i : done_now) finish(i);
     done_now.clear();
-    std::sort(wakes.begin(), wakes.end());
+    wakes.sort();
     for (int i : wakes) enqueue(i);
     wakes.clear();
     dispatch();
