@@ -20,11 +20,13 @@
 /// Gamma (Proteus §VI-C): a compute task runs 1 + gamma times slower while a communication task
 /// of the same device is in service; a communication task may carry its own gamma (its class of
 /// device pair), and the largest of those in service on the device applies.
-/// The loop is an event heap with per-task and per-link state: an event costs O(log n) plus the
-/// tasks it changes, whatever the number of streams (bench/sim.cpp: event_core), and allocates
-/// nothing once its buffers have grown. A fair-share link whose flows all cross it alone keeps a
-/// virtual clock; flows crossing several links are re-rated by progressive filling when the set
-/// of flows changes.
+/// The loop is an event heap (4-ary, one entry per task or link, moved in place) with per-task
+/// and per-link state: an event costs O(log n) plus the tasks it changes, whatever the number of
+/// streams (bench/sim.cpp: event_core), and allocates nothing once its buffers have grown.
+/// add_task prepares what a run reads of each task (a 64-byte line of loop state, flat resource
+/// and dependent lists), so a run starts from a copy. A fair-share link whose flows all cross it
+/// alone keeps a virtual clock; flows crossing several links are re-rated by progressive filling
+/// when the set of flows changes.
 /// @code
 /// strata::sim::simulator s;
 /// const int gpu = s.add_resource({"gpu0", strata::sim::discipline::fifo});
@@ -146,7 +148,7 @@ class quad_heap {
     else if (E::before(e, heap_[static_cast<std::size_t>(p)]))
       up(static_cast<std::size_t>(p), e);
     else
-      up(to_leaf(static_cast<std::size_t>(p)), e);
+      down(static_cast<std::size_t>(p), e);  // a later time: mostly a level or two
   }
   /// Indexed: removes the entry with this id, if any.
   void erase(int id) {
@@ -176,16 +178,28 @@ class quad_heap {
     }
     place(k, e);
   }
+  std::size_t least(std::size_t c) const {  // the least of the four children from c
+    const E* x = heap_.data() + c;          // sentinels past the last entry
+    const std::size_t a = E::before(x[1], x[0]);
+    const std::size_t b = 2 + static_cast<std::size_t>(E::before(x[3], x[2]));
+    const std::size_t w = 0 - static_cast<std::size_t>(E::before(x[b], x[a]));  // 0 or all ones
+    return c + (a ^ ((a ^ b) & w));  // a mask, not ?: (GCC turns that into a jump)
+  }
   std::size_t to_leaf(std::size_t k) {  // the hole at k moves down to a leaf; returns where
     for (std::size_t c = 4 * k + 1; c < m_; c = 4 * k + 1) {
-      const E* x = heap_.data() + c;  // four children, sentinels past the last entry
-      const std::size_t a = E::before(x[1], x[0]);
-      const std::size_t b = 2 + static_cast<std::size_t>(E::before(x[3], x[2]));
-      const std::size_t pick[2] = {a, b};  // indexed, not branched on (GCC turns ?: into a jump)
-      k = c + pick[E::before(x[b], x[a])];
+      k = least(c);
       place((k - 1) / 4, heap_[k]);
     }
     return k;
+  }
+  void down(std::size_t k, const E& e) {  // the hole at k moves down until e fits
+    for (std::size_t c = 4 * k + 1; c < m_; c = 4 * k + 1) {
+      const std::size_t j = least(c);
+      if (!E::before(heap_[j], e)) break;
+      place(k, heap_[j]);
+      k = j;
+    }
+    place(k, e);
   }
   std::vector<E> heap_;   ///< the entries, then at least three sentinels
   std::size_t m_ = 0;     ///< entries
@@ -291,6 +305,7 @@ struct alignas(64) task_hot {
   bool links : 1 = false;        ///< crosses more resources than its own
   bool comm : 1 = false;         ///< communication on a device (it slows the device's compute)
   bool slowable : 1 = false;     ///< compute on a device (communication slows it)
+  bool latent : 1 = false;       ///< waits a latency before service
   [[nodiscard]] discipline kind() const { return static_cast<discipline>(kind_); }
   [[nodiscard]] double tolerance() const { return 1e-12 * (work + 1e-30); }
 };
@@ -363,6 +378,7 @@ class simulator {
     h.single_turn = k == discipline::round_robin && t.resources.size() == 2 &&
                     resources_[static_cast<std::size_t>(t.resources[1])].capacity <=
                         resources_[static_cast<std::size_t>(h.first)].capacity;
+    h.latent = t.latency > 0;
     h.count = static_cast<int>(t.deps.size());
     const detail::task_static c{.latency = t.latency,
                                 .gamma = h.comm ? t.gamma : -1,
@@ -452,8 +468,8 @@ class simulator {
 };
 
 /// The event loop. Each in-service fifo / round-robin task and each flow crossing several links
-/// keeps its progress (`left` at time `last`, served at `rate`) and one predicted event on a
-/// binary heap. The flows that cross a single link share it equally (max-min fairness gives
+/// keeps its progress (`left` at time `last`, served at `rate`) and one predicted event on the
+/// event heap. The flows that cross a single link share it equally (max-min fairness gives
 /// them one rate), so each such link keeps a virtual clock (bytes served to each of its flows)
 /// and a heap of its flows by the virtual time they complete: one event per link, whatever the
 /// number of flows. A round-robin turn that crosses one fair-share link no faster than its own
@@ -671,9 +687,9 @@ inline result simulator::run() const {
   auto make_ready = [&](int i) {
     detail::task_hot& h = at(i);
     res.tasks[static_cast<std::size_t>(i)].ready = now;
-    if (const double latency = static_[static_cast<std::size_t>(i)].latency; latency > 0) {
+    if (h.latent) {
       h.st = task_state::delayed;
-      h.due = now + latency;
+      h.due = now + static_[static_cast<std::size_t>(i)].latency;
       heap.set(detail::event::make(h.due, i));
     } else {
       enqueue(i);
