@@ -37,7 +37,10 @@ sim::simulator synthetic(int streams, int tasks_per_stream, bool jitter) {
 }
 
 // Issue 13's target: >= 5 M events/s whatever the number of streams (before the event heap:
-// 2.2 M events/s with 8 streams, 0.33 M with 64). An event is an instant at which the core
+// 2.2 M events/s with 8 streams, 0.33 M with 64; with a binary heap of stale-marked events,
+// jittered, at load 2: 4.4-5.3 M at 8 streams, 3.7-5.2 M at 64, 2.9-3.5 M at 512; with the
+// indexed 4-ary heap, 64-byte task lines and add_task's prepared lists, at load 2.5-2.8:
+// 7.2-8.2 M, 5.6-7.0 M and 4.7-5.3 M, docs/benchmarks.md). An event is an instant at which the core
 // changes something (`result::events`); the tasks that end at that instant are handled in it
 // together. On the grid workload (jitter 0) an event at 64 streams ends ~7.4 tasks, at 8 streams
 // ~1.3, so events/s there falls with the streams however cheap each task is: the cost of an

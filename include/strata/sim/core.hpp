@@ -20,11 +20,13 @@
 /// Gamma (Proteus §VI-C): a compute task runs 1 + gamma times slower while a communication task
 /// of the same device is in service; a communication task may carry its own gamma (its class of
 /// device pair), and the largest of those in service on the device applies.
-/// The loop is an event heap with per-task and per-link state: an event costs O(log n) plus the
-/// tasks it changes, whatever the number of streams (bench/sim.cpp: event_core), and allocates
-/// nothing once its buffers have grown. A fair-share link whose flows all cross it alone keeps a
-/// virtual clock; flows crossing several links are re-rated by progressive filling when the set
-/// of flows changes.
+/// The loop is an event heap (4-ary, one entry per task or link, moved in place) with per-task
+/// and per-link state: an event costs O(log n) plus the tasks it changes, whatever the number of
+/// streams (bench/sim.cpp: event_core), and allocates nothing once its buffers have grown.
+/// add_task prepares what a run reads of each task (a 64-byte line of loop state, flat resource
+/// and dependent lists), so a run starts from a copy. A fair-share link whose flows all cross it
+/// alone keeps a virtual clock; flows crossing several links are re-rated by progressive filling
+/// when the set of flows changes.
 /// @code
 /// strata::sim::simulator s;
 /// const int gpu = s.add_resource({"gpu0", strata::sim::discipline::fifo});
@@ -34,11 +36,11 @@
 /// @endcode
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
-#include <functional>
+#include <cstdint>
 #include <limits>
 #include <optional>
-#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,6 +113,225 @@ struct result {
   std::size_t events = 0;
 };
 
+namespace detail {
+/// A 4-ary min-heap on `E::before`, a strict total order. A pop moves the hole at the top down
+/// to a leaf along the least children, then lifts the last entry into it (Wegener's bottom-up
+/// heapsort: the comparison that decides where the entry stops is left to the lift, which mostly
+/// stops at once). The least of four children is found by two rounds of comparisons whose
+/// outcomes are used as numbers, not branches, and the slots past the last entry hold
+/// `E::sentinel()` (never less than an entry), so every node has four children to compare: the
+/// per-level branches that a binary heap mispredicts half the time are gone. With `Indexed`,
+/// every entry's place is kept by its `id()` (below `ids`), so an entry can be moved or removed.
+template <class E, bool Indexed>
+class quad_heap {
+ public:
+  quad_heap() = default;
+  explicit quad_heap(std::size_t ids) : pos_(ids, -1) {}
+  [[nodiscard]] bool empty() const { return m_ == 0; }
+  [[nodiscard]] const E& top() const { return heap_.front(); }
+  void push(const E& e) {
+    while (heap_.size() < m_ + 4) heap_.push_back(E::sentinel());
+    up(m_++, e);
+  }
+  E pop() {
+    const E first = heap_.front();
+    if constexpr (Indexed) pos_[static_cast<std::size_t>(first.id())] = -1;
+    const E last = take_last();
+    if (m_ > 0) up(to_leaf(0), last);
+    return first;
+  }
+  /// Indexed: inserts `e`, or moves the entry with its id to `e`'s key.
+  void set(const E& e) {
+    const int p = pos_[static_cast<std::size_t>(e.id())];
+    if (p < 0)
+      push(e);
+    else if (E::before(e, heap_[static_cast<std::size_t>(p)]))
+      up(static_cast<std::size_t>(p), e);
+    else
+      down(static_cast<std::size_t>(p), e);  // a later time: mostly a level or two
+  }
+  /// Indexed: removes the entry with this id, if any.
+  void erase(int id) {
+    const int p = pos_[static_cast<std::size_t>(id)];
+    if (p < 0) return;
+    pos_[static_cast<std::size_t>(id)] = -1;
+    const E last = take_last();
+    if (static_cast<std::size_t>(p) < m_) up(to_leaf(static_cast<std::size_t>(p)), last);
+  }
+
+ private:
+  E take_last() {
+    const E last = heap_[--m_];
+    heap_[m_] = E::sentinel();
+    return last;
+  }
+  void place(std::size_t k, const E& e) {
+    heap_[k] = e;
+    if constexpr (Indexed) pos_[static_cast<std::size_t>(e.id())] = static_cast<int>(k);
+  }
+  void up(std::size_t k, const E& e) {  // the hole at k moves up until e fits
+    while (k > 0) {
+      const std::size_t parent = (k - 1) / 4;
+      if (!E::before(e, heap_[parent])) break;
+      place(k, heap_[parent]);
+      k = parent;
+    }
+    place(k, e);
+  }
+  std::size_t least(std::size_t c) const {  // the least of the four children from c
+    const E* x = heap_.data() + c;          // sentinels past the last entry
+    const std::size_t a = E::before(x[1], x[0]);
+    const std::size_t b = 2 + static_cast<std::size_t>(E::before(x[3], x[2]));
+    const std::size_t w = 0 - static_cast<std::size_t>(E::before(x[b], x[a]));  // 0 or all ones
+    return c + (a ^ ((a ^ b) & w));  // a mask, not ?: (GCC turns that into a jump)
+  }
+  std::size_t to_leaf(std::size_t k) {  // the hole at k moves down to a leaf; returns where
+    for (std::size_t c = 4 * k + 1; c < m_; c = 4 * k + 1) {
+      k = least(c);
+      place((k - 1) / 4, heap_[k]);
+    }
+    return k;
+  }
+  void down(std::size_t k, const E& e) {  // the hole at k moves down until e fits
+    for (std::size_t c = 4 * k + 1; c < m_; c = 4 * k + 1) {
+      const std::size_t j = least(c);
+      if (!E::before(heap_[j], e)) break;
+      place(k, heap_[j]);
+      k = j;
+    }
+    place(k, e);
+  }
+  std::vector<E> heap_;   ///< the entries, then at least three sentinels
+  std::size_t m_ = 0;     ///< entries
+  std::vector<int> pos_;  ///< Indexed: per id, its place in heap_; -1: none
+};
+/// A list of task or resource ids that the loop fills and empties on every event. Its push_back
+/// is small enough to be inlined into run() (GCC leaves std::vector's out of a function that
+/// large), and `sort` orders the one or two ids an event usually has without a call: insertion
+/// sort up to 16 ids, as std::sort does on so few, so the order of equal keys is the same too.
+class id_list {
+ public:
+  [[gnu::always_inline]] void push_back(int x) {
+    if (size_ == buf_.size()) buf_.resize(std::max<std::size_t>(16, 2 * size_));
+    buf_[size_++] = x;
+  }
+  void clear() { size_ = 0; }
+  [[nodiscard]] bool empty() const { return size_ == 0; }
+  int* begin() { return buf_.data(); }
+  int* end() { return buf_.data() + size_; }
+  template <class Less>
+  void sort(Less less) {
+    if (size_ < 2) return;
+    if (size_ > 16) {
+      std::sort(begin(), end(), less);
+      return;
+    }
+    for (std::size_t k = 1; k < size_; ++k) {
+      const int x = buf_[k];
+      std::size_t j = k;
+      for (; j > 0 && less(x, buf_[j - 1]); --j) buf_[j] = buf_[j - 1];
+      buf_[j] = x;
+    }
+  }
+  void sort() {
+    sort([](int a, int b) { return a < b; });
+  }
+
+ private:
+  std::vector<int> buf_;
+  std::size_t size_ = 0;
+};
+#if defined(__SIZEOF_INT128__)
+__extension__ typedef unsigned __int128 key128;
+#endif
+/// A time and an id, ordered by time, then id, as one unsigned number where the compiler has
+/// 128-bit integers: the bits of a double >= 0 (infinity included) order as the double does, so
+/// a comparison of (bits << 32 | id) is two instructions with no branch instead of two
+/// floating-point comparisons. Times are never negative (they grow from +0).
+struct timed_id {
+#if defined(__SIZEOF_INT128__)
+  key128 key;
+  static timed_id make(double t, int id) {
+    return {(static_cast<key128>(std::bit_cast<std::uint64_t>(t)) << 32) |
+            static_cast<std::uint32_t>(id)};
+  }
+  [[nodiscard]] double time() const {
+    return std::bit_cast<double>(static_cast<std::uint64_t>(key >> 32));
+  }
+  [[nodiscard]] int id() const { return static_cast<int>(static_cast<std::uint32_t>(key)); }
+  static bool before(const timed_id& a, const timed_id& b) { return a.key < b.key; }
+  static timed_id sentinel() { return {~static_cast<key128>(0)}; }
+#else
+  std::uint64_t bits;
+  std::uint32_t ident;
+  static timed_id make(double t, int id) {
+    return {std::bit_cast<std::uint64_t>(t), static_cast<std::uint32_t>(id)};
+  }
+  [[nodiscard]] double time() const { return std::bit_cast<double>(bits); }
+  [[nodiscard]] int id() const { return static_cast<int>(ident); }
+  static bool before(const timed_id& a, const timed_id& b) {  // no branches: see quad_heap
+    return (a.bits < b.bits) | ((a.bits == b.bits) & (a.ident < b.ident));
+  }
+  static timed_id sentinel() { return {~std::uint64_t{0}, ~std::uint32_t{0}}; }
+#endif
+};
+/// A pending event of the core: a task's predicted completion (of its work, or of its
+/// round-robin turn), the end of its latency, or (ids n + link) the next flow a fair-share link
+/// completes; at most one per id. A flow that crosses one link is kept by its link as the link's
+/// virtual time at which it completes, and its task.
+using event = timed_id;
+enum class task_state : unsigned char { blocked, delayed, queued, serving, done };
+/// What the event loop reads and writes of one task, in one 64-byte cache line: an event
+/// touches one line per task (a task_spec holds a name and four vectors). `simulator::add_task`
+/// fills in its constant part, so that a run starts from a copy; what an event seldom needs
+/// (latency, resources, device) is in `task_static`.
+struct alignas(64) task_hot {
+  double left = 0;       ///< of the current turn or flow, at `last`
+  double rate = 0;       ///< seconds or bytes per second; 0: not rated yet
+  double last = 0;       ///< when `left` was last brought up to date
+  double due = 0;        ///< predicted completion, or the end of the latency
+  double remaining = 0;  ///< of the whole task
+  double work = 0;
+  int first = 0;  ///< its own resource
+  /// blocked: dependencies not done yet; queued: the next task in its resource's waiting line
+  /// (-1: none)
+  int count = 0;
+  int out = -1;             ///< its first dependent: an index into simulator::edges_; -1: none
+  unsigned char kind_ = 0;  ///< the discipline of its own resource
+  task_state st = task_state::blocked;
+  bool turn_over : 1 = false;    ///< a round-robin turn over several links that just ended
+  bool single_turn : 1 = false;  ///< round-robin turns that cross one link they cannot saturate
+  bool memory : 1 = false;       ///< produces or consumes tensors
+  bool links : 1 = false;        ///< crosses more resources than its own
+  bool comm : 1 = false;         ///< communication on a device (it slows the device's compute)
+  bool slowable : 1 = false;     ///< compute on a device (communication slows it)
+  bool latent : 1 = false;       ///< waits a latency before service
+  [[nodiscard]] discipline kind() const { return static_cast<discipline>(kind_); }
+  [[nodiscard]] double tolerance() const { return 1e-12 * (work + 1e-30); }
+};
+static_assert(sizeof(task_hot) == 64);
+/// What the event loop reads of a task only when it becomes ready, crosses links or has gamma.
+struct task_static {
+  double latency = 0;
+  double gamma = -1;  ///< its own (communication); negative: the simulator's
+  int rbegin = 0;     ///< its resources in simulator::rlist_: [rbegin, rend)
+  int rend = 0;
+  int device = -1;
+};
+/// Asks for the cache line at `p` ahead of a write (GCC, Clang); elsewhere nothing. Inlined
+/// always: GCC drops calls to a function that only prefetches (it finds it has no effect).
+[[gnu::always_inline]] inline void prefetch([[maybe_unused]] const void* p) {
+#if defined(__GNUC__)
+  __builtin_prefetch(p, 1);
+#endif
+}
+/// A dependency seen from the task it waits for: the dependent, and the next edge of that task.
+struct edge {
+  int to;
+  int next;
+};
+}  // namespace detail
+
 class simulator {
  public:
   int add_resource(resource_spec r) {
@@ -124,6 +345,7 @@ class simulator {
   int add_tensor(tensor_spec t) {
     if (t.bytes < 0) throw plan_error("tensor '" + t.name + "': negative size");
     if (t.device < 0) throw plan_error("tensor '" + t.name + "': needs a device");
+    devices_ = std::max(devices_, t.device + 1);
     tensors_.push_back(std::move(t));
     return static_cast<int>(tensors_.size()) - 1;
   }
@@ -150,11 +372,65 @@ class simulator {
       if (x < 0 || x >= nx) fail("produces an unknown tensor");
     for (int x : t.consumes)
       if (x < 0 || x >= nx) fail("consumes an unknown tensor");
-    tasks_.push_back(std::move(t));
+    // what a run reads of the task, while its spec is at hand: its loop state as a run starts,
+    // its resources in a flat list, the edges to it from its dependencies
+    detail::task_hot h;
+    h.work = t.work;
+    h.first = t.resources[0];
+    h.kind_ = static_cast<unsigned char>(k);
+    h.memory = !t.produces.empty() || !t.consumes.empty();
+    h.links = t.resources.size() > 1;
+    h.comm = t.cls == task_class::communication && t.device >= 0;
+    h.slowable = t.cls == task_class::compute && t.device >= 0;
+    h.single_turn = k == discipline::round_robin && t.resources.size() == 2 &&
+                    resources_[static_cast<std::size_t>(t.resources[1])].capacity <=
+                        resources_[static_cast<std::size_t>(h.first)].capacity;
+    h.latent = t.latency > 0;
+    h.count = static_cast<int>(t.deps.size());
+    const detail::task_static c{.latency = t.latency,
+                                .gamma = h.comm ? t.gamma : -1,
+                                .rbegin = static_cast<int>(rlist_.size()),
+                                .rend = static_cast<int>(rlist_.size() + t.resources.size()),
+                                .device = t.device};
+    const std::size_t rsize = rlist_.size(), roots = roots_.size();
+    if (edges_.size() + t.deps.size() > edges_.capacity())
+      edges_.reserve(std::max(2 * edges_.capacity(), edges_.size() + t.deps.size()));
+    try {  // all or nothing
+      rlist_.insert(rlist_.end(), t.resources.begin(), t.resources.end());
+      if (t.deps.empty()) roots_.push_back(nt);
+      hot_.push_back(h);
+      static_.push_back(c);
+      out_tail_.push_back(-1);
+      tasks_.push_back(std::move(t));
+    } catch (...) {
+      rlist_.resize(rsize);
+      roots_.resize(roots);
+      hot_.resize(static_cast<std::size_t>(nt));
+      static_.resize(static_cast<std::size_t>(nt));
+      out_tail_.resize(static_cast<std::size_t>(nt));
+      throw;
+    }
+    for (int d : tasks_.back().deps) {  // appended to its dependencies' lists, so in task order
+      const int e = static_cast<int>(edges_.size());
+      edges_.push_back({nt, -1});  // reserved: no throw
+      int& tail = out_tail_[static_cast<std::size_t>(d)];
+      if (tail < 0)
+        hot_[static_cast<std::size_t>(d)].out = e;
+      else
+        edges_[static_cast<std::size_t>(tail)].next = e;
+      tail = e;
+    }
+    devices_ = std::max(devices_, tasks_.back().device + 1);
+    if (c.gamma > 0) any_own_gamma_ = true;
     return nt;
   }
   /// Room for `tasks` tasks, so that a large graph is not moved as it grows.
-  void reserve(std::size_t tasks) { tasks_.reserve(tasks); }
+  void reserve(std::size_t tasks) {
+    tasks_.reserve(tasks);
+    hot_.reserve(tasks);
+    static_.reserve(tasks);
+    out_tail_.reserve(tasks);
+  }
   /// Proteus's overlap factor gamma, for communication tasks that carry none of their own.
   void set_overlap_factor(double gamma) {
     if (!(gamma >= 0) || !(gamma <= 1e6))  // NaN fails both
@@ -187,54 +463,20 @@ class simulator {
   std::vector<tensor_spec> tensors_;
   std::vector<double> capacity_;
   double gamma_ = 0;
+  // built by add_task, read by every run
+  std::vector<detail::task_hot> hot_;        ///< per task: its loop state as a run starts
+  std::vector<detail::task_static> static_;  ///< per task: what the loop seldom reads
+  std::vector<int> rlist_;                   ///< the tasks' resources, one after another
+  std::vector<detail::edge> edges_;          ///< dependencies, listed from the tasks they wait for
+  std::vector<int> out_tail_;                ///< per task: its last edge in edges_; -1: none
+  std::vector<int> roots_;                   ///< tasks without dependencies, in order
+  int devices_ = 0;                          ///< 1 + the largest device of a task or tensor
+  bool any_own_gamma_ = false;               ///< a communication task on a device carries gamma > 0
 };
-
-namespace detail {
-/// A pending event of the core: a task's predicted completion (of its work, or of its
-/// round-robin turn), the end of its latency, or (ids n + link) the next flow a fair-share link
-/// completes. Stale entries (an older `version`) are skipped.
-struct event {
-  double time;
-  int id;
-  unsigned version;
-  bool operator>(const event& o) const { return time != o.time ? time > o.time : id > o.id; }
-};
-/// A flow that crosses one link, by the link's virtual time at which it completes.
-struct flow_end {
-  double at;
-  int task;
-  bool operator>(const flow_end& o) const { return at != o.at ? at > o.at : task > o.task; }
-};
-enum class task_state : unsigned char { blocked, delayed, queued, serving, done };
-/// What the event loop reads and writes of one task, together: an event touches one or two
-/// cache lines per task rather than one per array (a task_spec holds a name and four vectors).
-struct task_hot {
-  double left = 0;       ///< of the current turn or flow, at `last`
-  double rate = 0;       ///< seconds or bytes per second; 0: not rated yet
-  double last = 0;       ///< when `left` was last brought up to date
-  double due = 0;        ///< predicted completion, or the end of the latency
-  double remaining = 0;  ///< of the whole task
-  double work = 0, latency = 0;
-  int first = 0;   ///< its own resource
-  int rbegin = 0;  ///< its resources in the flat list: [rbegin, rend)
-  int rend = 0;
-  int waiting = 0;       ///< dependencies not done yet
-  int qnext = -1;        ///< next in its resource's waiting line
-  int comm_device = -1;  ///< the device whose compute it slows (gamma); -1: none
-  int slow_device = -1;  ///< a compute task: its device, whose communication slows it
-  unsigned version = 0;
-  discipline kind = discipline::fifo;
-  task_state st = task_state::blocked;
-  bool turn_over = false;    ///< a round-robin turn over several links that just ended
-  bool single_turn = false;  ///< round-robin turns that cross one link they cannot saturate
-  bool memory = false;       ///< produces or consumes tensors
-  [[nodiscard]] double tolerance() const { return 1e-12 * (work + 1e-30); }
-};
-}  // namespace detail
 
 /// The event loop. Each in-service fifo / round-robin task and each flow crossing several links
-/// keeps its progress (`left` at time `last`, served at `rate`) and one predicted event on a
-/// binary heap. The flows that cross a single link share it equally (max-min fairness gives
+/// keeps its progress (`left` at time `last`, served at `rate`) and one predicted event on the
+/// event heap. The flows that cross a single link share it equally (max-min fairness gives
 /// them one rate), so each such link keeps a virtual clock (bytes served to each of its flows)
 /// and a heap of its flows by the virtual time they complete: one event per link, whatever the
 /// number of flows. A round-robin turn that crosses one fair-share link no faster than its own
@@ -252,80 +494,41 @@ inline result simulator::run() const {
   result res;
   res.tasks.assign(n, {});
   res.busy.assign(nr, 0.0);
-  // One pass over the specs (a large graph's specs do not fit in cache): the tasks' loop
-  // state packed, their resources and dependencies as flat arrays, the devices, the readers.
-  std::vector<detail::task_hot> T(n);
-  std::vector<int> next_start(n + 1, 0), next, rlist, dlist;
-  rlist.reserve(n + n / 2);
-  dlist.reserve(n + n / 2);
+  // The tasks' loop state starts as add_task left it, with their resources, dependents and
+  // roots; only tasks with tensors are read from their specs.
+  std::vector<detail::task_hot> T(hot_);
+  const std::vector<int>& rlist = rlist_;
   std::vector<int> readers(tensors_.size(), 0);
-  int devices = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const task_spec& t = tasks_[i];
-    detail::task_hot& h = T[i];
-    devices = std::max(devices, t.device + 1);
-    h.work = t.work;
-    h.latency = t.latency;
-    h.first = t.resources[0];
-    h.kind = resources_[static_cast<std::size_t>(h.first)].kind;
-    h.comm_device = t.cls == task_class::communication ? t.device : -1;
-    h.slow_device = t.cls == task_class::compute ? std::max(t.device, -1) : -1;
-    h.memory = !t.produces.empty() || !t.consumes.empty();
-    for (int x : t.consumes) ++readers[static_cast<std::size_t>(x)];
-    h.rbegin = static_cast<int>(rlist.size());
-    rlist.insert(rlist.end(), t.resources.begin(), t.resources.end());
-    h.rend = static_cast<int>(rlist.size());
-    h.single_turn = h.kind == discipline::round_robin && t.resources.size() == 2 &&
-                    resources_[static_cast<std::size_t>(t.resources[1])].capacity <=
-                        resources_[static_cast<std::size_t>(h.first)].capacity;
-    h.waiting = static_cast<int>(t.deps.size());
-    for (int d : t.deps) ++next_start[static_cast<std::size_t>(d) + 1];
-    dlist.insert(dlist.end(), t.deps.begin(), t.deps.end());
-  }
-  for (const auto& x : tensors_) devices = std::max(devices, x.device + 1);
-  const auto nd = static_cast<std::size_t>(devices);
+  if (!tensors_.empty())
+    for (std::size_t i = 0; i < n; ++i)
+      if (T[i].memory)
+        for (int x : tasks_[i].consumes) ++readers[static_cast<std::size_t>(x)];
+  const auto nd = static_cast<std::size_t>(devices_);
   res.peak_memory.assign(nd, 0.0);
   std::vector<double> mem(nd, 0.0);
   std::vector<char> unread(tensors_.size());
   for (std::size_t x = 0; x < tensors_.size(); ++x) unread[x] = readers[x] == 0;
-  // dependents, from the dependencies: task i's are next[next_start[i], next_start[i + 1])
-  for (std::size_t i = 0; i < n; ++i) next_start[i + 1] += next_start[i];
-  next.resize(static_cast<std::size_t>(next_start[n]));
-  {
-    std::vector<int> fill(next_start.begin(), next_start.end() - 1);
-    std::size_t k = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      for (int w = T[i].waiting; w > 0; --w)
-        next[static_cast<std::size_t>(fill[static_cast<std::size_t>(dlist[k++])]++)] =
-            static_cast<int>(i);
-  }
   auto at = [&](int i) -> detail::task_hot& { return T[static_cast<std::size_t>(i)]; };
-  auto res_of = [&](const detail::task_hot& h) {
-    return std::pair{rlist.data() + h.rbegin, rlist.data() + h.rend};
+  auto res_of = [&](int i) {
+    const detail::task_static& c = static_[static_cast<std::size_t>(i)];
+    return std::pair{rlist.data() + c.rbegin, rlist.data() + c.rend};
   };
-  std::vector<unsigned> link_version(nr, 0);
-  // the overlap factor each communication task imposes while in service
-  std::vector<double> comm_gamma(n, 0.0);
-  bool any_gamma = gamma_ > 0;
-  for (std::size_t i = 0; i < n; ++i)
-    if (T[i].comm_device >= 0) {
-      comm_gamma[i] = tasks_[i].gamma >= 0 ? tasks_[i].gamma : gamma_;
-      any_gamma = any_gamma || comm_gamma[i] > 0;
-    }
+  // the overlap factor each communication task imposes while in service: its own or gamma_
+  const bool any_gamma = gamma_ > 0 || any_own_gamma_;
   // fifo / round-robin waiting lines, linked through the tasks (a task waits in one at most)
   std::vector<int> qhead(nr, -1), qtail(nr, -1);
   auto queue_push = [&](int r, int i) {
     const auto ur = static_cast<std::size_t>(r);
-    at(i).qnext = -1;
+    at(i).count = -1;
     if (qtail[ur] < 0)
       qhead[ur] = i;
     else
-      at(qtail[ur]).qnext = i;
+      at(qtail[ur]).count = i;
     qtail[ur] = i;
   };
   auto queue_pop = [&](std::size_t ur) {
     const int i = qhead[ur];
-    qhead[ur] = at(i).qnext;
+    qhead[ur] = at(i).count;
     if (qhead[ur] < 0) qtail[ur] = -1;
     return i;
   };
@@ -336,8 +539,7 @@ inline result simulator::run() const {
   std::vector<int> link_multi(nr, 0);   // ... of which cross other links too
   // single-link flows: per link, a virtual clock and its flows by completion
   std::vector<double> vclock(nr, 0.0), vlast(nr, 0.0), vshare(nr, 0.0);
-  std::vector<std::priority_queue<detail::flow_end, std::vector<detail::flow_end>, std::greater<>>>
-      link_flows(nr);
+  std::vector<detail::quad_heap<detail::timed_id, false>> link_flows(nr);
   std::vector<char> was_busy(nr, 0);
   std::vector<double> busy_since(nr, 0.0);
   // per device: communication tasks in service by their gamma, and the largest such gamma
@@ -346,17 +548,16 @@ inline result simulator::run() const {
   // per device: the fifo resources that serve its compute tasks (for gamma)
   std::vector<std::vector<int>> compute_streams(nd);
   if (any_gamma)
-    for (const auto& t : tasks_)
-      if (t.cls == task_class::compute && t.device >= 0 &&
-          resources_[static_cast<std::size_t>(t.resources[0])].kind == discipline::fifo) {
-        auto& v = compute_streams[static_cast<std::size_t>(t.device)];
-        if (std::find(v.begin(), v.end(), t.resources[0]) == v.end()) v.push_back(t.resources[0]);
+    for (std::size_t i = 0; i < n; ++i)
+      if (const detail::task_hot& h = hot_[i]; h.slowable && h.kind() == discipline::fifo) {
+        auto& v = compute_streams[static_cast<std::size_t>(static_[i].device)];
+        if (std::find(v.begin(), v.end(), h.first) == v.end()) v.push_back(h.first);
       }
-  std::priority_queue<detail::event, std::vector<detail::event>, std::greater<>> heap;
+  detail::quad_heap<detail::event, true> heap(n + nr);
   double now = 0, max_slack = 0;
   std::size_t finished = 0;
   bool shares_changed = false;  // a flow crossing several links started or ended
-  std::vector<int> touched_resources, touched_devices, started, done_now, turns, wakes;
+  detail::id_list touched_resources, touched_devices, started, done_now, turns, wakes;
   std::vector<char> resource_mark(nr, 0), device_mark(nd, 0), link_dirty(nr, 0);
   std::vector<double> link_left(nr), share_of;       // progressive-filling scratch
   std::vector<int> users(nr), fair_links, fair_ids;  // fair_ids: every fair-share link
@@ -364,11 +565,13 @@ inline result simulator::run() const {
     if (resources_[r].kind == discipline::fair_share) fair_ids.push_back(static_cast<int>(r));
   std::vector<detail::event> popped;
 
-  auto version_of = [&](int id) -> unsigned& {
-    return static_cast<std::size_t>(id) < n ? T[static_cast<std::size_t>(id)].version
-                                            : link_version[static_cast<std::size_t>(id) - n];
-  };
   auto tolerance = [&](int i) { return at(i).tolerance(); };
+  // A task about to end: its first dependent's lines are fetched while the event is handled
+  // (with many streams they have left the cache since that task was last touched). Not a
+  // lambda: GCC would drop its calls, as above.
+  const detail::edge* const edge_list = edges_.data();
+  detail::task_hot* const hot = T.data();
+  task_record* const records = res.tasks.data();
   auto touch_resource = [&](int r) {
     if (!resource_mark[static_cast<std::size_t>(r)]) {
       resource_mark[static_cast<std::size_t>(r)] = 1;
@@ -376,10 +579,12 @@ inline result simulator::run() const {
     }
   };
   auto comm_change = [&](int i, int delta) {
-    const int dev = at(i).comm_device;
-    if (dev < 0) return;
+    // without gamma the largest gamma in service stays 0: nothing to count
+    if (!any_gamma || !at(i).comm) return;
+    const detail::task_static& c = static_[static_cast<std::size_t>(i)];
+    const int dev = c.device;
     const auto d = static_cast<std::size_t>(dev);
-    const double g = comm_gamma[static_cast<std::size_t>(i)];
+    const double g = c.gamma >= 0 ? c.gamma : gamma_;
     auto& v = comm_in[d];
     auto it = std::find_if(v.begin(), v.end(), [&](const auto& e) { return e.first == g; });
     if (it == v.end())
@@ -395,7 +600,7 @@ inline result simulator::run() const {
     detail::task_hot& h = at(i);
     h.due = now + h.left / h.rate;
     max_slack = std::max(max_slack, h.tolerance() / h.rate);
-    heap.push({h.due, i, ++h.version});
+    heap.set(detail::event::make(h.due, i));
   };
   auto set_rate = [&](int i, double r) {  // progress so far at the old rate, then the new one
     detail::task_hot& h = at(i);
@@ -414,21 +619,20 @@ inline result simulator::run() const {
     vlast[r] = now;
   };
   auto predict_link = [&](std::size_t r) {
-    auto& v = link_version[r];
     if (link_flows[r].empty() || !(vshare[r] > 0)) {
-      ++v;
+      heap.erase(static_cast<int>(n + r));
       return;
     }
-    const detail::flow_end& f = link_flows[r].top();
-    const double t = now + std::max(0.0, f.at - vclock[r]) / vshare[r];
-    max_slack = std::max(max_slack, tolerance(f.task) / vshare[r]);
-    heap.push({t, static_cast<int>(n + r), ++v});
+    const detail::timed_id& f = link_flows[r].top();
+    const double t = now + std::max(0.0, f.time() - vclock[r]) / vshare[r];
+    max_slack = std::max(max_slack, tolerance(f.id()) / vshare[r]);
+    heap.set(detail::event::make(t, static_cast<int>(n + r)));
   };
   auto fifo_rate = [&](int i, std::size_t r) {
     if (resources_[r].kind == discipline::round_robin) return resources_[r].capacity;
-    const int dev = at(i).slow_device;
-    const bool slowed = dev >= 0 && static_cast<std::size_t>(dev) < nd;
-    return slowed ? 1.0 / (1.0 + slow[static_cast<std::size_t>(dev)]) : 1.0;
+    if (!any_gamma || !at(i).slowable) return 1.0;  // 1 / (1 + 0)
+    return 1.0 /
+           (1.0 + slow[static_cast<std::size_t>(static_[static_cast<std::size_t>(i)].device)]);
   };
 
   auto allocate = [&](int i) {
@@ -464,21 +668,21 @@ inline result simulator::run() const {
     h.st = task_state::queued;
     h.remaining = h.work;
     const int r = h.first;
-    if (h.kind == discipline::fair_share) {
+    if (h.kind() == discipline::fair_share) {
       h.st = task_state::serving;
       res.tasks[ii].start = now;
       allocate(i);
-      const auto [rb, re] = res_of(h);
+      const auto [rb, re] = res_of(i);
       for (const int* x = rb; x != re; ++x) {
         const auto ux = static_cast<std::size_t>(*x);
         ++link_users[ux];
         link_dirty[ux] = 1;
         touch_resource(*x);
       }
-      if (re - rb == 1) {
+      if (!h.links) {
         const auto ur = static_cast<std::size_t>(r);
         advance_link(ur);
-        link_flows[ur].push({vclock[ur] + h.work, i});
+        link_flows[ur].push(detail::timed_id::make(vclock[ur] + h.work, i));
       } else {
         multi.push_back(i);
         for (const int* x = rb; x != re; ++x) ++link_multi[static_cast<std::size_t>(*x)];
@@ -496,16 +700,16 @@ inline result simulator::run() const {
   auto make_ready = [&](int i) {
     detail::task_hot& h = at(i);
     res.tasks[static_cast<std::size_t>(i)].ready = now;
-    if (h.latency > 0) {
+    if (h.latent) {
       h.st = task_state::delayed;
-      h.due = now + h.latency;
-      heap.push({h.due, i, ++h.version});
+      h.due = now + static_[static_cast<std::size_t>(i)].latency;
+      heap.set(detail::event::make(h.due, i));
     } else {
       enqueue(i);
     }
   };
   auto dispatch = [&]() {  // idle fifo / round-robin resources take their next task
-    std::sort(touched_resources.begin(), touched_resources.end());
+    touched_resources.sort();
     joined.clear();
     for (int r : touched_resources) {
       const auto ur = static_cast<std::size_t>(r);
@@ -528,7 +732,11 @@ inline result simulator::run() const {
       h.rate = 0;
       h.last = now;
       comm_change(i, +1);
-      const auto [rb, re] = res_of(h);
+      if (!h.links) {
+        started.push_back(i);
+        continue;
+      }
+      const auto [rb, re] = res_of(i);
       if (h.single_turn) {  // a flow of the link's virtual clock (the link's share binds)
         const int x = rb[1];
         const auto ux = static_cast<std::size_t>(x);
@@ -536,8 +744,8 @@ inline result simulator::run() const {
         link_dirty[ux] = 1;
         joined.push_back(x);
         advance_link(ux);
-        link_flows[ux].push({vclock[ux] + h.left, i});
-      } else if (re - rb > 1) {  // a round-robin turn over fair-share links: rated by `fill`
+        link_flows[ux].push(detail::timed_id::make(vclock[ux] + h.left, i));
+      } else {  // a round-robin turn over fair-share links: rated by `fill`
         for (const int* x = rb + 1; x != re; ++x) {
           const auto ux = static_cast<std::size_t>(*x);
           ++link_users[ux];
@@ -547,8 +755,6 @@ inline result simulator::run() const {
         }
         multi.push_back(i);
         shares_changed = true;
-      } else {
-        started.push_back(i);
       }
     }
     for (int x : joined) touch_resource(x);
@@ -559,9 +765,10 @@ inline result simulator::run() const {
     res.tasks[ii].end = now;
     release(i);
     ++finished;
-    for (int k = next_start[ii]; k < next_start[ii + 1]; ++k) {
-      const int j = next[static_cast<std::size_t>(k)];
-      if (--at(j).waiting == 0) make_ready(j);
+    for (int e = T[ii].out; e >= 0;) {  // its dependents, in task order
+      const detail::edge& x = edges_[static_cast<std::size_t>(e)];
+      if (--at(x.to).count == 0) make_ready(x.to);
+      e = x.next;
     }
   };
   auto set_link_share = [&](std::size_t r, double share) {
@@ -604,9 +811,8 @@ inline result simulator::run() const {
       const auto ub = static_cast<std::size_t>(bottleneck);
       for (std::size_t q = 0; q < multi.size(); ++q) {
         if (share_of[q] >= 0) continue;
-        const detail::task_hot& h = at(multi[q]);
-        const int* from = rlist.data() + h.rbegin + (h.kind == discipline::fair_share ? 0 : 1);
-        const int* to = rlist.data() + h.rend;
+        const auto [rb, to] = res_of(multi[q]);
+        const int* from = rb + (at(multi[q]).kind() == discipline::fair_share ? 0 : 1);
         if (std::find(from, to, bottleneck) == to) continue;
         share_of[q] = share;
         --unfixed;
@@ -628,7 +834,7 @@ inline result simulator::run() const {
         const int i = multi[q];
         const detail::task_hot& h = at(i);
         const auto own = static_cast<std::size_t>(h.first);
-        set_rate(i, h.kind == discipline::fair_share
+        set_rate(i, h.kind() == discipline::fair_share
                         ? share_of[q]
                         : std::min(share_of[q], resources_[own].capacity));
       }
@@ -683,7 +889,7 @@ inline result simulator::run() const {
   };
   auto flow_leaves = [&](int i) {
     detail::task_hot& h = at(i);
-    const auto [rb, re] = res_of(h);
+    const auto [rb, re] = res_of(i);
     for (const int* x = rb; x != re; ++x) {
       const auto ux = static_cast<std::size_t>(*x);
       --link_users[ux];
@@ -701,74 +907,74 @@ inline result simulator::run() const {
     turns.push_back(i);
   };
 
-  for (std::size_t i = 0; i < n; ++i)
-    if (T[i].waiting == 0) make_ready(static_cast<int>(i));
+  for (int i : roots_) make_ready(i);
   dispatch();
   settle();
 
   while (finished < n) {
-    while (!heap.empty() && heap.top().version != version_of(heap.top().id)) heap.pop();
     if (heap.empty())
       throw plan_error("the task graph has a cycle: " + std::to_string(n - finished) +
                        " tasks can never start");
-    const double t = heap.top().time;
+    const double t = heap.top().time();
     if (!(t < std::numeric_limits<double>::infinity()))
       throw plan_error("a task can never finish: its resource serves it at rate 0");
     ++res.events;
     now = t;
     // every event due now (within the completion tolerance of its task)
     popped.clear();
-    while (!heap.empty() && heap.top().time <= t + max_slack) {
-      const detail::event e = heap.top();
-      heap.pop();
-      if (e.version == version_of(e.id)) popped.push_back(e);
-    }
+    while (!heap.empty() && heap.top().time() <= t + max_slack) popped.push_back(heap.pop());
     bool multi_ended = false;
     for (const detail::event& e : popped) {
-      if (static_cast<std::size_t>(e.id) >= n) {  // a link's single-link flows
-        const std::size_t r = static_cast<std::size_t>(e.id) - n;
+      if (static_cast<std::size_t>(e.id()) >= n) {  // a link's single-link flows
+        const std::size_t r = static_cast<std::size_t>(e.id()) - n;
         auto& q = link_flows[r];
-        if (!(e.time <= now + tolerance(q.top().task) / vshare[r])) {
-          heap.push(e);
+        if (!(e.time() <= now + tolerance(q.top().id()) / vshare[r])) {
+          heap.set(e);
           continue;
         }
-        ++link_version[r];
         advance_link(r);
-        vclock[r] = std::max(vclock[r], q.top().at);  // the first flow is done
-        while (!q.empty() && q.top().at <= vclock[r] + tolerance(q.top().task)) {
-          const int i = q.top().task;
+        vclock[r] = std::max(vclock[r], q.top().time());  // the first flow is done
+        while (!q.empty() && q.top().time() <= vclock[r] + tolerance(q.top().id())) {
+          const int i = q.top().id();
+          if (const int o = at(i).out; o >= 0) {  // see edge_list
+            detail::prefetch(hot + edge_list[o].to);
+            detail::prefetch(records + edge_list[o].to);
+          }
           q.pop();
-          if (at(i).kind == discipline::fair_share)
+          if (at(i).kind() == discipline::fair_share)
             flow_leaves(i);
           else
             turn_leaves(i, r);
         }
         continue;
       }
-      const int i = e.id;
+      const int i = e.id();
       detail::task_hot& h = at(i);
+      if (h.out >= 0) {  // see edge_list
+        detail::prefetch(hot + edge_list[h.out].to);
+        detail::prefetch(records + edge_list[h.out].to);
+      }
       if (h.st == task_state::delayed) {
         if (h.due <= now) {
-          ++h.version;
           wakes.push_back(i);
         } else {
-          heap.push(e);
+          heap.set(e);
         }
         continue;
       }
       if (!(h.due <= now + h.tolerance() / h.rate)) {
-        heap.push(e);
+        heap.set(e);
         continue;
       }
-      ++h.version;
-      const auto [rb, re] = res_of(h);
-      if (h.kind == discipline::fair_share) {
+      if (h.kind() == discipline::fair_share) {
         multi_ended = true;
+        const auto [rb, re] = res_of(i);
         for (const int* x = rb; x != re; ++x) --link_multi[static_cast<std::size_t>(*x)];
         h.st = task_state::done;  // marks it for removal from `multi`
         flow_leaves(i);
       } else {
-        if (re - rb > 1) {  // a round-robin turn leaves its links
+        if (h.links) {  // a round-robin turn leaves its links
+          const auto [rb, re] = res_of(i);
           multi_ended = true;
           h.turn_over = true;
           for (const int* x = rb + 1; x != re; ++x) {
@@ -794,7 +1000,7 @@ inline result simulator::run() const {
       shares_changed = true;
     }
     // turns and tasks ended on fifo / round-robin resources, by resource
-    std::sort(turns.begin(), turns.end(), [&](int a, int b) { return at(a).first < at(b).first; });
+    turns.sort([&](int a, int b) { return at(a).first < at(b).first; });
     for (int i : turns) {
       detail::task_hot& h = at(i);
       const int r = h.first;
@@ -811,10 +1017,10 @@ inline result simulator::run() const {
       }
     }
     turns.clear();
-    std::sort(done_now.begin(), done_now.end());
+    done_now.sort();
     for (int i : done_now) finish(i);
     done_now.clear();
-    std::sort(wakes.begin(), wakes.end());
+    wakes.sort();
     for (int i : wakes) enqueue(i);
     wakes.clear();
     dispatch();
