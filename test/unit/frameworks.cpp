@@ -243,10 +243,14 @@ TEST_CASE("per recipe, the simulator reproduces the closed form where their assu
           const auto cf = analytic::evaluate(m, s, used, tr, a100);
           INFO(m.name << " " << fw.name << " zero " << zero << " d " << d);
           CHECK(x.run.peak_memory[0] == Approx(cf.memory.total().count()).epsilon(1e-9));
-          // ZeRO-0/1 reduce once after the last backward in both; ZeRO-2/3's per-micro-batch
-          // collectives overlap the next micro-batch in the simulator only
-          if (zero <= 1)
+          // nothing overlaps in either: ZeRO-0/1 reduce after the last backward, ZeRO-2/3 after
+          // every micro-batch before the next starts, ZeRO-3 gathers each layer before it runs.
+          // An eager host (FSDP's module code) keeps issuing kernels while the GPU waits for a
+          // gather in the simulator; the closed form adds the host's exposure apart from them.
+          if (zero <= 1 || !fw.eager)
             CHECK(x.iteration.count() == Approx(cf.iteration_time().count()).epsilon(1e-9));
+          else  // never slower
+            CHECK(x.iteration.count() <= cf.iteration_time().count() * (1 + 1e-9));
         }
 }
 

@@ -160,7 +160,10 @@ int main(int argc, char** argv) {
   sim_cmd->add_option("--svg", svg_path, "write the timeline as a self-contained SVG picture");
   sim_cmd->add_option("--memory-svg", memory_svg_path,
                       "write each pipeline stage's memory against the device as an SVG bar chart");
-  sim_cmd->add_flag("--overlap", overlap, "overlap the gradient all-reduce with backward");
+  sim_cmd->add_flag("--overlap", overlap,
+                    "overlap data-parallel collectives with compute (the gradient all-reduce with "
+                    "backward; ZeRO-2/3's reductions with the next micro-batch; ZeRO-3's gathers "
+                    "one layer ahead)");
   sim_cmd->add_option("--buckets", buckets, "gradient all-reduce buckets")
       ->check(CLI::Range(1, 1 << 20));
   sim_cmd->add_option("--gamma", gamma, "compute slowdown while communicating (Proteus)")

@@ -16,8 +16,9 @@
 /// crosses its sender's and receiver's NIC (fair-share links, so sends that meet on a wire share
 /// it) and a cap at the pair's bandwidth. Data-parallel traffic runs as flows on the same NICs:
 /// ZeRO-0/1 reduce the stage's gradients in `buckets` buckets as the last backward proceeds
-/// (after it, without overlap); ZeRO-2/3 reduce-scatter after every micro-batch, ZeRO-3 also
-/// all-gathers each layer's weights before its forward and backward, one layer ahead; the
+/// (after it, without overlap); ZeRO-2/3 reduce-scatter after every micro-batch (without
+/// overlap, before the next one starts), ZeRO-3 also all-gathers each layer's weights before its
+/// forward and backward, one layer ahead (without overlap, after the layer before it); the
 /// optimizer step ends the iteration. Memory: model states all iteration, each unit's
 /// activations from its forward to its backward.
 ///
@@ -39,7 +40,7 @@
 namespace strata::sim {
 
 struct transformer_options {
-  bool overlap = true;    ///< data-parallel reduction during the last backward
+  bool overlap = true;    ///< data-parallel collectives overlap compute (see the file comment)
   int buckets = 4;        ///< gradient buckets (ZeRO-0/1)
   int max_in_flight = 0;  ///< micro-batches in flight per stage (0: the schedule's own)
   double gamma = 0;       ///< Proteus's overlap slowdown of compute under communication
@@ -276,10 +277,13 @@ struct transformer_run {
       const analytic::data_collective_costs dc =
           analytic::data_collectives_of(s, c, tr, n, tn, calls);
       const analytic::call_cost layer_gather = (1.0 / std::max(1, stage_layers)) * dc.all_gather;
-      auto gather = [&](const std::string& name, int two_back) {
+      // with overlap a layer's gather may start once the layer two back has run (one layer of
+      // prefetch, two gathered at most); without, after the compute just before it
+      auto gather = [&](const std::string& name, int two_back, int just_before) {
         std::vector<int> d;
         if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
-        if (two_back >= 0) d.push_back(two_back);
+        const int after = o.overlap ? two_back : just_before >= 0 ? just_before : last[I];
+        if (after >= 0) d.push_back(after);
         prev_dp[I] = dp_flow(i, name, layer_gather, d);
         return prev_dp[I];
       };
@@ -300,7 +304,7 @@ struct transformer_run {
           for (int l = 0; l < layers; ++l) {
             const std::string lt = " layer " + std::to_string(l) + " mb " + tag;
             std::vector<int> d = l == 0 ? deps : std::vector<int>{task};
-            if (gathers) d.push_back(gather("all-gather weights" + lt, before));
+            if (gathers) d.push_back(gather("all-gather weights" + lt, before, task));
             lower::span t = lc.forward;
             std::vector<int> produces{tensor(i, "layer activations", layer_bytes[I])};
             layer_t[I][U(u)].push_back(produces.back());
@@ -374,7 +378,7 @@ struct transformer_run {
           for (int l = layers - 1; l >= 0; --l) {
             const std::string lt = " layer " + std::to_string(l) + " mb " + tag;
             std::vector<int> d = l == layers - 1 ? deps : std::vector<int>{task};
-            if (gathers) d.push_back(gather("all-gather weights (backward)" + lt, before));
+            if (gathers) d.push_back(gather("all-gather weights (backward)" + lt, before, task));
             lower::span t = spans.recompute.then(lc.backward);
             if (l == 0 && gs == 0) t = t.then(lc.embedding_backward);
             std::vector<int> produces{working[I]}, consumes;
@@ -425,6 +429,7 @@ struct transformer_run {
             const int r = dp_flow(i, "reduce-scatter gradients " + std::to_string(u.micro),
                                   dc.reduce_scatter, d);
             prev_dp[I] = r;
+            if (!o.overlap) last[I] = r;  // the next micro-batch waits for the reduction
             pending[I].push_back(r);
           }
         }
