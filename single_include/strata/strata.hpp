@@ -1049,6 +1049,11 @@ struct recipe {
   /// (Megatron-Core's `--tp-comm-overlap`, Transformer Engine userbuffers;
   /// `analytic::overlapped_tensor_comm`); false: they block the stream
   bool tp_comm_overlap = false;
+  /// pipelines run on DeepSpeed's pipeline engine (Megatron-DeepSpeed's `PipelineModule`,
+  /// runtime/pipe/engine.py), which keeps per buffer slot the received activation and the stage's
+  /// output (`analytic::pipe_buffers`); false: Megatron's schedule, which frees an output's data
+  /// once sent (`deallocate_output_tensor`)
+  bool pipe_buffers = false;
   /// the data-parallel engine and its configuration (ZeRO, FSDP, offload)
   sharding data{};
 };
@@ -4896,6 +4901,24 @@ struct plan_keeps {
   return k;
 }
 
+/// DeepSpeed's pipeline engine on stage `stage` (runtime/pipe/engine.py; `recipe::pipe_buffers`):
+/// `TrainSchedule.num_pipe_buffers` = max(2, min(p - stage, m)) slots, each holding the received
+/// activation b s h (rebuilt whole after a partitioned receive; the forward runs on a clone of
+/// it, which the layer's own saved input counts) on every stage but the first, and the stage's
+/// output on every stage but the last, partitioned over the tensor-parallel group before it is
+/// sent (b s h / t). Counted all step: the received slots stay filled between steps, the outputs
+/// are released by their backward (an overstatement at the optimizer step of at most the slots'
+/// outputs).
+[[nodiscard]] constexpr double pipe_buffers(const transformer& m, const parallel::nd& s,
+                                            const transformer_training& t, int stage) {
+  const int p = s.pipeline.degree;
+  if (!t.framework.pipe_buffers || p == 1) return 0;
+  const double slots = std::max(2, std::min(p - stage, s.micro_batches(t)));
+  const double act = static_cast<double>(s.micro_batch) * detail::sequence_of(m, t) /
+                     s.context.degree * m.hidden * t.activation_bytes();
+  return slots * ((stage > 0 ? act : 0.0) + (stage < p - 1 ? act / s.tensor.degree : 0.0));
+}
+
 /// The communication buffers the framework's data-parallel engine holds on one rank of a stage
 /// with `params` trained parameters of `weights` in all:
 /// - Megatron: one gradient bucket in flight (ZeRO-0); ZeRO-3 two layers' gathered weights (the
@@ -4991,7 +5014,8 @@ struct plan_keeps {
   }
   {
     const stage_parameters tn = trained_on(m, s, t, stage);
-    mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert)};
+    mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert) +
+                        pipe_buffers(m, s, t, stage)};
     const double zs = s.data.zero >= 1 ? dense_shards : 1.0,
                  zx = s.data.zero >= 1 ? expert_shards : 1.0;
     x.update_buffer = parallel::update_buffer(tn.dense / zs + tn.expert / zx, s.data.zero, t);
@@ -5851,7 +5875,8 @@ class measured_curve {
 ///   the submodule runs (forward and backward), prefetching up to `stage3_prefetch_bucket_size`
 ///   (5e7 elements) ahead, and releases them after; parameters under
 ///   `stage3_param_persistence_threshold` (1e5 elements: norms, biases) stay whole;
-/// - the pipeline engine accepts ZeRO-1 only (`limits::deepspeed_zero_with_pipeline`);
+/// - the pipeline engine accepts ZeRO-1 only (`limits::deepspeed_zero_with_pipeline`) and keeps
+///   its send and receive buffers (`recipe::pipe_buffers`);
 /// - ZeRO-Offload / ZeRO-Infinity: set `data.offload_optimizer` (and `offload_parameters` with
 ///   ZeRO-3) to `offload_device::cpu` or `nvme`; the cluster's `host` figures price the copies
 ///   and the CPU Adam pass.
@@ -5869,6 +5894,7 @@ inline constexpr sharding deepspeed_zero{.engine = data_engine::deepspeed,
 inline constexpr recipe deepspeed = [] {
   recipe r{};
   r.name = "deepspeed";
+  r.pipe_buffers = true;
   r.data = deepspeed_zero;
   return r;
 }();

@@ -103,6 +103,25 @@ TEST_CASE("ZeRO-3's collective schedule per engine, priced per call") {
   CHECK(run(frameworks::fsdp, 3, 0).time.data_comm.count() == Approx(13.3874e-3).epsilon(1e-4));
 }
 
+TEST_CASE("DeepSpeed's pipeline engine keeps its send and receive buffers") {
+  // GPT-2 355M (h = 1024) on 4 stages x 2 tensor ranks, micro-batch 1 of 1024 tokens, 8
+  // micro-batches: a slot holds the received activation, 1 x 1024 x 1024 x 2 B = 2,097,152 B, and
+  // the output partitioned over the 2 tensor ranks, 1,048,576 B. Slots: max(2, min(4 - i, 8)).
+  const transformer m = zoo::gpt2_355m();
+  transformer_training tr{.global_batch = 8, .sequence = 1024};
+  tr.framework = frameworks::deepspeed;
+  const parallel::nd s{.tensor = {.degree = 2}, .pipeline = {.degree = 4}, .micro_batch = 1};
+  CHECK(analytic::pipe_buffers(m, s, tr, 0) == 4 * 1'048'576.0);  // no input: the tokens
+  CHECK(analytic::pipe_buffers(m, s, tr, 1) == 3 * (2'097'152.0 + 1'048'576.0));
+  CHECK(analytic::pipe_buffers(m, s, tr, 2) == 2 * (2'097'152.0 + 1'048'576.0));
+  CHECK(analytic::pipe_buffers(m, s, tr, 3) == 2 * 2'097'152.0);  // no output: the loss
+  // in the stage's buffers, beside no data-parallel bucket (d = 1)
+  CHECK(analytic::stage_memory(m, s, tr, 1).buffers.count() == 3 * (2'097'152.0 + 1'048'576.0));
+  // Megatron frees an output's data once it is sent
+  tr.framework = frameworks::megatron;
+  CHECK(analytic::pipe_buffers(m, s, tr, 1) == 0);
+}
+
 TEST_CASE("the engines' misuse is a named error") {
   const transformer m = zoo::gpt2_355m();
   auto check = [&](const frameworks::recipe& fw, parallel::nd s) {

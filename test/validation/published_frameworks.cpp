@@ -248,10 +248,10 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   // these is a change in the model's accuracy and must be looked at
   CHECK(skipped == 1);
   CHECK(oom_rows == 8);
-  CHECK(oom_predicted == 4);
+  CHECK(oom_predicted == 5);
   CHECK(100 * median(errors["megatron"]) == Approx(13.2).margin(0.5));
   CHECK(100 * median(errors["megatron_deepspeed"]) == Approx(18.7).margin(0.5));
   CHECK(100 * median(errors["fsdp"]) == Approx(24.9).margin(0.5));
   CHECK(100 * median(errors["deepspeed"]) == Approx(58.1).margin(0.5));
-  CHECK(100 * median(errors["memory"]) == Approx(20.6).margin(0.5));
+  CHECK(100 * median(errors["memory"]) == Approx(20.5).margin(0.5));
 }

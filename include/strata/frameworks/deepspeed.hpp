@@ -13,7 +13,8 @@
 ///   the submodule runs (forward and backward), prefetching up to `stage3_prefetch_bucket_size`
 ///   (5e7 elements) ahead, and releases them after; parameters under
 ///   `stage3_param_persistence_threshold` (1e5 elements: norms, biases) stay whole;
-/// - the pipeline engine accepts ZeRO-1 only (`limits::deepspeed_zero_with_pipeline`);
+/// - the pipeline engine accepts ZeRO-1 only (`limits::deepspeed_zero_with_pipeline`) and keeps
+///   its send and receive buffers (`recipe::pipe_buffers`);
 /// - ZeRO-Offload / ZeRO-Infinity: set `data.offload_optimizer` (and `offload_parameters` with
 ///   ZeRO-3) to `offload_device::cpu` or `nvme`; the cluster's `host` figures price the copies
 ///   and the CPU Adam pass.
@@ -32,6 +33,7 @@ inline constexpr sharding deepspeed_zero{.engine = data_engine::deepspeed,
 inline constexpr recipe deepspeed = [] {
   recipe r{};
   r.name = "deepspeed";
+  r.pipe_buffers = true;
   r.data = deepspeed_zero;
   return r;
 }();

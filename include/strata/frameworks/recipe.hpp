@@ -102,6 +102,11 @@ struct recipe {
   /// (Megatron-Core's `--tp-comm-overlap`, Transformer Engine userbuffers;
   /// `analytic::overlapped_tensor_comm`); false: they block the stream
   bool tp_comm_overlap = false;
+  /// pipelines run on DeepSpeed's pipeline engine (Megatron-DeepSpeed's `PipelineModule`,
+  /// runtime/pipe/engine.py), which keeps per buffer slot the received activation and the stage's
+  /// output (`analytic::pipe_buffers`); false: Megatron's schedule, which frees an output's data
+  /// once sent (`deallocate_output_tensor`)
+  bool pipe_buffers = false;
   /// the data-parallel engine and its configuration (ZeRO, FSDP, offload)
   sharding data{};
 };
