@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -178,6 +179,21 @@ inline bool flag_field(const json& obj, const std::string& path, const char* key
   if (it == obj.end()) return fallback;
   if (!it->is_boolean()) fail(path + "." + key, "must be true or false (got " + show(*it) + ")");
   return it->get<bool>();
+}
+
+/// A field naming one of `values`: `fallback` when absent, an error listing them otherwise.
+template <class E>
+E enum_field(const json& obj, const std::string& path, const char* key, E fallback,
+             std::initializer_list<std::pair<const char*, E>> values) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return fallback;
+  std::string known;
+  if (it->is_string())
+    for (const auto& [n, v] : values)
+      if (it->get<std::string>() == n) return v;
+  for (const auto& [n, v] : values)
+    known += (known.empty() ? "\"" : ", \"") + std::string(n) + "\"";
+  fail(path + "." + key, "must be one of " + known + " (got " + show(*it) + ")");
 }
 
 inline const json& require(const json& obj, const std::string& path, const char* key) {
@@ -433,16 +449,10 @@ inline cluster parse_cluster(const json& j) {
     // what NCCL's tuner reads (comm/nccl.hpp): the link kind of the node level, the parallel
     // links (NICs) a group drives across a level, NVLink SHARP in the switch
     l.rails = int_field(lv[i], path, "rails", 1, 64, 1);
-    const std::string kind = str_field(lv[i], path, "kind", i == 0 ? "nvlink" : "network");
-    if (kind == "nvlink")
-      l.kind = link_kind::nvlink;
-    else if (kind == "pcie")
-      l.kind = link_kind::pcie;
-    else if (kind == "network")
-      l.kind = link_kind::network;
-    else
-      fail(path + ".kind",
-           "unknown link kind \"" + cut(kind) + "\" (known: nvlink, pcie, network)");
+    l.kind = enum_field(lv[i], path, "kind", i == 0 ? link_kind::nvlink : link_kind::network,
+                        {{"nvlink", link_kind::nvlink},
+                         {"pcie", link_kind::pcie},
+                         {"network", link_kind::network}});
     l.switch_reduction = flag_field(lv[i], path, "switch_reduction", false);
     if (l.switch_reduction && l.kind != link_kind::nvlink)
       fail(path + ".switch_reduction", "needs an NVLink switch (kind \"nvlink\")");

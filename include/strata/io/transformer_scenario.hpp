@@ -91,20 +91,6 @@ inline transformer zoo_transformer(const std::string& name, const std::string& p
   fail(path, "unknown model \"" + name + "\" (known: " + known + ")");
 }
 
-template <class E>
-E enum_field(const json& obj, const std::string& path, const char* key, E fallback,
-             std::initializer_list<std::pair<const char*, E>> values) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return fallback;
-  std::string known;
-  if (it->is_string())
-    for (const auto& [n, v] : values)
-      if (it->get<std::string>() == n) return v;
-  for (const auto& [n, v] : values)
-    known += (known.empty() ? "\"" : ", \"") + std::string(n) + "\"";
-  fail(path + "." + key, "must be one of " + known + " (got " + show(*it) + ")");
-}
-
 inline transformer parse_transformer(const json& j, std::string& name) {
   if (j.is_string()) {
     transformer m = zoo_transformer(j.get<std::string>(), "transformer");
