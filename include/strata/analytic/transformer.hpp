@@ -265,6 +265,16 @@ struct stage_parameters {
           0};
 }
 
+/// The share of `x` one rank holds when sharded (ZeRO-1 and up shard what the optimizer updates):
+/// dense parameters over the shard group x expert x context ranks, expert parameters over the
+/// shard group x context ranks; all of `x` when `sharded` is false.
+[[nodiscard]] constexpr double partition_of(const parallel::nd& s, const stage_parameters& x,
+                                            bool sharded = true) {
+  if (!sharded) return x.dense + x.expert;
+  const double shards = s.data.shards() * static_cast<double>(s.context.degree);
+  return x.dense / (shards * s.expert.degree) + x.expert / shards;
+}
+
 namespace detail {
 /// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
 /// ZeRO stage `zero`, as the framework's engine stores them (`parallel::engine_states`).
@@ -397,8 +407,7 @@ struct plan_keeps {
   if (t.lora.on()) {
     // frozen weights: their storage copy only (sharded by ZeRO-3); the adapters train in full
     const bool z3 = s.data.zero >= 3;
-    mem.weights += bytes{t.weight_bytes() * (n.dense / (z3 ? dense_shards : 1.0) +
-                                             n.expert / (z3 ? expert_shards : 1.0))};
+    mem.weights += bytes{t.weight_bytes() * partition_of(s, n, z3)};
     detail::add_states(mem, trained_on(m, s, t, stage).dense, dense_shards, s.data.zero, t);
     mem.embedding_states = bytes{t.weight_bytes() * n.embedding / (z3 ? dense_shards : 1.0)};
   } else {
@@ -443,9 +452,8 @@ struct plan_keeps {
     const stage_parameters tn = trained_on(m, s, t, stage);
     mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert) +
                         pipe_buffers(m, s, t, stage)};
-    const double zs = s.data.zero >= 1 ? dense_shards : 1.0,
-                 zx = s.data.zero >= 1 ? expert_shards : 1.0;
-    x.update_buffer = parallel::update_buffer(tn.dense / zs + tn.expert / zx, s.data.zero, t);
+    x.update_buffer =
+        parallel::update_buffer(partition_of(s, tn, s.data.zero >= 1), s.data.zero, t);
   }
   mem.other = bytes{t.reserved};
   mem.batch = bytes{r.batch_bytes_per_token * T};
@@ -920,10 +928,7 @@ struct data_collective_costs {
   out.reduce_scatter = data_collective(collective::reduce_scatter, c, s, tn, gb, calls.reduces);
   const group replicas = detail::replica_group(s);
   if (replicas.size > 1) {
-    const double shards_dense =
-        static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
-    const double shards_expert = static_cast<double>(s.data.shards()) * s.context.degree;
-    const double shard = (tn.dense / shards_dense + tn.expert / shards_expert) * gb;
+    const double shard = partition_of(s, tn) * gb;
     const double k = std::max(1.0, calls.reduces);
     out.reduce_scatter += k * call_cost::of(collective::all_reduce, c, replicas, bytes{shard / k});
   }
@@ -1005,17 +1010,13 @@ struct data_collective_costs {
   const seconds f_mb = T.forward / static_cast<double>(mb);
   const seconds b_mb = (T.backward + T.recompute) / static_cast<double>(mb);
   // the rank's parameter partition (what its optimizer updates)
-  const double shards_dense =
-      zero >= 1 ? s.data.shards() * s.expert.degree * s.context.degree : 1.0;
-  const double shards_expert = zero >= 1 ? s.data.shards() * s.context.degree : 1.0;
-  const double partition = tn.dense / shards_dense + tn.expert / shards_expert;
+  const double partition = partition_of(s, tn, zero >= 1);
   if (s.replicas() * s.context.degree > 1) {
     const data_collective_costs dc = data_collectives_of(s, c, tr, n, tn, calls);
     seconds ag = dc.all_gather.total();
     // ZeRO-Infinity: each pass first brings the rank's weight partition over PCIe
     if (zero >= 3 && e.offload_parameters != frameworks::offload_device::none)
-      ag += seconds{(n.dense / shards_dense + n.expert / shards_expert) * wb /
-                    (c.host.pcie.count() * offload_efficiency::pcie)};
+      ag += seconds{partition_of(s, n) * wb / (c.host.pcie.count() * offload_efficiency::pcie)};
     const parallel::data_parallel::collective_times dp{dc.all_reduce.total(),
                                                        dc.reduce_scatter.total(), ag};
     T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);

@@ -457,9 +457,6 @@ struct transformer_run {
     std::vector<int> deps = pending[I];
     deps.push_back(last[I]);
     const auto n = analytic::trained_on(m, s, tr, i);  // what the optimizer updates
-    const double sh_dense = zero >= 1 ? shards : 1.0;
-    const double sh_expert =
-        zero >= 1 ? static_cast<double>(s.data.shards()) * s.context.degree : 1.0;
     std::vector<int> last_grads;
     if (!terms[I].persistent) {  // the gradients the backward has not made yet
       const double made = made_grads[I] == 0 ? 0.0
@@ -473,7 +470,7 @@ struct transformer_run {
     std::vector<int> consumes = grads[I];
     if (terms[I].update_buffer > 0) consumes.push_back(last_grads.back());
     consumes.push_back(states[I]);
-    const double partition = n.dense / sh_dense + n.expert / sh_expert;
+    const double partition = analytic::partition_of(s, n, zero >= 1);
     // ZeRO-Offload: the step runs on the host (`analytic::offloaded_update`, nothing hidden)
     const lower::span step =
         tr.framework.data.offload_optimizer != frameworks::offload_device::none
