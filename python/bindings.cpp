@@ -163,7 +163,7 @@ py::object evaluate(py::handle scenario, const std::string& format) {
       if (format == "table") throw strata::plan_error("format: step reports are JSON only");
       return to_python(checked(io::step_report_json(j, strata_cli::h100_sxm_profile)));
     }
-    if (j.is_object() && j.contains("transformer")) {
+    if (io::is_transformer_scenario(j)) {
       const auto r = io::parse_transformer_request(j, strata_cli::h100_sxm_profile);
       if (format == "table") return text(io::transformer_report_table(r.scenario));
       return to_python(checked(io::transformer_request_json(r)));
@@ -178,7 +178,7 @@ py::object evaluate(py::handle scenario, const std::string& format) {
 
 strata::io::transformer_request search_request(py::handle scenario) {
   const json j = scenario_json(scenario);
-  if (!j.is_object() || !j.contains("transformer") || !j.contains("search"))
+  if (!strata::io::is_transformer_scenario(j) || !j.contains("search"))
     throw strata::plan_error("search: a sweep needs a transformer scenario with \"search\"");
   return strata::io::parse_transformer_request(j, strata_cli::h100_sxm_profile);
 }

@@ -6,10 +6,10 @@ command prints, as Python objects::
 
     import strata
     report = strata.evaluate({
-        "transformer": "gpt3-175b",
+        "model": "gpt3-175b",
         "cluster": {"preset": "dgx-a100", "devices": 1024},
         "parallel": {"tensor": 8, "pipeline": 8, "data": 16, "micro_batch": 1},
-        "training": {"global_batch": 1536, "sequence": 2048},
+        "training": {"batch": 1536, "sequence": 2048},
     })
     report["iteration_time_s"]
 
@@ -64,12 +64,14 @@ class Parallel:
 
 @dataclass
 class Training:
-    global_batch: int
+    """The training setup; ``batch`` is the global batch (``global_batch``: the older name)."""
+    batch: Optional[int] = None
     sequence: Optional[int] = None
     precision: Optional[str] = None
     optimizer: Optional[str] = None
     framework: Optional[str] = None
     flash_attention: Optional[bool] = None
+    global_batch: Optional[int] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return _fields(self)
@@ -103,17 +105,22 @@ class Cost:
 
 @dataclass
 class Scenario:
-    """A transformer scenario: give ``parallel`` to evaluate one plan, ``search`` to sweep."""
-    transformer: Union[str, Dict[str, Any]]
-    cluster: Cluster
-    training: Training
+    """A transformer scenario: give ``parallel`` to evaluate one plan, ``search`` to sweep.
+    ``model`` is a zoo name or the dimensions (``transformer``: the older name)."""
+    model: Optional[Union[str, Dict[str, Any]]] = None
+    cluster: Optional[Cluster] = None
+    training: Optional[Training] = None
     parallel: Optional[Parallel] = None
     search: Optional[Union[Search, bool]] = None
     profile: Optional[str] = None
     cost: Optional[Cost] = None
+    transformer: Optional[Union[str, Dict[str, Any]]] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"transformer": self.transformer}
+        out: Dict[str, Any] = {}
+        for key in ("model", "transformer"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         for key in ("cluster", "training", "parallel", "search", "profile", "cost"):
             value = getattr(self, key)
             if value is not None:

@@ -307,7 +307,7 @@ int main(int argc, char** argv) {
       if (sim_cmd->count("--gamma") > 0) req.gamma = gamma;
       if (sim_cmd->count("--schedule") > 0) req.schedule = schedule;
       const nlohmann::json tj = strata::io::detail::parse_json(text);
-      if (!memory_svg_path.empty() && !(tj.is_object() && tj.contains("transformer")))
+      if (!memory_svg_path.empty() && !strata::io::is_transformer_scenario(tj))
         throw strata::plan_error(
             "--memory-svg: draws the pipeline stages of a transformer scenario; use --svg for "
             "this one");
@@ -361,7 +361,7 @@ int main(int argc, char** argv) {
         print_json(strata::io::step_report_json(j, strata_cli::h100_sxm_profile));
         return 0;
       }
-      if (j.is_object() && j.contains("transformer")) {
+      if (strata::io::is_transformer_scenario(j)) {
         // io/transformer_request.hpp: the report with the search's Pareto front and cost
         const auto r = strata::io::parse_transformer_request(j, strata_cli::h100_sxm_profile);
         if (format == "table")

@@ -113,7 +113,7 @@ int run(int rank, int ranks, int argc, char** argv) {
   search::transformer_sweep_result mine;
   try {
     const auto j = strata::io::detail::parse_json(text);
-    if (!j.is_object() || !j.contains("transformer") || !j.contains("search"))
+    if (!strata::io::is_transformer_scenario(j) || !j.contains("search"))
       throw strata::plan_error("search: strata-mpi runs a transformer scenario with \"search\"");
     q = strata::io::parse_transformer_request(j, strata_cli::h100_sxm_profile);
     const auto& s = q.scenario;

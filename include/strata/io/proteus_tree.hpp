@@ -8,8 +8,8 @@
 /// strategy tree").
 /// @code
 /// auto s = strata::io::parse_proteus_scenario(nlohmann::json::parse(R"({
-///   "transformer": "gpt2-124m", "cluster": "hc2",
-///   "training": {"global_batch": 64, "precision": "fp32", "flash_attention": false},
+///   "model": "gpt2-124m", "cluster": "hc2",
+///   "training": {"batch": 64, "precision": "fp32", "flash_attention": false},
 ///   "strategy_tree": {"dp": 8, "mp": 2}})"));
 /// auto run = strata::proteus::execute(strata::proteus::compile(s.net, s.tree, s.machine,
 ///                                                              s.setup, s.profile), s.machine);
@@ -131,16 +131,18 @@ inline proteus::strategy_tree parse_strategy_tree(const json& j, const transform
 
 }  // namespace detail
 
-/// Parses a Proteus scenario: "transformer", "cluster", "training", "strategy_tree", and
-/// optionally "profile" ("datasheet", the default, or "fitted-gemm"), "gamma" and
+/// Parses a Proteus scenario: "model" (or "transformer"), "cluster", "training", "strategy_tree",
+/// and optionally "profile" ("datasheet", the default, or "fitted-gemm"), "gamma" and
 /// "gamma_per_level" (one overlap factor per cluster level, innermost first).
 inline proteus_scenario parse_proteus_scenario(const nlohmann::json& j) {
   namespace d = detail;
   d::only_keys(j, "scenario",
-               {"transformer", "cluster", "training", "strategy_tree", "profile", "gamma",
+               {"model", "transformer", "cluster", "training", "strategy_tree", "profile", "gamma",
                 "gamma_per_level"});
   proteus_scenario s;
-  s.net = d::parse_transformer(d::require(j, "scenario", "transformer"), s.name);
+  const char* key = d::transformer_key(j);
+  if (!key) d::fail("model", "must name a transformer (a zoo name or its dimensions)");
+  s.net = d::parse_transformer(d::require(j, "scenario", key), s.name, key);
   s.net.name = s.name;
   s.machine = d::parse_cluster(d::require(j, "scenario", "cluster"));
   s.setup = d::parse_transformer_training(d::require(j, "scenario", "training"));

@@ -7,7 +7,7 @@
 /// The schema is documented in docs/cli.md.
 /// @code
 /// auto s = strata::io::parse_scenario(nlohmann::json::parse(R"({"model": "resnet50",
-///   "cluster": {"preset": "abci", "devices": 16}, "strategy": {"kind": "data", "p": 16},
+///   "cluster": {"preset": "abci", "devices": 16}, "parallel": {"kind": "data", "p": 16},
 ///   "training": {"batch": 256}})"));
 /// auto r = strata::io::evaluate(s);
 /// @endcode
@@ -65,7 +65,7 @@ struct scenario {
 inline constexpr std::string_view default_scenario = R"({
   "model": "resnet50",
   "cluster": {"preset": "abci", "devices": 64},
-  "strategy": {"kind": "data", "p": 64},
+  "parallel": {"kind": "data", "p": 64},
   "training": {"batch": 1024, "dataset": 1281167, "precision": "fp32", "optimizer": "sgd",
                "efficiency": 0.5}
 })";
@@ -273,8 +273,8 @@ inline std::vector<layer> zoo_model(const std::string& name, const std::string& 
   if (name == "mnist-adam") return to_vector(zoo::mnist_adam());
   if (name == "imagenet22k-adam") return to_vector(zoo::imagenet22k_adam());
   fail(path, "unknown model \"" + cut(name) +
-                 "\" (known: resnet50, resnet152, vgg16, cosmoflow, megatron-2.5b, mnist-adam, "
-                 "imagenet22k-adam)");
+                 "\" (known CNNs: resnet50, resnet152, vgg16, cosmoflow, megatron-2.5b, "
+                 "mnist-adam, imagenet22k-adam; transformers: docs/cli.md, e.g. gpt3-175b)");
 }
 
 inline layer parse_layer(const json& j, const std::string& path, shape in) {
@@ -477,8 +477,7 @@ inline cluster parse_cluster(const json& j) {
   return c;
 }
 
-inline ps_request parse_ps(const json& j, bool search) {
-  const std::string path = "strategy";
+inline ps_request parse_ps(const json& j, bool search, const std::string& path = "strategy") {
   ps_request r;
   r.search = search;
   if (search) {
@@ -523,10 +522,10 @@ inline ps_request parse_ps(const json& j, bool search) {
   return r;
 }
 
-inline parallel::any_strategy parse_strategy(const json& j) {
-  if (!j.is_object()) fail("strategy", "must be an object with a \"kind\"");
-  const std::string kind = str_field(j, "strategy", "kind", nullptr);
-  const std::string path = "strategy";
+/// `path`: the scenario key the strategy was given under ("parallel" or "strategy").
+inline parallel::any_strategy parse_strategy(const json& j, const std::string& path = "strategy") {
+  if (!j.is_object()) fail(path, "must be an object with a \"kind\"");
+  const std::string kind = str_field(j, path, "kind", nullptr);
   auto deg = [&](const char* key) { return int_field(j, path, key, 1, max_degree, 1, true); };
   auto opt = [&](const char* key) { return int_field(j, path, key, 1, max_degree, 1); };
   if (kind == "serial") {
@@ -636,25 +635,31 @@ inline std::vector<layer_time> parse_times(const json& j, std::size_t n) {
 /// Reads a scenario; throws `plan_error` naming the field on any mistake.
 inline scenario parse_scenario(const nlohmann::json& j) {
   using detail::require;
-  detail::only_keys(j, "scenario", {"model", "cluster", "strategy", "training", "layer_times"});
+  detail::only_keys(j, "scenario",
+                    {"model", "cluster", "parallel", "strategy", "training", "layer_times"});
   scenario s;
   detail::parse_model(require(j, "scenario", "model"), s);
   s.machine = detail::parse_cluster(require(j, "scenario", "cluster"));
-  const nlohmann::json& st = require(j, "scenario", "strategy");
+  // "parallel" as every scenario says it; "strategy" is the older spelling
+  if (j.contains("parallel") && j.contains("strategy"))
+    detail::fail("scenario",
+                 "give the strategy once: \"parallel\" (or the older spelling \"strategy\")");
+  const std::string sk = j.contains("strategy") ? "strategy" : "parallel";
+  const nlohmann::json& st = require(j, "scenario", sk.c_str());
   const std::string kind = st.is_object() && st.contains("kind") && st["kind"].is_string()
                                ? st["kind"].get<std::string>()
                                : std::string();
   if (kind == "parameter-server" || kind == "parameter-server-search") {
-    s.ps = detail::parse_ps(st, kind == "parameter-server-search");
+    s.ps = detail::parse_ps(st, kind == "parameter-server-search", sk);
     if (s.machine.name != presets::yan_cluster().name)
       detail::fail("cluster",
                    "parameter-server strategies use Yan et al.'s CPU cost model: use "
                    "{\"preset\": \"yan-e5-2450\", \"devices\": N}");
     if (!s.ps->layers.empty() && s.ps->layers.size() != yan::fold(s.layers).size())
-      detail::fail("strategy.layers", "needs one entry per weighted layer of the model (" +
-                                          std::to_string(yan::fold(s.layers).size()) + ")");
+      detail::fail(sk + ".layers", "needs one entry per weighted layer of the model (" +
+                                       std::to_string(yan::fold(s.layers).size()) + ")");
   } else {
-    s.strategy = detail::parse_strategy(st);
+    s.strategy = detail::parse_strategy(st, sk);
   }
   const nlohmann::json& t = require(j, "scenario", "training");
   if (!t.is_object()) detail::fail("training", "must be a JSON object");

@@ -70,7 +70,7 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
     if (o.trace) out.trace = proteus_trace(g, run);
     return out;
   }
-  if (j.is_object() && j.contains("transformer")) {
+  if (is_transformer_scenario(j)) {
     if (o.schedule)
       throw plan_error(n + "schedule: a transformer scenario sets its schedule in " +
                        "parallel.schedule");

@@ -10,8 +10,8 @@
 /// that fit and that no other plan beats on all three), each with its cost.
 /// @code
 /// auto r = strata::io::parse_transformer_request(nlohmann::json::parse(R"({
-///   "transformer": "gpt3-175b", "cluster": {"preset": "dgx-a100", "devices": 1024},
-///   "training": {"global_batch": 1536}, "search": true,
+///   "model": "gpt3-175b", "cluster": {"preset": "dgx-a100", "devices": 1024},
+///   "training": {"batch": 1536}, "search": true,
 ///   "cost": {"tokens": 300e9, "price_per_gpu_hour": 2.0}})"));
 /// nlohmann::json report = strata::io::transformer_request_json(r);
 /// @endcode

@@ -7,9 +7,9 @@
 /// docs/cli.md.
 /// @code
 /// auto s = strata::io::parse_transformer_scenario(nlohmann::json::parse(R"({
-///   "transformer": "gpt3-175b", "cluster": {"preset": "dgx-a100", "devices": 1024},
+///   "model": "gpt3-175b", "cluster": {"preset": "dgx-a100", "devices": 1024},
 ///   "parallel": {"tensor": 8, "pipeline": 8, "data": 16},
-///   "training": {"global_batch": 1536}})"));
+///   "training": {"batch": 1536}})"));
 /// auto j = strata::io::transformer_report_json(s);
 /// @endcode
 
@@ -49,10 +49,14 @@ struct transformer_scenario {
 
 namespace detail {
 
-inline transformer zoo_transformer(const std::string& name, const std::string& path) {
+using transformer_maker = transformer (*)();
+
+/// The maker of the zoo transformer called `name` (`nullptr` when there is none); `known`, when
+/// given, receives the known names.
+inline transformer_maker find_transformer(const std::string& name, std::string* known = nullptr) {
   struct entry {
     const char* key;
-    transformer (*make)();
+    transformer_maker make;
   };
   static constexpr entry table[] = {{"gpt2-124m", zoo::gpt2_124m},
                                     {"gpt2-355m", zoo::gpt2_355m},
@@ -83,21 +87,45 @@ inline transformer zoo_transformer(const std::string& name, const std::string& p
                                     {"qwen2.5-0.5b", zoo::qwen2_5_0_5b},
                                     {"qwen2.5-7b", zoo::qwen2_5_7b},
                                     {"mistral-7b", zoo::mistral_7b}};
-  std::string known;
   for (const entry& e : table) {
-    if (name == e.key) return e.make();
-    known += (known.empty() ? "" : ", ") + std::string(e.key);
+    if (name == e.key) return e.make;
+    if (known) *known += (known->empty() ? "" : ", ") + std::string(e.key);
   }
+  return nullptr;
+}
+
+inline transformer zoo_transformer(const std::string& name, const std::string& path) {
+  std::string known;
+  if (const auto make = find_transformer(name, &known)) return make();
   fail(path, "unknown model \"" + name + "\" (known: " + known + ")");
 }
 
-inline transformer parse_transformer(const json& j, std::string& name) {
+/// The key that holds a scenario's transformer: "model" when it names a zoo transformer or gives
+/// a transformer's dimensions (an object with "hidden" or "heads"), "transformer" (the older
+/// spelling), or `nullptr` when the scenario is not a transformer's (a CNN's "model", a step, a
+/// DLRM).
+inline const char* transformer_key(const json& j) {
+  if (!j.is_object()) return nullptr;
+  const bool older = j.contains("transformer");
+  if (older && j.contains("model"))
+    fail("scenario", "give the model once: \"model\" (or the older spelling \"transformer\")");
+  if (older) return "transformer";
+  if (!j.contains("model")) return nullptr;
+  const json& m = j["model"];
+  const bool named = m.is_string() && find_transformer(m.get<std::string>()) != nullptr;
+  return named || (m.is_object() && (m.contains("hidden") || m.contains("heads"))) ? "model"
+                                                                                   : nullptr;
+}
+
+/// `path`: the scenario key the model was given under ("model" or "transformer").
+inline transformer parse_transformer(const json& j, std::string& name,
+                                     const std::string& path = "transformer") {
   if (j.is_string()) {
-    transformer m = zoo_transformer(j.get<std::string>(), "transformer");
+    transformer m = zoo_transformer(j.get<std::string>(), path);
     name = std::string(m.name);
     return m;
   }
-  const std::string p = "transformer";
+  const std::string& p = path;
   only_keys(
       j, p,
       {"name", "layers", "hidden", "heads", "kv_heads", "ffn", "vocabulary", "sequence", "mlp",
@@ -184,11 +212,15 @@ inline parallel::nd parse_nd(const json& j) {
 inline transformer_training parse_transformer_training(const json& j) {
   const std::string p = "training";
   only_keys(j, p,
-            {"global_batch", "sequence", "precision", "optimizer", "gradients", "flash_attention",
-             "reserved_GiB", "framework", "engine", "offload_optimizer", "offload_parameters",
-             "tp_comm_overlap", "lora", "runtime"});
+            {"batch", "global_batch", "sequence", "precision", "optimizer", "gradients",
+             "flash_attention", "reserved_GiB", "framework", "engine", "offload_optimizer",
+             "offload_parameters", "tp_comm_overlap", "lora", "runtime"});
   transformer_training t;
-  t.global_batch = int_field(j, p, "global_batch", 1, 1 << 30, 0, true);
+  // "batch" as every scenario says it; "global_batch" is the older spelling
+  if (j.contains("batch") && j.contains("global_batch"))
+    fail(p, "give the batch once: \"batch\" (or the older spelling \"global_batch\")");
+  t.global_batch =
+      int_field(j, p, j.contains("global_batch") ? "global_batch" : "batch", 1, 1 << 30, 0, true);
   t.sequence = int_field(j, p, "sequence", 0, 1 << 26, 0);
   t.precision = enum_field(j, p, "precision", precision_mode::bf16_mixed,
                            {{"fp32", precision_mode::fp32},
@@ -293,15 +325,23 @@ inline search::transformer_space parse_space(const json& j) {
 
 }  // namespace detail
 
+/// Whether `j` is a transformer's scenario (its "model" is a transformer, or it has the older
+/// "transformer" key).
+inline bool is_transformer_scenario(const nlohmann::json& j) {
+  return detail::transformer_key(j) != nullptr;
+}
+
 /// Parses a transformer scenario. `h100_profile` is the text of the shipped H100 profile (the
 /// CLI embeds it) for `"profile": "h100"`.
 inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
                                                        std::string_view h100_profile = {}) {
   namespace d = detail;
   d::only_keys(j, "scenario",
-               {"transformer", "cluster", "parallel", "training", "profile", "search"});
+               {"model", "transformer", "cluster", "parallel", "training", "profile", "search"});
   transformer_scenario s;
-  s.net = d::parse_transformer(d::require(j, "scenario", "transformer"), s.name);
+  const char* key = d::transformer_key(j);
+  if (!key) d::fail("model", "must name a transformer (a zoo name or its dimensions)");
+  s.net = d::parse_transformer(d::require(j, "scenario", key), s.name, key);
   s.net.name = s.name;
   s.machine = d::parse_cluster(d::require(j, "scenario", "cluster"));
   s.setup = d::parse_transformer_training(d::require(j, "scenario", "training"));

@@ -129,7 +129,7 @@ def scenario_cases():
         "long model object": b"{\"model\": {\"name\": \"" + b"m" * 1_000_000 + b"\"}}",
         "many layers": json.dumps({"model": {"input": {"c": 1, "h": 8, "w": 8},
                                               "layers": [{"type": "relu"}] * 200000},
-                                   "cluster": "hc1", "strategy": {"kind": "data", "p": 1},
+                                   "cluster": "hc1", "parallel": {"kind": "data", "p": 1},
                                    "training": {"batch": 1}}).encode(),
     }
     for name, content in structural.items():
@@ -153,15 +153,15 @@ def regression_cases():
         c.append(Case(f"3 resnet50 {b} buckets", ["simulate", good("data"), "--overlap", "--buckets", str(b)], "either"))
     wrap = {"model": "resnet50", "cluster": {"name": "x", "device": "v100-16gb", "levels": [
         {"fanout": 65536, "bandwidth_GBps": 1}, {"fanout": 65537, "bandwidth_GBps": 1}]},
-        "strategy": {"kind": "data", "p": 1}, "training": {"batch": 1}}
+        "parallel": {"kind": "data", "p": 1}, "training": {"batch": 1}}
     c.append(Case("4 fanout product wraps", ["{in}"], "error", {"in": json.dumps(wrap).encode()}))
     ps = json.loads(load(good("parameter_server")))
     for servers, replicas, workers in ((1, 65536, 65537), (16777216, 16777216, 16777216), (1, 1, 16777216)):
         p = json.loads(json.dumps(ps))
-        p["strategy"].update({"servers": servers, "replicas": replicas, "workers": workers})
+        p["parallel"].update({"servers": servers, "replicas": replicas, "workers": workers})
         c.append(Case(f"4 yan C1 {servers}x{replicas}x{workers}", ["{in}"], "error", {"in": json.dumps(p).encode()}))
     p = json.loads(json.dumps(ps))
-    p["strategy"]["layers"] = [{"partitions": 65536, "replicas": 65537}] * 5
+    p["parallel"]["layers"] = [{"partitions": 65536, "replicas": 65537}] * 5
     c.append(Case("4 yan C3 overflow", ["{in}"], "error", {"in": json.dumps(p).encode()}))
     times = json.loads(load(good("custom_model")))
     n_layers = len(times["model"]["layers"])
@@ -174,7 +174,7 @@ def regression_cases():
         c.append(Case(f"9 gamma {g}", ["simulate", good("data"), "--gamma", g], "either" if g == "1e-320" else "error"))
     for segs in (16777216, 1 << 20, 100000):
         p = json.loads(load(good("pipeline")))
-        p["strategy"]["segments"] = segs
+        p["parallel"]["segments"] = segs
         p["training"]["batch"] = segs
         c.append(Case(f"11 pipeline segments {segs} evaluate", ["{in}"], "either", {"in": json.dumps(p).encode()}))
         c.append(Case(f"11 pipeline segments {segs} simulate", ["simulate", "{in}"], "either", {"in": json.dumps(p).encode()}))
