@@ -21,7 +21,7 @@ using namespace strata;
 
 namespace {
 const device_profile a100 = datasheet_profile(presets::a100_sxm4_80gb, h100_fitted_gemm);
-const transformer_training setup{.global_batch = 1536, .sequence = 2048};
+const training setup{.batch = 1536, .sequence = 2048};
 const transformer gpt3 = zoo::gpt3_175b();
 const cluster dgx = presets::dgx_a100(128);
 

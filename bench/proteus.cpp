@@ -34,12 +34,12 @@ const device_profile v100 = datasheet_profile(hc2.dev);
 proteus::execution_graph vgg19_graph(int gpus) {
   static const auto net = zoo::vgg19();
   const auto tree = proteus::data_parallel_cnn("vgg19", static_cast<int>(net.view().size()), gpus);
-  return proteus::compile(net.view(), tree, hc2, {.global_batch = 32 * gpus}, v100);
+  return proteus::compile(net.view(), tree, hc2, {.batch = 32 * gpus}, v100);
 }
 // GPT-2 124M: 4 sequences of 1024 per GPU (Table V's HC2 batch of 64 over 16), fp32
 proteus::execution_graph gpt2_graph(int gpus) {
   const auto m = zoo::gpt2_124m();
-  transformer_training tr{.global_batch = 4 * gpus, .precision = precision_mode::fp32};
+  training tr{.batch = 4 * gpus, .precision = precision_mode::fp32};
   tr.flash_attention = false;
   return proteus::compile(m, proteus::dp_mp_pp(m, {.dp = gpus}), hc2, tr, v100);
 }

@@ -110,7 +110,7 @@ void simulate_gpt2_1_5b_3d_32_gpus(benchmark::State& st) {
   const parallel::nd s{
       .tensor = {.degree = 2}, .pipeline = {.degree = 4}, .data = {.degree = 4}, .micro_batch = 4};
   const cluster c = presets::dgx_a100(4);
-  const transformer_training t{.global_batch = 256};
+  const training t{.batch = 256};
   std::size_t tasks = 0;
   for (auto _ : st) {
     const auto r = sim::simulate(m, s, c, t, a100);
@@ -130,7 +130,7 @@ void simulate_gpt3_1024_gpus_1f1b_64(benchmark::State& st) {
                        .recomputation = parallel::recompute::full,
                        .micro_batch = 1};
   const cluster c = presets::dgx_a100(128);
-  const transformer_training t{.global_batch = 1024, .sequence = 2048};
+  const training t{.batch = 1024, .sequence = 2048};
   std::size_t tasks = 0, events = 0;
   for (auto _ : st) {
     const auto r = sim::simulate(zoo::gpt3_175b(), s, c, t, a100);

@@ -13,7 +13,7 @@ using namespace strata;
 
 namespace {
 const device_profile a100 = datasheet_profile(presets::a100_sxm4_80gb, h100_fitted_gemm);
-const transformer_training setup{.global_batch = 1536, .sequence = 2048};
+const training setup{.batch = 1536, .sequence = 2048};
 const parallel::nd sc21{
     .tensor = {.degree = 8},
     .pipeline = {.degree = 8, .virtual_stages = 2, .kind = parallel::schedule::interleaved},

@@ -16,10 +16,10 @@ int main() {
       .data = {.degree = 16},
       .recomputation = parallel::recompute::full,
       .micro_batch = 1};
-  const transformer_training setup{.global_batch = 1536,
-                                   .sequence = 2048,
-                                   .precision = precision_mode::fp16_mixed,
-                                   .flash_attention = false};
+  const training setup{.batch = 1536,
+                       .sequence = 2048,
+                       .precision = precision_mode::fp16_mixed,
+                       .flash_attention = false};
   const device_profile a100 = datasheet_profile(presets::a100_sxm4_80gb, h100_fitted_gemm);
   const auto r = analytic::evaluate(zoo::gpt3_175b(), sc21, presets::dgx_a100(128), setup, a100);
   example::print("GPT-3 175B, 1024 x A100-80GB, t=8 p=8 (v=2) d=16, B=1536, full recompute", r);
@@ -27,7 +27,7 @@ int main() {
   parallel::nd today = sc21;
   today.tensor.sequence = true;
   today.recomputation = parallel::recompute::selective;
-  transformer_training modern = setup;
+  training modern = setup;
   modern.precision = precision_mode::bf16_mixed;
   modern.flash_attention = true;
   example::print("  ... with sequence parallelism, selective recompute, flash attention",

@@ -11,14 +11,14 @@ constexpr transformer_plan zero3{zoo::llama2_7b(), presets::dgx_a100_40gb(1),
                                  parallel::nd{.data = {.degree = 8, .zero = 3},
                                               .recomputation = parallel::recompute::full,
                                               .micro_batch = 1},
-                                 transformer_training{.global_batch = 64, .sequence = 4096}};
+                                 training{.batch = 64, .sequence = 4096}};
 static_assert(peak_memory(zero3) <= 40_GiB, "Llama-2 7B with ZeRO-3 fits 8 x A100-40GB");
 
 constexpr transformer_plan plain{
     zoo::llama2_7b(), presets::dgx_a100_40gb(1),
     parallel::nd{
         .data = {.degree = 8}, .recomputation = parallel::recompute::full, .micro_batch = 1},
-    transformer_training{.global_batch = 64, .sequence = 4096}};
+    training{.batch = 64, .sequence = 4096}};
 static_assert(peak_memory(plain) > 40_GiB, "plain data parallelism does not");
 
 int main() {

@@ -16,7 +16,7 @@ int main() {
       .data = {.degree = 16, .zero = 1},
       .recomputation = parallel::recompute::selective,
       .micro_batch = 1};
-  const transformer_training setup{.global_batch = 1024, .sequence = 8192};
+  const training setup{.batch = 1024, .sequence = 8192};
   const device_profile h100 = datasheet_profile(presets::h100_sxm5_80gb, h100_fitted_gemm);
   example::print("Llama-3 70B, 512 x H100, t=8 (SP) p=4 (v=5) d=16 ZeRO-1, 1024 x 8192 tokens",
                  analytic::evaluate(zoo::llama3_70b(), s, presets::dgx_h100(64), setup, h100));

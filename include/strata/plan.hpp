@@ -8,7 +8,7 @@
 /// static_assert(strata::memory_per_device(p) <= 16_GiB);
 /// constexpr strata::plan q{strata::zoo::llama2_7b(), strata::presets::dgx_a100_40gb(1),
 ///                          strata::parallel::nd{.data = {.degree = 8, .zero = 3}},
-///                          strata::transformer_training{.global_batch = 64}};
+///                          strata::training{.batch = 64}};
 /// static_assert(strata::peak_memory(q) <= 40_GiB);  // q is a transformer_plan
 /// @endcode
 
@@ -24,7 +24,7 @@ namespace strata {
 
 /// Model + cluster + strategy + training setup: one template for every kind of model. A CNN in
 /// ParaDL's notation (`model<N>`) takes a ParaDL strategy and a `training`; a `transformer` takes
-/// `parallel::nd` and a `transformer_training` (`transformer_plan`). Class template argument
+/// `parallel::nd` and a `training` (`transformer_plan`). Class template argument
 /// deduction picks the kind from the values.
 template <class Model, class Strategy, class Training>
 struct plan {
@@ -36,8 +36,7 @@ struct plan {
 
 template <std::size_t N, class S>
 plan(model<N>, cluster, S, training) -> plan<model<N>, S, training>;
-plan(transformer, cluster, parallel::nd, transformer_training)
-    ->plan<transformer, parallel::nd, transformer_training>;
+plan(transformer, cluster, parallel::nd, training)->plan<transformer, parallel::nd, training>;
 
 /// The full report of a plan.
 template <std::size_t N, class S>
@@ -65,7 +64,7 @@ template <std::size_t N, class S>
 
 /// A transformer + cluster + `parallel::nd` strategy + training setup (with its framework
 /// recipe). Its queries use the device's datasheet profile unless one is passed.
-using transformer_plan = plan<transformer, parallel::nd, transformer_training>;
+using transformer_plan = plan<transformer, parallel::nd, training>;
 
 [[nodiscard]] constexpr analytic::transformer_report evaluate(const transformer_plan& p,
                                                               const device_profile& prof) {

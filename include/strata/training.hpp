@@ -1,9 +1,12 @@
 #pragma once
 /// @file training.hpp
-/// @brief The training setup: batch, dataset size, precision, optimizer and compute efficiency.
+/// @brief The training setup of every plan, CNN or transformer: batch, dataset, sequence,
+/// precision, optimizer, the framework recipe and its runtime memory, LoRA.
 /// @code
-/// constexpr strata::training t{.batch = 256, .dataset = 1'281'167};
-/// static_assert(t.iterations() > 5000);
+/// constexpr strata::training cnn{.batch = 256, .dataset = 1'281'167};  // fp32, SGD (ParaDL)
+/// static_assert(cnn.iterations() > 5000);
+/// constexpr strata::training llm{.batch = 64, .sequence = 4096};  // bf16 mixed, Adam
+/// static_assert(llm.mixed() && llm.optimizer_bytes() == 12);
 /// @endcode
 
 #include <string_view>
@@ -14,12 +17,15 @@
 
 namespace strata {
 
-/// Optimizers, by the per-parameter state they keep.
-enum class optimizer { sgd, momentum, adam };
+/// Optimizers, by the per-parameter state they keep. `automatic`: the model family's convention
+/// (`family_defaults`).
+enum class optimizer { automatic, sgd, momentum, adam };
 
-/// Extra values per parameter: none for SGD, one velocity for momentum, two moments for Adam.
+/// Extra values per parameter: none for SGD, one velocity for momentum, two moments for Adam
+/// (give a resolved optimizer: `training::optimizer_for`).
 [[nodiscard]] constexpr int states_per_param(optimizer o) {
   switch (o) {
+    case optimizer::automatic:
     case optimizer::sgd:
       return 0;
     case optimizer::momentum:
@@ -37,6 +43,8 @@ enum class optimizer { sgd, momentum, adam };
 
 [[nodiscard]] constexpr std::string_view to_string(optimizer o) {
   switch (o) {
+    case optimizer::automatic:
+      return "automatic";
     case optimizer::sgd:
       return "sgd";
     case optimizer::momentum:
@@ -47,45 +55,84 @@ enum class optimizer { sgd, momentum, adam };
   return "sgd";
 }
 
-/// What is trained and how. ParaDL's symbols: B = batch, D = dataset, delta = size_of(precision).
-struct training {
-  int batch = 1;                     ///< B, the global mini-batch (samples per iteration)
-  double dataset = 0;                ///< D, samples per epoch; 0 means one iteration (D = B)
-  dtype precision = dtype::fp32;     ///< storage and arithmetic type of every tensor
-  optimizer optim = optimizer::sgd;  ///< ParaDL's model has no optimizer state (SGD)
-  double efficiency = 0.5;           ///< achieved fraction of the device's peak FLOP/s
-
-  [[nodiscard]] constexpr double delta() const { return size_of(precision); }
-  [[nodiscard]] constexpr double samples() const { return dataset > 0 ? dataset : batch; }
-  /// D / B, the iterations in one epoch (fractional, as in ParaDL's formulas).
-  [[nodiscard]] constexpr double iterations() const { return samples() / batch; }
-
-  constexpr void check() const {
-    if (batch < 1) throw plan_error("training.batch must be at least 1");
-    if (dataset < 0) throw plan_error("training.dataset must not be negative");
-    if (!(efficiency > 0.0 && efficiency <= 1.0))
-      throw plan_error("training.efficiency must lie in (0, 1]");
-  }
+/// How a model is trained numerically.
+/// - One type for every tensor (`fp32`, `tf32`: fp32 storage with TF32 arithmetic, `fp16`,
+///   `bf16`, `fp8`): ParaDL's delta; what CNN plans take.
+/// - Mixed modes compute in 16 (or 8) bits and keep fp32 master weights in the optimizer
+///   (Micikevicius et al. 2018); `fp8_mixed` runs the GEMMs in fp8 and stores weights and
+///   activations as bf16 (Transformer Engine's default recipe). Transformer plans take these and
+///   `fp32`.
+/// - `automatic`: the model family's convention (`family_defaults`).
+enum class precision_mode {
+  automatic,
+  fp32,
+  tf32,
+  fp16,
+  bf16,
+  fp8,
+  fp16_mixed,
+  bf16_mixed,
+  fp8_mixed
 };
-
-/// How a transformer is trained numerically. Mixed modes compute in 16 (or 8) bits and keep
-/// fp32 master weights in the optimizer (Micikevicius et al. 2018); fp8 runs the GEMMs in fp8
-/// and stores weights and activations as bf16 (Transformer Engine's default recipe).
-enum class precision_mode { fp32, fp16_mixed, bf16_mixed, fp8_mixed };
 
 [[nodiscard]] constexpr std::string_view to_string(precision_mode p) {
   switch (p) {
+    case precision_mode::automatic:
+      return "automatic";
     case precision_mode::fp32:
       return "fp32";
+    case precision_mode::tf32:
+      return "tf32";
+    case precision_mode::fp16:
     case precision_mode::fp16_mixed:
       return "fp16";
+    case precision_mode::bf16:
     case precision_mode::bf16_mixed:
       return "bf16";
+    case precision_mode::fp8:
     case precision_mode::fp8_mixed:
       return "fp8";
   }
   return "fp32";
 }
+
+/// Whether `p` keeps fp32 master weights beside 16- or 8-bit working copies.
+[[nodiscard]] constexpr bool is_mixed(precision_mode p) {
+  return p == precision_mode::fp16_mixed || p == precision_mode::bf16_mixed ||
+         p == precision_mode::fp8_mixed;
+}
+
+/// The arithmetic type of mode `p` (resolved): the GEMMs' type under a mixed mode.
+[[nodiscard]] constexpr dtype compute_type(precision_mode p) {
+  switch (p) {
+    case precision_mode::automatic:
+    case precision_mode::fp32:
+      return dtype::fp32;
+    case precision_mode::tf32:
+      return dtype::tf32;
+    case precision_mode::fp16:
+    case precision_mode::fp16_mixed:
+      return dtype::fp16;
+    case precision_mode::bf16:
+    case precision_mode::bf16_mixed:
+      return dtype::bf16;
+    case precision_mode::fp8:
+    case precision_mode::fp8_mixed:
+      return dtype::fp8;
+  }
+  return dtype::fp32;
+}
+
+/// What a setup's `automatic` precision and optimizer mean for one model family.
+struct family_defaults {
+  precision_mode precision;
+  optimizer optim;
+};
+/// ParaDL's CNNs: fp32 and SGD, no optimizer state (ParaDL §IV's memory model).
+inline constexpr family_defaults cnn_defaults{precision_mode::fp32, optimizer::sgd};
+/// Transformers: bf16 mixed precision with Adam, as Megatron-LM, DeepSpeed and Hugging Face
+/// train them.
+inline constexpr family_defaults transformer_defaults{precision_mode::bf16_mixed, optimizer::adam};
 
 /// What a training process holds on a GPU besides its tensors, so that "fits" is judged against
 /// the card's real capacity (the defaults are measurements; set all to 0 to compare tensor
@@ -110,7 +157,7 @@ struct runtime_memory {
   [[nodiscard]] static constexpr runtime_memory none() { return {0, 0, 0, 0}; }
   constexpr void check() const {
     if (!(context >= 0 && communicator >= 0 && pair_communicator >= 0 && fragmentation >= 0))
-      throw plan_error("transformer_training.runtime: every headroom term must be non-negative");
+      throw plan_error("training.runtime: every headroom term must be non-negative");
   }
 };
 
@@ -129,16 +176,24 @@ struct lora_adapters {
   [[nodiscard]] constexpr bool on() const { return rank > 0; }
 };
 
-/// The training setup of a transformer plan: tokens per iteration, numerics and optimizer.
-struct transformer_training {
-  int global_batch = 512;  ///< B, sequences per iteration
-  int sequence = 0;        ///< s, tokens per sequence; 0 means the model's
-  precision_mode precision = precision_mode::bf16_mixed;
-  optimizer optim = optimizer::adam;
+/// What is trained and how: one setup for every plan, CNN or transformer. ParaDL's symbols:
+/// B = `batch`, D = `dataset`, delta = the element size (`delta()`). Fields a family does not
+/// read are ignored by it (`sequence`, `framework`, `runtime`, `lora`, ... by CNN plans;
+/// `dataset` and `efficiency` by transformer plans). `precision` and `optim` left `automatic`
+/// take the family's convention (`cnn_defaults`, `transformer_defaults`); the CNN accessors
+/// (`element_type`, `delta`, `cnn_optimizer`) read them as a CNN plan does, the others as a
+/// transformer plan does.
+struct training {
+  int batch = 1;       ///< B, the global batch per iteration: samples (CNN) or sequences
+  double dataset = 0;  ///< D, samples per epoch; 0 means one iteration (D = B)
+  int sequence = 0;    ///< s, tokens per sequence; 0 means the model's
+  precision_mode precision = precision_mode::automatic;
+  optimizer optim = optimizer::automatic;
   /// Storage and reduction type of gradients under mixed precision: fp32 as Megatron-LM's
   /// main_grad buffers (18 B/param with Adam), bf16/fp16 as DeepSpeed (16 B/param).
   dtype gradients = dtype::fp32;
   bool flash_attention = true;  ///< fused attention: no s x s tensors are kept (or moved)
+  double efficiency = 0.5;      ///< CNN plans: achieved fraction of the device's peak FLOP/s
   double reserved = 0;          ///< bytes of "other" memory per device (framework, workspaces)
   /// how the framework runs the step (`frameworks/*.hpp`): kernels, saved tensors, storage
   frameworks::recipe framework = frameworks::megatron;
@@ -147,25 +202,39 @@ struct transformer_training {
   /// LoRA adapters over frozen weights (rank 0: full training)
   lora_adapters lora{};
 
+  // ---- resolving `automatic` ----------------------------------------------------------------
+  [[nodiscard]] constexpr precision_mode precision_for(family_defaults f) const {
+    return precision == precision_mode::automatic ? f.precision : precision;
+  }
+  [[nodiscard]] constexpr optimizer optimizer_for(family_defaults f) const {
+    return optim == optimizer::automatic ? f.optim : optim;
+  }
+
+  // ---- as a CNN plan reads it (ParaDL) --------------------------------------------------------
+  /// The one type of every tensor.
+  [[nodiscard]] constexpr dtype element_type() const {
+    return compute_type(precision_for(cnn_defaults));
+  }
+  [[nodiscard]] constexpr double delta() const { return size_of(element_type()); }
+  [[nodiscard]] constexpr optimizer cnn_optimizer() const { return optimizer_for(cnn_defaults); }
+  [[nodiscard]] constexpr double samples() const { return dataset > 0 ? dataset : batch; }
+  /// D / B, the iterations in one epoch (fractional, as in ParaDL's formulas).
+  [[nodiscard]] constexpr double iterations() const { return samples() / batch; }
+
+  // ---- as a transformer plan reads it ---------------------------------------------------------
+  [[nodiscard]] constexpr precision_mode mode() const {
+    return precision_for(transformer_defaults);
+  }
+  [[nodiscard]] constexpr optimizer transformer_optimizer() const {
+    return optimizer_for(transformer_defaults);
+  }
   /// Tokens per sequence: `sequence`, or the model's own length `model_sequence` when it is 0.
   [[nodiscard]] constexpr int sequence_or(int model_sequence) const {
     return sequence == 0 ? model_sequence : sequence;
   }
   /// Type of the GEMMs and of the attention kernels.
-  [[nodiscard]] constexpr dtype compute() const {
-    switch (precision) {
-      case precision_mode::fp32:
-        return dtype::fp32;
-      case precision_mode::fp16_mixed:
-        return dtype::fp16;
-      case precision_mode::bf16_mixed:
-        return dtype::bf16;
-      case precision_mode::fp8_mixed:
-        return dtype::fp8;
-    }
-    return dtype::fp32;
-  }
-  [[nodiscard]] constexpr bool mixed() const { return precision != precision_mode::fp32; }
+  [[nodiscard]] constexpr dtype compute() const { return compute_type(mode()); }
+  [[nodiscard]] constexpr bool mixed() const { return is_mixed(mode()); }
   /// Bytes per element of activations (the GEMMs' inputs and outputs).
   [[nodiscard]] constexpr double activation_bytes() const { return mixed() ? 2.0 : 4.0; }
   /// Mixed precision with 16-bit working weights and fp32 masters (Megatron); under autocast the
@@ -184,22 +253,43 @@ struct transformer_training {
   }
   /// Optimizer bytes per parameter: the fp32 master copy (if any) and 4 B per state.
   [[nodiscard]] constexpr double optimizer_bytes() const {
-    return (master_weights() ? 4.0 : 0.0) + 4.0 * states_per_param(optim);
+    return (master_weights() ? 4.0 : 0.0) + 4.0 * states_per_param(transformer_optimizer());
   }
   /// Bytes the optimizer step reads and writes per parameter: gradient, (master) weight and
   /// states read and written back, plus the working copy written (master weights): 30 B for
   /// Megatron's Adam, 28 B for fused AdamW on fp32 parameters.
   [[nodiscard]] constexpr double update_bytes() const {
-    return gradient_bytes() + 2 * (4.0 + 4.0 * states_per_param(optim)) +
+    return gradient_bytes() + 2 * (4.0 + 4.0 * states_per_param(transformer_optimizer())) +
            (master_weights() ? weight_bytes() : 0.0);
   }
 
+  /// The limits every plan shares.
   constexpr void check() const {
-    if (global_batch < 1) throw plan_error("transformer_training.global_batch must be at least 1");
-    if (sequence < 0) throw plan_error("transformer_training.sequence must not be negative");
-    if (reserved < 0) throw plan_error("transformer_training.reserved must not be negative");
-    if (lora.rank < 0) throw plan_error("transformer_training.lora.rank must not be negative");
+    if (batch < 1) throw plan_error("training.batch must be at least 1");
+    if (dataset < 0) throw plan_error("training.dataset must not be negative");
+    if (!(efficiency > 0.0 && efficiency <= 1.0))
+      throw plan_error("training.efficiency must lie in (0, 1]");
+    if (sequence < 0) throw plan_error("training.sequence must not be negative");
+    if (reserved < 0) throw plan_error("training.reserved must not be negative");
+    if (lora.rank < 0) throw plan_error("training.lora.rank must not be negative");
     runtime.check();
+  }
+  /// A CNN plan's: one type for every tensor.
+  constexpr void check_cnn() const {
+    check();
+    if (is_mixed(precision))
+      throw plan_error(
+          "training.precision: ParaDL's CNN model keeps every tensor in one type: give fp32, "
+          "tf32, fp16, bf16 or fp8, not a mixed mode");
+  }
+  /// A transformer plan's: fp32 or a mixed mode.
+  constexpr void check_transformer() const {
+    check();
+    const precision_mode p = mode();
+    if (p != precision_mode::fp32 && !is_mixed(p))
+      throw plan_error(
+          "training.precision: transformer plans train in fp32 or in a mixed mode (fp16_mixed, "
+          "bf16_mixed, fp8_mixed: fp32 master weights)");
   }
 };
 

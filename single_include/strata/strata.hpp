@@ -1065,7 +1065,7 @@ struct recipe {
 /// @brief Megatron-LM as SC'21 and Korthikanti et al. 2022 describe it: fused kernels (one per
 /// norm, bias-GELU/SwiGLU, bias-dropout-add, rotary embedding), fused QKV and gate/up GEMMs,
 /// 16-bit working weights with fp32 master weights and main_grad buffers (18 B per parameter
-/// with Adam, `transformer_training::gradients` = fp32), the vocabulary-parallel cross-entropy on
+/// with Adam, `training::gradients` = fp32), the vocabulary-parallel cross-entropy on
 /// fp32 logits, kernels queued ahead of the GPU, and Korthikanti's saved tensors (34 s b h +
 /// 5 a s^2 b per layer, Table 2). No allocator workspace or batch tensors are counted (as in
 /// Korthikanti's accounting).
@@ -1079,22 +1079,28 @@ inline constexpr recipe megatron{};
 
 // ---- strata/training.hpp -----------------------------------------------------------------------
 /// @file training.hpp
-/// @brief The training setup: batch, dataset size, precision, optimizer and compute efficiency.
+/// @brief The training setup of every plan, CNN or transformer: batch, dataset, sequence,
+/// precision, optimizer, the framework recipe and its runtime memory, LoRA.
 /// @code
-/// constexpr strata::training t{.batch = 256, .dataset = 1'281'167};
-/// static_assert(t.iterations() > 5000);
+/// constexpr strata::training cnn{.batch = 256, .dataset = 1'281'167};  // fp32, SGD (ParaDL)
+/// static_assert(cnn.iterations() > 5000);
+/// constexpr strata::training llm{.batch = 64, .sequence = 4096};  // bf16 mixed, Adam
+/// static_assert(llm.mixed() && llm.optimizer_bytes() == 12);
 /// @endcode
 
 
 
 namespace strata {
 
-/// Optimizers, by the per-parameter state they keep.
-enum class optimizer { sgd, momentum, adam };
+/// Optimizers, by the per-parameter state they keep. `automatic`: the model family's convention
+/// (`family_defaults`).
+enum class optimizer { automatic, sgd, momentum, adam };
 
-/// Extra values per parameter: none for SGD, one velocity for momentum, two moments for Adam.
+/// Extra values per parameter: none for SGD, one velocity for momentum, two moments for Adam
+/// (give a resolved optimizer: `training::optimizer_for`).
 [[nodiscard]] constexpr int states_per_param(optimizer o) {
   switch (o) {
+    case optimizer::automatic:
     case optimizer::sgd:
       return 0;
     case optimizer::momentum:
@@ -1112,6 +1118,8 @@ enum class optimizer { sgd, momentum, adam };
 
 [[nodiscard]] constexpr std::string_view to_string(optimizer o) {
   switch (o) {
+    case optimizer::automatic:
+      return "automatic";
     case optimizer::sgd:
       return "sgd";
     case optimizer::momentum:
@@ -1122,45 +1130,84 @@ enum class optimizer { sgd, momentum, adam };
   return "sgd";
 }
 
-/// What is trained and how. ParaDL's symbols: B = batch, D = dataset, delta = size_of(precision).
-struct training {
-  int batch = 1;                     ///< B, the global mini-batch (samples per iteration)
-  double dataset = 0;                ///< D, samples per epoch; 0 means one iteration (D = B)
-  dtype precision = dtype::fp32;     ///< storage and arithmetic type of every tensor
-  optimizer optim = optimizer::sgd;  ///< ParaDL's model has no optimizer state (SGD)
-  double efficiency = 0.5;           ///< achieved fraction of the device's peak FLOP/s
-
-  [[nodiscard]] constexpr double delta() const { return size_of(precision); }
-  [[nodiscard]] constexpr double samples() const { return dataset > 0 ? dataset : batch; }
-  /// D / B, the iterations in one epoch (fractional, as in ParaDL's formulas).
-  [[nodiscard]] constexpr double iterations() const { return samples() / batch; }
-
-  constexpr void check() const {
-    if (batch < 1) throw plan_error("training.batch must be at least 1");
-    if (dataset < 0) throw plan_error("training.dataset must not be negative");
-    if (!(efficiency > 0.0 && efficiency <= 1.0))
-      throw plan_error("training.efficiency must lie in (0, 1]");
-  }
+/// How a model is trained numerically.
+/// - One type for every tensor (`fp32`, `tf32`: fp32 storage with TF32 arithmetic, `fp16`,
+///   `bf16`, `fp8`): ParaDL's delta; what CNN plans take.
+/// - Mixed modes compute in 16 (or 8) bits and keep fp32 master weights in the optimizer
+///   (Micikevicius et al. 2018); `fp8_mixed` runs the GEMMs in fp8 and stores weights and
+///   activations as bf16 (Transformer Engine's default recipe). Transformer plans take these and
+///   `fp32`.
+/// - `automatic`: the model family's convention (`family_defaults`).
+enum class precision_mode {
+  automatic,
+  fp32,
+  tf32,
+  fp16,
+  bf16,
+  fp8,
+  fp16_mixed,
+  bf16_mixed,
+  fp8_mixed
 };
-
-/// How a transformer is trained numerically. Mixed modes compute in 16 (or 8) bits and keep
-/// fp32 master weights in the optimizer (Micikevicius et al. 2018); fp8 runs the GEMMs in fp8
-/// and stores weights and activations as bf16 (Transformer Engine's default recipe).
-enum class precision_mode { fp32, fp16_mixed, bf16_mixed, fp8_mixed };
 
 [[nodiscard]] constexpr std::string_view to_string(precision_mode p) {
   switch (p) {
+    case precision_mode::automatic:
+      return "automatic";
     case precision_mode::fp32:
       return "fp32";
+    case precision_mode::tf32:
+      return "tf32";
+    case precision_mode::fp16:
     case precision_mode::fp16_mixed:
       return "fp16";
+    case precision_mode::bf16:
     case precision_mode::bf16_mixed:
       return "bf16";
+    case precision_mode::fp8:
     case precision_mode::fp8_mixed:
       return "fp8";
   }
   return "fp32";
 }
+
+/// Whether `p` keeps fp32 master weights beside 16- or 8-bit working copies.
+[[nodiscard]] constexpr bool is_mixed(precision_mode p) {
+  return p == precision_mode::fp16_mixed || p == precision_mode::bf16_mixed ||
+         p == precision_mode::fp8_mixed;
+}
+
+/// The arithmetic type of mode `p` (resolved): the GEMMs' type under a mixed mode.
+[[nodiscard]] constexpr dtype compute_type(precision_mode p) {
+  switch (p) {
+    case precision_mode::automatic:
+    case precision_mode::fp32:
+      return dtype::fp32;
+    case precision_mode::tf32:
+      return dtype::tf32;
+    case precision_mode::fp16:
+    case precision_mode::fp16_mixed:
+      return dtype::fp16;
+    case precision_mode::bf16:
+    case precision_mode::bf16_mixed:
+      return dtype::bf16;
+    case precision_mode::fp8:
+    case precision_mode::fp8_mixed:
+      return dtype::fp8;
+  }
+  return dtype::fp32;
+}
+
+/// What a setup's `automatic` precision and optimizer mean for one model family.
+struct family_defaults {
+  precision_mode precision;
+  optimizer optim;
+};
+/// ParaDL's CNNs: fp32 and SGD, no optimizer state (ParaDL §IV's memory model).
+inline constexpr family_defaults cnn_defaults{precision_mode::fp32, optimizer::sgd};
+/// Transformers: bf16 mixed precision with Adam, as Megatron-LM, DeepSpeed and Hugging Face
+/// train them.
+inline constexpr family_defaults transformer_defaults{precision_mode::bf16_mixed, optimizer::adam};
 
 /// What a training process holds on a GPU besides its tensors, so that "fits" is judged against
 /// the card's real capacity (the defaults are measurements; set all to 0 to compare tensor
@@ -1185,7 +1232,7 @@ struct runtime_memory {
   [[nodiscard]] static constexpr runtime_memory none() { return {0, 0, 0, 0}; }
   constexpr void check() const {
     if (!(context >= 0 && communicator >= 0 && pair_communicator >= 0 && fragmentation >= 0))
-      throw plan_error("transformer_training.runtime: every headroom term must be non-negative");
+      throw plan_error("training.runtime: every headroom term must be non-negative");
   }
 };
 
@@ -1204,16 +1251,24 @@ struct lora_adapters {
   [[nodiscard]] constexpr bool on() const { return rank > 0; }
 };
 
-/// The training setup of a transformer plan: tokens per iteration, numerics and optimizer.
-struct transformer_training {
-  int global_batch = 512;  ///< B, sequences per iteration
-  int sequence = 0;        ///< s, tokens per sequence; 0 means the model's
-  precision_mode precision = precision_mode::bf16_mixed;
-  optimizer optim = optimizer::adam;
+/// What is trained and how: one setup for every plan, CNN or transformer. ParaDL's symbols:
+/// B = `batch`, D = `dataset`, delta = the element size (`delta()`). Fields a family does not
+/// read are ignored by it (`sequence`, `framework`, `runtime`, `lora`, ... by CNN plans;
+/// `dataset` and `efficiency` by transformer plans). `precision` and `optim` left `automatic`
+/// take the family's convention (`cnn_defaults`, `transformer_defaults`); the CNN accessors
+/// (`element_type`, `delta`, `cnn_optimizer`) read them as a CNN plan does, the others as a
+/// transformer plan does.
+struct training {
+  int batch = 1;       ///< B, the global batch per iteration: samples (CNN) or sequences
+  double dataset = 0;  ///< D, samples per epoch; 0 means one iteration (D = B)
+  int sequence = 0;    ///< s, tokens per sequence; 0 means the model's
+  precision_mode precision = precision_mode::automatic;
+  optimizer optim = optimizer::automatic;
   /// Storage and reduction type of gradients under mixed precision: fp32 as Megatron-LM's
   /// main_grad buffers (18 B/param with Adam), bf16/fp16 as DeepSpeed (16 B/param).
   dtype gradients = dtype::fp32;
   bool flash_attention = true;  ///< fused attention: no s x s tensors are kept (or moved)
+  double efficiency = 0.5;      ///< CNN plans: achieved fraction of the device's peak FLOP/s
   double reserved = 0;          ///< bytes of "other" memory per device (framework, workspaces)
   /// how the framework runs the step (`frameworks/*.hpp`): kernels, saved tensors, storage
   frameworks::recipe framework = frameworks::megatron;
@@ -1222,25 +1277,39 @@ struct transformer_training {
   /// LoRA adapters over frozen weights (rank 0: full training)
   lora_adapters lora{};
 
+  // ---- resolving `automatic` ----------------------------------------------------------------
+  [[nodiscard]] constexpr precision_mode precision_for(family_defaults f) const {
+    return precision == precision_mode::automatic ? f.precision : precision;
+  }
+  [[nodiscard]] constexpr optimizer optimizer_for(family_defaults f) const {
+    return optim == optimizer::automatic ? f.optim : optim;
+  }
+
+  // ---- as a CNN plan reads it (ParaDL) --------------------------------------------------------
+  /// The one type of every tensor.
+  [[nodiscard]] constexpr dtype element_type() const {
+    return compute_type(precision_for(cnn_defaults));
+  }
+  [[nodiscard]] constexpr double delta() const { return size_of(element_type()); }
+  [[nodiscard]] constexpr optimizer cnn_optimizer() const { return optimizer_for(cnn_defaults); }
+  [[nodiscard]] constexpr double samples() const { return dataset > 0 ? dataset : batch; }
+  /// D / B, the iterations in one epoch (fractional, as in ParaDL's formulas).
+  [[nodiscard]] constexpr double iterations() const { return samples() / batch; }
+
+  // ---- as a transformer plan reads it ---------------------------------------------------------
+  [[nodiscard]] constexpr precision_mode mode() const {
+    return precision_for(transformer_defaults);
+  }
+  [[nodiscard]] constexpr optimizer transformer_optimizer() const {
+    return optimizer_for(transformer_defaults);
+  }
   /// Tokens per sequence: `sequence`, or the model's own length `model_sequence` when it is 0.
   [[nodiscard]] constexpr int sequence_or(int model_sequence) const {
     return sequence == 0 ? model_sequence : sequence;
   }
   /// Type of the GEMMs and of the attention kernels.
-  [[nodiscard]] constexpr dtype compute() const {
-    switch (precision) {
-      case precision_mode::fp32:
-        return dtype::fp32;
-      case precision_mode::fp16_mixed:
-        return dtype::fp16;
-      case precision_mode::bf16_mixed:
-        return dtype::bf16;
-      case precision_mode::fp8_mixed:
-        return dtype::fp8;
-    }
-    return dtype::fp32;
-  }
-  [[nodiscard]] constexpr bool mixed() const { return precision != precision_mode::fp32; }
+  [[nodiscard]] constexpr dtype compute() const { return compute_type(mode()); }
+  [[nodiscard]] constexpr bool mixed() const { return is_mixed(mode()); }
   /// Bytes per element of activations (the GEMMs' inputs and outputs).
   [[nodiscard]] constexpr double activation_bytes() const { return mixed() ? 2.0 : 4.0; }
   /// Mixed precision with 16-bit working weights and fp32 masters (Megatron); under autocast the
@@ -1259,22 +1328,43 @@ struct transformer_training {
   }
   /// Optimizer bytes per parameter: the fp32 master copy (if any) and 4 B per state.
   [[nodiscard]] constexpr double optimizer_bytes() const {
-    return (master_weights() ? 4.0 : 0.0) + 4.0 * states_per_param(optim);
+    return (master_weights() ? 4.0 : 0.0) + 4.0 * states_per_param(transformer_optimizer());
   }
   /// Bytes the optimizer step reads and writes per parameter: gradient, (master) weight and
   /// states read and written back, plus the working copy written (master weights): 30 B for
   /// Megatron's Adam, 28 B for fused AdamW on fp32 parameters.
   [[nodiscard]] constexpr double update_bytes() const {
-    return gradient_bytes() + 2 * (4.0 + 4.0 * states_per_param(optim)) +
+    return gradient_bytes() + 2 * (4.0 + 4.0 * states_per_param(transformer_optimizer())) +
            (master_weights() ? weight_bytes() : 0.0);
   }
 
+  /// The limits every plan shares.
   constexpr void check() const {
-    if (global_batch < 1) throw plan_error("transformer_training.global_batch must be at least 1");
-    if (sequence < 0) throw plan_error("transformer_training.sequence must not be negative");
-    if (reserved < 0) throw plan_error("transformer_training.reserved must not be negative");
-    if (lora.rank < 0) throw plan_error("transformer_training.lora.rank must not be negative");
+    if (batch < 1) throw plan_error("training.batch must be at least 1");
+    if (dataset < 0) throw plan_error("training.dataset must not be negative");
+    if (!(efficiency > 0.0 && efficiency <= 1.0))
+      throw plan_error("training.efficiency must lie in (0, 1]");
+    if (sequence < 0) throw plan_error("training.sequence must not be negative");
+    if (reserved < 0) throw plan_error("training.reserved must not be negative");
+    if (lora.rank < 0) throw plan_error("training.lora.rank must not be negative");
     runtime.check();
+  }
+  /// A CNN plan's: one type for every tensor.
+  constexpr void check_cnn() const {
+    check();
+    if (is_mixed(precision))
+      throw plan_error(
+          "training.precision: ParaDL's CNN model keeps every tensor in one type: give fp32, "
+          "tf32, fp16, bf16 or fp8, not a mixed mode");
+  }
+  /// A transformer plan's: fp32 or a mixed mode.
+  constexpr void check_transformer() const {
+    check();
+    const precision_mode p = mode();
+    if (p != precision_mode::fp32 && !is_mixed(p))
+      throw plan_error(
+          "training.precision: transformer plans train in fp32 or in a mixed mode (fp16_mixed, "
+          "bf16_mixed, fp8_mixed: fp32 master weights)");
   }
 };
 
@@ -1359,8 +1449,8 @@ struct context {
   [[nodiscard]] constexpr layer_time time(std::size_t i) const {
     if (!profiled.empty()) return profiled[i];
     const layer& l = layers[i];
-    const flop_rate rate = machine.dev.peak(setup.precision) * setup.efficiency;
-    const bytes touched{l.params * delta() * update_passes(setup.optim)};
+    const flop_rate rate = machine.dev.peak(setup.element_type()) * setup.efficiency;
+    const bytes touched{l.params * delta() * update_passes(setup.cnn_optimizer())};
     return {flops{l.fw_flops} / rate, flops{l.bw_flops} / rate,
             touched / machine.dev.memory_bandwidth};
   }
@@ -1372,8 +1462,8 @@ struct context {
                                                   double activation_split, double xy = -1) const {
     const double w = sum_w * weight_share * delta();
     const double acts = (xy < 0 ? sum_xy : xy) * samples / activation_split * delta();
-    return {bytes{w}, bytes{w}, bytes{w * states_per_param(setup.optim)}, bytes{2.0 * acts},
-            bytes{}};
+    return {bytes{w}, bytes{w}, bytes{w * states_per_param(setup.cnn_optimizer())},
+            bytes{2.0 * acts}, bytes{}};
   }
 };
 
@@ -1382,7 +1472,7 @@ struct context {
                                              const training& setup,
                                              std::span<const layer_time> profiled = {}) {
   if (layers.empty()) throw plan_error("the model has no layers");
-  setup.check();
+  setup.check_cnn();
   if (!profiled.empty() && profiled.size() != layers.size())
     throw plan_error("profiled layer times must list every layer of the model");
   context c{layers, machine, setup, profiled};
@@ -3413,7 +3503,7 @@ struct context_parallel {
 /// also the weights (FSDP's full sharding). `analytic/zero.hpp` has the paper's and DeepSpeed's
 /// estimators for whole models; this is the rule per parameter that a plan's stage memory uses,
 /// as each framework's engine (`frameworks::data_engine`) stores the states:
-/// - Megatron: 16-bit working weights, `transformer_training::gradients` main_grad buffers,
+/// - Megatron: 16-bit working weights, `training::gradients` main_grad buffers,
 ///   fp32 masters and moments (18 B/param with fp32 gradients);
 /// - DeepSpeed (runtime/zero/stage_1_and_2.py, stage3.py): 16-bit weights and 16-bit gradient
 ///   partitions (`averaged_gradients`, the contiguous `grad_partitions_flat_buffer`), fp32
@@ -3448,7 +3538,7 @@ constexpr void check_zero_stage(int stage) {
 /// Model states of `n` parameters on one GPU at ZeRO stage `stage` over `shards` ranks, as the
 /// engine of `t.framework` stores them. What an offload moves to the host is not counted.
 [[nodiscard]] constexpr sharded_states engine_states(double n, double shards, int stage,
-                                                     const transformer_training& t) {
+                                                     const training& t) {
   const frameworks::sharding& e = t.framework.data;
   sharded_states z =
       zero_states(n, shards, stage, t.weight_bytes(), t.gradient_bytes(), t.optimizer_bytes());
@@ -3467,7 +3557,7 @@ constexpr void check_zero_stage(int stage) {
 /// `stage`: DeepSpeed's fp32 copy of the 16-bit gradient partition, whole under ZeRO-1/2
 /// (stage_1_and_2.py flattens the partition's gradients to fp32 at once) and one
 /// `sub_group_size` group at a time under ZeRO-3; none when the optimizer runs on the host.
-[[nodiscard]] constexpr double update_buffer(double n, int stage, const transformer_training& t) {
+[[nodiscard]] constexpr double update_buffer(double n, int stage, const training& t) {
   const frameworks::sharding& e = t.framework.data;
   if (e.fp32_gradient_group <= 0 || !t.master_weights() || t.gradient_bytes() >= 4 ||
       e.offload_optimizer != frameworks::offload_device::none)
@@ -3930,8 +4020,8 @@ struct nd {
     return {0, degree(a), stride};
   }
   /// Micro-batches per replica per iteration.
-  [[nodiscard]] constexpr int micro_batches(const transformer_training& t) const {
-    return t.global_batch / replicas() / micro_batch;
+  [[nodiscard]] constexpr int micro_batches(const training& t) const {
+    return t.batch / replicas() / micro_batch;
   }
   /// The layers and stages left once the first and last stages take their given counts.
   [[nodiscard]] constexpr pipeline_parallel::evenly_split even_part(const transformer& m) const {
@@ -3944,9 +4034,9 @@ struct nd {
 
   /// The limits of a transformer plan on `devices` ranks (see `limits.hpp`): each policy's own,
   /// then the ones the composition adds (devices, batch divisibility, positions).
-  constexpr void check(const transformer& m, const transformer_training& t, int devices) const {
+  constexpr void check(const transformer& m, const training& t, int devices) const {
     m.check();
-    t.check();
+    t.check_transformer();
     for (const axis a : order)
       if (degree(a) < 1) throw plan_error(limits::degree_below_one);
     for (std::size_t i = 0; i < order.size(); ++i)
@@ -3961,9 +4051,8 @@ struct nd {
       throw plan_error(limits::sequence_exceeds_positions);
     context.check(s);
     if (micro_batch < 1) throw plan_error(limits::degree_below_one);
-    if (t.global_batch % replicas() != 0)
-      throw plan_error(limits::global_batch_must_divide_replicas);
-    if ((t.global_batch / replicas()) % micro_batch != 0)
+    if (t.batch % replicas() != 0) throw plan_error(limits::global_batch_must_divide_replicas);
+    if ((t.batch / replicas()) % micro_batch != 0)
       throw plan_error(limits::micro_batch_must_divide_replica_batch);
     pipeline.check(m.layers, micro_batches(t));
     data.check();
@@ -4027,7 +4116,7 @@ struct shard {
 
 /// The shard of a `parallel::nd` strategy.
 [[nodiscard]] constexpr shard shard_of(const transformer& m, const parallel::nd& s,
-                                       const transformer_training& t) {
+                                       const training& t) {
   const double seq = t.sequence_or(m.sequence);
   return {static_cast<double>(s.micro_batch),
           seq / s.context.degree,
@@ -4059,7 +4148,7 @@ constexpr void communicate(V& v, const collective_op& c) {
 template <class V>
 struct builder {
   V& v;
-  const transformer_training& tr;
+  const training& tr;
   bool backward;
   bool keep = true;
 
@@ -4095,7 +4184,7 @@ struct builder {
                                double times = 1) const {
     if (backward) memory(what, "backward", c, bytes, times);
   }
-  /// A linear layer LoRA adapts (`transformer_training::lora`): never the router or the head.
+  /// A linear layer LoRA adapts (`training::lora`): never the router or the head.
   [[nodiscard]] constexpr bool adapted(std::string_view what) const {
     if (!tr.lora.on() || what == "router" || what == "output projection") return false;
     if (tr.lora.targets == lora_targets::all_linear) return true;
@@ -4224,8 +4313,7 @@ on_save(F) -> on_save<F>;
 /// kernels (GPT-2: the tanh-GELU formula as nine); fp32 residual adds; MoE experts through
 /// `grouped_mm` on fp32 weights (a host synchronization and one fp32 GEMM per expert for each).
 template <class V>
-constexpr void layer(const transformer& m, const shard& x, const transformer_training& tr, phase ph,
-                     V&& v) {
+constexpr void layer(const transformer& m, const shard& x, const training& tr, phase ph, V&& v) {
   using parallel::recompute;
   const bool fwd = ph == phase::forward;
   const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd, x.recompute != recompute::full};
@@ -4422,8 +4510,8 @@ constexpr void layer(const transformer& m, const shard& x, const transformer_tra
 /// attention's K/V blocks (Liu et al. 2023: c - 1 transfers of the rank's K and V, as one
 /// `send_recv` op of their total), MoE's dispatch and combine all-to-alls of the routed tokens.
 template <class V>
-constexpr void layer_collectives(const transformer& m, const shard& x,
-                                 const transformer_training& tr, phase ph, V&& v) {
+constexpr void layer_collectives(const transformer& m, const shard& x, const training& tr, phase ph,
+                                 V&& v) {
   const double act = tr.activation_bytes(), h = m.hidden;
   const double bsh = x.b * x.s * h * act;
   if (x.tp > 1)
@@ -4451,8 +4539,8 @@ constexpr void layer_collectives(const transformer& m, const shard& x,
 /// are added, and the backward zero-fills the V x h fp32 gradient and accumulates into it (a tied
 /// matrix then adds the head's gradient).
 template <class V>
-constexpr void embedding(const transformer& m, const shard& x, const transformer_training& tr,
-                         phase ph, V&& v) {
+constexpr void embedding(const transformer& m, const shard& x, const training& tr, phase ph,
+                         V&& v) {
   const bool fwd = ph == phase::forward;
   const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd};
   const double T = x.tokens(), h = m.hidden, act = tr.activation_bytes();
@@ -4478,8 +4566,7 @@ constexpr void embedding(const transformer& m, const shard& x, const transformer
 /// log-softmax, NLL; backward NLL's zero-filled gradient, log-softmax's backward and the cast back
 /// to bf16. Keeps the norm's tensors and the projection's input (and weight copy).
 template <class V>
-constexpr void head(const transformer& m, const shard& x, const transformer_training& tr, phase ph,
-                    V&& v) {
+constexpr void head(const transformer& m, const shard& x, const training& tr, phase ph, V&& v) {
   const bool fwd = ph == phase::forward;
   const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd};
   const bool hf = k.hf();
@@ -4530,8 +4617,7 @@ struct layer_weights {
   double largest = 0;   ///< the largest one's elements
 };
 [[nodiscard]] constexpr layer_weights weight_modules(const transformer& m, const shard& x,
-                                                     const transformer_training& tr,
-                                                     double threshold = 0) {
+                                                     const training& tr, double threshold = 0) {
   struct visitor {
     double threshold;
     layer_weights out{};
@@ -4548,10 +4634,10 @@ struct layer_weights {
   return v.out;
 }
 
-/// The LoRA adapter parameters of one layer on one rank (`transformer_training::lora`): r (n + k)
+/// The LoRA adapter parameters of one layer on one rank (`training::lora`): r (n + k)
 /// for each adapted n x k weight, read off the lowering's forward adapter GEMMs.
 [[nodiscard]] constexpr double adapter_parameters(const transformer& m, const shard& x,
-                                                  const transformer_training& tr) {
+                                                  const training& tr) {
   if (!tr.lora.on()) return 0;
   struct visitor {
     double r, out = 0;
@@ -4600,7 +4686,7 @@ struct layer_weights {
 /// @code
 /// const auto r = strata::analytic::evaluate(strata::zoo::gpt3_175b(), s,
 ///                                           strata::presets::dgx_a100(128),
-///                                           {.global_batch = 1536, .sequence = 2048});
+///                                           {.batch = 1536, .sequence = 2048});
 /// @endcode
 
 
@@ -4650,12 +4736,12 @@ template <class Lowering>
   return k;
 }
 [[nodiscard]] constexpr layer_keeps keeps_of(const transformer& m, const lower::shard& x,
-                                             const transformer_training& tr) {
+                                             const training& tr) {
   return keeps_by([&](auto&& v) { lower::layer(m, x, tr, lower::phase::forward, v); });
 }
 /// The bytes of one kind a layer keeps (activations saved for backward by default).
 [[nodiscard]] constexpr double layer_saved_bytes(
-    const transformer& m, const lower::shard& x, const transformer_training& tr,
+    const transformer& m, const lower::shard& x, const training& tr,
     lower::keep_kind kind = lower::keep_kind::activation) {
   return keeps_of(m, x, tr).of(kind);
 }
@@ -4675,7 +4761,7 @@ template <class Lowering>
 [[nodiscard]] constexpr double layer_activation_bytes(const transformer& m, double s, double b,
                                                       int tp, bool sp, recompute r, bool flash,
                                                       double act = 2) {
-  transformer_training tr;
+  training tr;
   tr.precision = act >= 4 ? precision_mode::fp32 : precision_mode::bf16_mixed;
   tr.flash_attention = flash;
   return layer_saved_bytes(m, {b, s, s, tp, sp, 1, 1, r}, tr);
@@ -4733,7 +4819,7 @@ struct transformer_memory {
   bytes activations{};       ///< the transformer layers' saved tensors, all in-flight micro-batches
   bytes embedding_activations{};  ///< input-embedding dropout mask and the output layer (§4.3)
   bytes buffers{};                ///< communication buffers: DDP buckets, ZeRO-3 gathered layers
-  bytes other{};                  ///< `transformer_training::reserved`
+  bytes other{};                  ///< `training::reserved`
   bytes embedding_states{};       ///< the part of the model states held for embedding and head
   bytes weight_casts{};           ///< 16-bit weight copies autocast made, held by autograd
   bytes logits{};                 ///< the loss's working set (the recipe's `loss_style`)
@@ -4832,7 +4918,7 @@ struct stage_parameters {
 /// The parameters pipeline stage i trains on one rank: all of them, or under LoRA the adapters
 /// of its layers (`lower::adapter_parameters`; the frozen weights keep only their storage copy).
 [[nodiscard]] constexpr stage_parameters trained_on(const transformer& m, const parallel::nd& s,
-                                                    const transformer_training& t, int stage) {
+                                                    const training& t, int stage) {
   if (!t.lora.on()) return parameters_on(m, s, stage);
   return {s.stage_layers(m, stage) * lower::adapter_parameters(m, lower::shard_of(m, s, t), t), 0,
           0};
@@ -4852,13 +4938,13 @@ namespace detail {
 /// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
 /// ZeRO stage `zero`, as the framework's engine stores them (`parallel::engine_states`).
 constexpr void add_states(transformer_memory& mem, double n, double shards, int zero,
-                          const transformer_training& t) {
+                          const training& t) {
   const auto z = parallel::engine_states(n, shards, zero, t);
   mem.weights += bytes{z.weights};
   mem.gradients += bytes{z.gradients};
   mem.optimizer_states += bytes{z.optimizer};
 }
-constexpr int sequence_of(const transformer& m, const transformer_training& t) {
+constexpr int sequence_of(const transformer& m, const training& t) {
   return t.sequence_or(m.sequence);
 }
 }  // namespace detail
@@ -4894,7 +4980,7 @@ struct plan_keeps {
   layer_keeps layer, full, embedding, head;
 };
 [[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
-                                            const transformer_training& t) {
+                                            const training& t) {
   using lower::phase;
   const lower::shard sh = lower::shard_of(m, s, t);
   plan_keeps k{keeps_of(m, sh, t),
@@ -4920,7 +5006,7 @@ struct plan_keeps {
 /// are released by their backward (an overstatement at the optimizer step of at most the slots'
 /// outputs).
 [[nodiscard]] constexpr double pipe_buffers(const transformer& m, const parallel::nd& s,
-                                            const transformer_training& t, int stage) {
+                                            const training& t, int stage) {
   const int p = s.pipeline.degree;
   if (!t.framework.pipe_buffers || p == 1) return 0;
   const double slots = std::max(2, std::min(p - stage, s.micro_batches(t)));
@@ -4938,8 +5024,7 @@ struct plan_keeps {
 /// - FSDP: a unit's unsharded 16-bit gradients and their `reduce_dtype` copy before its
 ///   reduce-scatter; FULL_SHARD also two units gathered (the rate limiter's cap).
 [[nodiscard]] constexpr double engine_buffers(const transformer& m, const parallel::nd& s,
-                                              const transformer_training& t, double params,
-                                              double weights) {
+                                              const training& t, double params, double weights) {
   const frameworks::sharding& e = t.framework.data;
   const int zero = s.data.zero;
   const double tp = s.tensor.degree, wb = t.weight_bytes(), gb = t.gradient_bytes();
@@ -4967,7 +5052,7 @@ struct plan_keeps {
 
 /// The terms of pipeline stage `stage` on one rank.
 [[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
-                                                 const transformer_training& t, int stage,
+                                                 const training& t, int stage,
                                                  const plan_keeps& keeps) {
   memory_terms x;
   transformer_memory& mem = x.states;
@@ -5053,12 +5138,11 @@ struct plan_keeps {
 /// Gradients live all step under Megatron (main_grad buffers) and are made by the backward under
 /// `zero_grad(set_to_none=True)` (PyTorch eager, Hugging Face).
 [[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
-                                                 const transformer_training& t, int stage) {
+                                                 const training& t, int stage) {
   return stage_terms(m, s, t, stage, keeps_of(m, s, t));
 }
 
-[[nodiscard]] constexpr transformer_memory stage_memory(const memory_terms& x,
-                                                        const transformer_training& t) {
+[[nodiscard]] constexpr transformer_memory stage_memory(const memory_terms& x, const training& t) {
   const bool vocab_parallel = t.framework.loss == frameworks::loss_style::vocab_parallel;
   const bool all_grads = x.persistent || x.accumulates;
   const double g_always = all_grads ? x.gradients : 0.0;
@@ -5097,7 +5181,7 @@ struct plan_keeps {
   return best;
 }
 [[nodiscard]] constexpr transformer_memory stage_memory(const transformer& m, const parallel::nd& s,
-                                                        const transformer_training& t, int stage) {
+                                                        const training& t, int stage) {
   return stage_memory(stage_terms(m, s, t, stage), t);
 }
 
@@ -5107,7 +5191,7 @@ struct plan_keeps {
 /// and the last (the logits).
 [[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
                                                              const parallel::nd& s,
-                                                             const transformer_training& t,
+                                                             const training& t,
                                                              const plan_keeps& keeps) {
   const int p = s.pipeline.degree;
   transformer_memory best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
@@ -5121,7 +5205,7 @@ struct plan_keeps {
 /// The same, lowering the layer once for every stage (`keeps_of`).
 [[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
                                                              const parallel::nd& s,
-                                                             const transformer_training& t) {
+                                                             const training& t) {
   return peak_stage_memory(m, s, t, keeps_of(m, s, t));
 }
 
@@ -5176,8 +5260,7 @@ struct pricer {
 /// Lowers one layer, the embedding and the head for the shard `x` (`lower/transformer.hpp`) and
 /// prices them.
 [[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
-                                                  const transformer_training& tr,
-                                                  const lower::shard& x) {
+                                                  const training& tr, const lower::shard& x) {
   const device_profile q = prof.queued();
   gemm_model g = q.gemm(tr.compute());
   if (tr.compute() == dtype::fp8 && q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
@@ -5213,8 +5296,8 @@ struct pricer {
 /// recomputation: some recipes run other kernels under checkpointing, e.g. Hugging Face's
 /// models build no k/v cache).
 [[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
-                                                  const transformer_training& tr, int tp, bool sp,
-                                                  int cp, int ep, double b,
+                                                  const training& tr, int tp, bool sp, int cp,
+                                                  int ep, double b,
                                                   recompute rc = recompute::none) {
   const double seq = detail::sequence_of(m, tr);
   return lower_layer(m, prof, tr, lower::shard{b, seq / cp, seq, tp, sp, cp, ep, rc});
@@ -5312,7 +5395,7 @@ struct layer_collectives {
 /// less the attention they hide behind, MoE all-to-alls as direct exchanges.
 [[nodiscard]] constexpr layer_collectives collectives_of(const transformer& m,
                                                          const parallel::nd& s, const cluster& c,
-                                                         const transformer_training& tr,
+                                                         const training& tr,
                                                          const layer_compute& lc) {
   using parallel::axis;
   struct visitor {
@@ -5390,9 +5473,8 @@ struct stage_spans {
 }
 
 /// The optimizer step over `params` parameters in `tensors` tensors on one rank: one
-/// memory-bound pass (`transformer_training::update_bytes` per parameter) issued per tensor.
-[[nodiscard]] constexpr lower::span optimizer_span(const device_profile& prof,
-                                                   const transformer_training& tr,
+/// memory-bound pass (`training::update_bytes` per parameter) issued per tensor.
+[[nodiscard]] constexpr lower::span optimizer_span(const device_profile& prof, const training& tr,
                                                    const layer_compute& lc, double params,
                                                    double tensors) {
   return lower::span::kernel(tensors * lc.per_tensor,
@@ -5413,7 +5495,7 @@ struct offload_efficiency {
 /// states from NVMe, and the updated 16-bit partition comes back over PCIe. The DeepSpeed
 /// tutorial's 10B model on one V100 gives 1.6 + 6.3 + 1.6 = 9.5 s here against 7.6-8.0 s
 /// measured for its optimizer phase (test/validation/published_frameworks.cpp).
-[[nodiscard]] constexpr seconds offloaded_update(const cluster& c, const transformer_training& tr,
+[[nodiscard]] constexpr seconds offloaded_update(const cluster& c, const training& tr,
                                                  double partition, seconds backward) {
   const host_side& h = c.host;
   const bool nvme = tr.framework.data.offload_optimizer == frameworks::offload_device::nvme;
@@ -5439,8 +5521,8 @@ struct calls_per_step {
   double gathers = 1, reduces = 1, bucket = 0;
 };
 [[nodiscard]] constexpr calls_per_step collective_calls(const transformer& m, const parallel::nd& s,
-                                                        const transformer_training& tr,
-                                                        double layers, double gradient_bytes) {
+                                                        const training& tr, double layers,
+                                                        double gradient_bytes) {
   const frameworks::sharding& e = tr.framework.data;
   const int zero = s.data.zero;
   const double l = std::max(1.0, layers);
@@ -5488,8 +5570,8 @@ struct data_collective_costs {
                                 bytes{x.expert * per_param / k}));
 }
 [[nodiscard]] constexpr data_collective_costs data_collectives_of(
-    const parallel::nd& s, const cluster& c, const transformer_training& tr,
-    const stage_parameters& n, const stage_parameters& tn, const calls_per_step& calls) {
+    const parallel::nd& s, const cluster& c, const training& tr, const stage_parameters& n,
+    const stage_parameters& tn, const calls_per_step& calls) {
   using comm::collective;
   const int zero = s.data.zero;
   const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
@@ -5513,7 +5595,7 @@ struct data_collective_costs {
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
 /// the same `layer_compute` to every strategy that shares tp, sp, cp, ep and b).
 [[nodiscard]] constexpr transformer_time iteration(const transformer& m, const parallel::nd& s,
-                                                   const cluster& c, const transformer_training& tr,
+                                                   const cluster& c, const training& tr,
                                                    const device_profile& prof,
                                                    const layer_compute& lc) {
   using parallel::axis;
@@ -5614,8 +5696,7 @@ struct data_collective_costs {
 
 /// The report of a plan: its time (`iteration`), its peak memory (`peak_stage_memory`), FLOPs.
 [[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
-                                                    const cluster& c,
-                                                    const transformer_training& tr,
+                                                    const cluster& c, const training& tr,
                                                     const device_profile& prof,
                                                     const layer_compute& lc) {
   transformer_report r;
@@ -5624,9 +5705,9 @@ struct data_collective_costs {
   r.micro_batches = s.micro_batches(tr);
   r.peak = c.dev.peak(tr.compute());
   const double seq = detail::sequence_of(m, tr);
-  r.tokens = tr.global_batch * seq;
-  r.model_flops = model_flops(m, tr.global_batch, seq);
-  r.hardware_flops = hardware_flops(m, tr.global_batch, seq, s.recomputation);
+  r.tokens = tr.batch * seq;
+  r.model_flops = model_flops(m, tr.batch, seq);
+  r.hardware_flops = hardware_flops(m, tr.batch, seq, s.recomputation);
   r.memory = peak_stage_memory(m, s, tr);
   r.headroom = headroom_of(s, tr.runtime, r.memory.total());
   r.time = iteration(m, s, c, tr, prof, lc);
@@ -5635,8 +5716,7 @@ struct data_collective_costs {
 
 /// Evaluates a transformer plan; checks it first (`parallel::nd::check`).
 [[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
-                                                    const cluster& c,
-                                                    const transformer_training& tr,
+                                                    const cluster& c, const training& tr,
                                                     const device_profile& prof) {
   s.check(m, tr, c.devices());
   return evaluate(m, s, c, tr, prof, lower_layer(m, prof, tr, lower::shard_of(m, s, tr)));
@@ -5645,8 +5725,7 @@ struct data_collective_costs {
 /// Evaluates with the device's datasheet peaks and the GEMM efficiency fitted on the H100
 /// (`datasheet_profile(c.dev, h100_fitted_gemm)`, the profile validated on SC'21 Table 1).
 [[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
-                                                    const cluster& c,
-                                                    const transformer_training& tr) {
+                                                    const cluster& c, const training& tr) {
   return evaluate(m, s, c, tr, datasheet_profile(c.dev, h100_fitted_gemm));
 }
 
@@ -7324,7 +7403,7 @@ constexpr shape concat(shape in, int channels, int h, int w) { return shape{chan
 /// static_assert(strata::memory_per_device(p) <= 16_GiB);
 /// constexpr strata::plan q{strata::zoo::llama2_7b(), strata::presets::dgx_a100_40gb(1),
 ///                          strata::parallel::nd{.data = {.degree = 8, .zero = 3}},
-///                          strata::transformer_training{.global_batch = 64}};
+///                          strata::training{.batch = 64}};
 /// static_assert(strata::peak_memory(q) <= 40_GiB);  // q is a transformer_plan
 /// @endcode
 
@@ -7334,7 +7413,7 @@ namespace strata {
 
 /// Model + cluster + strategy + training setup: one template for every kind of model. A CNN in
 /// ParaDL's notation (`model<N>`) takes a ParaDL strategy and a `training`; a `transformer` takes
-/// `parallel::nd` and a `transformer_training` (`transformer_plan`). Class template argument
+/// `parallel::nd` and a `training` (`transformer_plan`). Class template argument
 /// deduction picks the kind from the values.
 template <class Model, class Strategy, class Training>
 struct plan {
@@ -7346,8 +7425,7 @@ struct plan {
 
 template <std::size_t N, class S>
 plan(model<N>, cluster, S, training) -> plan<model<N>, S, training>;
-plan(transformer, cluster, parallel::nd, transformer_training)
-    ->plan<transformer, parallel::nd, transformer_training>;
+plan(transformer, cluster, parallel::nd, training)->plan<transformer, parallel::nd, training>;
 
 /// The full report of a plan.
 template <std::size_t N, class S>
@@ -7375,7 +7453,7 @@ template <std::size_t N, class S>
 
 /// A transformer + cluster + `parallel::nd` strategy + training setup (with its framework
 /// recipe). Its queries use the device's datasheet profile unless one is passed.
-using transformer_plan = plan<transformer, parallel::nd, transformer_training>;
+using transformer_plan = plan<transformer, parallel::nd, training>;
 
 [[nodiscard]] constexpr analytic::transformer_report evaluate(const transformer_plan& p,
                                                               const device_profile& prof) {
@@ -7509,7 +7587,7 @@ struct training_cost {
 /// @code
 /// const auto result = strata::search::sweep(strata::zoo::gpt3_175b(),
 /// strata::presets::dgx_a100(128),
-///                                           {.global_batch = 1536, .sequence = 2048}, profile);
+///                                           {.batch = 1536, .sequence = 2048}, profile);
 /// // result.best.front() is the fastest plan that fits
 /// @endcode
 
@@ -7592,11 +7670,11 @@ inline auto plan_key(const parallel::nd& s) {
 /// `part`), lowering one layer per (tensor degree, sequence parallelism, expert, context,
 /// micro-batch) group and sharing it with every plan of the group.
 template <class Visit>
-void for_each_plan(const transformer& m, const cluster& c, const transformer_training& tr,
+void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                    const device_profile& prof, const transformer_space& space, Visit&& visit,
                    sweep_part part = {}) {
   m.check();
-  tr.check();
+  tr.check_transformer();
   if (part.parts < 1 || part.part < 0 || part.part >= part.parts)
     throw plan_error("search: the part to run must lie in [0, parts)");
   const int devices = c.devices();
@@ -7642,9 +7720,8 @@ void for_each_plan(const transformer& m, const cluster& c, const transformer_tra
               if (p < 1 || m.layers % p != 0 || devices % (t * p * e * cx) != 0) continue;
               const int d = devices / (t * p * e * cx);
               const int replicas = d * e;
-              if (tr.global_batch % replicas != 0 || (tr.global_batch / replicas) % b != 0)
-                continue;
-              const int micro = tr.global_batch / replicas / b;
+              if (tr.batch % replicas != 0 || (tr.batch / replicas) % b != 0) continue;
+              const int micro = tr.batch / replicas / b;
               for (const int v : space.virtual_stages) {
                 if (v < 1 || (v > 1 && (p == 1 || (m.layers / p) % v != 0 || micro % p != 0)))
                   continue;
@@ -7710,8 +7787,7 @@ inline void finish(transformer_sweep_result& out) {
 
 /// Sweeps `space` for `m` on every device of `c` (or the share `part` of it).
 [[nodiscard]] inline transformer_sweep_result sweep(const transformer& m, const cluster& c,
-                                                    const transformer_training& tr,
-                                                    const device_profile& prof,
+                                                    const training& tr, const device_profile& prof,
                                                     const transformer_space& space = {},
                                                     sweep_part part = {}) {
   transformer_sweep_result out;

@@ -10,5 +10,5 @@ constexpr transformer_plan bad{zoo::llama2_7b(),
                                make_cluster("tp", presets::a100_sxm4_80gb,
                                             {level{"node", tp* dp, interconnect{5_us, 300_GBps}}}),
                                parallel::nd{.tensor = {.degree = tp}, .data = {.degree = dp}},
-                               transformer_training{.global_batch = 8}};
+                               training{.batch = 8}};
 static_assert(peak_memory(bad) > 0_GiB);

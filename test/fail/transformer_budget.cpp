@@ -10,5 +10,5 @@ constexpr int zero = 3;
 constexpr transformer_plan p{
     zoo::llama2_7b(), presets::dgx_a100_40gb(1),
     parallel::nd{.data = {.degree = 8, .zero = zero}, .recomputation = parallel::recompute::full},
-    transformer_training{.global_batch = 64}};
+    training{.batch = 64}};
 static_assert(peak_memory(p) <= 40_GiB, "Llama-2 7B does not fit 8 x A100-40GB");

@@ -8,5 +8,5 @@ constexpr int dp = 2;
 #endif
 constexpr transformer_plan bad{zoo::gpt_1_7b(), presets::dgx_a100(1),
                                parallel::nd{.tensor = {.degree = 4}, .data = {.degree = dp}},
-                               transformer_training{.global_batch = 16}};
+                               training{.batch = 16}};
 static_assert(iteration_time(bad) > 0_s);

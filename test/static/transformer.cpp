@@ -19,7 +19,7 @@ static_assert(analytic::zero_model_states(7.5e9, 64, 3) == 1.875_GB);
 
 // GPT-3 175B with SC'21's recipe on 1024 A100 fits in 80 GiB and runs an iteration in
 // 10-60 s; the same without pipeline parallelism does not fit.
-constexpr transformer_training gpt3_setup{.global_batch = 1536, .sequence = 2048};
+constexpr training gpt3_setup{.batch = 1536, .sequence = 2048};
 constexpr transformer_plan gpt3{
     zoo::gpt3_175b(), presets::dgx_a100(128),
     parallel::nd{
@@ -32,14 +32,14 @@ static_assert(peak_memory(gpt3) <= 80_GiB);
 static_assert(iteration_time(gpt3) > 10_s && iteration_time(gpt3) < 60_s);
 constexpr transformer_plan gpt3_flat{zoo::gpt3_175b(), presets::dgx_a100(128),
                                      parallel::nd{.tensor = {.degree = 8}, .data = {.degree = 128}},
-                                     transformer_training{.global_batch = 1024, .sequence = 2048}};
+                                     training{.batch = 1024, .sequence = 2048}};
 static_assert(peak_memory(gpt3_flat) > 80_GiB);
 
 // The framework recipe is part of the constant expression: Llama-3.2 1B as Hugging Face trains
 // it on one H100 (micro-batch 2, sequence 2048) peaks at 32.2 GB (measured: 32,225,667,072 B,
 // test/data/h100_hf_steps.csv).
-constexpr transformer_training hf_setup = [] {
-  transformer_training t{.global_batch = 2, .sequence = 2048};
+constexpr training hf_setup = [] {
+  training t{.batch = 2, .sequence = 2048};
   t.framework = frameworks::huggingface;
   return t;
 }();
@@ -54,6 +54,6 @@ static_assert(peak_memory(hf_llama) <= 80_GiB);
 constexpr plan deduced{
     zoo::llama2_7b(), presets::dgx_a100_40gb(1),
     parallel::nd{.data = {.degree = 8, .zero = 3}, .recomputation = parallel::recompute::full},
-    transformer_training{.global_batch = 64, .sequence = 4096}};
+    training{.batch = 64, .sequence = 4096}};
 static_assert(std::is_same_v<decltype(deduced), const transformer_plan>);
 static_assert(peak_memory(deduced) <= 40_GiB);

@@ -16,7 +16,7 @@ constexpr double P = 354'823'168, unit = 12'596'224;
 
 analytic::transformer_report run(const frameworks::recipe& fw, int zero, double overlap = 1) {
   const parallel::nd s{.data = {.degree = 8, .zero = zero, .overlap = overlap}};
-  transformer_training tr{.global_batch = 8, .sequence = 1024};
+  training tr{.batch = 8, .sequence = 1024};
   tr.framework = fw;
   return analytic::evaluate(zoo::gpt2_355m(), s, presets::dgx_a100(1), tr);
 }
@@ -38,8 +38,7 @@ TEST_CASE("DeepSpeed ZeRO-3: 16 B per parameter over the ranks, its buckets, an 
   // bucket (5e7 elements x 2 B): 709,646,336 + 8,388,608 + 1e8 = 818,034,944
   CHECK(r.memory.buffers.count() == Approx(818'034'944.0));
   // the step converts the rank's 16-bit gradient partition to fp32 (P / 8 < sub_group_size)
-  const transformer_training tr{
-      .global_batch = 8, .sequence = 1024, .framework = frameworks::deepspeed};
+  const training tr{.batch = 8, .sequence = 1024, .framework = frameworks::deepspeed};
   const parallel::nd s{.data = {.degree = 8, .zero = 3}};
   const auto terms = analytic::stage_terms(zoo::gpt2_355m(), s, tr, 0);
   CHECK(terms.gradients == Approx(2 * P / 8));
@@ -65,7 +64,7 @@ TEST_CASE("ZeRO-3's collective schedule per engine, priced per call") {
   const transformer m = zoo::gpt2_355m();
   const parallel::nd s{.data = {.degree = 8, .zero = 3}};
   auto calls = [&](const frameworks::recipe& fw, const transformer& model) {
-    transformer_training tr{.global_batch = 8, .sequence = 1024};
+    training tr{.batch = 8, .sequence = 1024};
     tr.framework = fw;
     return analytic::collective_calls(
         model, s, tr, model.layers,
@@ -108,7 +107,7 @@ TEST_CASE("DeepSpeed's pipeline engine keeps its send and receive buffers") {
   // micro-batches: a slot holds the received activation, 1 x 1024 x 1024 x 2 B = 2,097,152 B, and
   // the output partitioned over the 2 tensor ranks, 1,048,576 B. Slots: max(2, min(4 - i, 8)).
   const transformer m = zoo::gpt2_355m();
-  transformer_training tr{.global_batch = 8, .sequence = 1024};
+  training tr{.batch = 8, .sequence = 1024};
   tr.framework = frameworks::deepspeed;
   const parallel::nd s{.tensor = {.degree = 2}, .pipeline = {.degree = 4}, .micro_batch = 1};
   CHECK(analytic::pipe_buffers(m, s, tr, 0) == 4 * 1'048'576.0);  // no input: the tokens
@@ -125,7 +124,7 @@ TEST_CASE("DeepSpeed's pipeline engine keeps its send and receive buffers") {
 TEST_CASE("the engines' misuse is a named error") {
   const transformer m = zoo::gpt2_355m();
   auto check = [&](const frameworks::recipe& fw, parallel::nd s) {
-    transformer_training tr{.global_batch = 16, .sequence = 1024};
+    training tr{.batch = 16, .sequence = 1024};
     tr.framework = fw;
     (void)analytic::evaluate(m, s, presets::dgx_a100(2), tr);
   };
@@ -156,7 +155,7 @@ TEST_CASE("the engines' misuse is a named error") {
   CHECK_THROWS_WITH(check(frameworks::fsdp, {.data = {.degree = 16, .zero = 3, .shard_group = 3}}),
                     Catch::Contains("shard group"));
   // a cluster without host figures cannot offload
-  transformer_training tr{.global_batch = 16, .sequence = 1024};
+  training tr{.batch = 16, .sequence = 1024};
   tr.framework = offloaded(frameworks::deepspeed, offload_device::cpu, offload_device::none);
   CHECK_THROWS_WITH(
       analytic::evaluate(m, {.data = {.degree = 8, .zero = 2}}, presets::dgx1_v100(1), tr),
@@ -178,8 +177,7 @@ TEST_CASE("ZeRO-Offload's step against DeepSpeed's tutorial run (10B GPT-2 on on
   cluster c = make_cluster("V100 x1", presets::v100_sxm2_32gb,
                            {level{"node", 1, interconnect{5_us, 150_GBps}}});
   c.host = {16_GBps, cpu_adam_rate, {}, 1536_GiB};
-  transformer_training tr{
-      .global_batch = 10, .sequence = 1024, .precision = precision_mode::fp16_mixed};
+  training tr{.batch = 10, .sequence = 1024, .precision = precision_mode::fp16_mixed};
   tr.framework = frameworks::deepspeed;
   tr.framework.data.offload_optimizer = frameworks::offload_device::cpu;
   const parallel::nd s{.data = {.degree = 1, .zero = 2},
@@ -198,7 +196,7 @@ TEST_CASE("ZeRO-Offload's step against DeepSpeed's tutorial run (10B GPT-2 on on
 
 TEST_CASE("hybrid sharding: states over the node, gradient shards all-reduced across nodes") {
   const transformer m = zoo::gpt2_355m();
-  transformer_training tr{.global_batch = 16, .sequence = 1024};
+  training tr{.batch = 16, .sequence = 1024};
   tr.framework = frameworks::fsdp;
   const cluster c = presets::dgx_a100(2);
   const auto full = analytic::evaluate(m, {.data = {.degree = 16, .zero = 3, .overlap = 0}}, c, tr);
@@ -226,10 +224,9 @@ TEST_CASE("hybrid sharding: states over the node, gradient shards all-reduced ac
 TEST_CASE("gradients made in the backward accumulate through later micro-batches") {
   const transformer m = zoo::gpt2_355m();
   const parallel::nd s{.micro_batch = 4};
-  transformer_training one{
-      .global_batch = 4, .sequence = 1024, .framework = frameworks::pytorch_eager};
-  transformer_training two = one;
-  two.global_batch = 8;
+  training one{.batch = 4, .sequence = 1024, .framework = frameworks::pytorch_eager};
+  training two = one;
+  two.batch = 8;
   const cluster gpu = make_cluster("A100", presets::a100_sxm4_80gb,
                                    {level{"node", 1, interconnect{5_us, 300_GBps}}});
   const auto a = analytic::evaluate(m, s, gpu, one);  // 1 micro-batch
@@ -252,7 +249,7 @@ TEST_CASE("per recipe, the simulator reproduces the closed form where their assu
           const bool fsdp = fw.data.engine == frameworks::data_engine::fsdp;
           const bool offloads = fw.data.offload_optimizer != frameworks::offload_device::none;
           if ((fsdp && zero == 1) || (offloads && zero == 0)) continue;
-          transformer_training tr{.global_batch = 8, .sequence = 1024};
+          training tr{.batch = 8, .sequence = 1024};
           tr.framework = fw;
           const parallel::nd s{.data = {.degree = d, .zero = zero, .overlap = 0}, .micro_batch = 2};
           const cluster c0 = presets::dgx_a100(1);
@@ -277,8 +274,7 @@ TEST_CASE("LoRA: frozen weights keep their copy only, adapters train, no weight-
   const transformer m = zoo::llama2_7b();
   const cluster gpu = make_cluster("A100", presets::a100_sxm4_80gb,
                                    {level{"node", 1, interconnect{5_us, 300_GBps}}});
-  transformer_training tr{
-      .global_batch = 4, .sequence = 2048, .framework = frameworks::huggingface};
+  training tr{.batch = 4, .sequence = 2048, .framework = frameworks::huggingface};
   const parallel::nd s{.recomputation = parallel::recompute::full, .micro_batch = 4};
   const auto full = analytic::evaluate(m, s, gpu, tr);
   tr.lora = {.rank = 16, .targets = lora_targets::all_linear};
@@ -308,7 +304,7 @@ TEST_CASE("tensor-parallel communication overlap hides all but one chunk behind 
                        .pipeline = {.degree = 8},
                        .data = {.degree = 2, .zero = 1},
                        .micro_batch = 1};
-  transformer_training tr{.global_batch = 64, .sequence = 2048};
+  training tr{.batch = 64, .sequence = 2048};
   const auto blocking = analytic::evaluate(m, s, presets::dgx_h100(16), tr);
   tr.framework.tp_comm_overlap = true;
   const auto overlapped = analytic::evaluate(m, s, presets::dgx_h100(16), tr);
@@ -319,7 +315,7 @@ TEST_CASE("tensor-parallel communication overlap hides all but one chunk behind 
 
 TEST_CASE("the search ranks plans per framework and never returns one its engine refuses") {
   const transformer m = zoo::llama2_7b();
-  transformer_training tr{.global_batch = 64, .sequence = 4096, .framework = frameworks::deepspeed};
+  training tr{.batch = 64, .sequence = 4096, .framework = frameworks::deepspeed};
   search::transformer_space space;
   space.keep = 1000;
   const cluster c = presets::dgx_a100(2);

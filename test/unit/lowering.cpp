@@ -94,7 +94,7 @@ TEST_CASE("step, one-GPU plan and simulator give the same time and memory") {
          {frameworks::megatron, frameworks::pytorch_eager, frameworks::huggingface})
       for (const auto precision : {precision_mode::bf16_mixed, precision_mode::fp32})
         for (const auto rc : {recompute::none, recompute::full}) {
-          transformer_training tr{.global_batch = batch, .sequence = seq, .precision = precision};
+          training tr{.batch = batch, .sequence = seq, .precision = precision};
           tr.framework = recipe;
           const parallel::nd s{.recomputation = rc, .micro_batch = batch};
           INFO(m.name << " " << recipe.name << " " << to_string(precision) << " " << to_string(rc));
@@ -120,7 +120,7 @@ TEST_CASE("Hugging Face Llama layer: saved bytes worked by hand") {
   // input copies 2 x 2h; SiLU's input, its output, up's output and the product 4 x 2f:
   // 30h + 4 kv d + 8f + 4a + 8 = 61440 + 2048 + 65536 + 128 + 8 = 129,160 B.
   const transformer m = zoo::llama3_2_1b();
-  transformer_training tr{.global_batch = 1, .sequence = 1};
+  training tr{.batch = 1, .sequence = 1};
   tr.framework = frameworks::huggingface;
   const lower::shard one{.b = 1, .s = 1, .seq = 1};
   CHECK(analytic::layer_saved_bytes(m, one, tr) == 129'160);
@@ -143,7 +143,7 @@ TEST_CASE("Hugging Face Llama layer: saved bytes worked by hand") {
 
 TEST_CASE("a recipe decides the kernels: Hugging Face's module code launches more of them") {
   const transformer m = zoo::llama3_2_1b();
-  transformer_training tr{.global_batch = 2, .sequence = 2048};
+  training tr{.batch = 2, .sequence = 2048};
   const parallel::nd s{.micro_batch = 2};
   tr.framework = frameworks::megatron;
   const auto megatron = analytic::step_kernels(m, s, tr, h100);

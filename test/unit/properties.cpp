@@ -94,7 +94,7 @@ TEST_CASE("property: more FLOP/s is never slower") {
     const cluster c = two_level(scaled(presets::a100_sxm4_80gb, k), 8, 2, 3e11, 2.5e10);
     const transformer_plan tp{gpt2_16_heads(), c,
                               parallel::nd{.tensor = {.degree = 2}, .data = {.degree = 8}},
-                              transformer_training{.global_batch = 64}};
+                              training{.batch = 64}};
     const double t = iteration_time(tp).count();
     INFO("FLOP/s x " << k);
     CHECK(std::isfinite(t));
@@ -111,7 +111,7 @@ TEST_CASE("property: more bandwidth is never slower (transformer plans)") {
         gpt2_16_heads(), c,
         parallel::nd{
             .tensor = {.degree = 4}, .pipeline = {.degree = 2}, .data = {.degree = 4, .zero = 1}},
-        transformer_training{.global_batch = 64}};
+        training{.batch = 64}};
     const double t = iteration_time(tp).count();
     INFO("inter-node bandwidth " << b);
     CHECK(std::isfinite(t));
@@ -144,7 +144,7 @@ TEST_CASE("property: no memory term is negative") {
           zoo::llama2_7b(), presets::dgx_a100(2),
           parallel::nd{
               .tensor = {.degree = 2}, .data = {.degree = 8, .zero = zero}, .recomputation = rc},
-          transformer_training{.global_batch = 64, .sequence = 2048}};
+          training{.batch = 64, .sequence = 2048}};
       INFO("ZeRO-" << zero);
       CHECK(peak_memory(tp).count() >= 0);
     }
@@ -156,7 +156,7 @@ TEST_CASE("property: ZeRO-3 memory per GPU does not grow with the data degree") 
     const cluster c = make_cluster("flat", presets::a100_sxm4_40gb,
                                    {level{"node", d, {seconds{5e-6}, byte_rate{3e11}}}});
     const transformer_plan tp{zoo::llama2_7b(), c, parallel::nd{.data = {.degree = d, .zero = 3}},
-                              transformer_training{.global_batch = 256, .sequence = 4096}};
+                              training{.batch = 256, .sequence = 4096}};
     const double m = peak_memory(tp).count();
     INFO("data degree " << d);
     CHECK(m > 0);
@@ -194,8 +194,8 @@ TEST_CASE("property: the simulator is bit-identical across runs") {
   m.heads = 16;
   const parallel::nd s{
       .tensor = {.degree = 2}, .pipeline = {.degree = 4}, .data = {.degree = 4}, .micro_batch = 4};
-  const auto t1 = sim::simulate(m, s, presets::dgx_a100(4), {.global_batch = 256}, prof);
-  const auto t2 = sim::simulate(m, s, presets::dgx_a100(4), {.global_batch = 256}, prof);
+  const auto t1 = sim::simulate(m, s, presets::dgx_a100(4), {.batch = 256}, prof);
+  const auto t2 = sim::simulate(m, s, presets::dgx_a100(4), {.batch = 256}, prof);
   CHECK(t1.run.makespan == t2.run.makespan);
   bool same = t1.run.tasks.size() == t2.run.tasks.size();
   for (std::size_t i = 0; same && i < t1.run.tasks.size(); ++i)
@@ -210,7 +210,7 @@ TEST_CASE("property: 1T parameters on 100,000 GPUs are finite") {
                                          .pipeline = {.degree = 4},
                                          .data = {.degree = 3125, .zero = 1},
                                          .recomputation = parallel::recompute::full},
-                            transformer_training{.global_batch = 25000, .sequence = 2048}};
+                            training{.batch = 25000, .sequence = 2048}};
   const auto r = evaluate(tp);
   CHECK(std::isfinite(r.iteration_time().count()));
   CHECK(r.iteration_time().count() > 0);

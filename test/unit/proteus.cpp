@@ -18,8 +18,8 @@ using namespace strata;
 using Catch::Matchers::Contains;
 
 namespace {
-transformer_training fp32(int batch) {
-  transformer_training t{.global_batch = batch, .precision = precision_mode::fp32};
+training fp32(int batch) {
+  training t{.batch = batch, .precision = precision_mode::fp32};
   t.flash_attention = false;
   return t;
 }
@@ -495,7 +495,7 @@ TEST_CASE("proteus ablation (§VIII-D): data parallelism shares no link, hybrids
   const auto prof = datasheet_profile(c.dev);
   const auto net = zoo::vgg19();
   const auto vgg = proteus::compile(net.view(), proteus::data_parallel_cnn("vgg19", 44, 16), c,
-                                    {.global_batch = 512}, prof);
+                                    {.batch = 512}, prof);
   CHECK(proteus::execute(vgg, c).iteration ==
         proteus::execute(vgg, c, {.bandwidth_sharing = false}).iteration);
   // VGG19 is sensitive to the overlap: gamma = 0.1 slows it

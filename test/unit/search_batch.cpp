@@ -12,7 +12,7 @@ using parallel::recompute;
 
 namespace {
 const device_profile a100 = datasheet_profile(presets::a100_sxm4_80gb, h100_fitted_gemm);
-const transformer_training gpt3_setup{.global_batch = 1536, .sequence = 2048};
+const training gpt3_setup{.batch = 1536, .sequence = 2048};
 
 bool same_plan(const parallel::nd& a, const parallel::nd& b) {
   return search::detail::plan_key(a) == search::detail::plan_key(b);

@@ -29,7 +29,7 @@ TEST_CASE("one stage, no overlap: the simulation equals the closed form over a g
             const cluster c = presets::dgx_a100(2);
             const cluster used =
                 make_cluster("part", c.dev, {level{"node", t * d, c.levels[0].pair}});
-            const transformer_training tr{.global_batch = 8, .sequence = 1024};
+            const training tr{.batch = 8, .sequence = 1024};
             const auto run = sim::simulate(m, s, used, tr, a100, off);
             const auto cf = analytic::evaluate(m, s, used, tr, a100);
             INFO(m.name << " t=" << t << " d=" << d << " sp=" << sp);
@@ -41,7 +41,7 @@ TEST_CASE("one stage, no overlap: the simulation equals the closed form over a g
 TEST_CASE("overlap hides gradient buckets behind the last backward") {
   const transformer m = zoo::gpt2_355m();
   const parallel::nd s{.data = {.degree = 16, .overlap = 0}, .micro_batch = 4};
-  const transformer_training tr{.global_batch = 64};
+  const training tr{.batch = 64};
   const cluster c = presets::dgx_a100(2);
   const auto off = sim::simulate(m, s, c, tr, a100, {.overlap = false, .buckets = 1});
   const auto on = sim::simulate(m, s, c, tr, a100, {.overlap = true, .buckets = 8});
@@ -55,7 +55,7 @@ TEST_CASE("overlap hides gradient buckets behind the last backward") {
 TEST_CASE("1F1B on 1024 GPUs: the simulated pipeline agrees with the closed form") {
   const transformer m = zoo::gpt3_175b();
   const cluster c = presets::dgx_a100(128);
-  const transformer_training tr{.global_batch = 1024, .sequence = 2048};
+  const training tr{.batch = 1024, .sequence = 2048};
   parallel::nd s{.tensor = {.degree = 8},
                  .pipeline = {.degree = 8},
                  .data = {.degree = 16},
@@ -94,7 +94,7 @@ TEST_CASE("an embedding/loss-aware interleaved split: simulation and closed form
   transformer m = zoo::gpt2_355m();
   m.layers = 22;
   const cluster c = presets::dgx_a100(1);
-  const transformer_training tr{.global_batch = 16, .sequence = 1024};
+  const training tr{.batch = 16, .sequence = 1024};
   parallel::nd s{.tensor = {.degree = 2},
                  .pipeline = {.degree = 4,
                               .virtual_stages = 2,
@@ -121,7 +121,7 @@ TEST_CASE("a pipeline send alone on its wire takes alpha + bytes / bandwidth") {
   const cluster c = presets::dgx_a100(2);
   // two stages on two nodes (tensor 8 fills each node): sends cross InfiniBand, 25 GB/s
   const parallel::nd s{.tensor = {.degree = 8}, .pipeline = {.degree = 2}, .micro_batch = 1};
-  const transformer_training tr{.global_batch = 1};
+  const training tr{.batch = 1};
   const auto run = sim::simulate(m, s, c, tr, a100);
   const double bytes_sent = 1024.0 * 1024 * 2 / 8;  // b s h x 2 bytes / t
   int sends = 0;
@@ -138,7 +138,7 @@ TEST_CASE("a pipeline send alone on its wire takes alpha + bytes / bandwidth") {
 TEST_CASE("a limit on in-flight micro-batches trades memory for bubble") {
   const transformer m = zoo::gpt3_175b();
   const cluster c = presets::dgx_a100(128);
-  const transformer_training tr{.global_batch = 1024, .sequence = 2048};
+  const training tr{.batch = 1024, .sequence = 2048};
   const parallel::nd s{.tensor = {.degree = 8},
                        .pipeline = {.degree = 8},
                        .data = {.degree = 16},
@@ -170,7 +170,7 @@ TEST_CASE("an interleaved schedule needs at least p micro-batches in flight") {
   const parallel::nd s{
       .pipeline = {.degree = 2, .virtual_stages = 2, .kind = parallel::schedule::interleaved},
       .micro_batch = 1};
-  const transformer_training tr{.global_batch = 8, .sequence = 1024};
+  const training tr{.batch = 8, .sequence = 1024};
   const cluster used = make_cluster("two", presets::a100_sxm4_80gb,
                                     {level{"node", 2, interconnect{5_us, 300_GBps}}});
   CHECK_THROWS_WITH(sim::simulate(m, s, used, tr, a100, {.max_in_flight = 1}),

@@ -119,7 +119,7 @@ TEST_CASE("svg: memory bars split the closed form's stage memory", "[svg]") {
   // two norms) and the 128,256 x 4096 embedding: 2,270,232,576 parameters, 2 bytes each in bf16.
   const transformer m = zoo::llama3_8b();
   const parallel::nd s{.pipeline = {.degree = 4}, .data = {.degree = 2}, .micro_batch = 1};
-  const transformer_training tr{.global_batch = 16, .sequence = 4096};
+  const training tr{.batch = 16, .sequence = 4096};
   const auto bars = io::stage_memory_bars(m, s, tr);
   REQUIRE(bars.size() == 4);
   CHECK(bars[0].parts[0].first == "weights");
@@ -143,7 +143,7 @@ TEST_CASE("svg: 4 stages, interleaving shrinks the bubble it draws", "[svg]") {
   const transformer m = zoo::llama3_8b();
   const cluster c = presets::dgx_h100(1);
   const device_profile prof = datasheet_profile(c.dev, h100_fitted_gemm);
-  const transformer_training tr{.global_batch = 16, .sequence = 4096};
+  const training tr{.batch = 16, .sequence = 4096};
   auto idle = [&](int v) {
     const parallel::nd s{.pipeline = {.degree = 4,
                                       .virtual_stages = v,

@@ -78,15 +78,15 @@ TEST_CASE("ZeRO model states follow Rajbhandari et al. Fig. 1") {
 
 TEST_CASE("model states of a plan: 18 B/param, 6 + 12/d with the distributed optimizer") {
   const transformer m = zoo::gpt_1_7b();
-  const transformer_training t{.global_batch = 512, .precision = precision_mode::fp16_mixed};
+  const training t{.batch = 512, .precision = precision_mode::fp16_mixed};
   parallel::nd s{.data = {.degree = 32}, .micro_batch = 16};
   const double n = m.parameters();
   CHECK(analytic::stage_memory(m, s, t, 0).model_states().count() == Approx(18 * n));
   s.data.zero = 1;
   CHECK(analytic::stage_memory(m, s, t, 0).model_states().count() == Approx((6 + 12.0 / 32) * n));
   // DeepSpeed's recipe: fp16 gradients, ZeRO-3: 16 / d
-  const transformer_training ds{
-      .global_batch = 512, .precision = precision_mode::fp16_mixed, .gradients = dtype::fp16};
+  const training ds{
+      .batch = 512, .precision = precision_mode::fp16_mixed, .gradients = dtype::fp16};
   s.data.zero = 3;
   CHECK(analytic::stage_memory(m, s, ds, 0).model_states().count() == Approx(16.0 / 32 * n));
 }
@@ -106,7 +106,7 @@ TEST_CASE("ranks are laid out axis by axis, tensor innermost") {
 
 TEST_CASE("misuse of a transformer plan names the mistake") {
   const transformer m = zoo::gpt2_124m();  // 12 heads, 12 layers
-  const transformer_training t{.global_batch = 64};
+  const training t{.batch = 64};
   auto check = [&](parallel::nd s, int devices) { s.check(m, t, devices); };
   CHECK_THROWS_WITH(check({.tensor = {.degree = 5}}, 5), limits::tensor_degree_must_divide_heads);
   CHECK_THROWS_WITH(check({.tensor = {.degree = 2}}, 4), limits::degrees_must_match_devices);
@@ -176,7 +176,7 @@ const cluster one_a100 = make_cluster("one A100", presets::a100_sxm4_80gb,
 
 TEST_CASE("one GPU: the iteration is micro-batches x (forward + backward) + the optimizer") {
   const transformer m = zoo::gpt2_124m();
-  const transformer_training t{.global_batch = 32};
+  const training t{.batch = 32};
   const parallel::nd s{.micro_batch = 8};
   const auto r = analytic::evaluate(m, s, one_a100, t, a100);
   const auto lc = analytic::lower_layer(m, a100, t, 1, false, 1, 1, 8);
@@ -193,7 +193,7 @@ TEST_CASE("one GPU: the iteration is micro-batches x (forward + backward) + the 
 
 TEST_CASE("tensor-parallel all-reduces: four per layer and micro-batch") {
   const transformer m = zoo::gpt2_355m();  // 24 layers, h = 1024
-  const transformer_training t{.global_batch = 8};
+  const training t{.batch = 8};
   const parallel::nd s{.tensor = {.degree = 8}, .micro_batch = 2};
   const cluster c = presets::dgx_a100(1);
   const auto r = analytic::evaluate(m, s, c, t, a100);
@@ -217,16 +217,16 @@ TEST_CASE("tensor-parallel all-reduces: four per layer and micro-batch") {
 
 TEST_CASE("sequence parallelism without tensor parallelism is a named mistake") {
   const parallel::nd s{.tensor = {.degree = 1, .sequence = true}, .data = {.degree = 8}};
-  CHECK_THROWS_WITH(analytic::evaluate(zoo::gpt2_355m(), s, presets::dgx_a100(1),
-                                       transformer_training{.global_batch = 8}, a100),
-                    Catch::Contains("sequence parallelism needs a tensor degree above 1"));
+  CHECK_THROWS_WITH(
+      analytic::evaluate(zoo::gpt2_355m(), s, presets::dgx_a100(1), training{.batch = 8}, a100),
+      Catch::Contains("sequence parallelism needs a tensor degree above 1"));
 }
 
 TEST_CASE("headroom: CUDA context, one NCCL communicator per axis, allocator slack") {
   // Llama-2 7B on 8 A100-80GB, t = 2, d = 4: a pair communicator (544 MB, tensor) and a group one
   // (688 MB, data) beside the 512 MiB context; 6.1 % of the tensors' peak left reserved-but-free.
   const transformer m = zoo::llama2_7b();
-  const transformer_training t{.global_batch = 32, .sequence = 4096};
+  const training t{.batch = 32, .sequence = 4096};
   const parallel::nd s{.tensor = {.degree = 2}, .data = {.degree = 4}, .micro_batch = 1};
   const auto r = analytic::evaluate(m, s, presets::dgx_a100(1), t, a100);
   CHECK(r.headroom.context.count() == 512.0 * 1024 * 1024);
@@ -242,14 +242,14 @@ TEST_CASE("headroom: CUDA context, one NCCL communicator per axis, allocator sla
   full.headroom = analytic::headroom_of(s, t.runtime, full.memory.total());
   CHECK_FALSE(full.fits());
   // tensors only, as the formulas count them
-  transformer_training bare = t;
+  training bare = t;
   bare.runtime = runtime_memory::none();
   CHECK(analytic::evaluate(m, s, presets::dgx_a100(1), bare, a100).headroom.total().count() == 0);
 }
 
 TEST_CASE("pipeline bubble: (p - 1) / (v m), halved by two virtual stages") {
   const transformer m = zoo::gpt3_175b();
-  const transformer_training t{.global_batch = 64};
+  const training t{.batch = 64};
   const cluster c = presets::dgx_a100(8);
   parallel::nd s{.tensor = {.degree = 8}, .pipeline = {.degree = 8}, .micro_batch = 1};
   const auto one = analytic::evaluate(m, s, c, t, a100);
@@ -268,7 +268,7 @@ TEST_CASE("pipeline bubble: (p - 1) / (v m), halved by two virtual stages") {
 
 TEST_CASE("data parallelism: overlap hides the all-reduce behind backward, up to a bucket") {
   const transformer m = zoo::gpt2_355m();
-  const transformer_training t{.global_batch = 64};
+  const training t{.batch = 64};
   const cluster c = presets::dgx_a100(2);
   parallel::nd s{.data = {.degree = 16, .overlap = 0}, .micro_batch = 4};
   const auto exposed = analytic::evaluate(m, s, c, t, a100);
@@ -287,7 +287,7 @@ TEST_CASE("ZeRO-3 gathers a layer per call: every call pays its start-up") {
   // layer by layer for the forward and again for the backward (32 calls of P / 32 bf16 weights
   // each), and reduce-scatters the fp32 gradients once: m (2 x 32 AG(2 P / 32) + RS(4 P)).
   const transformer m = zoo::llama2_7b();
-  const transformer_training t{.global_batch = 32, .sequence = 4096};
+  const training t{.batch = 32, .sequence = 4096};
   const cluster c = presets::dgx_a100(2);
   const parallel::nd s{.data = {.degree = 16, .zero = 3, .overlap = 0},
                        .recomputation = recompute::full,
@@ -305,7 +305,7 @@ TEST_CASE("ZeRO-3 gathers a layer per call: every call pays its start-up") {
 
 TEST_CASE("memory: ZeRO-3 shards everything, 1F1B keeps p micro-batches on the first stage") {
   const transformer m = zoo::llama2_7b();
-  const transformer_training t{.global_batch = 64};
+  const training t{.batch = 64};
   parallel::nd s{
       .data = {.degree = 8, .zero = 3}, .recomputation = recompute::full, .micro_batch = 1};
   const auto mem = analytic::stage_memory(m, s, t, 0);
@@ -322,15 +322,49 @@ TEST_CASE("a plan is a constexpr value: Llama-2 7B with ZeRO-3 fits 8 x A100-40G
       zoo::llama2_7b(), presets::dgx_a100_40gb(1),
       parallel::nd{
           .data = {.degree = 8, .zero = 3}, .recomputation = recompute::full, .micro_batch = 1},
-      transformer_training{.global_batch = 64, .sequence = 4096}};
+      training{.batch = 64, .sequence = 4096}};
   STATIC_REQUIRE(peak_memory(p) <= 40_GiB);
   STATIC_REQUIRE(iteration_time(p) > 0_s);
+}
+
+TEST_CASE("one training struct: each family reads its fields and its conventions") {
+  // left automatic, the precision and optimizer take the family's convention
+  constexpr training t{.batch = 64};
+  STATIC_REQUIRE(t.element_type() == dtype::fp32);  // ParaDL: every tensor fp32 ...
+  STATIC_REQUIRE(t.delta() == 4);
+  STATIC_REQUIRE(t.cnn_optimizer() == optimizer::sgd);           // ... and no optimizer state
+  STATIC_REQUIRE(t.mode() == precision_mode::bf16_mixed);        // transformers: bf16 mixed ...
+  STATIC_REQUIRE(t.transformer_optimizer() == optimizer::adam);  // ... with Adam
+  // Megatron's mixed-precision Adam: fp32 master (4) + two fp32 moments (8) per parameter
+  STATIC_REQUIRE(t.optimizer_bytes() == 12);
+
+  // the same value sets up a CNN plan and a transformer plan
+  constexpr plan cnn{zoo::resnet50(), presets::abci(4), parallel::data{.p = 4}, t};
+  constexpr transformer_plan llm{zoo::gpt2_124m(), presets::dgx_a100(1),
+                                 parallel::nd{.data = {.degree = 8}, .micro_batch = 8}, t};
+  // ResNet-50 data parallelism: weights, gradients (2 x 4 B x 25.6 M), no optimizer states
+  STATIC_REQUIRE(evaluate(cnn).memory.optimizer_states == bytes{0});
+  CHECK(evaluate(cnn).memory.weights.count() == Approx(4.0 * zoo::resnet50().params()));
+  STATIC_REQUIRE(iteration_time(llm) > 0_s);
+  // given explicitly, a field means the same to both: Adam on the CNN keeps 2 states (8 B)
+  constexpr training adam{.batch = 64, .optim = optimizer::adam};
+  CHECK(evaluate(plan{zoo::resnet50(), presets::abci(4), parallel::data{.p = 4}, adam})
+            .memory.optimizer_states.count() == Approx(8.0 * zoo::resnet50().params()));
+
+  // a mode the family cannot run is a named mistake
+  CHECK_THROWS_WITH(evaluate(plan{zoo::resnet50(), presets::abci(4), parallel::data{.p = 4},
+                                  training{.batch = 64, .precision = precision_mode::bf16_mixed}}),
+                    Catch::Contains("ParaDL's CNN model keeps every tensor in one type"));
+  CHECK_THROWS_WITH(evaluate(transformer_plan{
+                        zoo::gpt2_124m(), presets::dgx_a100(1), parallel::nd{.data = {.degree = 8}},
+                        training{.batch = 64, .precision = precision_mode::bf16}}),
+                    Catch::Contains("transformer plans train in fp32 or in a mixed mode"));
 }
 
 TEST_CASE("the sweep ranks valid, fitting plans; SC'21's configuration is among them") {
   const transformer m = zoo::gpt3_175b();
   const cluster c = presets::dgx_a100(128);
-  const transformer_training t{.global_batch = 1536, .sequence = 2048};
+  const training t{.batch = 1536, .sequence = 2048};
   const auto r = search::sweep(m, c, t, a100);
   REQUIRE(r.best.size() == 10);
   CHECK(r.fitting < r.candidates);
@@ -351,7 +385,7 @@ TEST_CASE("the sweep ranks valid, fitting plans; SC'21's configuration is among 
   // with ZeRO-3 (2 x 175B x 2 B of gathered layers is not the problem; activations of a
   // 12288-wide model at 2048 tokens without recomputation are, and the rest do not divide)
   search::transformer_space dp_only{.tensor = {1}, .pipeline = {1}, .zero = {0, 1, 2}};
-  const auto none = search::sweep(m, c, {.global_batch = 2048, .sequence = 2048}, a100, dp_only);
+  const auto none = search::sweep(m, c, {.batch = 2048, .sequence = 2048}, a100, dp_only);
   CHECK(none.fitting == 0);
   CHECK(none.candidates > 0);
 }
@@ -360,7 +394,7 @@ TEST_CASE("expert parallelism: experts / e per rank, four all-to-alls per layer"
   const transformer m = zoo::mixtral_8x7b();
   const cluster c = presets::dgx_h100(1);
   const device_profile h100 = datasheet_profile(presets::h100_sxm5_80gb);
-  const transformer_training t{.global_batch = 16, .sequence = 4096};
+  const training t{.batch = 16, .sequence = 4096};
   const parallel::nd s{.expert = {.degree = 8}, .recomputation = recompute::full};
   const auto n = analytic::parameters_on(m, s, 0);
   CHECK(n.expert == 32 * m.mlp_parameters());  // one expert of each of the 32 layers
@@ -380,7 +414,7 @@ TEST_CASE("expert parallelism: experts / e per rank, four all-to-alls per layer"
 
 TEST_CASE("context parallelism halves the activations; GPipe keeps every micro-batch") {
   const transformer m = zoo::llama3_8b();
-  const transformer_training t{.global_batch = 16, .sequence = 8192};
+  const training t{.batch = 16, .sequence = 8192};
   const parallel::nd one{.data = {.degree = 1}, .recomputation = recompute::selective};
   parallel::nd two = one;
   two.context.degree = 2;
@@ -397,8 +431,8 @@ TEST_CASE("context parallelism halves the activations; GPipe keeps every micro-b
 TEST_CASE("fp8 GEMMs run at the fp8 peak") {
   const transformer m = zoo::llama3_70b();
   const device_profile h100 = datasheet_profile(presets::h100_sxm5_80gb);
-  const transformer_training bf16{.global_batch = 8, .sequence = 8192};
-  transformer_training fp8 = bf16;
+  const training bf16{.batch = 8, .sequence = 8192};
+  training fp8 = bf16;
   fp8.precision = precision_mode::fp8_mixed;
   const auto a = analytic::lower_layer(m, h100, bf16, 8, true, 1, 1, 1);
   const auto b = analytic::lower_layer(m, h100, fp8, 8, true, 1, 1, 1);
@@ -409,7 +443,7 @@ TEST_CASE("fp8 GEMMs run at the fp8 peak") {
 TEST_CASE("the sweep covers expert and context parallelism when asked") {
   const transformer m = zoo::mixtral_8x7b();
   const cluster c = presets::dgx_h100(4);
-  const transformer_training t{.global_batch = 64, .sequence = 8192};
+  const training t{.batch = 64, .sequence = 8192};
   const device_profile h100 = datasheet_profile(presets::h100_sxm5_80gb, h100_fitted_gemm);
   search::transformer_space space{.expert = {1, 2, 4, 8, 3}, .context = {1, 2}, .keep = 1000};
   const auto r = search::sweep(m, c, t, h100, space);
@@ -436,7 +470,7 @@ TEST_CASE("every zoo model sweeps to finite plans on 64 H100") {
   for (const transformer& m :
        {zoo::gpt2_124m(), zoo::gpt2_1_5b(), zoo::bert_large(), zoo::gpt_18b(), zoo::llama2_13b(),
         zoo::llama2_70b(), zoo::llama3_8b(), zoo::llama3_70b(), zoo::mixtral_8x7b()}) {
-    const transformer_training t{.global_batch = 256};
+    const training t{.batch = 256};
     const auto r = search::sweep(m, c, t, h100, {.keep = 3});
     INFO(m.name);
     REQUIRE(!r.best.empty());

@@ -91,7 +91,7 @@ TEST_CASE("Hugging Face steps on an H100: memory to the percent, time from the d
   for (const auto& r : rows) {
     INFO(r.name);
     CHECK(r.model.parameters() == r.params);  // the configs' parameter counts, exactly
-    transformer_training tr{.global_batch = r.batch, .sequence = r.sequence};
+    training tr{.batch = r.batch, .sequence = r.sequence};
     tr.framework = frameworks::huggingface;
     const parallel::nd s{
         .recomputation = r.checkpoint ? parallel::recompute::full : parallel::recompute::none,
@@ -125,7 +125,7 @@ TEST_CASE("a Hugging Face row worked by hand: Llama-3.2 1B, micro-batch 2, seque
   const auto rows = hf_rows();
   const hf_row& r = rows[1];
   REQUIRE(r.name == "hf-llama3.2-1B");
-  transformer_training tr{.global_batch = 2, .sequence = 2048};
+  training tr{.batch = 2, .sequence = 2048};
   tr.framework = frameworks::huggingface;
   const parallel::nd s{.micro_batch = 2};
   const auto mem = analytic::step_memory_of(r.model, s, tr);
@@ -149,7 +149,7 @@ TEST_CASE("the caching allocator's reserve: predicted peak x (1 + fragmentation)
   CHECK(f == 0.061);
   for (const auto& r : hf_rows()) {
     INFO(r.name);
-    transformer_training tr{.global_batch = r.batch, .sequence = r.sequence};
+    training tr{.batch = r.batch, .sequence = r.sequence};
     tr.framework = frameworks::huggingface;
     const parallel::nd s{
         .recomputation = r.checkpoint ? parallel::recompute::full : parallel::recompute::none,

@@ -39,9 +39,9 @@ TEST_CASE("Korthikanti et al. Fig. 1: model states and activations per GPU withi
                          .data = {.degree = d},
                          .recomputation = rc,
                          .micro_batch = num("micro_batch")};
-    const transformer_training tr{.global_batch = num("global_batch"),
-                                  .precision = precision_mode::fp16_mixed,
-                                  .flash_attention = false};
+    const training tr{.batch = num("global_batch"),
+                      .precision = precision_mode::fp16_mixed,
+                      .flash_attention = false};
     s.check(m, tr, num("gpus"));
     const auto mem = analytic::stage_memory(m, s, tr, 0);
     const double gib = std::stod(row.at("value")) * 1024 * 1024 * 1024;

@@ -58,10 +58,10 @@ TEST_CASE("SC'21 Table 1: TFLOP/s per GPU within 10 % on every row") {
                          .data = {.degree = num("dp")},
                          .recomputation = parallel::recompute::full,
                          .micro_batch = num("micro_batch")};
-    const transformer_training t{.global_batch = num("global_batch"),
-                                 .sequence = num("seq_len"),
-                                 .precision = precision_mode::fp16_mixed,
-                                 .flash_attention = false};
+    const training t{.batch = num("global_batch"),
+                     .sequence = num("seq_len"),
+                     .precision = precision_mode::fp16_mixed,
+                     .flash_attention = false};
     const auto r = analytic::evaluate(*m, s, presets::dgx_a100(num("nodes")), t, a100);
     const double published = std::stod(row.at("tflops_per_gpu"));
     INFO(row.at("model") << ": predicted " << r.flops_per_device() / 1e12 << " published "

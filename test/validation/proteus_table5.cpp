@@ -30,7 +30,7 @@ double table5_tau(const std::string& hc, std::vector<double>* throughput = nullp
   for (const auto& row : table.rows) {
     if (row.at("cluster") != hc) continue;
     auto num = [&](const char* k) { return std::stoi(row.at(k)); };
-    transformer_training tr{.global_batch = num("global_batch"), .precision = precision_mode::fp32};
+    training tr{.batch = num("global_batch"), .precision = precision_mode::fp32};
     tr.flash_attention = false;  // PyTorch 1.8
     const auto tree = proteus::dp_mp_pp(
         m,
@@ -38,12 +38,12 @@ double table5_tau(const std::string& hc, std::vector<double>* throughput = nullp
     const auto run = proteus::execute(proteus::compile(m, tree, c, tr, prof), c);
     REQUIRE_FALSE(run.oom);
     // rank 1 is the fastest: compare -throughput with the rank
-    predicted.push_back(-tr.global_batch / run.iteration);
+    predicted.push_back(-tr.batch / run.iteration);
     truth.push_back(num("truth_rank"));
-    if (throughput) throughput->push_back(tr.global_batch / run.iteration);
+    if (throughput) throughput->push_back(tr.batch / run.iteration);
     std::printf("%s %sx%sx%s (%s): iteration %.3f s, %.1f samples/s, truth rank %s\n", hc.c_str(),
                 row.at("dp").c_str(), row.at("mp").c_str(), row.at("pp").c_str(),
-                row.at("n_micro_batch").c_str(), run.iteration, tr.global_batch / run.iteration,
+                row.at("n_micro_batch").c_str(), run.iteration, tr.batch / run.iteration,
                 row.at("truth_rank").c_str());
   }
   return search::kendall_tau(predicted, truth);

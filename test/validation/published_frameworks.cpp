@@ -113,8 +113,7 @@ outcome predict(const std::map<std::string, std::string>& r) {
   cluster c;
   if (!cluster_of(r, c, o.why)) return skip(o.why);
   const std::string mode = r.at("stage_or_mode"), fw = r.at("framework");
-  transformer_training tr{.global_batch = std::stoi(r.at("global_batch")),
-                          .sequence = std::stoi(r.at("seq"))};
+  training tr{.batch = std::stoi(r.at("global_batch")), .sequence = std::stoi(r.at("seq"))};
   const std::string prec = r.at("precision");
   tr.precision = prec == "fp16"  ? precision_mode::fp16_mixed
                  : prec == "fp8" ? precision_mode::fp8_mixed

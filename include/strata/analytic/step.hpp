@@ -137,8 +137,7 @@ struct kernel_list {
 /// embedding's backward; then the optimizer step. `step_estimate::time()` equals the plan's
 /// `iteration_time`.
 [[nodiscard]] inline step_estimate step_kernels(const transformer& m, const parallel::nd& s,
-                                                const transformer_training& tr,
-                                                const device_profile& profile) {
+                                                const training& tr, const device_profile& profile) {
   s.check(m, tr, s.devices());
   if (s.devices() != 1) throw plan_error("a step lists the kernels of a one-GPU plan");
   const layer_compute lc = lower_layer(m, profile, tr, lower::shard_of(m, s, tr));
@@ -185,7 +184,7 @@ struct kernel_list {
   const double params = m.parameters();
   const lower::span opt =
       optimizer_span(profile, tr, lc, params, lower::parameter_tensors(m, tr.framework));
-  std::string update(to_string(tr.optim));
+  std::string update(to_string(tr.transformer_optimizer()));
   update += " step";
   out.kernels.push_back(
       {update, kernel_kind::optimizer, 0, tr.update_bytes() * params, opt.gpu, opt.host, false});
@@ -222,9 +221,9 @@ struct gpt2_config {
   return m;
 }
 /// nanoGPT's loop in PyTorch eager (`frameworks::pytorch_eager`), AdamW, one micro-batch.
-[[nodiscard]] constexpr transformer_training gpt2_training(const gpt2_config& c) {
-  transformer_training t;
-  t.global_batch = c.batch;
+[[nodiscard]] constexpr training gpt2_training(const gpt2_config& c) {
+  training t;
+  t.batch = c.batch;
   t.sequence = c.sequence;
   t.precision = c.precision == dtype::fp32 ? precision_mode::fp32 : precision_mode::bf16_mixed;
   t.optim = optimizer::adam;
@@ -274,7 +273,7 @@ struct step_memory {
 
 /// The memory of a one-GPU transformer plan (`analytic::stage_memory`) as a step's figures.
 [[nodiscard]] constexpr step_memory step_memory_of(const transformer& m, const parallel::nd& s,
-                                                   const transformer_training& tr) {
+                                                   const training& tr) {
   const memory_terms x = stage_terms(m, s, tr, 0);
   step_memory out;
   out.parameters = x.states.weights.count();

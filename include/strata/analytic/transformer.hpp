@@ -15,7 +15,7 @@
 /// @code
 /// const auto r = strata::analytic::evaluate(strata::zoo::gpt3_175b(), s,
 ///                                           strata::presets::dgx_a100(128),
-///                                           {.global_batch = 1536, .sequence = 2048});
+///                                           {.batch = 1536, .sequence = 2048});
 /// @endcode
 
 #include <algorithm>
@@ -77,12 +77,12 @@ template <class Lowering>
   return k;
 }
 [[nodiscard]] constexpr layer_keeps keeps_of(const transformer& m, const lower::shard& x,
-                                             const transformer_training& tr) {
+                                             const training& tr) {
   return keeps_by([&](auto&& v) { lower::layer(m, x, tr, lower::phase::forward, v); });
 }
 /// The bytes of one kind a layer keeps (activations saved for backward by default).
 [[nodiscard]] constexpr double layer_saved_bytes(
-    const transformer& m, const lower::shard& x, const transformer_training& tr,
+    const transformer& m, const lower::shard& x, const training& tr,
     lower::keep_kind kind = lower::keep_kind::activation) {
   return keeps_of(m, x, tr).of(kind);
 }
@@ -102,7 +102,7 @@ template <class Lowering>
 [[nodiscard]] constexpr double layer_activation_bytes(const transformer& m, double s, double b,
                                                       int tp, bool sp, recompute r, bool flash,
                                                       double act = 2) {
-  transformer_training tr;
+  training tr;
   tr.precision = act >= 4 ? precision_mode::fp32 : precision_mode::bf16_mixed;
   tr.flash_attention = flash;
   return layer_saved_bytes(m, {b, s, s, tp, sp, 1, 1, r}, tr);
@@ -160,7 +160,7 @@ struct transformer_memory {
   bytes activations{};       ///< the transformer layers' saved tensors, all in-flight micro-batches
   bytes embedding_activations{};  ///< input-embedding dropout mask and the output layer (§4.3)
   bytes buffers{};                ///< communication buffers: DDP buckets, ZeRO-3 gathered layers
-  bytes other{};                  ///< `transformer_training::reserved`
+  bytes other{};                  ///< `training::reserved`
   bytes embedding_states{};       ///< the part of the model states held for embedding and head
   bytes weight_casts{};           ///< 16-bit weight copies autocast made, held by autograd
   bytes logits{};                 ///< the loss's working set (the recipe's `loss_style`)
@@ -259,7 +259,7 @@ struct stage_parameters {
 /// The parameters pipeline stage i trains on one rank: all of them, or under LoRA the adapters
 /// of its layers (`lower::adapter_parameters`; the frozen weights keep only their storage copy).
 [[nodiscard]] constexpr stage_parameters trained_on(const transformer& m, const parallel::nd& s,
-                                                    const transformer_training& t, int stage) {
+                                                    const training& t, int stage) {
   if (!t.lora.on()) return parameters_on(m, s, stage);
   return {s.stage_layers(m, stage) * lower::adapter_parameters(m, lower::shard_of(m, s, t), t), 0,
           0};
@@ -279,13 +279,13 @@ namespace detail {
 /// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
 /// ZeRO stage `zero`, as the framework's engine stores them (`parallel::engine_states`).
 constexpr void add_states(transformer_memory& mem, double n, double shards, int zero,
-                          const transformer_training& t) {
+                          const training& t) {
   const auto z = parallel::engine_states(n, shards, zero, t);
   mem.weights += bytes{z.weights};
   mem.gradients += bytes{z.gradients};
   mem.optimizer_states += bytes{z.optimizer};
 }
-constexpr int sequence_of(const transformer& m, const transformer_training& t) {
+constexpr int sequence_of(const transformer& m, const training& t) {
   return t.sequence_or(m.sequence);
 }
 }  // namespace detail
@@ -321,7 +321,7 @@ struct plan_keeps {
   layer_keeps layer, full, embedding, head;
 };
 [[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
-                                            const transformer_training& t) {
+                                            const training& t) {
   using lower::phase;
   const lower::shard sh = lower::shard_of(m, s, t);
   plan_keeps k{keeps_of(m, sh, t),
@@ -347,7 +347,7 @@ struct plan_keeps {
 /// are released by their backward (an overstatement at the optimizer step of at most the slots'
 /// outputs).
 [[nodiscard]] constexpr double pipe_buffers(const transformer& m, const parallel::nd& s,
-                                            const transformer_training& t, int stage) {
+                                            const training& t, int stage) {
   const int p = s.pipeline.degree;
   if (!t.framework.pipe_buffers || p == 1) return 0;
   const double slots = std::max(2, std::min(p - stage, s.micro_batches(t)));
@@ -365,8 +365,7 @@ struct plan_keeps {
 /// - FSDP: a unit's unsharded 16-bit gradients and their `reduce_dtype` copy before its
 ///   reduce-scatter; FULL_SHARD also two units gathered (the rate limiter's cap).
 [[nodiscard]] constexpr double engine_buffers(const transformer& m, const parallel::nd& s,
-                                              const transformer_training& t, double params,
-                                              double weights) {
+                                              const training& t, double params, double weights) {
   const frameworks::sharding& e = t.framework.data;
   const int zero = s.data.zero;
   const double tp = s.tensor.degree, wb = t.weight_bytes(), gb = t.gradient_bytes();
@@ -394,7 +393,7 @@ struct plan_keeps {
 
 /// The terms of pipeline stage `stage` on one rank.
 [[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
-                                                 const transformer_training& t, int stage,
+                                                 const training& t, int stage,
                                                  const plan_keeps& keeps) {
   memory_terms x;
   transformer_memory& mem = x.states;
@@ -480,12 +479,11 @@ struct plan_keeps {
 /// Gradients live all step under Megatron (main_grad buffers) and are made by the backward under
 /// `zero_grad(set_to_none=True)` (PyTorch eager, Hugging Face).
 [[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
-                                                 const transformer_training& t, int stage) {
+                                                 const training& t, int stage) {
   return stage_terms(m, s, t, stage, keeps_of(m, s, t));
 }
 
-[[nodiscard]] constexpr transformer_memory stage_memory(const memory_terms& x,
-                                                        const transformer_training& t) {
+[[nodiscard]] constexpr transformer_memory stage_memory(const memory_terms& x, const training& t) {
   const bool vocab_parallel = t.framework.loss == frameworks::loss_style::vocab_parallel;
   const bool all_grads = x.persistent || x.accumulates;
   const double g_always = all_grads ? x.gradients : 0.0;
@@ -524,7 +522,7 @@ struct plan_keeps {
   return best;
 }
 [[nodiscard]] constexpr transformer_memory stage_memory(const transformer& m, const parallel::nd& s,
-                                                        const transformer_training& t, int stage) {
+                                                        const training& t, int stage) {
   return stage_memory(stage_terms(m, s, t, stage), t);
 }
 
@@ -534,7 +532,7 @@ struct plan_keeps {
 /// and the last (the logits).
 [[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
                                                              const parallel::nd& s,
-                                                             const transformer_training& t,
+                                                             const training& t,
                                                              const plan_keeps& keeps) {
   const int p = s.pipeline.degree;
   transformer_memory best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
@@ -548,7 +546,7 @@ struct plan_keeps {
 /// The same, lowering the layer once for every stage (`keeps_of`).
 [[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
                                                              const parallel::nd& s,
-                                                             const transformer_training& t) {
+                                                             const training& t) {
   return peak_stage_memory(m, s, t, keeps_of(m, s, t));
 }
 
@@ -603,8 +601,7 @@ struct pricer {
 /// Lowers one layer, the embedding and the head for the shard `x` (`lower/transformer.hpp`) and
 /// prices them.
 [[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
-                                                  const transformer_training& tr,
-                                                  const lower::shard& x) {
+                                                  const training& tr, const lower::shard& x) {
   const device_profile q = prof.queued();
   gemm_model g = q.gemm(tr.compute());
   if (tr.compute() == dtype::fp8 && q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
@@ -640,8 +637,8 @@ struct pricer {
 /// recomputation: some recipes run other kernels under checkpointing, e.g. Hugging Face's
 /// models build no k/v cache).
 [[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
-                                                  const transformer_training& tr, int tp, bool sp,
-                                                  int cp, int ep, double b,
+                                                  const training& tr, int tp, bool sp, int cp,
+                                                  int ep, double b,
                                                   recompute rc = recompute::none) {
   const double seq = detail::sequence_of(m, tr);
   return lower_layer(m, prof, tr, lower::shard{b, seq / cp, seq, tp, sp, cp, ep, rc});
@@ -739,7 +736,7 @@ struct layer_collectives {
 /// less the attention they hide behind, MoE all-to-alls as direct exchanges.
 [[nodiscard]] constexpr layer_collectives collectives_of(const transformer& m,
                                                          const parallel::nd& s, const cluster& c,
-                                                         const transformer_training& tr,
+                                                         const training& tr,
                                                          const layer_compute& lc) {
   using parallel::axis;
   struct visitor {
@@ -817,9 +814,8 @@ struct stage_spans {
 }
 
 /// The optimizer step over `params` parameters in `tensors` tensors on one rank: one
-/// memory-bound pass (`transformer_training::update_bytes` per parameter) issued per tensor.
-[[nodiscard]] constexpr lower::span optimizer_span(const device_profile& prof,
-                                                   const transformer_training& tr,
+/// memory-bound pass (`training::update_bytes` per parameter) issued per tensor.
+[[nodiscard]] constexpr lower::span optimizer_span(const device_profile& prof, const training& tr,
                                                    const layer_compute& lc, double params,
                                                    double tensors) {
   return lower::span::kernel(tensors * lc.per_tensor,
@@ -840,7 +836,7 @@ struct offload_efficiency {
 /// states from NVMe, and the updated 16-bit partition comes back over PCIe. The DeepSpeed
 /// tutorial's 10B model on one V100 gives 1.6 + 6.3 + 1.6 = 9.5 s here against 7.6-8.0 s
 /// measured for its optimizer phase (test/validation/published_frameworks.cpp).
-[[nodiscard]] constexpr seconds offloaded_update(const cluster& c, const transformer_training& tr,
+[[nodiscard]] constexpr seconds offloaded_update(const cluster& c, const training& tr,
                                                  double partition, seconds backward) {
   const host_side& h = c.host;
   const bool nvme = tr.framework.data.offload_optimizer == frameworks::offload_device::nvme;
@@ -866,8 +862,8 @@ struct calls_per_step {
   double gathers = 1, reduces = 1, bucket = 0;
 };
 [[nodiscard]] constexpr calls_per_step collective_calls(const transformer& m, const parallel::nd& s,
-                                                        const transformer_training& tr,
-                                                        double layers, double gradient_bytes) {
+                                                        const training& tr, double layers,
+                                                        double gradient_bytes) {
   const frameworks::sharding& e = tr.framework.data;
   const int zero = s.data.zero;
   const double l = std::max(1.0, layers);
@@ -915,8 +911,8 @@ struct data_collective_costs {
                                 bytes{x.expert * per_param / k}));
 }
 [[nodiscard]] constexpr data_collective_costs data_collectives_of(
-    const parallel::nd& s, const cluster& c, const transformer_training& tr,
-    const stage_parameters& n, const stage_parameters& tn, const calls_per_step& calls) {
+    const parallel::nd& s, const cluster& c, const training& tr, const stage_parameters& n,
+    const stage_parameters& tn, const calls_per_step& calls) {
   using comm::collective;
   const int zero = s.data.zero;
   const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
@@ -940,7 +936,7 @@ struct data_collective_costs {
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
 /// the same `layer_compute` to every strategy that shares tp, sp, cp, ep and b).
 [[nodiscard]] constexpr transformer_time iteration(const transformer& m, const parallel::nd& s,
-                                                   const cluster& c, const transformer_training& tr,
+                                                   const cluster& c, const training& tr,
                                                    const device_profile& prof,
                                                    const layer_compute& lc) {
   using parallel::axis;
@@ -1041,8 +1037,7 @@ struct data_collective_costs {
 
 /// The report of a plan: its time (`iteration`), its peak memory (`peak_stage_memory`), FLOPs.
 [[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
-                                                    const cluster& c,
-                                                    const transformer_training& tr,
+                                                    const cluster& c, const training& tr,
                                                     const device_profile& prof,
                                                     const layer_compute& lc) {
   transformer_report r;
@@ -1051,9 +1046,9 @@ struct data_collective_costs {
   r.micro_batches = s.micro_batches(tr);
   r.peak = c.dev.peak(tr.compute());
   const double seq = detail::sequence_of(m, tr);
-  r.tokens = tr.global_batch * seq;
-  r.model_flops = model_flops(m, tr.global_batch, seq);
-  r.hardware_flops = hardware_flops(m, tr.global_batch, seq, s.recomputation);
+  r.tokens = tr.batch * seq;
+  r.model_flops = model_flops(m, tr.batch, seq);
+  r.hardware_flops = hardware_flops(m, tr.batch, seq, s.recomputation);
   r.memory = peak_stage_memory(m, s, tr);
   r.headroom = headroom_of(s, tr.runtime, r.memory.total());
   r.time = iteration(m, s, c, tr, prof, lc);
@@ -1062,8 +1057,7 @@ struct data_collective_costs {
 
 /// Evaluates a transformer plan; checks it first (`parallel::nd::check`).
 [[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
-                                                    const cluster& c,
-                                                    const transformer_training& tr,
+                                                    const cluster& c, const training& tr,
                                                     const device_profile& prof) {
   s.check(m, tr, c.devices());
   return evaluate(m, s, c, tr, prof, lower_layer(m, prof, tr, lower::shard_of(m, s, tr)));
@@ -1072,8 +1066,7 @@ struct data_collective_costs {
 /// Evaluates with the device's datasheet peaks and the GEMM efficiency fitted on the H100
 /// (`datasheet_profile(c.dev, h100_fitted_gemm)`, the profile validated on SC'21 Table 1).
 [[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
-                                                    const cluster& c,
-                                                    const transformer_training& tr) {
+                                                    const cluster& c, const training& tr) {
   return evaluate(m, s, c, tr, datasheet_profile(c.dev, h100_fitted_gemm));
 }
 

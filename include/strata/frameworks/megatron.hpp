@@ -3,7 +3,7 @@
 /// @brief Megatron-LM as SC'21 and Korthikanti et al. 2022 describe it: fused kernels (one per
 /// norm, bias-GELU/SwiGLU, bias-dropout-add, rotary embedding), fused QKV and gate/up GEMMs,
 /// 16-bit working weights with fp32 master weights and main_grad buffers (18 B per parameter
-/// with Adam, `transformer_training::gradients` = fp32), the vocabulary-parallel cross-entropy on
+/// with Adam, `training::gradients` = fp32), the vocabulary-parallel cross-entropy on
 /// fp32 logits, kernels queued ahead of the GPU, and Korthikanti's saved tensors (34 s b h +
 /// 5 a s^2 b per layer, Table 2). No allocator workspace or batch tensors are counted (as in
 /// Korthikanti's accounting).

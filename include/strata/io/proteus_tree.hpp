@@ -31,7 +31,7 @@ struct proteus_scenario {
   transformer net;
   std::string name;
   cluster machine;
-  transformer_training setup;
+  training setup;
   device_profile profile;
   proteus::strategy_tree tree;
   double gamma = 0;
@@ -192,7 +192,7 @@ inline nlohmann::json proteus_report_json(const proteus_scenario& s,
                    {"n_micro_batch", g.n_micro_batch},
                    {"operations", g.ops.size()},
                    {"iteration_time_s", r.iteration},
-                   {"samples_per_s", s.setup.global_batch / r.iteration},
+                   {"samples_per_s", s.setup.batch / r.iteration},
                    {"peak_memory_GiB", peak / gib},
                    {"peak_memory_GiB_per_device", peaks},
                    {"capacity_GiB", s.machine.dev.memory.count() / gib},

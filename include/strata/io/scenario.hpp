@@ -579,15 +579,15 @@ inline training parse_training(const json& j, bool needs_batch = true) {
   t.dataset = num_field(j, "training", "dataset", 0.0, 1e15, 0.0);
   const std::string prec = str_field(j, "training", "precision", "fp32");
   if (prec == "fp32")
-    t.precision = dtype::fp32;
+    t.precision = precision_mode::fp32;
   else if (prec == "tf32")
-    t.precision = dtype::tf32;
+    t.precision = precision_mode::tf32;
   else if (prec == "fp16")
-    t.precision = dtype::fp16;
+    t.precision = precision_mode::fp16;
   else if (prec == "bf16")
-    t.precision = dtype::bf16;
+    t.precision = precision_mode::bf16;
   else if (prec == "fp8")
-    t.precision = dtype::fp8;
+    t.precision = precision_mode::fp8;
   else
     fail("training.precision",
          "unknown precision \"" + cut(prec) + "\" (known: fp32, tf32, fp16, bf16, fp8)");

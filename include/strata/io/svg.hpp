@@ -561,7 +561,7 @@ inline constexpr double gib = 1024.0 * 1024.0 * 1024.0;
 /// into the report's terms.
 [[nodiscard]] inline std::vector<memory_bar> stage_memory_bars(const transformer& m,
                                                                const parallel::nd& s,
-                                                               const transformer_training& t) {
+                                                               const training& t) {
   std::vector<memory_bar> out;
   const analytic::plan_keeps keeps = analytic::keeps_of(m, s, t);
   for (int i = 0; i < s.pipeline.degree; ++i) {

@@ -58,7 +58,7 @@ inline transformer_request parse_transformer_request(nlohmann::json j,
 
 namespace detail {
 inline double tokens_per_iteration(const transformer_scenario& s) {
-  return s.setup.global_batch * static_cast<double>(s.setup.sequence_or(s.net.sequence));
+  return s.setup.batch * static_cast<double>(s.setup.sequence_or(s.net.sequence));
 }
 /// A ranked plan as the search report lists it.
 inline nlohmann::json ranked_json(const transformer_request& r,

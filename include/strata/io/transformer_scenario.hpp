@@ -40,7 +40,7 @@ struct transformer_scenario {
   std::string name;  ///< owns the model's name
   cluster machine;
   parallel::nd strategy;
-  transformer_training setup;
+  training setup;
   device_profile profile;
   std::string profile_name;
   bool search = false;  ///< sweep the space instead of evaluating `strategy`
@@ -209,17 +209,17 @@ inline parallel::nd parse_nd(const json& j) {
   return s;
 }
 
-inline transformer_training parse_transformer_training(const json& j) {
+inline training parse_transformer_training(const json& j) {
   const std::string p = "training";
   only_keys(j, p,
             {"batch", "global_batch", "sequence", "precision", "optimizer", "gradients",
              "flash_attention", "reserved_GiB", "framework", "engine", "offload_optimizer",
              "offload_parameters", "tp_comm_overlap", "lora", "runtime"});
-  transformer_training t;
+  training t;
   // "batch" as every scenario says it; "global_batch" is the older spelling
   if (j.contains("batch") && j.contains("global_batch"))
     fail(p, "give the batch once: \"batch\" (or the older spelling \"global_batch\")");
-  t.global_batch =
+  t.batch =
       int_field(j, p, j.contains("global_batch") ? "global_batch" : "batch", 1, 1 << 30, 0, true);
   t.sequence = int_field(j, p, "sequence", 0, 1 << 26, 0);
   t.precision = enum_field(j, p, "precision", precision_mode::bf16_mixed,
@@ -422,13 +422,12 @@ inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
     j["fitting"] = r.fitting;
     nlohmann::json plans = nlohmann::json::array();
     for (const auto& p : r.best)
-      plans.push_back(
-          {{"parallel", detail::nd_json(p.strategy)},
-           {"iteration_s", p.time.total().count()},
-           {"tokens_per_s", s.setup.global_batch *
-                                static_cast<double>(s.setup.sequence_or(s.net.sequence)) /
-                                p.time.total().count()},
-           {"memory_GiB", to_gib(p.memory)}});
+      plans.push_back({{"parallel", detail::nd_json(p.strategy)},
+                       {"iteration_s", p.time.total().count()},
+                       {"tokens_per_s",
+                        s.setup.batch * static_cast<double>(s.setup.sequence_or(s.net.sequence)) /
+                            p.time.total().count()},
+                       {"memory_GiB", to_gib(p.memory)}});
     j["best"] = plans;
     return j;
   }

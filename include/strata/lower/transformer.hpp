@@ -57,7 +57,7 @@ struct shard {
 
 /// The shard of a `parallel::nd` strategy.
 [[nodiscard]] constexpr shard shard_of(const transformer& m, const parallel::nd& s,
-                                       const transformer_training& t) {
+                                       const training& t) {
   const double seq = t.sequence_or(m.sequence);
   return {static_cast<double>(s.micro_batch),
           seq / s.context.degree,
@@ -89,7 +89,7 @@ constexpr void communicate(V& v, const collective_op& c) {
 template <class V>
 struct builder {
   V& v;
-  const transformer_training& tr;
+  const training& tr;
   bool backward;
   bool keep = true;
 
@@ -125,7 +125,7 @@ struct builder {
                                double times = 1) const {
     if (backward) memory(what, "backward", c, bytes, times);
   }
-  /// A linear layer LoRA adapts (`transformer_training::lora`): never the router or the head.
+  /// A linear layer LoRA adapts (`training::lora`): never the router or the head.
   [[nodiscard]] constexpr bool adapted(std::string_view what) const {
     if (!tr.lora.on() || what == "router" || what == "output projection") return false;
     if (tr.lora.targets == lora_targets::all_linear) return true;
@@ -254,8 +254,7 @@ on_save(F) -> on_save<F>;
 /// kernels (GPT-2: the tanh-GELU formula as nine); fp32 residual adds; MoE experts through
 /// `grouped_mm` on fp32 weights (a host synchronization and one fp32 GEMM per expert for each).
 template <class V>
-constexpr void layer(const transformer& m, const shard& x, const transformer_training& tr, phase ph,
-                     V&& v) {
+constexpr void layer(const transformer& m, const shard& x, const training& tr, phase ph, V&& v) {
   using parallel::recompute;
   const bool fwd = ph == phase::forward;
   const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd, x.recompute != recompute::full};
@@ -452,8 +451,8 @@ constexpr void layer(const transformer& m, const shard& x, const transformer_tra
 /// attention's K/V blocks (Liu et al. 2023: c - 1 transfers of the rank's K and V, as one
 /// `send_recv` op of their total), MoE's dispatch and combine all-to-alls of the routed tokens.
 template <class V>
-constexpr void layer_collectives(const transformer& m, const shard& x,
-                                 const transformer_training& tr, phase ph, V&& v) {
+constexpr void layer_collectives(const transformer& m, const shard& x, const training& tr, phase ph,
+                                 V&& v) {
   const double act = tr.activation_bytes(), h = m.hidden;
   const double bsh = x.b * x.s * h * act;
   if (x.tp > 1)
@@ -481,8 +480,8 @@ constexpr void layer_collectives(const transformer& m, const shard& x,
 /// are added, and the backward zero-fills the V x h fp32 gradient and accumulates into it (a tied
 /// matrix then adds the head's gradient).
 template <class V>
-constexpr void embedding(const transformer& m, const shard& x, const transformer_training& tr,
-                         phase ph, V&& v) {
+constexpr void embedding(const transformer& m, const shard& x, const training& tr, phase ph,
+                         V&& v) {
   const bool fwd = ph == phase::forward;
   const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd};
   const double T = x.tokens(), h = m.hidden, act = tr.activation_bytes();
@@ -508,8 +507,7 @@ constexpr void embedding(const transformer& m, const shard& x, const transformer
 /// log-softmax, NLL; backward NLL's zero-filled gradient, log-softmax's backward and the cast back
 /// to bf16. Keeps the norm's tensors and the projection's input (and weight copy).
 template <class V>
-constexpr void head(const transformer& m, const shard& x, const transformer_training& tr, phase ph,
-                    V&& v) {
+constexpr void head(const transformer& m, const shard& x, const training& tr, phase ph, V&& v) {
   const bool fwd = ph == phase::forward;
   const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd};
   const bool hf = k.hf();
@@ -560,8 +558,7 @@ struct layer_weights {
   double largest = 0;   ///< the largest one's elements
 };
 [[nodiscard]] constexpr layer_weights weight_modules(const transformer& m, const shard& x,
-                                                     const transformer_training& tr,
-                                                     double threshold = 0) {
+                                                     const training& tr, double threshold = 0) {
   struct visitor {
     double threshold;
     layer_weights out{};
@@ -578,10 +575,10 @@ struct layer_weights {
   return v.out;
 }
 
-/// The LoRA adapter parameters of one layer on one rank (`transformer_training::lora`): r (n + k)
+/// The LoRA adapter parameters of one layer on one rank (`training::lora`): r (n + k)
 /// for each adapted n x k weight, read off the lowering's forward adapter GEMMs.
 [[nodiscard]] constexpr double adapter_parameters(const transformer& m, const shard& x,
-                                                  const transformer_training& tr) {
+                                                  const training& tr) {
   if (!tr.lora.on()) return 0;
   struct visitor {
     double r, out = 0;

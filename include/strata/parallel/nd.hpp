@@ -98,8 +98,8 @@ struct nd {
     return {0, degree(a), stride};
   }
   /// Micro-batches per replica per iteration.
-  [[nodiscard]] constexpr int micro_batches(const transformer_training& t) const {
-    return t.global_batch / replicas() / micro_batch;
+  [[nodiscard]] constexpr int micro_batches(const training& t) const {
+    return t.batch / replicas() / micro_batch;
   }
   /// The layers and stages left once the first and last stages take their given counts.
   [[nodiscard]] constexpr pipeline_parallel::evenly_split even_part(const transformer& m) const {
@@ -112,9 +112,9 @@ struct nd {
 
   /// The limits of a transformer plan on `devices` ranks (see `limits.hpp`): each policy's own,
   /// then the ones the composition adds (devices, batch divisibility, positions).
-  constexpr void check(const transformer& m, const transformer_training& t, int devices) const {
+  constexpr void check(const transformer& m, const training& t, int devices) const {
     m.check();
-    t.check();
+    t.check_transformer();
     for (const axis a : order)
       if (degree(a) < 1) throw plan_error(limits::degree_below_one);
     for (std::size_t i = 0; i < order.size(); ++i)
@@ -129,9 +129,8 @@ struct nd {
       throw plan_error(limits::sequence_exceeds_positions);
     context.check(s);
     if (micro_batch < 1) throw plan_error(limits::degree_below_one);
-    if (t.global_batch % replicas() != 0)
-      throw plan_error(limits::global_batch_must_divide_replicas);
-    if ((t.global_batch / replicas()) % micro_batch != 0)
+    if (t.batch % replicas() != 0) throw plan_error(limits::global_batch_must_divide_replicas);
+    if ((t.batch / replicas()) % micro_batch != 0)
       throw plan_error(limits::micro_batch_must_divide_replica_batch);
     pipeline.check(m.layers, micro_batches(t));
     data.check();

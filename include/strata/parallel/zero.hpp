@@ -5,7 +5,7 @@
 /// also the weights (FSDP's full sharding). `analytic/zero.hpp` has the paper's and DeepSpeed's
 /// estimators for whole models; this is the rule per parameter that a plan's stage memory uses,
 /// as each framework's engine (`frameworks::data_engine`) stores the states:
-/// - Megatron: 16-bit working weights, `transformer_training::gradients` main_grad buffers,
+/// - Megatron: 16-bit working weights, `training::gradients` main_grad buffers,
 ///   fp32 masters and moments (18 B/param with fp32 gradients);
 /// - DeepSpeed (runtime/zero/stage_1_and_2.py, stage3.py): 16-bit weights and 16-bit gradient
 ///   partitions (`averaged_gradients`, the contiguous `grad_partitions_flat_buffer`), fp32
@@ -44,7 +44,7 @@ constexpr void check_zero_stage(int stage) {
 /// Model states of `n` parameters on one GPU at ZeRO stage `stage` over `shards` ranks, as the
 /// engine of `t.framework` stores them. What an offload moves to the host is not counted.
 [[nodiscard]] constexpr sharded_states engine_states(double n, double shards, int stage,
-                                                     const transformer_training& t) {
+                                                     const training& t) {
   const frameworks::sharding& e = t.framework.data;
   sharded_states z =
       zero_states(n, shards, stage, t.weight_bytes(), t.gradient_bytes(), t.optimizer_bytes());
@@ -63,7 +63,7 @@ constexpr void check_zero_stage(int stage) {
 /// `stage`: DeepSpeed's fp32 copy of the 16-bit gradient partition, whole under ZeRO-1/2
 /// (stage_1_and_2.py flattens the partition's gradients to fp32 at once) and one
 /// `sub_group_size` group at a time under ZeRO-3; none when the optimizer runs on the host.
-[[nodiscard]] constexpr double update_buffer(double n, int stage, const transformer_training& t) {
+[[nodiscard]] constexpr double update_buffer(double n, int stage, const training& t) {
   const frameworks::sharding& e = t.framework.data;
   if (e.fp32_gradient_group <= 0 || !t.master_weights() || t.gradient_bytes() >= 4 ||
       e.offload_optimizer != frameworks::offload_device::none)

@@ -35,7 +35,7 @@
 /// @code
 /// auto t = strata::proteus::dp_mp_pp(strata::zoo::gpt2_124m(), {.dp = 8});
 /// auto g = strata::proteus::compile(strata::zoo::gpt2_124m(), t, strata::presets::hc1(),
-///                                   {.global_batch = 8}, profile);
+///                                   {.batch = 8}, profile);
 /// @endcode
 
 #include <algorithm>
@@ -770,7 +770,7 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
 
 /// Compiles a transformer under strategy tree `t` on cluster `c` (checked first).
 [[nodiscard]] inline execution_graph compile(const transformer& m, const strategy_tree& t,
-                                             const cluster& c, const transformer_training& tr,
+                                             const cluster& c, const training& tr,
                                              const device_profile& prof) {
   using detail::layout;
   using detail::lstate;
@@ -780,7 +780,7 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
   const resolved_schedule sched = t.schedule_of(leaves.front());
   const int nmb = sched.n_micro_batch;
   const double seq = tr.sequence_or(m.sequence), act = tr.activation_bytes();
-  const double B = tr.global_batch;
+  const double B = tr.batch;
   // the activation of one micro-batch of the whole model: B / nmb sequences
   const double full = B / nmb * seq * m.hidden * act;
   execution_graph g;
@@ -872,7 +872,7 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
 /// the device has them; bf16/fp16: autocast). SGD with momentum, as ParaDL and Proteus train
 /// them.
 struct cnn_setup {
-  int global_batch = 32;
+  int batch = 32;
   dtype precision = dtype::fp32;
 };
 
@@ -882,12 +882,12 @@ struct cnn_setup {
 [[nodiscard]] inline execution_graph compile(std::span<const layer> layers, const strategy_tree& t,
                                              const cluster& c, const cnn_setup& su,
                                              const device_profile& prof) {
-  t.check_cnn(static_cast<int>(layers.size()), su.global_batch, c.devices());
+  t.check_cnn(static_cast<int>(layers.size()), su.batch, c.devices());
   const auto leaves = t.leaves();
   const int L = static_cast<int>(leaves.size());
   const int nmb = t.schedule_of(leaves.front()).n_micro_batch;
   const bool autocast = su.precision != dtype::fp32;
-  const double act = autocast ? 2.0 : 4.0, B = su.global_batch;
+  const double act = autocast ? 2.0 : 4.0, B = su.batch;
   const device_profile q = prof.queued();
   const gemm_model& gm = q.gemm(su.precision);
   execution_graph g;

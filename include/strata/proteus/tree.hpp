@@ -22,7 +22,7 @@
 /// divide the batch. `static_tree` is the same check at compile time for trees that are types.
 /// @code
 /// auto t = strata::proteus::dp_mp_pp(strata::zoo::gpt2_124m(), {.dp = 4, .mp = 2, .pp = 1});
-/// t.check(strata::zoo::gpt2_124m(), {.global_batch = 8}, 8);
+/// t.check(strata::zoo::gpt2_124m(), {.batch = 8}, 8);
 /// @endcode
 
 #include <algorithm>
@@ -175,9 +175,9 @@ class strategy_tree {
   [[nodiscard]] int device_count() const { return static_cast<int>(devgroup(0).size()); }
 
   /// Checks the tree against a transformer, its training and a cluster of `devices` devices.
-  void check(const transformer& m, const transformer_training& tr, int devices) const {
+  void check(const transformer& m, const training& tr, int devices) const {
     m.check();
-    tr.check();
+    tr.check_transformer();
     check_structure(devices);
     // every module exactly once, in model order
     const auto ls = leaves();
@@ -215,12 +215,12 @@ class strategy_tree {
                            "the sequence");
       }
       const resolved_schedule s = schedule_of(ls[k]);
-      if (tr.global_batch % c.batch != 0)
+      if (tr.batch % c.batch != 0)
         throw plan_error(who + ": batch partition " + std::to_string(c.batch) +
-                         " does not divide the global batch of " + std::to_string(tr.global_batch));
-      if ((tr.global_batch / c.batch) % s.n_micro_batch != 0)
+                         " does not divide the global batch of " + std::to_string(tr.batch));
+      if ((tr.batch / c.batch) % s.n_micro_batch != 0)
         throw plan_error(who + ": n_micro_batch " + std::to_string(s.n_micro_batch) +
-                         " does not divide the " + std::to_string(tr.global_batch / c.batch) +
+                         " does not divide the " + std::to_string(tr.batch / c.batch) +
                          " sequences of one batch part");
     }
   }
@@ -378,7 +378,7 @@ struct dp_mp_pp_config {
 /// recomputation; no context or expert axes), with ranks laid out as `dp_mp_pp`: the plan's
 /// order must be tensor innermost and pipeline outermost.
 [[nodiscard]] inline strategy_tree from_nd(const transformer& m, const parallel::nd& s,
-                                           const transformer_training& tr) {
+                                           const training& tr) {
   using parallel::axis;
   if (s.context.degree != 1 || s.expert.degree != 1)
     throw plan_error("from_nd: the strategy tree has no context or expert axis yet");

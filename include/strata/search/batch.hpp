@@ -71,12 +71,11 @@ inline auto lowering_key(const parallel::nd& s) {
 /// Evaluates every plan of `plans` for `m` on `c` (each is checked first: a plan that breaks a
 /// limit is a plan_error "plans[i]: <the limit's sentence>").
 [[nodiscard]] inline batch_report evaluate_batch(const transformer& m, const cluster& c,
-                                                 const transformer_training& tr,
-                                                 const device_profile& prof,
+                                                 const training& tr, const device_profile& prof,
                                                  std::span<const parallel::nd> plans,
                                                  batch_options opt = {}) {
   m.check();
-  tr.check();
+  tr.check_transformer();
   const auto n = static_cast<Eigen::Index>(plans.size());
   for (std::size_t i = 0; i < plans.size(); ++i) {
     try {
@@ -155,11 +154,11 @@ inline auto lowering_key(const parallel::nd& s) {
 
   // the columns every plan shares a formula for, computed column-wise
   const double seq = tr.sequence_or(m.sequence);
-  const double tokens = tr.global_batch * seq;
+  const double tokens = tr.batch * seq;
   const double devices = c.devices();
   r.tokens_per_s = tokens / r.iteration_s;
-  r.mfu = analytic::model_flops(m, tr.global_batch, seq) / devices /
-          c.dev.peak(tr.compute()).count() / r.iteration_s;
+  r.mfu = analytic::model_flops(m, tr.batch, seq) / devices / c.dev.peak(tr.compute()).count() /
+          r.iteration_s;
   r.gpu_hours_per_iteration = devices / 3600.0 * r.iteration_s;
   r.fits = r.required_bytes <= c.dev.memory.count();
   return r;

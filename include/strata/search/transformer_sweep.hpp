@@ -15,7 +15,7 @@
 /// @code
 /// const auto result = strata::search::sweep(strata::zoo::gpt3_175b(),
 /// strata::presets::dgx_a100(128),
-///                                           {.global_batch = 1536, .sequence = 2048}, profile);
+///                                           {.batch = 1536, .sequence = 2048}, profile);
 /// // result.best.front() is the fastest plan that fits
 /// @endcode
 
@@ -103,11 +103,11 @@ inline auto plan_key(const parallel::nd& s) {
 /// `part`), lowering one layer per (tensor degree, sequence parallelism, expert, context,
 /// micro-batch) group and sharing it with every plan of the group.
 template <class Visit>
-void for_each_plan(const transformer& m, const cluster& c, const transformer_training& tr,
+void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                    const device_profile& prof, const transformer_space& space, Visit&& visit,
                    sweep_part part = {}) {
   m.check();
-  tr.check();
+  tr.check_transformer();
   if (part.parts < 1 || part.part < 0 || part.part >= part.parts)
     throw plan_error("search: the part to run must lie in [0, parts)");
   const int devices = c.devices();
@@ -153,9 +153,8 @@ void for_each_plan(const transformer& m, const cluster& c, const transformer_tra
               if (p < 1 || m.layers % p != 0 || devices % (t * p * e * cx) != 0) continue;
               const int d = devices / (t * p * e * cx);
               const int replicas = d * e;
-              if (tr.global_batch % replicas != 0 || (tr.global_batch / replicas) % b != 0)
-                continue;
-              const int micro = tr.global_batch / replicas / b;
+              if (tr.batch % replicas != 0 || (tr.batch / replicas) % b != 0) continue;
+              const int micro = tr.batch / replicas / b;
               for (const int v : space.virtual_stages) {
                 if (v < 1 || (v > 1 && (p == 1 || (m.layers / p) % v != 0 || micro % p != 0)))
                   continue;
@@ -221,8 +220,7 @@ inline void finish(transformer_sweep_result& out) {
 
 /// Sweeps `space` for `m` on every device of `c` (or the share `part` of it).
 [[nodiscard]] inline transformer_sweep_result sweep(const transformer& m, const cluster& c,
-                                                    const transformer_training& tr,
-                                                    const device_profile& prof,
+                                                    const training& tr, const device_profile& prof,
                                                     const transformer_space& space = {},
                                                     sweep_part part = {}) {
   transformer_sweep_result out;

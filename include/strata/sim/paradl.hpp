@@ -92,7 +92,7 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
   const int compute_stream = s.add_resource({"compute", discipline::fifo, 1, 0, 0});
   const double d = c.delta();
   const std::size_t L = c.size();
-  const int states = states_per_param(c.setup.optim);
+  const int states = states_per_param(c.setup.cnn_optimizer());
   const int weights = s.add_tensor(
       {"weights, gradients, optimizer states", 0, c.sum_w * rp.wu_share * d * (2 + states)});
   std::vector<int> acts(L);
@@ -281,7 +281,7 @@ inline plan_run lower_pipeline(const context& c, const parallel::pipeline& pp,
                        .consumes = std::move(consumes)});
     return last;
   };
-  const int states = states_per_param(c.setup.optim);
+  const int states = states_per_param(c.setup.cnn_optimizer());
   std::vector<int> weights(static_cast<std::size_t>(p));
   std::vector<std::vector<int>> acts(static_cast<std::size_t>(p));
   for (int i = 0; i < p; ++i) {

@@ -55,7 +55,7 @@ struct transformer_run {
 
 /// Simulates one iteration of a transformer plan. Checks it like `analytic::evaluate`.
 [[nodiscard]] inline transformer_run simulate(const transformer& m, const parallel::nd& s,
-                                              const cluster& c, const transformer_training& tr,
+                                              const cluster& c, const training& tr,
                                               const device_profile& prof,
                                               const transformer_options& o = {}) {
   using parallel::axis;

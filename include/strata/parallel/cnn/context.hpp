@@ -87,8 +87,8 @@ struct context {
   [[nodiscard]] constexpr layer_time time(std::size_t i) const {
     if (!profiled.empty()) return profiled[i];
     const layer& l = layers[i];
-    const flop_rate rate = machine.dev.peak(setup.precision) * setup.efficiency;
-    const bytes touched{l.params * delta() * update_passes(setup.optim)};
+    const flop_rate rate = machine.dev.peak(setup.element_type()) * setup.efficiency;
+    const bytes touched{l.params * delta() * update_passes(setup.cnn_optimizer())};
     return {flops{l.fw_flops} / rate, flops{l.bw_flops} / rate,
             touched / machine.dev.memory_bandwidth};
   }
@@ -100,8 +100,8 @@ struct context {
                                                   double activation_split, double xy = -1) const {
     const double w = sum_w * weight_share * delta();
     const double acts = (xy < 0 ? sum_xy : xy) * samples / activation_split * delta();
-    return {bytes{w}, bytes{w}, bytes{w * states_per_param(setup.optim)}, bytes{2.0 * acts},
-            bytes{}};
+    return {bytes{w}, bytes{w}, bytes{w * states_per_param(setup.cnn_optimizer())},
+            bytes{2.0 * acts}, bytes{}};
   }
 };
 
@@ -110,7 +110,7 @@ struct context {
                                              const training& setup,
                                              std::span<const layer_time> profiled = {}) {
   if (layers.empty()) throw plan_error("the model has no layers");
-  setup.check();
+  setup.check_cnn();
   if (!profiled.empty() && profiled.size() != layers.size())
     throw plan_error("profiled layer times must list every layer of the model");
   context c{layers, machine, setup, profiled};
