@@ -22,49 +22,49 @@
 
 namespace strata {
 
-/// Model + cluster + strategy + training setup: one template for every kind of model. A CNN in
-/// ParaDL's notation (`model<N>`) takes a ParaDL strategy and a `training`; a `transformer` takes
-/// `parallel::nd` and a `training` (`transformer_plan`). Class template argument
-/// deduction picks the kind from the values.
-template <class Model, class Strategy, class Training>
+/// Model + cluster + strategy + training setup: one template for every kind of model, one
+/// `training` for all. A CNN in ParaDL's notation (`model<N>`) takes a ParaDL strategy; a
+/// `transformer` takes `parallel::nd` (`transformer_plan`). Class template argument deduction
+/// picks the kind from the values.
+template <class Model, class Strategy>
 struct plan {
   Model net;
   cluster machine;
   Strategy strategy;
-  Training setup;
+  training setup;
 };
 
 template <std::size_t N, class S>
-plan(model<N>, cluster, S, training) -> plan<model<N>, S, training>;
-plan(transformer, cluster, parallel::nd, training)->plan<transformer, parallel::nd, training>;
+plan(model<N>, cluster, S, training) -> plan<model<N>, S>;
+plan(transformer, cluster, parallel::nd, training)->plan<transformer, parallel::nd>;
 
 /// The full report of a plan.
 template <std::size_t N, class S>
-[[nodiscard]] constexpr report evaluate(const plan<model<N>, S, training>& p) {
+[[nodiscard]] constexpr report evaluate(const plan<model<N>, S>& p) {
   return analytic::evaluate(p.net.view(), p.strategy, p.machine, p.setup);
 }
 
 /// Memory the busiest device needs (ParaDL's "maximum memory per PE").
 template <std::size_t N, class S>
-[[nodiscard]] constexpr bytes memory_per_device(const plan<model<N>, S, training>& p) {
+[[nodiscard]] constexpr bytes memory_per_device(const plan<model<N>, S>& p) {
   return evaluate(p).memory.total();
 }
 
 /// Peak memory of any device; with ParaDL's model the same as `memory_per_device`.
 template <std::size_t N, class S>
-[[nodiscard]] constexpr bytes peak_memory(const plan<model<N>, S, training>& p) {
+[[nodiscard]] constexpr bytes peak_memory(const plan<model<N>, S>& p) {
   return memory_per_device(p);
 }
 
 /// Time of one iteration.
 template <std::size_t N, class S>
-[[nodiscard]] constexpr seconds iteration_time(const plan<model<N>, S, training>& p) {
+[[nodiscard]] constexpr seconds iteration_time(const plan<model<N>, S>& p) {
   return evaluate(p).iteration_time();
 }
 
 /// A transformer + cluster + `parallel::nd` strategy + training setup (with its framework
 /// recipe). Its queries use the device's datasheet profile unless one is passed.
-using transformer_plan = plan<transformer, parallel::nd, training>;
+using transformer_plan = plan<transformer, parallel::nd>;
 
 [[nodiscard]] constexpr analytic::transformer_report evaluate(const transformer_plan& p,
                                                               const device_profile& prof) {
