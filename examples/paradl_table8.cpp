@@ -18,8 +18,8 @@ int main() {
     const int rank = table8::predicted_rank(i);
     agree += rank == row.rank;
     std::printf("%-9s %4d %-13s %6d | %8.0f %8.0f %8.0f %4d | %8.0f %8.0f %8.0f %4d\n", row.model,
-                row.gpus, row.strategy, r.batch, r.iteration.compute().count() * it,
-                r.iteration.communication().count() * it, r.epoch_time().count(), rank, row.comp,
+                row.gpus, row.strategy, r.batch, r.time.compute().count() * it,
+                r.time.communication().count() * it, r.epoch_time().count(), rank, row.comp,
                 row.comm, row.total, row.rank);
   }
   std::printf("ranks equal to ParaDL's projection: %d of %zu\n", agree, table8::paper.size());

@@ -5,7 +5,7 @@
 
 namespace example {
 
-inline void print(const char* title, const strata::analytic::transformer_report& r) {
+inline void print(const char* title, const strata::report& r) {
   using strata::to_gib;
   const auto& t = r.time;
   const auto& m = r.memory;

@@ -66,11 +66,10 @@ template <std::size_t N, class S>
 /// recipe). Its queries use the device's datasheet profile unless one is passed.
 using transformer_plan = plan<transformer, parallel::nd>;
 
-[[nodiscard]] constexpr analytic::transformer_report evaluate(const transformer_plan& p,
-                                                              const device_profile& prof) {
+[[nodiscard]] constexpr report evaluate(const transformer_plan& p, const device_profile& prof) {
   return analytic::evaluate(p.net, p.strategy, p.machine, p.setup, prof);
 }
-[[nodiscard]] constexpr analytic::transformer_report evaluate(const transformer_plan& p) {
+[[nodiscard]] constexpr report evaluate(const transformer_plan& p) {
   return analytic::evaluate(p.net, p.strategy, p.machine, p.setup);
 }
 /// Memory of the fullest device (the largest pipeline stage), at its peak.

@@ -29,38 +29,18 @@
 #include <span>
 #include <variant>
 #include <string_view>
+#include <compare>
 #include <concepts>
-#include <cstddef>
 #include <stdexcept>
 #include <array>
+#include <cstddef>
 #include <cstdint>
-#include <compare>
 #include <string>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 #include <algorithm>
 #include <vector>
-
-// ---- strata/error.hpp --------------------------------------------------------------------------
-/// @file error.hpp
-/// @brief The one exception type strata throws for an invalid model, cluster or plan.
-///
-/// Checks are written as `if (bad) throw plan_error("sentence naming the mistake")`. At run time
-/// that is an ordinary exception; inside a constant expression (a `constexpr` plan, a
-/// `static_assert`) the throw is not allowed, so the compiler stops and prints the throwing line,
-/// which carries the same sentence.
-
-
-namespace strata {
-
-/// Thrown when a model, cluster, strategy or scenario is invalid; `what()` is one sentence.
-class plan_error : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
-
-}  // namespace strata
 
 // ---- strata/units.hpp --------------------------------------------------------------------------
 /// @file units.hpp
@@ -222,6 +202,166 @@ constexpr flop_rate operator""_TFLOPS(unsigned long long v) { return flop_rate{s
 constexpr flop_rate operator""_TFLOPS(long double v) { return flop_rate{static_cast<double>(v) * 1e12}; }
 // clang-format on
 }  // namespace literals
+
+}  // namespace strata
+
+// ---- strata/analytic/report.hpp ----------------------------------------------------------------
+/// @file analytic/report.hpp
+/// @brief The result of evaluating a plan, one for every model family: the iteration's time by
+/// term, the busiest device's memory by kind and its headroom, and what follows from them.
+///
+/// A CNN plan (ParaDL's closed forms) fills the terms ParaDL has: forward, backward, the weight
+/// update (`optimizer`), the gradient exchange (`data_comm`), the layer-wise collectives of
+/// filter / channel parallelism (`tensor_comm`), the halo exchange of spatial parallelism
+/// (`context_comm`: the sample split along a dimension of its own, as context parallelism splits
+/// the sequence) and the pipeline's sends; and the weights, gradients, optimizer states and
+/// activations. A transformer plan fills every term. A term a family does not have stays zero.
+
+
+
+namespace strata {
+
+/// One iteration's time, term by term, on the critical path (the slowest pipeline stage and its
+/// waits). Terms add up: what overlaps is already left out of them.
+struct time_breakdown {
+  seconds forward{};          ///< compute of the forward passes
+  seconds backward{};         ///< compute of the backward passes
+  seconds recompute{};        ///< forward work repeated during backward (with its collectives)
+  seconds tensor_comm{};      ///< tensor/sequence-parallel collectives; ParaDL's layer-wise ones
+  seconds context_comm{};     ///< ring-attention exchange not hidden; ParaDL's halo exchange
+  seconds expert_comm{};      ///< MoE all-to-all dispatch and combine
+  seconds pipeline_bubble{};  ///< fill and drain: (p - 1) / v of a stage's micro-batch time
+  seconds pipeline_p2p{};     ///< activation and gradient sends between stages
+  seconds data_comm{};        ///< data-parallel / ZeRO collectives not hidden; ParaDL's GE
+  seconds optimizer{};        ///< the optimizer step; ParaDL's weight update WU
+  seconds host{};  ///< the GPU waiting for an eager host to issue kernels (`lower::span`)
+
+  /// ParaDL's computation: forward, backward and the weight update (with recomputation).
+  [[nodiscard]] constexpr seconds compute() const {
+    return forward + backward + recompute + optimizer;
+  }
+  /// Every communication term.
+  [[nodiscard]] constexpr seconds communication() const {
+    return tensor_comm + context_comm + expert_comm + pipeline_p2p + data_comm;
+  }
+  [[nodiscard]] constexpr seconds total() const {
+    return forward + backward + recompute + tensor_comm + context_comm + expert_comm +
+           pipeline_bubble + pipeline_p2p + data_comm + optimizer + host;
+  }
+};
+
+/// The moment of the step at which a device's memory peaks.
+enum class memory_moment {
+  loss,            ///< the forward is done: every saved tensor and the logits' working set
+  first_backward,  ///< the first layer's backward (with its recomputed layer)
+  last_backward,   ///< the last layer's backward: almost every gradient exists
+  update           ///< the optimizer step: every gradient
+};
+
+[[nodiscard]] constexpr std::string_view to_string(memory_moment m) {
+  switch (m) {
+    case memory_moment::loss:
+      return "loss";
+    case memory_moment::first_backward:
+      return "first backward";
+    case memory_moment::last_backward:
+      return "last backward";
+    case memory_moment::update:
+      return "update";
+  }
+  return "loss";
+}
+
+/// Memory of one device (the stage with the largest total), at its peak moment.
+struct memory_breakdown {
+  bytes weights{};
+  bytes gradients{};
+  bytes optimizer_states{};  ///< fp32 master weights and the optimizer's moments
+  bytes activations{};  ///< saved tensors of every in-flight micro-batch (ParaDL: x, y, dx, dy)
+  bytes embedding_activations{};  ///< input-embedding dropout mask and the output layer (§4.3)
+  bytes buffers{};                ///< communication buffers: DDP buckets, ZeRO-3 gathered layers
+  bytes other{};                  ///< `training::reserved`
+  bytes embedding_states{};       ///< the part of the model states held for embedding and head
+  bytes weight_casts{};           ///< 16-bit weight copies autocast made, held by autograd
+  bytes logits{};                 ///< the loss's working set (the recipe's `loss_style`)
+  bytes batch{};                  ///< input ids and labels
+  bytes workspace{};              ///< BLAS workspace held by the allocator
+  bytes between_steps{};          ///< what stays allocated from one step to the next
+  memory_moment moment = memory_moment::first_backward;
+  int stage = 0;  ///< the pipeline stage this is
+  [[nodiscard]] constexpr bytes model_states() const {
+    return weights + gradients + optimizer_states;
+  }
+  [[nodiscard]] constexpr bytes total() const {
+    return model_states() + activations + embedding_activations + buffers + other + weight_casts +
+           logits + batch + workspace;
+  }
+};
+
+/// What a device needs beyond its tensors (`runtime_memory`): the verdict "fits" compares the
+/// tensors plus this with the card's capacity. ParaDL's CNN model counts tensors only (zero).
+struct memory_headroom {
+  bytes context{};        ///< CUDA context, kernels, library handles
+  bytes communicators{};  ///< NCCL buffers, one communicator per parallel axis of degree > 1
+  bytes fragmentation{};  ///< the caching allocator's reserved-but-free memory at the peak
+  [[nodiscard]] constexpr bytes total() const { return context + communicators + fragmentation; }
+};
+
+/// What `evaluate` returns for every plan.
+struct report {
+  std::string_view strategy;  ///< the strategy's name ("data", "filter", ...; "nd")
+  int devices = 1;
+  int batch = 1;             ///< samples or sequences per iteration
+  double iterations = 1;     ///< per epoch: D / B
+  time_breakdown time;       ///< one iteration
+  memory_breakdown memory;   ///< the busiest device's tensors, at their peak
+  memory_headroom headroom;  ///< beside the tensors
+  bytes capacity{};          ///< the device's memory
+  int micro_batches = 1;
+  double tokens = 0;          ///< per iteration (transformers)
+  double model_flops = 0;     ///< per iteration, all devices (transformers)
+  double hardware_flops = 0;  ///< with recomputation (transformers)
+  flop_rate peak{};           ///< one device's dense peak in the compute type (transformers)
+
+  [[nodiscard]] constexpr seconds iteration_time() const { return time.total(); }
+  [[nodiscard]] constexpr seconds epoch_time() const { return time.total() * iterations; }
+  /// Samples (or sequences) per second.
+  [[nodiscard]] constexpr double throughput() const { return batch / time.total().count(); }
+  [[nodiscard]] constexpr double tokens_per_second() const { return tokens / time.total().count(); }
+  /// Achieved hardware FLOP/s per device (SC'21 Table 1 reports this).
+  [[nodiscard]] constexpr double flops_per_device() const {
+    return hardware_flops / (time.total().count() * devices);
+  }
+  [[nodiscard]] constexpr double mfu() const {
+    return model_flops / (time.total().count() * devices) / peak.count();
+  }
+  [[nodiscard]] constexpr double hfu() const { return flops_per_device() / peak.count(); }
+  /// Tensors plus headroom: what the device must hold.
+  [[nodiscard]] constexpr bytes required() const { return memory.total() + headroom.total(); }
+  /// Capacity left over (negative: out of memory by that much).
+  [[nodiscard]] constexpr bytes margin() const { return capacity - required(); }
+  [[nodiscard]] constexpr bool fits() const { return required() <= capacity; }
+};
+
+}  // namespace strata
+
+// ---- strata/error.hpp --------------------------------------------------------------------------
+/// @file error.hpp
+/// @brief The one exception type strata throws for an invalid model, cluster or plan.
+///
+/// Checks are written as `if (bad) throw plan_error("sentence naming the mistake")`. At run time
+/// that is an ordinary exception; inside a constant expression (a `constexpr` plan, a
+/// `static_assert`) the throw is not allowed, so the compiler stops and prints the throwing line,
+/// which carries the same sentence.
+
+
+namespace strata {
+
+/// Thrown when a model, cluster, strategy or scenario is invalid; `what()` is one sentence.
+class plan_error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
 
 }  // namespace strata
 
@@ -1390,37 +1530,6 @@ struct layer_time {
   seconds wu{};
 };
 
-/// Per-iteration time, split the way ParaDL §V-B discusses it.
-struct time_breakdown {
-  seconds forward{};
-  seconds backward{};
-  seconds weight_update{};
-  seconds gradient_exchange{};  ///< all-reduce of dL/dw (data, spatial, hybrids)
-  seconds layer_collectives{};  ///< FB all-gather / all-reduce (filter, channel, hybrids)
-  seconds halo_exchange{};      ///< FB halo (spatial)
-  seconds pipeline_p2p{};       ///< FB layer-to-layer sends (pipeline)
-
-  [[nodiscard]] constexpr seconds compute() const { return forward + backward + weight_update; }
-  [[nodiscard]] constexpr seconds communication() const {
-    return gradient_exchange + layer_collectives + halo_exchange + pipeline_p2p;
-  }
-  /// ParaDL adds computation and communication: no overlap.
-  [[nodiscard]] constexpr seconds total() const { return compute() + communication(); }
-};
-
-/// Memory of the busiest device.
-struct memory_breakdown {
-  bytes weights{};
-  bytes gradients{};         ///< dL/dw
-  bytes optimizer_states{};  ///< momentum / Adam moments (zero for ParaDL's SGD)
-  bytes activations{};       ///< x_l, y_l and their gradients dL/dx_l, dL/dy_l
-  bytes other{};             ///< nothing in ParaDL's model; kept for later models
-
-  [[nodiscard]] constexpr bytes total() const {
-    return weights + gradients + optimizer_states + activations + other;
-  }
-};
-
 /// What a strategy's formulas yield for one iteration.
 struct cost_breakdown {
   time_breakdown time;
@@ -1462,8 +1571,10 @@ struct context {
                                                   double activation_split, double xy = -1) const {
     const double w = sum_w * weight_share * delta();
     const double acts = (xy < 0 ? sum_xy : xy) * samples / activation_split * delta();
-    return {bytes{w}, bytes{w}, bytes{w * states_per_param(setup.cnn_optimizer())},
-            bytes{2.0 * acts}, bytes{}};
+    return {.weights = bytes{w},
+            .gradients = bytes{w},
+            .optimizer_states = bytes{w * states_per_param(setup.cnn_optimizer())},
+            .activations = bytes{2.0 * acts}};
   }
 };
 
@@ -1504,33 +1615,6 @@ constexpr void check_degree(int p) {
   if (p < 1) throw plan_error(limits::degree_below_one);
 }
 }  // namespace detail
-
-}  // namespace strata
-
-// ---- strata/analytic/report.hpp ----------------------------------------------------------------
-/// @file analytic/report.hpp
-/// @brief The result of evaluating a plan: time and memory breakdowns and what follows from them.
-
-
-
-namespace strata {
-
-/// Time per iteration and per epoch, memory of the busiest device, and throughput.
-struct report {
-  std::string_view strategy;
-  int devices = 1;
-  int batch = 1;
-  double iterations = 1;     ///< D / B
-  time_breakdown iteration;  ///< one iteration
-  memory_breakdown memory;   ///< per device (the largest)
-  bytes capacity{};          ///< the device's memory
-
-  [[nodiscard]] constexpr seconds iteration_time() const { return iteration.total(); }
-  [[nodiscard]] constexpr seconds epoch_time() const { return iteration.total() * iterations; }
-  /// Samples per second.
-  [[nodiscard]] constexpr double throughput() const { return batch / iteration.total().count(); }
-  [[nodiscard]] constexpr bool fits() const { return memory.total() <= capacity; }
-};
 
 }  // namespace strata
 
@@ -2089,7 +2173,7 @@ struct serial {
     time_breakdown t;
     t.forward = c.batch() * c.sum_fw;
     t.backward = c.batch() * c.sum_bw;
-    t.weight_update = c.sum_wu;
+    t.optimizer = c.sum_wu;
     return {t, c.memory(1.0, c.batch(), 1.0)};
   }
 };
@@ -2115,9 +2199,9 @@ struct data {
     time_breakdown t;
     t.forward = share * c.sum_fw;
     t.backward = share * c.sum_bw;
-    t.weight_update = c.sum_wu;
-    t.gradient_exchange = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
-                                                 comm::ring_link(c.machine, {0, p, 1}));
+    t.optimizer = c.sum_wu;
+    t.data_comm = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
+                                         comm::ring_link(c.machine, {0, p, 1}));
     return {t, c.memory(1.0, share, 1.0)};
   }
 };
@@ -2169,8 +2253,8 @@ constexpr cost_breakdown model_horizontal_cost(const context& c, int p) {
   time_breakdown t;
   t.forward = c.batch() / p * c.sum_fw;
   t.backward = c.batch() / p * c.sum_bw;
-  t.weight_update = c.sum_wu / static_cast<double>(p);
-  t.layer_collectives = layerwise_collectives(c, c.batch(), {0, p, 1});
+  t.optimizer = c.sum_wu / static_cast<double>(p);
+  t.tensor_comm = layerwise_collectives(c, c.batch(), {0, p, 1});
   return {t, c.memory(1.0 / p, c.batch(), 1.0)};
 }
 }  // namespace detail
@@ -2288,10 +2372,10 @@ struct spatial {
     time_breakdown t;
     t.forward = c.batch() / p * c.sum_fw;
     t.backward = c.batch() / p * c.sum_bw;
-    t.weight_update = c.sum_wu;
-    t.gradient_exchange = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
-                                                 comm::ring_link(c.machine, {0, p, 1}));
-    t.halo_exchange = halo_time(c, c.batch(), {0, p, 1});
+    t.optimizer = c.sum_wu;
+    t.data_comm = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
+                                         comm::ring_link(c.machine, {0, p, 1}));
+    t.context_comm = halo_time(c, c.batch(), {0, p, 1});
     return {t, c.memory(1.0, c.batch(), p)};
   }
 };
@@ -2336,10 +2420,10 @@ struct data_filter {
     time_breakdown t;
     t.forward = c.batch() / p * c.sum_fw;
     t.backward = c.batch() / p * c.sum_bw;
-    t.weight_update = c.sum_wu / static_cast<double>(p2);
-    t.layer_collectives = detail::layerwise_collectives(c, c.batch() / p1, {0, p2, 1});
-    t.gradient_exchange = comm::ring::all_reduce(p1, bytes{c.sum_w * c.delta() / p2},
-                                                 comm::ring_link(c.machine, {0, p1, p2}));
+    t.optimizer = c.sum_wu / static_cast<double>(p2);
+    t.tensor_comm = detail::layerwise_collectives(c, c.batch() / p1, {0, p2, 1});
+    t.data_comm = comm::ring::all_reduce(p1, bytes{c.sum_w * c.delta() / p2},
+                                         comm::ring_link(c.machine, {0, p1, p2}));
     return {t, c.memory(1.0 / p2, c.batch() / p1, 1.0)};
   }
 };
@@ -2366,10 +2450,10 @@ struct data_spatial {
     time_breakdown t;
     t.forward = c.batch() / p * c.sum_fw;
     t.backward = c.batch() / p * c.sum_bw;
-    t.weight_update = c.sum_wu;
-    t.gradient_exchange = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
-                                                 comm::ring_link(c.machine, {0, p, 1}));
-    t.halo_exchange = inner.halo_time(c, c.batch() / p1, {0, p2, 1});
+    t.optimizer = c.sum_wu;
+    t.data_comm = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
+                                         comm::ring_link(c.machine, {0, p, 1}));
+    t.context_comm = inner.halo_time(c, c.batch() / p1, {0, p2, 1});
     return {t, c.memory(1.0, c.batch() / p1, p2)};
   }
 };
@@ -2496,7 +2580,7 @@ struct pipeline {
     time_breakdown t;
     t.forward = steps * seg * max_fw;
     t.backward = steps * seg * max_bw;
-    t.weight_update = max_wu;
+    t.optimizer = max_wu;
     t.pipeline_p2p = p > 1 ? 2.0 * (p + segments - 2) * max_send : seconds{};
     return {t, worst};
   }
@@ -2539,6 +2623,20 @@ using any_strategy =
 
 namespace strata::analytic {
 
+/// The report of `strategy` on context `c` (checked by the caller): its ParaDL cost.
+template <Strategy S>
+[[nodiscard]] constexpr report report_of(const S& strategy, const context& c) {
+  const cost_breakdown k = strategy.cost(c);
+  return {.strategy = S::name,
+          .devices = strategy.devices(),
+          .batch = c.setup.batch,
+          .iterations = c.setup.iterations(),
+          .time = k.time,
+          .memory = k.memory,
+          .headroom = {},
+          .capacity = c.machine.dev.memory};
+}
+
 /// Checks the plan (Table III's limits, the device count) and evaluates its cost.
 template <Strategy S>
 [[nodiscard]] constexpr report evaluate(std::span<const layer> layers, const S& strategy,
@@ -2547,9 +2645,7 @@ template <Strategy S>
   const context c = make_context(layers, machine, setup, profiled);
   strategy.check(c);
   if (strategy.devices() > machine.devices()) throw plan_error(limits::plan_exceeds_cluster);
-  const cost_breakdown k = strategy.cost(c);
-  return {S::name, strategy.devices(), setup.batch,       setup.iterations(),
-          k.time,  k.memory,           machine.dev.memory};
+  return report_of(strategy, c);
 }
 
 /// The same for a strategy chosen at run time.
@@ -4769,83 +4865,6 @@ template <class Lowering>
 
 // ---- results --------------------------------------------------------------------------------
 
-/// One iteration on the critical path (the slowest pipeline stage and its waits).
-struct transformer_time {
-  seconds forward{};          ///< compute of the forward passes
-  seconds backward{};         ///< compute of the backward passes
-  seconds recompute{};        ///< forward work repeated during backward (with its collectives)
-  seconds tensor_comm{};      ///< tensor/sequence-parallel collectives (blocking)
-  seconds context_comm{};     ///< ring-attention exchange not hidden by attention
-  seconds expert_comm{};      ///< MoE all-to-all dispatch and combine
-  seconds pipeline_bubble{};  ///< fill and drain: (p - 1) / v of a stage's micro-batch time
-  seconds pipeline_p2p{};     ///< activation and gradient sends between stages
-  seconds data_comm{};        ///< data-parallel / ZeRO collectives not hidden by compute
-  seconds optimizer{};        ///< the optimizer step
-  seconds host{};  ///< the GPU waiting for an eager host to issue kernels (`lower::span`)
-
-  [[nodiscard]] constexpr seconds total() const {
-    return forward + backward + recompute + tensor_comm + context_comm + expert_comm +
-           pipeline_bubble + pipeline_p2p + data_comm + optimizer + host;
-  }
-};
-
-/// The moment of the step at which a device's memory peaks.
-enum class memory_moment {
-  loss,            ///< the forward is done: every saved tensor and the logits' working set
-  first_backward,  ///< the first layer's backward (with its recomputed layer)
-  last_backward,   ///< the last layer's backward: almost every gradient exists
-  update           ///< the optimizer step: every gradient
-};
-
-[[nodiscard]] constexpr std::string_view to_string(memory_moment m) {
-  switch (m) {
-    case memory_moment::loss:
-      return "loss";
-    case memory_moment::first_backward:
-      return "first backward";
-    case memory_moment::last_backward:
-      return "last backward";
-    case memory_moment::update:
-      return "update";
-  }
-  return "loss";
-}
-
-/// Memory of one device (the stage with the largest total), at its peak moment.
-struct transformer_memory {
-  bytes weights{};
-  bytes gradients{};
-  bytes optimizer_states{};  ///< fp32 master weights and the optimizer's moments
-  bytes activations{};       ///< the transformer layers' saved tensors, all in-flight micro-batches
-  bytes embedding_activations{};  ///< input-embedding dropout mask and the output layer (§4.3)
-  bytes buffers{};                ///< communication buffers: DDP buckets, ZeRO-3 gathered layers
-  bytes other{};                  ///< `training::reserved`
-  bytes embedding_states{};       ///< the part of the model states held for embedding and head
-  bytes weight_casts{};           ///< 16-bit weight copies autocast made, held by autograd
-  bytes logits{};                 ///< the loss's working set (the recipe's `loss_style`)
-  bytes batch{};                  ///< input ids and labels
-  bytes workspace{};              ///< BLAS workspace held by the allocator
-  bytes between_steps{};          ///< what stays allocated from one step to the next
-  memory_moment moment = memory_moment::first_backward;
-  int stage = 0;  ///< the pipeline stage this is
-  [[nodiscard]] constexpr bytes model_states() const {
-    return weights + gradients + optimizer_states;
-  }
-  [[nodiscard]] constexpr bytes total() const {
-    return model_states() + activations + embedding_activations + buffers + other + weight_casts +
-           logits + batch + workspace;
-  }
-};
-
-/// What a device needs beyond its tensors (`runtime_memory`): the verdict "fits" compares the
-/// tensors plus this with the card's capacity.
-struct memory_headroom {
-  bytes context{};        ///< CUDA context, kernels, library handles
-  bytes communicators{};  ///< NCCL buffers, one communicator per parallel axis of degree > 1
-  bytes fragmentation{};  ///< the caching allocator's reserved-but-free memory at the peak
-  [[nodiscard]] constexpr bytes total() const { return context + communicators + fragmentation; }
-};
-
 /// The headroom of plan `s` whose tensors peak at `allocated`.
 [[nodiscard]] constexpr memory_headroom headroom_of(const parallel::nd& s, const runtime_memory& rt,
                                                     bytes allocated) {
@@ -4857,35 +4876,6 @@ struct memory_headroom {
   h.fragmentation = allocated * rt.fragmentation;
   return h;
 }
-
-struct transformer_report {
-  transformer_time time;
-  transformer_memory memory;
-  memory_headroom headroom;
-  bytes capacity{};
-  int devices = 1;
-  int micro_batches = 1;
-  double tokens = 0;          ///< per iteration
-  double model_flops = 0;     ///< per iteration, all devices
-  double hardware_flops = 0;  ///< with recomputation
-  flop_rate peak{};           ///< one device's dense peak in the compute type
-
-  [[nodiscard]] constexpr seconds iteration_time() const { return time.total(); }
-  [[nodiscard]] constexpr double tokens_per_second() const { return tokens / time.total().count(); }
-  /// Achieved hardware FLOP/s per device (SC'21 Table 1 reports this).
-  [[nodiscard]] constexpr double flops_per_device() const {
-    return hardware_flops / (time.total().count() * devices);
-  }
-  [[nodiscard]] constexpr double mfu() const {
-    return model_flops / (time.total().count() * devices) / peak.count();
-  }
-  [[nodiscard]] constexpr double hfu() const { return flops_per_device() / peak.count(); }
-  /// Tensors plus headroom: what the device must hold.
-  [[nodiscard]] constexpr bytes required() const { return memory.total() + headroom.total(); }
-  /// Capacity left over (negative: out of memory by that much).
-  [[nodiscard]] constexpr bytes margin() const { return capacity - required(); }
-  [[nodiscard]] constexpr bool fits() const { return required() <= capacity; }
-};
 
 // ---- model states ---------------------------------------------------------------------------
 
@@ -4937,7 +4927,7 @@ struct stage_parameters {
 namespace detail {
 /// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
 /// ZeRO stage `zero`, as the framework's engine stores them (`parallel::engine_states`).
-constexpr void add_states(transformer_memory& mem, double n, double shards, int zero,
+constexpr void add_states(memory_breakdown& mem, double n, double shards, int zero,
                           const training& t) {
   const auto z = parallel::engine_states(n, shards, zero, t);
   mem.weights += bytes{z.weights};
@@ -4951,10 +4941,10 @@ constexpr int sequence_of(const transformer& m, const training& t) {
 
 /// The pieces of a stage's memory the moments are made of (see `stage_memory`).
 struct memory_terms {
-  transformer_memory states;  ///< model states, buffers, batch, workspace, other
-  double fixed = 0;           ///< all of `states` but the gradients
-  double gradients = 0;       ///< every gradient of the stage
-  bool persistent = true;     ///< gradients live all step (else: made in backward)
+  memory_breakdown states;  ///< model states, buffers, batch, workspace, other
+  double fixed = 0;         ///< all of `states` but the gradients
+  double gradients = 0;     ///< every gradient of the stage
+  bool persistent = true;   ///< gradients live all step (else: made in backward)
   /// more than one micro-batch runs on the stage: the first backward makes every gradient and
   /// they accumulate through the later micro-batches (so the peak moments hold them all)
   bool accumulates = false;
@@ -5055,7 +5045,7 @@ struct plan_keeps {
                                                  const training& t, int stage,
                                                  const plan_keeps& keeps) {
   memory_terms x;
-  transformer_memory& mem = x.states;
+  memory_breakdown& mem = x.states;
   mem.stage = stage;
   const frameworks::recipe& r = t.framework;
   const stage_parameters n = parameters_on(m, s, stage);
@@ -5071,7 +5061,7 @@ struct plan_keeps {
   } else {
     detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
     detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
-    transformer_memory e;
+    memory_breakdown e;
     detail::add_states(e, n.embedding, dense_shards, s.data.zero, t);
     mem.embedding_states = e.model_states();
     x.head_gradients = e.gradients.count();
@@ -5142,7 +5132,7 @@ struct plan_keeps {
   return stage_terms(m, s, t, stage, keeps_of(m, s, t));
 }
 
-[[nodiscard]] constexpr transformer_memory stage_memory(const memory_terms& x, const training& t) {
+[[nodiscard]] constexpr memory_breakdown stage_memory(const memory_terms& x, const training& t) {
   const bool vocab_parallel = t.framework.loss == frameworks::loss_style::vocab_parallel;
   const bool all_grads = x.persistent || x.accumulates;
   const double g_always = all_grads ? x.gradients : 0.0;
@@ -5170,7 +5160,7 @@ struct plan_keeps {
   const moment* top = &moments[0];
   for (const moment& mo : moments)
     if (mo.total() > top->total()) top = &mo;
-  transformer_memory best = x.states;
+  memory_breakdown best = x.states;
   best.moment = top->at;
   best.gradients = bytes{top->gradients};
   best.activations = bytes{top->activations};
@@ -5180,8 +5170,8 @@ struct plan_keeps {
   best.buffers += bytes{top->buffers};
   return best;
 }
-[[nodiscard]] constexpr transformer_memory stage_memory(const transformer& m, const parallel::nd& s,
-                                                        const training& t, int stage) {
+[[nodiscard]] constexpr memory_breakdown stage_memory(const transformer& m, const parallel::nd& s,
+                                                      const training& t, int stage) {
   return stage_memory(stage_terms(m, s, t, stage), t);
 }
 
@@ -5189,23 +5179,22 @@ struct plan_keeps {
 /// first (most in-flight micro-batches, the embedding), the second (the fullest of the middle
 /// stages, which all have the same layers and fewer micro-batches in flight down the pipeline)
 /// and the last (the logits).
-[[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
-                                                             const parallel::nd& s,
-                                                             const training& t,
-                                                             const plan_keeps& keeps) {
+[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
+                                                           const parallel::nd& s, const training& t,
+                                                           const plan_keeps& keeps) {
   const int p = s.pipeline.degree;
-  transformer_memory best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
+  memory_breakdown best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
   for (const int i : {1, p - 1}) {
     if (i < 1 || i >= p) continue;
-    const transformer_memory x = stage_memory(stage_terms(m, s, t, i, keeps), t);
+    const memory_breakdown x = stage_memory(stage_terms(m, s, t, i, keeps), t);
     if (x.total() > best.total()) best = x;
   }
   return best;
 }
 /// The same, lowering the layer once for every stage (`keeps_of`).
-[[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
-                                                             const parallel::nd& s,
-                                                             const training& t) {
+[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
+                                                           const parallel::nd& s,
+                                                           const training& t) {
   return peak_stage_memory(m, s, t, keeps_of(m, s, t));
 }
 
@@ -5594,10 +5583,10 @@ struct data_collective_costs {
 
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
 /// the same `layer_compute` to every strategy that shares tp, sp, cp, ep and b).
-[[nodiscard]] constexpr transformer_time iteration(const transformer& m, const parallel::nd& s,
-                                                   const cluster& c, const training& tr,
-                                                   const device_profile& prof,
-                                                   const layer_compute& lc) {
+[[nodiscard]] constexpr time_breakdown iteration(const transformer& m, const parallel::nd& s,
+                                                 const cluster& c, const training& tr,
+                                                 const device_profile& prof,
+                                                 const layer_compute& lc) {
   using parallel::axis;
   const double seq = detail::sequence_of(m, tr);
   const int p = s.pipeline.degree, mb = s.micro_batches(tr);
@@ -5635,7 +5624,7 @@ struct data_collective_costs {
   }
   const double lcrit = s.stage_layers(m, critical);
   const bool first = critical == 0, last = critical == p - 1;
-  transformer_time T;
+  time_breakdown T;
   T.forward = mb * seconds{lcrit * lc.forward.gpu + (first ? lc.embedding_forward.gpu : 0.0) +
                            (last ? lc.head_forward.gpu : 0.0)};
   T.backward = mb * seconds{lcrit * lc.backward.gpu + (first ? lc.embedding_backward.gpu : 0.0) +
@@ -5695,12 +5684,14 @@ struct data_collective_costs {
 }
 
 /// The report of a plan: its time (`iteration`), its peak memory (`peak_stage_memory`), FLOPs.
-[[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
-                                                    const cluster& c, const training& tr,
-                                                    const device_profile& prof,
-                                                    const layer_compute& lc) {
-  transformer_report r;
+[[nodiscard]] constexpr report evaluate(const transformer& m, const parallel::nd& s,
+                                        const cluster& c, const training& tr,
+                                        const device_profile& prof, const layer_compute& lc) {
+  report r;
+  r.strategy = parallel::nd::name;
   r.devices = s.devices();
+  r.batch = tr.batch;
+  r.iterations = tr.iterations();
   r.capacity = c.dev.memory;
   r.micro_batches = s.micro_batches(tr);
   r.peak = c.dev.peak(tr.compute());
@@ -5715,17 +5706,17 @@ struct data_collective_costs {
 }
 
 /// Evaluates a transformer plan; checks it first (`parallel::nd::check`).
-[[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
-                                                    const cluster& c, const training& tr,
-                                                    const device_profile& prof) {
+[[nodiscard]] constexpr report evaluate(const transformer& m, const parallel::nd& s,
+                                        const cluster& c, const training& tr,
+                                        const device_profile& prof) {
   s.check(m, tr, c.devices());
   return evaluate(m, s, c, tr, prof, lower_layer(m, prof, tr, lower::shard_of(m, s, tr)));
 }
 
 /// Evaluates with the device's datasheet peaks and the GEMM efficiency fitted on the H100
 /// (`datasheet_profile(c.dev, h100_fitted_gemm)`, the profile validated on SC'21 Table 1).
-[[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
-                                                    const cluster& c, const training& tr) {
+[[nodiscard]] constexpr report evaluate(const transformer& m, const parallel::nd& s,
+                                        const cluster& c, const training& tr) {
   return evaluate(m, s, c, tr, datasheet_profile(c.dev, h100_fitted_gemm));
 }
 
@@ -7455,11 +7446,10 @@ template <std::size_t N, class S>
 /// recipe). Its queries use the device's datasheet profile unless one is passed.
 using transformer_plan = plan<transformer, parallel::nd>;
 
-[[nodiscard]] constexpr analytic::transformer_report evaluate(const transformer_plan& p,
-                                                              const device_profile& prof) {
+[[nodiscard]] constexpr report evaluate(const transformer_plan& p, const device_profile& prof) {
   return analytic::evaluate(p.net, p.strategy, p.machine, p.setup, prof);
 }
-[[nodiscard]] constexpr analytic::transformer_report evaluate(const transformer_plan& p) {
+[[nodiscard]] constexpr report evaluate(const transformer_plan& p) {
   return analytic::evaluate(p.net, p.strategy, p.machine, p.setup);
 }
 /// Memory of the fullest device (the largest pipeline stage), at its peak.
@@ -7612,7 +7602,7 @@ struct transformer_space {
 
 struct ranked_transformer_plan {
   parallel::nd strategy;
-  analytic::transformer_time time;
+  time_breakdown time;
   bytes memory{};
 };
 

@@ -14,7 +14,7 @@ namespace {
 // P = 24 x 12,596,224 + 52,511,744 + 2,048 = 354,823,168.
 constexpr double P = 354'823'168, unit = 12'596'224;
 
-analytic::transformer_report run(const frameworks::recipe& fw, int zero, double overlap = 1) {
+report run(const frameworks::recipe& fw, int zero, double overlap = 1) {
   const parallel::nd s{.data = {.degree = 8, .zero = zero, .overlap = overlap}};
   training tr{.batch = 8, .sequence = 1024};
   tr.framework = fw;

@@ -168,7 +168,7 @@ TEST_CASE("CNNs: the step and ParaDL's plans read the same lowering") {
   const auto r = analytic::evaluate(net.view(), parallel::serial{}, presets::dgx_h100(1),
                                     training{.batch = 64}, times);
   const double optimizer = step.kernels.back().time;
-  CHECK((r.iteration.forward + r.iteration.backward).count() ==
+  CHECK((r.time.forward + r.time.backward).count() ==
         Approx(step.kernel_time() - optimizer).epsilon(1e-9));
   // autocast's bf16 copies of every conv and linear weight, 2 B each: ResNet-50's 25,557,032
   // parameters less batch norm's 53,120 (2 x 26,560 channels)

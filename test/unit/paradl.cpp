@@ -30,10 +30,10 @@ TEST_CASE("serial, eqs. (3) and (4)") {
 TEST_CASE("data parallelism, eqs. (5)-(7)") {
   const report r = analytic::evaluate(mlp.view(), parallel::data{.p = 2}, toy, {.batch = 8}, times);
   // compute: (B/p) sum(FW + BW) + sum WU = 4 x 9 ms + 1.5 ms = 37.5 ms
-  CHECK(r.iteration.compute().count() == Approx(37.5e-3));
+  CHECK(r.time.compute().count() == Approx(37.5e-3));
   // all-reduce in one node: 2 (p-1)(alpha + delta sum|w| beta / p)
   //   = 2 (1 us + 4 x 101770 / 2 / 1e9 s) = 2 (1 us + 203.54 us) = 409.08 us
-  CHECK(r.iteration.gradient_exchange.count() == Approx(409.08e-6));
+  CHECK(r.time.data_comm.count() == Approx(409.08e-6));
   // memory: 2 delta sum((B/p)(|x| + |y|) + |w|) = 8 (4 x 1306 + 101770) = 855,952 B
   CHECK(r.memory.total().count() == 855'952.0);
   CHECK(r.memory.weights.count() == 407'080.0);
@@ -46,10 +46,10 @@ TEST_CASE("data parallelism on ResNet-50 with ABCI's parameters") {
       analytic::evaluate(net.view(), parallel::data{.p = 16}, presets::abci(16), {.batch = 256});
   // 4 nodes, one rack: alpha = 20 us + 2 x 110 ns + 90 ns = 20.31 us, beta = 1 / 12.5 GB/s.
   // m = 4 x 25,557,032 B; 2 (16 - 1)(20.31 us + m / 16 / 12.5e9) = 30 x 531.4506 us = 15.9435 ms
-  CHECK(r.iteration.gradient_exchange.count() == Approx(15.94352e-3).epsilon(1e-6));
+  CHECK(r.time.data_comm.count() == Approx(15.94352e-3).epsilon(1e-6));
   // compute from FLOPs at 50% of 15.7 TFLOP/s: 16 samples x (fw + bw FLOPs) / 7.85e12
   const double flops = 16.0 * (net.fw_flops() + net.bw_flops());
-  CHECK((r.iteration.forward + r.iteration.backward).count() == Approx(flops / 7.85e12));
+  CHECK((r.time.forward + r.time.backward).count() == Approx(flops / 7.85e12));
 }
 
 TEST_CASE("spatial halo exchange, eq. (10)") {
@@ -62,7 +62,7 @@ TEST_CASE("spatial halo exchange, eq. (10)") {
   CHECK(sp.halo(net.layers[0].out, 3) == 32.0);
   const report r = analytic::evaluate(net.view(), sp, toy, {.batch = 2});
   // 2 [T_p2p(B 16 delta) + T_p2p(B 32 delta)] = 2 [(1 us + 128 ns) + (1 us + 256 ns)] = 4.768 us
-  CHECK(r.iteration.halo_exchange.count() == Approx(4.768e-6));
+  CHECK(r.time.context_comm.count() == Approx(4.768e-6));
   // memory eq. (8): 2 delta (B (|x| + |y|)/p + |w|) = 8 (2 x 384 / 2 + 72) = 3,648 B
   CHECK(r.memory.total().count() == 3'648.0);
 }
@@ -73,9 +73,9 @@ TEST_CASE("filter and channel parallelism, eqs. (15)-(19)") {
   // weighted layers except the last: only 784->128 (|y| = 128); the ReLU works on the
   // partitioned channels without a collective:
   // 3 (p-1) (alpha + B |y| delta beta / p) = 3 x (1 us + 4 x 128 x 4 / 2 ns) = 6.072 us
-  CHECK(f.iteration.layer_collectives.count() == Approx(6.072e-6));
+  CHECK(f.time.tensor_comm.count() == Approx(6.072e-6));
   // compute eq. (18): (B/p) sum(FW+BW) + sum WU / p = 2 x 9 ms + 0.75 ms
-  CHECK(f.iteration.compute().count() == Approx(18.75e-3));
+  CHECK(f.time.compute().count() == Approx(18.75e-3));
   // memory eq. (16): 2 delta sum(B(|x|+|y|) + |w|/p) = 8 (4 x 1306 + 50885) = 448,872 B
   CHECK(f.memory.total().count() == 448'872.0);
   const report c =
@@ -92,11 +92,11 @@ TEST_CASE("pipeline, eqs. (12)-(14)") {
   const report r = analytic::evaluate(net.view(), parallel::pipeline{.p = 2, .segments = 2}, toy,
                                       {.batch = 4}, t4);
   // forward (p+S-1)(B/S) max FW_Gi = 3 x 2 x 2 ms = 12 ms; backward 3 x 2 x 4 ms = 24 ms
-  CHECK(r.iteration.forward.count() == Approx(12e-3));
-  CHECK(r.iteration.backward.count() == Approx(24e-3));
-  CHECK(r.iteration.weight_update.count() == Approx(1e-3));
+  CHECK(r.time.forward.count() == Approx(12e-3));
+  CHECK(r.time.backward.count() == Approx(24e-3));
+  CHECK(r.time.optimizer.count() == Approx(1e-3));
   // 2 (p+S-2) (alpha + (B/S)|y| delta beta) = 4 (1 us + 2 x 8 x 4 ns) = 4.256 us
-  CHECK(r.iteration.pipeline_p2p.count() == Approx(4.256e-6));
+  CHECK(r.time.pipeline_p2p.count() == Approx(4.256e-6));
   // memory of a stage: 2 delta sum(B(|x|+|y|) + |w|) = 8 (2 x (4 x 16 + 72)) = 2,176 B
   CHECK(r.memory.total().count() == 2'176.0);
 }
@@ -122,14 +122,14 @@ TEST_CASE("data + filter, eqs. (20)-(22)") {
   // in-group, first layer only: 3 (p2-1)(alpha + B|y| delta beta / p) = 3 x (1 us + 4 x 128 x 4/4
   // ns)
   //   = 4.536 us
-  CHECK(r.iteration.layer_collectives.count() == Approx(4.536e-6));
+  CHECK(r.time.tensor_comm.count() == Approx(4.536e-6));
   // between groups, ranks 0 and 2 share a node here: 2 (p1-1)(alpha + delta sum|w| beta / p)
   //   = 2 (1 us + 4 x 101770 / 4 ns) = 205.54 us
-  CHECK(r.iteration.gradient_exchange.count() == Approx(205.54e-6));
+  CHECK(r.time.data_comm.count() == Approx(205.54e-6));
   // memory eq. (20): 2 delta sum((B/p1)(|x|+|y|) + |w|/p2) = 8 (2 x 1306 + 50885) = 427,976 B
   CHECK(r.memory.total().count() == 427'976.0);
   // compute eq. (21): (B/p) sum(FW+BW) + sum WU / p2 = 9 ms + 0.75 ms
-  CHECK(r.iteration.compute().count() == Approx(9.75e-3));
+  CHECK(r.time.compute().count() == Approx(9.75e-3));
 }
 
 TEST_CASE("Table III limits are errors that name the limit") {

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <strata/strata.hpp>
+#include <type_traits>
 
 using namespace strata;
 using namespace strata::literals;
@@ -236,7 +237,7 @@ TEST_CASE("headroom: CUDA context, one NCCL communicator per axis, allocator sla
         Approx(1.061 * r.memory.total().count() + 512.0 * 1024 * 1024 + 1232e6));
   CHECK(r.margin().count() == Approx(80.0 * 1024 * 1024 * 1024 - r.required().count()));
   // a plan whose tensors alone fill 79.96 of 80 GiB does not fit
-  analytic::transformer_report full = r;
+  report full = r;
   full.memory = {};
   full.memory.other = bytes{79.96 * 1024 * 1024 * 1024};
   full.headroom = analytic::headroom_of(s, t.runtime, full.memory.total());
@@ -346,6 +347,13 @@ TEST_CASE("one training struct: each family reads its fields and its conventions
   STATIC_REQUIRE(evaluate(cnn).memory.optimizer_states == bytes{0});
   CHECK(evaluate(cnn).memory.weights.count() == Approx(4.0 * zoo::resnet50().params()));
   STATIC_REQUIRE(iteration_time(llm) > 0_s);
+  // ... and both evaluate to the one report; ParaDL's gradient exchange is its data_comm term,
+  // and its model counts tensors only (no headroom)
+  STATIC_REQUIRE(std::is_same_v<decltype(evaluate(cnn)), decltype(evaluate(llm))>);
+  STATIC_REQUIRE(evaluate(cnn).time.data_comm > 0_s);
+  STATIC_REQUIRE(evaluate(cnn).time.tensor_comm == 0_s);
+  STATIC_REQUIRE(evaluate(cnn).required() == evaluate(cnn).memory.total());
+  STATIC_REQUIRE(evaluate(llm).required() > evaluate(llm).memory.total());
   // given explicitly, a field means the same to both: Adam on the CNN keeps 2 states (8 B)
   constexpr training adam{.batch = 64, .optim = optimizer::adam};
   CHECK(evaluate(plan{zoo::resnet50(), presets::abci(4), parallel::data{.p = 4}, adam})

@@ -155,7 +155,7 @@ TEST_CASE("the caching allocator's reserve: predicted peak x (1 + fragmentation)
         .recomputation = r.checkpoint ? parallel::recompute::full : parallel::recompute::none,
         .micro_batch = r.batch};
     const double peak = analytic::step_memory_of(r.model, s, tr).peak;
-    const analytic::memory_headroom h = analytic::headroom_of(s, tr.runtime, bytes{peak});
+    const memory_headroom h = analytic::headroom_of(s, tr.runtime, bytes{peak});
     CHECK(h.communicators.count() == 0);  // one GPU: no communicator
     CHECK((peak + h.fragmentation.count()) / r.reserved_bytes == Approx(1).epsilon(0.06));
   }

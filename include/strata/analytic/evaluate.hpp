@@ -19,6 +19,20 @@
 
 namespace strata::analytic {
 
+/// The report of `strategy` on context `c` (checked by the caller): its ParaDL cost.
+template <Strategy S>
+[[nodiscard]] constexpr report report_of(const S& strategy, const context& c) {
+  const cost_breakdown k = strategy.cost(c);
+  return {.strategy = S::name,
+          .devices = strategy.devices(),
+          .batch = c.setup.batch,
+          .iterations = c.setup.iterations(),
+          .time = k.time,
+          .memory = k.memory,
+          .headroom = {},
+          .capacity = c.machine.dev.memory};
+}
+
 /// Checks the plan (Table III's limits, the device count) and evaluates its cost.
 template <Strategy S>
 [[nodiscard]] constexpr report evaluate(std::span<const layer> layers, const S& strategy,
@@ -27,9 +41,7 @@ template <Strategy S>
   const context c = make_context(layers, machine, setup, profiled);
   strategy.check(c);
   if (strategy.devices() > machine.devices()) throw plan_error(limits::plan_exceeds_cluster);
-  const cost_breakdown k = strategy.cost(c);
-  return {S::name, strategy.devices(), setup.batch,       setup.iterations(),
-          k.time,  k.memory,           machine.dev.memory};
+  return report_of(strategy, c);
 }
 
 /// The same for a strategy chosen at run time.

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "strata/analytic/report.hpp"
 #include "strata/comm/collectives.hpp"
 #include "strata/comm/nccl.hpp"
 #include "strata/error.hpp"
@@ -110,83 +111,6 @@ template <class Lowering>
 
 // ---- results --------------------------------------------------------------------------------
 
-/// One iteration on the critical path (the slowest pipeline stage and its waits).
-struct transformer_time {
-  seconds forward{};          ///< compute of the forward passes
-  seconds backward{};         ///< compute of the backward passes
-  seconds recompute{};        ///< forward work repeated during backward (with its collectives)
-  seconds tensor_comm{};      ///< tensor/sequence-parallel collectives (blocking)
-  seconds context_comm{};     ///< ring-attention exchange not hidden by attention
-  seconds expert_comm{};      ///< MoE all-to-all dispatch and combine
-  seconds pipeline_bubble{};  ///< fill and drain: (p - 1) / v of a stage's micro-batch time
-  seconds pipeline_p2p{};     ///< activation and gradient sends between stages
-  seconds data_comm{};        ///< data-parallel / ZeRO collectives not hidden by compute
-  seconds optimizer{};        ///< the optimizer step
-  seconds host{};  ///< the GPU waiting for an eager host to issue kernels (`lower::span`)
-
-  [[nodiscard]] constexpr seconds total() const {
-    return forward + backward + recompute + tensor_comm + context_comm + expert_comm +
-           pipeline_bubble + pipeline_p2p + data_comm + optimizer + host;
-  }
-};
-
-/// The moment of the step at which a device's memory peaks.
-enum class memory_moment {
-  loss,            ///< the forward is done: every saved tensor and the logits' working set
-  first_backward,  ///< the first layer's backward (with its recomputed layer)
-  last_backward,   ///< the last layer's backward: almost every gradient exists
-  update           ///< the optimizer step: every gradient
-};
-
-[[nodiscard]] constexpr std::string_view to_string(memory_moment m) {
-  switch (m) {
-    case memory_moment::loss:
-      return "loss";
-    case memory_moment::first_backward:
-      return "first backward";
-    case memory_moment::last_backward:
-      return "last backward";
-    case memory_moment::update:
-      return "update";
-  }
-  return "loss";
-}
-
-/// Memory of one device (the stage with the largest total), at its peak moment.
-struct transformer_memory {
-  bytes weights{};
-  bytes gradients{};
-  bytes optimizer_states{};  ///< fp32 master weights and the optimizer's moments
-  bytes activations{};       ///< the transformer layers' saved tensors, all in-flight micro-batches
-  bytes embedding_activations{};  ///< input-embedding dropout mask and the output layer (§4.3)
-  bytes buffers{};                ///< communication buffers: DDP buckets, ZeRO-3 gathered layers
-  bytes other{};                  ///< `training::reserved`
-  bytes embedding_states{};       ///< the part of the model states held for embedding and head
-  bytes weight_casts{};           ///< 16-bit weight copies autocast made, held by autograd
-  bytes logits{};                 ///< the loss's working set (the recipe's `loss_style`)
-  bytes batch{};                  ///< input ids and labels
-  bytes workspace{};              ///< BLAS workspace held by the allocator
-  bytes between_steps{};          ///< what stays allocated from one step to the next
-  memory_moment moment = memory_moment::first_backward;
-  int stage = 0;  ///< the pipeline stage this is
-  [[nodiscard]] constexpr bytes model_states() const {
-    return weights + gradients + optimizer_states;
-  }
-  [[nodiscard]] constexpr bytes total() const {
-    return model_states() + activations + embedding_activations + buffers + other + weight_casts +
-           logits + batch + workspace;
-  }
-};
-
-/// What a device needs beyond its tensors (`runtime_memory`): the verdict "fits" compares the
-/// tensors plus this with the card's capacity.
-struct memory_headroom {
-  bytes context{};        ///< CUDA context, kernels, library handles
-  bytes communicators{};  ///< NCCL buffers, one communicator per parallel axis of degree > 1
-  bytes fragmentation{};  ///< the caching allocator's reserved-but-free memory at the peak
-  [[nodiscard]] constexpr bytes total() const { return context + communicators + fragmentation; }
-};
-
 /// The headroom of plan `s` whose tensors peak at `allocated`.
 [[nodiscard]] constexpr memory_headroom headroom_of(const parallel::nd& s, const runtime_memory& rt,
                                                     bytes allocated) {
@@ -198,35 +122,6 @@ struct memory_headroom {
   h.fragmentation = allocated * rt.fragmentation;
   return h;
 }
-
-struct transformer_report {
-  transformer_time time;
-  transformer_memory memory;
-  memory_headroom headroom;
-  bytes capacity{};
-  int devices = 1;
-  int micro_batches = 1;
-  double tokens = 0;          ///< per iteration
-  double model_flops = 0;     ///< per iteration, all devices
-  double hardware_flops = 0;  ///< with recomputation
-  flop_rate peak{};           ///< one device's dense peak in the compute type
-
-  [[nodiscard]] constexpr seconds iteration_time() const { return time.total(); }
-  [[nodiscard]] constexpr double tokens_per_second() const { return tokens / time.total().count(); }
-  /// Achieved hardware FLOP/s per device (SC'21 Table 1 reports this).
-  [[nodiscard]] constexpr double flops_per_device() const {
-    return hardware_flops / (time.total().count() * devices);
-  }
-  [[nodiscard]] constexpr double mfu() const {
-    return model_flops / (time.total().count() * devices) / peak.count();
-  }
-  [[nodiscard]] constexpr double hfu() const { return flops_per_device() / peak.count(); }
-  /// Tensors plus headroom: what the device must hold.
-  [[nodiscard]] constexpr bytes required() const { return memory.total() + headroom.total(); }
-  /// Capacity left over (negative: out of memory by that much).
-  [[nodiscard]] constexpr bytes margin() const { return capacity - required(); }
-  [[nodiscard]] constexpr bool fits() const { return required() <= capacity; }
-};
 
 // ---- model states ---------------------------------------------------------------------------
 
@@ -278,7 +173,7 @@ struct stage_parameters {
 namespace detail {
 /// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
 /// ZeRO stage `zero`, as the framework's engine stores them (`parallel::engine_states`).
-constexpr void add_states(transformer_memory& mem, double n, double shards, int zero,
+constexpr void add_states(memory_breakdown& mem, double n, double shards, int zero,
                           const training& t) {
   const auto z = parallel::engine_states(n, shards, zero, t);
   mem.weights += bytes{z.weights};
@@ -292,10 +187,10 @@ constexpr int sequence_of(const transformer& m, const training& t) {
 
 /// The pieces of a stage's memory the moments are made of (see `stage_memory`).
 struct memory_terms {
-  transformer_memory states;  ///< model states, buffers, batch, workspace, other
-  double fixed = 0;           ///< all of `states` but the gradients
-  double gradients = 0;       ///< every gradient of the stage
-  bool persistent = true;     ///< gradients live all step (else: made in backward)
+  memory_breakdown states;  ///< model states, buffers, batch, workspace, other
+  double fixed = 0;         ///< all of `states` but the gradients
+  double gradients = 0;     ///< every gradient of the stage
+  bool persistent = true;   ///< gradients live all step (else: made in backward)
   /// more than one micro-batch runs on the stage: the first backward makes every gradient and
   /// they accumulate through the later micro-batches (so the peak moments hold them all)
   bool accumulates = false;
@@ -396,7 +291,7 @@ struct plan_keeps {
                                                  const training& t, int stage,
                                                  const plan_keeps& keeps) {
   memory_terms x;
-  transformer_memory& mem = x.states;
+  memory_breakdown& mem = x.states;
   mem.stage = stage;
   const frameworks::recipe& r = t.framework;
   const stage_parameters n = parameters_on(m, s, stage);
@@ -412,7 +307,7 @@ struct plan_keeps {
   } else {
     detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
     detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
-    transformer_memory e;
+    memory_breakdown e;
     detail::add_states(e, n.embedding, dense_shards, s.data.zero, t);
     mem.embedding_states = e.model_states();
     x.head_gradients = e.gradients.count();
@@ -483,7 +378,7 @@ struct plan_keeps {
   return stage_terms(m, s, t, stage, keeps_of(m, s, t));
 }
 
-[[nodiscard]] constexpr transformer_memory stage_memory(const memory_terms& x, const training& t) {
+[[nodiscard]] constexpr memory_breakdown stage_memory(const memory_terms& x, const training& t) {
   const bool vocab_parallel = t.framework.loss == frameworks::loss_style::vocab_parallel;
   const bool all_grads = x.persistent || x.accumulates;
   const double g_always = all_grads ? x.gradients : 0.0;
@@ -511,7 +406,7 @@ struct plan_keeps {
   const moment* top = &moments[0];
   for (const moment& mo : moments)
     if (mo.total() > top->total()) top = &mo;
-  transformer_memory best = x.states;
+  memory_breakdown best = x.states;
   best.moment = top->at;
   best.gradients = bytes{top->gradients};
   best.activations = bytes{top->activations};
@@ -521,8 +416,8 @@ struct plan_keeps {
   best.buffers += bytes{top->buffers};
   return best;
 }
-[[nodiscard]] constexpr transformer_memory stage_memory(const transformer& m, const parallel::nd& s,
-                                                        const training& t, int stage) {
+[[nodiscard]] constexpr memory_breakdown stage_memory(const transformer& m, const parallel::nd& s,
+                                                      const training& t, int stage) {
   return stage_memory(stage_terms(m, s, t, stage), t);
 }
 
@@ -530,23 +425,22 @@ struct plan_keeps {
 /// first (most in-flight micro-batches, the embedding), the second (the fullest of the middle
 /// stages, which all have the same layers and fewer micro-batches in flight down the pipeline)
 /// and the last (the logits).
-[[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
-                                                             const parallel::nd& s,
-                                                             const training& t,
-                                                             const plan_keeps& keeps) {
+[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
+                                                           const parallel::nd& s, const training& t,
+                                                           const plan_keeps& keeps) {
   const int p = s.pipeline.degree;
-  transformer_memory best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
+  memory_breakdown best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
   for (const int i : {1, p - 1}) {
     if (i < 1 || i >= p) continue;
-    const transformer_memory x = stage_memory(stage_terms(m, s, t, i, keeps), t);
+    const memory_breakdown x = stage_memory(stage_terms(m, s, t, i, keeps), t);
     if (x.total() > best.total()) best = x;
   }
   return best;
 }
 /// The same, lowering the layer once for every stage (`keeps_of`).
-[[nodiscard]] constexpr transformer_memory peak_stage_memory(const transformer& m,
-                                                             const parallel::nd& s,
-                                                             const training& t) {
+[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
+                                                           const parallel::nd& s,
+                                                           const training& t) {
   return peak_stage_memory(m, s, t, keeps_of(m, s, t));
 }
 
@@ -935,10 +829,10 @@ struct data_collective_costs {
 
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
 /// the same `layer_compute` to every strategy that shares tp, sp, cp, ep and b).
-[[nodiscard]] constexpr transformer_time iteration(const transformer& m, const parallel::nd& s,
-                                                   const cluster& c, const training& tr,
-                                                   const device_profile& prof,
-                                                   const layer_compute& lc) {
+[[nodiscard]] constexpr time_breakdown iteration(const transformer& m, const parallel::nd& s,
+                                                 const cluster& c, const training& tr,
+                                                 const device_profile& prof,
+                                                 const layer_compute& lc) {
   using parallel::axis;
   const double seq = detail::sequence_of(m, tr);
   const int p = s.pipeline.degree, mb = s.micro_batches(tr);
@@ -976,7 +870,7 @@ struct data_collective_costs {
   }
   const double lcrit = s.stage_layers(m, critical);
   const bool first = critical == 0, last = critical == p - 1;
-  transformer_time T;
+  time_breakdown T;
   T.forward = mb * seconds{lcrit * lc.forward.gpu + (first ? lc.embedding_forward.gpu : 0.0) +
                            (last ? lc.head_forward.gpu : 0.0)};
   T.backward = mb * seconds{lcrit * lc.backward.gpu + (first ? lc.embedding_backward.gpu : 0.0) +
@@ -1036,12 +930,14 @@ struct data_collective_costs {
 }
 
 /// The report of a plan: its time (`iteration`), its peak memory (`peak_stage_memory`), FLOPs.
-[[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
-                                                    const cluster& c, const training& tr,
-                                                    const device_profile& prof,
-                                                    const layer_compute& lc) {
-  transformer_report r;
+[[nodiscard]] constexpr report evaluate(const transformer& m, const parallel::nd& s,
+                                        const cluster& c, const training& tr,
+                                        const device_profile& prof, const layer_compute& lc) {
+  report r;
+  r.strategy = parallel::nd::name;
   r.devices = s.devices();
+  r.batch = tr.batch;
+  r.iterations = tr.iterations();
   r.capacity = c.dev.memory;
   r.micro_batches = s.micro_batches(tr);
   r.peak = c.dev.peak(tr.compute());
@@ -1056,17 +952,17 @@ struct data_collective_costs {
 }
 
 /// Evaluates a transformer plan; checks it first (`parallel::nd::check`).
-[[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
-                                                    const cluster& c, const training& tr,
-                                                    const device_profile& prof) {
+[[nodiscard]] constexpr report evaluate(const transformer& m, const parallel::nd& s,
+                                        const cluster& c, const training& tr,
+                                        const device_profile& prof) {
   s.check(m, tr, c.devices());
   return evaluate(m, s, c, tr, prof, lower_layer(m, prof, tr, lower::shard_of(m, s, tr)));
 }
 
 /// Evaluates with the device's datasheet peaks and the GEMM efficiency fitted on the H100
 /// (`datasheet_profile(c.dev, h100_fitted_gemm)`, the profile validated on SC'21 Table 1).
-[[nodiscard]] constexpr transformer_report evaluate(const transformer& m, const parallel::nd& s,
-                                                    const cluster& c, const training& tr) {
+[[nodiscard]] constexpr report evaluate(const transformer& m, const parallel::nd& s,
+                                        const cluster& c, const training& tr) {
   return evaluate(m, s, c, tr, datasheet_profile(c.dev, h100_fitted_gemm));
 }
 

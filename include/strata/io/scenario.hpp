@@ -683,7 +683,7 @@ inline report evaluate(const scenario& s) {
 
 /// The report as JSON; the schema is in docs/cli.md.
 inline nlohmann::json to_json(const scenario& s, const report& r) {
-  const time_breakdown& t = r.iteration;
+  const time_breakdown& t = r.time;
   const memory_breakdown& m = r.memory;
   nlohmann::json j;
   j["model"] = s.model_name;
@@ -700,10 +700,10 @@ inline nlohmann::json to_json(const scenario& s, const report& r) {
   j["throughput_samples_per_s"] = r.throughput();
   j["time_s"] = {{"forward", t.forward.count()},
                  {"backward", t.backward.count()},
-                 {"weight_update", t.weight_update.count()},
-                 {"gradient_exchange", t.gradient_exchange.count()},
-                 {"layer_collectives", t.layer_collectives.count()},
-                 {"halo_exchange", t.halo_exchange.count()},
+                 {"weight_update", t.optimizer.count()},
+                 {"gradient_exchange", t.data_comm.count()},
+                 {"layer_collectives", t.tensor_comm.count()},
+                 {"halo_exchange", t.context_comm.count()},
                  {"pipeline_p2p", t.pipeline_p2p.count()},
                  {"compute", t.compute().count()},
                  {"communication", t.communication().count()}};
@@ -784,13 +784,13 @@ inline std::string to_table(const scenario& s, const report& r) {
                 std::string(s.machine.dev.name).c_str(), std::string(r.strategy).c_str(), r.batch);
   out += buf;
   out += "time per iteration\n";
-  const time_breakdown& t = r.iteration;
+  const time_breakdown& t = r.time;
   row("forward", t.forward.count(), "s");
   row("backward", t.backward.count(), "s");
-  row("weight update", t.weight_update.count(), "s");
-  row("gradient exchange", t.gradient_exchange.count(), "s");
-  row("layer collectives", t.layer_collectives.count(), "s");
-  row("halo exchange", t.halo_exchange.count(), "s");
+  row("weight update", t.optimizer.count(), "s");
+  row("gradient exchange", t.data_comm.count(), "s");
+  row("layer collectives", t.tensor_comm.count(), "s");
+  row("halo exchange", t.context_comm.count(), "s");
   row("pipeline p2p", t.pipeline_p2p.count(), "s");
   row("iteration", r.iteration_time().count(), "s");
   if (s.setup.dataset > 0) row("epoch", r.epoch_time().count(), "s");

@@ -565,8 +565,7 @@ inline constexpr double gib = 1024.0 * 1024.0 * 1024.0;
   std::vector<memory_bar> out;
   const analytic::plan_keeps keeps = analytic::keeps_of(m, s, t);
   for (int i = 0; i < s.pipeline.degree; ++i) {
-    const analytic::transformer_memory x =
-        analytic::stage_memory(analytic::stage_terms(m, s, t, i, keeps), t);
+    const memory_breakdown x = analytic::stage_memory(analytic::stage_terms(m, s, t, i, keeps), t);
     out.push_back({"stage " + std::to_string(i),
                    {{"weights", x.weights.count()},
                     {"gradients", x.gradients.count()},

@@ -398,7 +398,7 @@ inline nlohmann::json nd_json(const parallel::nd& s) {
           {"recompute", to_string(s.recomputation)},
           {"micro_batch", s.micro_batch}};
 }
-inline nlohmann::json time_json(const analytic::transformer_time& t) {
+inline nlohmann::json time_json(const time_breakdown& t) {
   return {
       {"iteration_s", t.total().count()},         {"forward_s", t.forward.count()},
       {"backward_s", t.backward.count()},         {"recompute_s", t.recompute.count()},

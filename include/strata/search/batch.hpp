@@ -35,15 +35,15 @@ namespace strata::search {
 
 /// The columns of a batch: row i is plan i.
 struct batch_report {
-  /// The time terms of `analytic::transformer_time`, one column each, in the order of
+  /// The time terms of `time_breakdown`, one column each, in the order of
   /// `batch_time_terms`.
   Eigen::Array<double, Eigen::Dynamic, 11> time;
-  Eigen::ArrayXd iteration_s;              ///< the sum of each row of `time`
-  Eigen::ArrayXd memory_bytes;             ///< peak memory of the fullest stage
-  Eigen::ArrayXd required_bytes;           ///< that plus the headroom (`analytic::memory_headroom`)
-  Eigen::ArrayXd tokens_per_s;             ///< global batch x sequence / iteration time
-  Eigen::ArrayXd mfu;                      ///< model FLOP/s per device over the dense peak
-  Eigen::ArrayXd gpu_hours_per_iteration;  ///< devices x iteration time / 3600 s
+  Eigen::ArrayXd iteration_s;                  ///< the sum of each row of `time`
+  Eigen::ArrayXd memory_bytes;                 ///< peak memory of the fullest stage
+  Eigen::ArrayXd required_bytes;               ///< that plus the headroom (`memory_headroom`)
+  Eigen::ArrayXd tokens_per_s;                 ///< global batch x sequence / iteration time
+  Eigen::ArrayXd mfu;                          ///< model FLOP/s per device over the dense peak
+  Eigen::ArrayXd gpu_hours_per_iteration;      ///< devices x iteration time / 3600 s
   Eigen::Array<bool, Eigen::Dynamic, 1> fits;  ///< required memory within the device's
   long long groups = 0;                        ///< layers lowered (plans sharing one count once)
   [[nodiscard]] Eigen::Index size() const { return iteration_s.size(); }
@@ -113,7 +113,7 @@ inline auto lowering_key(const parallel::nd& s) {
       for (std::size_t k = starts[g]; k < starts[g + 1]; ++k) {
         const auto i = static_cast<Eigen::Index>(order[k]);
         const parallel::nd& s = plans[order[k]];
-        const analytic::transformer_time t = analytic::iteration(m, s, c, tr, prof, lc);
+        const time_breakdown t = analytic::iteration(m, s, c, tr, prof, lc);
         r.time.row(i) << t.forward.count(), t.backward.count(), t.recompute.count(),
             t.tensor_comm.count(), t.context_comm.count(), t.expert_comm.count(),
             t.pipeline_bubble.count(), t.pipeline_p2p.count(), t.data_comm.count(),

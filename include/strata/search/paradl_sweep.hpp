@@ -30,6 +30,7 @@
 #include <range/v3/view/single.hpp>
 #include <range/v3/view/transform.hpp>
 
+#include "strata/analytic/evaluate.hpp"
 #include "strata/analytic/report.hpp"
 #include "strata/error.hpp"
 #include "strata/parallel/strategy.hpp"
@@ -109,14 +110,7 @@ template <class Strategies>
           } catch (const plan_error&) {
             return;
           }
-          const cost_breakdown k = st.cost(c);
-          const report r{std::remove_cvref_t<decltype(st)>::name,
-                         st.devices(),
-                         setup.batch,
-                         setup.iterations(),
-                         k.time,
-                         k.memory,
-                         machine.dev.memory};
+          const report r = analytic::report_of(st, c);
           if (must_fit && !r.fits()) return;
           out.push_back({s, r});
         },

@@ -45,7 +45,7 @@ struct transformer_space {
 
 struct ranked_transformer_plan {
   parallel::nd strategy;
-  analytic::transformer_time time;
+  time_breakdown time;
   bytes memory{};
 };
 

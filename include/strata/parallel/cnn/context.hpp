@@ -12,6 +12,7 @@
 #include <span>
 #include <string_view>
 
+#include "strata/analytic/report.hpp"
 #include "strata/error.hpp"
 #include "strata/hardware/cluster.hpp"
 #include "strata/limits.hpp"
@@ -26,37 +27,6 @@ struct layer_time {
   seconds fw{};
   seconds bw{};
   seconds wu{};
-};
-
-/// Per-iteration time, split the way ParaDL §V-B discusses it.
-struct time_breakdown {
-  seconds forward{};
-  seconds backward{};
-  seconds weight_update{};
-  seconds gradient_exchange{};  ///< all-reduce of dL/dw (data, spatial, hybrids)
-  seconds layer_collectives{};  ///< FB all-gather / all-reduce (filter, channel, hybrids)
-  seconds halo_exchange{};      ///< FB halo (spatial)
-  seconds pipeline_p2p{};       ///< FB layer-to-layer sends (pipeline)
-
-  [[nodiscard]] constexpr seconds compute() const { return forward + backward + weight_update; }
-  [[nodiscard]] constexpr seconds communication() const {
-    return gradient_exchange + layer_collectives + halo_exchange + pipeline_p2p;
-  }
-  /// ParaDL adds computation and communication: no overlap.
-  [[nodiscard]] constexpr seconds total() const { return compute() + communication(); }
-};
-
-/// Memory of the busiest device.
-struct memory_breakdown {
-  bytes weights{};
-  bytes gradients{};         ///< dL/dw
-  bytes optimizer_states{};  ///< momentum / Adam moments (zero for ParaDL's SGD)
-  bytes activations{};       ///< x_l, y_l and their gradients dL/dx_l, dL/dy_l
-  bytes other{};             ///< nothing in ParaDL's model; kept for later models
-
-  [[nodiscard]] constexpr bytes total() const {
-    return weights + gradients + optimizer_states + activations + other;
-  }
 };
 
 /// What a strategy's formulas yield for one iteration.
@@ -100,8 +70,10 @@ struct context {
                                                   double activation_split, double xy = -1) const {
     const double w = sum_w * weight_share * delta();
     const double acts = (xy < 0 ? sum_xy : xy) * samples / activation_split * delta();
-    return {bytes{w}, bytes{w}, bytes{w * states_per_param(setup.cnn_optimizer())},
-            bytes{2.0 * acts}, bytes{}};
+    return {.weights = bytes{w},
+            .gradients = bytes{w},
+            .optimizer_states = bytes{w * states_per_param(setup.cnn_optimizer())},
+            .activations = bytes{2.0 * acts}};
   }
 };
 

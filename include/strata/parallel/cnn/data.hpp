@@ -24,7 +24,7 @@ struct serial {
     time_breakdown t;
     t.forward = c.batch() * c.sum_fw;
     t.backward = c.batch() * c.sum_bw;
-    t.weight_update = c.sum_wu;
+    t.optimizer = c.sum_wu;
     return {t, c.memory(1.0, c.batch(), 1.0)};
   }
 };
@@ -50,9 +50,9 @@ struct data {
     time_breakdown t;
     t.forward = share * c.sum_fw;
     t.backward = share * c.sum_bw;
-    t.weight_update = c.sum_wu;
-    t.gradient_exchange = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
-                                                 comm::ring_link(c.machine, {0, p, 1}));
+    t.optimizer = c.sum_wu;
+    t.data_comm = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
+                                         comm::ring_link(c.machine, {0, p, 1}));
     return {t, c.memory(1.0, share, 1.0)};
   }
 };

@@ -48,8 +48,8 @@ constexpr cost_breakdown model_horizontal_cost(const context& c, int p) {
   time_breakdown t;
   t.forward = c.batch() / p * c.sum_fw;
   t.backward = c.batch() / p * c.sum_bw;
-  t.weight_update = c.sum_wu / static_cast<double>(p);
-  t.layer_collectives = layerwise_collectives(c, c.batch(), {0, p, 1});
+  t.optimizer = c.sum_wu / static_cast<double>(p);
+  t.tensor_comm = layerwise_collectives(c, c.batch(), {0, p, 1});
   return {t, c.memory(1.0 / p, c.batch(), 1.0)};
 }
 }  // namespace detail

@@ -43,10 +43,10 @@ struct data_filter {
     time_breakdown t;
     t.forward = c.batch() / p * c.sum_fw;
     t.backward = c.batch() / p * c.sum_bw;
-    t.weight_update = c.sum_wu / static_cast<double>(p2);
-    t.layer_collectives = detail::layerwise_collectives(c, c.batch() / p1, {0, p2, 1});
-    t.gradient_exchange = comm::ring::all_reduce(p1, bytes{c.sum_w * c.delta() / p2},
-                                                 comm::ring_link(c.machine, {0, p1, p2}));
+    t.optimizer = c.sum_wu / static_cast<double>(p2);
+    t.tensor_comm = detail::layerwise_collectives(c, c.batch() / p1, {0, p2, 1});
+    t.data_comm = comm::ring::all_reduce(p1, bytes{c.sum_w * c.delta() / p2},
+                                         comm::ring_link(c.machine, {0, p1, p2}));
     return {t, c.memory(1.0 / p2, c.batch() / p1, 1.0)};
   }
 };
@@ -73,10 +73,10 @@ struct data_spatial {
     time_breakdown t;
     t.forward = c.batch() / p * c.sum_fw;
     t.backward = c.batch() / p * c.sum_bw;
-    t.weight_update = c.sum_wu;
-    t.gradient_exchange = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
-                                                 comm::ring_link(c.machine, {0, p, 1}));
-    t.halo_exchange = inner.halo_time(c, c.batch() / p1, {0, p2, 1});
+    t.optimizer = c.sum_wu;
+    t.data_comm = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
+                                         comm::ring_link(c.machine, {0, p, 1}));
+    t.context_comm = inner.halo_time(c, c.batch() / p1, {0, p2, 1});
     return {t, c.memory(1.0, c.batch() / p1, p2)};
   }
 };

@@ -123,7 +123,7 @@ struct pipeline {
     time_breakdown t;
     t.forward = steps * seg * max_fw;
     t.backward = steps * seg * max_bw;
-    t.weight_update = max_wu;
+    t.optimizer = max_wu;
     t.pipeline_p2p = p > 1 ? 2.0 * (p + segments - 2) * max_send : seconds{};
     return {t, worst};
   }

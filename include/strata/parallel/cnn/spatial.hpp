@@ -78,10 +78,10 @@ struct spatial {
     time_breakdown t;
     t.forward = c.batch() / p * c.sum_fw;
     t.backward = c.batch() / p * c.sum_bw;
-    t.weight_update = c.sum_wu;
-    t.gradient_exchange = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
-                                                 comm::ring_link(c.machine, {0, p, 1}));
-    t.halo_exchange = halo_time(c, c.batch(), {0, p, 1});
+    t.optimizer = c.sum_wu;
+    t.data_comm = comm::ring::all_reduce(p, bytes{c.sum_w * c.delta()},
+                                         comm::ring_link(c.machine, {0, p, 1}));
+    t.context_comm = halo_time(c, c.batch(), {0, p, 1});
     return {t, c.memory(1.0, c.batch(), p)};
   }
 };
