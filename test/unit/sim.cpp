@@ -181,6 +181,52 @@ TEST_CASE("bad graphs are errors that name the task") {
                     Catch::Contains("positive capacity"));
 }
 
+TEST_CASE("the task store gives back every field as added; a refused task leaves nothing") {
+  simulator s;
+  const int gpu = s.add_resource({"gpu", discipline::fifo});
+  const int link = s.add_resource({"link", discipline::fair_share, 1e9});
+  const int act = s.add_tensor({"activation", 0, 1e6});
+  const int fw = s.add_task(
+      {.name = "forward", .resources = {gpu}, .work = 1e-3, .device = 0, .produces = {act}});
+  s.add_task({.resources = {link},
+              .work = 2e6,
+              .deps = {fw},
+              .cls = task_class::communication,
+              .device = 0,
+              .latency = 5e-6,
+              .consumes = {act},
+              .gamma = 0.25});
+  CHECK_THROWS(s.add_task({.name = "bad", .resources = {gpu}, .work = 1, .deps = {fw, 9}}));
+  s.add_task({.name = "b", .resources = {gpu}, .work = 2, .deps = {0, 1}});
+  const auto tasks = s.tasks();
+  REQUIRE(tasks.size() == 3);
+  CHECK(tasks[0].name == "forward");
+  CHECK(tasks[0].work == 1e-3);
+  CHECK(tasks[0].deps.empty());
+  CHECK(std::vector<int>(tasks[0].produces.begin(), tasks[0].produces.end()) ==
+        std::vector<int>{act});
+  CHECK(tasks[0].consumes.empty());
+  const auto t1 = tasks[1];
+  CHECK(t1.name.empty());
+  CHECK(std::vector<int>(t1.resources.begin(), t1.resources.end()) == std::vector<int>{link});
+  CHECK(std::vector<int>(t1.deps.begin(), t1.deps.end()) == std::vector<int>{fw});
+  CHECK(t1.cls == task_class::communication);
+  CHECK(t1.device == 0);
+  CHECK(t1.latency == 5e-6);
+  CHECK(t1.gamma == 0.25);
+  CHECK(std::vector<int>(t1.consumes.begin(), t1.consumes.end()) == std::vector<int>{act});
+  // the refused task ("bad") left no name, dependency or edge behind
+  CHECK(tasks[2].name == "b");
+  CHECK(std::vector<int>(tasks[2].deps.begin(), tasks[2].deps.end()) == std::vector<int>{0, 1});
+  std::size_t names = 0;
+  for (const auto& t : tasks) names += t.name.size();
+  CHECK(names == std::string("forwardb").size());
+  const auto r = s.run();  // forward 1 ms, then the 2 MB flow (5 us late) beside b's 2 s
+  CHECK(r.tasks[1].start == Approx(1e-3 + 5e-6));
+  CHECK(r.tasks[1].end == Approx(1e-3 + 5e-6 + 2e-3));
+  CHECK(r.tasks[2].end == Approx(1e-3 + 5e-6 + 2e-3 + 2));
+}
+
 TEST_CASE("runs are bit-identical") {
   auto build = [] {
     simulator s;

@@ -157,7 +157,7 @@ inline nlohmann::json summary(const sim::simulator& g, const sim::result& r) {
                     {"rank", g.resources()[i].device},
                     {"utilization", r.makespan > 0 ? r.busy[i] / r.makespan : 0.0}});
   nlohmann::json path = nlohmann::json::array();
-  for (int i : critical_path(g, r)) path.push_back(g.tasks()[static_cast<std::size_t>(i)].name);
+  for (int i : critical_path(g, r)) path.emplace_back(g.tasks()[static_cast<std::size_t>(i)].name);
   return {{"iteration_time_s", r.makespan},
           {"events", r.events},
           {"tasks", g.tasks().size()},

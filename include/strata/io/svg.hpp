@@ -96,7 +96,7 @@ inline bool has(std::string_view name, std::string_view word) {
   return name.find(word) != std::string_view::npos;
 }
 
-inline kind kind_of(const sim::task_spec& t) {
+inline kind kind_of(const sim::task_view& t) {
   const std::string_view n = t.name;
   if (t.cls == sim::task_class::other) return kind::host;
   if (t.cls == sim::task_class::communication) {

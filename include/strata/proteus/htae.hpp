@@ -319,7 +319,8 @@ struct htae_run {
   out.peak_memory = out.run.peak_memory;
   if (out.run.oom) {
     const auto& t = s.tasks()[static_cast<std::size_t>(out.run.oom->task)];
-    out.oom = oom_verdict{out.run.oom->device, t.name, out.run.oom->bytes, c.dev.memory.count()};
+    out.oom = oom_verdict{out.run.oom->device, std::string(t.name), out.run.oom->bytes,
+                          c.dev.memory.count()};
   }
   return out;
 }

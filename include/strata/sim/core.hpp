@@ -23,8 +23,10 @@
 /// The loop is an event heap (4-ary, one entry per task or link, moved in place) with per-task
 /// and per-link state: an event costs O(log n) plus the tasks it changes, whatever the number of
 /// streams (bench/sim.cpp: event_core), and allocates nothing once its buffers have grown.
-/// add_task prepares what a run reads of each task (a 64-byte line of loop state, flat resource
-/// and dependent lists), so a run starts from a copy. A fair-share link whose flows all cross it
+/// add_task stores a task compactly and prepares what a run reads of it: a 64-byte line of loop
+/// state, a 32-byte record of what the loop seldom reads, flat resource and dependent lists, and
+/// for `tasks()` a 32-byte record with the name, dependencies and tensors in shared pools (no
+/// allocation per task), so a run starts from a copy. A fair-share link whose flows all cross it
 /// alone keeps a virtual clock; flows crossing several links are re-rated by progressive filling
 /// when the set of flows changes.
 /// @code
@@ -39,9 +41,12 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -63,7 +68,7 @@ struct resource_spec {
 };
 
 struct task_spec {
-  std::string name;
+  std::string name{};
   std::vector<int> resources{};  ///< fifo, round_robin: exactly one; fair_share: the links crossed
   double work = 0;               ///< seconds (fifo) or bytes (links)
   std::vector<int> deps{};       ///< tasks that must finish first
@@ -74,6 +79,20 @@ struct task_spec {
   std::vector<int> consumes{};  ///< tensors it reads; freed after their last reader ends
   /// communication: the overlap factor its service imposes on its device's compute (Proteus
   /// §VI-C, one per class of device pair); negative: the simulator's (`set_overlap_factor`)
+  double gamma = -1;
+};
+
+/// A task as the simulator stores it (`simulator::tasks()`): task_spec's fields, viewed.
+struct task_view {
+  std::string_view name{};
+  std::span<const int> resources{};
+  double work = 0;
+  std::span<const int> deps{};
+  task_class cls = task_class::compute;
+  int device = -1;
+  double latency = 0;
+  std::span<const int> produces{};
+  std::span<const int> consumes{};
   double gamma = -1;
 };
 
@@ -282,9 +301,9 @@ struct timed_id {
 using event = timed_id;
 enum class task_state : unsigned char { blocked, delayed, queued, serving, done };
 /// What the event loop reads and writes of one task, in one 64-byte cache line: an event
-/// touches one line per task (a task_spec holds a name and four vectors). `simulator::add_task`
-/// fills in its constant part, so that a run starts from a copy; what an event seldom needs
-/// (latency, resources, device) is in `task_static`.
+/// touches one line per task. `simulator::add_task` fills in its constant part, so that a run
+/// starts from a copy; what an event seldom needs (latency, resources, device) is in
+/// `task_static`.
 struct alignas(64) task_hot {
   double left = 0;       ///< of the current turn or flow, at `last`
   double rate = 0;       ///< seconds or bytes per second; 0: not rated yet
@@ -313,10 +332,19 @@ static_assert(sizeof(task_hot) == 64);
 /// What the event loop reads of a task only when it becomes ready, crosses links or has gamma.
 struct task_static {
   double latency = 0;
-  double gamma = -1;  ///< its own (communication); negative: the simulator's
+  double gamma = -1;  ///< its own (read for communication only); negative: the simulator's
   int rbegin = 0;     ///< its resources in simulator::rlist_: [rbegin, rend)
   int rend = 0;
   int device = -1;
+};
+/// What only `simulator::tasks()` and `add_task` read of a task: its name in simulator::names_,
+/// its dependencies, produced and consumed tensors in simulator::ilist_ ([dbegin, pbegin),
+/// [pbegin, cbegin), [cbegin, cend)), the end of its list of dependents, its class.
+struct task_cold {
+  std::uint32_t name_begin = 0, name_size = 0;
+  int dbegin = 0, pbegin = 0, cbegin = 0, cend = 0;
+  int out_tail = -1;  ///< its last dependent's edge in simulator::edges_; -1: none
+  task_class cls = task_class::compute;
 };
 /// Asks for the cache line at `p` ahead of a write (GCC, Clang); elsewhere nothing. Inlined
 /// always: GCC drops calls to a function that only prefetches (it finds it has no effect).
@@ -349,7 +377,7 @@ class simulator {
     tensors_.push_back(std::move(t));
     return static_cast<int>(tensors_.size()) - 1;
   }
-  int add_task(task_spec t) {
+  int add_task(const task_spec& t) {
     auto fail = [&](const char* what) {  // the name is only put together for the message
       throw plan_error("task '" + t.name + "': " + what);
     };
@@ -364,7 +392,7 @@ class simulator {
       if (resources_[static_cast<std::size_t>(t.resources[x])].kind != discipline::fair_share ||
           k == discipline::fifo)
         fail("only fair-share flows and round-robin turns may cross fair-share links");
-    const auto nt = static_cast<int>(tasks_.size());
+    const auto nt = static_cast<int>(hot_.size());
     for (int d : t.deps)
       if (d < 0 || d >= nt) fail("depends on a task that does not exist (yet)");
     const auto nx = static_cast<int>(tensors_.size());
@@ -374,7 +402,33 @@ class simulator {
       if (x < 0 || x >= nx) fail("consumes an unknown tensor");
     // what a run reads of the task, while its spec is at hand: its loop state as a run starts,
     // its resources in a flat list, the edges to it from its dependencies
-    detail::task_hot h;
+    const std::size_t rsize = rlist_.size(), roots = roots_.size(), isize = ilist_.size(),
+                      nsize = names_.size();
+    if (edges_.size() + t.deps.size() > edges_.capacity())
+      edges_.reserve(std::max(2 * edges_.capacity(), edges_.size() + t.deps.size()));
+    try {  // all or nothing
+      rlist_.insert(rlist_.end(), t.resources.begin(), t.resources.end());
+      ilist_.insert(ilist_.end(), t.deps.begin(), t.deps.end());
+      ilist_.insert(ilist_.end(), t.produces.begin(), t.produces.end());
+      ilist_.insert(ilist_.end(), t.consumes.begin(), t.consumes.end());
+      if (!t.name.empty()) names_ += t.name;
+      if (t.deps.empty()) roots_.push_back(nt);
+      hot_.emplace_back();
+      static_.emplace_back();
+      cold_.emplace_back();
+    } catch (...) {
+      rlist_.resize(rsize);
+      ilist_.resize(isize);
+      names_.resize(nsize);
+      roots_.resize(roots);
+      hot_.resize(static_cast<std::size_t>(nt));
+      static_.resize(static_cast<std::size_t>(nt));
+      cold_.resize(static_cast<std::size_t>(nt));
+      throw;
+    }
+    // what a run reads of the task, written in place (a copy of a half-written line stalls):
+    // its loop state as a run starts, what it seldom reads, what only tasks() reads
+    detail::task_hot& h = hot_.back();
     h.work = t.work;
     h.first = t.resources[0];
     h.kind_ = static_cast<unsigned char>(k);
@@ -387,49 +441,42 @@ class simulator {
                         resources_[static_cast<std::size_t>(h.first)].capacity;
     h.latent = t.latency > 0;
     h.count = static_cast<int>(t.deps.size());
-    const detail::task_static c{.latency = t.latency,
-                                .gamma = h.comm ? t.gamma : -1,
-                                .rbegin = static_cast<int>(rlist_.size()),
-                                .rend = static_cast<int>(rlist_.size() + t.resources.size()),
-                                .device = t.device};
-    const std::size_t rsize = rlist_.size(), roots = roots_.size();
-    if (edges_.size() + t.deps.size() > edges_.capacity())
-      edges_.reserve(std::max(2 * edges_.capacity(), edges_.size() + t.deps.size()));
-    try {  // all or nothing
-      rlist_.insert(rlist_.end(), t.resources.begin(), t.resources.end());
-      if (t.deps.empty()) roots_.push_back(nt);
-      hot_.push_back(h);
-      static_.push_back(c);
-      out_tail_.push_back(-1);
-      tasks_.push_back(std::move(t));
-    } catch (...) {
-      rlist_.resize(rsize);
-      roots_.resize(roots);
-      hot_.resize(static_cast<std::size_t>(nt));
-      static_.resize(static_cast<std::size_t>(nt));
-      out_tail_.resize(static_cast<std::size_t>(nt));
-      throw;
-    }
-    for (int d : tasks_.back().deps) {  // appended to its dependencies' lists, so in task order
+    detail::task_static& c = static_.back();
+    c.latency = t.latency;
+    c.gamma = t.gamma;
+    c.rbegin = static_cast<int>(rsize);
+    c.rend = static_cast<int>(rlist_.size());
+    c.device = t.device;
+    detail::task_cold& cold = cold_.back();
+    cold.name_begin = static_cast<std::uint32_t>(nsize);
+    cold.name_size = static_cast<std::uint32_t>(t.name.size());
+    cold.dbegin = static_cast<int>(isize);
+    cold.pbegin = cold.dbegin + static_cast<int>(t.deps.size());
+    cold.cbegin = cold.pbegin + static_cast<int>(t.produces.size());
+    cold.cend = static_cast<int>(ilist_.size());
+    cold.cls = t.cls;
+    for (int d : t.deps) {  // appended to its dependencies' lists, so in task order
       const int e = static_cast<int>(edges_.size());
       edges_.push_back({nt, -1});  // reserved: no throw
-      int& tail = out_tail_[static_cast<std::size_t>(d)];
+      int& tail = cold_[static_cast<std::size_t>(d)].out_tail;
       if (tail < 0)
         hot_[static_cast<std::size_t>(d)].out = e;
       else
         edges_[static_cast<std::size_t>(tail)].next = e;
       tail = e;
     }
-    devices_ = std::max(devices_, tasks_.back().device + 1);
-    if (c.gamma > 0) any_own_gamma_ = true;
+    devices_ = std::max(devices_, t.device + 1);
+    if (h.comm && t.gamma > 0) any_own_gamma_ = true;
     return nt;
   }
   /// Room for `tasks` tasks, so that a large graph is not moved as it grows.
   void reserve(std::size_t tasks) {
-    tasks_.reserve(tasks);
     hot_.reserve(tasks);
     static_.reserve(tasks);
-    out_tail_.reserve(tasks);
+    cold_.reserve(tasks);
+    rlist_.reserve(2 * tasks);
+    ilist_.reserve(2 * tasks);
+    edges_.reserve(2 * tasks);
   }
   /// Proteus's overlap factor gamma, for communication tasks that carry none of their own.
   void set_overlap_factor(double gamma) {
@@ -451,7 +498,57 @@ class simulator {
                ? capacity_[static_cast<std::size_t>(device)]
                : std::numeric_limits<double>::infinity();
   }
-  [[nodiscard]] const std::vector<task_spec>& tasks() const { return tasks_; }
+  /// The tasks added so far, as views into the simulator (valid until the next add_task).
+  class task_table {
+   public:
+    class iterator {
+     public:
+      using iterator_category = std::input_iterator_tag;
+      using value_type = task_view;
+      using difference_type = std::ptrdiff_t;
+      iterator(const simulator* s, std::size_t i) : s_(s), i_(i) {}
+      task_view operator*() const { return s_->task(i_); }
+      iterator& operator++() {
+        ++i_;
+        return *this;
+      }
+      bool operator==(const iterator& o) const { return i_ == o.i_; }
+
+     private:
+      const simulator* s_;
+      std::size_t i_;
+    };
+    explicit task_table(const simulator* s) : s_(s) {}
+    [[nodiscard]] std::size_t size() const { return s_->hot_.size(); }
+    [[nodiscard]] bool empty() const { return s_->hot_.empty(); }
+    task_view operator[](std::size_t i) const { return s_->task(i); }
+    [[nodiscard]] iterator begin() const { return {s_, 0}; }
+    [[nodiscard]] iterator end() const { return {s_, size()}; }
+
+   private:
+    const simulator* s_;
+  };
+  [[nodiscard]] task_table tasks() const { return task_table{this}; }
+  /// Task `i` as stored.
+  [[nodiscard]] task_view task(std::size_t i) const {
+    const detail::task_cold& c = cold_[i];
+    const detail::task_static& st = static_[i];
+    const int* l = ilist_.data();
+    auto part = [&](int b, int e) {
+      return std::span<const int>(l + b, static_cast<std::size_t>(e - b));
+    };
+    return {.name = std::string_view(names_).substr(c.name_begin, c.name_size),
+            .resources = std::span<const int>(rlist_.data() + st.rbegin,
+                                              static_cast<std::size_t>(st.rend - st.rbegin)),
+            .work = hot_[i].work,
+            .deps = part(c.dbegin, c.pbegin),
+            .cls = c.cls,
+            .device = st.device,
+            .latency = st.latency,
+            .produces = part(c.pbegin, c.cbegin),
+            .consumes = part(c.cbegin, c.cend),
+            .gamma = st.gamma};
+  }
   [[nodiscard]] const std::vector<resource_spec>& resources() const { return resources_; }
 
   /// Runs to completion.
@@ -459,16 +556,17 @@ class simulator {
 
  private:
   std::vector<resource_spec> resources_;
-  std::vector<task_spec> tasks_;
   std::vector<tensor_spec> tensors_;
   std::vector<double> capacity_;
   double gamma_ = 0;
   // built by add_task, read by every run
   std::vector<detail::task_hot> hot_;        ///< per task: its loop state as a run starts
   std::vector<detail::task_static> static_;  ///< per task: what the loop seldom reads
+  std::vector<detail::task_cold> cold_;      ///< per task: what only tasks() reads
+  std::vector<int> ilist_;                   ///< the tasks' deps, produces, consumes (task_cold)
+  std::string names_;                        ///< the tasks' names, one after another
   std::vector<int> rlist_;                   ///< the tasks' resources, one after another
   std::vector<detail::edge> edges_;          ///< dependencies, listed from the tasks they wait for
-  std::vector<int> out_tail_;                ///< per task: its last edge in edges_; -1: none
   std::vector<int> roots_;                   ///< tasks without dependencies, in order
   int devices_ = 0;                          ///< 1 + the largest device of a task or tensor
   bool any_own_gamma_ = false;               ///< a communication task on a device carries gamma > 0
@@ -490,7 +588,7 @@ class simulator {
 /// have grown.
 inline result simulator::run() const {
   using detail::task_state;
-  const std::size_t n = tasks_.size(), nr = resources_.size();
+  const std::size_t n = hot_.size(), nr = resources_.size();
   result res;
   res.tasks.assign(n, {});
   res.busy.assign(nr, 0.0);
@@ -502,7 +600,7 @@ inline result simulator::run() const {
   if (!tensors_.empty())
     for (std::size_t i = 0; i < n; ++i)
       if (T[i].memory)
-        for (int x : tasks_[i].consumes) ++readers[static_cast<std::size_t>(x)];
+        for (int x : task(i).consumes) ++readers[static_cast<std::size_t>(x)];
   const auto nd = static_cast<std::size_t>(devices_);
   res.peak_memory.assign(nd, 0.0);
   std::vector<double> mem(nd, 0.0);
@@ -533,7 +631,7 @@ inline result simulator::run() const {
     return i;
   };
   std::vector<int> in_service(nr, -1);  // fifo / round-robin: the task served
-  std::vector<int> joined;              // links round-robin turns joined in `dispatch`
+  detail::id_list joined;               // links round-robin turns joined in `dispatch`
   std::vector<int> multi;               // flows crossing several links, in start order
   std::vector<int> link_users(nr, 0);   // fair-share: flows crossing the link
   std::vector<int> link_multi(nr, 0);   // ... of which cross other links too
@@ -637,7 +735,7 @@ inline result simulator::run() const {
 
   auto allocate = [&](int i) {
     if (!at(i).memory) return;
-    for (int x : tasks_[static_cast<std::size_t>(i)].produces) {
+    for (int x : task(static_cast<std::size_t>(i)).produces) {
       const auto& t = tensors_[static_cast<std::size_t>(x)];
       auto& m = mem[static_cast<std::size_t>(t.device)];
       m += t.bytes;
@@ -657,9 +755,10 @@ inline result simulator::run() const {
       mem[static_cast<std::size_t>(t.device)] -= t.bytes;
       res.memory.push_back({now, t.device, mem[static_cast<std::size_t>(t.device)]});
     };
-    for (int x : tasks_[static_cast<std::size_t>(i)].consumes)
+    const task_view v = task(static_cast<std::size_t>(i));
+    for (int x : v.consumes)
       if (--readers[static_cast<std::size_t>(x)] == 0) drop(x);
-    for (int x : tasks_[static_cast<std::size_t>(i)].produces)
+    for (int x : v.produces)
       if (unread[static_cast<std::size_t>(x)]) drop(x);  // nobody reads it: gone at once
   };
   auto enqueue = [&](int i) {
@@ -870,8 +969,8 @@ inline result simulator::run() const {
       // no flow crosses several links: each link splits its capacity evenly
       for (int r : touched_resources) {
         const auto ur = static_cast<std::size_t>(r);
-        if (resources_[ur].kind != discipline::fair_share || !link_dirty[ur]) continue;
-        set_link_share(ur, link_users[ur] > 0 ? resources_[ur].capacity / link_users[ur] : 0.0);
+        if (link_dirty[ur] && resources_[ur].kind == discipline::fair_share)
+          set_link_share(ur, link_users[ur] > 0 ? resources_[ur].capacity / link_users[ur] : 0.0);
       }
     }
     shares_changed = false;
@@ -879,11 +978,14 @@ inline result simulator::run() const {
       const auto ur = static_cast<std::size_t>(r);
       resource_mark[ur] = 0;
       link_dirty[ur] = 0;
-      const bool busy =
-          resources_[ur].kind == discipline::fair_share ? link_users[ur] > 0 : in_service[ur] >= 0;
-      if (busy && !was_busy[ur]) busy_since[ur] = now;
-      if (!busy && was_busy[ur]) res.busy[ur] += now - busy_since[ur];
-      was_busy[ur] = busy;
+      const bool busy = link_users[ur] > 0 || in_service[ur] >= 0;  // one is never set
+      if (busy != static_cast<bool>(was_busy[ur])) {
+        if (busy)
+          busy_since[ur] = now;
+        else
+          res.busy[ur] += now - busy_since[ur];
+        was_busy[ur] = busy;
+      }
     }
     touched_resources.clear();
   };

@@ -351,7 +351,9 @@ inline ps_template make_template(const std::vector<ps_op>& ops, const std::vecto
   int global_res = -1;
   if (c.synchronous) global_res = s.add_resource({"all workers", discipline::fifo, 1, 0, -1});
   // one step of every worker at a time, so task indices interleave workers (ties at equal times
-  // then go to workers in turn)
+  // then go to workers in turn); `t` and `b` are reused, so adding a task allocates nothing
+  task_spec t_spec, b_spec;
+  b_spec.cls = task_class::other;
   for (int step = 0; step < c.steps; ++step)
     for (int w = 0; w < W; ++w) {
       const auto& r = wr[static_cast<std::size_t>(w)];
@@ -372,9 +374,9 @@ inline ps_template make_template(const std::vector<ps_op>& ops, const std::vecto
       // the template's tasks get ids base, base + 1, ... (the core numbers tasks as added)
       const int base = static_cast<int>(s.tasks().size());
       for (const auto& x : tp->tasks) {
-        task_spec t;
-        t.device = w;
-        t.work = x.work;
+        t_spec.device = w;
+        t_spec.cls = task_class::compute;
+        t_spec.work = x.work;
         const auto srv = static_cast<std::size_t>(x.server);
         int res[3] = {0, 0, 0};
         std::size_t nres = 1;
@@ -387,14 +389,14 @@ inline ps_template make_template(const std::vector<ps_op>& ops, const std::vecto
               res[1] = ps_out[srv];
               res[2] = r.nic_in;
               nres = M > 1 ? 3 : 2;
-              t.cls = task_class::communication;
+              t_spec.cls = task_class::communication;
               break;
             case ps_resource::uplink:
               res[0] = r.up[srv];
               res[1] = ps_in[srv];
               res[2] = r.nic_out;
               nres = M > 1 ? 3 : 2;
-              t.cls = task_class::communication;
+              t_spec.cls = task_class::communication;
               break;
             case ps_resource::worker:
               res[0] = r.worker;
@@ -404,27 +406,22 @@ inline ps_template make_template(const std::vector<ps_op>& ops, const std::vecto
               break;
           }
         }
-        t.resources.assign(res, res + nres);
+        t_spec.resources.assign(res, res + nres);
         const bool after_prev = x.source && prev >= 0;
-        const auto nd = static_cast<std::size_t>(x.dep_end - x.dep_begin) + (after_prev ? 1 : 0);
-        if (nd > 0) {
-          t.deps.resize(nd);
-          for (int d = x.dep_begin, j = 0; d < x.dep_end; ++d, ++j)
-            t.deps[static_cast<std::size_t>(j)] = base + tp->deps[static_cast<std::size_t>(d)];
-          if (after_prev) t.deps.back() = prev;
-        }
-        s.add_task(std::move(t));
+        t_spec.deps.clear();
+        for (int d = x.dep_begin; d < x.dep_end; ++d)
+          t_spec.deps.push_back(base + tp->deps[static_cast<std::size_t>(d)]);
+        if (after_prev) t_spec.deps.push_back(prev);
+        s.add_task(t_spec);
         if (c.timeline) info.push_back({w, step, x.op, static_cast<int>(k), x.parse});
       }
       // the step's end: after every op (its sinks suffice)
-      task_spec b;
-      b.resources.assign(1, r.barrier);
-      b.cls = task_class::other;
-      b.device = w;
-      b.deps.resize(tp->ends.size() + (prev >= 0 ? 1 : 0));
-      for (std::size_t j = 0; j < tp->ends.size(); ++j) b.deps[j] = base + tp->ends[j];
-      if (prev >= 0) b.deps.back() = prev;
-      barrier[static_cast<std::size_t>(w)].push_back(s.add_task(std::move(b)));
+      b_spec.resources.assign(1, r.barrier);
+      b_spec.device = w;
+      b_spec.deps.clear();
+      for (int e : tp->ends) b_spec.deps.push_back(base + e);
+      if (prev >= 0) b_spec.deps.push_back(prev);
+      barrier[static_cast<std::size_t>(w)].push_back(s.add_task(b_spec));
       if (c.timeline) info.push_back({w, step, -1, static_cast<int>(k), false});
       if (c.synchronous && w == W - 1) {  // the step's end on all workers
         task_spec all;
