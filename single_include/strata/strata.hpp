@@ -40,6 +40,7 @@
 #include <limits>
 #include <type_traits>
 #include <algorithm>
+#include <bit>
 #include <vector>
 
 // ---- strata/units.hpp --------------------------------------------------------------------------
@@ -2736,12 +2737,12 @@ struct nccl {
         const double us = model_us(op, u, s.count(), a, p);
         if (us < 0) continue;
         if (best.time < seconds{0} || us * 1e-6 < best.time.count())
-          best = {a, p, seconds{us * 1e-6}, seconds{model_us(op, u, 0.0, a, p) * 1e-6}};
+          best = {a, p, seconds{us * 1e-6}};
       }
     }
     if (best.time < seconds{0}) detail::unsupported(name, op);
+    best.startup = seconds{model_us(op, u, 0.0, best.algo, best.proto) * 1e-6} + launch;
     best.time += launch;
-    best.startup += launch;
     return best;
   }
 
@@ -2821,20 +2822,19 @@ struct nccl {
     return u;
   }
 
-  /// NCCL's floor(log2(x)) (`log2i`), 0 for x < 2.
+  /// NCCL's floor(log2(x)) (`log2i`), 0 for x < 2 (and for NaN): the exponent of the double,
+  /// which halving x until it is below 2 would count (halving is exact).
   [[nodiscard]] static constexpr int log2i(double x) {
-    int k = 0;
-    while (x >= 2.0) {
-      x /= 2.0;
-      ++k;
-    }
-    return k;
+    if (!(x >= 2.0)) return 0;
+    if (!(x <= std::numeric_limits<double>::max())) return 1024;  // infinity
+    return static_cast<int>((std::bit_cast<std::uint64_t>(x) >> 52) & 0x7ff) - 1023;
   }
 
   /// tuning.cc 288-437 and 630-655: the time [us] of one algorithm and protocol, launch
   /// excluded; negative where NCCL would not run it.
-  [[nodiscard]] static constexpr double model_us(collective op, const setup& u, double nbytes,
-                                                 algorithm a, protocol p) {
+  [[nodiscard, gnu::always_inline]] static constexpr double model_us(collective op, const setup& u,
+                                                                     double nbytes, algorithm a,
+                                                                     protocol p) {
     const bool ar = op == collective::all_reduce;
     const bool ag_rs = op == collective::all_gather || op == collective::reduce_scatter;
     const bool chain = op == collective::broadcast || op == collective::reduce;
@@ -5392,12 +5392,23 @@ struct layer_collectives {
     const parallel::nd& s;
     const layer_compute& lc;
     layer_collectives out{};
+    // the last tensor-parallel call priced: a layer's calls mostly repeat (the all-reduce after
+    // attention and the one after the MLP), and NCCL's tuner weighs nine choices per call
+    comm::collective tp_op = comm::collective::all_reduce;
+    double tp_bytes = -1;
+    seconds tp_time{};
     constexpr void collective(const lower::collective_op& op) {
       const bool fwd = op.when == lower::phase::forward;
       switch (op.axis) {
         case lower::comm_axis::tensor:
-          if (fwd)
-            out.tensor += comm::nccl::time(op.op, c, s.group_of(axis::tensor), bytes{op.bytes});
+          if (fwd) {
+            if (op.op != tp_op || op.bytes != tp_bytes) {
+              tp_op = op.op;
+              tp_bytes = op.bytes;
+              tp_time = comm::nccl::time(op.op, c, s.group_of(axis::tensor), bytes{op.bytes});
+            }
+            out.tensor += tp_time;
+          }
           break;
         case lower::comm_axis::context: {
           const seconds ring =
@@ -5429,6 +5440,41 @@ struct layer_collectives {
   }
   return v.out;
 }
+
+/// `collectives_of` over a run of plans of one model, cluster and training setup, each passed
+/// with the `layer_compute` lowered for it: priced again only when a plan's lowering (tensor
+/// degree, sequence parallelism, context, expert, micro-batch, recomputation) or the layout of
+/// its tensor, context or expert group differs from the previous plan's, which is all that
+/// `collectives_of` reads of a plan. The sweep and the batch walk plans grouped that way.
+class collectives_memo {
+ public:
+  [[nodiscard]] const layer_collectives& operator()(const transformer& m, const parallel::nd& s,
+                                                    const cluster& c, const training& tr,
+                                                    const layer_compute& lc) {
+    using parallel::axis;
+    const group t = s.group_of(axis::tensor), x = s.group_of(axis::context),
+                e = s.group_of(axis::expert);
+    const std::array<int, 15> k{s.tensor.degree,  s.tensor.sequence ? 1 : 0,
+                                s.context.degree, s.expert.degree,
+                                s.micro_batch,    static_cast<int>(s.recomputation),
+                                t.first,          t.size,
+                                t.stride,         x.first,
+                                x.size,           x.stride,
+                                e.first,          e.size,
+                                e.stride};
+    if (!priced_ || k != key_) {
+      key_ = k;
+      last_ = collectives_of(m, s, c, tr, lc);
+      priced_ = true;
+    }
+    return last_;
+  }
+
+ private:
+  std::array<int, 15> key_{};
+  layer_collectives last_{};
+  bool priced_ = false;
+};
 
 /// What one micro-batch runs on pipeline stage `i`, in issue order: the embedding (first
 /// stage), each layer's forward, the head's forward and backward (last stage), each layer's
@@ -5581,12 +5627,14 @@ struct data_collective_costs {
   return out;
 }
 
-/// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` (pass
-/// the same `layer_compute` to every strategy that shares tp, sp, cp, ep and b).
+/// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` and the
+/// layer's collectives `lcoll` from `collectives_of` (pass the same to every strategy that shares
+/// tp, sp, cp, ep and b, and for `lcoll` the same tensor, context and expert groups).
 [[nodiscard]] constexpr time_breakdown iteration(const transformer& m, const parallel::nd& s,
                                                  const cluster& c, const training& tr,
                                                  const device_profile& prof,
-                                                 const layer_compute& lc) {
+                                                 const layer_compute& lc,
+                                                 const layer_collectives& lcoll) {
   using parallel::axis;
   const double seq = detail::sequence_of(m, tr);
   const int p = s.pipeline.degree, mb = s.micro_batches(tr);
@@ -5595,7 +5643,6 @@ struct data_collective_costs {
   const int tp = s.tensor.degree;
   const recompute rc = s.recomputation;
 
-  const layer_collectives lcoll = collectives_of(m, s, c, tr, lc);
   const stage_spans sp = spans_of(lc, lcoll, rc);
 
   // per micro-batch time of each stage; the slowest sets the steady state. The middle stages
@@ -5681,6 +5728,14 @@ struct data_collective_costs {
   // the micro-batches run back to back; the update runs on the CPU here)
   T.host = seconds{p == 1 ? crit.repeat(mb).exposed_host() : mb * crit.exposed_host()};
   return T;
+}
+
+/// `iteration` with the layer's collectives priced for `s` (`collectives_of`).
+[[nodiscard]] constexpr time_breakdown iteration(const transformer& m, const parallel::nd& s,
+                                                 const cluster& c, const training& tr,
+                                                 const device_profile& prof,
+                                                 const layer_compute& lc) {
+  return iteration(m, s, c, tr, prof, lc, collectives_of(m, s, c, tr, lc));
 }
 
 /// The report of a plan: its time (`iteration`), its peak memory (`peak_stage_memory`), FLOPs.
@@ -7782,6 +7837,7 @@ inline void finish(transformer_sweep_result& out) {
                                                     sweep_part part = {}) {
   transformer_sweep_result out;
   const double devices = c.devices();
+  analytic::collectives_memo collectives;  // the plans come grouped by their lowering
   // one plan: pruned on memory, timed when it fits
   for_each_plan(
       m, c, tr, prof, space,
@@ -7791,7 +7847,8 @@ inline void finish(transformer_sweep_result& out) {
         const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps).total();
         if (mem + analytic::headroom_of(s, tr.runtime, mem).total() > c.dev.memory) return;
         ++out.fitting;
-        const ranked_transformer_plan r{s, analytic::iteration(m, s, c, tr, prof, lc), mem};
+        const ranked_transformer_plan r{
+            s, analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc)), mem};
         detail::keep_best(out.best, space.keep, r);
         const double t = r.time.total().count();
         out.pareto.offer({t, mem.count(), devices * t / 3600.0}, r);

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <limits>
 #include <strata/strata.hpp>
 #include <vector>
 
@@ -199,6 +200,22 @@ TEST_CASE("NCCL's tuner, worked by hand (comm/nccl.hpp)") {
           (comm::direct::time(collective::all_to_all, h100, node, 64_MB) + nccl::launch).count()));
   CHECK_THROWS_WITH(nccl::time(collective::all_reduce, h100, {0, 0, 1}, 1_MB),
                     Catch::Contains("at least one"));
+}
+
+TEST_CASE("NCCL's log2i: floor(log2(x)) from the exponent, 0 below 2") {
+  using comm::nccl;
+  STATIC_REQUIRE(nccl::log2i(0.5) == 0);
+  STATIC_REQUIRE(nccl::log2i(1.0) == 0);
+  STATIC_REQUIRE(nccl::log2i(1.999) == 0);
+  STATIC_REQUIRE(nccl::log2i(2.0) == 1);
+  STATIC_REQUIRE(nccl::log2i(3.0) == 1);
+  STATIC_REQUIRE(nccl::log2i(1024.0) == 10);
+  STATIC_REQUIRE(nccl::log2i(1025.0) == 10);
+  STATIC_REQUIRE(nccl::log2i(2047.9) == 10);
+  STATIC_REQUIRE(nccl::log2i(4194304.0 / 64) == 16);  // 4 MiB: the tree table's column 16
+  STATIC_REQUIRE(nccl::log2i(-8.0) == 0);
+  CHECK(nccl::log2i(std::numeric_limits<double>::quiet_NaN()) == 0);
+  CHECK(nccl::log2i(std::numeric_limits<double>::infinity()) == 1024);
 }
 
 TEST_CASE("NCCL's tuner agrees with the ring at large sizes where the ring is right") {

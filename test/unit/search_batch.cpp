@@ -152,6 +152,27 @@ TEST_CASE("batch evaluation equals the scalar closed form, plan by plan", "[batc
   CHECK(r.fits.count() == s.fitting);
 }
 
+TEST_CASE("the collectives memo prices again when a plan's groups are laid out differently",
+          "[batch]") {
+  const transformer m = zoo::gpt3_175b();
+  const cluster c = presets::dgx_a100(128);
+  // t = 8 innermost: one node's NVLink; with data innermost the 8 tensor ranks are 16 apart,
+  // one per node, over InfiniBand: the same lowering, a slower tensor all-reduce
+  const parallel::nd inner{
+      .tensor = {.degree = 8}, .pipeline = {.degree = 8}, .data = {.degree = 16}};
+  parallel::nd outer = inner;
+  outer.order = {parallel::axis::data, parallel::axis::tensor, parallel::axis::context,
+                 parallel::axis::expert, parallel::axis::pipeline};
+  const auto lc = analytic::lower_layer(m, a100, gpt3_setup, lower::shard_of(m, inner, gpt3_setup));
+  analytic::collectives_memo memo;
+  const seconds nvlink = memo(m, inner, c, gpt3_setup, lc).tensor;
+  CHECK(nvlink == analytic::collectives_of(m, inner, c, gpt3_setup, lc).tensor);
+  const seconds across = memo(m, outer, c, gpt3_setup, lc).tensor;
+  CHECK(across == analytic::collectives_of(m, outer, c, gpt3_setup, lc).tensor);
+  CHECK(across > 2 * nvlink);
+  CHECK(memo(m, inner, c, gpt3_setup, lc).tensor == nvlink);
+}
+
 TEST_CASE("batch evaluation names the plan that breaks a limit", "[batch]") {
   const transformer m = zoo::gpt3_175b();
   const cluster c = presets::dgx_a100(128);

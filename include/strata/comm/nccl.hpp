@@ -23,7 +23,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -85,12 +88,12 @@ struct nccl {
         const double us = model_us(op, u, s.count(), a, p);
         if (us < 0) continue;
         if (best.time < seconds{0} || us * 1e-6 < best.time.count())
-          best = {a, p, seconds{us * 1e-6}, seconds{model_us(op, u, 0.0, a, p) * 1e-6}};
+          best = {a, p, seconds{us * 1e-6}};
       }
     }
     if (best.time < seconds{0}) detail::unsupported(name, op);
+    best.startup = seconds{model_us(op, u, 0.0, best.algo, best.proto) * 1e-6} + launch;
     best.time += launch;
-    best.startup += launch;
     return best;
   }
 
@@ -170,20 +173,19 @@ struct nccl {
     return u;
   }
 
-  /// NCCL's floor(log2(x)) (`log2i`), 0 for x < 2.
+  /// NCCL's floor(log2(x)) (`log2i`), 0 for x < 2 (and for NaN): the exponent of the double,
+  /// which halving x until it is below 2 would count (halving is exact).
   [[nodiscard]] static constexpr int log2i(double x) {
-    int k = 0;
-    while (x >= 2.0) {
-      x /= 2.0;
-      ++k;
-    }
-    return k;
+    if (!(x >= 2.0)) return 0;
+    if (!(x <= std::numeric_limits<double>::max())) return 1024;  // infinity
+    return static_cast<int>((std::bit_cast<std::uint64_t>(x) >> 52) & 0x7ff) - 1023;
   }
 
   /// tuning.cc 288-437 and 630-655: the time [us] of one algorithm and protocol, launch
   /// excluded; negative where NCCL would not run it.
-  [[nodiscard]] static constexpr double model_us(collective op, const setup& u, double nbytes,
-                                                 algorithm a, protocol p) {
+  [[nodiscard, gnu::always_inline]] static constexpr double model_us(collective op, const setup& u,
+                                                                     double nbytes, algorithm a,
+                                                                     protocol p) {
     const bool ar = op == collective::all_reduce;
     const bool ag_rs = op == collective::all_gather || op == collective::reduce_scatter;
     const bool chain = op == collective::broadcast || op == collective::reduce;

@@ -3,10 +3,11 @@
 /// @brief Evaluates many transformer plans at once: the plans are grouped by the layer they
 /// lower to (tensor degree, sequence parallelism, context, expert, micro-batch, recomputation:
 /// `lower::shard_of`), each group is lowered and priced once (`analytic::lower_layer`,
-/// `analytic::keeps_of`), the closed form (`analytic::iteration`, `analytic::peak_stage_memory`)
-/// runs per plan on the shared lowering, and the results land in Eigen arrays, one column per
-/// quantity (structure of arrays), from which the totals, throughput, MFU, GPU-hours and the
-/// memory check are computed column-wise. Groups are spread over threads.
+/// `analytic::keeps_of`, the layer's collectives: `analytic::collectives_memo`), the closed form
+/// (`analytic::iteration`, `analytic::peak_stage_memory`) runs per plan on the shared lowering, and
+/// the results land in Eigen arrays, one column per quantity (structure of arrays), from which the
+/// totals, throughput, MFU, GPU-hours and the memory check are computed column-wise. Groups are
+/// spread over threads.
 ///
 /// Every number equals `analytic::evaluate` of the same plan (the same functions on the same
 /// lowering); only the order of the work differs.
@@ -110,10 +111,12 @@ inline auto lowering_key(const parallel::nd& s) {
       const analytic::layer_compute lc =
           analytic::lower_layer(m, prof, tr, lower::shard_of(m, first, tr));
       const analytic::plan_keeps keeps = analytic::keeps_of(m, first, tr);
+      analytic::collectives_memo collectives;
       for (std::size_t k = starts[g]; k < starts[g + 1]; ++k) {
         const auto i = static_cast<Eigen::Index>(order[k]);
         const parallel::nd& s = plans[order[k]];
-        const time_breakdown t = analytic::iteration(m, s, c, tr, prof, lc);
+        const time_breakdown t =
+            analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc));
         r.time.row(i) << t.forward.count(), t.backward.count(), t.recompute.count(),
             t.tensor_comm.count(), t.context_comm.count(), t.expert_comm.count(),
             t.pipeline_bubble.count(), t.pipeline_p2p.count(), t.data_comm.count(),

@@ -225,6 +225,7 @@ inline void finish(transformer_sweep_result& out) {
                                                     sweep_part part = {}) {
   transformer_sweep_result out;
   const double devices = c.devices();
+  analytic::collectives_memo collectives;  // the plans come grouped by their lowering
   // one plan: pruned on memory, timed when it fits
   for_each_plan(
       m, c, tr, prof, space,
@@ -234,7 +235,8 @@ inline void finish(transformer_sweep_result& out) {
         const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps).total();
         if (mem + analytic::headroom_of(s, tr.runtime, mem).total() > c.dev.memory) return;
         ++out.fitting;
-        const ranked_transformer_plan r{s, analytic::iteration(m, s, c, tr, prof, lc), mem};
+        const ranked_transformer_plan r{
+            s, analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc)), mem};
         detail::keep_best(out.best, space.keep, r);
         const double t = r.time.total().count();
         out.pareto.offer({t, mem.count(), devices * t / 3600.0}, r);
