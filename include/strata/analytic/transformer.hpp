@@ -584,6 +584,7 @@ constexpr group replica_group(const parallel::nd& s) {
 constexpr call_cost over_axes(comm::collective op, const cluster& c, const parallel::nd& s,
                               std::initializer_list<parallel::axis> axes, bytes size) {
   call_cost total{};
+  if (!(size > bytes{})) return total;  // nothing to move (a dense model's expert part)
   int spanned = 0;
   for (const parallel::axis ax : axes) spanned += s.group_of(ax).size > 1 ? 1 : 0;
   bytes piece = size;
@@ -592,7 +593,7 @@ constexpr call_cost over_axes(comm::collective op, const cluster& c, const paral
     const group g = ax == parallel::axis::data && op != comm::collective::all_reduce
                         ? shard_group(s)
                         : s.group_of(ax);
-    if (g.size == 1 || !(size > bytes{})) continue;
+    if (g.size == 1) continue;
     if (op == comm::collective::all_reduce && spanned > 1)
       total += call_cost::of(comm::collective::reduce_scatter, c, g, piece) +
                call_cost::of(comm::collective::all_gather, c, g, piece);
