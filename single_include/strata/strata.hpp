@@ -2732,9 +2732,10 @@ struct nccl {
     }
     const setup u = make_setup(c, g);
     choice best{algorithm::ring, protocol::simple, seconds{-1.0}};
+    const call_shape k = shape_of(op, u, s.count());
     for (const algorithm a : {algorithm::tree, algorithm::ring, algorithm::nvls}) {
       for (const protocol p : {protocol::ll, protocol::ll128, protocol::simple}) {
-        const double us = model_us(op, u, s.count(), a, p);
+        const double us = pair_us(k, u, a, p);
         if (us < 0) continue;
         if (best.time < seconds{0} || us * 1e-6 < best.time.count())
           best = {a, p, seconds{us * 1e-6}};
@@ -2830,35 +2831,78 @@ struct nccl {
     return static_cast<int>((std::bit_cast<std::uint64_t>(x) >> 52) & 0x7ff) - 1023;
   }
 
+  /// What the time of a call depends on besides its algorithm and protocol: worked out once
+  /// per call, then read by each of the nine pairs (`pair_us`).
+  struct call_shape {
+    bool ar = false, ag_rs = false, chain = false;
+    int n = 1, nsteps = 0, inter_steps = 0;
+    double nbytes = 0;
+    double ll_cap = 0;      ///< the LL protocol's cap [GB/s]
+    double ratio = 0;       ///< n / nsteps: bus to algorithm bandwidth (376-382)
+    bool plateau = false;   ///< the ring's plateau across nodes applies (647-650)
+    int ls = -1;            ///< the tree correction's column, log2(S / 64 B); -1 below 64 B
+    int tree_hops = 0;      ///< log2(nodes): the tree's network hops
+    double nvls_speed = 0;  ///< NVLS: the per-channel speed the search settles on
+    int nvls_channels = 0;
+  };
+  [[nodiscard]] static constexpr call_shape shape_of(collective op, const setup& u, double nbytes) {
+    call_shape k;
+    k.ar = op == collective::all_reduce;
+    k.ag_rs = op == collective::all_gather || op == collective::reduce_scatter;
+    k.chain = op == collective::broadcast || op == collective::reduce;
+    if (!k.ar && !k.ag_rs && !k.chain) return k;
+    k.n = u.ranks;
+    k.nsteps = k.ar ? 2 * (k.n - 1) : k.ag_rs ? k.n - 1 : k.n;
+    k.nbytes = nbytes;
+    const int i2 = u.nodes <= 2 ? u.nodes - 1 : 2;
+    k.ll_cap =
+        ll_max_bw[static_cast<std::size_t>(u.nodes == 1 ? u.gen : 0)][static_cast<std::size_t>(i2)];
+    k.ratio = static_cast<double>(k.n) / k.nsteps;
+    k.inter_steps = u.nodes == 1 ? 0 : k.ar ? 2 * (u.nodes - 1) : u.nodes - 1;
+    // 647-650: the ring's plateau across nodes (64 B per rank and channel; we take 32 channels)
+    k.plateau = u.nodes > 1 && k.ar && nbytes / (32.0 * k.n) >= 64;
+    k.ls = nbytes >= 64 ? log2i(nbytes / 64) : -1;
+    k.tree_hops = log2i(u.nodes);
+    if (u.nvls) {
+      // search.cc 1126-1138: one channel per GPU of the node, each at the fastest speed that
+      // the GPU's NVLink bandwidth holds for all of them
+      const int ch = k.n < 32 ? k.n : 32;
+      double speed = 0;
+      if (u.gen == blackwell) {
+        for (const double sp : blackwell_speeds)
+          if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
+        if (speed == 0) speed = blackwell_speeds.back();
+      } else {
+        for (const double sp : hopper_speeds)
+          if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
+        if (speed == 0) speed = hopper_speeds.back();
+      }
+      k.nvls_speed = speed;
+      k.nvls_channels = ch;
+    }
+    return k;
+  }
+
   /// tuning.cc 288-437 and 630-655: the time [us] of one algorithm and protocol, launch
   /// excluded; negative where NCCL would not run it.
-  [[nodiscard, gnu::always_inline]] static constexpr double model_us(collective op, const setup& u,
-                                                                     double nbytes, algorithm a,
-                                                                     protocol p) {
-    const bool ar = op == collective::all_reduce;
-    const bool ag_rs = op == collective::all_gather || op == collective::reduce_scatter;
-    const bool chain = op == collective::broadcast || op == collective::reduce;
-    if (!ar && !ag_rs && !chain) return -1;
+  [[nodiscard]] static constexpr double pair_us(const call_shape& k, const setup& u, algorithm a,
+                                                protocol p) {
+    if (!k.ar && !k.ag_rs && !k.chain) return -1;
     if (p == protocol::ll128 && !u.ll128) return -1;
     const auto pi = static_cast<std::size_t>(p);
-    const int n = u.ranks;
-    const int nsteps = ar ? 2 * (n - 1) : ag_rs ? n - 1 : n;
-    const int i2 = u.nodes <= 2 ? u.nodes - 1 : 2;
-    const double ll_cap =
-        ll_max_bw[static_cast<std::size_t>(u.nodes == 1 ? u.gen : 0)][static_cast<std::size_t>(i2)];
     const auto& net = hop_latency[2];
     const auto& intra = hop_latency[static_cast<std::size_t>(u.intra_hw)];
     double bw = 0, lat = 0;
     switch (a) {
       case algorithm::ring: {
         // 327-329: LL moves 8 bytes for every 4 of data and is capped; LL128 120 of 128.
-        bw = p == protocol::ll      ? std::min(ll_cap, u.bus_bw * 0.5)
+        bw = p == protocol::ll      ? std::min(k.ll_cap, u.bus_bw * 0.5)
              : p == protocol::ll128 ? u.bus_bw * 0.92
                                     : u.bus_bw;
-        bw *= static_cast<double>(n) / nsteps;  // 376-382: bus to algorithm bandwidth
+        bw *= k.ratio;  // 376-382: bus to algorithm bandwidth
         lat = base_latency[1][pi];
         const auto& hop = u.nodes == 1 ? intra : net;
-        if (chain) {
+        if (k.chain) {
           lat += hop[1][pi];  // 395-397: broadcast and reduce pipeline, one hop of start-up
         } else {
           // 404-412: every step pays a hop; steps that leave the node pay the network's, and
@@ -2866,57 +2910,46 @@ struct nccl {
           const double overhead = u.nodes > 1 ? (p == protocol::simple ? 3.0 : 1.0) : 0.0;
           const double in = std::max(intra[1][pi], overhead);
           const double out = u.ppn == 1 ? net[0][pi] : net[1][pi];
-          const int inter_steps = u.nodes == 1 ? 0 : ar ? 2 * (u.nodes - 1) : u.nodes - 1;
-          lat += (nsteps - inter_steps) * in + inter_steps * out;
-          // 647-650: the ring's plateau across nodes (64 B per rank and channel; we take 32
-          // channels).
-          if (p == protocol::simple && u.nodes > 1 && ar && nbytes / (32.0 * n) >= 64)
-            lat *= u.gen >= ampere ? 1.4 : 1.9;
+          lat += (k.nsteps - k.inter_steps) * in + k.inter_steps * out;
+          if (p == protocol::simple && k.plateau) lat *= u.gen >= ampere ? 1.4 : 1.9;
         }
         break;
       }
       case algorithm::tree: {
-        if (!ar) return -1;  // 294-298: trees run all-reduce only
+        if (!k.ar) return -1;  // 294-298: trees run all-reduce only
         // 330-336: 92 % of the links; LL 1/3.8 of that (capped), LL128 7/9 in a node, 120/128
         // across.
         bw = u.bus_bw * 0.92;
-        if (p == protocol::ll) bw = std::min(bw / 3.8, ll_cap);
+        if (p == protocol::ll) bw = std::min(bw / 3.8, k.ll_cap);
         if (p == protocol::ll128) bw *= u.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
         bw *= 0.5;  // 380: up the tree and down again
-        const int ls = nbytes >= 64 ? log2i(nbytes / 64) : -1;
-        if (ls >= 0 && ls < 23) bw *= tree_correction[pi][static_cast<std::size_t>(ls)];  // 640
+        if (k.ls >= 0 && k.ls < 23) bw *= tree_correction[pi][static_cast<std::size_t>(k.ls)];
         // 414-417: a chain through the node's ranks, log2(nodes) network hops, up and down.
-        lat =
-            base_latency[0][pi] + 2.0 * ((u.ppn - 1) * intra[0][pi] + log2i(u.nodes) * net[0][pi]);
+        lat = base_latency[0][pi] + 2.0 * ((u.ppn - 1) * intra[0][pi] + k.tree_hops * net[0][pi]);
         break;
       }
       case algorithm::nvls: {
-        if (!u.nvls || p != protocol::simple || chain) return -1;  // 301: Simple only
-        // search.cc 1126-1138: one channel per GPU of the node, each at the fastest speed
-        // that the GPU's NVLink bandwidth holds for all of them.
-        const int ch = n < 32 ? n : 32;
-        double speed = 0;
-        if (u.gen == blackwell) {
-          for (const double sp : blackwell_speeds)
-            if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
-          if (speed == 0) speed = blackwell_speeds.back();
-        } else {
-          for (const double sp : hopper_speeds)
-            if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
-          if (speed == 0) speed = hopper_speeds.back();
-        }
+        if (!u.nvls || p != protocol::simple || k.chain) return -1;  // 301: Simple only
         // 307-324: the channel's share after NVLS efficiency; an all-reduce pipelines two
         // operations; all-gather and reduce-scatter move (ppn-1)/ppn.
-        double per = speed * nvls_efficiency[static_cast<std::size_t>(u.gen)] * (ch - 1) / ch;
-        per *= ar ? 2.0 : static_cast<double>(u.ppn - 1) / u.ppn;
+        const int ch = k.nvls_channels;
+        double per =
+            k.nvls_speed * nvls_efficiency[static_cast<std::size_t>(u.gen)] * (ch - 1) / ch;
+        per *= k.ar ? 2.0 : static_cast<double>(u.ppn - 1) / u.ppn;
         bw = ch * per;
-        if (ar) bw *= static_cast<double>(n) / nsteps;
+        if (k.ar) bw *= k.ratio;
         lat = hop_latency[0][2][2];  // 424-426: NVLink hop of NVLS only
         break;
       }
     }
     if (!(bw > 0)) return -1;
-    return lat + nbytes / (1000.0 * bw);
+    return lat + k.nbytes / (1000.0 * bw);
+  }
+
+  /// One algorithm and protocol for one call: `pair_us` of the call's shape.
+  [[nodiscard]] static constexpr double model_us(collective op, const setup& u, double nbytes,
+                                                 algorithm a, protocol p) {
+    return pair_us(shape_of(op, u, nbytes), u, a, p);
   }
 };
 
@@ -4907,11 +4940,17 @@ struct stage_parameters {
 
 /// The parameters pipeline stage i trains on one rank: all of them, or under LoRA the adapters
 /// of its layers (`lower::adapter_parameters`; the frozen weights keep only their storage copy).
+/// `all` is the stage's `parameters_on`, when the caller has it.
 [[nodiscard]] constexpr stage_parameters trained_on(const transformer& m, const parallel::nd& s,
-                                                    const training& t, int stage) {
-  if (!t.lora.on()) return parameters_on(m, s, stage);
+                                                    const training& t, int stage,
+                                                    const stage_parameters& all) {
+  if (!t.lora.on()) return all;
   return {s.stage_layers(m, stage) * lower::adapter_parameters(m, lower::shard_of(m, s, t), t), 0,
           0};
+}
+[[nodiscard]] constexpr stage_parameters trained_on(const transformer& m, const parallel::nd& s,
+                                                    const training& t, int stage) {
+  return trained_on(m, s, t, stage, t.lora.on() ? stage_parameters{} : parameters_on(m, s, stage));
 }
 
 /// The share of `x` one rank holds when sharded (ZeRO-1 and up shard what the optimizer updates):
@@ -5097,7 +5136,7 @@ struct plan_keeps {
     }
   }
   {
-    const stage_parameters tn = trained_on(m, s, t, stage);
+    const stage_parameters tn = trained_on(m, s, t, stage, n);
     mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert) +
                         pipe_buffers(m, s, t, stage)};
     x.update_buffer =
@@ -5692,7 +5731,7 @@ struct data_collective_costs {
 
   // data parallelism and ZeRO on the critical stage's parameters: every weight is gathered,
   // the trained ones (LoRA: the adapters) reduced and updated
-  const stage_parameters n = parameters_on(m, s, critical), tn = trained_on(m, s, tr, critical);
+  const stage_parameters n = parameters_on(m, s, critical), tn = trained_on(m, s, tr, critical, n);
   const int zero = s.data.zero;
   const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
   const frameworks::sharding& e = tr.framework.data;

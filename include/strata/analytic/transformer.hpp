@@ -154,11 +154,17 @@ struct stage_parameters {
 
 /// The parameters pipeline stage i trains on one rank: all of them, or under LoRA the adapters
 /// of its layers (`lower::adapter_parameters`; the frozen weights keep only their storage copy).
+/// `all` is the stage's `parameters_on`, when the caller has it.
 [[nodiscard]] constexpr stage_parameters trained_on(const transformer& m, const parallel::nd& s,
-                                                    const training& t, int stage) {
-  if (!t.lora.on()) return parameters_on(m, s, stage);
+                                                    const training& t, int stage,
+                                                    const stage_parameters& all) {
+  if (!t.lora.on()) return all;
   return {s.stage_layers(m, stage) * lower::adapter_parameters(m, lower::shard_of(m, s, t), t), 0,
           0};
+}
+[[nodiscard]] constexpr stage_parameters trained_on(const transformer& m, const parallel::nd& s,
+                                                    const training& t, int stage) {
+  return trained_on(m, s, t, stage, t.lora.on() ? stage_parameters{} : parameters_on(m, s, stage));
 }
 
 /// The share of `x` one rank holds when sharded (ZeRO-1 and up shard what the optimizer updates):
@@ -344,7 +350,7 @@ struct plan_keeps {
     }
   }
   {
-    const stage_parameters tn = trained_on(m, s, t, stage);
+    const stage_parameters tn = trained_on(m, s, t, stage, n);
     mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert) +
                         pipe_buffers(m, s, t, stage)};
     x.update_buffer =
@@ -939,7 +945,7 @@ struct data_collective_costs {
 
   // data parallelism and ZeRO on the critical stage's parameters: every weight is gathered,
   // the trained ones (LoRA: the adapters) reduced and updated
-  const stage_parameters n = parameters_on(m, s, critical), tn = trained_on(m, s, tr, critical);
+  const stage_parameters n = parameters_on(m, s, critical), tn = trained_on(m, s, tr, critical, n);
   const int zero = s.data.zero;
   const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
   const frameworks::sharding& e = tr.framework.data;
