@@ -163,7 +163,7 @@ struct pipeline_parallel {
       const evenly_split e = even_part(layers);
       if (e.stages < 1 ? e.layers != 0 : (e.layers < e.stages || e.layers % e.stages != 0))
         throw plan_error(limits::pipeline_layers_must_split_evenly);
-      for (int i = 0; i < p; ++i)
+      for (const int i : {0, 1, p - 1})  // the stages between hold e.layers / e.stages each
         if (stage_layers(layers, i) % v != 0)
           throw plan_error(limits::pipeline_layers_must_split_evenly);
     }

@@ -86,16 +86,15 @@ inline auto lowering_key(const parallel::nd& s) {
     }
   }
   // group the plans by their lowering: sort their indices by key, cut where the key changes
+  std::vector<std::array<int, 6>> keys(plans.size());
+  for (std::size_t i = 0; i < plans.size(); ++i) keys[i] = detail::lowering_key(plans[i]);
   std::vector<std::size_t> order(plans.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return detail::lowering_key(plans[a]) < detail::lowering_key(plans[b]);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
   std::vector<std::size_t> starts;  // where each group begins in `order`
   for (std::size_t k = 0; k < order.size(); ++k)
-    if (k == 0 ||
-        detail::lowering_key(plans[order[k]]) != detail::lowering_key(plans[order[k - 1]]))
-      starts.push_back(k);
+    if (k == 0 || keys[order[k]] != keys[order[k - 1]]) starts.push_back(k);
   starts.push_back(order.size());
 
   batch_report r;
