@@ -400,8 +400,7 @@ class simulator {
       if (x < 0 || x >= nx) fail("produces an unknown tensor");
     for (int x : t.consumes)
       if (x < 0 || x >= nx) fail("consumes an unknown tensor");
-    // what a run reads of the task, while its spec is at hand: its loop state as a run starts,
-    // its resources in a flat list, the edges to it from its dependencies
+    // the task's lists and records appended first (all or nothing), then filled in
     const std::size_t rsize = rlist_.size(), roots = roots_.size(), isize = ilist_.size(),
                       nsize = names_.size();
     if (edges_.size() + t.deps.size() > edges_.capacity())
