@@ -4261,6 +4261,13 @@ struct shard {
           s.recomputation};
 }
 
+/// What `shard_of` reads of a plan, as a key: plans with equal keys lower to the same layer (for
+/// one model and training setup).
+[[nodiscard]] constexpr std::array<int, 6> shard_key(const parallel::nd& s) {
+  return {s.tensor.degree, s.tensor.sequence ? 1 : 0,        s.context.degree, s.expert.degree,
+          s.micro_batch,   static_cast<int>(s.recomputation)};
+}
+
 namespace detail {
 template <class V>
 constexpr void emit(V& v, const kernel_op& k) {
@@ -5498,16 +5505,12 @@ class collectives_memo {
     using parallel::axis;
     const group t = s.group_of(axis::tensor), x = s.group_of(axis::context),
                 e = s.group_of(axis::expert);
-    const std::array<int, 15> k{s.tensor.degree,  s.tensor.sequence ? 1 : 0,
-                                s.context.degree, s.expert.degree,
-                                s.micro_batch,    static_cast<int>(s.recomputation),
-                                t.first,          t.size,
-                                t.stride,         x.first,
-                                x.size,           x.stride,
-                                e.first,          e.size,
-                                e.stride};
-    if (!priced_ || k != key_) {
-      key_ = k;
+    const std::array<int, 6> shard = lower::shard_key(s);
+    const std::array<int, 9> laid{t.first,  t.size,  t.stride, x.first, x.size,
+                                  x.stride, e.first, e.size,   e.stride};
+    if (!priced_ || shard != shard_ || laid != laid_) {
+      shard_ = shard;
+      laid_ = laid;
       last_ = collectives_of(m, s, c, tr, lc);
       priced_ = true;
     }
@@ -5515,7 +5518,8 @@ class collectives_memo {
   }
 
  private:
-  std::array<int, 15> key_{};
+  std::array<int, 6> shard_{};  ///< the plan's lowering (`lower::shard_key`)
+  std::array<int, 9> laid_{};   ///< its tensor, context and expert groups
   layer_collectives last_{};
   bool priced_ = false;
 };

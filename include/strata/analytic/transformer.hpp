@@ -708,16 +708,12 @@ class collectives_memo {
     using parallel::axis;
     const group t = s.group_of(axis::tensor), x = s.group_of(axis::context),
                 e = s.group_of(axis::expert);
-    const std::array<int, 15> k{s.tensor.degree,  s.tensor.sequence ? 1 : 0,
-                                s.context.degree, s.expert.degree,
-                                s.micro_batch,    static_cast<int>(s.recomputation),
-                                t.first,          t.size,
-                                t.stride,         x.first,
-                                x.size,           x.stride,
-                                e.first,          e.size,
-                                e.stride};
-    if (!priced_ || k != key_) {
-      key_ = k;
+    const std::array<int, 6> shard = lower::shard_key(s);
+    const std::array<int, 9> laid{t.first,  t.size,  t.stride, x.first, x.size,
+                                  x.stride, e.first, e.size,   e.stride};
+    if (!priced_ || shard != shard_ || laid != laid_) {
+      shard_ = shard;
+      laid_ = laid;
       last_ = collectives_of(m, s, c, tr, lc);
       priced_ = true;
     }
@@ -725,7 +721,8 @@ class collectives_memo {
   }
 
  private:
-  std::array<int, 15> key_{};
+  std::array<int, 6> shard_{};  ///< the plan's lowering (`lower::shard_key`)
+  std::array<int, 9> laid_{};   ///< its tensor, context and expert groups
   layer_collectives last_{};
   bool priced_ = false;
 };

@@ -30,6 +30,7 @@
 ///                      strata::lower::on_save{[&](const auto& t) { saved += t.bytes; }});
 /// @endcode
 
+#include <array>
 #include <type_traits>
 
 #include "strata/lower/ops.hpp"
@@ -67,6 +68,13 @@ struct shard {
           s.context.degree,
           s.expert.degree,
           s.recomputation};
+}
+
+/// What `shard_of` reads of a plan, as a key: plans with equal keys lower to the same layer (for
+/// one model and training setup).
+[[nodiscard]] constexpr std::array<int, 6> shard_key(const parallel::nd& s) {
+  return {s.tensor.degree, s.tensor.sequence ? 1 : 0,        s.context.degree, s.expert.degree,
+          s.micro_batch,   static_cast<int>(s.recomputation)};
 }
 
 namespace detail {

@@ -60,15 +60,6 @@ struct batch_options {
   int threads = 0;  ///< 0: one per hardware thread (at most one per group)
 };
 
-namespace detail {
-/// The fields of `lower::shard_of` that vary between plans of one model and setup.
-inline auto lowering_key(const parallel::nd& s) {
-  return std::array<int, 6>{s.tensor.degree,  s.tensor.sequence ? 1 : 0,
-                            s.context.degree, s.expert.degree,
-                            s.micro_batch,    static_cast<int>(s.recomputation)};
-}
-}  // namespace detail
-
 /// Evaluates every plan of `plans` for `m` on `c` (each is checked first: a plan that breaks a
 /// limit is a plan_error "plans[i]: <the limit's sentence>").
 [[nodiscard]] inline batch_report evaluate_batch(const transformer& m, const cluster& c,
@@ -87,7 +78,7 @@ inline auto lowering_key(const parallel::nd& s) {
   }
   // group the plans by their lowering: sort their indices by key, cut where the key changes
   std::vector<std::array<int, 6>> keys(plans.size());
-  for (std::size_t i = 0; i < plans.size(); ++i) keys[i] = detail::lowering_key(plans[i]);
+  for (std::size_t i = 0; i < plans.size(); ++i) keys[i] = lower::shard_key(plans[i]);
   std::vector<std::size_t> order(plans.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
