@@ -173,6 +173,45 @@ TEST_CASE("the collectives memo prices again when a plan's groups are laid out d
   CHECK(memo(m, inner, c, gpt3_setup, lc).tensor == nvlink);
 }
 
+TEST_CASE("the data-collectives memo tells layouts, ZeRO stages and setups apart", "[batch]") {
+  const transformer m = zoo::gpt3_175b();
+  const cluster c = presets::dgx_a100(128);
+  // data outermost: the 16 data ranks are 64 apart, one per node; data innermost: 8 per node
+  // over NVLink, then 2 nodes
+  const parallel::nd outer{
+      .tensor = {.degree = 8}, .pipeline = {.degree = 8}, .data = {.degree = 16}};
+  parallel::nd inner = outer;
+  inner.order = {parallel::axis::data, parallel::axis::tensor, parallel::axis::context,
+                 parallel::axis::expert, parallel::axis::pipeline};
+  parallel::nd zero1 = outer;
+  zero1.data.zero = 1;
+  const auto n = analytic::parameters_on(m, outer, 0);
+  const analytic::calls_per_step calls{};
+  auto direct = [&](const parallel::nd& s, const training& tr) {
+    return analytic::data_collectives_of(s, c, tr, n, n, calls);
+  };
+  analytic::data_collectives_memo memo;
+  auto memoized = [&](const parallel::nd& s, const training& tr) {
+    return memo(s, c, tr, n, n, calls);
+  };
+  const seconds across = memoized(outer, gpt3_setup).all_reduce.total();
+  CHECK(across == direct(outer, gpt3_setup).all_reduce.total());
+  const seconds within = memoized(inner, gpt3_setup).all_reduce.total();
+  CHECK(within == direct(inner, gpt3_setup).all_reduce.total());
+  CHECK(within != across);
+  const auto z = memoized(zero1, gpt3_setup);  // ZeRO-1: a reduce-scatter and an all-gather
+  CHECK(z.all_reduce.total() == seconds{});
+  CHECK(z.reduce_scatter.total() == direct(zero1, gpt3_setup).reduce_scatter.total());
+  CHECK(z.all_gather.total() > seconds{});
+  CHECK(memoized(outer, gpt3_setup).all_reduce.total() == across);  // remembered
+  // bf16 gradients (DeepSpeed's convention): another setup, half the bytes, priced again
+  training half = gpt3_setup;
+  half.gradients = dtype::bf16;
+  const seconds narrow = memoized(outer, half).all_reduce.total();
+  CHECK(narrow == direct(outer, half).all_reduce.total());
+  CHECK(narrow < 0.6 * across);
+}
+
 TEST_CASE("batch evaluation names the plan that breaks a limit", "[batch]") {
   const transformer m = zoo::gpt3_175b();
   const cluster c = presets::dgx_a100(128);

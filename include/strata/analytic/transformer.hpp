@@ -20,7 +20,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "strata/analytic/report.hpp"
 #include "strata/comm/collectives.hpp"
@@ -134,22 +137,35 @@ struct stage_parameters {
   double embedding = 0;  ///< the part of `dense` in the embedding, head and final norm
 };
 
+/// The model's parameter counts that `parameters_on` splits over the stages, counted once.
+struct model_parameters {
+  double dense_layer = 0, expert_layer = 0, embedding = 0, head = 0;
+};
+[[nodiscard]] constexpr model_parameters parameters_of(const transformer& m) {
+  return {m.dense_layer_parameters(), m.expert_layer_parameters(), m.embedding_parameters(),
+          m.head_parameters()};
+}
+
 [[nodiscard]] constexpr stage_parameters parameters_on(const transformer& m, const parallel::nd& s,
-                                                       int stage) {
+                                                       int stage, const model_parameters& k) {
   const double t = s.tensor.degree;
   const int p = s.pipeline.degree;
   const int l = s.stage_layers(m, stage);
   stage_parameters out;
-  out.dense = l * m.dense_layer_parameters() / t;
-  out.expert = l * m.expert_layer_parameters() / (t * s.expert.degree);
-  if (stage == 0) out.embedding += m.embedding_parameters() / t;
+  out.dense = l * k.dense_layer / t;
+  out.expert = l * k.expert_layer / (t * s.expert.degree);
+  if (stage == 0) out.embedding += k.embedding / t;
   if (stage == p - 1) {
-    out.embedding += m.head_parameters() / t;
+    out.embedding += k.head / t;
     // a tied projection on a separate last stage keeps its own copy of the embedding
     if (m.tied && p > 1) out.embedding += static_cast<double>(m.vocabulary) * m.hidden / t;
   }
   out.dense += out.embedding;
   return out;
+}
+[[nodiscard]] constexpr stage_parameters parameters_on(const transformer& m, const parallel::nd& s,
+                                                       int stage) {
+  return parameters_on(m, s, stage, parameters_of(m));
 }
 
 /// The parameters pipeline stage i trains on one rank: all of them, or under LoRA the adapters
@@ -218,9 +234,11 @@ struct memory_terms {
 };
 
 /// What the strategy's lowering keeps: a layer (as the strategy recomputes it, and without
-/// recomputation), the embedding and the head, per micro-batch.
+/// recomputation), the embedding and the head, per micro-batch; and the model's parameter counts
+/// (`parameters_of`), so that each stage's memory does not count them again.
 struct plan_keeps {
   layer_keeps layer, full, embedding, head;
+  model_parameters parameters{};
 };
 [[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
                                             const training& t) {
@@ -229,7 +247,8 @@ struct plan_keeps {
   plan_keeps k{keeps_of(m, sh, t),
                {},
                keeps_by([&](auto&& v) { lower::embedding(m, sh, t, phase::forward, v); }),
-               keeps_by([&](auto&& v) { lower::head(m, sh, t, phase::forward, v); })};
+               keeps_by([&](auto&& v) { lower::head(m, sh, t, phase::forward, v); }),
+               parameters_of(m)};
   if (sh.recompute == recompute::full) {
     lower::shard whole = sh;
     whole.recompute = recompute::none;
@@ -301,7 +320,7 @@ struct plan_keeps {
   memory_breakdown& mem = x.states;
   mem.stage = stage;
   const frameworks::recipe& r = t.framework;
-  const stage_parameters n = parameters_on(m, s, stage);
+  const stage_parameters n = parameters_on(m, s, stage, keeps.parameters);
   const double dense_shards =
       static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
   const double expert_shards = static_cast<double>(s.data.shards()) * s.context.degree;
@@ -437,11 +456,12 @@ struct plan_keeps {
                                                            const plan_keeps& keeps) {
   const int p = s.pipeline.degree;
   memory_breakdown best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
-  for (const int i : {1, p - 1}) {
-    if (i < 1 || i >= p) continue;
+  auto consider = [&](int i) {
     const memory_breakdown x = stage_memory(stage_terms(m, s, t, i, keeps), t);
     if (x.total() > best.total()) best = x;
-  }
+  };
+  if (p > 1) consider(1);
+  if (p > 2) consider(p - 1);  // with two stages, stage 1 is the last
   return best;
 }
 /// The same, lowering the layer once for every stage (`keeps_of`).
@@ -878,14 +898,88 @@ struct data_collective_costs {
   return out;
 }
 
+/// `data_collectives_of` over many plans of one cluster and training setup, remembered by what it
+/// reads of a plan: ZeRO stage and shards, the data, context and expert groups, the parameters
+/// and the calls. In a sweep, plans that differ only in micro-batch, recomputation or
+/// interleaving move the same gradients and weights over the same groups; each such traffic is
+/// priced once (an open-addressing table; NCCL's tuner costs about 2,000 instructions a plan).
+class data_collectives_memo {
+ public:
+  [[nodiscard]] data_collective_costs operator()(const parallel::nd& s, const cluster& c,
+                                                 const training& tr, const stage_parameters& n,
+                                                 const stage_parameters& tn,
+                                                 const calls_per_step& calls) {
+    if (&c != cluster_ || &tr != training_) {  // another setup: nothing known carries over
+      slots_.clear();
+      used_ = 0;
+      cluster_ = &c;
+      training_ = &tr;
+    }
+    using parallel::axis;
+    const group d = s.group_of(axis::data), x = s.group_of(axis::context),
+                e = s.group_of(axis::expert);
+    auto pair = [](int a, int b) {
+      return static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32 |
+             static_cast<std::uint32_t>(b);
+    };
+    auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
+    const key k{pair(s.data.zero, s.data.shards()),
+                pair(d.size, d.stride),
+                pair(x.size, x.stride),
+                pair(e.size, e.stride),
+                bits(n.dense),
+                bits(n.expert),
+                bits(tn.dense),
+                bits(tn.expert),
+                bits(calls.reduces),
+                bits(calls.gathers)};
+    if (2 * (used_ + 1) > slots_.size()) grow();
+    std::size_t i = hash(k) & (slots_.size() - 1);
+    for (; slots_[i].used; i = (i + 1) & (slots_.size() - 1))
+      if (slots_[i].k == k) return slots_[i].v;
+    slots_[i] = {k, data_collectives_of(s, c, tr, n, tn, calls), true};
+    ++used_;
+    return slots_[i].v;
+  }
+
+ private:
+  using key = std::array<std::uint64_t, 10>;
+  struct slot {
+    key k{};
+    data_collective_costs v{};
+    bool used = false;
+  };
+  static std::size_t hash(const key& k) {
+    std::uint64_t h = 0x9E3779B97F4A7C15ULL;
+    for (const std::uint64_t w : k) h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+    return static_cast<std::size_t>(h ^ (h >> 31));
+  }
+  void grow() {
+    std::vector<slot> old(std::max<std::size_t>(64, 2 * slots_.size()));
+    old.swap(slots_);
+    for (const slot& o : old)
+      if (o.used) {
+        std::size_t i = hash(o.k) & (slots_.size() - 1);
+        while (slots_[i].used) i = (i + 1) & (slots_.size() - 1);
+        slots_[i] = o;
+      }
+  }
+  std::vector<slot> slots_;
+  std::size_t used_ = 0;
+  const cluster* cluster_ = nullptr;
+  const training* training_ = nullptr;
+};
+
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` and the
 /// layer's collectives `lcoll` from `collectives_of` (pass the same to every strategy that shares
-/// tp, sp, cp, ep and b, and for `lcoll` the same tensor, context and expert groups).
+/// tp, sp, cp, ep and b, and for `lcoll` the same tensor, context and expert groups); a sweep
+/// passes `data` to price each plan's data-parallel traffic once.
 [[nodiscard]] constexpr time_breakdown iteration(const transformer& m, const parallel::nd& s,
                                                  const cluster& c, const training& tr,
                                                  const device_profile& prof,
                                                  const layer_compute& lc,
-                                                 const layer_collectives& lcoll) {
+                                                 const layer_collectives& lcoll,
+                                                 data_collectives_memo* data = nullptr) {
   using parallel::axis;
   const double seq = detail::sequence_of(m, tr);
   const int p = s.pipeline.degree, mb = s.micro_batches(tr);
@@ -954,7 +1048,8 @@ struct data_collective_costs {
   // the rank's parameter partition (what its optimizer updates)
   const double partition = partition_of(s, tn, zero >= 1);
   if (s.replicas() * s.context.degree > 1) {
-    const data_collective_costs dc = data_collectives_of(s, c, tr, n, tn, calls);
+    const data_collective_costs dc =
+        data ? (*data)(s, c, tr, n, tn, calls) : data_collectives_of(s, c, tr, n, tn, calls);
     seconds ag = dc.all_gather.total();
     // ZeRO-Infinity: each pass first brings the rank's weight partition over PCIe
     if (zero >= 3 && e.offload_parameters != frameworks::offload_device::none)

@@ -3,7 +3,8 @@
 /// @brief Evaluates many transformer plans at once: the plans are grouped by the layer they
 /// lower to (tensor degree, sequence parallelism, context, expert, micro-batch, recomputation:
 /// `lower::shard_of`), each group is lowered and priced once (`analytic::lower_layer`,
-/// `analytic::keeps_of`, the layer's collectives: `analytic::collectives_memo`), the closed form
+/// `analytic::keeps_of`, the layer's collectives: `analytic::collectives_memo`; the data-parallel
+/// traffic once per distinct traffic: `analytic::data_collectives_memo`), the closed form
 /// (`analytic::iteration`, `analytic::peak_stage_memory`) runs per plan on the shared lowering, and
 /// the results land in Eigen arrays, one column per quantity (structure of arrays), from which the
 /// totals, throughput, MFU, GPU-hours and the memory check are computed column-wise. Groups are
@@ -96,6 +97,7 @@ struct batch_options {
   r.groups = static_cast<long long>(starts.size()) - 1;
   // one group: lower once, then the closed form per plan on the shared lowering
   auto run_groups = [&](std::size_t g0, std::size_t g1) {
+    analytic::data_collectives_memo data;  // shared by the groups: it keys on what it reads
     for (std::size_t g = g0; g < g1; ++g) {
       const parallel::nd& first = plans[order[starts[g]]];
       const analytic::layer_compute lc =
@@ -106,7 +108,7 @@ struct batch_options {
         const auto i = static_cast<Eigen::Index>(order[k]);
         const parallel::nd& s = plans[order[k]];
         const time_breakdown t =
-            analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc));
+            analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc), &data);
         r.time.row(i) << t.forward.count(), t.backward.count(), t.recompute.count(),
             t.tensor_comm.count(), t.context_comm.count(), t.expert_comm.count(),
             t.pipeline_bubble.count(), t.pipeline_p2p.count(), t.data_comm.count(),

@@ -226,6 +226,7 @@ inline void finish(transformer_sweep_result& out) {
   transformer_sweep_result out;
   const double devices = c.devices();
   analytic::collectives_memo collectives;  // the plans come grouped by their lowering
+  analytic::data_collectives_memo data;
   // one plan: pruned on memory, timed when it fits
   for_each_plan(
       m, c, tr, prof, space,
@@ -236,7 +237,8 @@ inline void finish(transformer_sweep_result& out) {
         if (mem + analytic::headroom_of(s, tr.runtime, mem).total() > c.dev.memory) return;
         ++out.fitting;
         const ranked_transformer_plan r{
-            s, analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc)), mem};
+            s, analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc), &data),
+            mem};
         detail::keep_best(out.best, space.keep, r);
         const double t = r.time.total().count();
         out.pareto.offer({t, mem.count(), devices * t / 3600.0}, r);
