@@ -26,11 +26,11 @@
 // DEALINGS IN THE SOFTWARE.
 #pragma once
 
+#include <concepts>
 #include <span>
 #include <variant>
 #include <string_view>
 #include <compare>
-#include <concepts>
 #include <stdexcept>
 #include <array>
 #include <cstddef>
@@ -2649,9 +2649,10 @@ template <Strategy S>
   return report_of(strategy, c);
 }
 
-/// The same for a strategy chosen at run time.
-[[nodiscard]] constexpr report evaluate(std::span<const layer> layers,
-                                        const parallel::any_strategy& strategy,
+/// The same for a strategy chosen at run time (a template only so that a translation unit that
+/// never calls it does not instantiate every strategy's cost).
+template <std::same_as<parallel::any_strategy> Any>
+[[nodiscard]] constexpr report evaluate(std::span<const layer> layers, const Any& strategy,
                                         const cluster& machine, const training& setup,
                                         std::span<const layer_time> profiled = {}) {
   return std::visit([&](const auto& s) { return evaluate(layers, s, machine, setup, profiled); },
@@ -5697,6 +5698,8 @@ struct data_collective_costs {
 /// and the calls. In a sweep, plans that differ only in micro-batch, recomputation or
 /// interleaving move the same gradients and weights over the same groups; each such traffic is
 /// priced once (an open-addressing table; NCCL's tuner costs about 2,000 instructions a plan).
+/// It tells setups apart by address: a cluster or training setup changed in place while the memo
+/// is in use is not noticed.
 class data_collectives_memo {
  public:
   [[nodiscard]] data_collective_costs operator()(const parallel::nd& s, const cluster& c,

@@ -8,6 +8,7 @@
 /// static_assert(r.memory.total() < 16_GiB);
 /// @endcode
 
+#include <concepts>
 #include <span>
 #include <variant>
 
@@ -44,9 +45,10 @@ template <Strategy S>
   return report_of(strategy, c);
 }
 
-/// The same for a strategy chosen at run time.
-[[nodiscard]] constexpr report evaluate(std::span<const layer> layers,
-                                        const parallel::any_strategy& strategy,
+/// The same for a strategy chosen at run time (a template only so that a translation unit that
+/// never calls it does not instantiate every strategy's cost).
+template <std::same_as<parallel::any_strategy> Any>
+[[nodiscard]] constexpr report evaluate(std::span<const layer> layers, const Any& strategy,
                                         const cluster& machine, const training& setup,
                                         std::span<const layer_time> profiled = {}) {
   return std::visit([&](const auto& s) { return evaluate(layers, s, machine, setup, profiled); },

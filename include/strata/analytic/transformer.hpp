@@ -903,6 +903,8 @@ struct data_collective_costs {
 /// and the calls. In a sweep, plans that differ only in micro-batch, recomputation or
 /// interleaving move the same gradients and weights over the same groups; each such traffic is
 /// priced once (an open-addressing table; NCCL's tuner costs about 2,000 instructions a plan).
+/// It tells setups apart by address: a cluster or training setup changed in place while the memo
+/// is in use is not noticed.
 class data_collectives_memo {
  public:
   [[nodiscard]] data_collective_costs operator()(const parallel::nd& s, const cluster& c,
