@@ -1166,6 +1166,12 @@ struct recipe {
   /// Python issues every kernel (eager PyTorch): the profile's `dispatch` costs are host time the
   /// GPU may wait for. false: kernels are queued far ahead of the GPU (host time hidden).
   bool eager = false;
+  /// Host time of one kernel of this recipe's lowering, as a share of the profile's
+  /// `dispatch.per_kernel`. That cost is fitted on nanoGPT's eager steps, whose lowering lumps
+  /// 1.88 launches into each kernel (836 kernels and memsets for the 444 kernels of GPT-2 124M,
+  /// test/data/h100_trace_gpt2-124M_b8.json); the host's cost follows the launches, so a recipe
+  /// whose lowering lists finer kernels pays less for each.
+  double dispatch_share = 1;
   module_style modules = module_style::fused;
   loss_style loss = loss_style::vocab_parallel;
   bool fused_qkv = true;      ///< one GEMM for Q, K and V (false: three projections)
@@ -1184,7 +1190,8 @@ struct recipe {
   /// the framework pads the vocabulary to a multiple of this times the tensor degree (Megatron-LM's
   /// `--make-vocab-size-divisible-by`, 128), so the head's GEMMs are aligned whatever the model's
   /// vocabulary; 1: the vocabulary is used as configured (an unpadded one slows the head,
-  /// `lower::misaligned_gemm_slowdown`). The padded rows' extra work (under 2 %) is not counted.
+  /// `lower::misaligned_gemm_peak_fraction`). The padded rows' extra work (under 2 %) is not
+  /// counted.
   int vocabulary_padding = 128;
   /// tensor-parallel all-gathers and reduce-scatters pipelined with the GEMMs beside them
   /// (Megatron-Core's `--tp-comm-overlap`, Transformer Engine userbuffers;
@@ -3407,11 +3414,14 @@ struct span {
   [[nodiscard]] constexpr double exposed_host() const { return time - gpu; }
 };
 
-/// How much slower a misaligned GEMM runs than the aligned one: the LM head at an unpadded
-/// vocabulary took about 3x as long, cuBLAS falling back to a CUTLASS kernel (Netflix
-/// TechBlog, "Scaling LLM Post-Training at Netflix", 2026, which pads vocabularies to a
-/// multiple of 64 for that reason).
-inline constexpr double misaligned_gemm_slowdown = 3.0;
+/// A GEMM whose leading dimension is no multiple of 16 bytes (GPT-2's unpadded vocabulary of
+/// 50257) cannot use the TMA-fed Hopper kernels: cuBLAS falls back to CUTLASS's SM75 `s1688gemm
+/// ... align1` kernels, which load one element at a time. Measured on the H100 (this project's
+/// traces, `test/data/h100_hf_traces.csv`): GPT-2's head, T = 8192, V = 50257, h = 768 (0.63
+/// TFLOP each), took 6.64 ms forward (128x128 tiles, 95 TFLOP/s), 4.26 and 4.52 ms for dX and dW
+/// (256-wide tiles, 148 and 140 TFLOP/s), a fifth of the aligned kernels' rate and 4-6x their
+/// time. Priced at this fraction of the dense peak; never faster than the aligned shape.
+inline constexpr double misaligned_gemm_peak_fraction = 0.12;
 
 /// Whether a GEMM dimension of `elements` is a multiple of 16 bytes (8 16-bit or 4 fp32 ones).
 [[nodiscard]] constexpr bool aligned_dimension(double elements, double element_bytes) {
@@ -3427,8 +3437,11 @@ inline constexpr double misaligned_gemm_slowdown = 3.0;
   switch (op.kind) {
     case kernel_kind::gemm: {
       const gemm_model& gm = op.fp32 ? p.fp32 : g;
-      return op.times * (op.misaligned ? misaligned_gemm_slowdown : 1.0) *
-             (op.traffic > 0 ? gm.time(op.m, op.n, op.k, op.traffic) : gm.time(op.m, op.n, op.k));
+      const double t =
+          op.traffic > 0 ? gm.time(op.m, op.n, op.k, op.traffic) : gm.time(op.m, op.n, op.k);
+      if (!op.misaligned) return op.times * t;
+      const double fallback = 2 * op.m * op.n * op.k / (misaligned_gemm_peak_fraction * gm.peak);
+      return op.times * (fallback > t ? fallback : t);
     }
     case kernel_kind::attention: {
       const attention_model& a = fp32_attention ? p.attention_fp32 : p.attention;
@@ -4558,11 +4571,17 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
     // each grouped GEMM on the fp32 weights copies its offsets to the host (a synchronization)
     // and runs one fp32 (TF32) GEMM per expert; SiLU and the gate product; the routing weights,
     // the gather back and the sum over top_k. Backward: the gathers' index_put with its sort, the
-    // grouped GEMMs' dX and dW (each synchronizing), the router's.
+    // grouped GEMMs' dX and dW (each synchronizing), the router's. Seen in the H100 trace
+    // (test/data/h100_hf_kernels.csv): each grouped GEMM's output is copied on the device and
+    // its sentinel rows zeroed by a masked_fill (306 and 397 us for S x 2f fp32), and so is the
+    // gradient each backward grouped GEMM takes.
     const double E = m.experts, S = T * m.top_k * m.capacity, local = E / x.ep;
     const double rows = S * x.ep / E;  // per expert on this rank
     const double fe = f / t, ue = up / t;
     const auto copy = stream_class::copy, ew = stream_class::elementwise;
+    // each grouped GEMM (forward, dX, dW) first copies its E + 1 group offsets to the host
+    // (`offs.cpu()`, a device-to-host copy the host waits for)
+    auto to_host = [&] { k.memory("expert offsets to host", {}, copy, 4 * (E + 1), 1, true); };
     if (!k.backward) {
       k.linear("router", T, E, h, 0.0, 1, true);
       k.memory("router logits to fp32", {}, copy, 6 * T * E);
@@ -4571,23 +4590,37 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
       k.memory("sort by expert", {}, copy, 16 * S, 4);
       k.memory("token gather", {}, copy, 8 * S * h + 16 * S, 2);
       k.memory("routing bookkeeping", {}, ew, 9 * S, 6);
-      k.memory("sentinel masked_fill", {}, ew, 8 * S * h, 1, true);  // offsets to the host
+      k.memory("sentinel masked_fill", {}, ew, 8 * S * h);
+      to_host();
       k.gemm("expert up", {}, rows, ue, h, local, true);
+      k.memory("expert up output", "copy", copy, 8 * S * ue);
+      k.memory("expert up output", "masked_fill", ew, 8 * S * ue);
       k.memory("expert SiLU", {}, ew, 8 * S * fe);
-      k.memory("expert gate product", {}, ew, 12 * S * fe, 1, true);  // offsets to the host
+      k.memory("expert gate product", {}, ew, 12 * S * fe);
+      to_host();
       k.gemm("expert down", {}, rows, h, fe, local, true);
+      k.memory("expert down output", "copy", copy, 8 * S * h);
       k.memory("routing weights, masked_fill, gather back", {}, ew, 8 * S * h, 3);
       k.memory("index bookkeeping", {}, ew, 16 * S, 2);
       k.memory("sum over top-k", {}, ew, 4 * S * h + 4 * T * h);
     } else {
       k.memory("gather back", "backward", copy, 8 * S * h + 16 * S, 3);
-      k.memory("routing weights and masked_fill", "backward", ew, 8 * S * h, 4, true);
-      k.gemm("expert down", "dX", rows, fe, h, local, true, true);
+      k.memory("routing weights and masked_fill", "backward", ew, 8 * S * h, 4);
+      k.memory("expert down output gradient", "copy", copy, 8 * S * h);
+      to_host();
+      k.gemm("expert down", "dX", rows, fe, h, local, true);
+      to_host();
       k.gemm("expert down", "dW", fe, h, rows, local, true);
       k.memory("expert SiLU and gate product", "backward", ew, 12 * S * fe, 3);
-      k.memory("gate and up halves", "backward", copy, 8 * S * ue, 1, true);
-      k.gemm("expert up", "dX", rows, h, ue, local, true, true);
+      k.memory("gate and up halves", "backward", copy, 8 * S * ue);
+      k.memory("expert up output gradient", "copy", copy, 8 * S * ue);
+      k.memory("expert up output gradient", "masked_fill", ew, 8 * S * ue);
+      to_host();
+      k.gemm("expert up", "dX", rows, h, ue, local, true);
+      to_host();
       k.gemm("expert up", "dW", ue, h, rows, local, true);
+      k.memory("sentinel masked_fill", "backward", copy, 8 * S * h);
+      k.memory("sentinel masked_fill", "backward", ew, 8 * S * h);
       k.memory("token gather", "backward", copy, 8 * S * h + 16 * S, 4);
       k.memory("router top-k and softmax", "backward", ew, 8 * T * E, 4);
       k.linear("router", T, E, h, 0.0, 1, true);
@@ -4729,14 +4762,20 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
     if (!hf) {
       k.memory("cross-entropy (fp32 logits)", {}, stream_class::softmax, 16 * logits);
     } else {
+      // PyTorch's cunn_SoftMaxForward over rows this long reads each row three times (its
+      // maximum, the sum of exponentials, the output) and writes it once: 16 B per fp32 logit
+      // at streaming bandwidth (measured on the H100: 2.06 ms for GPT-2's 8192 x 50257 logits,
+      // 6.61 ms for Qwen2.5's 8192 x 151936; `test/data/h100_hf_traces.csv`)
       k.memory("logits to fp32", {}, stream_class::copy, 6 * logits);
-      k.memory("log-softmax", {}, stream_class::softmax, 8 * logits);
+      k.memory("log-softmax", {}, stream_class::copy, 16 * logits);
     }
     return;
   }
   if (hf) {
+    // cunn_SoftMaxBackward: one read of the gradient for its row sum, then the gradient and
+    // the output read and the input gradient written: 16 B per logit (2.28 and 6.76 ms measured)
     k.memory("NLL gradient zero-fill", {}, stream_class::copy, 4 * logits);
-    k.memory("log-softmax", "backward", stream_class::softmax, 12 * logits);
+    k.memory("log-softmax", "backward", stream_class::copy, 16 * logits);
     k.memory("logits gradient to bf16", {}, stream_class::copy, 6 * logits);
   }
   k.linear("output projection", T, Vt, h, 0.0, 1, hf, tr.framework.vocabulary_padding > 1);
@@ -5326,7 +5365,7 @@ struct pricer {
   }
   const bool eager = tr.framework.eager;
   layer_compute c;
-  c.per_kernel = eager ? q.dispatch.per_kernel : 0.0;
+  c.per_kernel = eager ? q.dispatch.per_kernel * tr.framework.dispatch_share : 0.0;
   c.per_tensor = eager ? q.dispatch.per_tensor : 0.0;
   c.checkpoint_host = eager ? q.dispatch.per_checkpoint : 0.0;
   const bool fp32_attention = tr.compute() == dtype::fp32;
@@ -6275,6 +6314,10 @@ inline constexpr recipe fsdp = [] {
 /// - gradient checkpointing wraps each decoder layer (non-reentrant): it keeps the layer input,
 ///   turns the cache off, and autocast's weight cache holds every layer's bf16 weights until the
 ///   forward ends; the recomputation casts them again.
+///
+/// The host cost: the five measured steps launch 14,633 kernels and memsets for the 11,404
+/// kernels this lowering lists (1.28 each; `test/data/h100_hf_steps_rerun.csv`, from traces),
+/// against nanoGPT's 1.88: `dispatch_share` = 1.28 / 1.88.
 
 
 namespace strata::frameworks {
@@ -6282,6 +6325,7 @@ namespace strata::frameworks {
 inline constexpr recipe huggingface{.name = "huggingface",
                                     .autocast = true,
                                     .eager = true,
+                                    .dispatch_share = 0.81,
                                     .modules = module_style::transformers,
                                     .loss = loss_style::transformers,
                                     .fused_qkv = false,

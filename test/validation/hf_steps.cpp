@@ -1,14 +1,20 @@
 // Five measured Hugging Face training steps on one H100 (test/data/h100_hf_steps.csv, from
 // shared/data/h100/hf_steps.csv: transformers 5.17, PyTorch 2.11, bf16 autocast over fp32
 // parameters, sdpa attention, fused AdamW) against `frameworks::huggingface` as derived from
-// the modeling code (frameworks/huggingface.hpp); nothing here is fitted to these rows.
+// the modeling code (frameworks/huggingface.hpp); nothing here is fitted to these rows. This
+// project's own measurements on a second H100 session (tools/measure/h100_steps.py --part hf
+// --trace, --part host-steps) check the recipe with checkpointing too, its host cost and single
+// kernels from the profiler traces (h100_hf_steps_rerun.csv, h100_host_steps.csv,
+// h100_hf_kernels.csv).
 #include <catch2/catch.hpp>
 #include <strata/analytic/step.hpp>
 #include <strata/frameworks/huggingface.hpp>
 #include <strata/io/profile.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,24 +24,46 @@
 using namespace strata;
 
 namespace {
+std::vector<std::vector<std::string>> csv_rows(const std::string& file) {
+  std::ifstream in(std::string(STRATA_TEST_DATA_DIR "/") + file);
+  REQUIRE(in);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::vector<std::string>> out;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::vector<std::string> f;
+    std::string cell;
+    bool quoted = false;
+    for (const char c : line) {
+      if (c == '"') {
+        quoted = !quoted;
+      } else if (c == ',' && !quoted) {
+        f.push_back(cell);
+        cell.clear();
+      } else {
+        cell += c;
+      }
+    }
+    f.push_back(cell);
+    out.push_back(f);
+  }
+  return out;
+}
+
 struct hf_row {
   std::string name;
   transformer model;
   int sequence = 0, batch = 0;
   bool checkpoint = false;
+  bool tf32 = false;
   double params = 0, step_s = 0, static_bytes = 0, peak_bytes = 0, reserved_bytes = 0;
 };
 
-std::vector<hf_row> hf_rows() {
-  std::ifstream in(STRATA_TEST_DATA_DIR "/h100_hf_steps.csv");
-  REQUIRE(in);
-  std::string line;
-  std::getline(in, line);
+// The columns of h100_hf_steps.csv (the rerun file adds tf32, launches and kernel_ms).
+std::vector<hf_row> hf_rows(const std::string& file = "h100_hf_steps.csv") {
   std::vector<hf_row> out;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    for (std::string c; std::getline(ss, c, ',');) f.push_back(c);
+  for (const auto& f : csv_rows(file)) {
     REQUIRE(f.size() >= 24);
     hf_row r;
     r.name = f[0];
@@ -69,6 +97,7 @@ std::vector<hf_row> hf_rows() {
     r.static_bytes = std::stod(f[21]);
     r.peak_bytes = std::stod(f[22]);
     r.reserved_bytes = std::stod(f[23]);
+    r.tf32 = f.size() > 25 && f[25] == "1";
     out.push_back(r);
   }
   return out;
@@ -80,22 +109,53 @@ device_profile shipped_h100() {
   const std::string text((std::istreambuf_iterator<char>(in)), {});
   return io::profile_from_text(text).profile;
 }
+
+training hf_training(const hf_row& r) {
+  training tr{.batch = r.batch, .sequence = r.sequence};
+  tr.framework = frameworks::huggingface;
+  return tr;
+}
+parallel::nd hf_strategy(const hf_row& r) {
+  return {.recomputation = r.checkpoint ? parallel::recompute::full : parallel::recompute::none,
+          .micro_batch = r.batch};
+}
+
+// nanoGPT's GPT-2 124M step at sequence 128, micro-batch 1 (h100_host_steps.csv's first row).
+analytic::step_estimate nanogpt_launch_bound(const device_profile& p) {
+  return analytic::gpt2_step(
+      {.layers = 12, .hidden = 768, .heads = 12, .sequence = 128, .batch = 1}, p);
+}
+
+// Seconds of the kernels of `e` whose name starts with one of `names` (layers included:
+// "block 3 backward MLP up dX" matches "MLP up" only when `names` says so).
+double kernels_named(const analytic::step_estimate& e, std::initializer_list<std::string> names) {
+  double t = 0;
+  for (const auto& k : e.kernels)
+    for (const auto& n : names)
+      if (k.name == n) t += k.time;
+  return t;
+}
+
+// Microseconds per step of the traced kernels of `model` whose name contains `part`.
+double traced_us(const std::string& model, const std::string& part) {
+  double us = 0;
+  for (const auto& f : csv_rows("h100_hf_kernels.csv"))
+    if (f[0] == model && f[1] == "0" && f[3].find(part) != std::string::npos) us += std::stod(f[5]);
+  return us;
+}
 }  // namespace
 
 TEST_CASE("Hugging Face steps on an H100: memory to the percent, time from the derived recipe") {
   const auto rows = hf_rows();
   REQUIRE(rows.size() == 5);
   const device_profile h100 = shipped_h100();
-  double worst_peak = 0, worst_static = 0;
+  double worst_peak = 0, worst_static = 0, worst_time = 0;
   int time_within_10 = 0;
   for (const auto& r : rows) {
     INFO(r.name);
     CHECK(r.model.parameters() == r.params);  // the configs' parameter counts, exactly
-    training tr{.batch = r.batch, .sequence = r.sequence};
-    tr.framework = frameworks::huggingface;
-    const parallel::nd s{
-        .recomputation = r.checkpoint ? parallel::recompute::full : parallel::recompute::none,
-        .micro_batch = r.batch};
+    const training tr = hf_training(r);
+    const parallel::nd s = hf_strategy(r);
     const auto mem = analytic::step_memory_of(r.model, s, tr);
     const double peak = mem.peak / r.peak_bytes - 1, stat = mem.between_steps / r.static_bytes - 1;
     const double predicted = analytic::step_kernels(r.model, s, tr, h100).time();
@@ -108,17 +168,121 @@ TEST_CASE("Hugging Face steps on an H100: memory to the percent, time from the d
                 << 100 * stat << " %");
     worst_peak = std::max(worst_peak, std::abs(peak));
     worst_static = std::max(worst_static, std::abs(stat));
+    worst_time = std::max(worst_time, std::abs(t));
     if (std::abs(t) <= 0.10) ++time_within_10;
-    // measured (docs/validation.md): GPT-2 -11 %, Llama-3.2 1B +4 %, TinyLlama -2 %, Qwen2.5
-    // 0.5B +14 %, the Mixtral-style MoE -10 %: the host cost per kernel comes from nanoGPT's
-    // steps; GPT-2's unpadded 50257 slows its vocabulary GEMMs 3x (`misaligned_gemm_slowdown`,
-    // which took it from -20 %), its loss kernels on misaligned rows are not modelled
-    CHECK(std::abs(t) < 0.15);
   }
+  // measured (docs/validation.md): GPT-2 -8 %, Llama-3.2 1B -4 %, TinyLlama -3 %, Qwen2.5 0.5B
+  // -1 %, the Mixtral-style MoE -11 % (its host work around the grouped GEMMs' synchronizations
+  // is not all modelled; see the rerun below)
+  CHECK(worst_time < 0.12);
+  CHECK(time_within_10 >= 4);
   // peak (max_memory_allocated): every row within 0.2 %; between steps within 0.5 %
   CHECK(worst_peak < 0.002);
   CHECK(worst_static < 0.005);
-  CHECK(time_within_10 >= 3);
+}
+
+TEST_CASE("the transformers recipe's host cost per kernel, from launch-bound steps") {
+  // h100_host_steps.csv: every model's step at sequence 128, micro-batch 1 on one machine, where
+  // each kernel is short and the step takes the host's time to issue it (`host_ms`: step()
+  // alone, unsynchronised; a host time above the synchronised step means the host was held up,
+  // as in Qwen2.5's row, and the step bounds it). Per kernel of each lowering, nanoGPT's host
+  // costs 14.24 ms / 444 = 32.1 us; the transformers models 300.1 ms / 11,516 = 26.1 us. The
+  // recipe's share of the profile's per-kernel cost (fitted on nanoGPT) is their ratio.
+  const device_profile h100 = shipped_h100();
+  std::map<std::string, double> host;
+  for (const auto& f : csv_rows("h100_host_steps.csv"))
+    host[f[0]] = std::min(std::stod(f[3]), std::stod(f[4])) * 1e-3;
+  const auto nano = nanogpt_launch_bound(h100);
+  REQUIRE(nano.kernels.size() == 444);
+  const double nano_per_kernel = host.at("nanogpt-124M") / 444;
+  double hf_host = 0, hf_kernels = 0;
+  for (auto r : hf_rows()) {
+    r.sequence = r.model.sequence = 128;
+    r.batch = 1;
+    r.checkpoint = false;
+    hf_host += host.at(r.name);
+    hf_kernels += static_cast<double>(
+        analytic::step_kernels(r.model, hf_strategy(r), hf_training(r), h100).kernels.size());
+  }
+  CHECK(hf_kernels == 11516);
+  const double share = hf_host / hf_kernels / nano_per_kernel;
+  CHECK(share == Approx(0.8126).margin(0.001));
+  CHECK(frameworks::huggingface.dispatch_share == Approx(share).margin(0.005));
+  // That machine's host was faster than the one the profile's dispatch costs were fitted on:
+  // the profile gives nanoGPT's launch-bound step 21.7 ms of host time, measured 14.2 ms.
+  CHECK(nano.host_time() == Approx(21.66e-3).epsilon(0.001));
+}
+
+TEST_CASE("single kernels of the traced steps: the loss, GPT-2's unaligned head, MoE copies") {
+  const device_profile h100 = shipped_h100();
+  std::map<std::string, analytic::step_estimate> est;
+  for (const auto& r : hf_rows())
+    est[r.name] = analytic::step_kernels(r.model, hf_strategy(r), hf_training(r), h100);
+  // log-softmax forward and backward over the fp32 logits, 16 B per logit each at streaming
+  // bandwidth: 2.06 + 2.28 ms traced for GPT-2 (8192 x 50257), 6.61 + 6.76 ms for Qwen2.5
+  // (8192 x 151936)
+  for (const std::string row : {"hf-gpt2-124M", "hf-qwen2.5-0.5B"}) {
+    INFO(row);
+    const double traced = traced_us(row, "cunn_SoftMax") * 1e-6;
+    const double modelled = kernels_named(est[row], {"log-softmax", "log-softmax backward"});
+    CHECK(modelled / traced == Approx(1).margin(0.08));
+  }
+  // GPT-2's head at V = 50257 (no multiple of 8): cuBLAS's align1 fallback kernels, 15.42 ms
+  // traced for the forward, dX and dW (`lower::misaligned_gemm_peak_fraction`)
+  const double head = traced_us("hf-gpt2-124M", "align1") * 1e-6;
+  CHECK(head == Approx(15.42e-3).epsilon(0.001));
+  CHECK(kernels_named(est["hf-gpt2-124M"],
+                      {"output projection", "output projection dX", "output projection dW"}) /
+            head ==
+        Approx(1).margin(0.06));
+  // the fused AdamW step: 28 B per parameter at the copy bandwidth (traced: 1.33 ms for GPT-2's
+  // 124 M parameters, 13.16 ms for Llama-3.2's 1.24 B; the kernel reaches about 91 % of it)
+  for (const std::string row : {"hf-gpt2-124M", "hf-llama3.2-1B"}) {
+    INFO(row);
+    const double traced = traced_us(row, "FusedOptimizer") * 1e-6;
+    CHECK(kernels_named(est[row], {"adam step"}) / traced == Approx(0.91).margin(0.03));
+  }
+}
+
+TEST_CASE("the recipe on a second H100 session: checkpointing on and off") {
+  // h100_hf_steps_rerun.csv (this project, 2026-11-26): the five rows again, without and with
+  // `gradient_checkpointing_enable`. The dense rows allow no TF32 (PyTorch's default, as the
+  // recipe assumes for bf16 runs); the MoE row is taken with TF32 allowed (its experts multiply
+  // fp32 weights; the recipe prices them as TF32). That machine's host issued kernels faster
+  // than the profile's: its dispatch costs are scaled by nanoGPT's launch-bound step there
+  // (14.24 ms of host measured, 21.66 ms predicted; previous test).
+  device_profile h100 = shipped_h100();
+  const double host_scale = 14.238e-3 / nanogpt_launch_bound(h100).host_time();
+  h100.dispatch.per_kernel *= host_scale;
+  h100.dispatch.per_checkpoint *= host_scale;
+  h100.dispatch.per_tensor *= host_scale;
+  int dense = 0;
+  for (const auto& r : hf_rows("h100_hf_steps_rerun.csv")) {
+    if (r.name.rfind("hf-", 0) != 0 || r.tf32 != r.model.moe()) continue;
+    INFO(r.name << (r.checkpoint ? ", checkpointed" : ""));
+    const auto mem = analytic::step_memory_of(r.model, hf_strategy(r), hf_training(r));
+    const double t =
+        analytic::step_kernels(r.model, hf_strategy(r), hf_training(r), h100).time() / r.step_s - 1;
+    const double peak = mem.peak / r.peak_bytes - 1;
+    WARN(r.name << (r.checkpoint ? " (checkpointed)" : "") << ": time " << 100 * t << " %, peak "
+                << 100 * peak << " %");
+    // memory: every row, checkpointed or not, within 3 % (the MoE's checkpointed peak is the
+    // farthest, -2.8 %; the dense rows within 0.4 %)
+    CHECK(std::abs(peak) < (r.model.moe() ? 0.03 : 0.004));
+    CHECK(std::abs(mem.between_steps / r.static_bytes - 1) < 0.005);
+    if (r.model.moe()) {
+      // measured 27 % (34 % checkpointed) slower than predicted: the MoE block's host work
+      // between its 48 synchronizations (advanced indexing, the grouped GEMMs' per-expert
+      // launches on varying shapes) leaves the GPU idle 35 ms of 141 (traced: 105.6 ms busy)
+      CHECK(t < -0.2);
+      continue;
+    }
+    ++dense;
+    // GPT-2 -3 % (-10 % checkpointed), Llama-3.2 -4 % (-4 %), TinyLlama -1 % (+1 %), Qwen2.5
+    // +1 % (-5 %)
+    CHECK(std::abs(t) < (r.checkpoint ? 0.11 : 0.05));
+  }
+  CHECK(dense == 8);
 }
 
 TEST_CASE("a Hugging Face row worked by hand: Llama-3.2 1B, micro-batch 2, sequence 2048") {

@@ -14,6 +14,9 @@ peak is reset after the previous step's zero_grad), memory_allocated between ste
     python3 tools/measure/h100_steps.py --part cnn --out cnn.csv
     python3 tools/measure/h100_steps.py --part hf --out hf.csv        # transformers models
     python3 tools/measure/h100_steps.py --part llama --out llama.csv  # Llama-style eager PyTorch
+    python3 tools/measure/h100_steps.py --part hf --trace --out-dir traces --out hf.csv
+    python3 tools/measure/h100_steps.py --part host-steps --out host.csv  # host cost per launch
+    python3 tools/measure/h100_steps.py --part gemm-queued --out queued.csv  # GEMMs as in a step
 
 The `hf` and `llama` parts write the columns of test/data/h100_hf_steps.csv (checked by
 frameworks::huggingface and a plain eager recipe), plus `tf32`: whether fp32 matmuls (MoE experts
@@ -321,6 +324,67 @@ def run_gemm(args, w):
         cleanup()
 
 
+def queued_times(a, b, n=40):
+    """Milliseconds of n products a @ b queued back to back (an event after each), after 5."""
+    for _ in range(5):
+        torch.matmul(a, b)
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
+    ev[0].record()
+    for i in range(n):
+        torch.matmul(a, b)
+        ev[i + 1].record()
+    torch.cuda.synchronize()
+    return [ev[i].elapsed_time(ev[i + 1]) for i in range(n)]
+
+
+def run_gemm_queued(args, w):
+    """The shapes of h100_gemm.csv (both types) queued back to back as inside a training step: 40
+    products of the same operands with an event after each, timed between neighbouring events
+    (median), after 5 warm-up products. The isolated timings (`--part gemm`) include the launch
+    gap after the first event."""
+    with open(args.gemm_shapes) as f:
+        rows = [(r["dtype"], int(r["M"]), int(r["N"]), int(r["K"])) for r in csv.DictReader(f)]
+    for name, m, n, k in rows:
+        dt = torch.float32 if name == "float32" else torch.bfloat16
+        a = torch.randn(m, k, device="cuda", dtype=dt)
+        b = torch.randn(k, n, device="cuda", dtype=dt)
+        t = queued_times(a, b)
+        med = statistics.median(t)
+        w.writerow(dict(dtype=name, M=m, N=n, K=k, ms=med, ms_min=min(t), ms_max=max(t),
+                        tflops=2 * m * n * k / med / 1e9))
+        del a, b
+    cleanup()
+
+
+def run_gemm_data(args, w):
+    """Whether a bf16 GEMM's speed depends on its data: a few training shapes with operands drawn
+    as N(0, 1) x N(0, 1), N(0, 1) x N(0, 0.02) (activations times freshly initialised weights, as
+    HF and Megatron initialise), N(0, 0.02) x N(0, 0.02) and zeros; timed one at a time
+    (synchronised, as `--part gemm`) and queued back to back (as inside a step)."""
+    shapes = [(4096, 8192, 2048), (4096, 2048, 2048), (8192, 4864, 896), (4096, 128256, 2048),
+              (16384, 3072, 1024), (8192, 8192, 8192), (1024, 2304, 768)]
+    dists = {"randn": (1.0, 1.0), "init": (1.0, 0.02), "small": (0.02, 0.02), "zeros": (0.0, 0.0)}
+    for m, n, k in shapes:
+        for dname, (sa, sb) in dists.items():
+            a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16) * sa
+            b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16) * sb
+            for _ in range(5):
+                torch.matmul(a, b)
+            torch.cuda.synchronize()
+            iso = []
+            for _ in range(20):
+                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                e0.record(); torch.matmul(a, b); e1.record()
+                torch.cuda.synchronize()
+                iso.append(e0.elapsed_time(e1))
+            for mode, t in (("isolated", iso), ("queued", queued_times(a, b))):
+                med = statistics.median(t)
+                w.writerow(dict(M=m, N=n, K=k, data=dname, mode=mode, ms=round(med, 5),
+                                tflops=round(2 * m * n * k / med / 1e9, 1)))
+            del a, b
+        cleanup()
+
+
 # ---- Hugging Face transformers and Llama-style eager models (test/data/h100_hf_steps.csv) -----
 HF_FIELDS = ["model", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "tied", "experts",
              "top_k", "seq", "micro_batch", "ckpt", "precision", "optimizer", "attn",
@@ -369,26 +433,156 @@ def hf_row(name, spec, model, ckpt, opt_step, version):
 
 def run_hf(args, w):
     """`AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa", dtype=float32)`, the
-    loss under bf16 autocast, fused AdamW, zero_grad(set_to_none=True); with and without
-    `gradient_checkpointing_enable(use_reentrant=False)`."""
+    loss under bf16 autocast, fused AdamW, zero_grad(set_to_none=True); without and then with
+    `gradient_checkpointing_enable(use_reentrant=False)` on the same model. With `--trace`, also
+    each model's GPU operations of two steps without checkpointing (`trace_steps`)."""
     import transformers
-    torch.backends.cuda.matmul.allow_tf32 = args.tf32
+    torch.backends.cuda.matmul.allow_tf32 = bool(args.tf32)
     for name, spec in HF_MODELS.items():
-        for ckpt in (False, True):
+        with torch.device("cuda"):
             model = transformers.AutoModelForCausalLM.from_config(
-                hf_config(spec), attn_implementation="sdpa", dtype=torch.float32).cuda()
-            model.train()
+                hf_config(spec), attn_implementation="sdpa", dtype=torch.float32)
+        model = model.cuda()
+        model.train()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+        ids = torch.randint(0, spec[6], (spec[11], spec[10]), device="cuda")
+        step = make_step(lambda x: model(input_ids=x, labels=x).loss, opt, "bf16", ids)
+        for ckpt in (False, True):
             if ckpt:
                 model.gradient_checkpointing_enable(
                     gradient_checkpointing_kwargs={"use_reentrant": False})
-            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-            ids = torch.randint(0, spec[6], (spec[11], spec[10]), device="cuda")
-            step = make_step(lambda x: model(input_ids=x, labels=x).loss, opt, "bf16", ids)
             row = hf_row(name, spec, model, ckpt, step, transformers.__version__)
             w.writerow(row)
             print(row, flush=True)
-            del model, opt, ids
-            cleanup()
+            if args.trace and not ckpt and not row["oom"]:
+                trace_steps(name, step, args.out_dir, row)
+        del model, opt, ids, step
+        cleanup()
+
+
+def trace_steps(label, step, out_dir, row=None, steps=2):
+    """The GPU operations of `steps` steps under torch.profiler (CPU and CUDA activity), one CSV
+    row each: the step, its start and duration on the GPU and the start and duration of the host
+    call that launched it (microseconds from the step's host start), its category and name; and a
+    line per step in trace_summary.txt (host span, GPU busy time, GPU span)."""
+    import json, tempfile
+    from torch.profiler import profile, ProfilerActivity, record_function
+    for _ in range(2):
+        step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i in range(steps):
+            with record_function(f"strata_step_{i}"):
+                step()
+                torch.cuda.synchronize()
+    path = os.path.join(tempfile.gettempdir(), f"trace_{label}.json")
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    launches, gpu, marks = {}, [], []
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        cat, a = e.get("cat", ""), e.get("args", {}) or {}
+        if cat in ("cuda_runtime", "cuda_driver") and "correlation" in a:
+            launches[a["correlation"]] = (float(e["ts"]), float(e.get("dur", 0)))
+        elif cat in ("kernel", "gpu_memcpy", "gpu_memset"):
+            gpu.append(e)
+        elif cat == "user_annotation" and e.get("name", "").startswith("strata_step_"):
+            marks.append((float(e["ts"]), float(e["dur"]), int(e["name"].rsplit("_", 1)[1])))
+    marks.sort()
+    out = os.path.join(out_dir, f"trace_{label}.csv")
+    with open(out, "w", newline="") as f, \
+            open(os.path.join(out_dir, "trace_summary.txt"), "a") as summary:
+        cw = csv.writer(f)
+        cw.writerow(["step", "gpu_us", "dur_us", "launch_us", "launch_dur_us", "cat", "name"])
+        for t0, span, i in marks:
+            rows = []
+            for e in gpu:
+                l0, ld = launches.get((e.get("args", {}) or {}).get("correlation"), (None, 0))
+                ts = float(e["ts"])
+                anchor = l0 if l0 is not None else ts
+                if t0 <= anchor <= t0 + span:
+                    rows.append((ts - t0, float(e.get("dur", 0)),
+                                 "" if l0 is None else round(l0 - t0, 3), round(ld, 3),
+                                 e.get("cat", ""), e.get("name", "")[:200]))
+            rows.sort()
+            for r in rows:
+                cw.writerow([i, round(r[0], 3), round(r[1], 3)] + list(r[2:]))
+            busy = sum(r[1] for r in rows)
+            gspan = (max(r[0] + r[1] for r in rows) - min(r[0] for r in rows)) if rows else 0
+            summary.write(f"{label} step {i}: host span {span / 1e3:.3f} ms, GPU ops {len(rows)}, "
+                          f"GPU busy {busy / 1e3:.3f} ms, GPU span {gspan / 1e3:.3f} ms"
+                          + (f", unprofiled step {row['step_ms']:.3f} ms" if row and
+                             row.get("step_ms") != "" else "") + "\n")
+    os.remove(path)
+    print(label, "traced", flush=True)
+
+
+def run_host_steps(args, w):
+    """Host cost per launched kernel: each model's step at sequence 128, micro-batch 1, where
+    every kernel is short and the step takes the time the host needs to issue it. Per model:
+    the median step (CUDA events, synchronised), the median host time of `step()` alone
+    (perf_counter, no synchronisation), and one profiled step's launches (kernels, memsets,
+    copies) and their summed GPU time."""
+    import transformers
+    from torch.profiler import profile, ProfilerActivity
+    torch.backends.cuda.matmul.allow_tf32 = bool(args.tf32)
+    seq, b = 128, 1
+
+    def models():
+        layers, h, heads = GPT2["124m"]
+        yield "nanogpt-124M", lambda: GPT(layers, h, heads, seq), 50304, "nanogpt"
+        for name, spec in HF_MODELS.items():
+            spec = spec[:10] + (seq, b)
+            yield name, (lambda spec=spec: transformers.AutoModelForCausalLM.from_config(
+                hf_config(spec), attn_implementation="sdpa", dtype=torch.float32)), spec[6], "hf"
+            if spec[0] in ("LlamaConfig", "Qwen2Config"):
+                _, l, h2, a, kv, f, v, tied, e, k, _, _ = spec
+                def llama(l=l, h2=h2, a=a, kv=kv, f=f, v=v, tied=tied):
+                    model = Llama(l, h2, a, kv, f, v, seq)
+                    if tied:
+                        model.head.weight = model.emb.weight
+                    return model
+                yield name.replace("hf-", "eager-"), llama, v, "eager"
+
+    for name, build, vocab, kind in models():
+        with torch.device("cuda"):
+            model = build()
+        model = model.cuda()
+        model.train()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+        ids = torch.randint(0, vocab, (b, seq), device="cuda")
+        if kind == "hf":
+            step = make_step(lambda x: model(input_ids=x, labels=x).loss, opt, "bf16", ids)
+        elif kind == "eager":
+            step = make_step(model, opt, "bf16", ids)
+        else:
+            step = make_step(model, opt, "bf16", ids, ids)
+        med, lo, _, _, n = measure(step, 3, 30, 10.0)
+        hosts = []
+        for _ in range(10):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            step()
+            hosts.append(1e3 * (time.perf_counter() - t0))
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            step()
+            torch.cuda.synchronize()
+        launches, busy = 0, 0.0
+        for e in prof.events():
+            if e.device_type == torch.autograd.DeviceType.CUDA:
+                launches += 1
+                busy += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
+        row = dict(model=name, seq=seq, micro_batch=b, step_ms=round(med, 3),
+                   host_ms=round(statistics.median(hosts), 3), launches=launches,
+                   kernel_ms=round(busy / 1e3, 3), tf32=int(bool(args.tf32)))
+        w.writerow(row)
+        print(row, flush=True)
+        del model, opt, ids, step
+        cleanup()
 
 
 class LlamaBlock(nn.Module):
@@ -446,36 +640,43 @@ class Llama(nn.Module):
 
 
 def run_llama(args, w):
-    """The Llama-family rows of HF_MODELS as plain eager PyTorch (no transformers)."""
-    torch.backends.cuda.matmul.allow_tf32 = args.tf32
+    """The Llama-family rows of HF_MODELS as plain eager PyTorch (no transformers), without and
+    then with checkpointing on the same model."""
+    torch.backends.cuda.matmul.allow_tf32 = bool(args.tf32)
     for name, spec in HF_MODELS.items():
         _, l, h, a, kv, f, v, tied, e, k, seq, b = spec
         if spec[0] not in ("LlamaConfig", "Qwen2Config"):
             continue
+        with torch.device("cuda"):
+            model = Llama(l, h, a, kv, f, v, seq)
+        if tied:
+            model.head.weight = model.emb.weight
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+        ids = torch.randint(0, v, (b, seq), device="cuda")
+        step = make_step(model, opt, "bf16", ids)
         for ckpt in (False, True):
-            model = Llama(l, h, a, kv, f, v, seq).cuda()
-            if tied:
-                model.head.weight = model.emb.weight
             model.checkpoint = ckpt
-            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-            ids = torch.randint(0, v, (b, seq), device="cuda")
-            step = make_step(model, opt, "bf16", ids)
             row = hf_row(name.replace("hf-", "eager-"), spec, model, ckpt, step, "")
             row["transformers"] = ""
             w.writerow(row)
             print(row, flush=True)
-            del model, opt, ids
-            cleanup()
+            if args.trace and not ckpt and not row["oom"]:
+                trace_steps(name.replace("hf-", "eager-"), step, args.out_dir, row)
+        del model, opt, ids, step
+        cleanup()
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", required=True, choices=["gpt", "cnn", "profile", "cnn-profile", "host", "gemm", "attention", "hf", "llama"])
+    ap.add_argument("--part", required=True, choices=["gpt", "cnn", "profile", "cnn-profile", "host", "gemm", "attention", "hf", "llama", "host-steps", "gemm-data", "gemm-queued"])
     ap.add_argument("--tf32", type=int, default=0,
                     help="hf/llama: allow TF32 for fp32 matmuls (PyTorch's default: 0)")
     ap.add_argument("--models", default="124m,350m,774m,1.5b,2.7b")
     ap.add_argument("--out", default="-")
     ap.add_argument("--out-dir", default=".")
+    ap.add_argument("--trace", action="store_true",
+                    help="hf/llama: also write each model's GPU operations of two steps "
+                         "(trace_<model>.csv, trace_summary.txt in --out-dir)")
     ap.add_argument("--gemm-shapes", default="test/data/h100_gemm.csv")
     ap.add_argument("--attention-shapes", default="test/data/h100_attention.csv")
     args = ap.parse_args()
@@ -496,7 +697,11 @@ if __name__ == "__main__":
         (run_profile if args.part == "profile" else run_host_profile)(args)
         sys.exit(0)
     fields = (HF_FIELDS if args.part in ("hf", "llama") else
-              ["dtype", "M", "N", "K", "ms", "ms_min", "ms_max", "tflops"] if args.part == "gemm" else
+              ["model", "seq", "micro_batch", "step_ms", "host_ms", "launches", "kernel_ms", "tf32"]
+              if args.part == "host-steps" else
+              ["M", "N", "K", "data", "mode", "ms", "tflops"] if args.part == "gemm-data" else
+              ["dtype", "M", "N", "K", "ms", "ms_min", "ms_max", "tflops"]
+              if args.part in ("gemm", "gemm-queued") else
               ["b", "heads", "s", "d", "fwd_ms", "fwdbwd_ms", "fwd_tflops", "fwdbwd_tflops"]
               if args.part == "attention" else
               ["model", "size", "layers", "hidden", "heads", "sequence", "batch", "precision",
@@ -506,5 +711,6 @@ if __name__ == "__main__":
     w = csv.DictWriter(f, fieldnames=fields)
     w.writeheader()
     {"gpt": run_gpt, "cnn": run_cnn, "gemm": run_gemm, "attention": run_attention,
-     "hf": run_hf, "llama": run_llama}[args.part](args, w)
+     "hf": run_hf, "llama": run_llama, "host-steps": run_host_steps,
+     "gemm-data": run_gemm_data, "gemm-queued": run_gemm_queued}[args.part](args, w)
     f.flush()

@@ -531,7 +531,7 @@ struct pricer {
   }
   const bool eager = tr.framework.eager;
   layer_compute c;
-  c.per_kernel = eager ? q.dispatch.per_kernel : 0.0;
+  c.per_kernel = eager ? q.dispatch.per_kernel * tr.framework.dispatch_share : 0.0;
   c.per_tensor = eager ? q.dispatch.per_tensor : 0.0;
   c.checkpoint_host = eager ? q.dispatch.per_checkpoint : 0.0;
   const bool fp32_attention = tr.compute() == dtype::fp32;

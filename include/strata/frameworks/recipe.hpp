@@ -78,6 +78,12 @@ struct recipe {
   /// Python issues every kernel (eager PyTorch): the profile's `dispatch` costs are host time the
   /// GPU may wait for. false: kernels are queued far ahead of the GPU (host time hidden).
   bool eager = false;
+  /// Host time of one kernel of this recipe's lowering, as a share of the profile's
+  /// `dispatch.per_kernel`. That cost is fitted on nanoGPT's eager steps, whose lowering lumps
+  /// 1.88 launches into each kernel (836 kernels and memsets for the 444 kernels of GPT-2 124M,
+  /// test/data/h100_trace_gpt2-124M_b8.json); the host's cost follows the launches, so a recipe
+  /// whose lowering lists finer kernels pays less for each.
+  double dispatch_share = 1;
   module_style modules = module_style::fused;
   loss_style loss = loss_style::vocab_parallel;
   bool fused_qkv = true;      ///< one GEMM for Q, K and V (false: three projections)
@@ -96,7 +102,8 @@ struct recipe {
   /// the framework pads the vocabulary to a multiple of this times the tensor degree (Megatron-LM's
   /// `--make-vocab-size-divisible-by`, 128), so the head's GEMMs are aligned whatever the model's
   /// vocabulary; 1: the vocabulary is used as configured (an unpadded one slows the head,
-  /// `lower::misaligned_gemm_slowdown`). The padded rows' extra work (under 2 %) is not counted.
+  /// `lower::misaligned_gemm_peak_fraction`). The padded rows' extra work (under 2 %) is not
+  /// counted.
   int vocabulary_padding = 128;
   /// tensor-parallel all-gathers and reduce-scatters pipelined with the GEMMs beside them
   /// (Megatron-Core's `--tp-comm-overlap`, Transformer Engine userbuffers;

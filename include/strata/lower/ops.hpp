@@ -154,11 +154,14 @@ struct span {
   [[nodiscard]] constexpr double exposed_host() const { return time - gpu; }
 };
 
-/// How much slower a misaligned GEMM runs than the aligned one: the LM head at an unpadded
-/// vocabulary took about 3x as long, cuBLAS falling back to a CUTLASS kernel (Netflix
-/// TechBlog, "Scaling LLM Post-Training at Netflix", 2026, which pads vocabularies to a
-/// multiple of 64 for that reason).
-inline constexpr double misaligned_gemm_slowdown = 3.0;
+/// A GEMM whose leading dimension is no multiple of 16 bytes (GPT-2's unpadded vocabulary of
+/// 50257) cannot use the TMA-fed Hopper kernels: cuBLAS falls back to CUTLASS's SM75 `s1688gemm
+/// ... align1` kernels, which load one element at a time. Measured on the H100 (this project's
+/// traces, `test/data/h100_hf_traces.csv`): GPT-2's head, T = 8192, V = 50257, h = 768 (0.63
+/// TFLOP each), took 6.64 ms forward (128x128 tiles, 95 TFLOP/s), 4.26 and 4.52 ms for dX and dW
+/// (256-wide tiles, 148 and 140 TFLOP/s), a fifth of the aligned kernels' rate and 4-6x their
+/// time. Priced at this fraction of the dense peak; never faster than the aligned shape.
+inline constexpr double misaligned_gemm_peak_fraction = 0.12;
 
 /// Whether a GEMM dimension of `elements` is a multiple of 16 bytes (8 16-bit or 4 fp32 ones).
 [[nodiscard]] constexpr bool aligned_dimension(double elements, double element_bytes) {
@@ -174,8 +177,11 @@ inline constexpr double misaligned_gemm_slowdown = 3.0;
   switch (op.kind) {
     case kernel_kind::gemm: {
       const gemm_model& gm = op.fp32 ? p.fp32 : g;
-      return op.times * (op.misaligned ? misaligned_gemm_slowdown : 1.0) *
-             (op.traffic > 0 ? gm.time(op.m, op.n, op.k, op.traffic) : gm.time(op.m, op.n, op.k));
+      const double t =
+          op.traffic > 0 ? gm.time(op.m, op.n, op.k, op.traffic) : gm.time(op.m, op.n, op.k);
+      if (!op.misaligned) return op.times * t;
+      const double fallback = 2 * op.m * op.n * op.k / (misaligned_gemm_peak_fraction * gm.peak);
+      return op.times * (fallback > t ? fallback : t);
     }
     case kernel_kind::attention: {
       const attention_model& a = fp32_attention ? p.attention_fp32 : p.attention;

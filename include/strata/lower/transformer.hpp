@@ -366,11 +366,17 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
     // each grouped GEMM on the fp32 weights copies its offsets to the host (a synchronization)
     // and runs one fp32 (TF32) GEMM per expert; SiLU and the gate product; the routing weights,
     // the gather back and the sum over top_k. Backward: the gathers' index_put with its sort, the
-    // grouped GEMMs' dX and dW (each synchronizing), the router's.
+    // grouped GEMMs' dX and dW (each synchronizing), the router's. Seen in the H100 trace
+    // (test/data/h100_hf_kernels.csv): each grouped GEMM's output is copied on the device and
+    // its sentinel rows zeroed by a masked_fill (306 and 397 us for S x 2f fp32), and so is the
+    // gradient each backward grouped GEMM takes.
     const double E = m.experts, S = T * m.top_k * m.capacity, local = E / x.ep;
     const double rows = S * x.ep / E;  // per expert on this rank
     const double fe = f / t, ue = up / t;
     const auto copy = stream_class::copy, ew = stream_class::elementwise;
+    // each grouped GEMM (forward, dX, dW) first copies its E + 1 group offsets to the host
+    // (`offs.cpu()`, a device-to-host copy the host waits for)
+    auto to_host = [&] { k.memory("expert offsets to host", {}, copy, 4 * (E + 1), 1, true); };
     if (!k.backward) {
       k.linear("router", T, E, h, 0.0, 1, true);
       k.memory("router logits to fp32", {}, copy, 6 * T * E);
@@ -379,23 +385,37 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
       k.memory("sort by expert", {}, copy, 16 * S, 4);
       k.memory("token gather", {}, copy, 8 * S * h + 16 * S, 2);
       k.memory("routing bookkeeping", {}, ew, 9 * S, 6);
-      k.memory("sentinel masked_fill", {}, ew, 8 * S * h, 1, true);  // offsets to the host
+      k.memory("sentinel masked_fill", {}, ew, 8 * S * h);
+      to_host();
       k.gemm("expert up", {}, rows, ue, h, local, true);
+      k.memory("expert up output", "copy", copy, 8 * S * ue);
+      k.memory("expert up output", "masked_fill", ew, 8 * S * ue);
       k.memory("expert SiLU", {}, ew, 8 * S * fe);
-      k.memory("expert gate product", {}, ew, 12 * S * fe, 1, true);  // offsets to the host
+      k.memory("expert gate product", {}, ew, 12 * S * fe);
+      to_host();
       k.gemm("expert down", {}, rows, h, fe, local, true);
+      k.memory("expert down output", "copy", copy, 8 * S * h);
       k.memory("routing weights, masked_fill, gather back", {}, ew, 8 * S * h, 3);
       k.memory("index bookkeeping", {}, ew, 16 * S, 2);
       k.memory("sum over top-k", {}, ew, 4 * S * h + 4 * T * h);
     } else {
       k.memory("gather back", "backward", copy, 8 * S * h + 16 * S, 3);
-      k.memory("routing weights and masked_fill", "backward", ew, 8 * S * h, 4, true);
-      k.gemm("expert down", "dX", rows, fe, h, local, true, true);
+      k.memory("routing weights and masked_fill", "backward", ew, 8 * S * h, 4);
+      k.memory("expert down output gradient", "copy", copy, 8 * S * h);
+      to_host();
+      k.gemm("expert down", "dX", rows, fe, h, local, true);
+      to_host();
       k.gemm("expert down", "dW", fe, h, rows, local, true);
       k.memory("expert SiLU and gate product", "backward", ew, 12 * S * fe, 3);
-      k.memory("gate and up halves", "backward", copy, 8 * S * ue, 1, true);
-      k.gemm("expert up", "dX", rows, h, ue, local, true, true);
+      k.memory("gate and up halves", "backward", copy, 8 * S * ue);
+      k.memory("expert up output gradient", "copy", copy, 8 * S * ue);
+      k.memory("expert up output gradient", "masked_fill", ew, 8 * S * ue);
+      to_host();
+      k.gemm("expert up", "dX", rows, h, ue, local, true);
+      to_host();
       k.gemm("expert up", "dW", ue, h, rows, local, true);
+      k.memory("sentinel masked_fill", "backward", copy, 8 * S * h);
+      k.memory("sentinel masked_fill", "backward", ew, 8 * S * h);
       k.memory("token gather", "backward", copy, 8 * S * h + 16 * S, 4);
       k.memory("router top-k and softmax", "backward", ew, 8 * T * E, 4);
       k.linear("router", T, E, h, 0.0, 1, true);
@@ -537,14 +557,20 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
     if (!hf) {
       k.memory("cross-entropy (fp32 logits)", {}, stream_class::softmax, 16 * logits);
     } else {
+      // PyTorch's cunn_SoftMaxForward over rows this long reads each row three times (its
+      // maximum, the sum of exponentials, the output) and writes it once: 16 B per fp32 logit
+      // at streaming bandwidth (measured on the H100: 2.06 ms for GPT-2's 8192 x 50257 logits,
+      // 6.61 ms for Qwen2.5's 8192 x 151936; `test/data/h100_hf_traces.csv`)
       k.memory("logits to fp32", {}, stream_class::copy, 6 * logits);
-      k.memory("log-softmax", {}, stream_class::softmax, 8 * logits);
+      k.memory("log-softmax", {}, stream_class::copy, 16 * logits);
     }
     return;
   }
   if (hf) {
+    // cunn_SoftMaxBackward: one read of the gradient for its row sum, then the gradient and
+    // the output read and the input gradient written: 16 B per logit (2.28 and 6.76 ms measured)
     k.memory("NLL gradient zero-fill", {}, stream_class::copy, 4 * logits);
-    k.memory("log-softmax", "backward", stream_class::softmax, 12 * logits);
+    k.memory("log-softmax", "backward", stream_class::copy, 16 * logits);
     k.memory("logits gradient to bf16", {}, stream_class::copy, 6 * logits);
   }
   k.linear("output projection", T, Vt, h, 0.0, 1, hf, tr.framework.vocabulary_padding > 1);
