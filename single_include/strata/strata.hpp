@@ -3016,12 +3016,18 @@ constexpr double ceil_of(double q) {
   return f < q ? f + 1 : f;
 }
 constexpr double ceil_ratio(double a, double b) { return ceil_of(a / b); }
-/// A tile shape cuBLAS picks from: sides tm x tn (powers of two, so m * (1 / tm) is m / tm
-/// exactly), with their reciprocals and area.
+/// The side lengths of cuBLAS's tiles (powers of two, so m * (1 / side) is m / side exactly).
+inline constexpr std::array<double, 3> gemm_tile_sides{256, 128, 64};
+/// A tile shape cuBLAS picks from: sides tm x tn, as indices into `gemm_tile_sides`, and its
+/// area.
 struct gemm_tile {
-  double m, n, inv_m, inv_n, area;
+  std::size_t side_m, side_n;
+  double area;
+  static constexpr std::size_t side_index(int side) {
+    return side == 256 ? 0 : side == 128 ? 1 : 2;
+  }
   constexpr gemm_tile(int tm, int tn)
-      : m(tm), n(tn), inv_m(1.0 / tm), inv_n(1.0 / tn), area(m * n) {}
+      : side_m(side_index(tm)), side_n(side_index(tn)), area(static_cast<double>(tm) * tn) {}
 };
 inline constexpr std::array<gemm_tile, 8> gemm_tiles{
     {{256, 128}, {128, 256}, {256, 64}, {64, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}};
@@ -3061,9 +3067,15 @@ struct gemm_model {
     // The per-SM rate's division is taken once: 2 area k / (R area / (area + a)) = 2 k (area + a) /
     // R.
     const double twice_per_rate = 2.0 / (peak / sms * efficiency), sm_count = sms;
-    double best = -1;
+    // tiles along m and along n, once per side length
+    std::array<double, detail::gemm_tile_sides.size()> along_m{}, along_n{};
+    for (std::size_t i = 0; i < along_m.size(); ++i) {
+      along_m[i] = detail::ceil_of(m * (1.0 / detail::gemm_tile_sides[i]));
+      along_n[i] = detail::ceil_of(n * (1.0 / detail::gemm_tile_sides[i]));
+    }
+    double best = std::numeric_limits<double>::infinity();
     for (const auto& t : tiles) {
-      const double count = detail::ceil_of(m * t.inv_m) * detail::ceil_of(n * t.inv_n);
+      const double count = along_m[t.side_m] * along_n[t.side_n];
       // Split-K: too few output tiles to fill the SMs split the K loop into slices of at least
       // split_k_chunk, and a second pass sums the fp32 partial tiles.
       double split = 1;
@@ -3077,7 +3089,7 @@ struct gemm_model {
       const double slice = split > 1 ? k / split : k;
       double w = waves * (slice * (t.area + half_area) * twice_per_rate + wave);
       if (split > 1) w += split * m * n * 4 / bandwidth + wave;
-      if (best < 0 || w < best) best = w;
+      best = w < best ? w : best;
     }
     const double memory = moved / bandwidth;
     const double w = best > memory ? best : memory;
