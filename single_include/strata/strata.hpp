@@ -1111,8 +1111,12 @@ namespace strata::frameworks {
 
 /// How the module code writes a block's pieces (the kernels they become and what they keep).
 enum class module_style {
-  fused,        ///< one kernel per norm, activation and rotary embedding (Megatron, nanoGPT)
-  transformers  ///< Hugging Face `transformers` modeling code: norms, RoPE and gates as op chains
+  fused,         ///< one kernel per norm, activation and rotary embedding (Megatron, nanoGPT)
+  transformers,  ///< Hugging Face `transformers` modeling code: norms, RoPE and gates as op chains
+  /// torch.nn modules in plain eager code (a Llama written with `nn.RMSNorm`, separate
+  /// projections and SDPA): RoPE and gates as op chains as `transformers` writes them, but each
+  /// norm one fp32 kernel (PyTorch's own RMSNorm and LayerNorm) and no k/v cache
+  eager_modules
 };
 
 /// What the loss keeps (bytes per logit on the last stage).
@@ -4319,7 +4323,14 @@ struct builder {
   bool keep = true;
 
   [[nodiscard]] constexpr bool autocast() const { return tr.framework.autocast && tr.mixed(); }
+  /// Modules written as op chains (`transformers`, plain eager modules): separate projections
+  /// that cast their inputs, fp32 residual adds, rotate-half RoPE and gates kernel by kernel.
   [[nodiscard]] constexpr bool hf() const {
+    return tr.framework.modules != frameworks::module_style::fused;
+  }
+  /// What only the `transformers` modeling code does: RMSNorm as an op chain, the k/v cache in
+  /// training, GPT-2's fused c_attn and gelu_new, `grouped_mm` experts.
+  [[nodiscard]] constexpr bool transformers_code() const {
     return tr.framework.modules == frameworks::module_style::transformers;
   }
   constexpr void save(std::string_view what, double bytes,
@@ -4417,7 +4428,8 @@ struct builder {
   /// its output cast to 16 bits under autocast unless the consumers cast it): keeps its input.
   /// The `transformers` RMSNorm is an fp32 op chain (pow, mean, + eps, rsqrt, x r, w n) that
   /// keeps its input, the normalized n and r; its backward about eleven fp32 passes over T h;
-  /// its LayerNorm is one fp32 kernel that keeps its input, mean and rstd.
+  /// its LayerNorm, and both norms of plain eager modules, one fp32 kernel that keeps its input
+  /// and the row statistics (mean and rstd; RMSNorm rstd only).
   constexpr void norm(std::string_view what, double tokens, double h, norm_kind kind, bool cast,
                       bool keep_input = true) const {
     if (keep_input) save("norm input", tr.residual_bytes() * tokens * h);
@@ -4426,9 +4438,10 @@ struct builder {
       if (cast && autocast()) memory(what, "cast", stream_class::copy, 6 * tokens * h);
       return;
     }
-    if (kind == norm_kind::layer_norm) {
+    if (kind == norm_kind::layer_norm || !transformers_code()) {  // one fp32 kernel
       pointwise(what, stream_class::layer_norm, 8 * tokens * h);
-      save("norm mean and rstd", 8 * tokens);
+      save(kind == norm_kind::layer_norm ? "norm mean and rstd" : "norm rstd",
+           (kind == norm_kind::layer_norm ? 8 : 4) * tokens);
       return;
     }
     if (!backward) {
@@ -4491,11 +4504,12 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
   const bool swiglu = m.mlp == mlp_kind::swiglu, gpt2 = m.positions == position_kind::learned;
   // the layer's input is what a checkpointed layer keeps
   if (fwd && !k.keep) detail::keep(v, "layer input", res * tn * h);
-  const bool use_cache = hf && k.keep;  // `use_cache` is off under checkpointing
+  // `use_cache` (transformers only) is off under checkpointing
+  const bool use_cache = k.transformers_code() && k.keep;
 
   // ---- attention block
   k.norm("input norm", tn, h, m.norm, !hf);
-  const bool fused_qkv = r.fused_qkv || (hf && gpt2);  // GPT-2's c_attn
+  const bool fused_qkv = r.fused_qkv || (k.transformers_code() && gpt2);  // GPT-2's c_attn
   const bool qkv_bias = m.bias || m.qkv_bias;
   if (!hf) k.save("QKV input", act * tn * h);
   if (fused_qkv) {
@@ -4576,7 +4590,7 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
   if (!hf) k.save("MLP input", routed * act * tn * h);
   const double up = swiglu ? 2 * f : f;
   const double gate_elems = (swiglu ? 3 : 2) * f / t;
-  if (m.moe() && hf) {
+  if (m.moe() && k.transformers_code()) {
     // transformers' MixtralSparseMoeBlock with the default `grouped_mm` experts
     // (integrations/moe.py, docs/huggingface_recipe.md §6): the router in bf16, its softmax, top-k
     // and renormalization in fp32; the S = k T routed rows sorted by expert and gathered in fp32;
@@ -4665,7 +4679,7 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
       k.save("MLP activation tensors", act * 2 * T * f / t);
     }
     k.linear("MLP down", T, h, f / t, m.bias ? h : 0.0);
-  } else if (hf) {
+  } else if (k.transformers_code()) {
     // GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as written, mostly in
     // fp32 (pow is an fp32 autocast op): nine kernels forward, about fifteen backward; it keeps
     // x^3's fp32 input, tanh's output, 0.5 x and 1 + tanh; c_proj casts its fp32 output
@@ -6262,6 +6276,30 @@ inline constexpr recipe pytorch_eager{.name = "pytorch",
                                       .workspace = 64.0 * 1024 * 1024,
                                       .batch_bytes_per_token = 16,
                                       .vocabulary_padding = 1};
+
+/// The same loop over a Llama-style model written with torch.nn modules
+/// (`tools/measure/h100_steps.py --part llama`): `nn.RMSNorm` (one fp32 kernel under autocast),
+/// separate q/k/v/o and gate/up/down `nn.Linear`s (each casts its fp32 input), rotate-half RoPE
+/// with fp32 cos/sin (Q and K come out fp32 and are cast back for SDPA), SDPA with `enable_gqa`,
+/// `F.silu(gate) * up`, an fp32 residual stream, `F.cross_entropy(logits.float())`; only the
+/// int64 ids on the GPU. SDPA's output is laid out sequence-major, so `y.transpose(1, 2)
+/// .reshape(b, s, h)` is a view, not a copy (the 1-2 % of peak memory a copy would add is not
+/// there in the measurements).
+/// The host cost: the three measured models, launch-bound at sequence 128, spend 170.8 ms of host
+/// time on the 6,442 kernels this lowering lists, against nanoGPT's 14.24 ms on 444
+/// (test/data/h100_host_steps.csv): `dispatch_share` = 26.5 / 32.1 us.
+inline constexpr recipe pytorch_eager_modules = [] {
+  recipe r = pytorch_eager;
+  r.name = "pytorch-modules";
+  r.modules = module_style::eager_modules;
+  r.loss = loss_style::transformers;
+  r.fused_qkv = false;
+  r.fused_gate_up = false;
+  r.attention_output_copy = false;
+  r.batch_bytes_per_token = 8;
+  r.dispatch_share = 0.83;
+  return r;
+}();
 
 }  // namespace strata::frameworks
 
@@ -7945,7 +7983,7 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
               continue;
             if (++group % part.parts != part.part) continue;
             // recipes whose kernels change under checkpointing lower once per recomputation
-            const bool per_rc = tr.framework.modules == frameworks::module_style::transformers;
+            const bool per_rc = tr.framework.modules != frameworks::module_style::fused;
             std::array<analytic::layer_compute, 3> lcs{};
             std::array<analytic::plan_keeps, 3> keeps{};  // what a layer keeps, per recompute
             for (const auto rc : space.recompute) {

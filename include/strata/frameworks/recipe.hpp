@@ -23,8 +23,12 @@ namespace strata::frameworks {
 
 /// How the module code writes a block's pieces (the kernels they become and what they keep).
 enum class module_style {
-  fused,        ///< one kernel per norm, activation and rotary embedding (Megatron, nanoGPT)
-  transformers  ///< Hugging Face `transformers` modeling code: norms, RoPE and gates as op chains
+  fused,         ///< one kernel per norm, activation and rotary embedding (Megatron, nanoGPT)
+  transformers,  ///< Hugging Face `transformers` modeling code: norms, RoPE and gates as op chains
+  /// torch.nn modules in plain eager code (a Llama written with `nn.RMSNorm`, separate
+  /// projections and SDPA): RoPE and gates as op chains as `transformers` writes them, but each
+  /// norm one fp32 kernel (PyTorch's own RMSNorm and LayerNorm) and no k/v cache
+  eager_modules
 };
 
 /// What the loss keeps (bytes per logit on the last stage).

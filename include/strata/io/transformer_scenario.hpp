@@ -237,6 +237,7 @@ inline training parse_transformer_training(const json& j) {
   t.framework = enum_field(j, p, "framework", frameworks::megatron,
                            {{"megatron", frameworks::megatron},
                             {"pytorch", frameworks::pytorch_eager},
+                            {"pytorch-modules", frameworks::pytorch_eager_modules},
                             {"huggingface", frameworks::huggingface},
                             {"deepspeed", frameworks::deepspeed},
                             {"fsdp", frameworks::fsdp}});

@@ -134,7 +134,7 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
               continue;
             if (++group % part.parts != part.part) continue;
             // recipes whose kernels change under checkpointing lower once per recomputation
-            const bool per_rc = tr.framework.modules == frameworks::module_style::transformers;
+            const bool per_rc = tr.framework.modules != frameworks::module_style::fused;
             std::array<analytic::layer_compute, 3> lcs{};
             std::array<analytic::plan_keeps, 3> keeps{};  // what a layer keeps, per recompute
             for (const auto rc : space.recompute) {
