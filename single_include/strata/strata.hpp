@@ -1172,9 +1172,10 @@ struct recipe {
   bool eager = false;
   /// Host time of one kernel of this recipe's lowering, as a share of the profile's
   /// `dispatch.per_kernel`. That cost is fitted on nanoGPT's eager steps, whose lowering lumps
-  /// 1.88 launches into each kernel (836 kernels and memsets for the 444 kernels of GPT-2 124M,
-  /// test/data/h100_trace_gpt2-124M_b8.json); the host's cost follows the launches, so a recipe
-  /// whose lowering lists finer kernels pays less for each.
+  /// about two launches into each kernel (836 kernels and memsets for the 444 kernels of GPT-2
+  /// 124M, test/data/h100_trace_gpt2-124M_b8.json); a recipe whose lowering lists finer kernels
+  /// pays less for each: its host time per kernel over nanoGPT's, both measured launch-bound on
+  /// one machine (test/data/h100_host_steps.csv).
   double dispatch_share = 1;
   module_style modules = module_style::fused;
   loss_style loss = loss_style::vocab_parallel;
@@ -3433,7 +3434,7 @@ struct span {
 /// A GEMM whose leading dimension is no multiple of 16 bytes (GPT-2's unpadded vocabulary of
 /// 50257) cannot use the TMA-fed Hopper kernels: cuBLAS falls back to CUTLASS's SM75 `s1688gemm
 /// ... align1` kernels, which load one element at a time. Measured on the H100 (this project's
-/// traces, `test/data/h100_hf_traces.csv`): GPT-2's head, T = 8192, V = 50257, h = 768 (0.63
+/// traces, `test/data/h100_hf_kernels.csv`): GPT-2's head, T = 8192, V = 50257, h = 768 (0.63
 /// TFLOP each), took 6.64 ms forward (128x128 tiles, 95 TFLOP/s), 4.26 and 4.52 ms for dX and dW
 /// (256-wide tiles, 148 and 140 TFLOP/s), a fifth of the aligned kernels' rate and 4-6x their
 /// time. Priced at this fraction of the dense peak; never faster than the aligned shape.
@@ -4791,7 +4792,7 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
       // PyTorch's cunn_SoftMaxForward over rows this long reads each row three times (its
       // maximum, the sum of exponentials, the output) and writes it once: 16 B per fp32 logit
       // at streaming bandwidth (measured on the H100: 2.06 ms for GPT-2's 8192 x 50257 logits,
-      // 6.61 ms for Qwen2.5's 8192 x 151936; `test/data/h100_hf_traces.csv`)
+      // 6.61 ms for Qwen2.5's 8192 x 151936; `test/data/h100_hf_kernels.csv`)
       k.memory("logits to fp32", {}, stream_class::copy, 6 * logits);
       k.memory("log-softmax", {}, stream_class::copy, 16 * logits);
     }
@@ -6365,9 +6366,9 @@ inline constexpr recipe fsdp = [] {
 ///   turns the cache off, and autocast's weight cache holds every layer's bf16 weights until the
 ///   forward ends; the recomputation casts them again.
 ///
-/// The host cost: the five measured steps launch 14,633 kernels and memsets for the 11,404
-/// kernels this lowering lists (1.28 each; `test/data/h100_hf_steps_rerun.csv`, from traces),
-/// against nanoGPT's 1.88: `dispatch_share` = 1.28 / 1.88.
+/// The host cost: the five models, launch-bound at sequence 128, spend 300.1 ms of host time on
+/// the 11,516 kernels this lowering lists, against nanoGPT's 14.24 ms on 444, measured on one
+/// machine (test/data/h100_host_steps.csv): `dispatch_share` = 26.1 / 32.1 us.
 
 
 namespace strata::frameworks {

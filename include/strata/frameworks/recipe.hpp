@@ -84,9 +84,10 @@ struct recipe {
   bool eager = false;
   /// Host time of one kernel of this recipe's lowering, as a share of the profile's
   /// `dispatch.per_kernel`. That cost is fitted on nanoGPT's eager steps, whose lowering lumps
-  /// 1.88 launches into each kernel (836 kernels and memsets for the 444 kernels of GPT-2 124M,
-  /// test/data/h100_trace_gpt2-124M_b8.json); the host's cost follows the launches, so a recipe
-  /// whose lowering lists finer kernels pays less for each.
+  /// about two launches into each kernel (836 kernels and memsets for the 444 kernels of GPT-2
+  /// 124M, test/data/h100_trace_gpt2-124M_b8.json); a recipe whose lowering lists finer kernels
+  /// pays less for each: its host time per kernel over nanoGPT's, both measured launch-bound on
+  /// one machine (test/data/h100_host_steps.csv).
   double dispatch_share = 1;
   module_style modules = module_style::fused;
   loss_style loss = loss_style::vocab_parallel;

@@ -157,7 +157,7 @@ struct span {
 /// A GEMM whose leading dimension is no multiple of 16 bytes (GPT-2's unpadded vocabulary of
 /// 50257) cannot use the TMA-fed Hopper kernels: cuBLAS falls back to CUTLASS's SM75 `s1688gemm
 /// ... align1` kernels, which load one element at a time. Measured on the H100 (this project's
-/// traces, `test/data/h100_hf_traces.csv`): GPT-2's head, T = 8192, V = 50257, h = 768 (0.63
+/// traces, `test/data/h100_hf_kernels.csv`): GPT-2's head, T = 8192, V = 50257, h = 768 (0.63
 /// TFLOP each), took 6.64 ms forward (128x128 tiles, 95 TFLOP/s), 4.26 and 4.52 ms for dX and dW
 /// (256-wide tiles, 148 and 140 TFLOP/s), a fifth of the aligned kernels' rate and 4-6x their
 /// time. Priced at this fraction of the dense peak; never faster than the aligned shape.

@@ -570,7 +570,7 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
       // PyTorch's cunn_SoftMaxForward over rows this long reads each row three times (its
       // maximum, the sum of exponentials, the output) and writes it once: 16 B per fp32 logit
       // at streaming bandwidth (measured on the H100: 2.06 ms for GPT-2's 8192 x 50257 logits,
-      // 6.61 ms for Qwen2.5's 8192 x 151936; `test/data/h100_hf_traces.csv`)
+      // 6.61 ms for Qwen2.5's 8192 x 151936; `test/data/h100_hf_kernels.csv`)
       k.memory("logits to fp32", {}, stream_class::copy, 6 * logits);
       k.memory("log-softmax", {}, stream_class::copy, 16 * logits);
     }
