@@ -3078,23 +3078,35 @@ struct gemm_model {
       along_m[i] = detail::ceil_of(m * (1.0 / detail::gemm_tile_sides[i]));
       along_n[i] = detail::ceil_of(n * (1.0 / detail::gemm_tile_sides[i]));
     }
+    std::array<double, tiles.size()> count{};
+    for (std::size_t t = 0; t < tiles.size(); ++t)
+      count[t] = along_m[tiles[t].side_m] * along_n[tiles[t].side_n];
     double best = std::numeric_limits<double>::infinity();
-    for (const auto& t : tiles) {
-      const double count = along_m[t.side_m] * along_n[t.side_n];
-      // Split-K: too few output tiles to fill the SMs split the K loop into slices of at least
-      // split_k_chunk, and a second pass sums the fp32 partial tiles.
-      double split = 1;
-      if (count < sm_count) {
-        const double by_sms = static_cast<double>(static_cast<long long>(sm_count / count));
-        const double by_k = detail::ceil_of(k * (1.0 / split_k_chunk));
-        split = by_sms < by_k ? by_sms : by_k;
-        if (split < 1) split = 1;
+    // Every shape has at least as many tiles as the 256 x 128 ones (the first two): with that
+    // many, no tile splits K and a wave is one tile's K loop (the same arithmetic as below).
+    if (count[0] >= sm_count && count[1] >= sm_count) {
+      for (std::size_t t = 0; t < tiles.size(); ++t) {
+        const double w = detail::ceil_ratio(count[t], sm_count) *
+                         (k * (tiles[t].area + half_area) * twice_per_rate + wave);
+        best = w < best ? w : best;
       }
-      const double waves = detail::ceil_ratio(count * split, sm_count);
-      const double slice = split > 1 ? k / split : k;
-      double w = waves * (slice * (t.area + half_area) * twice_per_rate + wave);
-      if (split > 1) w += split * m * n * 4 / bandwidth + wave;
-      best = w < best ? w : best;
+    } else {
+      for (std::size_t t = 0; t < tiles.size(); ++t) {
+        // Split-K: too few output tiles to fill the SMs split the K loop into slices of at
+        // least split_k_chunk, and a second pass sums the fp32 partial tiles.
+        double split = 1;
+        if (count[t] < sm_count) {
+          const double by_sms = static_cast<double>(static_cast<long long>(sm_count / count[t]));
+          const double by_k = detail::ceil_of(k * (1.0 / split_k_chunk));
+          split = by_sms < by_k ? by_sms : by_k;
+          if (split < 1) split = 1;
+        }
+        const double waves = detail::ceil_ratio(count[t] * split, sm_count);
+        const double slice = split > 1 ? k / split : k;
+        double w = waves * (slice * (tiles[t].area + half_area) * twice_per_rate + wave);
+        if (split > 1) w += split * m * n * 4 / bandwidth + wave;
+        best = w < best ? w : best;
+      }
     }
     const double memory = moved / bandwidth;
     const double w = best > memory ? best : memory;
@@ -5311,19 +5323,29 @@ struct plan_keeps {
 /// The largest per-device memory over the pipeline stages. Only three stages can hold it: the
 /// first (most in-flight micro-batches, the embedding), the second (the fullest of the middle
 /// stages, which all have the same layers and fewer micro-batches in flight down the pipeline)
-/// and the last (the logits).
+/// and the last (the logits). With `enough`, the stages are looked at in that order and the
+/// largest so far is returned as soon as `enough(its total)` holds: a sweep that only needs to
+/// know that a plan cannot fit prices one stage, not three.
+template <class Enough>
 [[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
                                                            const parallel::nd& s, const training& t,
-                                                           const plan_keeps& keeps) {
+                                                           const plan_keeps& keeps,
+                                                           Enough&& enough) {
   const int p = s.pipeline.degree;
   memory_breakdown best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
   auto consider = [&](int i) {
+    if (enough(best.total())) return;
     const memory_breakdown x = stage_memory(stage_terms(m, s, t, i, keeps), t);
     if (x.total() > best.total()) best = x;
   };
   if (p > 1) consider(1);
   if (p > 2) consider(p - 1);  // with two stages, stage 1 is the last
   return best;
+}
+[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
+                                                           const parallel::nd& s, const training& t,
+                                                           const plan_keeps& keeps) {
+  return peak_stage_memory(m, s, t, keeps, [](bytes) { return false; });
 }
 /// The same, lowering the layer once for every stage (`keeps_of`).
 [[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
@@ -8083,8 +8105,12 @@ inline void finish(transformer_sweep_result& out) {
       [&](const parallel::nd& s, const analytic::layer_compute& lc,
           const analytic::plan_keeps& keeps) {
         ++out.candidates;
-        const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps).total();
-        if (mem + analytic::headroom_of(s, tr.runtime, mem).total() > c.dev.memory) return;
+        // the headroom grows with the tensors' peak, so one stage over the card rules a plan out
+        const auto over = [&](bytes mem) {
+          return mem + analytic::headroom_of(s, tr.runtime, mem).total() > c.dev.memory;
+        };
+        const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps, over).total();
+        if (over(mem)) return;
         ++out.fitting;
         const ranked_transformer_plan r{
             s, analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc), &data),

@@ -450,19 +450,29 @@ struct plan_keeps {
 /// The largest per-device memory over the pipeline stages. Only three stages can hold it: the
 /// first (most in-flight micro-batches, the embedding), the second (the fullest of the middle
 /// stages, which all have the same layers and fewer micro-batches in flight down the pipeline)
-/// and the last (the logits).
+/// and the last (the logits). With `enough`, the stages are looked at in that order and the
+/// largest so far is returned as soon as `enough(its total)` holds: a sweep that only needs to
+/// know that a plan cannot fit prices one stage, not three.
+template <class Enough>
 [[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
                                                            const parallel::nd& s, const training& t,
-                                                           const plan_keeps& keeps) {
+                                                           const plan_keeps& keeps,
+                                                           Enough&& enough) {
   const int p = s.pipeline.degree;
   memory_breakdown best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
   auto consider = [&](int i) {
+    if (enough(best.total())) return;
     const memory_breakdown x = stage_memory(stage_terms(m, s, t, i, keeps), t);
     if (x.total() > best.total()) best = x;
   };
   if (p > 1) consider(1);
   if (p > 2) consider(p - 1);  // with two stages, stage 1 is the last
   return best;
+}
+[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
+                                                           const parallel::nd& s, const training& t,
+                                                           const plan_keeps& keeps) {
+  return peak_stage_memory(m, s, t, keeps, [](bytes) { return false; });
 }
 /// The same, lowering the layer once for every stage (`keeps_of`).
 [[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,

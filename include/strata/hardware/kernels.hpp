@@ -90,23 +90,35 @@ struct gemm_model {
       along_m[i] = detail::ceil_of(m * (1.0 / detail::gemm_tile_sides[i]));
       along_n[i] = detail::ceil_of(n * (1.0 / detail::gemm_tile_sides[i]));
     }
+    std::array<double, tiles.size()> count{};
+    for (std::size_t t = 0; t < tiles.size(); ++t)
+      count[t] = along_m[tiles[t].side_m] * along_n[tiles[t].side_n];
     double best = std::numeric_limits<double>::infinity();
-    for (const auto& t : tiles) {
-      const double count = along_m[t.side_m] * along_n[t.side_n];
-      // Split-K: too few output tiles to fill the SMs split the K loop into slices of at least
-      // split_k_chunk, and a second pass sums the fp32 partial tiles.
-      double split = 1;
-      if (count < sm_count) {
-        const double by_sms = static_cast<double>(static_cast<long long>(sm_count / count));
-        const double by_k = detail::ceil_of(k * (1.0 / split_k_chunk));
-        split = by_sms < by_k ? by_sms : by_k;
-        if (split < 1) split = 1;
+    // Every shape has at least as many tiles as the 256 x 128 ones (the first two): with that
+    // many, no tile splits K and a wave is one tile's K loop (the same arithmetic as below).
+    if (count[0] >= sm_count && count[1] >= sm_count) {
+      for (std::size_t t = 0; t < tiles.size(); ++t) {
+        const double w = detail::ceil_ratio(count[t], sm_count) *
+                         (k * (tiles[t].area + half_area) * twice_per_rate + wave);
+        best = w < best ? w : best;
       }
-      const double waves = detail::ceil_ratio(count * split, sm_count);
-      const double slice = split > 1 ? k / split : k;
-      double w = waves * (slice * (t.area + half_area) * twice_per_rate + wave);
-      if (split > 1) w += split * m * n * 4 / bandwidth + wave;
-      best = w < best ? w : best;
+    } else {
+      for (std::size_t t = 0; t < tiles.size(); ++t) {
+        // Split-K: too few output tiles to fill the SMs split the K loop into slices of at
+        // least split_k_chunk, and a second pass sums the fp32 partial tiles.
+        double split = 1;
+        if (count[t] < sm_count) {
+          const double by_sms = static_cast<double>(static_cast<long long>(sm_count / count[t]));
+          const double by_k = detail::ceil_of(k * (1.0 / split_k_chunk));
+          split = by_sms < by_k ? by_sms : by_k;
+          if (split < 1) split = 1;
+        }
+        const double waves = detail::ceil_ratio(count[t] * split, sm_count);
+        const double slice = split > 1 ? k / split : k;
+        double w = waves * (slice * (tiles[t].area + half_area) * twice_per_rate + wave);
+        if (split > 1) w += split * m * n * 4 / bandwidth + wave;
+        best = w < best ? w : best;
+      }
     }
     const double memory = moved / bandwidth;
     const double w = best > memory ? best : memory;

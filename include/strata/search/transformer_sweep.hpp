@@ -233,8 +233,12 @@ inline void finish(transformer_sweep_result& out) {
       [&](const parallel::nd& s, const analytic::layer_compute& lc,
           const analytic::plan_keeps& keeps) {
         ++out.candidates;
-        const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps).total();
-        if (mem + analytic::headroom_of(s, tr.runtime, mem).total() > c.dev.memory) return;
+        // the headroom grows with the tensors' peak, so one stage over the card rules a plan out
+        const auto over = [&](bytes mem) {
+          return mem + analytic::headroom_of(s, tr.runtime, mem).total() > c.dev.memory;
+        };
+        const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps, over).total();
+        if (over(mem)) return;
         ++out.fitting;
         const ranked_transformer_plan r{
             s, analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc), &data),
