@@ -168,6 +168,16 @@ TEST_CASE("latency, memory by reference counts, OOM") {
   REQUIRE(r.oom.has_value());
   CHECK(r.oom->task == bw);
   CHECK(r.oom->bytes == Approx(10e9));
+  // run once, its loop state moved rather than copied: the same run, tensors read from the
+  // specs; the simulator is left empty
+  const auto moved = std::move(s).run();
+  REQUIRE(moved.tasks.size() == r.tasks.size());
+  for (std::size_t i = 0; i < r.tasks.size(); ++i) CHECK(moved.tasks[i].end == r.tasks[i].end);
+  CHECK(moved.peak_memory == r.peak_memory);
+  CHECK(moved.memory.size() == r.memory.size());
+  REQUIRE(moved.oom.has_value());
+  CHECK(moved.oom->task == bw);
+  CHECK(s.tasks().empty());  // documented: a moved-from simulator has no tasks
 }
 
 TEST_CASE("bad graphs are errors that name the task") {

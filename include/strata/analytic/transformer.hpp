@@ -333,10 +333,9 @@ struct plan_keeps {
   } else {
     detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
     detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
-    memory_breakdown e;
-    detail::add_states(e, n.embedding, dense_shards, s.data.zero, t);
-    mem.embedding_states = e.model_states();
-    x.head_gradients = e.gradients.count();
+    const auto e = parallel::engine_states(n.embedding, dense_shards, s.data.zero, t);
+    mem.embedding_states = bytes{e.weights + e.gradients + e.optimizer};
+    x.head_gradients = e.gradients;
   }
   const int p = s.pipeline.degree;
   const lower::shard sh = lower::shard_of(m, s, t);

@@ -552,8 +552,15 @@ class simulator {
   }
   [[nodiscard]] const std::vector<resource_spec>& resources() const { return resources_; }
 
-  /// Runs to completion.
-  [[nodiscard]] result run() const;
+  /// Runs to completion. A run starts from a copy of the tasks' loop state, so the simulator
+  /// can run again; `std::move(s).run()` takes that state instead of copying it (a large graph
+  /// run once), and leaves `s` without tasks.
+  [[nodiscard]] result run() const& { return run_from(hot_); }
+  [[nodiscard]] result run() && {
+    result r = run_from(std::move(hot_));
+    *this = simulator{};
+    return r;
+  }
 
  private:
   std::vector<resource_spec> resources_;
@@ -571,6 +578,18 @@ class simulator {
   std::vector<int> roots_;                   ///< tasks without dependencies, in order
   int devices_ = 0;                          ///< 1 + the largest device of a task or tensor
   bool any_own_gamma_ = false;               ///< a communication task on a device carries gamma > 0
+
+  /// Task `i`'s tensors (what a run reads of its specs; not its loop state).
+  [[nodiscard]] std::span<const int> produces_of(std::size_t i) const {
+    const detail::task_cold& c = cold_[i];
+    return {ilist_.data() + c.pbegin, static_cast<std::size_t>(c.cbegin - c.pbegin)};
+  }
+  [[nodiscard]] std::span<const int> consumes_of(std::size_t i) const {
+    const detail::task_cold& c = cold_[i];
+    return {ilist_.data() + c.cbegin, static_cast<std::size_t>(c.cend - c.cbegin)};
+  }
+  /// The event loop on `T`, the tasks' loop state as `add_task` left it.
+  [[nodiscard]] result run_from(std::vector<detail::task_hot> T) const;
 };
 
 /// The event loop. Each in-service fifo / round-robin task and each flow crossing several links
@@ -587,21 +606,20 @@ class simulator {
 /// predicted time, or within 1e-12 of its work of it, so tasks that end together (up to
 /// rounding) end in one event, in index order. Nothing is allocated per event once the buffers
 /// have grown.
-inline result simulator::run() const {
+inline result simulator::run_from(std::vector<detail::task_hot> T) const {
   using detail::task_state;
-  const std::size_t n = hot_.size(), nr = resources_.size();
+  const std::size_t n = T.size(), nr = resources_.size();
   result res;
   res.tasks.assign(n, {});
   res.busy.assign(nr, 0.0);
   // The tasks' loop state starts as add_task left it, with their resources, dependents and
   // roots; only tasks with tensors are read from their specs.
-  std::vector<detail::task_hot> T(hot_);
   const std::vector<int>& rlist = rlist_;
   std::vector<int> readers(tensors_.size(), 0);
   if (!tensors_.empty())
     for (std::size_t i = 0; i < n; ++i)
       if (T[i].memory)
-        for (int x : task(i).consumes) ++readers[static_cast<std::size_t>(x)];
+        for (int x : consumes_of(i)) ++readers[static_cast<std::size_t>(x)];
   const auto nd = static_cast<std::size_t>(devices_);
   res.peak_memory.assign(nd, 0.0);
   std::vector<double> mem(nd, 0.0);
@@ -648,7 +666,7 @@ inline result simulator::run() const {
   std::vector<std::vector<int>> compute_streams(nd);
   if (any_gamma)
     for (std::size_t i = 0; i < n; ++i)
-      if (const detail::task_hot& h = hot_[i]; h.slowable && h.kind() == discipline::fifo) {
+      if (const detail::task_hot& h = T[i]; h.slowable && h.kind() == discipline::fifo) {
         auto& v = compute_streams[static_cast<std::size_t>(static_[i].device)];
         if (std::find(v.begin(), v.end(), h.first) == v.end()) v.push_back(h.first);
       }
@@ -736,7 +754,7 @@ inline result simulator::run() const {
 
   auto allocate = [&](int i) {
     if (!at(i).memory) return;
-    for (int x : task(static_cast<std::size_t>(i)).produces) {
+    for (int x : produces_of(static_cast<std::size_t>(i))) {
       const auto& t = tensors_[static_cast<std::size_t>(x)];
       auto& m = mem[static_cast<std::size_t>(t.device)];
       m += t.bytes;
@@ -756,10 +774,9 @@ inline result simulator::run() const {
       mem[static_cast<std::size_t>(t.device)] -= t.bytes;
       res.memory.push_back({now, t.device, mem[static_cast<std::size_t>(t.device)]});
     };
-    const task_view v = task(static_cast<std::size_t>(i));
-    for (int x : v.consumes)
+    for (int x : consumes_of(static_cast<std::size_t>(i)))
       if (--readers[static_cast<std::size_t>(x)] == 0) drop(x);
-    for (int x : v.produces)
+    for (int x : produces_of(static_cast<std::size_t>(i)))
       if (unread[static_cast<std::size_t>(x)]) drop(x);  // nobody reads it: gone at once
   };
   auto enqueue = [&](int i) {

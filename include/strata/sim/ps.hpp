@@ -432,9 +432,9 @@ inline ps_template make_template(const std::vector<ps_op>& ops, const std::vecto
         if (c.timeline) info.push_back({-1, step, -1, -1, false});
       }
     }
-  const result run = s.run();
   ps_result out;
   out.tasks = s.tasks().size();
+  const result run = std::move(s).run();  // run once: its task state is not copied
   out.core_events = run.events;
   out.step_end.resize(static_cast<std::size_t>(W));
   for (int w = 0; w < W; ++w)
