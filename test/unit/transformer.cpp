@@ -316,6 +316,22 @@ TEST_CASE("memory: ZeRO-3 shards everything, 1F1B keeps p micro-batches on the f
   const auto last = analytic::stage_memory(m, pp, t, 3);
   // 8 layers each; stage 0 holds 4 micro-batches, stage 3 one
   CHECK(first.activations.count() == Approx(4 * last.activations.count()));
+  // the peak is the largest of stages 0, 1 and 3; asked to stop once a total is enough, it
+  // looks no further than the first stage whose total is
+  const auto keeps = analytic::keeps_of(m, pp, t);
+  const auto peak = analytic::peak_stage_memory(m, pp, t, keeps);
+  CHECK(peak.total() == first.total());  // the first stage, fullest here
+  int asked = 0;
+  const auto stopped = analytic::peak_stage_memory(m, pp, t, keeps, [&](bytes b) {
+    ++asked;
+    return b >= first.total();
+  });
+  CHECK(asked == 1);
+  CHECK(stopped.stage == 0);
+  int never = 0;
+  const auto all = analytic::peak_stage_memory(m, pp, t, keeps, [&](bytes) { return ++never < 0; });
+  CHECK(never == 2);  // stages 1 and 3 looked at too
+  CHECK(all.total() == peak.total());
 }
 
 TEST_CASE("a plan is a constexpr value: Llama-2 7B with ZeRO-3 fits 8 x A100-40GB") {

@@ -459,13 +459,11 @@ template <class Enough>
                                                            Enough&& enough) {
   const int p = s.pipeline.degree;
   memory_breakdown best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
-  auto consider = [&](int i) {
-    if (enough(best.total())) return;
-    const memory_breakdown x = stage_memory(stage_terms(m, s, t, i, keeps), t);
+  const int others = p > 2 ? 2 : p - 1;  // with two stages, stage 1 is the last
+  for (int k = 0; k < others && !enough(best.total()); ++k) {
+    const memory_breakdown x = stage_memory(stage_terms(m, s, t, k == 0 ? 1 : p - 1, keeps), t);
     if (x.total() > best.total()) best = x;
-  };
-  if (p > 1) consider(1);
-  if (p > 2) consider(p - 1);  // with two stages, stage 1 is the last
+  }
   return best;
 }
 [[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
