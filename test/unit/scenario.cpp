@@ -58,6 +58,11 @@ TEST_CASE("bad scenarios name the field") {
                   good_tail)
                      .c_str()),
              Catch::Contains("strategy.kind: unknown strategy \"tensor\""));
+  // the error names the key the strategy was given under
+  CHECK_THAT(err((std::string(R"({"model": "resnet50", "parallel": {"kind": "tensor", "p": 2}, )") +
+                  good_tail)
+                     .c_str()),
+             Catch::Contains("parallel.kind: unknown strategy \"tensor\""));
   CHECK_THAT(
       err(R"({"model": "resnet50", "strategy": {"kind": "data", "p": 2}, "cluster": "hc2"})"),
       Catch::Contains("scenario.training: missing"));

@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
   // strata calibrate: fit a device profile to microbenchmarks.
   auto* cal_cmd = app.add_subcommand("calibrate", "fit a device profile to microbenchmark CSVs");
   std::string gemm_csv, membound_csv, attention_csv, cal_device = "h100", profile_out;
-  int sms = 132;
+  int sms = 0;  // 0: the device's
   cal_cmd->add_option("--gemm", gemm_csv, "GEMM timings (dtype,M,N,K,ms)")->required();
   cal_cmd->add_option("--membound", membound_csv, "memory-bound timings (op,bytes,ms)")->required();
   cal_cmd->add_option("--attention", attention_csv, "flash-attention timings")->required();
@@ -199,9 +199,10 @@ int main(int argc, char** argv) {
   cal_cmd->add_option("--steps", step_csvs,
                       "whole training steps (tools/measure/h100_steps.py) to fit the framework's "
                       "dispatch costs; repeatable");
-  cal_cmd->add_option("--device", cal_device, "datasheet device the profile starts from")
-      ->check(CLI::IsMember({"v100-16gb", "v100-32gb", "a100-40gb", "a100-80gb", "h100", "h200"}));
-  cal_cmd->add_option("--sms", sms, "streaming multiprocessors")->check(CLI::Range(1, 100000));
+  cal_cmd->add_option("--device", cal_device,
+                      "datasheet device the profile starts from (a scenario's device names)");
+  cal_cmd->add_option("--sms", sms, "streaming multiprocessors (default: the device's)")
+      ->check(CLI::Range(1, 100000));
   cal_cmd->add_option("--output", profile_out, "write the profile (JSON) here");
   app.set_version_flag("--version", std::to_string(STRATA_VERSION_MAJOR) + "." +
                                         std::to_string(STRATA_VERSION_MINOR) + "." +
@@ -244,8 +245,11 @@ int main(int argc, char** argv) {
       std::istringstream a32;
       if (!attention_fp32_csv.empty())
         a32.str(d::read_file(attention_fp32_csv, "--attention-fp32"));
+      const int n_sms = sms > 0 ? sms : dev.sms;
+      if (n_sms <= 0)
+        throw strata::plan_error("--sms: the device's SM count is not known; give --sms");
       auto fit = strata::calibrate::fit_profile(
-          dev, sms, g, m, a, attention_fp32_csv.empty() ? nullptr : &a32,
+          dev, n_sms, g, m, a, attention_fp32_csv.empty() ? nullptr : &a32,
           {"--gemm", "--membound", "--attention", "--attention-fp32"});
       if (!step_csvs.empty()) {
         std::vector<strata::calibrate::step_measurement> steps;
@@ -313,6 +317,10 @@ int main(int argc, char** argv) {
             "this one");
       if (!svg_path.empty() && tj.is_object() && tj.contains("strategy_tree"))
         throw strata::plan_error("--svg: a strategy tree's timeline is written by --trace");
+      if (!memory_svg_path.empty() && tj.is_object() && tj.contains("strategy_tree"))
+        throw strata::plan_error(
+            "--memory-svg: a strategy tree's report gives its peak memory per device; the "
+            "stage bars are drawn for transformer plans");
       const auto sim = strata::io::simulate_scenario(tj, req, strata_cli::h100_sxm_profile);
       check_finite(sim.report, "");
       if (!trace_path.empty()) write_json("--trace", trace_path, sim.trace, -1);
@@ -353,11 +361,16 @@ int main(int argc, char** argv) {
   return guarded("scenario", [&] {
     {
       const nlohmann::json j = strata::io::detail::parse_json(text);
-      if (j.is_object() && j.contains("dlrm")) {  // docs/cli.md, "DLRM"
+      const bool dlrm = j.is_object() && j.contains("dlrm"),
+                 step = j.is_object() && j.contains("step");
+      if ((dlrm || step) && format == "table")
+        throw strata::plan_error(std::string("--format: a ") + (dlrm ? "DLRM" : "step") +
+                                 " scenario's report is JSON only (--format json)");
+      if (dlrm) {  // docs/cli.md, "DLRM"
         print_json(strata::io::run_dlrm_scenario(j, strata_cli::h100_sxm_profile));
         return 0;
       }
-      if (j.is_object() && j.contains("step")) {
+      if (step) {
         print_json(strata::io::step_report_json(j, strata_cli::h100_sxm_profile));
         return 0;
       }

@@ -72,6 +72,11 @@ inline nlohmann::json run_replay_ps(const replay_ps_options& o, const std::strin
                                     nlohmann::json* timeline, nlohmann::json* saved) {
   using namespace strata;
   if (o.pytorch) {
+    // the one-GPU replay makes no multi-worker timeline and keeps the trace it was given
+    if (timeline || saved)
+      throw plan_error(std::string(timeline ? "--trace" : "--save-trace") +
+                       ": --pytorch replays the trace on one GPU; there is no worker timeline "
+                       "to write (the trace it read is the profiler's own)");
     const auto t = io::parse_pytorch_trace(text);
     const auto r = sim::replay_one(t);
     nlohmann::json dp = nlohmann::json::array();

@@ -566,10 +566,10 @@ inline parallel::any_strategy parse_strategy(const json& j, const std::string& p
     if (j.contains("p2")) return parallel::data_spatial{deg("p1"), {deg("p2"), 1, 1}};
     return parallel::data_spatial{deg("p1"), {opt("ph"), opt("pw"), opt("pd")}};
   }
-  fail("strategy.kind", "unknown strategy \"" + cut(kind) +
-                            "\" (known: serial, data, spatial, pipeline, filter, channel, "
-                            "data+filter, data+spatial, parameter-server, "
-                            "parameter-server-search)");
+  fail(path + ".kind", "unknown strategy \"" + cut(kind) +
+                           "\" (known: serial, data, spatial, pipeline, filter, channel, "
+                           "data+filter, data+spatial, parameter-server, "
+                           "parameter-server-search)");
 }
 
 inline training parse_training(const json& j, bool needs_batch = true) {
