@@ -4943,16 +4943,15 @@ struct layer_keeps {
            : kind == lower::keep_kind::weight_copy ? weight_copy
                                                    : until_loss;
   }
-  constexpr void add(const lower::saved_tensor& t) {
-    (t.kind == lower::keep_kind::activation    ? activation
-     : t.kind == lower::keep_kind::weight_copy ? weight_copy
-                                               : until_loss) += t.bytes;
-  }
 };
 template <class Lowering>
 [[nodiscard]] constexpr layer_keeps keeps_by(Lowering&& lowering) {
   layer_keeps k;
-  lowering(lower::on_save{[&](const lower::saved_tensor& t) { k.add(t); }});
+  lowering(lower::on_save{[&](const lower::saved_tensor& t) {
+    (t.kind == lower::keep_kind::activation    ? k.activation
+     : t.kind == lower::keep_kind::weight_copy ? k.weight_copy
+                                               : k.until_loss) += t.bytes;
+  }});
   return k;
 }
 [[nodiscard]] constexpr layer_keeps keeps_of(const transformer& m, const lower::shard& x,
@@ -5370,8 +5369,7 @@ struct layer_compute {
 
 namespace detail {
 /// Prices kernels into a span: GPU time from the profile, the recipe's host time per kernel.
-/// Without host costs the span is the kernels' sum (what a queued stream runs). With `kept`, it
-/// also sums the tensors the walk keeps there (as `keeps_by`), so one walk gives both.
+/// Without host costs the span is the kernels' sum (what a queued stream runs).
 struct pricer {
   const device_profile& p;
   gemm_model g;
@@ -5379,11 +5377,6 @@ struct pricer {
   double per_kernel = 0;
   double gpu = 0, attention_gpu = 0;
   lower::span total{}, attention{};  ///< with host costs only
-  layer_keeps* kept = nullptr;
-
-  constexpr void save(const lower::saved_tensor& t) {
-    if (kept) kept->add(t);
-  }
 
   constexpr void kernel(const lower::kernel_op& k) {
     const double t = lower::gpu_time(k, p, g, fp32_attention);
@@ -5407,12 +5400,9 @@ struct pricer {
 }  // namespace detail
 
 /// Lowers one layer, the embedding and the head for the shard `x` (`lower/transformer.hpp`) and
-/// prices them. With `keeps`, the forward walks also sum what they keep: the plan's keeps
-/// (`keeps_of` for a plan whose shard is `x`) without walking the layer again, but for the
-/// layer without recomputation under full recomputation.
+/// prices them.
 [[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
-                                                  const training& tr, const lower::shard& x,
-                                                  plan_keeps* keeps = nullptr) {
+                                                  const training& tr, const lower::shard& x) {
   const device_profile q = prof.queued();
   gemm_model g = q.gemm(tr.compute());
   if (tr.compute() == dtype::fp8 && q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
@@ -5427,12 +5417,6 @@ struct pricer {
   const bool fp32_attention = tr.compute() == dtype::fp32;
   using lower::phase;
   detail::pricer f{q, g, fp32_attention, c.per_kernel}, b = f, ef = f, eb = f, hf = f, hb = f;
-  if (keeps) {
-    *keeps = {};
-    f.kept = &keeps->layer;
-    ef.kept = &keeps->embedding;
-    hf.kept = &keeps->head;
-  }
   lower::layer(m, x, tr, phase::forward, f);
   lower::layer(m, x, tr, phase::backward, b);
   lower::embedding(m, x, tr, phase::forward, ef);
@@ -5447,15 +5431,6 @@ struct pricer {
   c.embedding_backward = eb.result();
   c.head_forward = hf.result();
   c.head_backward = hb.result();
-  if (keeps) {
-    keeps->parameters = parameters_of(m);
-    keeps->full = keeps->layer;
-    if (x.recompute == recompute::full) {
-      lower::shard whole = x;
-      whole.recompute = recompute::none;
-      keeps->full = keeps_of(m, whole, tr);
-    }
-  }
   return c;
 }
 
@@ -5991,12 +5966,10 @@ class data_collectives_memo {
   return iteration(m, s, c, tr, prof, lc, collectives_of(m, s, c, tr, lc));
 }
 
-/// The report of a plan: its time (`iteration`), its peak memory (`peak_stage_memory`), FLOPs;
-/// `lc` and `keeps` are the plan's lowering and what it keeps (`lower_layer`, `keeps_of`).
+/// The report of a plan: its time (`iteration`), its peak memory (`peak_stage_memory`), FLOPs.
 [[nodiscard]] constexpr report evaluate(const transformer& m, const parallel::nd& s,
                                         const cluster& c, const training& tr,
-                                        const device_profile& prof, const layer_compute& lc,
-                                        const plan_keeps& keeps) {
+                                        const device_profile& prof, const layer_compute& lc) {
   report r;
   r.strategy = parallel::nd::name;
   r.devices = s.devices();
@@ -6009,15 +5982,10 @@ class data_collectives_memo {
   r.tokens = tr.batch * seq;
   r.model_flops = model_flops(m, tr.batch, seq);
   r.hardware_flops = hardware_flops(m, tr.batch, seq, s.recomputation);
-  r.memory = peak_stage_memory(m, s, tr, keeps);
+  r.memory = peak_stage_memory(m, s, tr);
   r.headroom = headroom_of(s, tr.runtime, r.memory.total());
   r.time = iteration(m, s, c, tr, prof, lc);
   return r;
-}
-[[nodiscard]] constexpr report evaluate(const transformer& m, const parallel::nd& s,
-                                        const cluster& c, const training& tr,
-                                        const device_profile& prof, const layer_compute& lc) {
-  return evaluate(m, s, c, tr, prof, lc, keeps_of(m, s, tr));
 }
 
 /// Evaluates a transformer plan; checks it first (`parallel::nd::check`).
@@ -6025,9 +5993,7 @@ class data_collectives_memo {
                                         const cluster& c, const training& tr,
                                         const device_profile& prof) {
   s.check(m, tr, c.devices());
-  plan_keeps keeps;  // kept by the walks that price the layer (one walk, not two)
-  const layer_compute lc = lower_layer(m, prof, tr, lower::shard_of(m, s, tr), &keeps);
-  return evaluate(m, s, c, tr, prof, lc, keeps);
+  return evaluate(m, s, c, tr, prof, lower_layer(m, prof, tr, lower::shard_of(m, s, tr)));
 }
 
 /// Evaluates with the device's datasheet peaks and the GEMM efficiency fitted on the H100
