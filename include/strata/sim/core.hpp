@@ -554,7 +554,7 @@ class simulator {
 
   /// Runs to completion. A run starts from a copy of the tasks' loop state, so the simulator
   /// can run again; `std::move(s).run()` takes that state instead of copying it (a large graph
-  /// run once), and leaves `s` without tasks.
+  /// run once), and leaves `s` empty (no tasks, resources or tensors).
   [[nodiscard]] result run() const& { return run_from(hot_); }
   [[nodiscard]] result run() && {
     result r = run_from(std::move(hot_));
