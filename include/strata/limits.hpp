@@ -10,6 +10,8 @@
 namespace strata::limits {
 
 inline constexpr const char* degree_below_one = "a parallel degree must be at least 1";
+inline constexpr const char* degrees_exceed_max_devices =
+    "the parallel degrees multiply to more than 2^24 devices";
 inline constexpr const char* plan_exceeds_cluster =
     "the strategy needs more devices than the cluster has";
 /// ParaDL Table III: p <= B.

@@ -35,6 +35,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <cmath>
 #include <limits>
@@ -747,6 +748,8 @@ struct cluster {
 namespace strata::limits {
 
 inline constexpr const char* degree_below_one = "a parallel degree must be at least 1";
+inline constexpr const char* degrees_exceed_max_devices =
+    "the parallel degrees multiply to more than 2^24 devices";
 inline constexpr const char* plan_exceeds_cluster =
     "the strategy needs more devices than the cluster has";
 /// ParaDL Table III: p <= B.
@@ -1627,6 +1630,16 @@ namespace detail {
 constexpr void check_degree(int p) {
   if (p < 1) throw plan_error(limits::degree_below_one);
 }
+/// Degrees of at least 1 whose product (the devices of the plan) is at most `max_devices`,
+/// multiplied in 64 bits so that no `int` product overflows first.
+constexpr void check_degrees(std::initializer_list<int> degrees) {
+  long long product = 1;
+  for (const int p : degrees) {
+    check_degree(p);
+    product *= p;  // at most 2^24 x 2^31
+    if (product > max_devices) throw plan_error(limits::degrees_exceed_max_devices);
+  }
+}
 }  // namespace detail
 
 }  // namespace strata
@@ -1891,7 +1904,7 @@ enum class collective {
 namespace detail {
 constexpr void check(int p, bytes m) {
   if (p < 1) throw plan_error("a collective needs at least one participant");
-  if (m < bytes{0}) throw plan_error("a message size must not be negative");
+  if (!(m >= bytes{0})) throw plan_error("a message size must be a non-negative number of bytes");
 }
 constexpr int ceil_log2(int p) {
   int k = 0;
@@ -2354,9 +2367,7 @@ struct spatial {
 
   /// ParaDL Table III: p = pw x ph (x pd) <= min_l (W_l x H_l); each factor fits its dimension.
   constexpr void check(const context& c) const {
-    strata::detail::check_degree(ph);
-    strata::detail::check_degree(pw);
-    strata::detail::check_degree(pd);
+    strata::detail::check_degrees({ph, pw, pd});
     for (const layer& l : c.layers) {
       if (!splits(l)) continue;
       if (devices() > l.WH()) throw plan_error(limits::spatial_degree_exceeds_smallest_extent);
@@ -2421,6 +2432,7 @@ struct data_filter {
 
   /// ParaDL Table III: p = p1 x p2 <= B x min_l F_l, i.e. p1 <= B and p2 <= min F_l.
   constexpr void check(const context& c) const {
+    strata::detail::check_degrees({p1, p2});
     data{p1}.check(c);
     filter{p2}.check(c);
   }
@@ -2456,6 +2468,7 @@ struct data_spatial {
   constexpr void check(const context& c) const {
     data{p1}.check(c);
     inner.check(c);
+    strata::detail::check_degrees({p1, inner.devices()});
   }
 
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
@@ -4213,8 +4226,12 @@ struct nd {
   constexpr void check(const transformer& m, const training& t, int devices) const {
     m.check();
     t.check_transformer();
-    for (const axis a : order)
+    long long product = 1;  // in 64 bits: the int product of devices() could overflow
+    for (const axis a : order) {
       if (degree(a) < 1) throw plan_error(limits::degree_below_one);
+      product *= degree(a);  // at most 2^24 x 2^31
+      if (product > max_devices) throw plan_error(limits::degrees_exceed_max_devices);
+    }
     for (std::size_t i = 0; i < order.size(); ++i)
       for (std::size_t j = i + 1; j < order.size(); ++j)
         if (order[i] == order[j])
@@ -5929,13 +5946,21 @@ class data_collectives_memo {
   const seconds b_mb = (T.backward + T.recompute) / static_cast<double>(mb);
   // the rank's parameter partition (what its optimizer updates)
   const double partition = partition_of(s, tn, zero >= 1);
-  if (s.replicas() * s.context.degree > 1) {
+  // ZeRO-Infinity brings the weights over PCIe on a single rank too
+  const bool offload_weights =
+      zero >= 3 && e.offload_parameters != frameworks::offload_device::none;
+  if (s.replicas() * s.context.degree > 1 || offload_weights) {
     const data_collective_costs dc =
         data ? (*data)(s, c, tr, n, tn, calls) : data_collectives_of(s, c, tr, n, tn, calls);
     seconds ag = dc.all_gather.total();
     // ZeRO-Infinity: each pass first brings the rank's weight partition over PCIe
-    if (zero >= 3 && e.offload_parameters != frameworks::offload_device::none)
+    if (offload_weights) {
+      if (!(c.host.pcie > byte_rate{}) ||
+          (e.offload_parameters == frameworks::offload_device::nvme &&
+           !(c.host.nvme > byte_rate{})))
+        throw plan_error(limits::offload_needs_host);
       ag += seconds{partition_of(s, n) * wb / (c.host.pcie.count() * offload_efficiency::pcie)};
+    }
     const parallel::data_parallel::collective_times dp{dc.all_reduce.total(),
                                                        dc.reduce_scatter.total(), ag};
     T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);

@@ -15,8 +15,9 @@ static_assert(zoo::vgg16().params() == 138'357'544);
 constexpr plan rn{zoo::resnet50(), presets::abci(16), parallel::data{.p = 16},
                   training{.batch = 256}};
 static_assert(memory_per_device(rn) <= 16_GiB);
-static_assert(memory_per_device(rn) > 8_GiB);
-static_assert(iteration_time(rn) > 10_ms && iteration_time(rn) < 1_s);
+static_assert(memory_per_device(rn) > 9.1_GiB && memory_per_device(rn) < 9.3_GiB);  // 9.18 GiB
+// compute at half of 15.7 TFLOP/s (50.8 ms, test/unit/paradl.cpp) + eq. (6)'s 15.94 ms below
+static_assert(iteration_time(rn) > 66_ms && iteration_time(rn) < 67.5_ms);
 
 // The data-parallel gradient exchange equals eq. (6) written out.
 constexpr auto rep = evaluate(rn);

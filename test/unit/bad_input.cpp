@@ -123,6 +123,14 @@ TEST_CASE("bad input: calibration tables are checked and labelled") {
                     Contains("--membound: CSV row 2 column bytes"));
   CHECK_THROWS_WITH(fit(gemm, membound, "b,heads,s,d,fwd_ms,fwdbwd_ms\n8,12,1024,64,0,0.3\n"),
                     Contains("--attention: CSV row 2 column fwd_ms"));
+  // rows of another data type are not left out unseen, and a table with no rows fits nothing
+  CHECK_THROWS_WITH(fit(gemm + "bf16,64,64,64,0.01\n", membound, att),
+                    Contains("--gemm: CSV row 6 column dtype: must be bfloat16 or float32 (got "
+                             "'bf16')"));
+  CHECK_THROWS_WITH(fit("dtype,M,N,K,ms\n", membound, att), Contains("--gemm: no rows to fit"));
+  CHECK_THROWS_WITH(fit(gemm, "op,bytes,ms\n", att), Contains("--membound: no rows to fit"));
+  CHECK_THROWS_WITH(fit(gemm, membound, "b,heads,s,d,fwd_ms,fwdbwd_ms\n"),
+                    Contains("--attention: no rows to fit"));
 }
 
 TEST_CASE("bad input: a profile's rates must be usable") {
@@ -137,4 +145,89 @@ TEST_CASE("bad input: a profile's rates must be usable") {
   nlohmann::json k = j;
   k["device"] = 5;
   CHECK_THROWS_WITH(io::profile_from_json(k), Contains("profile.device: must be a JSON object"));
+}
+
+#include <strata/io/lin_trace.hpp>
+#include <strata/io/proteus_tree.hpp>
+#include <strata/io/transformer_request.hpp>
+
+TEST_CASE("bad input: settings a run would not use are refused, not ignored") {
+  auto j = [](const char* text) { return nlohmann::json::parse(text); };
+  // "search": false is not "no search"
+  CHECK_THROWS_WITH(
+      io::parse_transformer_scenario(j(R"({"model": "gpt2-124m", "cluster": {"preset": "dgx-h100",
+        "devices": 8}, "training": {"batch": 64}, "search": false})")),
+      Contains("search: must be true or an object of candidate lists"));
+  // a fixed-size preset with another device count
+  CHECK_THROWS_WITH(io::detail::parse_cluster(j(R"({"preset": "hc2", "devices": 8})")),
+                    Contains("cluster.devices: preset \"hc2\" has 32 GPUs (got 8)"));
+  CHECK(io::detail::parse_cluster(j(R"({"preset": "hc2", "devices": 32})")).devices() == 32);
+  // a price without the tokens it would price
+  CHECK_THROWS_WITH(io::parse_transformer_request(j(R"({"model": "gpt2-124m", "cluster":
+        {"preset": "dgx-h100", "devices": 8}, "training": {"batch": 64},
+        "cost": {"price_per_gpu_hour": 2}})")),
+                    Contains("cost.price_per_gpu_hour: prices the GPU-hours of cost.tokens"));
+  // a Lin trace op timed twice
+  CHECK_THROWS_WITH(io::parse_lin_trace(R"({"ops": [{"id": "f", "rank": 0, "duration_us": 3,
+                       "kernels_us": [1, 2]}]})"),
+                    Contains("ops[0] ('f'): give one of duration_us, kernels_us or bytes"));
+  // a strategy tree does not model offload (its memory would be silently wrong)
+  CHECK_THROWS_WITH(io::parse_proteus_scenario(j(R"({"model": "gpt2-124m", "cluster": "hc2",
+        "training": {"batch": 64, "offload_optimizer": "cpu"},
+        "strategy_tree": {"dp": 2, "mp": 1, "pp": 1, "n_micro_batch": 1}})")),
+                    Contains("training.offload_optimizer: not modelled for a strategy tree"));
+  // step CSV flags are 0 or 1
+  std::istringstream steps(
+      "model,layers,hidden,heads,sequence,batch,precision,checkpoint,step_ms,peak_bytes,"
+      "between_bytes,oom\ngpt2,12,768,12,512,1,bf16,true,25,2e9,1e9,0\n");
+  CHECK_THROWS_WITH(calibrate::read_steps(steps),
+                    Contains("step CSV row 2 column checkpoint: must be 0 or 1 (got 'true')"));
+  // a NaN message size
+  CHECK_THROWS_WITH(comm::ring::time(comm::collective::all_reduce, presets::dgx_h100(1), {0, 8, 1},
+                                     bytes{std::numeric_limits<double>::quiet_NaN()}),
+                    Contains("a message size must be a non-negative number of bytes"));
+}
+
+TEST_CASE("bad input: degrees whose product overflows an int are refused") {
+  // 65536 x 65536 wraps a 32-bit product to 0, which passed "devices <= the cluster's" and
+  // divided the batch by zero
+  const auto net = zoo::resnet50();
+  CHECK_THROWS_WITH(analytic::evaluate(net.view(), parallel::data_filter{.p1 = 65536, .p2 = 65536},
+                                       presets::abci(16), {.batch = 256}),
+                    Contains("multiply to more than 2^24 devices"));
+  CHECK_THROWS_WITH(
+      analytic::evaluate(net.view(), parallel::spatial{.ph = 4096, .pw = 4096, .pd = 2},
+                         presets::abci(16), {.batch = 256}),
+      Contains("multiply to more than 2^24 devices"));
+  // five axes of 2^16 x 2^16 x 1 x 1 x 1 = 2^32 devices, 0 in 32 bits
+  const parallel::nd s{.tensor = {.degree = 65536}, .data = {.degree = 65536}};
+  CHECK_THROWS_WITH(s.check(zoo::gpt3_175b(), {.batch = 65536}, 1 << 24),
+                    Contains("multiply to more than 2^24 devices"));
+}
+
+TEST_CASE("bad input: ZeRO-Infinity's parameter offload needs the host's link, on one GPU too") {
+  training tr{.batch = 8, .sequence = 1024};
+  tr.framework = frameworks::deepspeed;
+  tr.framework.data.offload_optimizer = frameworks::offload_device::cpu;
+  tr.framework.data.offload_parameters = frameworks::offload_device::cpu;
+  const parallel::nd s{.data = {.degree = 1, .zero = 3}, .micro_batch = 8};
+  const transformer m = zoo::gpt2_1_5b();
+  // DGX H100: 55 GB/s of PCIe per GPU at 80 %; one rank gathers all 2 B x 1.558e9 weights over
+  // it once per pass, hidden behind the pass where it can be
+  cluster one = presets::dgx_h100(1);
+  one.levels[0].fanout = 1;  // one GPU of the node, as {"preset": "dgx-h100", "devices": 1}
+  const auto r = analytic::evaluate(m, s, one, tr);
+  // each pass first brings all P = 1.558e9 bf16 weights over PCIe: 2 P / (64 GB/s x 0.8) = 61 ms,
+  // exposed as ZeRO-3's gathers are (parallel::data_parallel::exposed, one micro-batch, 48
+  // layers): max(g - forward, g / 48) + max(g - backward, 0)
+  const double g = 2 * m.parameters() / (64e9 * 0.8);
+  const double fwd = r.time.forward.count(), bwd = (r.time.backward + r.time.recompute).count();
+  CHECK(g == Approx(0.0608).epsilon(0.01));
+  CHECK(r.time.data_comm.count() ==
+        Approx(std::max(g - fwd, g / 48) + std::max(g - bwd, 0.0)).epsilon(1e-9));
+  CHECK(r.time.data_comm.count() > 0);
+  cluster bare = one;
+  bare.host = {};
+  CHECK_THROWS_WITH(analytic::evaluate(m, s, bare, tr),
+                    Contains("offload: the cluster gives no host"));
 }

@@ -136,6 +136,12 @@ TEST_CASE("property: no memory term is negative") {
            {m.weights, m.gradients, m.optimizer_states, m.activations, m.other, m.total()})
         CHECK(x.count() >= 0);
     }
+    // and the weights are ParaDL's delta |w| / (the degree that splits them): ResNet-50 and
+    // spatial tiles hold all 25,557,032 fp32 weights, VGG16's 138,357,544 split 16 and 8 ways
+    CHECK(reps[0].memory.weights.count() == 4.0 * 25'557'032);
+    CHECK(reps[1].memory.weights.count() == Approx(4.0 * 138'357'544 / 16));
+    CHECK(reps[2].memory.weights.count() == Approx(4.0 * 138'357'544 / 8));
+    CHECK(reps[4].memory.weights.count() == 4.0 * 25'557'032);
   }
   for (int zero : {0, 1, 2, 3})
     for (auto rc :

@@ -225,6 +225,23 @@ int main(int argc, char** argv) {
     std::cout << strata::io::default_scenario << '\n';
     return 0;
   }
+  // the main command's options and scenario do nothing for a subcommand: refused, not ignored
+  for (const CLI::App* sub : app.get_subcommands()) {
+    const std::string name = sub->get_name();
+    if (app.count("--format") > 0)
+      return error_line("--format", "sets a scenario's report; " + name + " prints JSON");
+    if (app.count("--time-limit") > 0)
+      return error_line("--time-limit", "stops a parameter-server search, not " + name);
+    if (!input.empty())
+      return error_line("scenario", "'" + input + "' comes before the " + name +
+                                        " subcommand, which takes its own input");
+  }
+  const bool limit_given = app.count("--time-limit") > 0;
+  const auto no_limit = [&](const char* what) {
+    if (limit_given)
+      throw strata::plan_error(std::string("--time-limit: stops a parameter-server search, not ") +
+                               what);
+  };
   auto read_text = [](const std::string& path, std::string& out, const char* field = "scenario") {
     namespace d = strata::io::detail;
     return guarded(field, [&] {
@@ -285,6 +302,11 @@ int main(int argc, char** argv) {
     });
   }
   if (rps_cmd->parsed()) {
+    try {
+      strata_cli::check_replay_ps(*rps_cmd, rps);
+    } catch (const std::exception& e) {
+      return error_line("replay-ps", e.what());
+    }
     std::string text;
     if (rps.model.empty() && !read_text(rps.input, text, "trace")) return 2;
     return guarded("trace", [&] {
@@ -366,6 +388,7 @@ int main(int argc, char** argv) {
       if ((dlrm || step) && format == "table")
         throw strata::plan_error(std::string("--format: a ") + (dlrm ? "DLRM" : "step") +
                                  " scenario's report is JSON only (--format json)");
+      if (dlrm || step) no_limit(dlrm ? "a DLRM scenario" : "a step scenario");
       if (dlrm) {  // docs/cli.md, "DLRM"
         print_json(strata::io::run_dlrm_scenario(j, strata_cli::h100_sxm_profile));
         return 0;
@@ -375,6 +398,7 @@ int main(int argc, char** argv) {
         return 0;
       }
       if (strata::io::is_transformer_scenario(j)) {
+        no_limit("a transformer scenario");
         // io/transformer_request.hpp: the report with the search's Pareto front and cost
         const auto r = strata::io::parse_transformer_request(j, strata_cli::h100_sxm_profile);
         if (format == "table")
@@ -385,6 +409,7 @@ int main(int argc, char** argv) {
       }
     }
     strata::io::scenario s = strata::io::parse_scenario_text(text);
+    if (!(s.ps && s.ps->search)) no_limit("this scenario's evaluation");
     if (s.ps && s.ps->search) {  // a long search: progress on a terminal, --time-limit
       auto bar = std::make_shared<progress_bar>();
       bar->limit_s = time_limit;

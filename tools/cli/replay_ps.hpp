@@ -2,7 +2,9 @@
 // strata replay-ps: Li et al.'s asynchronous parameter-server simulator (Algorithm 3.1) over an
 // operation trace of one worker, or the one-GPU replay of a PyTorch profiler trace
 // (docs/cli.md, "replay-ps"; docs/li.md).
+#include <cmath>
 #include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -65,6 +67,42 @@ inline CLI::App* add_replay_ps(CLI::App& app, replay_ps_options& o) {
   c->add_option("--trace", o.timeline, "write the N-worker synthetic trace (Perfetto)");
   c->add_option("--save-trace", o.save_trace, "write the worker's operation trace (JSON)");
   return c;
+}
+
+/// Refuses what a run would not use: options of the other mode (the parameter-server simulation
+/// or `--pytorch`'s one-GPU replay), `--model`'s options without it, a trace file beside
+/// `--model`, and NaN (CLI11's range checks pass it).
+inline void check_replay_ps(const CLI::App& c, const replay_ps_options& o) {
+  using strata::plan_error;
+  for (const auto& [flag, v] : {std::pair{"--bandwidth-gbps", o.bandwidth_gbps},
+                                {"--window-mb", o.window_mb},
+                                {"--alpha-ns", o.alpha_ns},
+                                {"--beta-us", o.beta_us},
+                                {"--variation", o.variation},
+                                {"--gradient-mb", o.gradient_mb}})
+    if (std::isnan(v)) throw plan_error(std::string(flag) + ": must be a number");
+  auto given = [&](const char* flag) { return c.count(flag) > 0; };
+  if (o.pytorch) {
+    for (const char* f :
+         {"--model", "--batch", "--servers", "--workers", "--bandwidth-gbps", "--window-mb",
+          "--no-flow-control", "--order", "--alpha-ns", "--beta-us", "--parse-on-worker", "--steps",
+          "--warmup", "--profiled-steps", "--variation", "--seed", "--synchronous", "--partition"})
+      if (given(f))
+        throw plan_error(std::string(f) +
+                         ": sets the parameter-server simulation; --pytorch replays the trace "
+                         "on one GPU");
+    return;
+  }
+  if (given("--gradient-mb")) throw plan_error("--gradient-mb: applies with --pytorch only");
+  if (o.model.empty()) {
+    for (const char* f : {"--servers", "--partition", "--profiled-steps", "--variation"})
+      if (given(f))
+        throw plan_error(std::string(f) +
+                         ": shapes the trace --model generates; a trace file "
+                         "brings its own");
+  } else if (!o.input.empty()) {
+    throw plan_error("trace: --model generates the worker's trace; give a trace file or --model");
+  }
 }
 
 /// The report; `timeline` receives the synthetic trace of the largest worker count.

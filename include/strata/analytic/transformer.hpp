@@ -1056,13 +1056,21 @@ class data_collectives_memo {
   const seconds b_mb = (T.backward + T.recompute) / static_cast<double>(mb);
   // the rank's parameter partition (what its optimizer updates)
   const double partition = partition_of(s, tn, zero >= 1);
-  if (s.replicas() * s.context.degree > 1) {
+  // ZeRO-Infinity brings the weights over PCIe on a single rank too
+  const bool offload_weights =
+      zero >= 3 && e.offload_parameters != frameworks::offload_device::none;
+  if (s.replicas() * s.context.degree > 1 || offload_weights) {
     const data_collective_costs dc =
         data ? (*data)(s, c, tr, n, tn, calls) : data_collectives_of(s, c, tr, n, tn, calls);
     seconds ag = dc.all_gather.total();
     // ZeRO-Infinity: each pass first brings the rank's weight partition over PCIe
-    if (zero >= 3 && e.offload_parameters != frameworks::offload_device::none)
+    if (offload_weights) {
+      if (!(c.host.pcie > byte_rate{}) ||
+          (e.offload_parameters == frameworks::offload_device::nvme &&
+           !(c.host.nvme > byte_rate{})))
+        throw plan_error(limits::offload_needs_host);
       ag += seconds{partition_of(s, n) * wb / (c.host.pcie.count() * offload_efficiency::pcie)};
+    }
     const parallel::data_parallel::collective_times dp{dc.all_reduce.total(),
                                                        dc.reduce_scatter.total(), ag};
     T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);

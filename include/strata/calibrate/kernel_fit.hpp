@@ -185,6 +185,14 @@ inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_cs
   detail::labelled(labels.gemm, [&] {
     const csv_table g = read_csv(gemm_csv);
     detail::require_columns(g, {"dtype", "M", "N", "K", "ms"});
+    if (g.rows.empty()) throw plan_error("no rows to fit");
+    for (std::size_t i = 0; i < g.rows.size(); ++i) {  // no row is left out unseen
+      const std::string& t = detail::text(g.rows[i], "dtype", static_cast<int>(i) + 2);
+      if (t != "bfloat16" && t != "float32")
+        throw plan_error("CSV row " + std::to_string(i + 2) +
+                         " column dtype: must be bfloat16 or float32 (got '" + t.substr(0, 40) +
+                         "')");
+    }
     for (const char* type : {"bfloat16", "float32"}) {
       std::vector<detail::gemm_point> pts;
       for (std::size_t i = 0; i < g.rows.size(); ++i) {
@@ -217,6 +225,7 @@ inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_cs
   detail::labelled(labels.membound, [&] {
     const csv_table mb = read_csv(membound_csv);
     detail::require_columns(mb, {"op", "bytes", "ms"});
+    if (mb.rows.empty()) throw plan_error("no rows to fit");
     std::map<std::string, std::vector<std::pair<double, double>>> classes;
     for (std::size_t i = 0; i < mb.rows.size(); ++i) {
       const auto& row = mb.rows[i];
@@ -309,7 +318,7 @@ inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_cs
                        const std::string& label) {
     detail::labelled(label, [&] {
       const auto ap = read_attention(csv);
-      if (ap.empty()) return;
+      if (ap.empty()) throw plan_error("no rows to fit");
       auto r =
           detail::report(name, ap, fit_attention, [](const attention_model& a, const att_point& q) {
             return (a.forward_backward(q.b, q.h, q.s, q.d) - q.train) / q.train;

@@ -75,8 +75,15 @@ inline std::vector<step_measurement> read_steps(std::istream& in) {
     if (p != "bf16" && p != "fp32")
       throw plan_error(where + ": precision must be bf16 or fp32 (got '" + p + "')");
     m.config.precision = p == "bf16" ? dtype::bf16 : dtype::fp32;
-    m.config.checkpoint = text("checkpoint") == "1";
-    m.oom = text("oom") == "1";
+    auto flag = [&](const char* col) {
+      const std::string v = text(col);
+      if (v != "0" && v != "1")
+        throw plan_error(where + " column " + col + ": must be 0 or 1 (got '" + v.substr(0, 40) +
+                         "')");
+      return v == "1";
+    };
+    m.config.checkpoint = flag("checkpoint");
+    m.oom = flag("oom");
     if (!m.oom) {
       m.time = detail::bounded(row, "step_ms", line, 0, 1e9) * 1e-3;
       m.peak = detail::bounded(row, "peak_bytes", line, 0, 1e15);

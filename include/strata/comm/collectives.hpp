@@ -93,7 +93,7 @@ enum class collective {
 namespace detail {
 constexpr void check(int p, bytes m) {
   if (p < 1) throw plan_error("a collective needs at least one participant");
-  if (m < bytes{0}) throw plan_error("a message size must not be negative");
+  if (!(m >= bytes{0})) throw plan_error("a message size must be a non-negative number of bytes");
 }
 constexpr int ceil_log2(int p) {
   int k = 0;

@@ -151,6 +151,8 @@ inline sim::lin_trace parse_lin_trace(std::string_view text) {
       fail(who + ".stream", "must be \"compute\" or \"communication\"");
     }
     const std::string kind = detail::str_field(o, path, "kind", "");
+    if (o.contains("duration_us") + o.contains("kernels_us") + o.contains("bytes") > 1)
+      fail(who, "give one of duration_us, kernels_us or bytes");
     if (o.contains("duration_us")) {
       op.kernels.push_back(detail::num_field(o, who, "duration_us", 0.0, 1e12, 0) * 1e-6);
     } else if (o.contains("kernels_us")) {

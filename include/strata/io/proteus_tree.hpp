@@ -145,7 +145,17 @@ inline proteus_scenario parse_proteus_scenario(const nlohmann::json& j) {
   s.net = d::parse_transformer(d::require(j, "scenario", key), s.name, key);
   s.net.name = s.name;
   s.machine = d::parse_cluster(d::require(j, "scenario", "cluster"));
-  s.setup = d::parse_transformer_training(d::require(j, "scenario", "training"));
+  const nlohmann::json& tj = d::require(j, "scenario", "training");
+  // what a strategy tree does not model is refused, not ignored: its nodes shard and schedule,
+  // and its memory is every device's own states and activations
+  if (tj.is_object())
+    for (const char* k : {"engine", "offload_optimizer", "offload_parameters", "reserved_GiB",
+                          "runtime", "tp_comm_overlap", "lora"})
+      if (tj.contains(k))
+        d::fail(std::string("training.") + k,
+                "not modelled for a strategy tree (its nodes set sharding and schedule); "
+                "use a transformer scenario with \"parallel\"");
+  s.setup = d::parse_transformer_training(tj);
   const std::string pn = d::str_field(j, "scenario", "profile", "datasheet");
   if (s.machine.dev.sms < 1)
     d::fail("cluster.device", "has no SM count: transformer plans need a GPU");

@@ -390,9 +390,14 @@ inline cluster parse_cluster(const json& j) {
   if (j.contains("preset")) {
     only_keys(j, "cluster", {"preset", "devices"});
     const std::string p = str_field(j, "cluster", "preset", nullptr);
-    if (p == "hc1") return presets::hc1();
-    if (p == "hc2") return presets::hc2();
-    if (p == "hc3") return presets::hc3();
+    if (p == "hc1" || p == "hc2" || p == "hc3") {  // fixed sizes: a count given must match
+      const cluster c = p == "hc1" ? presets::hc1() : p == "hc2" ? presets::hc2() : presets::hc3();
+      const int n = int_field(j, "cluster", "devices", 1, max_degree, c.devices());
+      if (n != c.devices())
+        fail("cluster.devices", "preset \"" + p + "\" has " + std::to_string(c.devices()) +
+                                    " GPUs (got " + std::to_string(n) + ")");
+      return c;
+    }
     const int n = int_field(j, "cluster", "devices", 1, max_degree, 0, true);
     if (p == "abci") return presets::abci(n);
     if (p == "yan-e5-2450") return presets::yan_cluster(n);

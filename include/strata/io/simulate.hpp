@@ -76,6 +76,11 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
                        "parallel.schedule");
     transformer_scenario ts = parse_transformer_scenario(j, shipped);
     if (ts.search) throw plan_error("search: simulate runs one plan, not a search");
+    const parallel::nd& st = ts.strategy;  // sim::simulate's condition for bucketed reductions
+    if (o.buckets &&
+        !(st.data.zero <= 1 && st.data.shards() * st.expert.degree * st.context.degree > 1))
+      throw plan_error(n + "buckets: only ZeRO-0/1 data parallelism reduces gradients in " +
+                       "buckets (this plan's reductions follow its ZeRO stage, or it has none)");
     const sim::transformer_options opt{.overlap = o.overlap,
                                        .buckets = o.buckets.value_or(1),
                                        .max_in_flight = o.max_in_flight.value_or(0),
@@ -100,6 +105,20 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
   }
   const scenario s = parse_scenario(j);
   if (s.ps) throw plan_error("strategy: simulate runs the ParaDL strategies");
+  // what each strategy's graph has: micro-batches (pipeline), a gradient all-reduce in buckets
+  // (the data-parallel kinds), communication that may overlap (both)
+  const bool pipeline = std::holds_alternative<parallel::pipeline>(s.strategy);
+  const bool gradients = std::holds_alternative<parallel::data>(s.strategy) ||
+                         std::holds_alternative<parallel::spatial>(s.strategy) ||
+                         std::holds_alternative<parallel::data_filter>(s.strategy) ||
+                         std::holds_alternative<parallel::data_spatial>(s.strategy);
+  if (!pipeline && (o.schedule || o.max_in_flight))
+    throw plan_error(n + (o.schedule ? "schedule" : "max-in-flight") +
+                     ": only a pipeline strategy has micro-batches to schedule");
+  if (!gradients && o.buckets)
+    throw plan_error(n + "buckets: this strategy all-reduces no gradients");
+  if (!gradients && !pipeline && o.overlap)
+    throw plan_error(n + "overlap: this strategy has no communication that could overlap");
   sim::plan_options opt{.overlap = o.overlap,
                         .buckets = o.buckets.value_or(1),
                         .gamma = o.gamma.value_or(0.0),

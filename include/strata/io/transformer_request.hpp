@@ -49,6 +49,8 @@ inline transformer_request parse_transformer_request(nlohmann::json j,
     d::only_keys(c, "cost", {"tokens", "price_per_gpu_hour"});
     r.cost.tokens = d::num_field(c, "cost", "tokens", 0, 1e18, 0);
     r.cost.price_per_gpu_hour = d::num_field(c, "cost", "price_per_gpu_hour", 0, 1e9, 0);
+    if (r.cost.price_per_gpu_hour > 0 && !(r.cost.tokens > 0))
+      d::fail("cost.price_per_gpu_hour", "prices the GPU-hours of cost.tokens: give tokens too");
     r.cost.given = true;
     j.erase("cost");
   }

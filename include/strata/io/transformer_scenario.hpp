@@ -283,8 +283,12 @@ inline training parse_transformer_training(const json& j) {
 
 inline search::transformer_space parse_space(const json& j) {
   search::transformer_space sp;
-  if (j.is_boolean()) return sp;
   const std::string p = "search";
+  if (j.is_boolean()) {
+    if (!j.get<bool>())
+      fail(p, "must be true or an object of candidate lists (for one plan, give \"parallel\")");
+    return sp;
+  }
   only_keys(j, p,
             {"tensor", "pipeline", "micro_batch", "virtual_stages", "zero", "recompute",
              "sequence_parallel", "expert", "context", "keep"});

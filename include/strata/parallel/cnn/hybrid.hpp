@@ -31,6 +31,7 @@ struct data_filter {
 
   /// ParaDL Table III: p = p1 x p2 <= B x min_l F_l, i.e. p1 <= B and p2 <= min F_l.
   constexpr void check(const context& c) const {
+    strata::detail::check_degrees({p1, p2});
     data{p1}.check(c);
     filter{p2}.check(c);
   }
@@ -66,6 +67,7 @@ struct data_spatial {
   constexpr void check(const context& c) const {
     data{p1}.check(c);
     inner.check(c);
+    strata::detail::check_degrees({p1, inner.devices()});
   }
 
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {

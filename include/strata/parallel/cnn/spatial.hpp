@@ -47,9 +47,7 @@ struct spatial {
 
   /// ParaDL Table III: p = pw x ph (x pd) <= min_l (W_l x H_l); each factor fits its dimension.
   constexpr void check(const context& c) const {
-    strata::detail::check_degree(ph);
-    strata::detail::check_degree(pw);
-    strata::detail::check_degree(pd);
+    strata::detail::check_degrees({ph, pw, pd});
     for (const layer& l : c.layers) {
       if (!splits(l)) continue;
       if (devices() > l.WH()) throw plan_error(limits::spatial_degree_exceeds_smallest_extent);
