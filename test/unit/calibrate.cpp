@@ -78,6 +78,8 @@ TEST_CASE("Lin et al.'s model, eqs. (5)-(7)") {
   CHECK(m.time(bytes{1 << 20}).count() == Approx(1.75 * 1048576 / 3.16227766e9));
   // saturated: t_s + 1.75 S / BW_max
   CHECK(m.time(bytes{1e9}).count() == Approx(20e-6 + 1.75e9 / 400e9));
+  // a negative size is not latency-bound: it is refused
+  CHECK_THROWS_WITH(m.time(bytes{-1}), Catch::Contains("non-negative number of bytes"));
   // constexpr
   static_assert(
       comm::lin_model{collective::all_reduce, 8, 1e-5, 1e3, 1e6, {1, 10, 1, 0}, 1e11}.time(

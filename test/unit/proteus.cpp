@@ -466,8 +466,16 @@ TEST_CASE("proteus schedule: the in-flight limit and recomputation lower the pea
   const double limited =
       peak0({.dp = 8, .pp = 2, .n_micro_batch = 8, .max_ongoing_micro_batch = 2});
   const double rc = peak0({.dp = 8, .pp = 2, .n_micro_batch = 8, .recomputation = true});
-  CHECK(limited < gpipe);
   CHECK(rc < gpipe);
+  // each micro-batch in flight keeps one micro-batch of stage 0's activations (0.99 GB here):
+  // one in flight keeps one less than two, GPipe's eight keep six more
+  const double one = peak0({.dp = 8, .pp = 2, .n_micro_batch = 8, .max_ongoing_micro_batch = 1});
+  const double per_micro_batch = limited - one;
+  CHECK(per_micro_batch == Approx(0.9917e9).epsilon(1e-3));
+  CHECK(gpipe - limited == Approx(6 * per_micro_batch).epsilon(1e-9));
+  // a limit of p = 2 stages or more is 1F1B, whose warm-up never has more than p - stage in
+  // flight: 3 keeps what 2 keeps
+  CHECK(peak0({.dp = 8, .pp = 2, .n_micro_batch = 8, .max_ongoing_micro_batch = 3}) == limited);
   // the forward of micro-batch 2 on stage 0 waits for the backward of micro-batch 0 there
   const auto g = proteus::compile(
       m, proteus::dp_mp_pp(m, {.dp = 8, .pp = 2, .n_micro_batch = 8, .max_ongoing_micro_batch = 2}),

@@ -221,4 +221,6 @@ TEST_CASE("batch evaluation names the plan that breaks a limit", "[batch]") {
   CHECK_THROWS_WITH(search::evaluate_batch(m, c, gpt3_setup, a100, plans),
                     Catch::StartsWith("plans[1]: tensor parallelism: the degree must divide"));
   CHECK(search::evaluate_batch(m, c, gpt3_setup, a100, {}).size() == 0);
+  CHECK_THROWS_WITH(search::evaluate_batch(m, c, gpt3_setup, a100, plans, {.threads = -2}),
+                    Catch::Contains("threads must be 0 (one per hardware thread) or more"));
 }

@@ -52,6 +52,7 @@ struct lin_model {
   }
   /// Lin et al. eq. (5).
   [[nodiscard]] constexpr seconds time(bytes s) const {
+    if (!(s >= bytes{0})) throw plan_error("a message size must be a non-negative number of bytes");
     if (s.count() <= m1) return seconds{ts};
     if (s.count() <= m2) return time_at_busbw(op, ranks, s, transition_busbw(s));
     return seconds{ts} + time_at_busbw(op, ranks, s, byte_rate{bw_max});

@@ -67,6 +67,8 @@ struct batch_options {
                                                  const training& tr, const device_profile& prof,
                                                  std::span<const parallel::nd> plans,
                                                  batch_options opt = {}) {
+  if (opt.threads < 0)
+    throw plan_error("batch evaluation: threads must be 0 (one per hardware thread) or more");
   m.check();
   tr.check_transformer();
   const auto n = static_cast<Eigen::Index>(plans.size());
