@@ -512,5 +512,13 @@ TEST_CASE("every zoo model sweeps to finite plans on 64 H100") {
       CHECK(p.time.total() > seconds{});
       CHECK(p.memory <= c.dev.memory);
     }
+    if (m.name == zoo::gpt2_124m().name) {
+      // 124M parameters fit every plan, and model parallelism only adds communication: the
+      // best is data parallelism over all 64 GPUs, each with its 256 / 64 = 4 sequences
+      CHECK(r.fitting == r.candidates);
+      const parallel::nd& best = r.best.front().strategy;
+      CHECK((best.tensor.degree == 1 && best.pipeline.degree == 1 && best.data.degree == 64 &&
+             best.micro_batch == 4));
+    }
   }
 }

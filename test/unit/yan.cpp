@@ -168,7 +168,8 @@ TEST_CASE("Yan et al. Table 1 and Fig. 15 with the E5-2450 constants") {
         lo = std::min(lo, e);
         hi = std::max(hi, e);
       }
-  CHECK(hi / lo > 10);
+  // the best, 3 servers x 6 workers x 2 replicas, 108,232 s an epoch; the worst 1,788,296 s
+  CHECK(hi / lo == Approx(16.523).epsilon(1e-4));
 }
 
 TEST_CASE("costs from the datasheet and from the canonical loop") {
