@@ -5705,6 +5705,17 @@ struct offload_efficiency {
   if (!(h.pcie > byte_rate{}) || !(h.optimizer > 0) || (nvme && !(h.nvme > byte_rate{})))
     throw plan_error(limits::offload_needs_host);
   const double node = c.depth > 1 ? c.levels[0].fanout : c.devices();  // GPUs sharing the host
+  // ZeRO-Offload keeps every partition of the node in host memory: the optimizer states (fp32
+  // masters and moments) and the fp32 gradients; ZeRO-Infinity's NVMe holds the states instead
+  if (!nvme && h.capacity > bytes{}) {
+    const double need = node * partition * (tr.optimizer_bytes() + 4);
+    if (need > h.capacity.count())
+      throw plan_error("offload: the node's optimizer states and fp32 gradients (" +
+                       std::to_string(static_cast<long long>(need / (1 << 30))) +
+                       " GiB) exceed its host memory (cluster.host.dram_GiB: " +
+                       std::to_string(static_cast<long long>(h.capacity.count() / (1 << 30))) +
+                       " GiB)");
+  }
   const double pcie = h.pcie.count() * offload_efficiency::pcie;
   const seconds down{partition * tr.gradient_bytes() / pcie};
   const seconds up{partition * tr.weight_bytes() / pcie};

@@ -301,6 +301,19 @@ TEST_CASE("DLRM scenarios report field paths", "[embedding]") {
   CHECK_THROWS_WITH(run(R"({"dlrm": {"tables": [{"rows": 10, "pooling": 1, "reuse": [1]}]},
                             "batch": 64})"),
                     Catch::StartsWith("dlrm.tables[0].reuse: must hold 17 counts (got 1)"));
+  // counts that cannot be these lookups: 64 samples x 1 lookup read 64 times in all; one row read
+  // once, or 20 rows of a 10-row table, cannot be that
+  CHECK_THROWS_WITH(run(R"({"dlrm": {"tables": [{"rows": 10, "pooling": 1, "reuse":
+                            [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}]}, "batch": 64})"),
+                    Catch::StartsWith("dlrm.tables[0].reuse: the counts give 1.0 to 1.0 lookups, "
+                                      "and batch x pooling makes 64.0"));
+  CHECK_THROWS_WITH(run(R"({"dlrm": {"tables": [{"rows": 10, "pooling": 1, "reuse":
+                            [20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}]}, "batch": 64})"),
+                    Catch::StartsWith("dlrm.tables[0].reuse: counts 20.0 rows read, the table has "
+                                      "10.0"));
+  // 8 rows read 8 times each (bin 3: 5 to 8 reads) are 40 to 64 lookups: consistent
+  CHECK_NOTHROW(run(R"({"dlrm": {"tables": [{"rows": 10, "pooling": 1, "reuse":
+                        [0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}]}, "batch": 64})"));
   CHECK_THROWS_WITH(run(R"({"dlrm": {"tables": [{"rows": 10}]}, "batch": 64})"),
                     Catch::StartsWith("dlrm.tables[0].pooling: missing"));
   CHECK_THROWS_WITH(run(R"({"dlrm": {"generate": {"count": 2}}, "batch": 64, "sharding": [0]})"),

@@ -26,6 +26,8 @@
 ///  "pooling": 20, "batch": 4096, "reuse": {"zipf": 1.05}}
 /// @endcode
 
+#include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 #include <string_view>
@@ -74,6 +76,23 @@ inline reuse_histogram parse_reuse(const json& j, const std::string& path, doubl
       fail(path + "[" + std::to_string(i) + "]", "must be a non-negative count");
     h.rows[i] = j[i].get<double>();
   }
+  // the counts must describe these lookups: a row of bin i (k in (2^(i-1), 2^i], bin 0: k = 1,
+  // bin 16: k > 2^15) was read at least 2^(i-1) + 1 and at most 2^i times, and no more rows
+  // than the table holds were read
+  double hit = 0, lo = 0, hi = 0;
+  for (int i = 0; i < reuse_bins; ++i) {
+    const double n = h.rows[static_cast<std::size_t>(i)], top = std::ldexp(1.0, i);
+    hit += n;
+    lo += n * (i == 0 ? 1.0 : top / 2 + 1);
+    hi += i + 1 == reuse_bins && n > 0 ? std::numeric_limits<double>::infinity() : n * top;
+  }
+  auto num = [](double v) { return nlohmann::json(v).dump(); };
+  if (hit > rows * (1 + 1e-9))
+    fail(path, "counts " + num(hit) + " rows read, the table has " + num(rows));
+  if (lookups < lo * (1 - 1e-9) || lookups > hi * (1 + 1e-9))
+    fail(path, "the counts give " + num(lo) +
+                   (hi < std::numeric_limits<double>::infinity() ? " to " + num(hi) : " or more") +
+                   " lookups, and batch x pooling makes " + num(lookups));
   return h;
 }
 
