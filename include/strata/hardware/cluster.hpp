@@ -13,11 +13,13 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 
 #include "strata/error.hpp"
 #include "strata/hardware/device.hpp"
 #include "strata/hardware/mesh.hpp"
+#include "strata/limits.hpp"
 #include "strata/units.hpp"
 
 namespace strata {
@@ -58,6 +60,22 @@ inline constexpr std::size_t max_levels = 5;
 /// The most devices a cluster may hold (2^24, 16.7 M): device counts are `int`, and every product
 /// of fan-outs is formed in 64 bits and checked against this bound.
 inline constexpr int max_devices = 1 << 24;
+
+namespace detail {
+constexpr void check_degree(int p) {
+  if (p < 1) throw plan_error(limits::degree_below_one);
+}
+/// Parallel degrees of at least 1 whose product (the plan's devices) is at most `max_devices`,
+/// multiplied in 64 bits so that no `int` product overflows first.
+constexpr void check_degrees(std::initializer_list<int> degrees) {
+  long long product = 1;
+  for (const int p : degrees) {
+    check_degree(p);
+    product *= p;  // at most 2^24 x 2^31
+    if (product > max_devices) throw plan_error(limits::degrees_exceed_max_devices);
+  }
+}
+}  // namespace detail
 
 /// What a node's host offers its GPUs: the figures ZeRO-Offload and ZeRO-Infinity run on.
 /// Zero where unknown: offload is then refused.

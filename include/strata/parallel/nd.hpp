@@ -119,12 +119,8 @@ struct nd {
   constexpr void check(const transformer& m, const training& t, int devices) const {
     m.check();
     t.check_transformer();
-    long long product = 1;  // in 64 bits: the int product of devices() could overflow
-    for (const axis a : order) {
-      if (degree(a) < 1) throw plan_error(limits::degree_below_one);
-      product *= degree(a);  // at most 2^24 x 2^31
-      if (product > max_devices) throw plan_error(limits::degrees_exceed_max_devices);
-    }
+    strata::detail::check_degrees(
+        {tensor.degree, context.degree, expert.degree, pipeline.degree, data.degree});
     for (std::size_t i = 0; i < order.size(); ++i)
       for (std::size_t j = i + 1; j < order.size(); ++j)
         if (order[i] == order[j])

@@ -9,7 +9,6 @@
 
 #include <concepts>
 #include <cstddef>
-#include <initializer_list>
 #include <span>
 #include <string_view>
 
@@ -109,21 +108,5 @@ concept Strategy = requires(const S& s, const context& c) {
   s.check(c);
   { s.cost(c) } -> std::same_as<cost_breakdown>;
 };
-
-namespace detail {
-constexpr void check_degree(int p) {
-  if (p < 1) throw plan_error(limits::degree_below_one);
-}
-/// Degrees of at least 1 whose product (the devices of the plan) is at most `max_devices`,
-/// multiplied in 64 bits so that no `int` product overflows first.
-constexpr void check_degrees(std::initializer_list<int> degrees) {
-  long long product = 1;
-  for (const int p : degrees) {
-    check_degree(p);
-    product *= p;  // at most 2^24 x 2^31
-    if (product > max_devices) throw plan_error(limits::degrees_exceed_max_devices);
-  }
-}
-}  // namespace detail
 
 }  // namespace strata
