@@ -80,6 +80,9 @@ inline constexpr const char* interleaving_needs_micro_batch_multiple =
     "multiple of the pipeline degree";
 inline constexpr const char* expert_degree_must_divide_experts =
     "expert parallelism: the degree must divide the number of experts";
+inline constexpr const char* expert_load_cv_with_expert_parallel =
+    "expert parallelism: an uneven expert load (expert_load_cv > 0) is priced for the experts of "
+    "one GPU only; the busiest of several expert ranks is not modelled";
 inline constexpr const char* context_degree_must_divide_sequence =
     "context parallelism: twice the degree must divide the sequence length";
 inline constexpr const char* zero_stage_out_of_range = "ZeRO stage must be 0, 1, 2 or 3";

@@ -693,6 +693,9 @@ inline constexpr const char* interleaving_needs_micro_batch_multiple =
     "multiple of the pipeline degree";
 inline constexpr const char* expert_degree_must_divide_experts =
     "expert parallelism: the degree must divide the number of experts";
+inline constexpr const char* expert_load_cv_with_expert_parallel =
+    "expert parallelism: an uneven expert load (expert_load_cv > 0) is priced for the experts of "
+    "one GPU only; the busiest of several expert ranks is not modelled";
 inline constexpr const char* context_degree_must_divide_sequence =
     "context parallelism: twice the degree must divide the sequence length";
 inline constexpr const char* zero_stage_out_of_range = "ZeRO stage must be 0, 1, 2 or 3";
@@ -3560,6 +3563,12 @@ struct transformer {
   int experts = 1;        ///< MLPs per layer (> 1: every layer is a mixture of experts)
   int top_k = 1;          ///< experts each token runs
   double capacity = 1;    ///< capacity factor: tokens an expert accepts / its even share
+  /// How unevenly a step's routed tokens fall on the experts: the coefficient of variation of
+  /// their counts (0: every expert gets its even share). Each expert runs its own GEMMs, whose
+  /// tile waves round up per expert, so an uneven split costs time at the same token total. An
+  /// untrained router is far from even: 0.35 in the H100 trace of a Mixtral-style model at
+  /// initialisation (test/data/h100_moe_expert_gemms.csv).
+  double expert_load_cv = 0;
 
   [[nodiscard]] constexpr int kv() const { return kv_heads == 0 ? heads : kv_heads; }
   [[nodiscard]] constexpr double head_dim() const { return static_cast<double>(hidden) / heads; }
@@ -3567,6 +3576,19 @@ struct transformer {
     return ffn == 0 ? 4.0 * hidden : static_cast<double>(ffn);
   }
   [[nodiscard]] constexpr bool moe() const { return experts > 1; }
+  /// The largest `expert_load_cv` that leaves every one of n experts some tokens: the counts are
+  /// spread evenly over a range around their mean (`expert_share`), whose lowest end is 0 there.
+  [[nodiscard]] static constexpr double max_expert_load_cv(int n) {
+    return n < 2 ? 0.0 : detail::sqrt((n + 1.0) / (3.0 * (n - 1.0)));
+  }
+  /// Expert i's tokens as a multiple of the even share, for n experts whose counts have the
+  /// coefficient of variation `expert_load_cv`: n points spaced evenly about 1 (a discrete
+  /// uniform spread, whose standard deviation is sqrt((n^2 - 1) / 12) steps).
+  [[nodiscard]] constexpr double expert_share(int i, int n) const {
+    if (n < 2 || expert_load_cv == 0) return 1.0;
+    const double step = expert_load_cv / detail::sqrt((n * n - 1.0) / 12.0);
+    return 1.0 + step * (i - (n - 1) / 2.0);
+  }
   /// Width of the K and V projections: kv x d.
   [[nodiscard]] constexpr double kv_width() const { return kv() * head_dim(); }
 
@@ -3644,6 +3666,11 @@ struct transformer {
     if (experts < 1 || top_k < 1 || top_k > experts)
       throw plan_error("a mixture of experts needs 1 <= top_k <= experts");
     if (!(capacity > 0)) throw plan_error("an MoE capacity factor must be positive");
+    if (!(expert_load_cv >= 0 && expert_load_cv <= max_expert_load_cv(experts)))
+      throw plan_error("expert_load_cv must lie between 0 and " +
+                       std::to_string(max_expert_load_cv(experts)) + " for " +
+                       std::to_string(experts) +
+                       " experts (beyond it the least loaded expert would get no tokens)");
   }
 };
 
@@ -3853,7 +3880,8 @@ struct data_parallel {
 ///   tokens (`all_to_alls`), priced as direct exchanges on the expert group;
 /// - memory: expert weights divided by e; the expert ranks are also data-parallel replicas of the
 ///   dense weights (`nd::replicas`).
-/// The limit: e divides the experts.
+/// The limits: e divides the experts; an uneven expert load (`transformer::expert_load_cv`) is
+/// priced on one expert rank only.
 
 
 namespace strata::parallel {
@@ -3865,6 +3893,8 @@ struct expert_parallel {
   constexpr void check(const transformer& m) const {
     if (degree < 1) throw plan_error(limits::degree_below_one);
     if (m.experts % degree != 0) throw plan_error(limits::expert_degree_must_divide_experts);
+    if (degree > 1 && m.expert_load_cv > 0)
+      throw plan_error(limits::expert_load_cv_with_expert_parallel);
   }
 };
 
@@ -4497,6 +4527,19 @@ struct builder {
     backward_only("residual gradient add", stream_class::elementwise, 12 * tokens * h);
   }
 };
+
+/// Calls f(rows, times) for the GEMMs of `local` experts that share `rows` each on average: once
+/// with times = local for an even split, else once per expert with its own rows
+/// (`transformer::expert_share`; the tile waves of each round up on their own).
+template <class F>
+constexpr void expert_rows(const transformer& m, double rows, double local, F&& f) {
+  const int n = static_cast<int>(local);
+  if (m.expert_load_cv == 0 || n < 2) {
+    f(rows, local);
+    return;
+  }
+  for (int i = 0; i < n; ++i) f(rows * m.expert_share(i, n), 1.0);
+}
 }  // namespace detail
 
 /// A visitor that only collects saved tensors.
@@ -4634,6 +4677,13 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
     // each grouped GEMM (forward, dX, dW) first copies its E + 1 group offsets to the host
     // (`offs.cpu()`, a device-to-host copy the host waits for)
     auto to_host = [&] { k.memory("expert offsets to host", {}, copy, 4 * (E + 1), 1, true); };
+    // one fp32 GEMM per local expert on its rows r; `shape(r)` gives its m, n, k
+    auto experts_gemm = [&](std::string_view what, std::string_view part, auto shape) {
+      detail::expert_rows(m, rows, local, [&](double own, double times) {
+        const std::array<double, 3> mnk = shape(own);
+        k.gemm(what, part, mnk[0], mnk[1], mnk[2], times, true);
+      });
+    };
     if (!k.backward) {
       k.linear("router", T, E, h, 0.0, 1, true);
       k.memory("router logits to fp32", {}, copy, 6 * T * E);
@@ -4644,13 +4694,13 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
       k.memory("routing bookkeeping", {}, ew, 9 * S, 6);
       k.memory("sentinel masked_fill", {}, ew, 8 * S * h);
       to_host();
-      k.gemm("expert up", {}, rows, ue, h, local, true);
+      experts_gemm("expert up", {}, [&](double own) { return std::array{own, ue, h}; });
       k.memory("expert up output", "copy", copy, 8 * S * ue);
       k.memory("expert up output", "masked_fill", ew, 8 * S * ue);
       k.memory("expert SiLU", {}, ew, 8 * S * fe);
       k.memory("expert gate product", {}, ew, 12 * S * fe);
       to_host();
-      k.gemm("expert down", {}, rows, h, fe, local, true);
+      experts_gemm("expert down", {}, [&](double own) { return std::array{own, h, fe}; });
       k.memory("expert down output", "copy", copy, 8 * S * h);
       k.memory("routing weights, masked_fill, gather back", {}, ew, 8 * S * h, 3);
       k.memory("index bookkeeping", {}, ew, 16 * S, 2);
@@ -4660,17 +4710,17 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
       k.memory("routing weights and masked_fill", "backward", ew, 8 * S * h, 4);
       k.memory("expert down output gradient", "copy", copy, 8 * S * h);
       to_host();
-      k.gemm("expert down", "dX", rows, fe, h, local, true);
+      experts_gemm("expert down", "dX", [&](double own) { return std::array{own, fe, h}; });
       to_host();
-      k.gemm("expert down", "dW", fe, h, rows, local, true);
+      experts_gemm("expert down", "dW", [&](double own) { return std::array{fe, h, own}; });
       k.memory("expert SiLU and gate product", "backward", ew, 12 * S * fe, 3);
       k.memory("gate and up halves", "backward", copy, 8 * S * ue);
       k.memory("expert up output gradient", "copy", copy, 8 * S * ue);
       k.memory("expert up output gradient", "masked_fill", ew, 8 * S * ue);
       to_host();
-      k.gemm("expert up", "dX", rows, h, ue, local, true);
+      experts_gemm("expert up", "dX", [&](double own) { return std::array{own, h, ue}; });
       to_host();
-      k.gemm("expert up", "dW", ue, h, rows, local, true);
+      experts_gemm("expert up", "dW", [&](double own) { return std::array{ue, h, own}; });
       k.memory("sentinel masked_fill", "backward", copy, 8 * S * h);
       k.memory("sentinel masked_fill", "backward", ew, 8 * S * h);
       k.memory("token gather", "backward", copy, 8 * S * h + 16 * S, 4);
@@ -4684,9 +4734,13 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
     const double rows = T * m.top_k * m.capacity * x.ep / m.experts;
     k.linear("router", T, m.experts, h, 0.0);
     k.pointwise("token permutation", stream_class::copy, 2 * 2 * T * m.top_k * h * act);
-    k.linear("expert up", rows, up / t, h, 0.0, local);
+    detail::expert_rows(m, rows, local, [&](double own, double times) {
+      k.linear("expert up", own, up / t, h, 0.0, times);
+    });
     k.pointwise("expert activation", stream_class::elementwise, gate_elems * rows * local * act);
-    k.linear("expert down", rows, h, f / t, 0.0, local);
+    detail::expert_rows(m, rows, local, [&](double own, double times) {
+      k.linear("expert down", own, h, f / t, 0.0, times);
+    });
     k.save("MLP activation tensors", routed * act * gate_elems * T);
   } else if (hf && !gpt2) {
     // act_fn(gate_proj(x)) * up_proj(x): SiLU keeps the gate output, the product both factors

@@ -5,11 +5,13 @@
 #include <strata/frameworks/huggingface.hpp>
 #include <strata/frameworks/pytorch_eager.hpp>
 #include <strata/hardware/presets.hpp>
+#include <strata/limits.hpp>
 #include <strata/lower/transformer.hpp>
 #include <strata/model/transformer_zoo.hpp>
 #include <strata/model/zoo.hpp>
 #include <strata/sim/transformer.hpp>
 
+#include <cmath>
 #include <vector>
 
 using namespace strata;
@@ -174,4 +176,57 @@ TEST_CASE("CNNs: the step and ParaDL's plans read the same lowering") {
   // parameters less batch norm's 53,120 (2 x 26,560 channels)
   const auto mem = analytic::cnn_memory(net.view(), c);
   CHECK(mem.weight_casts == 2 * (25'557'032.0 - 53'120.0));
+}
+
+TEST_CASE("an uneven expert load: each expert's GEMMs on its own rows, the same FLOPs") {
+  // expert_load_cv = 0.38 over 8 experts: shares 1 + (i - 3.5) x 0.38 / sqrt(63 / 12), a step of
+  // 0.165846 (population standard deviation 0.38 exactly), from 0.419538 to 1.580462
+  transformer m{.layers = 2,
+                .hidden = 1024,
+                .heads = 16,
+                .ffn = 3584,
+                .vocabulary = 32000,
+                .sequence = 2048,
+                .mlp = mlp_kind::swiglu,
+                .experts = 8,
+                .top_k = 2};
+  m.expert_load_cv = 0.38;
+  CHECK(m.expert_share(0, 8) == Approx(0.419538).epsilon(1e-5));
+  CHECK(m.expert_share(7, 8) == Approx(1.580462).epsilon(1e-5));
+  double sum = 0, squares = 0;
+  for (int i = 0; i < 8; ++i) {
+    sum += m.expert_share(i, 8);
+    squares += (m.expert_share(i, 8) - 1) * (m.expert_share(i, 8) - 1);
+  }
+  CHECK(sum == Approx(8));
+  CHECK(std::sqrt(squares / 8) == Approx(0.38));
+  // the least loaded expert keeps some tokens up to sqrt(9 / 21) = 0.654654 for 8 experts
+  CHECK(transformer::max_expert_load_cv(8) == Approx(0.654654).epsilon(1e-5));
+  transformer wide = m;
+  wide.expert_load_cv = 0.66;
+  CHECK_THROWS_WITH(wide.check(),
+                    Catch::Contains("expert_load_cv must lie between 0 and 0.654654"));
+  wide.expert_load_cv = -0.1;
+  CHECK_THROWS_WITH(wide.check(), Catch::Contains("expert_load_cv must lie between 0 and"));
+  const training t{.batch = 4, .sequence = 2048};
+  CHECK_THROWS_WITH((parallel::nd{.expert = {.degree = 2}}).check(m, t, 2),
+                    limits::expert_load_cv_with_expert_parallel);
+  // One GPU: the same GEMM FLOPs and kernel count as an even split, the up GEMMs on 859 to
+  // 3237 rows instead of 2048 each (S = k T = 16384 routed rows)
+  const device_profile h100 = datasheet_profile(presets::h100_sxm5_80gb);
+  const parallel::nd one{.micro_batch = 4};
+  const auto spread = analytic::step_kernels(m, one, t, h100);
+  transformer even = m;
+  even.expert_load_cv = 0;
+  const auto flat = analytic::step_kernels(even, one, t, h100);
+  CHECK(spread.kernels.size() == flat.kernels.size());
+  CHECK(spread.flops(lower::kernel_kind::gemm) ==
+        Approx(flat.flops(lower::kernel_kind::gemm)).epsilon(1e-12));
+  std::vector<double> rows;
+  for (const auto& k : spread.kernels)
+    if (k.name == "block 0 expert up") rows.push_back(k.flops / (2.0 * 7168 * 1024));
+  REQUIRE(rows.size() == 8);
+  CHECK(rows.front() == Approx(2048 * 0.419538).epsilon(1e-5));
+  CHECK(rows.back() == Approx(2048 * 1.580462).epsilon(1e-5));
+  CHECK(spread.kernel_time() != Approx(flat.kernel_time()).epsilon(1e-4));
 }

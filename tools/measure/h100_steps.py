@@ -17,6 +17,8 @@ peak is reset after the previous step's zero_grad), memory_allocated between ste
     python3 tools/measure/h100_steps.py --part hf --trace --out-dir traces --out hf.csv
     python3 tools/measure/h100_steps.py --part host-steps --out host.csv  # host cost per launch
     python3 tools/measure/h100_steps.py --part gemm-queued --out queued.csv  # GEMMs as in a step
+    python3 tools/measure/h100_steps.py --part moe-trace --out-dir traces --out moe.csv
+    python3 tools/measure/h100_steps.py --part gemm-ieee --out gemm_ieee.csv  # fp32, TF32 off
 
 The `hf` and `llama` parts write the columns of test/data/h100_hf_steps.csv (checked by
 frameworks::huggingface and a plain eager recipe), plus `tf32`: whether fp32 matmuls (MoE experts
@@ -297,13 +299,19 @@ def run_attention(args, w):
 
 
 def run_gemm(args, w):
-    """Re-measure the fp32 (TF32) shapes of h100_gemm.csv over rotated buffers."""
+    """Re-measure the fp32 (TF32) shapes of h100_gemm.csv over rotated buffers. `--part
+    gemm-ieee`: the same fp32 shapes with TF32 off (PyTorch's default for matmul), written as
+    dtype `float32-ieee`."""
+    ieee = args.part == "gemm-ieee"
+    torch.backends.cuda.matmul.allow_tf32 = not ieee
     shapes = []
     with open(args.gemm_shapes) as f:
         for r in csv.DictReader(f):
             if r["dtype"] == "float32":
                 shapes.append((int(r["M"]), int(r["N"]), int(r["K"])))
-    for dt, name in ((torch.float32, "float32"), (torch.bfloat16, "bfloat16")):
+    kinds = (((torch.float32, "float32-ieee"),) if ieee else
+             ((torch.float32, "float32"), (torch.bfloat16, "bfloat16")))
+    for dt, name in kinds:
         for m, n, k in shapes:
             sets = max(2, min(8, int(2e9 // ((m * k + k * n + m * n) * 4)) ))
             bufs = [(torch.randn(m, k, device="cuda", dtype=dt), torch.randn(k, n, device="cuda", dtype=dt))
@@ -548,6 +556,8 @@ def run_host_steps(args, w):
                 yield name.replace("hf-", "eager-"), llama, v, "eager"
 
     for name, build, vocab, kind in models():
+        if args.only and name not in args.only.split(","):
+            continue
         with torch.device("cuda"):
             model = build()
         model = model.cuda()
@@ -583,6 +593,99 @@ def run_host_steps(args, w):
         print(row, flush=True)
         del model, opt, ids, step
         cleanup()
+
+
+def run_moe_trace(args, w):
+    """A timestamped trace of the Mixtral-style MoE step (`hf-mixtral-mini` as in `run_hf`, no
+    checkpointing): its unprofiled row goes to `w`, then two profiled steps (CPU ops with their
+    input shapes, CUDA runtime calls, GPU operations) to `moe_trace.csv.gz` in --out-dir, one row
+    per event: the step, the category, the host thread (0: the Python thread, 1: autograd's),
+    start and duration in microseconds from the step's host start (GPU operations on the same
+    clock), the CUDA correlation id, the name and the input shapes. Forward hooks mark each
+    decoder layer's attention and MoE block (`fwd_attn_<i>`, `fwd_moe_<i>`)."""
+    import gzip, json, tempfile, transformers
+    from torch.profiler import profile, ProfilerActivity, record_function
+    torch.backends.cuda.matmul.allow_tf32 = bool(args.tf32)
+    name, spec = "hf-mixtral-mini", HF_MODELS["hf-mixtral-mini"]
+    with torch.device("cuda"):
+        model = transformers.AutoModelForCausalLM.from_config(
+            hf_config(spec), attn_implementation="sdpa", dtype=torch.float32)
+    model = model.cuda()
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    ids = torch.randint(0, spec[6], (spec[11], spec[10]), device="cuda")
+    step = make_step(lambda x: model(input_ids=x, labels=x).loss, opt, "bf16", ids)
+    row = hf_row(name, spec, model, False, step, transformers.__version__)
+    w.writerow(row)
+    print(row, flush=True)
+    open_ranges = []
+
+    def enter(tag):
+        def hook(module, inputs):
+            r = record_function(tag)
+            r.__enter__()
+            open_ranges.append(r)
+        return hook
+
+    def leave(module, inputs, output):
+        open_ranges.pop().__exit__(None, None, None)
+
+    for i, layer in enumerate(model.model.layers):
+        moe = getattr(layer, "mlp", None) or getattr(layer, "block_sparse_moe")
+        for tag, mod in ((f"fwd_attn_{i}", layer.self_attn), (f"fwd_moe_{i}", moe)):
+            mod.register_forward_pre_hook(enter(tag))
+            mod.register_forward_hook(leave)
+    for _ in range(2):
+        step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                 record_shapes=True) as prof:
+        for i in range(2):
+            with record_function(f"strata_step_{i}"):
+                step()
+                torch.cuda.synchronize()
+    path = os.path.join(tempfile.gettempdir(), "trace_moe.json")
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        trace = json.load(f)
+    events = [e for e in (trace["traceEvents"] if isinstance(trace, dict) else trace)
+              if e.get("ph") == "X"]
+    marks = sorted((float(e["ts"]), float(e["dur"]), int(e["name"].rsplit("_", 1)[1]))
+                   for e in events if e.get("cat") == "user_annotation"
+                   and e.get("name", "").startswith("strata_step_"))
+    launch = {}
+    for e in events:
+        a = e.get("args", {}) or {}
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in a:
+            launch[a["correlation"]] = float(e["ts"])
+    threads = {}
+    for e in sorted(events, key=lambda e: float(e["ts"])):
+        if e.get("cat") == "cpu_op" and e.get("pid") != "Spans":
+            threads.setdefault(e.get("tid"), len(threads))
+    with gzip.open(os.path.join(args.out_dir, "moe_trace.csv.gz"), "wt", newline="") as f:
+        cw = csv.writer(f)
+        cw.writerow(["step", "cat", "thread", "start_us", "dur_us", "correlation", "name",
+                     "shapes"])
+        for t0, span, i in marks:
+            rows = []
+            for e in events:
+                cat, a = e.get("cat", ""), e.get("args", {}) or {}
+                gpu = cat in ("kernel", "gpu_memcpy", "gpu_memset")
+                anchor = launch.get(a.get("correlation"), float(e["ts"])) if gpu else float(e["ts"])
+                if not t0 <= anchor <= t0 + span:
+                    continue
+                rows.append((float(e["ts"]) - t0, cat,
+                             "" if gpu else threads.get(e.get("tid"), e.get("tid")),
+                             float(e.get("dur", 0)), a.get("correlation", ""),
+                             e.get("name", "")[:160],
+                             json.dumps(a.get("Input Dims", ""), separators=(",", ":"))[:200]
+                             if cat == "cpu_op" else ""))
+            rows.sort(key=lambda r: r[0])
+            for r in rows:
+                cw.writerow([i, r[1], r[2], round(r[0], 3), round(r[3], 3), r[4], r[5], r[6]])
+            print(f"moe trace step {i}: host span {span / 1e3:.3f} ms, {len(rows)} events",
+                  flush=True)
+    os.remove(path)
 
 
 class LlamaBlock(nn.Module):
@@ -668,10 +771,12 @@ def run_llama(args, w):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", required=True, choices=["gpt", "cnn", "profile", "cnn-profile", "host", "gemm", "attention", "hf", "llama", "host-steps", "gemm-data", "gemm-queued"])
+    ap.add_argument("--part", required=True, choices=["gpt", "cnn", "profile", "cnn-profile", "host", "gemm", "attention", "hf", "llama", "host-steps", "gemm-data", "gemm-queued", "moe-trace", "gemm-ieee"])
     ap.add_argument("--tf32", type=int, default=0,
                     help="hf/llama: allow TF32 for fp32 matmuls (PyTorch's default: 0)")
     ap.add_argument("--models", default="124m,350m,774m,1.5b,2.7b")
+    ap.add_argument("--only", default="",
+                    help="host-steps: the models to run, by name (default: all)")
     ap.add_argument("--out", default="-")
     ap.add_argument("--out-dir", default=".")
     ap.add_argument("--trace", action="store_true",
@@ -696,12 +801,12 @@ if __name__ == "__main__":
     if args.part in ("profile", "host"):
         (run_profile if args.part == "profile" else run_host_profile)(args)
         sys.exit(0)
-    fields = (HF_FIELDS if args.part in ("hf", "llama") else
+    fields = (HF_FIELDS if args.part in ("hf", "llama", "moe-trace") else
               ["model", "seq", "micro_batch", "step_ms", "host_ms", "launches", "kernel_ms", "tf32"]
               if args.part == "host-steps" else
               ["M", "N", "K", "data", "mode", "ms", "tflops"] if args.part == "gemm-data" else
               ["dtype", "M", "N", "K", "ms", "ms_min", "ms_max", "tflops"]
-              if args.part in ("gemm", "gemm-queued") else
+              if args.part in ("gemm", "gemm-queued", "gemm-ieee") else
               ["b", "heads", "s", "d", "fwd_ms", "fwdbwd_ms", "fwd_tflops", "fwdbwd_tflops"]
               if args.part == "attention" else
               ["model", "size", "layers", "hidden", "heads", "sequence", "batch", "precision",
@@ -710,7 +815,7 @@ if __name__ == "__main__":
     f = sys.stdout if args.out == "-" else open(args.out, "w", newline="", buffering=1)
     w = csv.DictWriter(f, fieldnames=fields)
     w.writeheader()
-    {"gpt": run_gpt, "cnn": run_cnn, "gemm": run_gemm, "attention": run_attention,
-     "hf": run_hf, "llama": run_llama, "host-steps": run_host_steps,
+    {"gpt": run_gpt, "cnn": run_cnn, "gemm": run_gemm, "gemm-ieee": run_gemm, "attention": run_attention,
+     "hf": run_hf, "llama": run_llama, "moe-trace": run_moe_trace, "host-steps": run_host_steps,
      "gemm-data": run_gemm_data, "gemm-queued": run_gemm_queued}[args.part](args, w)
     f.flush()

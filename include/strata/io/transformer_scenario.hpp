@@ -126,10 +126,10 @@ inline transformer parse_transformer(const json& j, std::string& name,
     return m;
   }
   const std::string& p = path;
-  only_keys(
-      j, p,
-      {"name", "layers", "hidden", "heads", "kv_heads", "ffn", "vocabulary", "sequence", "mlp",
-       "norm", "positions", "tied", "bias", "qkv_bias", "dropout", "experts", "top_k", "capacity"});
+  only_keys(j, p,
+            {"name", "layers", "hidden", "heads", "kv_heads", "ffn", "vocabulary", "sequence",
+             "mlp", "norm", "positions", "tied", "bias", "qkv_bias", "dropout", "experts", "top_k",
+             "capacity", "expert_load_cv"});
   transformer m;
   name = str_field(j, p, "name", "custom transformer");
   m.layers = int_field(j, p, "layers", 1, 1 << 20, 0, true);
@@ -153,6 +153,7 @@ inline transformer parse_transformer(const json& j, std::string& name,
   m.experts = int_field(j, p, "experts", 1, 1 << 16, 1);
   m.top_k = int_field(j, p, "top_k", 1, 1 << 16, 1);
   m.capacity = num_field(j, p, "capacity", 1e-3, 1e3, 1.0);
+  m.expert_load_cv = num_field(j, p, "expert_load_cv", 0.0, 1.0, 0.0);
   m.check();
   return m;
 }

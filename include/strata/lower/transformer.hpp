@@ -250,6 +250,19 @@ struct builder {
     backward_only("residual gradient add", stream_class::elementwise, 12 * tokens * h);
   }
 };
+
+/// Calls f(rows, times) for the GEMMs of `local` experts that share `rows` each on average: once
+/// with times = local for an even split, else once per expert with its own rows
+/// (`transformer::expert_share`; the tile waves of each round up on their own).
+template <class F>
+constexpr void expert_rows(const transformer& m, double rows, double local, F&& f) {
+  const int n = static_cast<int>(local);
+  if (m.expert_load_cv == 0 || n < 2) {
+    f(rows, local);
+    return;
+  }
+  for (int i = 0; i < n; ++i) f(rows * m.expert_share(i, n), 1.0);
+}
 }  // namespace detail
 
 /// A visitor that only collects saved tensors.
@@ -387,6 +400,13 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
     // each grouped GEMM (forward, dX, dW) first copies its E + 1 group offsets to the host
     // (`offs.cpu()`, a device-to-host copy the host waits for)
     auto to_host = [&] { k.memory("expert offsets to host", {}, copy, 4 * (E + 1), 1, true); };
+    // one fp32 GEMM per local expert on its rows r; `shape(r)` gives its m, n, k
+    auto experts_gemm = [&](std::string_view what, std::string_view part, auto shape) {
+      detail::expert_rows(m, rows, local, [&](double own, double times) {
+        const std::array<double, 3> mnk = shape(own);
+        k.gemm(what, part, mnk[0], mnk[1], mnk[2], times, true);
+      });
+    };
     if (!k.backward) {
       k.linear("router", T, E, h, 0.0, 1, true);
       k.memory("router logits to fp32", {}, copy, 6 * T * E);
@@ -397,13 +417,13 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
       k.memory("routing bookkeeping", {}, ew, 9 * S, 6);
       k.memory("sentinel masked_fill", {}, ew, 8 * S * h);
       to_host();
-      k.gemm("expert up", {}, rows, ue, h, local, true);
+      experts_gemm("expert up", {}, [&](double own) { return std::array{own, ue, h}; });
       k.memory("expert up output", "copy", copy, 8 * S * ue);
       k.memory("expert up output", "masked_fill", ew, 8 * S * ue);
       k.memory("expert SiLU", {}, ew, 8 * S * fe);
       k.memory("expert gate product", {}, ew, 12 * S * fe);
       to_host();
-      k.gemm("expert down", {}, rows, h, fe, local, true);
+      experts_gemm("expert down", {}, [&](double own) { return std::array{own, h, fe}; });
       k.memory("expert down output", "copy", copy, 8 * S * h);
       k.memory("routing weights, masked_fill, gather back", {}, ew, 8 * S * h, 3);
       k.memory("index bookkeeping", {}, ew, 16 * S, 2);
@@ -413,17 +433,17 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
       k.memory("routing weights and masked_fill", "backward", ew, 8 * S * h, 4);
       k.memory("expert down output gradient", "copy", copy, 8 * S * h);
       to_host();
-      k.gemm("expert down", "dX", rows, fe, h, local, true);
+      experts_gemm("expert down", "dX", [&](double own) { return std::array{own, fe, h}; });
       to_host();
-      k.gemm("expert down", "dW", fe, h, rows, local, true);
+      experts_gemm("expert down", "dW", [&](double own) { return std::array{fe, h, own}; });
       k.memory("expert SiLU and gate product", "backward", ew, 12 * S * fe, 3);
       k.memory("gate and up halves", "backward", copy, 8 * S * ue);
       k.memory("expert up output gradient", "copy", copy, 8 * S * ue);
       k.memory("expert up output gradient", "masked_fill", ew, 8 * S * ue);
       to_host();
-      k.gemm("expert up", "dX", rows, h, ue, local, true);
+      experts_gemm("expert up", "dX", [&](double own) { return std::array{own, h, ue}; });
       to_host();
-      k.gemm("expert up", "dW", ue, h, rows, local, true);
+      experts_gemm("expert up", "dW", [&](double own) { return std::array{ue, h, own}; });
       k.memory("sentinel masked_fill", "backward", copy, 8 * S * h);
       k.memory("sentinel masked_fill", "backward", ew, 8 * S * h);
       k.memory("token gather", "backward", copy, 8 * S * h + 16 * S, 4);
@@ -437,9 +457,13 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
     const double rows = T * m.top_k * m.capacity * x.ep / m.experts;
     k.linear("router", T, m.experts, h, 0.0);
     k.pointwise("token permutation", stream_class::copy, 2 * 2 * T * m.top_k * h * act);
-    k.linear("expert up", rows, up / t, h, 0.0, local);
+    detail::expert_rows(m, rows, local, [&](double own, double times) {
+      k.linear("expert up", own, up / t, h, 0.0, times);
+    });
     k.pointwise("expert activation", stream_class::elementwise, gate_elems * rows * local * act);
-    k.linear("expert down", rows, h, f / t, 0.0, local);
+    detail::expert_rows(m, rows, local, [&](double own, double times) {
+      k.linear("expert down", own, h, f / t, 0.0, times);
+    });
     k.save("MLP activation tensors", routed * act * gate_elems * T);
   } else if (hf && !gpt2) {
     // act_fn(gate_proj(x)) * up_proj(x): SiLU keeps the gate output, the product both factors

@@ -18,8 +18,10 @@
 /// static_assert(llama.parameters() == 6'738'415'616);
 /// @endcode
 
+#include <string>
 #include <string_view>
 
+#include "strata/detail/cmath.hpp"
 #include "strata/error.hpp"
 
 namespace strata {
@@ -48,6 +50,12 @@ struct transformer {
   int experts = 1;        ///< MLPs per layer (> 1: every layer is a mixture of experts)
   int top_k = 1;          ///< experts each token runs
   double capacity = 1;    ///< capacity factor: tokens an expert accepts / its even share
+  /// How unevenly a step's routed tokens fall on the experts: the coefficient of variation of
+  /// their counts (0: every expert gets its even share). Each expert runs its own GEMMs, whose
+  /// tile waves round up per expert, so an uneven split costs time at the same token total. An
+  /// untrained router is far from even: 0.35 in the H100 trace of a Mixtral-style model at
+  /// initialisation (test/data/h100_moe_expert_gemms.csv).
+  double expert_load_cv = 0;
 
   [[nodiscard]] constexpr int kv() const { return kv_heads == 0 ? heads : kv_heads; }
   [[nodiscard]] constexpr double head_dim() const { return static_cast<double>(hidden) / heads; }
@@ -55,6 +63,19 @@ struct transformer {
     return ffn == 0 ? 4.0 * hidden : static_cast<double>(ffn);
   }
   [[nodiscard]] constexpr bool moe() const { return experts > 1; }
+  /// The largest `expert_load_cv` that leaves every one of n experts some tokens: the counts are
+  /// spread evenly over a range around their mean (`expert_share`), whose lowest end is 0 there.
+  [[nodiscard]] static constexpr double max_expert_load_cv(int n) {
+    return n < 2 ? 0.0 : detail::sqrt((n + 1.0) / (3.0 * (n - 1.0)));
+  }
+  /// Expert i's tokens as a multiple of the even share, for n experts whose counts have the
+  /// coefficient of variation `expert_load_cv`: n points spaced evenly about 1 (a discrete
+  /// uniform spread, whose standard deviation is sqrt((n^2 - 1) / 12) steps).
+  [[nodiscard]] constexpr double expert_share(int i, int n) const {
+    if (n < 2 || expert_load_cv == 0) return 1.0;
+    const double step = expert_load_cv / detail::sqrt((n * n - 1.0) / 12.0);
+    return 1.0 + step * (i - (n - 1) / 2.0);
+  }
   /// Width of the K and V projections: kv x d.
   [[nodiscard]] constexpr double kv_width() const { return kv() * head_dim(); }
 
@@ -132,6 +153,11 @@ struct transformer {
     if (experts < 1 || top_k < 1 || top_k > experts)
       throw plan_error("a mixture of experts needs 1 <= top_k <= experts");
     if (!(capacity > 0)) throw plan_error("an MoE capacity factor must be positive");
+    if (!(expert_load_cv >= 0 && expert_load_cv <= max_expert_load_cv(experts)))
+      throw plan_error("expert_load_cv must lie between 0 and " +
+                       std::to_string(max_expert_load_cv(experts)) + " for " +
+                       std::to_string(experts) +
+                       " experts (beyond it the least loaded expert would get no tokens)");
   }
 };
 

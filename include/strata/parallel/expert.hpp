@@ -8,7 +8,8 @@
 ///   tokens (`all_to_alls`), priced as direct exchanges on the expert group;
 /// - memory: expert weights divided by e; the expert ranks are also data-parallel replicas of the
 ///   dense weights (`nd::replicas`).
-/// The limit: e divides the experts.
+/// The limits: e divides the experts; an uneven expert load (`transformer::expert_load_cv`) is
+/// priced on one expert rank only.
 
 #include "strata/error.hpp"
 #include "strata/limits.hpp"
@@ -23,6 +24,8 @@ struct expert_parallel {
   constexpr void check(const transformer& m) const {
     if (degree < 1) throw plan_error(limits::degree_below_one);
     if (m.experts % degree != 0) throw plan_error(limits::expert_degree_must_divide_experts);
+    if (degree > 1 && m.expert_load_cv > 0)
+      throw plan_error(limits::expert_load_cv_with_expert_parallel);
   }
 };
 
