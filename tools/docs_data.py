@@ -42,6 +42,7 @@ VALIDATION_TESTS = [  # Catch2 test names (wildcards allowed), each run on its o
     "Hugging Face steps on an H100*",
     # one run for both: they write one table
     "the recipe on a second H100 session*,Llama-style models in plain eager PyTorch*",
+    "the MoE step with TF32 allowed and off*",
     "Lin et al.'s model predicts held-out all-reduce sizes",
     "published framework runs*",
 ]
@@ -168,6 +169,16 @@ def tables(out):
                      f"{pct(r['strata_ms'], r['measured_ms'])} | {float(r['measured_peak_gb']):.2f} GB | "
                      f"{float(r['strata_peak_gb']):.2f} GB | {pct(r['strata_peak_gb'], r['measured_peak_gb'], 2)} |")
     t["hf_rerun"] = lines
+    rows = read(out, "validation/hf_moe.csv")
+    lines = ["| session | TF32 | expert GEMMs traced | strata | error | step measured | strata | error |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['session']} | {'allowed' if r['tf32'] == '1' else 'off'} | "
+                     + (f"{float(r['traced_gemm_ms']):.1f} ms | {float(r['strata_gemm_ms']):.1f} ms | "
+                        f"{pct(r['strata_gemm_ms'], r['traced_gemm_ms'])} | " if r['traced_gemm_ms'] else "| | | ")
+                     + f"{float(r['measured_ms']):.1f} ms | {float(r['strata_ms']):.1f} ms | "
+                     f"{pct(r['strata_ms'], r['measured_ms'])} |")
+    t["hf_moe"] = lines
     rows = read(out, "validation/h100_steps.csv")
     groups = {}
     for r in rows:

@@ -201,6 +201,11 @@ struct training {
   runtime_memory runtime{};
   /// LoRA adapters over frozen weights (rank 0: full training)
   lora_adapters lora{};
+  /// Transformer plans: fp32 matmuls may use TF32 (`torch.backends.cuda.matmul.allow_tf32`), as
+  /// in every measured step the shipped profile was fitted on. false: IEEE fp32 on the CUDA cores
+  /// (`device_profile::fp32_ieee`), PyTorch's default; it matters for fp32 training and for the
+  /// fp32 expert GEMMs of transformers' MoE under autocast.
+  bool tf32 = true;
 
   // ---- resolving `automatic` ----------------------------------------------------------------
   [[nodiscard]] constexpr precision_mode precision_for(family_defaults f) const {

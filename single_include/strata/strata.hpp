@@ -1451,6 +1451,11 @@ struct training {
   runtime_memory runtime{};
   /// LoRA adapters over frozen weights (rank 0: full training)
   lora_adapters lora{};
+  /// Transformer plans: fp32 matmuls may use TF32 (`torch.backends.cuda.matmul.allow_tf32`), as
+  /// in every measured step the shipped profile was fitted on. false: IEEE fp32 on the CUDA cores
+  /// (`device_profile::fp32_ieee`), PyTorch's default; it matters for fp32 training and for the
+  /// fp32 expert GEMMs of transformers' MoE under autocast.
+  bool tf32 = true;
 
   // ---- resolving `automatic` ----------------------------------------------------------------
   [[nodiscard]] constexpr precision_mode precision_for(family_defaults f) const {
@@ -3199,11 +3204,21 @@ struct device_profile {
   attention_model attention;       ///< bf16/fp16 (flash attention)
   attention_model attention_fp32;  ///< fp32 inputs (PyTorch's memory-efficient kernel)
   dispatch_model dispatch;
+  /// fp32 GEMMs with TF32 off: IEEE fp32 on the CUDA cores, PyTorch's default for matmuls
+  /// (`torch.backends.cuda.matmul.allow_tf32 = False`); `training::tf32` = false selects it
+  gemm_model fp32_ieee{};
 
   [[nodiscard]] constexpr const gemm_model& gemm(dtype t) const {
     return t == dtype::fp32 || t == dtype::tf32 ? fp32 : bf16;
   }
 
+  /// The profile as fp32 matmuls run: with TF32 allowed, itself; without, `fp32_ieee` takes
+  /// `fp32`'s place (`training::tf32`).
+  [[nodiscard]] constexpr device_profile with_tf32(bool allowed) const {
+    device_profile p = *this;
+    if (!allowed) p.fp32 = p.fp32_ieee;
+    return p;
+  }
   /// A stream model of this profile as a queued kernel sees it (`queued`).
   [[nodiscard]] constexpr stream_model queued(stream_model s) const {
     if (dispatch.kernel_floor > 0) s.floor = dispatch.kernel_floor;
@@ -3215,7 +3230,7 @@ struct device_profile {
     device_profile q = *this;
     const double f = dispatch.kernel_floor;
     if (f <= 0) return q;
-    q.bf16.floor = q.fp32.floor = f;
+    q.bf16.floor = q.fp32.floor = q.fp32_ieee.floor = f;
     for (stream_model* m : {&q.copy, &q.host_to_device, &q.device_to_host, &q.gelu, &q.dropout,
                             &q.layer_norm, &q.softmax})
       m->floor = f;
@@ -3252,20 +3267,22 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
         d.peak(t).count(),           e.efficiency, e.half_area, 10e-6, e.wave, bw, element, sms,
         t == dtype::tf32 ? 1.0 : 4.0};
   };
-  return {d,
-          sms,
-          gemm(dtype::bf16, 2),
-          gemm(dtype::tf32, 4),
-          {0.8 * bw, 10e-6},
-          {25e9, 10e-6},
-          {25e9, 10e-6},
-          {0.8 * bw, 10e-6},
-          {0.8 * bw, 10e-6},
-          {0.5 * bw, 10e-6},
-          {0.5 * bw, 10e-6},
-          {0.5 * d.peak(dtype::bf16).count(), 0.4 * d.peak(dtype::bf16).count(), 0, 10e-6},
-          {0.5 * d.peak(dtype::fp32).count(), 0.4 * d.peak(dtype::fp32).count(), 0, 10e-6},
-          pytorch_eager_dispatch};
+  device_profile p{d,
+                   sms,
+                   gemm(dtype::bf16, 2),
+                   gemm(dtype::tf32, 4),
+                   {0.8 * bw, 10e-6},
+                   {25e9, 10e-6},
+                   {25e9, 10e-6},
+                   {0.8 * bw, 10e-6},
+                   {0.8 * bw, 10e-6},
+                   {0.5 * bw, 10e-6},
+                   {0.5 * bw, 10e-6},
+                   {0.5 * d.peak(dtype::bf16).count(), 0.4 * d.peak(dtype::bf16).count(), 0, 10e-6},
+                   {0.5 * d.peak(dtype::fp32).count(), 0.4 * d.peak(dtype::fp32).count(), 0, 10e-6},
+                   pytorch_eager_dispatch};
+  p.fp32_ieee = gemm(dtype::fp32, 4);
+  return p;
 }
 
 /// `datasheet_profile` with the device's own SM count.
@@ -3292,6 +3309,7 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
   };
   p.bf16 = gemm(from.bf16, dtype::bf16);
   p.fp32 = gemm(from.fp32, dtype::tf32);
+  p.fp32_ieee = gemm(from.fp32_ieee, dtype::fp32);
   const double mem = to.memory_bandwidth / from.dev.memory_bandwidth;
   for (stream_model* sm : {&p.copy, &p.gelu, &p.dropout, &p.layer_norm, &p.softmax})
     sm->bandwidth *= mem;
@@ -5470,7 +5488,7 @@ struct pricer {
 /// prices them.
 [[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
                                                   const training& tr, const lower::shard& x) {
-  const device_profile q = prof.queued();
+  const device_profile q = prof.queued().with_tf32(tr.tf32);
   gemm_model g = q.gemm(tr.compute());
   if (tr.compute() == dtype::fp8 && q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
     g.peak = q.dev.peak(dtype::fp8).count();
@@ -6465,7 +6483,9 @@ inline constexpr recipe fsdp = [] {
 /// - SiLU and the gate product as two kernels (GPT-2: `gelu_new`, the tanh formula as nine
 ///   elementwise kernels, mostly fp32); residual adds in fp32;
 /// - MoE experts through `grouped_mm` on the fp32 weights (not an autocast op): per grouped GEMM
-///   a host synchronization and one fp32 (TF32) GEMM per expert; router softmax in fp32;
+///   a host synchronization and one fp32 GEMM per expert on the rows routed to it (TF32 unless
+///   `training::tf32` is false, PyTorch's default; the rows as uneven as
+///   `transformer::expert_load_cv` says); router softmax in fp32;
 /// - the loss: bf16 logits, `logits.float()`, log-softmax and NLL over all T positions: 10 B per
 ///   logit at the forward's peak (with the cache), 12 at the backward's;
 /// - gradient checkpointing wraps each decoder layer (non-reentrant): it keeps the layer input,

@@ -22,13 +22,19 @@ inline std::string cell(double x) {
 }
 inline std::string cell(int x) { return std::to_string(x); }
 
+// The tables written in this run: one set for every `record` instantiation (a table's rows may
+// come from calls with different value types).
+inline std::set<std::string>& started_tables() {
+  static std::set<std::string> started;
+  return started;
+}
+
 template <class... T>
 void record(const std::string& table, const std::string& header, const T&... values) {
   const char* dir = std::getenv("STRATA_VALIDATION_OUT");
   if (dir == nullptr || *dir == '\0') return;
-  static std::set<std::string> started;
   const std::string path = std::string(dir) + "/" + table + ".csv";
-  const bool first = started.insert(table).second;
+  const bool first = started_tables().insert(table).second;
   std::ofstream out(path, first ? std::ios::trunc : std::ios::app);
   if (first) out << header << '\n';
   std::ostringstream row;

@@ -187,9 +187,15 @@ int main(int argc, char** argv) {
   auto* rps_cmd = strata_cli::add_replay_ps(app, rps);
   // strata calibrate: fit a device profile to microbenchmarks.
   auto* cal_cmd = app.add_subcommand("calibrate", "fit a device profile to microbenchmark CSVs");
-  std::string gemm_csv, membound_csv, attention_csv, cal_device = "h100", profile_out;
+  std::string membound_csv, attention_csv, cal_device = "h100", profile_out;
+  std::vector<std::string> gemm_csvs;
   int sms = 0;  // 0: the device's
-  cal_cmd->add_option("--gemm", gemm_csv, "GEMM timings (dtype,M,N,K,ms)")->required();
+  cal_cmd
+      ->add_option("--gemm", gemm_csvs,
+                   "GEMM timings (dtype,M,N,K,ms; dtype bfloat16, float32 with TF32 allowed or "
+                   "float32-ieee without); repeat for more files with the same columns, whose "
+                   "rows are then numbered on from the previous file's")
+      ->required();
   cal_cmd->add_option("--membound", membound_csv, "memory-bound timings (op,bytes,ms)")->required();
   cal_cmd->add_option("--attention", attention_csv, "flash-attention timings")->required();
   std::string attention_fp32_csv;
@@ -254,8 +260,26 @@ int main(int argc, char** argv) {
     return guarded("calibrate", [&] {
       namespace d = strata::io::detail;
       // whole files first: a directory, a read error or an oversized file names its option
-      std::istringstream g(d::read_file(gemm_csv, "--gemm")),
-          m(d::read_file(membound_csv, "--membound")),
+      std::string gemm_text;  // the files' rows in one table, under the first file's header
+      for (const auto& path : gemm_csvs) {
+        std::string text = d::read_file(path, "--gemm");
+        if (gemm_text.empty()) {
+          gemm_text = std::move(text);
+          continue;
+        }
+        auto header = [](const std::string& t) {
+          std::string h = t.substr(0, t.find('\n'));
+          if (!h.empty() && h.back() == '\r') h.pop_back();
+          return h;
+        };
+        if (header(text) != header(gemm_text))
+          throw strata::plan_error("--gemm: '" + path + "' has other columns than '" +
+                                   gemm_csvs.front() + "'");
+        if (gemm_text.back() != '\n') gemm_text += '\n';
+        const auto end = text.find('\n');
+        if (end != std::string::npos) gemm_text += text.substr(end + 1);
+      }
+      std::istringstream g(gemm_text), m(d::read_file(membound_csv, "--membound")),
           a(d::read_file(attention_csv, "--attention"));
       const strata::device dev =
           strata::io::detail::parse_device(nlohmann::json(cal_device), "--device");

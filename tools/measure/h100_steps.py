@@ -439,6 +439,22 @@ def hf_row(name, spec, model, ckpt, opt_step, version):
     return row
 
 
+def hf_training_step(spec):
+    """A transformers causal LM built from `spec`'s config with fp32 parameters and sdpa, fused
+    AdamW, random ids of (micro-batch, sequence): the model, the optimizer, the ids and one
+    training step under bf16 autocast."""
+    import transformers
+    with torch.device("cuda"):
+        model = transformers.AutoModelForCausalLM.from_config(
+            hf_config(spec), attn_implementation="sdpa", dtype=torch.float32)
+    model = model.cuda()
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    ids = torch.randint(0, spec[6], (spec[11], spec[10]), device="cuda")
+    step = make_step(lambda x: model(input_ids=x, labels=x).loss, opt, "bf16", ids)
+    return model, opt, ids, step
+
+
 def run_hf(args, w):
     """`AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa", dtype=float32)`, the
     loss under bf16 autocast, fused AdamW, zero_grad(set_to_none=True); without and then with
@@ -447,14 +463,7 @@ def run_hf(args, w):
     import transformers
     torch.backends.cuda.matmul.allow_tf32 = bool(args.tf32)
     for name, spec in HF_MODELS.items():
-        with torch.device("cuda"):
-            model = transformers.AutoModelForCausalLM.from_config(
-                hf_config(spec), attn_implementation="sdpa", dtype=torch.float32)
-        model = model.cuda()
-        model.train()
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-        ids = torch.randint(0, spec[6], (spec[11], spec[10]), device="cuda")
-        step = make_step(lambda x: model(input_ids=x, labels=x).loss, opt, "bf16", ids)
+        model, opt, ids, step = hf_training_step(spec)
         for ckpt in (False, True):
             if ckpt:
                 model.gradient_checkpointing_enable(
@@ -607,14 +616,7 @@ def run_moe_trace(args, w):
     from torch.profiler import profile, ProfilerActivity, record_function
     torch.backends.cuda.matmul.allow_tf32 = bool(args.tf32)
     name, spec = "hf-mixtral-mini", HF_MODELS["hf-mixtral-mini"]
-    with torch.device("cuda"):
-        model = transformers.AutoModelForCausalLM.from_config(
-            hf_config(spec), attn_implementation="sdpa", dtype=torch.float32)
-    model = model.cuda()
-    model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    ids = torch.randint(0, spec[6], (spec[11], spec[10]), device="cuda")
-    step = make_step(lambda x: model(input_ids=x, labels=x).loss, opt, "bf16", ids)
+    model, opt, ids, step = hf_training_step(spec)
     row = hf_row(name, spec, model, False, step, transformers.__version__)
     w.writerow(row)
     print(row, flush=True)

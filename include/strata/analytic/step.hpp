@@ -141,7 +141,7 @@ struct kernel_list {
   s.check(m, tr, s.devices());
   if (s.devices() != 1) throw plan_error("a step lists the kernels of a one-GPU plan");
   const layer_compute lc = lower_layer(m, profile, tr, lower::shard_of(m, s, tr));
-  const device_profile q = profile.queued();
+  const device_profile q = profile.queued().with_tf32(tr.tf32);
   gemm_model g = q.gemm(tr.compute());
   if (tr.compute() == dtype::fp8 && q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
     g.peak = q.dev.peak(dtype::fp8).count();

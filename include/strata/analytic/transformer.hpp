@@ -531,7 +531,7 @@ struct pricer {
 /// prices them.
 [[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
                                                   const training& tr, const lower::shard& x) {
-  const device_profile q = prof.queued();
+  const device_profile q = prof.queued().with_tf32(tr.tf32);
   gemm_model g = q.gemm(tr.compute());
   if (tr.compute() == dtype::fp8 && q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
     g.peak = q.dev.peak(dtype::fp8).count();

@@ -188,12 +188,13 @@ inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_cs
     if (g.rows.empty()) throw plan_error("no rows to fit");
     for (std::size_t i = 0; i < g.rows.size(); ++i) {  // no row is left out unseen
       const std::string& t = detail::text(g.rows[i], "dtype", static_cast<int>(i) + 2);
-      if (t != "bfloat16" && t != "float32")
+      if (t != "bfloat16" && t != "float32" && t != "float32-ieee")
         throw plan_error("CSV row " + std::to_string(i + 2) +
-                         " column dtype: must be bfloat16 or float32 (got '" + t.substr(0, 40) +
-                         "')");
+                         " column dtype: must be bfloat16, float32 (TF32 allowed) or "
+                         "float32-ieee (TF32 off) (got '" +
+                         t.substr(0, 40) + "')");
     }
-    for (const char* type : {"bfloat16", "float32"}) {
+    for (const char* type : {"bfloat16", "float32", "float32-ieee"}) {
       std::vector<detail::gemm_point> pts;
       for (std::size_t i = 0; i < g.rows.size(); ++i) {
         const auto& row = g.rows[i];
@@ -207,7 +208,10 @@ inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_cs
         pts.push_back(pt);
       }
       if (pts.empty()) continue;
-      gemm_model& target = std::string(type) == "float32" ? p.fp32 : p.bf16;
+      const std::string name = type;
+      gemm_model& target = name == "float32"        ? p.fp32
+                           : name == "float32-ieee" ? p.fp32_ieee
+                                                    : p.bf16;
       const gemm_model base = target;
       auto r = detail::report(
           std::string("gemm ") + type, pts,

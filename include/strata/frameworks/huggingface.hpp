@@ -21,7 +21,9 @@
 /// - SiLU and the gate product as two kernels (GPT-2: `gelu_new`, the tanh formula as nine
 ///   elementwise kernels, mostly fp32); residual adds in fp32;
 /// - MoE experts through `grouped_mm` on the fp32 weights (not an autocast op): per grouped GEMM
-///   a host synchronization and one fp32 (TF32) GEMM per expert; router softmax in fp32;
+///   a host synchronization and one fp32 GEMM per expert on the rows routed to it (TF32 unless
+///   `training::tf32` is false, PyTorch's default; the rows as uneven as
+///   `transformer::expert_load_cv` says); router softmax in fp32;
 /// - the loss: bf16 logits, `logits.float()`, log-softmax and NLL over all T positions: 10 B per
 ///   logit at the forward's peak (with the cache), 12 at the backward's;
 /// - gradient checkpointing wraps each decoder layer (non-reentrant): it keeps the layer input,

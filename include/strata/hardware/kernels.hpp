@@ -195,11 +195,21 @@ struct device_profile {
   attention_model attention;       ///< bf16/fp16 (flash attention)
   attention_model attention_fp32;  ///< fp32 inputs (PyTorch's memory-efficient kernel)
   dispatch_model dispatch;
+  /// fp32 GEMMs with TF32 off: IEEE fp32 on the CUDA cores, PyTorch's default for matmuls
+  /// (`torch.backends.cuda.matmul.allow_tf32 = False`); `training::tf32` = false selects it
+  gemm_model fp32_ieee{};
 
   [[nodiscard]] constexpr const gemm_model& gemm(dtype t) const {
     return t == dtype::fp32 || t == dtype::tf32 ? fp32 : bf16;
   }
 
+  /// The profile as fp32 matmuls run: with TF32 allowed, itself; without, `fp32_ieee` takes
+  /// `fp32`'s place (`training::tf32`).
+  [[nodiscard]] constexpr device_profile with_tf32(bool allowed) const {
+    device_profile p = *this;
+    if (!allowed) p.fp32 = p.fp32_ieee;
+    return p;
+  }
   /// A stream model of this profile as a queued kernel sees it (`queued`).
   [[nodiscard]] constexpr stream_model queued(stream_model s) const {
     if (dispatch.kernel_floor > 0) s.floor = dispatch.kernel_floor;
@@ -211,7 +221,7 @@ struct device_profile {
     device_profile q = *this;
     const double f = dispatch.kernel_floor;
     if (f <= 0) return q;
-    q.bf16.floor = q.fp32.floor = f;
+    q.bf16.floor = q.fp32.floor = q.fp32_ieee.floor = f;
     for (stream_model* m : {&q.copy, &q.host_to_device, &q.device_to_host, &q.gelu, &q.dropout,
                             &q.layer_norm, &q.softmax})
       m->floor = f;
@@ -248,20 +258,22 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
         d.peak(t).count(),           e.efficiency, e.half_area, 10e-6, e.wave, bw, element, sms,
         t == dtype::tf32 ? 1.0 : 4.0};
   };
-  return {d,
-          sms,
-          gemm(dtype::bf16, 2),
-          gemm(dtype::tf32, 4),
-          {0.8 * bw, 10e-6},
-          {25e9, 10e-6},
-          {25e9, 10e-6},
-          {0.8 * bw, 10e-6},
-          {0.8 * bw, 10e-6},
-          {0.5 * bw, 10e-6},
-          {0.5 * bw, 10e-6},
-          {0.5 * d.peak(dtype::bf16).count(), 0.4 * d.peak(dtype::bf16).count(), 0, 10e-6},
-          {0.5 * d.peak(dtype::fp32).count(), 0.4 * d.peak(dtype::fp32).count(), 0, 10e-6},
-          pytorch_eager_dispatch};
+  device_profile p{d,
+                   sms,
+                   gemm(dtype::bf16, 2),
+                   gemm(dtype::tf32, 4),
+                   {0.8 * bw, 10e-6},
+                   {25e9, 10e-6},
+                   {25e9, 10e-6},
+                   {0.8 * bw, 10e-6},
+                   {0.8 * bw, 10e-6},
+                   {0.5 * bw, 10e-6},
+                   {0.5 * bw, 10e-6},
+                   {0.5 * d.peak(dtype::bf16).count(), 0.4 * d.peak(dtype::bf16).count(), 0, 10e-6},
+                   {0.5 * d.peak(dtype::fp32).count(), 0.4 * d.peak(dtype::fp32).count(), 0, 10e-6},
+                   pytorch_eager_dispatch};
+  p.fp32_ieee = gemm(dtype::fp32, 4);
+  return p;
 }
 
 /// `datasheet_profile` with the device's own SM count.
@@ -288,6 +300,7 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
   };
   p.bf16 = gemm(from.bf16, dtype::bf16);
   p.fp32 = gemm(from.fp32, dtype::tf32);
+  p.fp32_ieee = gemm(from.fp32_ieee, dtype::fp32);
   const double mem = to.memory_bandwidth / from.dev.memory_bandwidth;
   for (stream_model* sm : {&p.copy, &p.gelu, &p.dropout, &p.layer_norm, &p.softmax})
     sm->bandwidth *= mem;

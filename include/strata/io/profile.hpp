@@ -38,40 +38,41 @@ inline nlohmann::json to_json(const device_profile& p) {
     return nlohmann::json{{"bandwidth", s.bandwidth}, {"floor", s.floor}};
   };
   const device& d = p.dev;
-  return {{"device",
-           {{"name", std::string(d.name)},
-            {"fp32", d.fp32.count()},
-            {"tf32", d.tf32.count()},
-            {"fp16", d.fp16.count()},
-            {"bf16", d.bf16.count()},
-            {"fp8", d.fp8.count()},
-            {"memory", d.memory.count()},
-            {"memory_bandwidth", d.memory_bandwidth.count()}}},
-          {"sms", p.sms},
-          {"gemm", {{"bf16", gemm(p.bf16)}, {"fp32", gemm(p.fp32)}}},
-          {"stream",
-           {{"copy", stream(p.copy)},
-            {"host_to_device", stream(p.host_to_device)},
-            {"device_to_host", stream(p.device_to_host)},
-            {"gelu", stream(p.gelu)},
-            {"dropout", stream(p.dropout)},
-            {"layer_norm", stream(p.layer_norm)},
-            {"softmax", stream(p.softmax)}}},
-          {"attention",
-           {{"forward_rate", p.attention.forward_rate},
-            {"training_rate", p.attention.training_rate},
-            {"ramp", p.attention.ramp},
-            {"floor", p.attention.floor}}},
-          {"attention_fp32",
-           {{"forward_rate", p.attention_fp32.forward_rate},
-            {"training_rate", p.attention_fp32.training_rate},
-            {"ramp", p.attention_fp32.ramp},
-            {"floor", p.attention_fp32.floor}}},
-          {"dispatch",
-           {{"per_kernel", p.dispatch.per_kernel},
-            {"per_checkpoint", p.dispatch.per_checkpoint},
-            {"per_tensor", p.dispatch.per_tensor},
-            {"kernel_floor", p.dispatch.kernel_floor}}}};
+  return {
+      {"device",
+       {{"name", std::string(d.name)},
+        {"fp32", d.fp32.count()},
+        {"tf32", d.tf32.count()},
+        {"fp16", d.fp16.count()},
+        {"bf16", d.bf16.count()},
+        {"fp8", d.fp8.count()},
+        {"memory", d.memory.count()},
+        {"memory_bandwidth", d.memory_bandwidth.count()}}},
+      {"sms", p.sms},
+      {"gemm", {{"bf16", gemm(p.bf16)}, {"fp32", gemm(p.fp32)}, {"fp32_ieee", gemm(p.fp32_ieee)}}},
+      {"stream",
+       {{"copy", stream(p.copy)},
+        {"host_to_device", stream(p.host_to_device)},
+        {"device_to_host", stream(p.device_to_host)},
+        {"gelu", stream(p.gelu)},
+        {"dropout", stream(p.dropout)},
+        {"layer_norm", stream(p.layer_norm)},
+        {"softmax", stream(p.softmax)}}},
+      {"attention",
+       {{"forward_rate", p.attention.forward_rate},
+        {"training_rate", p.attention.training_rate},
+        {"ramp", p.attention.ramp},
+        {"floor", p.attention.floor}}},
+      {"attention_fp32",
+       {{"forward_rate", p.attention_fp32.forward_rate},
+        {"training_rate", p.attention_fp32.training_rate},
+        {"ramp", p.attention_fp32.ramp},
+        {"floor", p.attention_fp32.floor}}},
+      {"dispatch",
+       {{"per_kernel", p.dispatch.per_kernel},
+        {"per_checkpoint", p.dispatch.per_checkpoint},
+        {"per_tensor", p.dispatch.per_tensor},
+        {"kernel_floor", p.dispatch.kernel_floor}}}};
 }
 
 /// Reads a profile; errors name the field.
@@ -134,9 +135,13 @@ inline stored_profile profile_from_json(const nlohmann::json& j) {
     return g;
   };
   const auto& g = require(j, "profile", "gemm");
-  detail::only_keys(g, "profile.gemm", {"bf16", "fp32"});
+  detail::only_keys(g, "profile.gemm", {"bf16", "fp32", "fp32_ieee"});
   out.profile.bf16 = gemm(require(g, "profile.gemm", "bf16"), "profile.gemm.bf16");
   out.profile.fp32 = gemm(require(g, "profile.gemm", "fp32"), "profile.gemm.fp32");
+  // older profiles have no fp32 GEMMs without TF32: the datasheet default for the device
+  out.profile.fp32_ieee = g.contains("fp32_ieee")
+                              ? gemm(g["fp32_ieee"], "profile.gemm.fp32_ieee")
+                              : datasheet_profile(dev, out.profile.sms).fp32_ieee;
   const auto& st = require(j, "profile", "stream");
   detail::only_keys(
       st, "profile.stream",

@@ -150,7 +150,7 @@ inline proteus_scenario parse_proteus_scenario(const nlohmann::json& j) {
   // and its memory is every device's own states and activations
   if (tj.is_object())
     for (const char* k : {"engine", "offload_optimizer", "offload_parameters", "reserved_GiB",
-                          "runtime", "tp_comm_overlap", "lora"})
+                          "runtime", "tp_comm_overlap", "lora", "tf32"})
       if (tj.contains(k))
         d::fail(std::string("training.") + k,
                 "not modelled for a strategy tree (its nodes set sharding and schedule); "

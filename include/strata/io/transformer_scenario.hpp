@@ -215,7 +215,7 @@ inline training parse_transformer_training(const json& j) {
   only_keys(j, p,
             {"batch", "global_batch", "sequence", "precision", "optimizer", "gradients",
              "flash_attention", "reserved_GiB", "framework", "engine", "offload_optimizer",
-             "offload_parameters", "tp_comm_overlap", "lora", "runtime"});
+             "offload_parameters", "tp_comm_overlap", "lora", "runtime", "tf32"});
   training t;
   // "batch" as every scenario says it; "global_batch" is the older spelling
   if (j.contains("batch") && j.contains("global_batch"))
@@ -234,6 +234,7 @@ inline training parse_transformer_training(const json& j) {
   t.gradients = enum_field(j, p, "gradients", dtype::fp32,
                            {{"fp32", dtype::fp32}, {"bf16", dtype::bf16}, {"fp16", dtype::fp16}});
   t.flash_attention = flag_field(j, p, "flash_attention", true);
+  t.tf32 = flag_field(j, p, "tf32", true);
   t.reserved = num_field(j, p, "reserved_GiB", 0.0, 1e6, 0.0) * 1024.0 * 1024 * 1024;
   t.framework = enum_field(j, p, "framework", frameworks::megatron,
                            {{"megatron", frameworks::megatron},
