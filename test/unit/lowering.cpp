@@ -208,6 +208,10 @@ TEST_CASE("an uneven expert load: each expert's GEMMs on its own rows, the same 
                     Catch::Contains("expert_load_cv must lie between 0 and 0.654654"));
   wide.expert_load_cv = -0.1;
   CHECK_THROWS_WITH(wide.check(), Catch::Contains("expert_load_cv must lie between 0 and"));
+  transformer dense = zoo::gpt2_124m();
+  dense.expert_load_cv = 0.1;
+  CHECK_THROWS_WITH(dense.check(),
+                    "expert_load_cv: a model without experts has no expert load to spread");
   const training t{.batch = 4, .sequence = 2048};
   CHECK_THROWS_WITH((parallel::nd{.expert = {.degree = 2}}).check(m, t, 2),
                     limits::expert_load_cv_with_expert_parallel);

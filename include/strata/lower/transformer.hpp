@@ -400,7 +400,7 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
     // each grouped GEMM (forward, dX, dW) first copies its E + 1 group offsets to the host
     // (`offs.cpu()`, a device-to-host copy the host waits for)
     auto to_host = [&] { k.memory("expert offsets to host", {}, copy, 4 * (E + 1), 1, true); };
-    // one fp32 GEMM per local expert on its rows r; `shape(r)` gives its m, n, k
+    // one fp32 GEMM per local expert on its own rows; `shape(rows)` gives its m, n, k
     auto experts_gemm = [&](std::string_view what, std::string_view part, auto shape) {
       detail::expert_rows(m, rows, local, [&](double own, double times) {
         const std::array<double, 3> mnk = shape(own);
