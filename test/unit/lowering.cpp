@@ -217,7 +217,6 @@ TEST_CASE("an uneven expert load: each expert's GEMMs on its own rows, the same 
                     limits::expert_load_cv_with_expert_parallel);
   // One GPU: the same GEMM FLOPs and kernel count as an even split, the up GEMMs on 859 to
   // 3237 rows instead of 2048 each (S = k T = 16384 routed rows)
-  const device_profile h100 = datasheet_profile(presets::h100_sxm5_80gb);
   const parallel::nd one{.micro_batch = 4};
   const auto spread = analytic::step_kernels(m, one, t, h100);
   transformer even = m;
