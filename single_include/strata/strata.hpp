@@ -4684,7 +4684,8 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
     // (integrations/moe.py, docs/huggingface_recipe.md §6): the router in bf16, its softmax, top-k
     // and renormalization in fp32; the S = k T routed rows sorted by expert and gathered in fp32;
     // each grouped GEMM on the fp32 weights copies its offsets to the host (a synchronization)
-    // and runs one fp32 (TF32) GEMM per expert; SiLU and the gate product; the routing weights,
+    // and runs one fp32 GEMM per expert (TF32 unless `training::tf32` is off; each on its own
+    // rows, `expert_load_cv`); SiLU and the gate product; the routing weights,
     // the gather back and the sum over top_k. Backward: the gathers' index_put with its sort, the
     // grouped GEMMs' dX and dW (each synchronizing), the router's. Seen in the H100 trace
     // (test/data/h100_hf_kernels.csv): each grouped GEMM's output is copied on the device and
