@@ -3057,6 +3057,15 @@ struct gemm_tile {
 };
 inline constexpr std::array<gemm_tile, 8> gemm_tiles{
     {{256, 128}, {128, 256}, {256, 64}, {64, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}};
+/// The tile areas, largest first, and which of them each tile has: tiles of one area cost the
+/// same per wave, so without split-K only the fewest of them can be fastest.
+inline constexpr std::array<double, 4> gemm_tile_areas{32768, 16384, 8192, 4096};
+inline constexpr auto gemm_tile_area_of = [] {
+  std::array<std::size_t, gemm_tiles.size()> of{};
+  for (std::size_t t = 0; t < gemm_tiles.size(); ++t)
+    while (gemm_tile_areas[of[t]] != gemm_tiles[t].area) ++of[t];
+  return of;
+}();
 /// (f^4 + w^4)^(1/4): the floor for tiny kernels, the work for large ones.
 constexpr double soft_floor(double floor, double work) {
   if (floor <= 0) return work;
@@ -3106,9 +3115,17 @@ struct gemm_model {
     // Every shape has at least as many tiles as the 256 x 128 ones (the first two): with that
     // many, no tile splits K and a wave is one tile's K loop (the same arithmetic as below).
     if (count[0] >= sm_count && count[1] >= sm_count) {
+      // A wave costs the same for tiles of one area: per area, the fewest tiles (ceil is
+      // monotone, so the fewest waves) give that area's best; 4 waves counted rather than 8.
+      std::array<double, detail::gemm_tile_areas.size()> fewest{};
+      fewest.fill(std::numeric_limits<double>::infinity());
       for (std::size_t t = 0; t < tiles.size(); ++t) {
-        const double w = detail::ceil_ratio(count[t], sm_count) *
-                         (k * (tiles[t].area + half_area) * twice_per_rate + wave);
+        double& f = fewest[detail::gemm_tile_area_of[t]];
+        f = count[t] < f ? count[t] : f;
+      }
+      for (std::size_t a = 0; a < fewest.size(); ++a) {
+        const double w = detail::ceil_ratio(fewest[a], sm_count) *
+                         (k * (detail::gemm_tile_areas[a] + half_area) * twice_per_rate + wave);
         best = w < best ? w : best;
       }
     } else {
@@ -3494,9 +3511,12 @@ inline constexpr double misaligned_gemm_peak_fraction = 0.12;
 }
 
 /// Seconds kernel `op` runs on a device, with `p` already `queued()`; `g` is the GEMM model of the
-/// compute type (fp8 GEMMs: the bf16 model at the fp8 peak).
-[[nodiscard]] constexpr double gpu_time(const kernel_op& op, const device_profile& p,
-                                        const gemm_model& g, bool fp32_attention) {
+/// compute type (fp8 GEMMs: the bf16 model at the fp8 peak). Inlined always: see `emit` in
+/// `lower/transformer.hpp`.
+[[nodiscard, gnu::always_inline]] constexpr double gpu_time(const kernel_op& op,
+                                                            const device_profile& p,
+                                                            const gemm_model& g,
+                                                            bool fp32_attention) {
   switch (op.kind) {
     case kernel_kind::gemm: {
       const gemm_model& gm = op.fp32 ? p.fp32 : g;
@@ -4375,8 +4395,12 @@ struct shard {
 }
 
 namespace detail {
+/// Hands kernel `k` to the visitor. Inlined always, with the pricer's `kernel` and `gpu_time`:
+/// the builder's kernel of a known kind then prices in registers. Out of line, GCC (generic
+/// x86-64 tuning) clears the 152-byte `kernel_op` with `rep stos` for every kernel, which cost
+/// a sixth of a GPT-3 evaluation on an AMD EPYC (docs/benchmarks.md).
 template <class V>
-constexpr void emit(V& v, const kernel_op& k) {
+[[gnu::always_inline]] constexpr void emit(V& v, const kernel_op& k) {
   if constexpr (requires { v.kernel(k); }) v.kernel(k);
 }
 template <class V>
@@ -5466,7 +5490,7 @@ struct pricer {
   double gpu = 0, attention_gpu = 0;
   lower::span total{}, attention{};  ///< with host costs only
 
-  constexpr void kernel(const lower::kernel_op& k) {
+  [[gnu::always_inline]] constexpr void kernel(const lower::kernel_op& k) {  // see lower::emit
     const double t = lower::gpu_time(k, p, g, fp32_attention);
     gpu += t;
     const bool core = k.kind == lower::kernel_kind::attention;

@@ -506,7 +506,7 @@ struct pricer {
   double gpu = 0, attention_gpu = 0;
   lower::span total{}, attention{};  ///< with host costs only
 
-  constexpr void kernel(const lower::kernel_op& k) {
+  [[gnu::always_inline]] constexpr void kernel(const lower::kernel_op& k) {  // see lower::emit
     const double t = lower::gpu_time(k, p, g, fp32_attention);
     gpu += t;
     const bool core = k.kind == lower::kernel_kind::attention;

@@ -171,9 +171,12 @@ inline constexpr double misaligned_gemm_peak_fraction = 0.12;
 }
 
 /// Seconds kernel `op` runs on a device, with `p` already `queued()`; `g` is the GEMM model of the
-/// compute type (fp8 GEMMs: the bf16 model at the fp8 peak).
-[[nodiscard]] constexpr double gpu_time(const kernel_op& op, const device_profile& p,
-                                        const gemm_model& g, bool fp32_attention) {
+/// compute type (fp8 GEMMs: the bf16 model at the fp8 peak). Inlined always: see `emit` in
+/// `lower/transformer.hpp`.
+[[nodiscard, gnu::always_inline]] constexpr double gpu_time(const kernel_op& op,
+                                                            const device_profile& p,
+                                                            const gemm_model& g,
+                                                            bool fp32_attention) {
   switch (op.kind) {
     case kernel_kind::gemm: {
       const gemm_model& gm = op.fp32 ? p.fp32 : g;
