@@ -43,6 +43,7 @@
 #include <algorithm>
 #include <bit>
 #include <vector>
+#include <utility>
 
 // ---- strata/units.hpp --------------------------------------------------------------------------
 /// @file units.hpp
@@ -6313,8 +6314,11 @@ class measured_curve {
   measured_curve() = default;
   explicit measured_curve(std::vector<point> pts) : pts_(std::move(pts)) {
     if (pts_.empty()) throw plan_error("a measured curve needs at least one point");
-    std::sort(pts_.begin(), pts_.end(),
-              [](const point& a, const point& b) { return a.size < b.size; });
+    // by size; insertion sort (curves have tens of points), which also spares every translation
+    // unit of the umbrella header an instantiation of std::sort
+    for (std::size_t i = 1; i < pts_.size(); ++i)
+      for (std::size_t j = i; j > 0 && pts_[j].size < pts_[j - 1].size; --j)
+        std::swap(pts_[j], pts_[j - 1]);
     for (std::size_t i = 0; i < pts_.size(); ++i) {
       if (!(pts_[i].size > bytes{0}) || !(pts_[i].time > seconds{0}))
         throw plan_error("measured curve points need positive sizes and times");
@@ -8187,9 +8191,12 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
 }
 
 namespace detail {
+// The functions below are templates only so that a translation unit that never sweeps does not
+// instantiate the sweep, its heaps and its sorts (about 5 % of the umbrella header's compile time).
+
 /// Keeps the `keep` best plans (`ranks_before`) in a heap whose top is the worst kept.
-inline void keep_best(std::vector<ranked_transformer_plan>& best, std::size_t keep,
-                      const ranked_transformer_plan& r) {
+template <class Plans>
+void keep_best(Plans& best, std::size_t keep, const ranked_transformer_plan& r) {
   if (best.size() < keep) {
     best.push_back(r);
     std::push_heap(best.begin(), best.end(), ranks_before);
@@ -8199,7 +8206,8 @@ inline void keep_best(std::vector<ranked_transformer_plan>& best, std::size_t ke
     std::push_heap(best.begin(), best.end(), ranks_before);
   }
 }
-inline void finish(transformer_sweep_result& out) {
+template <class Result>
+void finish(Result& out) {
   std::sort_heap(out.best.begin(), out.best.end(), ranks_before);
   std::sort(out.pareto.entries.begin(), out.pareto.entries.end(),
             [](const auto& a, const auto& b) { return ranks_before(a.item, b.item); });
@@ -8208,9 +8216,9 @@ inline void finish(transformer_sweep_result& out) {
 
 /// Joins the results of the parts of one sweep (`sweep_part`): the `keep` best of all, the
 /// front of the fronts, the counts summed. The same answer as one sweep over the whole space.
-[[nodiscard]] inline transformer_sweep_result merge(
-    const std::vector<transformer_sweep_result>& parts, std::size_t keep) {
-  transformer_sweep_result out;
+template <std::same_as<transformer_sweep_result> Result>
+[[nodiscard]] Result merge(const std::vector<Result>& parts, std::size_t keep) {
+  Result out;
   for (const auto& r : parts) {
     out.candidates += r.candidates;
     out.fitting += r.fitting;
@@ -8222,10 +8230,11 @@ inline void finish(transformer_sweep_result& out) {
 }
 
 /// Sweeps `space` for `m` on every device of `c` (or the share `part` of it).
-[[nodiscard]] inline transformer_sweep_result sweep(const transformer& m, const cluster& c,
-                                                    const training& tr, const device_profile& prof,
-                                                    const transformer_space& space = {},
-                                                    sweep_part part = {}) {
+template <std::same_as<transformer> Model>
+[[nodiscard]] transformer_sweep_result sweep(const Model& m, const cluster& c, const training& tr,
+                                             const device_profile& prof,
+                                             const transformer_space& space = {},
+                                             sweep_part part = {}) {
   transformer_sweep_result out;
   const double devices = c.devices();
   analytic::collectives_memo collectives;  // the plans come grouped by their lowering

@@ -108,4 +108,18 @@ TEST_CASE("measured curves interpolate in log-log space") {
   CHECK(c.time(bytes{10}).count() == Approx(10e-6));  // below: latency floor
   CHECK(c.time(bytes{1e6}).count() == Approx(1e-2));  // above: last bandwidth
   CHECK_THROWS_WITH(comm::measured_curve({{bytes{1e3}, seconds{0}}}), Catch::Contains("positive"));
+  // points come in any order and are kept by size; a size measured twice is refused
+  const comm::measured_curve u({{bytes{1e5}, seconds{1e-3}},
+                                {bytes{1e3}, seconds{10e-6}},
+                                {bytes{1e7}, seconds{0.1}},
+                                {bytes{1e4}, seconds{1e-4}}});
+  REQUIRE(u.points().size() == 4);
+  CHECK(u.points()[0].size == bytes{1e3});
+  CHECK(u.points()[1].size == bytes{1e4});
+  CHECK(u.points()[2].size == bytes{1e5});
+  CHECK(u.points()[3].size == bytes{1e7});
+  CHECK(u.time(bytes{1e6}).count() == Approx(1e-2));  // halfway between 1e5 and 1e7 in log-log
+  CHECK_THROWS_WITH(
+      comm::measured_curve({{bytes{1e4}, seconds{1e-4}}, {bytes{1e4}, seconds{2e-4}}}),
+      Catch::Contains("two points at the same size"));
 }

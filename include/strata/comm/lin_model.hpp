@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "strata/comm/collectives.hpp"
@@ -72,8 +73,11 @@ class measured_curve {
   measured_curve() = default;
   explicit measured_curve(std::vector<point> pts) : pts_(std::move(pts)) {
     if (pts_.empty()) throw plan_error("a measured curve needs at least one point");
-    std::sort(pts_.begin(), pts_.end(),
-              [](const point& a, const point& b) { return a.size < b.size; });
+    // by size; insertion sort (curves have tens of points), which also spares every translation
+    // unit of the umbrella header an instantiation of std::sort
+    for (std::size_t i = 1; i < pts_.size(); ++i)
+      for (std::size_t j = i; j > 0 && pts_[j].size < pts_[j - 1].size; --j)
+        std::swap(pts_[j], pts_[j - 1]);
     for (std::size_t i = 0; i < pts_.size(); ++i) {
       if (!(pts_[i].size > bytes{0}) || !(pts_[i].time > seconds{0}))
         throw plan_error("measured curve points need positive sizes and times");

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <array>
+#include <concepts>
 #include <vector>
 
 #include "strata/analytic/transformer.hpp"
@@ -184,9 +185,12 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
 }
 
 namespace detail {
+// The functions below are templates only so that a translation unit that never sweeps does not
+// instantiate the sweep, its heaps and its sorts (about 5 % of the umbrella header's compile time).
+
 /// Keeps the `keep` best plans (`ranks_before`) in a heap whose top is the worst kept.
-inline void keep_best(std::vector<ranked_transformer_plan>& best, std::size_t keep,
-                      const ranked_transformer_plan& r) {
+template <class Plans>
+void keep_best(Plans& best, std::size_t keep, const ranked_transformer_plan& r) {
   if (best.size() < keep) {
     best.push_back(r);
     std::push_heap(best.begin(), best.end(), ranks_before);
@@ -196,7 +200,8 @@ inline void keep_best(std::vector<ranked_transformer_plan>& best, std::size_t ke
     std::push_heap(best.begin(), best.end(), ranks_before);
   }
 }
-inline void finish(transformer_sweep_result& out) {
+template <class Result>
+void finish(Result& out) {
   std::sort_heap(out.best.begin(), out.best.end(), ranks_before);
   std::sort(out.pareto.entries.begin(), out.pareto.entries.end(),
             [](const auto& a, const auto& b) { return ranks_before(a.item, b.item); });
@@ -205,9 +210,9 @@ inline void finish(transformer_sweep_result& out) {
 
 /// Joins the results of the parts of one sweep (`sweep_part`): the `keep` best of all, the
 /// front of the fronts, the counts summed. The same answer as one sweep over the whole space.
-[[nodiscard]] inline transformer_sweep_result merge(
-    const std::vector<transformer_sweep_result>& parts, std::size_t keep) {
-  transformer_sweep_result out;
+template <std::same_as<transformer_sweep_result> Result>
+[[nodiscard]] Result merge(const std::vector<Result>& parts, std::size_t keep) {
+  Result out;
   for (const auto& r : parts) {
     out.candidates += r.candidates;
     out.fitting += r.fitting;
@@ -219,10 +224,11 @@ inline void finish(transformer_sweep_result& out) {
 }
 
 /// Sweeps `space` for `m` on every device of `c` (or the share `part` of it).
-[[nodiscard]] inline transformer_sweep_result sweep(const transformer& m, const cluster& c,
-                                                    const training& tr, const device_profile& prof,
-                                                    const transformer_space& space = {},
-                                                    sweep_part part = {}) {
+template <std::same_as<transformer> Model>
+[[nodiscard]] transformer_sweep_result sweep(const Model& m, const cluster& c, const training& tr,
+                                             const device_profile& prof,
+                                             const transformer_space& space = {},
+                                             sweep_part part = {}) {
   transformer_sweep_result out;
   const double devices = c.devices();
   analytic::collectives_memo collectives;  // the plans come grouped by their lowering
