@@ -3058,14 +3058,22 @@ struct gemm_tile {
 };
 inline constexpr std::array<gemm_tile, 8> gemm_tiles{
     {{256, 128}, {128, 256}, {256, 64}, {64, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}};
-/// The tile areas, largest first, and which of them each tile has: tiles of one area cost the
-/// same per wave, so without split-K only the fewest of them can be fastest.
-inline constexpr std::array<double, 4> gemm_tile_areas{32768, 16384, 8192, 4096};
-inline constexpr auto gemm_tile_area_of = [] {
+/// The distinct areas of `gemm_tiles` (in its order) and, per tile, which of them it has: tiles
+/// of one area cost the same per wave, so without split-K only the fewest of them can be fastest.
+struct gemm_area_groups {
+  std::array<double, gemm_tiles.size()> area{};
+  std::size_t count = 0;
   std::array<std::size_t, gemm_tiles.size()> of{};
-  for (std::size_t t = 0; t < gemm_tiles.size(); ++t)
-    while (gemm_tile_areas[of[t]] != gemm_tiles[t].area) ++of[t];
-  return of;
+};
+inline constexpr gemm_area_groups gemm_tile_areas = [] {
+  gemm_area_groups g;
+  for (std::size_t t = 0; t < gemm_tiles.size(); ++t) {
+    std::size_t a = 0;
+    while (a < g.count && g.area[a] != gemm_tiles[t].area) ++a;
+    if (a == g.count) g.area[g.count++] = gemm_tiles[t].area;
+    g.of[t] = a;
+  }
+  return g;
 }();
 /// (f^4 + w^4)^(1/4): the floor for tiny kernels, the work for large ones.
 constexpr double soft_floor(double floor, double work) {
@@ -3118,15 +3126,16 @@ struct gemm_model {
     if (count[0] >= sm_count && count[1] >= sm_count) {
       // A wave costs the same for tiles of one area: per area, the fewest tiles (ceil is
       // monotone, so the fewest waves) give that area's best; 4 waves counted rather than 8.
-      std::array<double, detail::gemm_tile_areas.size()> fewest{};
+      constexpr const detail::gemm_area_groups& areas = detail::gemm_tile_areas;
+      std::array<double, tiles.size()> fewest{};
       fewest.fill(std::numeric_limits<double>::infinity());
       for (std::size_t t = 0; t < tiles.size(); ++t) {
-        double& f = fewest[detail::gemm_tile_area_of[t]];
+        double& f = fewest[areas.of[t]];
         f = count[t] < f ? count[t] : f;
       }
-      for (std::size_t a = 0; a < fewest.size(); ++a) {
+      for (std::size_t a = 0; a < areas.count; ++a) {
         const double w = detail::ceil_ratio(fewest[a], sm_count) *
-                         (k * (detail::gemm_tile_areas[a] + half_area) * twice_per_rate + wave);
+                         (k * (areas.area[a] + half_area) * twice_per_rate + wave);
         best = w < best ? w : best;
       }
     } else {
