@@ -9,6 +9,7 @@
 // target: >= 1e6 full evaluations per second per core.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <ctime>
 #include <thread>
 #include <vector>

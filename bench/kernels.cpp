@@ -2,6 +2,8 @@
 // roofline formula as a baseline.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+
 #include <strata/analytic/step.hpp>
 #include <strata/strata.hpp>
 

@@ -37,10 +37,9 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
-#include <cmath>
 #include <limits>
 #include <type_traits>
-#include <algorithm>
+#include <cmath>
 #include <bit>
 #include <vector>
 #include <utility>
@@ -1742,9 +1741,20 @@ struct group_view {
 // ---- strata/detail/cmath.hpp -------------------------------------------------------------------
 /// @file detail/cmath.hpp
 /// @brief `constexpr` exp, log, log2 and pow for the cost models (std's are not constexpr in
-/// C++20). At run time they call <cmath>; in constant evaluation they use range reduction and
-/// series accurate to a few ulp over the ranges the models use.
+/// C++20). At run time they call the C library's functions; in constant evaluation they use range
+/// reduction and series accurate to a few ulp over the ranges the models use.
+///
+/// With GCC and Clang the run-time calls go through the compilers' builtins, which are the
+/// functions <cmath> declares, so that the umbrella header need not include <cmath> (in C++17 and
+/// later it brings the special functions: 21 MB of GCC's memory, against 90 MB for the whole
+/// umbrella header without it).
 
+
+#if defined(__GNUC__) || defined(__clang__)
+#define STRATA_DETAIL_LIBM(f) __builtin_##f
+#else
+#define STRATA_DETAIL_LIBM(f) std::f
+#endif
 
 namespace strata::detail {
 
@@ -1764,7 +1774,7 @@ constexpr double ldexp_ce(double x, int e) {
 
 /// e^x.
 constexpr double exp(double x) {
-  if (!std::is_constant_evaluated()) return std::exp(x);
+  if (!std::is_constant_evaluated()) return STRATA_DETAIL_LIBM(exp)(x);
   if (x != x) return x;
   if (x > 709.0) return std::numeric_limits<double>::infinity();
   if (x < -745.0) return 0.0;
@@ -1782,7 +1792,7 @@ constexpr double exp(double x) {
 
 /// Natural logarithm of x > 0.
 constexpr double log(double x) {
-  if (!std::is_constant_evaluated()) return std::log(x);
+  if (!std::is_constant_evaluated()) return STRATA_DETAIL_LIBM(log)(x);
   if (!(x > 0.0)) return std::numeric_limits<double>::quiet_NaN();
   if (x == std::numeric_limits<double>::infinity()) return x;
   // x = m 2^e with m in [1, 2)
@@ -1809,9 +1819,9 @@ constexpr double log2(double x) { return log(x) / ln2; }
 constexpr double log10(double x) { return log(x) / 2.302585092994045684017991454684364208; }
 constexpr double pow(double base, double e) { return exp(e * log(base)); }
 
-/// Square root: Newton's iteration in a constant expression, std::sqrt at run time.
+/// Square root: Newton's iteration in a constant expression, the C library's at run time.
 constexpr double sqrt(double x) {
-  if (!std::is_constant_evaluated()) return std::sqrt(x);
+  if (!std::is_constant_evaluated()) return STRATA_DETAIL_LIBM(sqrt)(x);
   if (!(x > 0.0)) return x == 0.0 ? 0.0 : std::numeric_limits<double>::quiet_NaN();
   if (x == std::numeric_limits<double>::infinity()) return x;
   double r = x > 1.0 ? x : 1.0;
@@ -1823,7 +1833,13 @@ constexpr double sqrt(double x) {
   return r;
 }
 
+/// True when x is neither infinite nor NaN (as `std::isfinite`, and usable in constant
+/// expressions).
+constexpr bool isfinite(double x) { return x - x == 0.0; }
+
 }  // namespace strata::detail
+
+#undef STRATA_DETAIL_LIBM
 
 // ---- strata/comm/collectives.hpp ---------------------------------------------------------------
 /// @file comm/collectives.hpp
@@ -2695,6 +2711,99 @@ template <std::same_as<parallel::any_strategy> Any>
 
 }  // namespace strata::analytic
 
+// ---- strata/detail/algorithm.hpp ---------------------------------------------------------------
+/// @file detail/algorithm.hpp
+/// @brief The few algorithms the umbrella header needs (min, max, a binary heap, heap sort,
+/// lower bound), written out so that it does not include <algorithm>.
+///
+/// In C++20 libstdc++'s <algorithm> brings the constrained range algorithms with it: 17 MB of
+/// GCC's memory in every translation unit that includes strata, against 90 MB for the whole
+/// umbrella header without it (`docs/benchmarks.md`, compile time). Headers outside the umbrella
+/// (the simulators, the readers) use <algorithm> freely.
+
+
+namespace strata::detail {
+
+/// The smaller of `a` and `b`; `a` when they are equal (as `std::min`).
+template <class T>
+[[nodiscard]] constexpr T min(T a, T b) {
+  return b < a ? b : a;
+}
+/// The larger of `a` and `b`; `a` when they are equal (as `std::max`).
+template <class T>
+[[nodiscard]] constexpr T max(T a, T b) {
+  return a < b ? b : a;
+}
+
+// A binary heap on a random-access range whose top (`first[0]`) is an element that no other
+// ranks after under the strict weak order `before`: the same contract as std::push_heap and
+// friends with `before` as the comparison.
+
+/// Moves `first[i]` down the heap `[first, first + n)` until neither child ranks after it.
+template <class It, class Before>
+constexpr void sift_down(It first, std::ptrdiff_t i, std::ptrdiff_t n, Before& before) {
+  for (std::ptrdiff_t c = 2 * i + 1; c < n; i = c, c = 2 * i + 1) {
+    if (c + 1 < n && before(first[c], first[c + 1])) ++c;
+    if (!before(first[i], first[c])) return;
+    using std::swap;
+    swap(first[i], first[c]);
+  }
+}
+
+/// Adds `last[-1]` to the heap `[first, last - 1)`.
+template <class It, class Before>
+constexpr void push_heap(It first, It last, Before before) {
+  for (std::ptrdiff_t i = last - first - 1; i > 0;) {
+    const std::ptrdiff_t parent = (i - 1) / 2;
+    if (!before(first[parent], first[i])) return;
+    using std::swap;
+    swap(first[parent], first[i]);
+    i = parent;
+  }
+}
+
+/// Moves the top of the heap `[first, last)` to `last[-1]`; `[first, last - 1)` stays a heap.
+template <class It, class Before>
+constexpr void pop_heap(It first, It last, Before before) {
+  const std::ptrdiff_t n = last - first;
+  if (n < 2) return;
+  using std::swap;
+  swap(first[0], first[n - 1]);
+  detail::sift_down(first, 0, n - 1, before);
+}
+
+/// Sorts the heap `[first, last)` so that `before` holds between neighbours.
+template <class It, class Before>
+constexpr void sort_heap(It first, It last, Before before) {
+  for (; last - first > 1; --last) detail::pop_heap(first, last, before);
+}
+
+/// Sorts `[first, last)` by `before` (heap sort: O(n log n), not stable).
+template <class It, class Before>
+constexpr void sort(It first, It last, Before before) {
+  const std::ptrdiff_t n = last - first;
+  for (std::ptrdiff_t i = n / 2 - 1; i >= 0; --i) detail::sift_down(first, i, n, before);
+  detail::sort_heap(first, last, before);
+}
+
+/// The first element of the sorted range `[first, last)` for which `before(element, value)` is
+/// false (as `std::lower_bound`).
+template <class It, class T, class Before>
+[[nodiscard]] constexpr It lower_bound(It first, It last, const T& value, Before before) {
+  for (std::ptrdiff_t n = last - first; n > 0;) {
+    const std::ptrdiff_t half = n / 2;
+    if (before(first[half], value)) {
+      first += half + 1;
+      n -= half + 1;
+    } else {
+      n = half;
+    }
+  }
+  return first;
+}
+
+}  // namespace strata::detail
+
 // ---- strata/comm/nccl.hpp ----------------------------------------------------------------------
 /// @file comm/nccl.hpp
 /// @brief Collectives priced per call as NCCL's tuner prices them: for every algorithm (ring,
@@ -2851,7 +2960,9 @@ struct nccl {
     const bool nvlink = node.kind == link_kind::nvlink && arch >= 70;
     u.intra_bw = v.intra.bandwidth.count() * 1e-9 * (nvlink ? nvlink_efficiency[u.gen] : 1.0);
     const double inter = v.inter.bandwidth.count() * 1e-9;
-    u.bus_bw = v.nodes == 1 ? u.intra_bw : v.local > 1 ? std::min(u.intra_bw, inter) : inter;
+    u.bus_bw = v.nodes == 1  ? u.intra_bw
+               : v.local > 1 ? strata::detail::min(u.intra_bw, inter)
+                             : inter;
     // LL128 needs NVLink inside the node and a CUDA GPU of compute capability 7.0 or more.
     u.ll128 = nvlink;
     u.nvls = node.switch_reduction && v.nodes == 1 && arch >= 90 && v.p >= 2;
@@ -2931,7 +3042,7 @@ struct nccl {
     switch (a) {
       case algorithm::ring: {
         // 327-329: LL moves 8 bytes for every 4 of data and is capped; LL128 120 of 128.
-        bw = p == protocol::ll      ? std::min(k.ll_cap, u.bus_bw * 0.5)
+        bw = p == protocol::ll      ? strata::detail::min(k.ll_cap, u.bus_bw * 0.5)
              : p == protocol::ll128 ? u.bus_bw * 0.92
                                     : u.bus_bw;
         bw *= k.ratio;  // 376-382: bus to algorithm bandwidth
@@ -2943,7 +3054,7 @@ struct nccl {
           // 404-412: every step pays a hop; steps that leave the node pay the network's, and
           // a node-internal step is at least the network post overhead (1 us, x3 for Simple).
           const double overhead = u.nodes > 1 ? (p == protocol::simple ? 3.0 : 1.0) : 0.0;
-          const double in = std::max(intra[1][pi], overhead);
+          const double in = strata::detail::max(intra[1][pi], overhead);
           const double out = u.ppn == 1 ? net[0][pi] : net[1][pi];
           lat += (k.nsteps - k.inter_steps) * in + k.inter_steps * out;
           if (p == protocol::simple && k.plateau) lat *= u.gen >= ampere ? 1.4 : 1.9;
@@ -2955,7 +3066,7 @@ struct nccl {
         // 330-336: 92 % of the links; LL 1/3.8 of that (capped), LL128 7/9 in a node, 120/128
         // across.
         bw = u.bus_bw * 0.92;
-        if (p == protocol::ll) bw = std::min(bw / 3.8, k.ll_cap);
+        if (p == protocol::ll) bw = strata::detail::min(bw / 3.8, k.ll_cap);
         if (p == protocol::ll128) bw *= u.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
         bw *= 0.5;  // 380: up the tree and down again
         if (k.ls >= 0 && k.ls < 23) bw *= tree_correction[pi][static_cast<std::size_t>(k.ls)];
@@ -3776,7 +3887,6 @@ struct context_parallel {
 ///   reduce-scatter (`reduce_dtype`), the moments sharded with them: 16 B/param over N ranks.
 
 
-
 namespace strata::parallel {
 
 /// Bytes of model states for some parameters on one rank.
@@ -3824,7 +3934,7 @@ constexpr void check_zero_stage(int stage) {
   if (e.fp32_gradient_group <= 0 || !t.master_weights() || t.gradient_bytes() >= 4 ||
       e.offload_optimizer != frameworks::offload_device::none)
     return 0;
-  return 4 * (stage >= 3 ? std::min(n, e.fp32_gradient_group) : n);
+  return 4 * (stage >= 3 ? strata::detail::min(n, e.fp32_gradient_group) : n);
 }
 
 /// The engine's rules for a plan: DeepSpeed's pipeline engine takes ZeRO-1 only, FSDP has no
@@ -4043,7 +4153,7 @@ struct pipeline_parallel {
   /// (p v) times that (Korthikanti et al. 2022 §4.2.3).
   [[nodiscard]] constexpr double in_flight(int micro_batches, int stage) const {
     if (kind == schedule::gpipe) return micro_batches;
-    double n = std::min(micro_batches, degree - stage);
+    double n = strata::detail::min(micro_batches, degree - stage);
     if (virtual_stages > 1 && stage == 0)
       n *= 1.0 + static_cast<double>(degree - 1) / (static_cast<double>(degree) * virtual_stages);
     return n;
@@ -4075,8 +4185,8 @@ struct pipeline_parallel {
       return out;
     }
     int warm = v == 1 ? p - i - 1 : (p - i - 1) * 2 + (v - 1) * p;
-    if (limit > 0) warm = std::min(warm, limit * v - 1);
-    warm = std::min(warm, total);
+    if (limit > 0) warm = strata::detail::min(warm, limit * v - 1);
+    warm = strata::detail::min(warm, total);
     int f = 0, b = 0;
     for (; f < warm; ++f) out.push_back(fwd(f));
     for (; f < total; ++f, ++b) {
@@ -5266,7 +5376,7 @@ struct plan_keeps {
                                             const training& t, int stage) {
   const int p = s.pipeline.degree;
   if (!t.framework.pipe_buffers || p == 1) return 0;
-  const double slots = std::max(2, std::min(p - stage, s.micro_batches(t)));
+  const double slots = strata::detail::max(2, strata::detail::min(p - stage, s.micro_batches(t)));
   const double act = static_cast<double>(s.micro_batch) * detail::sequence_of(m, t) /
                      s.context.degree * m.hidden * t.activation_bytes();
   return slots * ((stage > 0 ? act : 0.0) + (stage < p - 1 ? act / s.tensor.degree : 0.0));
@@ -5290,15 +5400,15 @@ struct plan_keeps {
   switch (e.engine) {
     case frameworks::data_engine::megatron:
       if (zero >= 3) return 2 * wb * unit;
-      if (dp && zero == 0) return std::min(s.data.bucket, params * gb);
+      if (dp && zero == 0) return strata::detail::min(s.data.bucket, params * gb);
       return 0;
     case frameworks::data_engine::deepspeed: {
       if (!dp) return 0;
-      const double bucket = std::min(e.reduce_bucket, params * gb);
+      const double bucket = strata::detail::min(e.reduce_bucket, params * gb);
       if (zero < 3) return bucket;
       const lower::layer_weights w =
           lower::weight_modules(m, lower::shard_of(m, s, t), t, e.persistence_threshold);
-      return bucket + std::min(wb * w.largest + e.prefetch_bucket, wb * weights);
+      return bucket + strata::detail::min(wb * w.largest + e.prefetch_bucket, wb * weights);
     }
     case frameworks::data_engine::fsdp:
       if (!dp) return 0;
@@ -5344,7 +5454,8 @@ struct plan_keeps {
   x.full_layer = keeps.full.activation;
   x.full_casts = keeps.full.weight_copy;
   if (sh.recompute == recompute::full) x.rebuilt = x.full_layer;
-  x.layer_gradients = (mem.gradients.count() - x.head_gradients) / std::max(x.layers, 1.0);
+  x.layer_gradients =
+      (mem.gradients.count() - x.head_gradients) / strata::detail::max(x.layers, 1.0);
   if (stage == 0) x.embedding = x.in_flight * keeps.embedding.activation;
   if (stage == p - 1) {
     const double act = t.activation_bytes(), V = m.vocabulary / tp;
@@ -5844,7 +5955,7 @@ struct calls_per_step {
                                                         double gradient_bytes) {
   const frameworks::sharding& e = tr.framework.data;
   const int zero = s.data.zero;
-  const double l = std::max(1.0, layers);
+  const double l = strata::detail::max(1.0, layers);
   calls_per_step k;
   k.bucket = e.engine == frameworks::data_engine::deepspeed ? e.reduce_bucket : s.data.bucket;
   switch (e.engine) {
@@ -5857,11 +5968,12 @@ struct calls_per_step {
       break;
     case frameworks::data_engine::deepspeed:
       if (zero >= 3)
-        k.gathers = l * std::max(1.0, lower::weight_modules(m, lower::shard_of(m, s, tr), tr,
-                                                            e.persistence_threshold)
-                                          .modules);
+        k.gathers = l * strata::detail::max(1.0, lower::weight_modules(m, lower::shard_of(m, s, tr),
+                                                                       tr, e.persistence_threshold)
+                                                     .modules);
       if (zero >= 2 && e.reduce_bucket > 0)
-        k.reduces = std::max(1.0, strata::detail::ceil_of(gradient_bytes / e.reduce_bucket));
+        k.reduces =
+            strata::detail::max(1.0, strata::detail::ceil_of(gradient_bytes / e.reduce_bucket));
       break;
   }
   return k;
@@ -5882,7 +5994,7 @@ struct data_collective_costs {
                                                   const parallel::nd& s, const stage_parameters& x,
                                                   double per_param, double calls = 1) {
   using parallel::axis;
-  const double k = std::max(1.0, calls);
+  const double k = strata::detail::max(1.0, calls);
   return k * (detail::over_axes(op, c, s, {axis::context, axis::expert, axis::data},
                                 bytes{x.dense * per_param / k}) +
               detail::over_axes(op, c, s, {axis::context, axis::data},
@@ -5903,7 +6015,7 @@ struct data_collective_costs {
   const group replicas = detail::replica_group(s);
   if (replicas.size > 1) {
     const double shard = partition_of(s, tn) * gb;
-    const double k = std::max(1.0, calls.reduces);
+    const double k = strata::detail::max(1.0, calls.reduces);
     out.reduce_scatter += k * call_cost::of(collective::all_reduce, c, replicas, bytes{shard / k});
   }
   out.all_gather = data_collective(collective::all_gather, c, s, zero >= 3 ? n : tn, wb,
@@ -5970,7 +6082,7 @@ class data_collectives_memo {
     return static_cast<std::size_t>(h ^ (h >> 31));
   }
   void grow() {
-    std::vector<slot> old(std::max<std::size_t>(64, 2 * slots_.size()));
+    std::vector<slot> old(strata::detail::max<std::size_t>(64, 2 * slots_.size()));
     old.swap(slots_);
     for (const slot& o : old)
       if (o.used) {
@@ -6056,8 +6168,8 @@ class data_collectives_memo {
   const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
   const frameworks::sharding& e = tr.framework.data;
   const calls_per_step calls = collective_calls(m, s, tr, lcrit, (tn.dense + tn.expert) * gb);
-  const double bucket_fraction =
-      std::min(1.0, calls.bucket / std::max((tn.dense + tn.expert) * gb, 1.0));
+  const double bucket_fraction = strata::detail::min(
+      1.0, calls.bucket / strata::detail::max((tn.dense + tn.expert) * gb, 1.0));
   const seconds f_mb = T.forward / static_cast<double>(mb);
   const seconds b_mb = (T.backward + T.recompute) / static_cast<double>(mb);
   // the rank's parameter partition (what its optimizer updates)
@@ -6079,7 +6191,8 @@ class data_collectives_memo {
     }
     const parallel::data_parallel::collective_times dp{dc.all_reduce.total(),
                                                        dc.reduce_scatter.total(), ag};
-    T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);
+    T.data_comm =
+        s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / strata::detail::max(1.0, lcrit), bucket_fraction);
   }
   if (e.offload_optimizer != frameworks::offload_device::none) {
     T.optimizer = offloaded_update(c, tr, partition, b_mb);
@@ -6323,8 +6436,7 @@ class measured_curve {
   measured_curve() = default;
   explicit measured_curve(std::vector<point> pts) : pts_(std::move(pts)) {
     if (pts_.empty()) throw plan_error("a measured curve needs at least one point");
-    // by size; insertion sort (curves have tens of points), which also spares every translation
-    // unit of the umbrella header an instantiation of std::sort
+    // by size; insertion sort (curves have tens of points)
     for (std::size_t i = 1; i < pts_.size(); ++i)
       for (std::size_t j = i; j > 0 && pts_[j].size < pts_[j - 1].size; --j)
         std::swap(pts_[j], pts_[j - 1]);
@@ -6342,8 +6454,8 @@ class measured_curve {
     if (pts_.empty()) throw plan_error("the measured curve is empty");
     if (s <= pts_.front().size) return pts_.front().time;
     if (s >= pts_.back().size) return pts_.back().time * (s / pts_.back().size);
-    const auto hi = std::lower_bound(pts_.begin(), pts_.end(), s,
-                                     [](const point& p, bytes v) { return p.size < v; });
+    const auto hi = strata::detail::lower_bound(pts_.begin(), pts_.end(), s,
+                                                [](const point& p, bytes v) { return p.size < v; });
     const auto lo = hi - 1;
     const double x0 = strata::detail::log(lo->size.count()),
                  x1 = strata::detail::log(hi->size.count());
@@ -8001,13 +8113,13 @@ struct training_cost {
                                            double tokens_per_iteration, double tokens = 0,
                                            double price = 0) {
   if (devices < 1) throw plan_error("cost: a plan needs at least one device");
-  if (!(iteration_s > 0) || !std::isfinite(iteration_s))
+  if (!(iteration_s > 0) || !strata::detail::isfinite(iteration_s))
     throw plan_error("cost: the iteration time must be a positive number of seconds");
-  if (!(tokens_per_iteration > 0) || !std::isfinite(tokens_per_iteration))
+  if (!(tokens_per_iteration > 0) || !strata::detail::isfinite(tokens_per_iteration))
     throw plan_error("cost: an iteration must consume a positive number of tokens");
-  if (!(tokens >= 0) || !std::isfinite(tokens))
+  if (!(tokens >= 0) || !strata::detail::isfinite(tokens))
     throw plan_error("cost.tokens: must be a non-negative number of tokens");
-  if (!(price >= 0) || !std::isfinite(price))
+  if (!(price >= 0) || !strata::detail::isfinite(price))
     throw plan_error("cost.price_per_gpu_hour: must be a non-negative number");
   training_cost c;
   c.gpu_hours_per_iteration = devices * iteration_s / 3600.0;
@@ -8208,18 +8320,18 @@ template <class Plans>
 void keep_best(Plans& best, std::size_t keep, const ranked_transformer_plan& r) {
   if (best.size() < keep) {
     best.push_back(r);
-    std::push_heap(best.begin(), best.end(), ranks_before);
+    strata::detail::push_heap(best.begin(), best.end(), ranks_before);
   } else if (keep > 0 && ranks_before(r, best.front())) {
-    std::pop_heap(best.begin(), best.end(), ranks_before);
+    strata::detail::pop_heap(best.begin(), best.end(), ranks_before);
     best.back() = r;
-    std::push_heap(best.begin(), best.end(), ranks_before);
+    strata::detail::push_heap(best.begin(), best.end(), ranks_before);
   }
 }
 template <class Result>
 void finish(Result& out) {
-  std::sort_heap(out.best.begin(), out.best.end(), ranks_before);
-  std::sort(out.pareto.entries.begin(), out.pareto.entries.end(),
-            [](const auto& a, const auto& b) { return ranks_before(a.item, b.item); });
+  strata::detail::sort_heap(out.best.begin(), out.best.end(), ranks_before);
+  strata::detail::sort(out.pareto.entries.begin(), out.pareto.entries.end(),
+                       [](const auto& a, const auto& b) { return ranks_before(a.item, b.item); });
 }
 }  // namespace detail
 

@@ -1,5 +1,6 @@
 // Issue 13 at the library level: each defect's input is refused with a plan_error that names
 // the field (the CLI cases and the catalogue in test/cli check the command line).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>

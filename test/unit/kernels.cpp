@@ -1,6 +1,7 @@
 // The kernel-level compute model, worked by hand, and its calibration on the H100 microbenchmarks
 // (test/data/h100_*.csv).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <strata/calibrate/kernel_fit.hpp>

@@ -1,6 +1,7 @@
 // Search beyond one loop: Pareto fronts and cost (search/pareto.hpp), a sweep split into parts
 // and merged (what strata-mpi's ranks do), and batch evaluation (search/batch.hpp) against the
 // scalar closed form, plan by plan.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <strata/search/batch.hpp>
 #include <strata/search/pareto.hpp>

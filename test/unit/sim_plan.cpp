@@ -1,5 +1,6 @@
 // The plan executor against the closed form: equal with overlap off (issue 6's standing test),
 // between the bounds with overlap on.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <strata/sim/paradl.hpp>
 #include <strata/strata.hpp>

@@ -1,6 +1,7 @@
 // io/svg.hpp: the pictures `strata simulate --svg / --memory-svg` write. The timeline is checked
 // on a three-task simulation worked by hand; the memory bars against the closed form they split;
 // the 4-stage 1F1B and interleaved schedules against Narayanan et al.'s bubble ordering.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <regex>
 #include <strata/io/svg.hpp>

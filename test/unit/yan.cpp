@@ -1,6 +1,7 @@
 // Yan et al.'s model (eqs. 5-11), worked by hand, and its optimizer against brute force.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <numeric>
 #include <strata/search/yan_optimizer.hpp>
 

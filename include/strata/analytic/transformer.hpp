@@ -18,7 +18,6 @@
 ///                                           {.batch = 1536, .sequence = 2048});
 /// @endcode
 
-#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -29,6 +28,7 @@
 #include "strata/analytic/report.hpp"
 #include "strata/comm/collectives.hpp"
 #include "strata/comm/nccl.hpp"
+#include "strata/detail/algorithm.hpp"
 #include "strata/error.hpp"
 #include "strata/hardware/cluster.hpp"
 #include "strata/hardware/kernels.hpp"
@@ -272,7 +272,7 @@ struct plan_keeps {
                                             const training& t, int stage) {
   const int p = s.pipeline.degree;
   if (!t.framework.pipe_buffers || p == 1) return 0;
-  const double slots = std::max(2, std::min(p - stage, s.micro_batches(t)));
+  const double slots = strata::detail::max(2, strata::detail::min(p - stage, s.micro_batches(t)));
   const double act = static_cast<double>(s.micro_batch) * detail::sequence_of(m, t) /
                      s.context.degree * m.hidden * t.activation_bytes();
   return slots * ((stage > 0 ? act : 0.0) + (stage < p - 1 ? act / s.tensor.degree : 0.0));
@@ -296,15 +296,15 @@ struct plan_keeps {
   switch (e.engine) {
     case frameworks::data_engine::megatron:
       if (zero >= 3) return 2 * wb * unit;
-      if (dp && zero == 0) return std::min(s.data.bucket, params * gb);
+      if (dp && zero == 0) return strata::detail::min(s.data.bucket, params * gb);
       return 0;
     case frameworks::data_engine::deepspeed: {
       if (!dp) return 0;
-      const double bucket = std::min(e.reduce_bucket, params * gb);
+      const double bucket = strata::detail::min(e.reduce_bucket, params * gb);
       if (zero < 3) return bucket;
       const lower::layer_weights w =
           lower::weight_modules(m, lower::shard_of(m, s, t), t, e.persistence_threshold);
-      return bucket + std::min(wb * w.largest + e.prefetch_bucket, wb * weights);
+      return bucket + strata::detail::min(wb * w.largest + e.prefetch_bucket, wb * weights);
     }
     case frameworks::data_engine::fsdp:
       if (!dp) return 0;
@@ -350,7 +350,8 @@ struct plan_keeps {
   x.full_layer = keeps.full.activation;
   x.full_casts = keeps.full.weight_copy;
   if (sh.recompute == recompute::full) x.rebuilt = x.full_layer;
-  x.layer_gradients = (mem.gradients.count() - x.head_gradients) / std::max(x.layers, 1.0);
+  x.layer_gradients =
+      (mem.gradients.count() - x.head_gradients) / strata::detail::max(x.layers, 1.0);
   if (stage == 0) x.embedding = x.in_flight * keeps.embedding.activation;
   if (stage == p - 1) {
     const double act = t.activation_bytes(), V = m.vocabulary / tp;
@@ -850,7 +851,7 @@ struct calls_per_step {
                                                         double gradient_bytes) {
   const frameworks::sharding& e = tr.framework.data;
   const int zero = s.data.zero;
-  const double l = std::max(1.0, layers);
+  const double l = strata::detail::max(1.0, layers);
   calls_per_step k;
   k.bucket = e.engine == frameworks::data_engine::deepspeed ? e.reduce_bucket : s.data.bucket;
   switch (e.engine) {
@@ -863,11 +864,12 @@ struct calls_per_step {
       break;
     case frameworks::data_engine::deepspeed:
       if (zero >= 3)
-        k.gathers = l * std::max(1.0, lower::weight_modules(m, lower::shard_of(m, s, tr), tr,
-                                                            e.persistence_threshold)
-                                          .modules);
+        k.gathers = l * strata::detail::max(1.0, lower::weight_modules(m, lower::shard_of(m, s, tr),
+                                                                       tr, e.persistence_threshold)
+                                                     .modules);
       if (zero >= 2 && e.reduce_bucket > 0)
-        k.reduces = std::max(1.0, strata::detail::ceil_of(gradient_bytes / e.reduce_bucket));
+        k.reduces =
+            strata::detail::max(1.0, strata::detail::ceil_of(gradient_bytes / e.reduce_bucket));
       break;
   }
   return k;
@@ -888,7 +890,7 @@ struct data_collective_costs {
                                                   const parallel::nd& s, const stage_parameters& x,
                                                   double per_param, double calls = 1) {
   using parallel::axis;
-  const double k = std::max(1.0, calls);
+  const double k = strata::detail::max(1.0, calls);
   return k * (detail::over_axes(op, c, s, {axis::context, axis::expert, axis::data},
                                 bytes{x.dense * per_param / k}) +
               detail::over_axes(op, c, s, {axis::context, axis::data},
@@ -909,7 +911,7 @@ struct data_collective_costs {
   const group replicas = detail::replica_group(s);
   if (replicas.size > 1) {
     const double shard = partition_of(s, tn) * gb;
-    const double k = std::max(1.0, calls.reduces);
+    const double k = strata::detail::max(1.0, calls.reduces);
     out.reduce_scatter += k * call_cost::of(collective::all_reduce, c, replicas, bytes{shard / k});
   }
   out.all_gather = data_collective(collective::all_gather, c, s, zero >= 3 ? n : tn, wb,
@@ -976,7 +978,7 @@ class data_collectives_memo {
     return static_cast<std::size_t>(h ^ (h >> 31));
   }
   void grow() {
-    std::vector<slot> old(std::max<std::size_t>(64, 2 * slots_.size()));
+    std::vector<slot> old(strata::detail::max<std::size_t>(64, 2 * slots_.size()));
     old.swap(slots_);
     for (const slot& o : old)
       if (o.used) {
@@ -1062,8 +1064,8 @@ class data_collectives_memo {
   const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
   const frameworks::sharding& e = tr.framework.data;
   const calls_per_step calls = collective_calls(m, s, tr, lcrit, (tn.dense + tn.expert) * gb);
-  const double bucket_fraction =
-      std::min(1.0, calls.bucket / std::max((tn.dense + tn.expert) * gb, 1.0));
+  const double bucket_fraction = strata::detail::min(
+      1.0, calls.bucket / strata::detail::max((tn.dense + tn.expert) * gb, 1.0));
   const seconds f_mb = T.forward / static_cast<double>(mb);
   const seconds b_mb = (T.backward + T.recompute) / static_cast<double>(mb);
   // the rank's parameter partition (what its optimizer updates)
@@ -1085,7 +1087,8 @@ class data_collectives_memo {
     }
     const parallel::data_parallel::collective_times dp{dc.all_reduce.total(),
                                                        dc.reduce_scatter.total(), ag};
-    T.data_comm = s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / std::max(1.0, lcrit), bucket_fraction);
+    T.data_comm =
+        s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / strata::detail::max(1.0, lcrit), bucket_fraction);
   }
   if (e.offload_optimizer != frameworks::offload_device::none) {
     T.optimizer = offloaded_update(c, tr, partition, b_mb);

@@ -14,12 +14,12 @@
 /// constexpr auto t = m.time(strata::bytes{1e6});
 /// @endcode
 
-#include <algorithm>
 #include <cstddef>
 #include <utility>
 #include <vector>
 
 #include "strata/comm/collectives.hpp"
+#include "strata/detail/algorithm.hpp"
 #include "strata/detail/cmath.hpp"
 #include "strata/error.hpp"
 #include "strata/units.hpp"
@@ -73,8 +73,7 @@ class measured_curve {
   measured_curve() = default;
   explicit measured_curve(std::vector<point> pts) : pts_(std::move(pts)) {
     if (pts_.empty()) throw plan_error("a measured curve needs at least one point");
-    // by size; insertion sort (curves have tens of points), which also spares every translation
-    // unit of the umbrella header an instantiation of std::sort
+    // by size; insertion sort (curves have tens of points)
     for (std::size_t i = 1; i < pts_.size(); ++i)
       for (std::size_t j = i; j > 0 && pts_[j].size < pts_[j - 1].size; --j)
         std::swap(pts_[j], pts_[j - 1]);
@@ -92,8 +91,8 @@ class measured_curve {
     if (pts_.empty()) throw plan_error("the measured curve is empty");
     if (s <= pts_.front().size) return pts_.front().time;
     if (s >= pts_.back().size) return pts_.back().time * (s / pts_.back().size);
-    const auto hi = std::lower_bound(pts_.begin(), pts_.end(), s,
-                                     [](const point& p, bytes v) { return p.size < v; });
+    const auto hi = strata::detail::lower_bound(pts_.begin(), pts_.end(), s,
+                                                [](const point& p, bytes v) { return p.size < v; });
     const auto lo = hi - 1;
     const double x0 = strata::detail::log(lo->size.count()),
                  x1 = strata::detail::log(hi->size.count());

@@ -21,7 +21,6 @@
 ///                                              {.size = 8}, strata::bytes{1024});
 /// @endcode
 
-#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstddef>
@@ -32,6 +31,7 @@
 
 #include "strata/comm/collectives.hpp"
 #include "strata/comm/placement.hpp"
+#include "strata/detail/algorithm.hpp"
 #include "strata/error.hpp"
 #include "strata/hardware/cluster.hpp"
 #include "strata/units.hpp"
@@ -167,7 +167,9 @@ struct nccl {
     const bool nvlink = node.kind == link_kind::nvlink && arch >= 70;
     u.intra_bw = v.intra.bandwidth.count() * 1e-9 * (nvlink ? nvlink_efficiency[u.gen] : 1.0);
     const double inter = v.inter.bandwidth.count() * 1e-9;
-    u.bus_bw = v.nodes == 1 ? u.intra_bw : v.local > 1 ? std::min(u.intra_bw, inter) : inter;
+    u.bus_bw = v.nodes == 1  ? u.intra_bw
+               : v.local > 1 ? strata::detail::min(u.intra_bw, inter)
+                             : inter;
     // LL128 needs NVLink inside the node and a CUDA GPU of compute capability 7.0 or more.
     u.ll128 = nvlink;
     u.nvls = node.switch_reduction && v.nodes == 1 && arch >= 90 && v.p >= 2;
@@ -247,7 +249,7 @@ struct nccl {
     switch (a) {
       case algorithm::ring: {
         // 327-329: LL moves 8 bytes for every 4 of data and is capped; LL128 120 of 128.
-        bw = p == protocol::ll      ? std::min(k.ll_cap, u.bus_bw * 0.5)
+        bw = p == protocol::ll      ? strata::detail::min(k.ll_cap, u.bus_bw * 0.5)
              : p == protocol::ll128 ? u.bus_bw * 0.92
                                     : u.bus_bw;
         bw *= k.ratio;  // 376-382: bus to algorithm bandwidth
@@ -259,7 +261,7 @@ struct nccl {
           // 404-412: every step pays a hop; steps that leave the node pay the network's, and
           // a node-internal step is at least the network post overhead (1 us, x3 for Simple).
           const double overhead = u.nodes > 1 ? (p == protocol::simple ? 3.0 : 1.0) : 0.0;
-          const double in = std::max(intra[1][pi], overhead);
+          const double in = strata::detail::max(intra[1][pi], overhead);
           const double out = u.ppn == 1 ? net[0][pi] : net[1][pi];
           lat += (k.nsteps - k.inter_steps) * in + k.inter_steps * out;
           if (p == protocol::simple && k.plateau) lat *= u.gen >= ampere ? 1.4 : 1.9;
@@ -271,7 +273,7 @@ struct nccl {
         // 330-336: 92 % of the links; LL 1/3.8 of that (capped), LL128 7/9 in a node, 120/128
         // across.
         bw = u.bus_bw * 0.92;
-        if (p == protocol::ll) bw = std::min(bw / 3.8, k.ll_cap);
+        if (p == protocol::ll) bw = strata::detail::min(bw / 3.8, k.ll_cap);
         if (p == protocol::ll128) bw *= u.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
         bw *= 0.5;  // 380: up the tree and down again
         if (k.ls >= 0 && k.ls < 23) bw *= tree_correction[pi][static_cast<std::size_t>(k.ls)];

@@ -26,6 +26,7 @@
 ///  "pooling": 20, "batch": 4096, "reuse": {"zipf": 1.05}}
 /// @endcode
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>

@@ -16,10 +16,10 @@
 ///   activation and gradient sends (`sends`);
 /// - memory: a stage keeps its layers' weights and `in_flight` micro-batches of activations.
 
-#include <algorithm>
 #include <string_view>
 #include <vector>
 
+#include "strata/detail/algorithm.hpp"
 #include "strata/error.hpp"
 #include "strata/limits.hpp"
 #include "strata/units.hpp"
@@ -97,7 +97,7 @@ struct pipeline_parallel {
   /// (p v) times that (Korthikanti et al. 2022 §4.2.3).
   [[nodiscard]] constexpr double in_flight(int micro_batches, int stage) const {
     if (kind == schedule::gpipe) return micro_batches;
-    double n = std::min(micro_batches, degree - stage);
+    double n = strata::detail::min(micro_batches, degree - stage);
     if (virtual_stages > 1 && stage == 0)
       n *= 1.0 + static_cast<double>(degree - 1) / (static_cast<double>(degree) * virtual_stages);
     return n;
@@ -129,8 +129,8 @@ struct pipeline_parallel {
       return out;
     }
     int warm = v == 1 ? p - i - 1 : (p - i - 1) * 2 + (v - 1) * p;
-    if (limit > 0) warm = std::min(warm, limit * v - 1);
-    warm = std::min(warm, total);
+    if (limit > 0) warm = strata::detail::min(warm, limit * v - 1);
+    warm = strata::detail::min(warm, total);
     int f = 0, b = 0;
     for (; f < warm; ++f) out.push_back(fwd(f));
     for (; f < total; ++f, ++b) {

@@ -15,8 +15,7 @@
 ///   `MixedPrecision(param_dtype=bf16)` casts it when gathering), fp32 gradient shards after the
 ///   reduce-scatter (`reduce_dtype`), the moments sharded with them: 16 B/param over N ranks.
 
-#include <algorithm>
-
+#include "strata/detail/algorithm.hpp"
 #include "strata/error.hpp"
 #include "strata/limits.hpp"
 #include "strata/training.hpp"
@@ -68,7 +67,7 @@ constexpr void check_zero_stage(int stage) {
   if (e.fp32_gradient_group <= 0 || !t.master_weights() || t.gradient_bytes() >= 4 ||
       e.offload_optimizer != frameworks::offload_device::none)
     return 0;
-  return 4 * (stage >= 3 ? std::min(n, e.fp32_gradient_group) : n);
+  return 4 * (stage >= 3 ? strata::detail::min(n, e.fp32_gradient_group) : n);
 }
 
 /// The engine's rules for a plan: DeepSpeed's pipeline engine takes ZeRO-1 only, FSDP has no

@@ -15,10 +15,10 @@
 /// @endcode
 
 #include <array>
-#include <cmath>
 #include <cstddef>
 #include <vector>
 
+#include "strata/detail/cmath.hpp"
 #include "strata/error.hpp"
 
 namespace strata::search {
@@ -79,13 +79,13 @@ struct training_cost {
                                            double tokens_per_iteration, double tokens = 0,
                                            double price = 0) {
   if (devices < 1) throw plan_error("cost: a plan needs at least one device");
-  if (!(iteration_s > 0) || !std::isfinite(iteration_s))
+  if (!(iteration_s > 0) || !strata::detail::isfinite(iteration_s))
     throw plan_error("cost: the iteration time must be a positive number of seconds");
-  if (!(tokens_per_iteration > 0) || !std::isfinite(tokens_per_iteration))
+  if (!(tokens_per_iteration > 0) || !strata::detail::isfinite(tokens_per_iteration))
     throw plan_error("cost: an iteration must consume a positive number of tokens");
-  if (!(tokens >= 0) || !std::isfinite(tokens))
+  if (!(tokens >= 0) || !strata::detail::isfinite(tokens))
     throw plan_error("cost.tokens: must be a non-negative number of tokens");
-  if (!(price >= 0) || !std::isfinite(price))
+  if (!(price >= 0) || !strata::detail::isfinite(price))
     throw plan_error("cost.price_per_gpu_hour: must be a non-negative number");
   training_cost c;
   c.gpu_hours_per_iteration = devices * iteration_s / 3600.0;

@@ -19,12 +19,12 @@
 /// // result.best.front() is the fastest plan that fits
 /// @endcode
 
-#include <algorithm>
 #include <array>
 #include <concepts>
 #include <vector>
 
 #include "strata/analytic/transformer.hpp"
+#include "strata/detail/algorithm.hpp"
 #include "strata/search/pareto.hpp"
 
 namespace strata::search {
@@ -193,18 +193,18 @@ template <class Plans>
 void keep_best(Plans& best, std::size_t keep, const ranked_transformer_plan& r) {
   if (best.size() < keep) {
     best.push_back(r);
-    std::push_heap(best.begin(), best.end(), ranks_before);
+    strata::detail::push_heap(best.begin(), best.end(), ranks_before);
   } else if (keep > 0 && ranks_before(r, best.front())) {
-    std::pop_heap(best.begin(), best.end(), ranks_before);
+    strata::detail::pop_heap(best.begin(), best.end(), ranks_before);
     best.back() = r;
-    std::push_heap(best.begin(), best.end(), ranks_before);
+    strata::detail::push_heap(best.begin(), best.end(), ranks_before);
   }
 }
 template <class Result>
 void finish(Result& out) {
-  std::sort_heap(out.best.begin(), out.best.end(), ranks_before);
-  std::sort(out.pareto.entries.begin(), out.pareto.entries.end(),
-            [](const auto& a, const auto& b) { return ranks_before(a.item, b.item); });
+  strata::detail::sort_heap(out.best.begin(), out.best.end(), ranks_before);
+  strata::detail::sort(out.pareto.entries.begin(), out.pareto.entries.end(),
+                       [](const auto& a, const auto& b) { return ranks_before(a.item, b.item); });
 }
 }  // namespace detail
 
