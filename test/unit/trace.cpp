@@ -2,8 +2,10 @@
 // the replay on one GPU, the JSON form.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
 #include <sstream>
 
+#include "../validation/record.hpp"
 #include "strata/hardware/presets.hpp"
 #include "strata/io/op_trace.hpp"
 #include "strata/model/transformer_zoo.hpp"
@@ -124,29 +126,90 @@ TEST_CASE("strata's JSON operation trace: read, write, errors, and a profiled PS
 TEST_CASE("data parallelism from the sample trace agrees with the closed form", "[trace]") {
   // The traced GPT-2 124M step on 2-64 H100s of DGX H100 nodes (8 per node), fp32 gradients of
   // zoo::gpt2_124m (124,439,808 parameters; the trace's model pads the vocabulary to 50,304:
-  // +0.03 %) in DDP's 25 MiB buckets (19), ring all-reduce. Device-bound step (host time 0),
-  // no overlap: the simulation is the closed form, one-GPU step + the buckets' all-reduces.
+  // +0.03 %) in DDP's buckets, ring all-reduce: 497.76 MB = 1 MiB (DDP's first bucket) + 18 x 25
+  // MiB + 24.85 MB, 20 buckets. Device-bound step (host time 0), no overlap: the simulation is the
+  // closed form, one-GPU step + the buckets' all-reduces.
   const auto t =
       io::parse_pytorch_trace(slurp(STRATA_TEST_DATA_DIR "/h100_trace_gpt2-124M_b8.json"));
   const double grad = 4.0 * static_cast<double>(zoo::gpt2_124m().parameters());
   const auto machine = presets::dgx_h100(8);
-  const double mib25 = 25.0 * 1024 * 1024;
+  const sim::data_parallel_options serial{.overlap = false, .host_scale = 0.0};
   for (int gpus : {1, 2, 4, 8, 16, 32, 64}) {
-    const auto a = sim::data_parallel(t, machine, gpus, grad, false, mib25, 0.0);
-    CHECK(a.buckets == 19);
+    const auto a = sim::data_parallel(t, machine, gpus, grad, serial);
+    CHECK(a.buckets == 20);
     CHECK(a.step_time == Approx(a.closed_form).epsilon(1e-9));
     // overlapping the buckets with the backward pass can only help
-    const auto b = sim::data_parallel(t, machine, gpus, grad, true, mib25, 0.0);
+    const auto b = sim::data_parallel(t, machine, gpus, grad, {.host_scale = 0.0});
     CHECK(b.step_time <= a.step_time * (1 + 1e-12));
     CHECK(b.step_time >= a.step_time - a.all_reduce - 1e-12);
+    strata_test::record("dp_trace", "gpus,buckets,all_reduce_s,closed_form_s,serial_s,overlap_s",
+                        gpus, a.buckets, a.all_reduce, a.closed_form, a.step_time, b.step_time);
   }
   // 8 GPUs in one node (5 us, 450 GB/s): sum over buckets of 2 (p - 1) (alpha + b / p / B)
-  // = 14 (19 x 5 us + 497.76 MB / 8 / 450 GB/s) = 3.266 ms
-  CHECK(sim::data_parallel(t, machine, 8, grad, false, mib25, 0.0).all_reduce ==
+  // = 14 (20 x 5 us + 497.76 MB / 8 / 450 GB/s) = 3.336 ms
+  CHECK(sim::data_parallel(t, machine, 8, grad, serial).all_reduce ==
+        Approx(14 * (20 * 5e-6 + grad / 8 / 450e9)));
+  // without the small first bucket: 18 buckets of 25 MiB and 25.90 MB
+  auto full = serial;
+  full.first_bucket_bytes = 0;
+  CHECK(sim::data_parallel(t, machine, 8, grad, full).buckets == 19);
+  CHECK(sim::data_parallel(t, machine, 8, grad, full).all_reduce ==
         Approx(14 * (19 * 5e-6 + grad / 8 / 450e9)));
   CHECK(sim::data_parallel(t, machine, 1, grad).step_time == Approx(sim::replay_one(t).step_time));
   CHECK_THROWS_WITH(sim::data_parallel(t, machine, 65, grad),
                     "data parallelism needs between 1 and the cluster's devices GPUs");
+  CHECK_THROWS_WITH(sim::data_parallel(t, machine, 8, grad, {.first_bucket_bytes = -1}),
+                    "the first bucket's size must be zero (a full bucket) or positive");
+  CHECK_THROWS_WITH(
+      sim::data_parallel(t, machine, 8, grad, {.bucket_bytes = 1}),
+      "the gradients would fill more than a million buckets: the bucket is too small");
+}
+
+TEST_CASE("DDP's buckets, as DDP itself reported them on one H200", "[trace]") {
+  // test/data/ddp_buckets.csv (tools/measure/ddp_buckets.py, torch 2.11): every parameter's
+  // gradient bytes in the order they became ready, and the bucket sizes DDP rebuilt from that
+  // order. GPT-2 124M: the first bucket closes past 1 MiB with the last layer's 9.4 MB MLP
+  // projection (ln_f 6 kB + c_proj 9.44 MB = 9,446,400 B), then one layer per bucket (28.35 MB >=
+  // 25 MiB), the last holding the 154 MB token embedding; Llama-3.2-1B: 65 buckets, mostly one
+  // 67 MB MLP matrix each, the last the 1.05 GB embedding.
+  std::stringstream in(slurp(STRATA_TEST_DATA_DIR "/ddp_buckets.csv"));
+  std::string line;
+  std::getline(in, line);  // header
+  struct model_rows {
+    std::vector<double> gradients, buckets;
+  };
+  std::map<std::string, model_rows> m;
+  while (std::getline(in, line)) {
+    std::stringstream row(line);
+    std::string model, what, index, bytes;
+    std::getline(row, model, ',');
+    std::getline(row, what, ',');
+    std::getline(row, index, ',');
+    std::getline(row, bytes, ',');
+    (what == "gradient" ? m[model].gradients : m[model].buckets).push_back(std::stod(bytes));
+  }
+  REQUIRE(m.size() == 2);
+  CHECK(m["gpt2-124M"].buckets.size() == 13);
+  CHECK(m["gpt2-124M"].buckets.front() == 9446400);
+  CHECK(m["llama-3.2-1B"].buckets.size() == 65);
+  for (const auto& [model, r] : m) {
+    INFO(model);
+    CHECK(sim::ddp_buckets(r.gradients) == r.buckets);
+  }
+  // the traced GPT-2 step with those buckets: 13 all-reduces instead of 20 equal-limit ones;
+  // 8 GPUs in one node: 14 (13 x 5 us + 497.76 MB / 8 / 450 GB/s) = 2.846 ms
+  const auto t =
+      io::parse_pytorch_trace(slurp(STRATA_TEST_DATA_DIR "/h100_trace_gpt2-124M_b8.json"));
+  const double grad = 4.0 * static_cast<double>(zoo::gpt2_124m().parameters());
+  sim::data_parallel_options o{.overlap = false, .host_scale = 0.0};
+  o.gradients = m["gpt2-124M"].gradients;
+  const auto d = sim::data_parallel(t, presets::dgx_h100(8), 8, grad, o);
+  CHECK(d.buckets == 13);
+  CHECK(d.all_reduce == Approx(14 * (13 * 5e-6 + grad / 8 / 450e9)));
+  CHECK(d.step_time == Approx(d.closed_form).epsilon(1e-9));
+  CHECK_THROWS_WITH(sim::data_parallel(t, presets::dgx_h100(8), 8, grad / 2, o),
+                    Catch::Contains("the parameters' gradients add up to 497759232"));
+  CHECK_THROWS_WITH(sim::ddp_buckets({1.0, -1.0}), "a parameter's gradient has a negative size");
 }
 
 TEST_CASE("PS traces from the lowering: whole layers per server, or partitioned", "[trace]") {

@@ -2,6 +2,7 @@
 // strata replay-ps: Li et al.'s asynchronous parameter-server simulator (Algorithm 3.1) over an
 // operation trace of one worker, or the one-GPU replay of a PyTorch profiler trace
 // (docs/cli.md, "replay-ps"; docs/li.md).
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -121,8 +122,8 @@ inline nlohmann::json run_replay_ps(const replay_ps_options& o, const std::strin
     if (o.gradient_mb > 0)
       for (int g : {2, 4, 8, 16, 32, 64}) {
         const auto d = sim::data_parallel(t, presets::dgx_h100(8), g, o.gradient_mb * 1e6);
-        const auto fast = sim::data_parallel(t, presets::dgx_h100(8), g, o.gradient_mb * 1e6, true,
-                                             25.0 * 1024 * 1024, 0.0);
+        const auto fast = sim::data_parallel(t, presets::dgx_h100(8), g, o.gradient_mb * 1e6,
+                                             {.host_scale = 0.0});
         dp.push_back({{"gpus", g},
                       {"step_time_s", d.step_time},
                       {"device_bound_step_s", fast.step_time},

@@ -20,6 +20,7 @@
 /// @endcode
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <limits>
 #include <string>
@@ -223,13 +224,11 @@ struct trace_replay {
 /// Data parallelism from a one-GPU trace (every rank runs the trace's ops; ranks are identical, so
 /// one is simulated and its collectives end together on all): the gradients, `gradient_bytes` in
 /// all, become ready evenly over the backward pass's GPU time (the GPU ops launched by the
-/// autograd thread, a host stream labelled "...autograd..."), are bucketed into
-/// `bucket_bytes` (PyTorch DDP's 25 MiB by default) and all-reduced in order on a communication
-/// stream (ring, `comm::ring` on `machine` over `gpus` ranks); the first GPU op after the
-/// backward pass (the optimizer) waits for the last bucket. `overlap = false` starts the first
-/// all-reduce only after the backward pass; `host_scale` as in `replay_one` (0: device-bound).
-/// The closed form of the same plan is the one-GPU step plus every bucket's all-reduce: with no
-/// overlap and a device-bound step the two agree exactly.
+/// autograd thread, a host stream labelled "...autograd..."), are bucketed as PyTorch DDP buckets
+/// them (`data_parallel_options`) and all-reduced in order on a communication stream (ring,
+/// `comm::ring` on `machine` over `gpus` ranks); the first GPU op after the backward pass (the
+/// optimizer) waits for the last bucket. The closed form of the same plan is the one-GPU step plus
+/// every bucket's all-reduce: with no overlap and a device-bound step the two agree exactly.
 struct dp_prediction {
   double step_time = 0;    ///< simulated
   double closed_form = 0;  ///< one-GPU replay + every bucket's all-reduce, no overlap
@@ -237,16 +236,61 @@ struct dp_prediction {
   int buckets = 0;
 };
 
+/// How DDP buckets the gradients and how the step is replayed.
+///
+/// DDP (torch/nn/parallel/distributed.py, `_ddp_init_helper`, and the reducer's bucket rebuild
+/// after the first iteration, torch/csrc/distributed/c10d/reducer.cpp) fills buckets in the order
+/// gradients become ready and closes one once it holds at least its limit: 1 MiB for the first
+/// (`_DEFAULT_FIRST_BUCKET_BYTES`, so that the last layers' gradients start their all-reduce
+/// early), `bucket_cap_mb` (25 MiB) after. A gradient is never split, so a bucket may hold far more
+/// than its limit (the first one of GPT-2 124M holds 9.4 MB; `ddp_buckets`). Given `gradients`
+/// (every parameter's gradient bytes in the order they become ready), the buckets are DDP's;
+/// without them, they are exactly the limits, the last one holding what is left.
+struct data_parallel_options {
+  bool overlap = true;  ///< false: the first all-reduce starts after the backward pass
+  double bucket_bytes = 25.0 * 1024 * 1024;
+  double first_bucket_bytes = 1.0 * 1024 * 1024;  ///< 0: the first bucket is a full one
+  std::vector<double> gradients{};  ///< bytes per parameter, in ready order; empty: unknown
+  double host_scale = 1.0;          ///< as in `replay_one` (0: device-bound)
+};
+
+/// DDP's bucket sizes for `gradients` (bytes per parameter, in the order they become ready): each
+/// bucket takes gradients until it holds at least its limit (`first_bucket_bytes` for the first,
+/// when positive, `bucket_bytes` after); the last one holds what is left (reducer.cpp,
+/// `compute_bucket_assignment_by_size`, for one dtype on one device).
+[[nodiscard]] inline std::vector<double> ddp_buckets(const std::vector<double>& gradients,
+                                                     double first_bucket_bytes = 1.0 * 1024 * 1024,
+                                                     double bucket_bytes = 25.0 * 1024 * 1024) {
+  if (!(bucket_bytes > 0) || !(first_bucket_bytes >= 0))
+    throw plan_error("DDP's bucket limits must be positive (the first one may be 0: a full one)");
+  std::vector<double> out;
+  double open = 0;
+  for (double g : gradients) {
+    if (!(g >= 0)) throw plan_error("a parameter's gradient has a negative size");
+    open += g;
+    const double limit = out.empty() && first_bucket_bytes > 0 ? first_bucket_bytes : bucket_bytes;
+    if (open >= limit) {
+      out.push_back(open);
+      open = 0;
+    }
+  }
+  if (open > 0) out.push_back(open);
+  return out;
+}
+
 [[nodiscard]] inline dp_prediction data_parallel(const op_trace& t, const cluster& machine,
                                                  int gpus, double gradient_bytes,
-                                                 bool overlap = true,
-                                                 double bucket_bytes = 25.0 * 1024 * 1024,
-                                                 double host_scale = 1.0) {
+                                                 const data_parallel_options& opt = {}) {
   validate(t);
   if (gpus < 1 || gpus > machine.devices())
     throw plan_error("data parallelism needs between 1 and the cluster's devices GPUs");
-  if (!(gradient_bytes > 0) || !(bucket_bytes > 0))
+  if (!(gradient_bytes > 0) || !(opt.bucket_bytes > 0))
     throw plan_error("the gradient and bucket sizes must be positive");
+  if (!(opt.first_bucket_bytes >= 0))
+    throw plan_error("the first bucket's size must be zero (a full bucket) or positive");
+  if (!(gradient_bytes / opt.bucket_bytes <= 1e6))
+    throw plan_error(
+        "the gradients would fill more than a million buckets: the bucket is too small");
   // the backward pass: GPU ops launched from the autograd thread
   std::vector<char> backward(t.ops.size(), 0);
   int first_bw = -1, last_bw = -1;
@@ -265,24 +309,44 @@ struct dp_prediction {
     throw plan_error("the trace shows no backward pass (no GPU op launched by an autograd thread)");
   double bw_time = 0;
   for (std::size_t i = 0; i < t.ops.size(); ++i) bw_time += backward[i] ? t.ops[i].duration : 0.0;
-  const int nb = static_cast<int>(std::ceil(gradient_bytes / bucket_bytes - 1e-9));
+  // the buckets in the order they fill: DDP's for the parameters given; else the first one small,
+  // the last one what is left
+  std::vector<double> size, filled;  // filled: the gradient bytes ready once bucket k is
+  if (!opt.gradients.empty()) {
+    size = ddp_buckets(opt.gradients, opt.first_bucket_bytes, opt.bucket_bytes);
+    double sum = 0;
+    for (double b : size) sum += b;
+    if (!(std::abs(sum - gradient_bytes) <= 1e-9 * gradient_bytes))
+      throw plan_error("the parameters' gradients add up to " + std::to_string(sum) +
+                       " bytes, not the " + std::to_string(gradient_bytes) + " given");
+  } else {
+    for (double left = gradient_bytes; left > gradient_bytes * 1e-9;) {  // no rounding crumb
+      const double cap =
+          size.empty() && opt.first_bucket_bytes > 0 ? opt.first_bucket_bytes : opt.bucket_bytes;
+      size.push_back(std::min(cap, left));
+      left -= size.back();
+    }
+  }
+  for (double b : size) filled.push_back((filled.empty() ? 0.0 : filled.back()) + b);
+  filled.back() = gradient_bytes;
+  const int nb = static_cast<int>(size.size());
   dp_prediction out;
   out.buckets = nb;
-  std::vector<double> ar(static_cast<std::size_t>(nb));
-  for (int k = 0; k < nb; ++k) {
-    const double b = std::min(bucket_bytes, gradient_bytes - k * bucket_bytes);
-    ar[static_cast<std::size_t>(k)] =
-        gpus > 1 ? comm::ring::time(comm::collective::all_reduce, machine, {0, gpus, 1}, bytes{b})
-                       .count()
-                 : 0.0;
-    out.all_reduce += ar[static_cast<std::size_t>(k)];
+  std::vector<double> ar(size.size());
+  for (std::size_t k = 0; k < size.size(); ++k) {
+    ar[k] = gpus > 1 ? comm::ring::time(comm::collective::all_reduce, machine, {0, gpus, 1},
+                                        bytes{size[k]})
+                           .count()
+                     : 0.0;
+    out.all_reduce += ar[k];
   }
   // the one-GPU graph of `replay_one`, plus the all-reduces
   op_trace x = t;
   const int comm_stream = static_cast<int>(x.streams.size());
   x.streams.push_back("gpu communication");
   x.labels.resize(x.streams.size());
-  // bucket k is ready when the backward ops have run (k + 1) / nb of their time
+  // bucket k is ready when the backward ops have run the share filled[k] / gradient_bytes of their
+  // time
   std::vector<int> ready_after(static_cast<std::size_t>(nb), last_bw);
   {
     double done = 0;
@@ -290,8 +354,9 @@ struct dp_prediction {
     for (std::size_t i = 0; i < t.ops.size() && k < nb; ++i) {
       if (!backward[i]) continue;
       done += t.ops[i].duration;
-      while (k < nb && done >= bw_time * (k + 1) / nb - 1e-15)
-        ready_after[static_cast<std::size_t>(k++)] = overlap ? static_cast<int>(i) : last_bw;
+      while (k < nb &&
+             done >= bw_time * filled[static_cast<std::size_t>(k)] / gradient_bytes - 1e-15)
+        ready_after[static_cast<std::size_t>(k++)] = opt.overlap ? static_cast<int>(i) : last_bw;
     }
   }
   // insert the all-reduces right after the op they wait for (indices shift: rebuild the list)
@@ -309,22 +374,21 @@ struct dp_prediction {
     index[i] = static_cast<int>(ops.size());
     ops.push_back(std::move(o));
     while (k < ar.size() && ready_after[k] == static_cast<int>(i)) {
-      ops.push_back(
-          {.id = "all-reduce bucket " + std::to_string(k),
-           .name = "all-reduce",
-           .stream = comm_stream,
-           .kind = "all_reduce",
-           .start = t.ops[i].start + t.ops[i].duration,
-           .duration = ar[k],
-           .bytes = std::min(bucket_bytes, gradient_bytes - static_cast<double>(k) * bucket_bytes),
-           .deps = {index[i]}});
+      ops.push_back({.id = "all-reduce bucket " + std::to_string(k),
+                     .name = "all-reduce",
+                     .stream = comm_stream,
+                     .kind = "all_reduce",
+                     .start = t.ops[i].start + t.ops[i].duration,
+                     .duration = ar[k],
+                     .bytes = size[k],
+                     .deps = {index[i]}});
       last_ar = static_cast<int>(ops.size()) - 1;
       ++k;
     }
   }
   x.ops = std::move(ops);
-  out.step_time = replay_one(x, host_scale).step_time;
-  out.closed_form = replay_one(t, host_scale).step_time + out.all_reduce;
+  out.step_time = replay_one(x, opt.host_scale).step_time;
+  out.closed_form = replay_one(t, opt.host_scale).step_time + out.all_reduce;
   return out;
 }
 
