@@ -28,7 +28,9 @@
 
 #include "strata/comm/collectives.hpp"
 #include "strata/error.hpp"
+#include "strata/frameworks/recipe.hpp"
 #include "strata/hardware/cluster.hpp"
+#include "strata/model/transformer.hpp"
 #include "strata/sim/core.hpp"
 #include "strata/sim/ps.hpp"
 
@@ -244,8 +246,9 @@ struct dp_prediction {
 /// (`_DEFAULT_FIRST_BUCKET_BYTES`, so that the last layers' gradients start their all-reduce
 /// early), `bucket_cap_mb` (25 MiB) after. A gradient is never split, so a bucket may hold far more
 /// than its limit (the first one of GPT-2 124M holds 9.4 MB; `ddp_buckets`). Given `gradients`
-/// (every parameter's gradient bytes in the order they become ready), the buckets are DDP's;
-/// without them, they are exactly the limits, the last one holding what is left.
+/// (every parameter's gradient bytes in the order they become ready; `ready_gradients` derives
+/// them from a model), the buckets are DDP's; without them, they are exactly the limits, the last
+/// one holding what is left.
 struct data_parallel_options {
   bool overlap = true;  ///< false: the first all-reduce starts after the backward pass
   double bucket_bytes = 25.0 * 1024 * 1024;
@@ -276,6 +279,63 @@ struct data_parallel_options {
   }
   if (open > 0) out.push_back(open);
   return out;
+}
+
+/// Every parameter's gradient bytes of `m` (`bytes` per element: 4 for fp32 parameters) under
+/// recipe `r`, in the order the backward pass makes them ready, which is the order DDP rebuilds its
+/// buckets in (`ddp_buckets`): the reverse of the modules' forward order. An untied output
+/// projection first, the final norm, then each layer from the last: the MLP's down projection, its
+/// up (and gate) projection, the second norm, the attention's output projection, V, K and Q (or
+/// the fused QKV), the first norm; the position table, the token embedding last (a tied one
+/// gathers its gradient from the head too, so it is ready only then). A linear layer's bias is
+/// ready before its weight, a LayerNorm's weight before its bias. Checked against DDP on GPT-2
+/// 124M and Llama-3.2 1B (test/data/ddp_buckets.csv); Q, K and V (or gate and up) come in the
+/// order of the modules the recipe runs (`lower::parameter_tensors` counts the same tensors).
+[[nodiscard]] inline std::vector<double> ready_gradients(const transformer& m,
+                                                         const frameworks::recipe& r,
+                                                         double bytes = 4) {
+  if (m.moe())
+    throw plan_error(
+        "the order of an MoE layer's gradients is not modelled: pass the parameters' "
+        "gradients as measured (data_parallel_options::gradients)");
+  const bool hf = r.modules == frameworks::module_style::transformers;
+  const bool fused_qkv = r.fused_qkv || (hf && m.positions == position_kind::learned);
+  const double h = m.hidden, f = m.ffn_size(), w = m.kv_width();
+  std::vector<double> g;
+  const auto linear = [&](double out, double in, bool bias) {
+    if (bias) g.push_back(out * bytes);
+    g.push_back(out * in * bytes);
+  };
+  const auto norm = [&] {
+    g.push_back(h * bytes);
+    if (m.norm == norm_kind::layer_norm) g.push_back(h * bytes);
+  };
+  if (!m.tied) g.push_back(static_cast<double>(m.vocabulary) * h * bytes);
+  norm();
+  const bool qkv_bias = m.bias || m.qkv_bias;
+  for (int l = 0; l < m.layers; ++l) {
+    linear(h, f, m.bias);
+    if (m.mlp == mlp_kind::swiglu && r.fused_gate_up) {
+      linear(2 * f, h, m.bias);
+    } else {
+      linear(f, h, m.bias);                                 // up
+      if (m.mlp == mlp_kind::swiglu) linear(f, h, m.bias);  // gate
+    }
+    norm();
+    linear(h, h, m.bias);
+    if (fused_qkv) {
+      linear(h + 2 * w, h, qkv_bias);
+    } else {
+      linear(w, h, qkv_bias);  // V
+      linear(w, h, qkv_bias);  // K
+      linear(h, h, qkv_bias);  // Q
+    }
+    norm();
+  }
+  if (m.positions == position_kind::learned)
+    g.push_back(static_cast<double>(m.sequence) * h * bytes);
+  g.push_back(static_cast<double>(m.vocabulary) * h * bytes);
+  return g;
 }
 
 [[nodiscard]] inline dp_prediction data_parallel(const op_trace& t, const cluster& machine,
