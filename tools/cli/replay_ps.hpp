@@ -63,7 +63,8 @@ inline CLI::App* add_replay_ps(CLI::App& app, replay_ps_options& o) {
   c->add_flag("--partition", o.partition,
               "with --model: cut every layer over all servers (BytePS-style)");
   c->add_option("--gradient-mb", o.gradient_mb,
-                "with --pytorch: gradient size (MB); predicts data parallelism on 2-64 H100s")
+                "with --pytorch: gradient size (MB), ready evenly over the backward pass; by "
+                "default the trace's own gradients (AccumulateGrad calls)")
       ->check(CLI::Range(1e-3, 1e9));
   c->add_option("--trace", o.timeline, "write the N-worker synthetic trace (Perfetto)");
   c->add_option("--save-trace", o.save_trace, "write the worker's operation trace (JSON)");
@@ -118,20 +119,33 @@ inline nlohmann::json run_replay_ps(const replay_ps_options& o, const std::strin
                        "to write (the trace it read is the profiler's own)");
     const auto t = io::parse_pytorch_trace(text);
     const auto r = sim::replay_one(t);
+    // data parallelism: with the gradients the trace records (ready at their AccumulateGrad
+    // calls), or --gradient-mb of them ready evenly over the backward pass
     nlohmann::json dp = nlohmann::json::array();
-    if (o.gradient_mb > 0)
+    bool from_trace = o.gradient_mb == 0 && !t.gradients.empty();
+    for (const auto& g : t.gradients) from_trace = from_trace && g.bytes >= 0;  // sizes recorded
+    if (o.gradient_mb > 0 || from_trace)
       for (int g : {2, 4, 8, 16, 32, 64}) {
-        const auto d = sim::data_parallel(t, presets::dgx_h100(8), g, o.gradient_mb * 1e6);
-        const auto fast = sim::data_parallel(t, presets::dgx_h100(8), g, o.gradient_mb * 1e6,
-                                             {.host_scale = 0.0});
+        auto predict = [&](double host) {
+          const sim::data_parallel_options dpo{.host_scale = host};
+          return from_trace
+                     ? sim::data_parallel(t, presets::dgx_h100(8), g, dpo)
+                     : sim::data_parallel(t, presets::dgx_h100(8), g, o.gradient_mb * 1e6, dpo);
+        };
+        const auto d = predict(1.0), fast = predict(0.0);
         dp.push_back({{"gpus", g},
+                      {"buckets", d.buckets},
                       {"step_time_s", d.step_time},
                       {"device_bound_step_s", fast.step_time},
                       {"closed_form_no_overlap_s", d.closed_form},
                       {"all_reduce_s", d.all_reduce}});
       }
+    double gradient_bytes = 0;
+    for (const auto& g : t.gradients) gradient_bytes += std::max(0.0, g.bytes);
     return {{"ops", t.ops.size()},
             {"data_parallel", dp},
+            {"gradients", t.gradients.size()},
+            {"gradient_bytes", gradient_bytes},
             {"streams", t.streams},
             {"traced_step_s", t.span()},
             {"replayed_step_s", r.step_time},

@@ -14,7 +14,9 @@
 /// @endcode
 /// Optional per op: "name", "bytes", "tensor", "deps" (ids of ops listed before it), "step"
 /// (profiled step, default 0), "server" (parameter server, default 0). Streams whose names start
-/// with "cpu" are host threads; "downlink", "uplink" and "ps" are Li et al.'s resources.
+/// with "cpu" are host threads; "downlink", "uplink" and "ps" are Li et al.'s resources. An
+/// optional "gradients" array lists the gradients the backward pass made ready, in that order:
+/// {"time_us", "bytes" (optional: not recorded), "stream" (optional: the host thread)}.
 ///
 /// PyTorch profiler traces (`torch.profiler` export_chrome_trace): GPU kernels, memsets and copies
 /// (`cat` kernel / gpu_memset / gpu_memcpy) become ops on "gpu <device> stream <id>", CUDA runtime
@@ -30,6 +32,10 @@
 /// - a host thread that starts after another thread's call ended, with nothing of its own in
 ///   between, waits for that call (the autograd thread takes over from the main thread in
 ///   backward and hands back before the optimizer).
+/// Gradients (`op_trace::gradients`): every `torch::autograd::AccumulateGrad` CPU op, ready at the
+/// end of the autograd engine's call around it (`evaluate_function: ...AccumulateGrad`, where
+/// the parameter's hooks, DDP's among them, run), with the bytes of its input (`Input Dims` and
+/// `Input type`, recorded with `record_shapes=True`; otherwise unknown).
 
 #include <algorithm>
 #include <cmath>
@@ -53,7 +59,7 @@ namespace strata::io {
 inline sim::op_trace parse_op_trace(std::string_view text) {
   using detail::fail;
   const nlohmann::json j = detail::parse_json(text);
-  detail::only_keys(j, "trace", {"ops"});
+  detail::only_keys(j, "trace", {"ops", "gradients"});
   const auto& ops = detail::require(j, "trace", "ops");
   if (!ops.is_array() || ops.empty()) fail("ops", "must be a non-empty array");
   sim::op_trace t;
@@ -98,6 +104,28 @@ inline sim::op_trace parse_op_trace(std::string_view text) {
     index_of[op.id] = static_cast<int>(t.ops.size());
     t.ops.push_back(std::move(op));
   }
+  if (j.contains("gradients")) {
+    const auto& gs = j["gradients"];
+    if (!gs.is_array()) fail("gradients", "must be an array");
+    for (std::size_t i = 0; i < gs.size(); ++i) {
+      const std::string path = "gradients[" + std::to_string(i) + "]";
+      detail::only_keys(gs[i], path, {"time_us", "bytes", "stream"});
+      sim::trace_gradient g;
+      if (!gs[i].contains("time_us")) fail(path + ".time_us", "missing (required)");
+      g.time = detail::num_field(gs[i], path, "time_us", 0.0, 1e15, 0.0) * 1e-6;
+      if (!t.gradients.empty() && g.time < t.gradients.back().time)
+        fail(path + ".time_us", "comes before the gradient listed before it");
+      g.bytes = detail::num_field(gs[i], path, "bytes", 0.0, 1e18, -1.0);
+      if (gs[i].contains("stream")) {
+        const std::string st = detail::str_field(gs[i], path, "stream", nullptr);
+        const auto f = stream_of.find(st);
+        if (f == stream_of.end())
+          fail(path + ".stream", "'" + detail::cut(st) + "' is no op's stream");
+        g.stream = f->second;
+      }
+      t.gradients.push_back(g);
+    }
+  }
   return t;
 }
 
@@ -122,10 +150,52 @@ inline nlohmann::json to_json(const sim::op_trace& t) {
     }
     ops.push_back(std::move(j));
   }
-  return {{"ops", ops}};
+  nlohmann::json out{{"ops", ops}};
+  if (!t.gradients.empty()) {
+    nlohmann::json gs = nlohmann::json::array();
+    for (const auto& g : t.gradients) {
+      nlohmann::json j{{"time_us", g.time * 1e6}};
+      if (g.bytes >= 0) j["bytes"] = g.bytes;
+      if (g.stream >= 0) j["stream"] = t.streams[static_cast<std::size_t>(g.stream)];
+      gs.push_back(std::move(j));
+    }
+    out["gradients"] = std::move(gs);
+  }
+  return out;
 }
 
 namespace detail {
+/// An AccumulateGrad call of a PyTorch trace: its thread, begin and end (seconds), gradient bytes.
+struct accumulated {
+  std::string thread;
+  double ts = 0, end = 0, bytes = -1;
+};
+/// The bytes of the gradient an AccumulateGrad call received: its first input's dims and type.
+inline double gradient_bytes(const nlohmann::json& args, const std::string& who) {
+  const auto& dims = args["Input Dims"];
+  if (!dims.is_array() || dims.empty() || !dims[0].is_array())
+    fail(who + ".args.Input Dims", "must be a list of shapes (got " + show(dims) + ")");
+  double n = 1;
+  for (const auto& d : dims[0]) {
+    if (!d.is_number_integer() || d.get<long long>() < 0)
+      fail(who + ".args.Input Dims", "must hold non-negative integers (got " + show(d) + ")");
+    n *= static_cast<double>(d.get<long long>());
+  }
+  const nlohmann::json* type = args.contains("Input type") ? &args["Input type"] : nullptr;
+  if (!type || !type->is_array() || type->empty() || !(*type)[0].is_string())
+    fail(who + ".args.Input type", "missing (the gradient's element type)");
+  const std::string ty = (*type)[0].get<std::string>();
+  const std::pair<const char*, double> sizes[] = {{"float", 4},
+                                                  {"double", 8},
+                                                  {"c10::Half", 2},
+                                                  {"c10::BFloat16", 2},
+                                                  {"c10::Float8_e4m3fn", 1},
+                                                  {"c10::Float8_e5m2", 1}};
+  for (const auto& [k, b] : sizes)
+    if (ty == k) return n * b;
+  fail(who + ".args.Input type", "'" + cut(ty) + "' is not a floating-point type strata knows");
+}
+
 struct raw_event {
   std::size_t index;  // in traceEvents
   std::string name, stream, kind;
@@ -147,6 +217,7 @@ inline sim::op_trace parse_pytorch_trace(std::string_view text) {
   }
   if (!events->is_array()) fail("traceEvents", "must be an array of events");
   std::vector<detail::raw_event> raw;
+  std::vector<detail::accumulated> accumulated, accumulate_calls;  // AccumulateGrad, and its calls
   std::map<std::string, std::string> thread_label;  // host stream -> the profiler's thread name
   sim::op_trace t;
   for (std::size_t i = 0; i < events->size(); ++i) {
@@ -181,6 +252,24 @@ inline sim::op_trace parse_pytorch_trace(std::string_view text) {
       continue;
     }
     if (ph != "X") continue;
+    if (cat == "cpu_op" && (name == "torch::autograd::AccumulateGrad" ||
+                            name == "autograd::engine::evaluate_function: "
+                                    "torch::autograd::AccumulateGrad")) {
+      if (!e.contains("tid")) fail(who + ".tid", "missing (required)");
+      const double ts = number(e, "ts", who) * 1e-6, end = ts + number(e, "dur", who) * 1e-6;
+      const std::string thread =
+          "cpu " + (e["tid"].is_string() ? e["tid"].get<std::string>() : e["tid"].dump());
+      if (name.front() == 'a') {  // the autograd engine's call, which also runs the hooks
+        accumulate_calls.push_back({thread, ts, end});
+        continue;
+      }
+      detail::accumulated g{thread, ts, end, -1};
+      const nlohmann::json args = e.contains("args") ? e["args"] : nlohmann::json::object();
+      if (args.is_object() && args.contains("Input Dims"))
+        g.bytes = detail::gradient_bytes(args, who);
+      accumulated.push_back(std::move(g));
+      continue;
+    }
     const bool gpu = cat == "kernel" || cat == "gpu_memset" || cat == "gpu_memcpy";
     const bool runtime = cat == "cuda_runtime" || cat == "cuda_driver";
     if (!gpu && !runtime) continue;
@@ -309,6 +398,26 @@ inline sim::op_trace parse_pytorch_trace(std::string_view text) {
     const auto f = thread_label.find(sn);
     t.labels.push_back(f == thread_label.end() ? std::string() : f->second);
   }
+  // gradients: each accumulation ends with the engine call around it (DDP's hook runs there)
+  std::sort(accumulate_calls.begin(), accumulate_calls.end(),
+            [](const auto& a, const auto& b) { return a.ts < b.ts; });
+  for (const auto& g : accumulated) {
+    double end = g.end;
+    auto it = std::upper_bound(accumulate_calls.begin(), accumulate_calls.end(), g.ts,
+                               [](double x, const auto& c) { return x < c.ts; });
+    while (it != accumulate_calls.begin()) {  // the latest call that began on its thread
+      --it;
+      if (it->thread == g.thread) {
+        if (it->end >= g.end) end = it->end;
+        break;
+      }
+    }
+    const auto s = stream_of.find(g.thread);
+    t.gradients.push_back(
+        {std::max(0.0, end - t0), g.bytes, s == stream_of.end() ? -1 : s->second});
+  }
+  std::stable_sort(t.gradients.begin(), t.gradients.end(),
+                   [](const auto& a, const auto& b) { return a.time < b.time; });
   return t;
 }
 

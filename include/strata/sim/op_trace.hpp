@@ -22,8 +22,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strata/comm/collectives.hpp"
@@ -56,11 +58,20 @@ struct trace_memory {
   double allocated = 0;  ///< bytes allocated on the device after the event
 };
 
+/// A parameter's gradient made ready by the backward pass (PyTorch: an AccumulateGrad call, after
+/// which DDP's hook on that parameter runs).
+struct trace_gradient {
+  double time = 0;    ///< seconds on the trace's clock: when the accumulation and its hooks ended
+  double bytes = -1;  ///< the gradient's size; -1: the profiler recorded no shapes
+  int stream = -1;    ///< the host thread that accumulated it; -1: none of the trace's streams
+};
+
 struct op_trace {
   std::vector<std::string> streams;  ///< "cpu <thread>", "gpu <device> stream <id>", "downlink"...
   std::vector<std::string> labels;   ///< what the profiler named each stream ("" if nothing)
   std::vector<trace_op> ops;         ///< by start time
   std::vector<trace_memory> memory;
+  std::vector<trace_gradient> gradients;  ///< in the order they became ready
   [[nodiscard]] bool host(int stream) const {
     return streams[static_cast<std::size_t>(stream)].rfind("cpu", 0) == 0;
   }
@@ -94,6 +105,17 @@ inline void validate(const op_trace& t) {
     for (int d : o.deps)
       if (d < 0 || d >= static_cast<int>(i))
         throw plan_error(who + ": depends on an op that does not come before it");
+  }
+  for (std::size_t k = 0; k < t.gradients.size(); ++k) {
+    const trace_gradient& g = t.gradients[k];
+    const std::string who = "gradient " + std::to_string(k);
+    if (!(g.time >= 0) || !(g.time < 1e9) || (k > 0 && g.time < t.gradients[k - 1].time))
+      throw plan_error(who +
+                       ": times must be non-negative seconds, in the order gradients became ready");
+    if (!(g.bytes >= -1) || !(g.bytes < 1e18) || (g.bytes < 0 && g.bytes != -1))
+      throw plan_error(who + ": bytes must be >= 0 (or -1: not recorded)");
+    if (g.stream < -1 || g.stream >= static_cast<int>(t.streams.size()))
+      throw plan_error(who + ": unknown stream");
   }
 }
 
@@ -224,13 +246,23 @@ struct trace_replay {
 }
 
 /// Data parallelism from a one-GPU trace (every rank runs the trace's ops; ranks are identical, so
-/// one is simulated and its collectives end together on all): the gradients, `gradient_bytes` in
-/// all, become ready evenly over the backward pass's GPU time (the GPU ops launched by the
-/// autograd thread, a host stream labelled "...autograd..."), are bucketed as PyTorch DDP buckets
-/// them (`data_parallel_options`) and all-reduced in order on a communication stream (ring,
-/// `comm::ring` on `machine` over `gpus` ranks); the first GPU op after the backward pass (the
-/// optimizer) waits for the last bucket. The closed form of the same plan is the one-GPU step plus
-/// every bucket's all-reduce: with no overlap and a device-bound step the two agree exactly.
+/// one is simulated and its collectives end together on all): the gradients go into DDP's buckets
+/// (`data_parallel_options`), and each bucket is all-reduced, in order, on a communication stream
+/// (ring, `comm::ring` on `machine` over `gpus` ranks) once it is ready; the first GPU op after
+/// the backward pass and the last bucket (the optimizer) waits for the last all-reduce. When a
+/// bucket is ready:
+/// - from the trace's own gradients (`data_parallel(t, machine, gpus, opt)`: PyTorch traces record
+///   every AccumulateGrad call): DDP's hook on the bucket's last gradient issues the all-reduce
+///   from the host thread that accumulated it, at the end of that call, and NCCL's stream waits
+///   for the compute stream as it stands then, so the all-reduce follows the host op that
+///   thread ran last before that time and the last GPU op launched before it (the backward
+///   pass ends with the GPU op launched last before the last gradient);
+/// - from a total (`data_parallel(t, machine, gpus, gradient_bytes, opt)`, for a trace without
+///   gradients or another model's): the gradients become ready evenly over the backward pass's
+///   GPU time (the GPU ops launched by the autograd thread, a host stream labelled
+///   "...autograd...").
+/// The closed form of the same plan is the one-GPU step plus every bucket's all-reduce: with no
+/// overlap and a device-bound step the two agree exactly.
 struct dp_prediction {
   double step_time = 0;    ///< simulated
   double closed_form = 0;  ///< one-GPU replay + every bucket's all-reduce, no overlap
@@ -257,27 +289,38 @@ struct data_parallel_options {
   double host_scale = 1.0;          ///< as in `replay_one` (0: device-bound)
 };
 
-/// DDP's bucket sizes for `gradients` (bytes per parameter, in the order they become ready): each
-/// bucket takes gradients until it holds at least its limit (`first_bucket_bytes` for the first,
-/// when positive, `bucket_bytes` after); the last one holds what is left (reducer.cpp,
-/// `compute_bucket_assignment_by_size`, for one dtype on one device).
-[[nodiscard]] inline std::vector<double> ddp_buckets(const std::vector<double>& gradients,
-                                                     double first_bucket_bytes = 1.0 * 1024 * 1024,
-                                                     double bucket_bytes = 25.0 * 1024 * 1024) {
+namespace detail {
+/// DDP's bucket assignment (reducer.cpp, `compute_bucket_assignment_by_size`, for one dtype on one
+/// device): per bucket, its bytes and the index of the gradient that closed it.
+inline std::vector<std::pair<double, std::size_t>> ddp_assign(const std::vector<double>& gradients,
+                                                              double first_bucket_bytes,
+                                                              double bucket_bytes) {
   if (!(bucket_bytes > 0) || !(first_bucket_bytes >= 0))
     throw plan_error("DDP's bucket limits must be positive (the first one may be 0: a full one)");
-  std::vector<double> out;
+  std::vector<std::pair<double, std::size_t>> out;
   double open = 0;
-  for (double g : gradients) {
-    if (!(g >= 0)) throw plan_error("a parameter's gradient has a negative size");
-    open += g;
+  for (std::size_t i = 0; i < gradients.size(); ++i) {
+    if (!(gradients[i] >= 0)) throw plan_error("a parameter's gradient has a negative size");
+    open += gradients[i];
     const double limit = out.empty() && first_bucket_bytes > 0 ? first_bucket_bytes : bucket_bytes;
-    if (open >= limit) {
-      out.push_back(open);
+    if (open >= limit || i + 1 == gradients.size()) {
+      if (open > 0 || out.empty()) out.emplace_back(open, i);
       open = 0;
     }
   }
-  if (open > 0) out.push_back(open);
+  return out;
+}
+}  // namespace detail
+
+/// DDP's bucket sizes for `gradients` (bytes per parameter, in the order they become ready): each
+/// bucket takes gradients until it holds at least its limit (`first_bucket_bytes` for the first,
+/// when positive, `bucket_bytes` after); the last one holds what is left.
+[[nodiscard]] inline std::vector<double> ddp_buckets(const std::vector<double>& gradients,
+                                                     double first_bucket_bytes = 1.0 * 1024 * 1024,
+                                                     double bucket_bytes = 25.0 * 1024 * 1024) {
+  std::vector<double> out;
+  for (const auto& [b, last] : detail::ddp_assign(gradients, first_bucket_bytes, bucket_bytes))
+    if (b > 0) out.push_back(b);
   return out;
 }
 
@@ -287,10 +330,14 @@ struct data_parallel_options {
 /// projection first, the final norm, then each layer from the last: the MLP's down projection, its
 /// up (and gate) projection, the second norm, the attention's output projection, V, K and Q (or
 /// the fused QKV), the first norm; the position table, the token embedding last (a tied one
-/// gathers its gradient from the head too, so it is ready only then). A linear layer's bias is
-/// ready before its weight, a LayerNorm's weight before its bias. Checked against DDP on GPT-2
-/// 124M and Llama-3.2 1B (test/data/ddp_buckets.csv); Q, K and V (or gate and up) come in the
-/// order of the modules the recipe runs (`lower::parameter_tensors` counts the same tensors).
+/// gathers its gradient from the head too, so it is ready only then). A LayerNorm's weight is
+/// ready before its bias; a linear layer's bias before its weight, except a `torch.nn.Linear`
+/// under autocast (`recipe::autocast`), whose weight comes first (transformers' GPT-2 uses
+/// `Conv1D`, bias first either way). Checked against DDP on GPT-2 124M and Llama-3.2 1B
+/// (test/data/ddp_buckets.csv), against post-accumulate-grad hooks of nanoGPT and transformers'
+/// GPT-2 in fp32 and under bf16 autocast (test/data/gradient_order.csv), and against the sample
+/// trace's AccumulateGrad calls; Q, K and V (or gate and up) come in the order of the modules the
+/// recipe runs (`lower::parameter_tensors` counts the same tensors).
 [[nodiscard]] inline std::vector<double> ready_gradients(const transformer& m,
                                                          const frameworks::recipe& r,
                                                          double bytes = 4) {
@@ -299,12 +346,15 @@ struct data_parallel_options {
         "the order of an MoE layer's gradients is not modelled: pass the parameters' "
         "gradients as measured (data_parallel_options::gradients)");
   const bool hf = r.modules == frameworks::module_style::transformers;
-  const bool fused_qkv = r.fused_qkv || (hf && m.positions == position_kind::learned);
+  const bool conv1d = hf && m.positions == position_kind::learned;  // transformers' GPT-2
+  const bool fused_qkv = r.fused_qkv || conv1d;
+  const bool weight_first = r.autocast && !conv1d;
   const double h = m.hidden, f = m.ffn_size(), w = m.kv_width();
   std::vector<double> g;
   const auto linear = [&](double out, double in, bool bias) {
-    if (bias) g.push_back(out * bytes);
+    if (bias && !weight_first) g.push_back(out * bytes);
     g.push_back(out * in * bytes);
+    if (bias && weight_first) g.push_back(out * bytes);
   };
   const auto norm = [&] {
     g.push_back(h * bytes);
@@ -338,37 +388,118 @@ struct data_parallel_options {
   return g;
 }
 
-[[nodiscard]] inline dp_prediction data_parallel(const op_trace& t, const cluster& machine,
-                                                 int gpus, double gradient_bytes,
-                                                 const data_parallel_options& opt = {}) {
-  validate(t);
-  if (gpus < 1 || gpus > machine.devices())
-    throw plan_error("data parallelism needs between 1 and the cluster's devices GPUs");
-  if (!(gradient_bytes > 0) || !(opt.bucket_bytes > 0))
-    throw plan_error("the gradient and bucket sizes must be positive");
-  if (!(opt.first_bucket_bytes >= 0))
-    throw plan_error("the first bucket's size must be zero (a full bucket) or positive");
-  if (!(gradient_bytes / opt.bucket_bytes <= 1e6))
-    throw plan_error(
-        "the gradients would fill more than a million buckets: the bucket is too small");
-  // the backward pass: GPU ops launched from the autograd thread
-  std::vector<char> backward(t.ops.size(), 0);
-  int first_bw = -1, last_bw = -1;
+namespace detail {
+/// The trace's backward pass: the GPU ops launched from an autograd thread.
+struct backward_pass {
+  std::vector<char> op;  ///< per op: launched by the autograd thread
+  int last = -1;         ///< its last GPU op
+  double time = 0;       ///< summed GPU time
+};
+inline backward_pass find_backward(const op_trace& t) {
+  backward_pass b;
+  b.op.assign(t.ops.size(), 0);
   for (std::size_t i = 0; i < t.ops.size(); ++i) {
     const auto& o = t.ops[i];
     if (t.host(o.stream) || o.deps.empty()) continue;
     const auto& launcher = t.ops[static_cast<std::size_t>(o.deps.front())];
     const auto ls = static_cast<std::size_t>(launcher.stream);
     if (ls < t.labels.size() && t.labels[ls].find("autograd") != std::string::npos) {
-      backward[i] = 1;
-      if (first_bw < 0) first_bw = static_cast<int>(i);
-      last_bw = static_cast<int>(i);
+      b.op[i] = 1;
+      b.last = static_cast<int>(i);
+      b.time += o.duration;
     }
   }
-  if (last_bw < 0)
+  if (b.last < 0)
     throw plan_error("the trace shows no backward pass (no GPU op launched by an autograd thread)");
-  double bw_time = 0;
-  for (std::size_t i = 0; i < t.ops.size(); ++i) bw_time += backward[i] ? t.ops[i].duration : 0.0;
+  return b;
+}
+
+/// A bucket of gradients: its bytes, and the ops its all-reduce waits for (the GPU op, and the host
+/// op that issues it; -1: none).
+struct dp_bucket {
+  double bytes = 0;
+  int gpu = -1, host = -1;
+};
+
+inline void check_data_parallel(const op_trace& t, const cluster& machine, int gpus,
+                                const data_parallel_options& opt) {
+  validate(t);
+  if (gpus < 1 || gpus > machine.devices())
+    throw plan_error("data parallelism needs between 1 and the cluster's devices GPUs");
+  if (!(opt.bucket_bytes > 0)) throw plan_error("the gradient and bucket sizes must be positive");
+  if (!(opt.first_bucket_bytes >= 0))
+    throw plan_error("the first bucket's size must be zero (a full bucket) or positive");
+}
+
+/// The one-GPU graph of `replay_one` with each bucket's all-reduce after the ops it waits for.
+inline dp_prediction replay_data_parallel(const op_trace& t, const cluster& machine, int gpus,
+                                          const std::vector<dp_bucket>& buckets, int last_bw,
+                                          double host_scale) {
+  dp_prediction out;
+  out.buckets = static_cast<int>(buckets.size());
+  std::vector<double> ar(buckets.size());
+  std::vector<int> after(buckets.size());  // the op each all-reduce is listed after
+  for (std::size_t k = 0; k < buckets.size(); ++k) {
+    ar[k] = gpus > 1 ? comm::ring::time(comm::collective::all_reduce, machine, {0, gpus, 1},
+                                        bytes{buckets[k].bytes})
+                           .count()
+                     : 0.0;
+    out.all_reduce += ar[k];
+    after[k] = std::max({buckets[k].gpu, buckets[k].host, k > 0 ? after[k - 1] : 0});
+  }
+  op_trace x = t;
+  const int comm_stream = static_cast<int>(x.streams.size());
+  x.streams.push_back("gpu communication");
+  x.labels.resize(x.streams.size());
+  // the optimizer: the first GPU op after the backward pass and the last all-reduce
+  const int wait_from = std::max(last_bw, after.empty() ? -1 : after.back());
+  std::vector<trace_op> ops;
+  std::vector<int> index(t.ops.size());
+  int last_ar = -1;
+  bool optimizer = false;
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    trace_op o = t.ops[i];
+    for (int& d : o.deps) d = index[static_cast<std::size_t>(d)];
+    if (!t.host(o.stream) && static_cast<int>(i) > wait_from && !optimizer && last_ar >= 0) {
+      optimizer = true;
+      o.deps.push_back(last_ar);
+    }
+    index[i] = static_cast<int>(ops.size());
+    ops.push_back(std::move(o));
+    for (; k < buckets.size() && after[k] == static_cast<int>(i); ++k) {
+      trace_op a{.id = "all-reduce bucket " + std::to_string(k),
+                 .name = "all-reduce",
+                 .stream = comm_stream,
+                 .kind = "all_reduce",
+                 .start = t.ops[i].start + t.ops[i].duration,
+                 .duration = ar[k],
+                 .bytes = buckets[k].bytes};
+      for (int w : {buckets[k].gpu, buckets[k].host})
+        if (w >= 0) a.deps.push_back(index[static_cast<std::size_t>(w)]);
+      ops.push_back(std::move(a));
+      last_ar = static_cast<int>(ops.size()) - 1;
+    }
+  }
+  x.ops = std::move(ops);
+  out.step_time = replay_one(x, host_scale).step_time;
+  out.closed_form = replay_one(t, host_scale).step_time + out.all_reduce;
+  return out;
+}
+}  // namespace detail
+
+/// Data parallelism of `t`'s step with `gradient_bytes` of gradients, ready evenly over the
+/// backward pass's GPU time (see `dp_prediction`); `opt.gradients`, when given, are DDP's
+/// buckets' contents and must add up to `gradient_bytes`.
+[[nodiscard]] inline dp_prediction data_parallel(const op_trace& t, const cluster& machine,
+                                                 int gpus, double gradient_bytes,
+                                                 const data_parallel_options& opt = {}) {
+  detail::check_data_parallel(t, machine, gpus, opt);
+  if (!(gradient_bytes > 0)) throw plan_error("the gradient and bucket sizes must be positive");
+  if (!(gradient_bytes / opt.bucket_bytes <= 1e6))
+    throw plan_error(
+        "the gradients would fill more than a million buckets: the bucket is too small");
+  const auto bw = detail::find_backward(t);
   // the buckets in the order they fill: DDP's for the parameters given; else the first one small,
   // the last one what is left
   std::vector<double> size, filled;  // filled: the gradient bytes ready once bucket k is
@@ -389,67 +520,86 @@ struct data_parallel_options {
   }
   for (double b : size) filled.push_back((filled.empty() ? 0.0 : filled.back()) + b);
   filled.back() = gradient_bytes;
-  const int nb = static_cast<int>(size.size());
-  dp_prediction out;
-  out.buckets = nb;
-  std::vector<double> ar(size.size());
-  for (std::size_t k = 0; k < size.size(); ++k) {
-    ar[k] = gpus > 1 ? comm::ring::time(comm::collective::all_reduce, machine, {0, gpus, 1},
-                                        bytes{size[k]})
-                           .count()
-                     : 0.0;
-    out.all_reduce += ar[k];
-  }
-  // the one-GPU graph of `replay_one`, plus the all-reduces
-  op_trace x = t;
-  const int comm_stream = static_cast<int>(x.streams.size());
-  x.streams.push_back("gpu communication");
-  x.labels.resize(x.streams.size());
-  // bucket k is ready when the backward ops have run the share filled[k] / gradient_bytes of their
-  // time
-  std::vector<int> ready_after(static_cast<std::size_t>(nb), last_bw);
-  {
-    double done = 0;
-    int k = 0;
-    for (std::size_t i = 0; i < t.ops.size() && k < nb; ++i) {
-      if (!backward[i]) continue;
-      done += t.ops[i].duration;
-      while (k < nb &&
-             done >= bw_time * filled[static_cast<std::size_t>(k)] / gradient_bytes - 1e-15)
-        ready_after[static_cast<std::size_t>(k++)] = opt.overlap ? static_cast<int>(i) : last_bw;
-    }
-  }
-  // insert the all-reduces right after the op they wait for (indices shift: rebuild the list)
-  std::vector<trace_op> ops;
-  std::vector<int> index(t.ops.size());
-  int last_ar = -1, after_bw = -1;
+  // bucket k is ready when the backward ops have run the share filled[k] / gradient_bytes of
+  // their time
+  std::vector<detail::dp_bucket> buckets(size.size(), {0, bw.last, -1});
+  double done = 0;
   std::size_t k = 0;
-  for (std::size_t i = 0; i < t.ops.size(); ++i) {
-    trace_op o = t.ops[i];
-    for (int& d : o.deps) d = index[static_cast<std::size_t>(d)];
-    if (!t.host(o.stream) && static_cast<int>(i) > last_bw && after_bw < 0 && last_ar >= 0) {
-      after_bw = static_cast<int>(i);
-      o.deps.push_back(last_ar);  // the optimizer waits for the gradients
-    }
-    index[i] = static_cast<int>(ops.size());
-    ops.push_back(std::move(o));
-    while (k < ar.size() && ready_after[k] == static_cast<int>(i)) {
-      ops.push_back({.id = "all-reduce bucket " + std::to_string(k),
-                     .name = "all-reduce",
-                     .stream = comm_stream,
-                     .kind = "all_reduce",
-                     .start = t.ops[i].start + t.ops[i].duration,
-                     .duration = ar[k],
-                     .bytes = size[k],
-                     .deps = {index[i]}});
-      last_ar = static_cast<int>(ops.size()) - 1;
-      ++k;
-    }
+  for (std::size_t i = 0; i < t.ops.size() && k < size.size(); ++i) {
+    if (!bw.op[i]) continue;
+    done += t.ops[i].duration;
+    for (; k < size.size() && done >= bw.time * filled[k] / gradient_bytes - 1e-15; ++k)
+      buckets[k].gpu = opt.overlap ? static_cast<int>(i) : bw.last;
   }
-  x.ops = std::move(ops);
-  out.step_time = replay_one(x, opt.host_scale).step_time;
-  out.closed_form = replay_one(t, opt.host_scale).step_time + out.all_reduce;
-  return out;
+  for (std::size_t b = 0; b < size.size(); ++b) buckets[b].bytes = size[b];
+  return detail::replay_data_parallel(t, machine, gpus, buckets, bw.last, opt.host_scale);
+}
+
+/// Data parallelism of `t`'s step with the gradients the trace itself records (`t.gradients`:
+/// when each became ready, on which host thread, and its bytes; see `dp_prediction`), bucketed as
+/// DDP buckets them. `opt.gradients`, when given, replaces the recorded sizes (one per recorded
+/// gradient: a trace profiled without shapes has none).
+[[nodiscard]] inline dp_prediction data_parallel(const op_trace& t, const cluster& machine,
+                                                 int gpus, const data_parallel_options& opt = {}) {
+  detail::check_data_parallel(t, machine, gpus, opt);
+  const std::size_t n = t.gradients.size();
+  if (n == 0)
+    throw plan_error(
+        "the trace records no gradients (a PyTorch trace records its AccumulateGrad calls): give "
+        "the gradients' total bytes instead");
+  std::vector<double> bytes_of(n);
+  if (!opt.gradients.empty() && opt.gradients.size() != n)
+    throw plan_error("data_parallel_options::gradients lists " +
+                     std::to_string(opt.gradients.size()) + " gradients; the trace records " +
+                     std::to_string(n));
+  for (std::size_t g = 0; g < n; ++g) {
+    bytes_of[g] = opt.gradients.empty() ? t.gradients[g].bytes : opt.gradients[g];
+    if (bytes_of[g] < 0)
+      throw plan_error("the trace records when gradient " + std::to_string(g) +
+                       " became ready but not its size (profile with record_shapes=True, or give "
+                       "data_parallel_options::gradients)");
+  }
+  // GPU ops by the time their launch began, host ops by thread and start, each list with the
+  // largest op index so far: the last op (in trace order) that began before a given time
+  using timed = std::vector<std::pair<double, int>>;
+  timed gpu_by_launch;
+  std::vector<timed> host_by_start(t.streams.size());
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    const auto& o = t.ops[i];
+    if (t.host(o.stream)) {
+      host_by_start[static_cast<std::size_t>(o.stream)].emplace_back(o.start, static_cast<int>(i));
+      continue;
+    }
+    const auto* launch = o.deps.empty() ? nullptr : &t.ops[static_cast<std::size_t>(o.deps[0])];
+    gpu_by_launch.emplace_back(launch && t.host(launch->stream) ? launch->start : o.start,
+                               static_cast<int>(i));
+  }
+  auto prepare = [](timed& v) {
+    std::sort(v.begin(), v.end());
+    for (std::size_t i = 1; i < v.size(); ++i) v[i].second = std::max(v[i].second, v[i - 1].second);
+  };
+  prepare(gpu_by_launch);
+  for (auto& v : host_by_start) prepare(v);
+  auto last_before = [](const timed& v, double time) {
+    const auto it = std::lower_bound(v.begin(), v.end(), std::pair{time, -1});
+    return it == v.begin() ? -1 : std::prev(it)->second;
+  };
+  // the backward pass ends with the last gradient: the last GPU op launched before it
+  const int last_bw = last_before(gpu_by_launch, t.gradients.back().time);
+  if (last_bw < 0) throw plan_error("no GPU op was launched before the last gradient became ready");
+  std::vector<detail::dp_bucket> buckets;
+  for (const auto& [b, last] :
+       detail::ddp_assign(bytes_of, opt.first_bucket_bytes, opt.bucket_bytes)) {
+    const trace_gradient& g = t.gradients[last];
+    detail::dp_bucket x{b, last_bw, -1};
+    if (opt.overlap) {
+      x.gpu = last_before(gpu_by_launch, g.time);
+      if (g.stream >= 0)
+        x.host = last_before(host_by_start[static_cast<std::size_t>(g.stream)], g.time);
+    }
+    buckets.push_back(x);
+  }
+  return detail::replay_data_parallel(t, machine, gpus, buckets, last_bw, opt.host_scale);
 }
 
 }  // namespace strata::sim
