@@ -362,6 +362,29 @@ TEST_CASE("DDP's buckets, as DDP itself reported them on one H200", "[trace]") {
   CHECK_THROWS_WITH(sim::ddp_buckets({1.0, -1.0}), "a parameter's gradient has a negative size");
 }
 
+TEST_CASE("the datasheet lowering of Inception-v3 in IEEE fp32, against an H100", "[trace]") {
+  // docs/li.md, Fig. 2: the V100 trace comes from the datasheet lowering in fp32 on the CUDA
+  // cores. test/data/h100_inception_fp32.csv (tools/measure/inception_fp32.py) measures the same
+  // network on an H100 with TF32 off: 38.3, 59.6, 110.0 and 211.0 ms at batch 16-128. The same
+  // lowering on the H100's datasheet predicts 38.4, 52.6, 101.1 and 196.3 ms: within 12 %, and
+  // never above the measurement by more than 0.3 %.
+  static constexpr auto net = zoo::inception_v3();
+  const auto h100 = datasheet_profile(presets::h100_sxm5_80gb).with_tf32(false);
+  int rows = 0;
+  for (const auto& r : csv_rows("h100_inception_fp32.csv")) {  // model, batch, arithmetic, ms
+    if (r.at(2) != "ieee") continue;
+    const int batch = std::stoi(r.at(1));
+    const double measured = std::stod(r.at(3)) * 1e-3;
+    const double predicted =
+        analytic::cnn_step(net.view(), {.batch = batch, .precision = dtype::fp32}, h100).time();
+    INFO("batch " << batch << ": " << predicted << " s predicted, " << measured << " measured");
+    CHECK(predicted / measured - 1 < 0.003);
+    CHECK(predicted / measured - 1 > -0.12);
+    ++rows;
+  }
+  CHECK(rows == 4);
+}
+
 TEST_CASE("PS traces from the lowering: whole layers per server, or partitioned", "[trace]") {
   // Inception-v3 (23,834,568 parameters, fp32): 95 convolution / linear groups, each a downlink,
   // forward, backward, uplink and update: 475 ops. Whole layers over two servers by the
