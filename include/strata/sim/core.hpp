@@ -689,6 +689,8 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
   const detail::edge* const edge_list = edges_.data();
   detail::task_hot* const hot = T.data();
   task_record* const records = res.tasks.data();
+  constexpr std::size_t ahead = 128;  // tasks; see `finish`
+  std::size_t fetched = 0;
   auto touch_resource = [&](int r) {
     if (!resource_mark[static_cast<std::size_t>(r)]) {
       resource_mark[static_cast<std::size_t>(r)] = 1;
@@ -878,6 +880,14 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
   };
   auto finish = [&](int i) {
     const auto ii = static_cast<std::size_t>(i);
+    // Tasks are added in a topological order, so a run reaches them roughly in index order: the
+    // lines of the tasks up to `ahead` indices past a finished one are asked for once, before a
+    // dependent's first touch has to wait for them.
+    for (const std::size_t to = std::min(n, ii + ahead); fetched < to; ++fetched) {
+      detail::prefetch(hot + fetched);
+      detail::prefetch(static_.data() + fetched);
+      detail::prefetch(records + fetched);
+    }
     T[ii].st = task_state::done;
     res.tasks[ii].end = now;
     release(i);
