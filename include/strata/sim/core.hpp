@@ -882,11 +882,14 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
     const auto ii = static_cast<std::size_t>(i);
     // Tasks are added in a topological order, so a run reaches them roughly in index order: the
     // lines of the tasks up to `ahead` indices past a finished one are asked for once, before a
-    // dependent's first touch has to wait for them.
+    // dependent's first touch has to wait for them; half as far ahead, when its loop line has
+    // arrived, a task's first edge too.
     for (const std::size_t to = std::min(n, ii + ahead); fetched < to; ++fetched) {
       detail::prefetch(hot + fetched);
       detail::prefetch(static_.data() + fetched);
       detail::prefetch(records + fetched);
+      if (fetched >= ahead / 2)
+        if (const int o = hot[fetched - ahead / 2].out; o >= 0) detail::prefetch(edge_list + o);
     }
     T[ii].st = task_state::done;
     res.tasks[ii].end = now;
