@@ -462,4 +462,12 @@ TEST_CASE("TensorFlow timeline converter: a two-layer step, worked by hand", "[t
   CHECK_THROWS_WITH(io::parse_tensorflow_timeline(text, {{"conv0/kernel", 1e6}}),
                     "traceEvents[4] ('edge_2_fc/kernel'): a transfer whose size is unknown "
                     "(give its tensor's bytes)");
+  // sizes from a file (strata replay-ps --tensorflow): the longest name a node contains wins
+  const auto file = io::parse_tensor_sizes(R"({"conv0": 1, "conv0/kernel": 1e6, "fc": 2e6})");
+  CHECK(file.front().first == "conv0/kernel");
+  CHECK(io::parse_tensorflow_timeline(text, file).ops[0].bytes == 1e6);
+  CHECK_THROWS_WITH(io::parse_tensor_sizes("[]"),
+                    "sizes: must be a non-empty JSON object of tensor names and their bytes");
+  CHECK_THROWS_WITH(io::parse_tensor_sizes(R"({"fc": -1})"),
+                    "sizes.fc: must be a number of bytes, >= 0 (got -1)");
 }

@@ -251,8 +251,11 @@ int main(int argc, char** argv) {
   auto read_text = [](const std::string& path, std::string& out, const char* field = "scenario") {
     namespace d = strata::io::detail;
     return guarded(field, [&] {
+             const std::string f = field;
              out = d::read_file(path, field,
-                                field == std::string("trace") ? "trace file" : "scenario file");
+                                f == "trace"          ? "trace file"
+                                : f == "--tensorflow" ? "tensor sizes file"
+                                                      : "scenario file");
              return 0;
            }) == 0;
   };
@@ -331,13 +334,14 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       return error_line("replay-ps", e.what());
     }
-    std::string text;
+    std::string text, sizes;
     if (rps.model.empty() && !read_text(rps.input, text, "trace")) return 2;
+    if (!rps.tensorflow.empty() && !read_text(rps.tensorflow, sizes, "--tensorflow")) return 2;
     return guarded("trace", [&] {
       nlohmann::json timeline, saved;
       const auto report =
           strata_cli::run_replay_ps(rps, text, rps.timeline.empty() ? nullptr : &timeline,
-                                    rps.save_trace.empty() ? nullptr : &saved);
+                                    rps.save_trace.empty() ? nullptr : &saved, sizes);
       check_finite(report, "");
       if (!rps.timeline.empty()) write_json("--trace", rps.timeline, timeline, -1);
       if (!rps.save_trace.empty()) write_json("--save-trace", rps.save_trace, saved, 1);

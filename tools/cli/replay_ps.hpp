@@ -17,7 +17,7 @@
 namespace strata_cli {
 
 struct replay_ps_options {
-  std::string input, model, order = "as_scheduled", timeline, save_trace;
+  std::string input, model, order = "as_scheduled", timeline, save_trace, tensorflow;
   bool pytorch = false, no_flow_control = false, parse_on_worker = false, synchronous = false,
        partition = false;
   int workers = 10, servers = 1, batch = 32, steps = 100, warmup = 10, profiled = 20;
@@ -32,6 +32,8 @@ inline CLI::App* add_replay_ps(CLI::App& app, replay_ps_options& o) {
   c->add_option("trace", o.input, "operation trace JSON (or a PyTorch trace with --pytorch), - ");
   c->add_flag("--pytorch", o.pytorch,
               "the input is a PyTorch profiler trace: replay it on one GPU");
+  c->add_option("--tensorflow", o.tensorflow,
+                "the input is a TensorFlow step timeline; SIZES.json gives its tensors' bytes");
   c->add_option("--model", o.model, "generate the worker's trace from strata's lowering instead")
       ->check(CLI::IsMember({"inception_v3", "resnet50", "vgg16"}));
   c->add_option("--batch", o.batch, "examples per step (and the lowering's batch)")
@@ -85,10 +87,10 @@ inline void check_replay_ps(const CLI::App& c, const replay_ps_options& o) {
     if (std::isnan(v)) throw plan_error(std::string(flag) + ": must be a number");
   auto given = [&](const char* flag) { return c.count(flag) > 0; };
   if (o.pytorch) {
-    for (const char* f :
-         {"--model", "--batch", "--servers", "--workers", "--bandwidth-gbps", "--window-mb",
-          "--no-flow-control", "--order", "--alpha-ns", "--beta-us", "--parse-on-worker", "--steps",
-          "--warmup", "--profiled-steps", "--variation", "--seed", "--synchronous", "--partition"})
+    for (const char* f : {"--model", "--batch", "--servers", "--workers", "--bandwidth-gbps",
+                          "--window-mb", "--no-flow-control", "--order", "--alpha-ns", "--beta-us",
+                          "--parse-on-worker", "--steps", "--warmup", "--profiled-steps",
+                          "--variation", "--seed", "--synchronous", "--partition", "--tensorflow"})
       if (given(f))
         throw plan_error(std::string(f) +
                          ": sets the parameter-server simulation; --pytorch replays the trace "
@@ -104,12 +106,15 @@ inline void check_replay_ps(const CLI::App& c, const replay_ps_options& o) {
                          "brings its own");
   } else if (!o.input.empty()) {
     throw plan_error("trace: --model generates the worker's trace; give a trace file or --model");
+  } else if (given("--tensorflow")) {
+    throw plan_error("--tensorflow: reads a TensorFlow timeline; --model generates the trace");
   }
 }
 
 /// The report; `timeline` receives the synthetic trace of the largest worker count.
 inline nlohmann::json run_replay_ps(const replay_ps_options& o, const std::string& text,
-                                    nlohmann::json* timeline, nlohmann::json* saved) {
+                                    nlohmann::json* timeline, nlohmann::json* saved,
+                                    const std::string& sizes = "") {
   using namespace strata;
   if (o.pytorch) {
     // the one-GPU replay makes no multi-worker timeline and keeps the trace it was given
@@ -168,6 +173,8 @@ inline nlohmann::json run_replay_ps(const replay_ps_options& o, const std::strin
                               .steps = o.profiled,
                               .variation = o.variation},
                              o.bandwidth_gbps * 1.25e8);
+  } else if (!o.tensorflow.empty()) {
+    t = io::parse_tensorflow_timeline(text, io::parse_tensor_sizes(sizes));
   } else {
     t = io::parse_op_trace(text);
   }

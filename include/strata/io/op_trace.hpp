@@ -421,6 +421,27 @@ inline sim::op_trace parse_pytorch_trace(std::string_view text) {
   return t;
 }
 
+/// Reads the tensor sizes a TensorFlow timeline lacks: a JSON object of tensor names (or parts of
+/// node names) and their bytes, `{"conv0/kernel": 37632, ...}`, ordered longest name first, so
+/// that `parse_tensorflow_timeline` gives a transfer the longest name its node name contains.
+inline std::vector<std::pair<std::string, double>> parse_tensor_sizes(std::string_view text) {
+  using detail::fail;
+  const nlohmann::json j = detail::parse_json(text);
+  if (!j.is_object() || j.empty())
+    fail("sizes", "must be a non-empty JSON object of tensor names and their bytes");
+  std::vector<std::pair<std::string, double>> out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string at = "sizes." + detail::cut(it.key());
+    if (it.key().empty()) fail("sizes", "a tensor name is empty");
+    if (!it->is_number() || !(it->get<double>() >= 0) || !(it->get<double>() < 1e18))
+      fail(at, "must be a number of bytes, >= 0 (got " + detail::show(*it) + ")");
+    out.emplace_back(it.key(), it->get<double>());
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  return out;
+}
+
 /// Converts a TensorFlow step timeline (the Chrome trace of `tensorflow.python.client.timeline`
 /// for one distributed step, Li et al.'s input) into strata's operation trace. Processes named
 /// "/job:ps..." are the parameter server, "/job:worker..." the worker; an event's args carry the
