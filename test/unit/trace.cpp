@@ -282,6 +282,11 @@ TEST_CASE("each bucket is all-reduced once its last gradient is ready", "[trace]
   const auto s = sim::data_parallel(t, machine, 2, {.overlap = false, .host_scale = 0.0});
   CHECK(s.step_time == Approx(2e-3 + a1 + a2 + 1e-4));
   CHECK(s.step_time == Approx(s.closed_form));
+  // a trace that already all-reduces (a DDP step) would count its collectives twice
+  auto ddp = t;
+  ddp.ops[1].name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  CHECK_THROWS_WITH(sim::data_parallel(ddp, machine, 2),
+                    Catch::StartsWith("op 'k1': the trace already runs NCCL collectives"));
   // one bucket for both (the first one as large as the others): issued at 1.5 us, after k2
   const auto one = sim::data_parallel(t, machine, 2, {.first_bucket_bytes = 0, .host_scale = 0.0});
   CHECK(one.buckets == 1);

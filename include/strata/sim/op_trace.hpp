@@ -429,6 +429,13 @@ inline void check_data_parallel(const op_trace& t, const cluster& machine, int g
   if (!(opt.bucket_bytes > 0)) throw plan_error("the gradient and bucket sizes must be positive");
   if (!(opt.first_bucket_bytes >= 0))
     throw plan_error("the first bucket's size must be zero (a full bucket) or positive");
+  for (const auto& o : t.ops)  // its collectives would come twice
+    if (!t.host(o.stream) &&
+        (o.name.find("nccl") != std::string::npos || o.name.find("NCCL") != std::string::npos))
+      throw plan_error("op '" + o.id +
+                       "': the trace already runs NCCL collectives; data parallelism adds its own "
+                       "all-reduces to a one-GPU step without them (replay this one with "
+                       "replay_one)");
 }
 
 /// The one-GPU graph of `replay_one` with each bucket's all-reduce after the ops it waits for.
