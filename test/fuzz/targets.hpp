@@ -19,6 +19,7 @@
 #include "strata/calibrate/readers.hpp"
 #include "strata/calibrate/step_fit.hpp"
 #include "strata/io/lin_trace.hpp"
+#include "strata/io/op_trace.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/io/transformer_scenario.hpp"
 #include "strata/sim/lin.hpp"
@@ -124,6 +125,32 @@ inline int csv(const std::uint8_t* data, std::size_t size) {
         (void)strata::calibrate::fit_profile(strata::presets::h100_sxm5_80gb, 132, g, m, a);
       }
     }
+  } catch (const strata::plan_error&) {
+  }
+  return 0;
+}
+
+/// Operation traces (issue 16): a TensorFlow timeline when the last byte is 't' (every transfer
+/// 1 MB), a PyTorch profiler trace when the input names "traceEvents", else strata's JSON form ->
+/// the JSON form again, the replay on one GPU, data parallelism from the trace's gradients, and
+/// Li et al.'s simulation of its first profiled step on two workers.
+inline int op_trace(const std::uint8_t* data, std::size_t size) {
+  if (size > (1u << 16)) return -1;
+  try {
+    const std::string_view in = text(data, size);
+    strata::sim::op_trace t;
+    if (size > 0 && data[size - 1] == 't')
+      t = strata::io::parse_tensorflow_timeline(in.substr(0, size - 1), {{"", 1e6}});
+    else if (in.find("traceEvents") != std::string_view::npos)
+      t = strata::io::parse_pytorch_trace(in);
+    else
+      t = strata::io::parse_op_trace(in);
+    (void)strata::io::to_json(t).dump();
+    (void)strata::sim::replay_one(t);
+    if (!t.gradients.empty()) (void)strata::sim::data_parallel(t, strata::presets::dgx_h100(1), 8);
+    const auto step = strata::sim::to_ps_step(t, t.ops.front().step);
+    (void)strata::sim::simulate_ps({.steps = {step}, .batch = 1},
+                                   {.workers = 2, .steps = 3, .warmup = 1});
   } catch (const strata::plan_error&) {
   }
   return 0;

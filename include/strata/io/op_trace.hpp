@@ -283,10 +283,13 @@ inline sim::op_trace parse_pytorch_trace(std::string_view text) {
       r.correlation = c.get<long long>();
     }
     auto id_text = [&](const char* key) {
-      const nlohmann::json& v = args.contains(key) ? args[key]
-                                : e.contains(key)  ? e[key]
-                                                   : e["tid"];
-      return v.is_string() ? v.get<std::string>() : v.dump();
+      const nlohmann::json* v = args.contains(key)  ? &args[key]
+                                : e.contains(key)   ? &e[key]
+                                : e.contains("tid") ? &e["tid"]
+                                                    : nullptr;
+      if (v == nullptr)
+        fail(who + ".args." + key, "missing (a GPU op names its device and stream)");
+      return v->is_string() ? v->get<std::string>() : v->dump();
     };
     if (gpu) {
       if (r.correlation < 0) fail(who + ".args.correlation", "missing (a GPU op needs its launch)");
@@ -460,9 +463,14 @@ inline sim::op_trace parse_tensorflow_timeline(
   if (!j.is_object() || !j.contains("traceEvents") || !j["traceEvents"].is_array())
     fail("trace", "a TensorFlow timeline needs a \"traceEvents\" array");
   const auto& events = j["traceEvents"];
+  // a string field, or `fallback` where it is missing or not a string
+  auto str = [](const nlohmann::json& o, const char* key, const std::string& fallback) {
+    const auto f = o.find(key);
+    return f != o.end() && f->is_string() ? f->get<std::string>() : fallback;
+  };
   std::map<long long, std::string> process;  // pid -> its name
   for (const auto& e : events)
-    if (e.is_object() && e.value("ph", "") == "M" && e.value("name", "") == "process_name" &&
+    if (e.is_object() && str(e, "ph", "") == "M" && str(e, "name", "") == "process_name" &&
         e.contains("pid") && e["pid"].is_number_integer() && e.contains("args") &&
         e["args"].is_object() && e["args"].contains("name") && e["args"]["name"].is_string())
       process[e["pid"].get<long long>()] = e["args"]["name"].get<std::string>();
@@ -474,7 +482,7 @@ inline sim::op_trace parse_tensorflow_timeline(
   for (std::size_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
     if (!e.is_object()) fail("traceEvents[" + std::to_string(i) + "]", "must be a JSON object");
-    if (e.value("ph", "") != "X") continue;
+    if (str(e, "ph", "") != "X") continue;
     const std::string who = "traceEvents[" + std::to_string(i) + "]";
     if (!e.contains("ts") || !e["ts"].is_number() || !(e["ts"].get<double>() >= 0))
       fail(who + ".ts", "must be a non-negative number");
@@ -500,8 +508,8 @@ inline sim::op_trace parse_tensorflow_timeline(
     const std::string path = "traceEvents[" + std::to_string(it.index) + "]";
     if (!e.contains("args") || !e["args"].is_object()) fail(path + ".args", "missing (required)");
     const auto& args = e["args"];
-    const std::string name = args.value("name", e.value("name", ""));
-    const std::string op = args.value("op", e.value("name", ""));
+    const std::string name = str(args, "name", str(e, "name", ""));
+    const std::string op = str(args, "op", str(e, "name", ""));
     const std::string who = path + " ('" + detail::cut(name) + "')";
     if (!e.contains("dur") || !e["dur"].is_number() || !(e["dur"].get<double>() >= 0))
       fail(who + ".dur", "must be a non-negative number");
