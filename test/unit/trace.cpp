@@ -152,11 +152,11 @@ TEST_CASE("data parallelism from the sample trace agrees with the closed form", 
   const auto machine = presets::dgx_h100(8);
   const sim::data_parallel_options serial{.overlap = false, .host_scale = 0.0};
   for (int gpus : {1, 2, 4, 8, 16, 32, 64}) {
-    const auto a = sim::data_parallel(t, machine, gpus, grad, serial);
+    const auto a = sim::data_parallel(t, machine, gpus, bytes{grad}, serial);
     CHECK(a.buckets == 20);
     CHECK(a.step_time == Approx(a.closed_form).epsilon(1e-9));
     // overlapping the buckets with the backward pass can only help
-    const auto b = sim::data_parallel(t, machine, gpus, grad, {.host_scale = 0.0});
+    const auto b = sim::data_parallel(t, machine, gpus, bytes{grad}, {.host_scale = 0.0});
     CHECK(b.step_time <= a.step_time * (1 + 1e-12));
     CHECK(b.step_time >= a.step_time - a.all_reduce - 1e-12);
     // the trace's own 148 gradients (497.90 MB: the traced model's vocabulary is 50,304) in
@@ -183,21 +183,22 @@ TEST_CASE("data parallelism from the sample trace agrees with the closed form", 
         Approx(14 * (13 * 5e-6 + 497903616.0 / 8 / 450e9)));
   // 8 GPUs in one node (5 us, 450 GB/s): sum over buckets of 2 (p - 1) (alpha + b / p / B)
   // = 14 (20 x 5 us + 497.76 MB / 8 / 450 GB/s) = 3.336 ms
-  CHECK(sim::data_parallel(t, machine, 8, grad, serial).all_reduce ==
+  CHECK(sim::data_parallel(t, machine, 8, bytes{grad}, serial).all_reduce ==
         Approx(14 * (20 * 5e-6 + grad / 8 / 450e9)));
   // without the small first bucket: 18 buckets of 25 MiB and 25.90 MB
   auto full = serial;
   full.first_bucket_bytes = 0;
-  CHECK(sim::data_parallel(t, machine, 8, grad, full).buckets == 19);
-  CHECK(sim::data_parallel(t, machine, 8, grad, full).all_reduce ==
+  CHECK(sim::data_parallel(t, machine, 8, bytes{grad}, full).buckets == 19);
+  CHECK(sim::data_parallel(t, machine, 8, bytes{grad}, full).all_reduce ==
         Approx(14 * (19 * 5e-6 + grad / 8 / 450e9)));
-  CHECK(sim::data_parallel(t, machine, 1, grad).step_time == Approx(sim::replay_one(t).step_time));
-  CHECK_THROWS_WITH(sim::data_parallel(t, machine, 65, grad),
+  CHECK(sim::data_parallel(t, machine, 1, bytes{grad}).step_time ==
+        Approx(sim::replay_one(t).step_time));
+  CHECK_THROWS_WITH(sim::data_parallel(t, machine, 65, bytes{grad}),
                     "data parallelism needs between 1 and the cluster's devices GPUs");
-  CHECK_THROWS_WITH(sim::data_parallel(t, machine, 8, grad, {.first_bucket_bytes = -1}),
+  CHECK_THROWS_WITH(sim::data_parallel(t, machine, 8, bytes{grad}, {.first_bucket_bytes = -1}),
                     "the first bucket's size must be zero (a full bucket) or positive");
   CHECK_THROWS_WITH(
-      sim::data_parallel(t, machine, 8, grad, {.bucket_bytes = 1}),
+      sim::data_parallel(t, machine, 8, bytes{grad}, {.bucket_bytes = 1}),
       "the gradients would fill more than a million buckets: the bucket is too small");
 }
 
@@ -358,11 +359,11 @@ TEST_CASE("DDP's buckets, as DDP itself reported them on one H200", "[trace]") {
   const double grad = 4.0 * static_cast<double>(zoo::gpt2_124m().parameters());
   sim::data_parallel_options o{.overlap = false, .host_scale = 0.0};
   o.gradients = m["gpt2-124M"].gradients;
-  const auto d = sim::data_parallel(t, presets::dgx_h100(8), 8, grad, o);
+  const auto d = sim::data_parallel(t, presets::dgx_h100(8), 8, bytes{grad}, o);
   CHECK(d.buckets == 13);
   CHECK(d.all_reduce == Approx(14 * (13 * 5e-6 + grad / 8 / 450e9)));
   CHECK(d.step_time == Approx(d.closed_form).epsilon(1e-9));
-  CHECK_THROWS_WITH(sim::data_parallel(t, presets::dgx_h100(8), 8, grad / 2, o),
+  CHECK_THROWS_WITH(sim::data_parallel(t, presets::dgx_h100(8), 8, bytes{grad / 2}, o),
                     Catch::Contains("the parameters' gradients add up to 497759232"));
   CHECK_THROWS_WITH(sim::ddp_buckets({1.0, -1.0}), "a parameter's gradient has a negative size");
 }

@@ -133,9 +133,9 @@ inline nlohmann::json run_replay_ps(const replay_ps_options& o, const std::strin
       for (int g : {2, 4, 8, 16, 32, 64}) {
         auto predict = [&](double host) {
           const sim::data_parallel_options dpo{.host_scale = host};
-          return from_trace
-                     ? sim::data_parallel(t, presets::dgx_h100(8), g, dpo)
-                     : sim::data_parallel(t, presets::dgx_h100(8), g, o.gradient_mb * 1e6, dpo);
+          return from_trace ? sim::data_parallel(t, presets::dgx_h100(8), g, dpo)
+                            : sim::data_parallel(t, presets::dgx_h100(8), g,
+                                                 bytes{o.gradient_mb * 1e6}, dpo);
         };
         const auto d = predict(1.0), fast = predict(0.0);
         dp.push_back({{"gpus", g},

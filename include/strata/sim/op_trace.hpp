@@ -495,13 +495,14 @@ inline dp_prediction replay_data_parallel(const op_trace& t, const cluster& mach
 }
 }  // namespace detail
 
-/// Data parallelism of `t`'s step with `gradient_bytes` of gradients, ready evenly over the
-/// backward pass's GPU time (see `dp_prediction`); `opt.gradients`, when given, are DDP's
-/// buckets' contents and must add up to `gradient_bytes`.
+/// Data parallelism of `t`'s step with `total` gradient bytes, ready evenly over the backward
+/// pass's GPU time (see `dp_prediction`); `opt.gradients`, when given, are DDP's buckets'
+/// contents and must add up to `total`.
 [[nodiscard]] inline dp_prediction data_parallel(const op_trace& t, const cluster& machine,
-                                                 int gpus, double gradient_bytes,
+                                                 int gpus, bytes total,
                                                  const data_parallel_options& opt = {}) {
   detail::check_data_parallel(t, machine, gpus, opt);
+  const double gradient_bytes = total.count();
   if (!(gradient_bytes > 0)) throw plan_error("the gradient and bucket sizes must be positive");
   if (!(gradient_bytes / opt.bucket_bytes <= 1e6))
     throw plan_error(
