@@ -33,6 +33,19 @@ def models():
     yield "llama-3.2-1B", LlamaForCausalLM(cfg), 128256
 
 
+def ready_order(model, run_step, steps=3):
+    """The parameters of `model` in the order their post-accumulate-grad hooks fired (when DDP's
+    hook sees each gradient) in the last of `steps` calls of `run_step` (one training step)."""
+    order = []
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(lambda p: order.append(p))
+    for _ in range(steps):
+        order.clear()
+        run_step()
+    torch.cuda.synchronize()
+    return list(order)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -44,19 +57,16 @@ def main():
     for name, model, vocab in models():
         model = model.cuda()
         ddp = DDP(model, device_ids=[0])
-        order = []
         names = {id(p): n for n, p in model.named_parameters()}
-        for p in model.parameters():
-            p.register_post_accumulate_grad_hook(lambda p: order.append(p))
         opt = torch.optim.SGD(ddp.parameters(), lr=1e-4)
         x = torch.randint(0, vocab, (2, 128), device="cuda")
-        for _ in range(3):
-            order.clear()
-            out = ddp(input_ids=x, labels=x)
-            out.loss.backward()
+
+        def step():
+            ddp(input_ids=x, labels=x).loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
+
+        order = ready_order(model, step)
         for i, p in enumerate(order):
             rows.append(dict(model=name, what="gradient", index=i,
                              bytes=p.numel() * p.element_size(), name=names[id(p)]))

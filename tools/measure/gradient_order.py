@@ -20,6 +20,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ddp_buckets import ready_order  # noqa: E402
 from h100_steps import GPT  # noqa: E402
 
 
@@ -39,19 +40,17 @@ def main():
         for precision in ("fp32", "bf16-autocast"):
             model = make().cuda()
             names = {id(p): n for n, p in model.named_parameters()}
-            order = []
-            for p in model.parameters():
-                p.register_post_accumulate_grad_hook(lambda p: order.append(p))
             opt = torch.optim.SGD(model.parameters(), lr=1e-4)
             x = torch.randint(0, vocab, (2, 256), device="cuda")
-            for _ in range(3):
-                order.clear()
+
+            def step():
                 with torch.autocast("cuda", torch.bfloat16, enabled=precision != "fp32"):
                     loss = loss_of(model, x)
                 loss.backward()
                 opt.step()
                 opt.zero_grad(set_to_none=True)
-            torch.cuda.synchronize()
+
+            order = ready_order(model, step)
             for i, p in enumerate(order):
                 rows.append(dict(model=name, precision=precision, index=i,
                                  bytes=p.numel() * p.element_size(), name=names[id(p)]))
