@@ -6,7 +6,7 @@
 /// nlohmann/json).
 
 #include "strata/analytic/evaluate.hpp"
-#include "strata/analytic/report.hpp"
+#include "strata/report.hpp"
 #include "strata/analytic/transformer.hpp"
 #include "strata/analytic/zero.hpp"
 #include "strata/comm/collectives.hpp"

@@ -207,8 +207,8 @@ constexpr flop_rate operator""_TFLOPS(long double v) { return flop_rate{static_c
 
 }  // namespace strata
 
-// ---- strata/analytic/report.hpp ----------------------------------------------------------------
-/// @file analytic/report.hpp
+// ---- strata/report.hpp -------------------------------------------------------------------------
+/// @file report.hpp
 /// @brief The result of evaluating a plan, one for every model family: the iteration's time by
 /// term, the busiest device's memory by kind and its headroom, and what follows from them.
 ///

@@ -12,7 +12,7 @@
 #include <span>
 #include <variant>
 
-#include "strata/analytic/report.hpp"
+#include "strata/report.hpp"
 #include "strata/error.hpp"
 #include "strata/hardware/cluster.hpp"
 #include "strata/parallel/strategy.hpp"

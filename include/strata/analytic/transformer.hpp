@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "strata/analytic/report.hpp"
+#include "strata/report.hpp"
 #include "strata/comm/collectives.hpp"
 #include "strata/comm/nccl.hpp"
 #include "strata/detail/algorithm.hpp"

@@ -23,7 +23,7 @@
 #include "strata/hardware/presets.hpp"
 #include "strata/io/lin_trace.hpp"
 #include "strata/io/profile.hpp"
-#include "strata/io/scenario.hpp"
+#include "strata/io/cluster.hpp"
 #include "strata/model/dlrm.hpp"
 #include "strata/search/sharders.hpp"
 

@@ -37,7 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "strata/comm/collectives.hpp"
-#include "strata/io/scenario.hpp"
+#include "strata/io/cluster.hpp"
 #include "strata/model/embedding_bag.hpp"
 #include "strata/sim/lin.hpp"
 

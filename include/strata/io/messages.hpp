@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "strata/error.hpp"
-#include "strata/io/scenario.hpp"
+#include "strata/io/json.hpp"
 
 namespace strata::io {
 

@@ -49,7 +49,7 @@
 #include <nlohmann/json.hpp>
 
 #include "strata/analytic/step.hpp"
-#include "strata/io/scenario.hpp"
+#include "strata/io/json.hpp"
 #include "strata/sim/op_trace.hpp"
 #include "strata/sim/ps.hpp"
 

@@ -16,7 +16,7 @@
 
 #include "strata/calibrate/measurement.hpp"
 #include "strata/hardware/kernels.hpp"
-#include "strata/io/scenario.hpp"
+#include "strata/io/json.hpp"
 
 namespace strata::io {
 

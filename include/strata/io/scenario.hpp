@@ -1,6 +1,7 @@
 #pragma once
 /// @file io/scenario.hpp
-/// @brief Scenarios as JSON (model, cluster, strategy, training) and reports as JSON or a table.
+/// @brief CNN scenarios as JSON (a model of layers, a cluster, a ParaDL strategy or a parameter
+/// server, training) and their reports as JSON or a table.
 ///
 /// Needs nlohmann/json (target `strata::io`). Every error is a `plan_error` whose message starts
 /// with the path of the offending field, e.g. "strategy.p: must be an integer >= 1 (got 0)".
@@ -12,42 +13,25 @@
 /// auto r = strata::io::evaluate(s);
 /// @endcode
 
-#include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <initializer_list>
-#include <ios>
-#include <iostream>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "strata/analytic/evaluate.hpp"
-#include "strata/analytic/yan.hpp"
 #include "strata/error.hpp"
-#include "strata/hardware/presets.hpp"
+#include "strata/io/cluster.hpp"
+#include "strata/io/json.hpp"
+#include "strata/io/ps_scenario.hpp"
 #include "strata/model/model.hpp"
 #include "strata/model/zoo.hpp"
 #include "strata/parallel/strategy.hpp"
-#include "strata/search/yan_optimizer.hpp"
 #include "strata/training.hpp"
 
 namespace strata::io {
-
-/// A parameter-server scenario (Yan et al.): one configuration, or a search for the best.
-struct ps_request {
-  bool search = false;
-  yan::system system;
-  int threads = 16;
-  std::vector<yan::layer_split> layers;  ///< empty: every layer on all workers
-  search::yan_space space;
-};
 
 /// A parsed scenario; owns its layers.
 struct scenario {
@@ -71,193 +55,6 @@ inline constexpr std::string_view default_scenario = R"({
 })";
 
 namespace detail {
-
-using json = nlohmann::json;
-
-[[noreturn]] inline void fail(const std::string& path, const std::string& what) {
-  throw plan_error(path + ": " + what);
-}
-
-/// The deepest nesting of arrays and objects a JSON input may have (nlohmann's parser is
-/// iterative, but destroying and printing a value recurse once per level).
-inline constexpr int max_json_depth = 256;
-/// The largest input file (or standard input) `read_file` accepts.
-inline constexpr std::size_t max_input_bytes = std::size_t{256} << 20;
-
-/// At most `n` characters of `text`, cut at a UTF-8 boundary and marked with "..." (error
-/// messages echo user input: a 10 MB name must not become a 10 MB error line).
-inline std::string cut(std::string_view text, std::size_t n = 60) {
-  if (text.size() <= n) return std::string(text);
-  std::size_t k = n;
-  while (k > 0 && (static_cast<unsigned char>(text[k]) & 0xC0) == 0x80) --k;
-  return std::string(text.substr(0, k)) + "...";
-}
-
-/// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
-inline std::string json_what(const std::exception& e) {
-  std::string w = e.what();
-  if (w.rfind("[json.exception.", 0) == 0) {
-    const auto close = w.find("] ");
-    if (close != std::string::npos) w = w.substr(close + 2);
-  }
-  return w;
-}
-
-/// Parses JSON text; malformed input becomes a plan_error "malformed JSON: ..." carrying
-/// nlohmann's position. Nesting deeper than `max_json_depth` is refused before parsing.
-inline json parse_json(std::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_json_depth)
-        throw plan_error("malformed JSON: nested deeper than " + std::to_string(max_json_depth) +
-                         " levels (at byte " + std::to_string(i) + ")");
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw plan_error("malformed JSON: " + cut(json_what(e), 200));
-  }
-}
-
-/// Reads a whole file ("-": standard input) for the input named `field`; a missing file, a
-/// directory, a read error or more than `max_input_bytes` is a plan_error naming `field`.
-inline std::string read_file(const std::string& path, const std::string& field,
-                             const char* what = "file") {
-  std::istream* in = nullptr;
-  std::ifstream f;
-  if (path == "-") {
-    in = &std::cin;
-  } else {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-      throw plan_error(field + ": '" + cut(path) + "' is a directory, not a " + what);
-    f.open(path, std::ios::binary);
-    if (!f)
-      throw plan_error(field + ": cannot open " + (what == std::string_view("file") ? "" : what) +
-                       (what == std::string_view("file") ? "'" : " '") + cut(path) + "'");
-    in = &f;
-  }
-  std::string out;
-  try {
-    char buf[1 << 16];
-    while (in->read(buf, sizeof buf) || in->gcount() > 0) {
-      out.append(buf, static_cast<std::size_t>(in->gcount()));
-      if (out.size() > max_input_bytes)
-        throw plan_error(field + ": '" + cut(path) + "' is larger than " +
-                         std::to_string(max_input_bytes >> 20) + " MiB");
-      if (!*in) break;
-    }
-    if (in->bad()) throw plan_error(field + ": cannot read '" + cut(path) + "'");
-  } catch (const std::ios_base::failure&) {
-    throw plan_error(field + ": cannot read '" + cut(path) + "'");
-  }
-  return out;
-}
-
-inline std::string show(const json& j) {
-  if (j.is_string()) return json(cut(j.get_ref<const std::string&>(), 37)).dump();
-  std::string s = j.dump();
-  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
-}
-
-/// A boolean field: `fallback` when absent, an error naming the field when not true/false.
-inline bool flag_field(const json& obj, const std::string& path, const char* key, bool fallback) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return fallback;
-  if (!it->is_boolean()) fail(path + "." + key, "must be true or false (got " + show(*it) + ")");
-  return it->get<bool>();
-}
-
-/// A field naming one of `values`: `fallback` when absent, an error listing them otherwise.
-template <class E>
-E enum_field(const json& obj, const std::string& path, const char* key, E fallback,
-             std::initializer_list<std::pair<const char*, E>> values) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return fallback;
-  std::string known;
-  if (it->is_string())
-    for (const auto& [n, v] : values)
-      if (it->get<std::string>() == n) return v;
-  for (const auto& [n, v] : values)
-    known += (known.empty() ? "\"" : ", \"") + std::string(n) + "\"";
-  fail(path + "." + key, "must be one of " + known + " (got " + show(*it) + ")");
-}
-
-inline const json& require(const json& obj, const std::string& path, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end()) fail(path + "." + key, "missing (required)");
-  return *it;
-}
-
-inline void only_keys(const json& obj, const std::string& path,
-                      std::initializer_list<std::string_view> allowed) {
-  if (!obj.is_object()) fail(path, "must be a JSON object (got " + show(obj) + ")");
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    bool ok = false;
-    for (std::string_view a : allowed) ok = ok || it.key() == a;
-    if (!ok) fail(path + "." + cut(it.key()), "unknown field");
-  }
-}
-
-inline int get_int(const json& v, const std::string& path, long long lo, long long hi) {
-  if (!v.is_number()) fail(path, "must be a number (got " + show(v) + ")");
-  const double d = v.get<double>();
-  if (!std::isfinite(d) || d != std::floor(d))
-    fail(path, "must be an integer (got " + show(v) + ")");
-  if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
-    fail(path, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                   "] (got " + show(v) + ")");
-  return static_cast<int>(d);
-}
-
-inline int int_field(const json& obj, const std::string& path, const char* key, long long lo,
-                     long long hi, int fallback, bool required = false) {
-  auto it = obj.find(key);
-  if (it == obj.end()) {
-    if (required) fail(path + "." + key, "missing (required)");
-    return fallback;
-  }
-  return get_int(*it, path + "." + key, lo, hi);
-}
-
-inline double num_field(const json& obj, const std::string& path, const char* key, double lo,
-                        double hi, double fallback) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return fallback;
-  if (!it->is_number() || !std::isfinite(it->get<double>()))
-    fail(path + "." + key, "must be a number (got " + show(*it) + ")");
-  const double d = it->get<double>();
-  if (d < lo || d > hi)
-    fail(path + "." + key,
-         "must lie in [" + json(lo).dump() + ", " + json(hi).dump() + "] (got " + show(*it) + ")");
-  return d;
-}
-
-inline std::string str_field(const json& obj, const std::string& path, const char* key,
-                             const char* fallback) {
-  auto it = obj.find(key);
-  if (it == obj.end()) {
-    if (fallback == nullptr) fail(path + "." + key, "missing (required)");
-    return fallback;
-  }
-  if (!it->is_string()) fail(path + "." + key, "must be a string (got " + show(*it) + ")");
-  return it->get<std::string>();
-}
-
-constexpr long long max_degree = 1 << 24;  // 16M devices
 
 template <std::size_t N>
 std::vector<layer> to_vector(const model<N>& m) {
@@ -356,175 +153,6 @@ inline void parse_model(const json& j, scenario& s) {
     }
     cur = s.layers.back().out;
   }
-}
-
-inline device parse_device(const json& j, const std::string& path) {
-  if (!j.is_string()) fail(path, "must be a device name (got " + show(j) + ")");
-  const std::string name = j.get<std::string>();
-  if (name == "v100-16gb") return presets::v100_sxm2_16gb;
-  if (name == "v100-32gb") return presets::v100_sxm2_32gb;
-  if (name == "a100-40gb") return presets::a100_sxm4_40gb;
-  if (name == "a100-80gb") return presets::a100_sxm4_80gb;
-  if (name == "h100") return presets::h100_sxm5_80gb;
-  if (name == "h200") return presets::h200_sxm_141gb;
-  if (name == "titan-xp") return presets::titan_xp;
-  if (name == "l40s") return presets::l40s_48gb;
-  if (name == "gh200") return presets::gh200_96gb;
-  if (name == "b200") return presets::b200_180gb;
-  if (name == "mi300x") return presets::mi300x_192gb;
-  fail(path, "unknown device \"" + cut(name) +
-                 "\" (known: v100-16gb, v100-32gb, a100-40gb, a100-80gb, h100, h200, titan-xp, "
-                 "l40s, gh200, b200, mi300x)");
-}
-
-inline cluster parse_cluster(const json& j) {
-  if (j.is_string()) {
-    const std::string p = j.get<std::string>();
-    if (p == "hc1") return presets::hc1();
-    if (p == "hc2") return presets::hc2();
-    if (p == "hc3") return presets::hc3();
-    fail("cluster", "\"" + cut(p) + "\" needs a device count: use {\"preset\": \"" + cut(p) +
-                        "\", \"devices\": N} (presets without one: hc1, hc2, hc3)");
-  }
-  if (!j.is_object()) fail("cluster", "must be a preset name or an object");
-  if (j.contains("preset")) {
-    only_keys(j, "cluster", {"preset", "devices"});
-    const std::string p = str_field(j, "cluster", "preset", nullptr);
-    if (p == "hc1" || p == "hc2" || p == "hc3") {  // fixed sizes: a count given must match
-      const cluster c = p == "hc1" ? presets::hc1() : p == "hc2" ? presets::hc2() : presets::hc3();
-      const int n = int_field(j, "cluster", "devices", 1, max_degree, c.devices());
-      if (n != c.devices())
-        fail("cluster.devices", "preset \"" + p + "\" has " + std::to_string(c.devices()) +
-                                    " GPUs (got " + std::to_string(n) + ")");
-      return c;
-    }
-    const int n = int_field(j, "cluster", "devices", 1, max_degree, 0, true);
-    if (p == "abci") return presets::abci(n);
-    if (p == "yan-e5-2450") return presets::yan_cluster(n);
-    // Node presets: `n` GPUs fill whole nodes; fewer than one node's worth use part of one node
-    // (its fan-out shrinks); more must be a whole number of nodes, never rounded up silently.
-    const auto nodes_of = [&](int per_node) {
-      if (n > per_node && n % per_node != 0)
-        fail("cluster.devices", "preset \"" + p + "\" has " + std::to_string(per_node) +
-                                    " GPUs per node: devices must be at most " +
-                                    std::to_string(per_node) + " or a multiple of it (got " +
-                                    std::to_string(n) + ")");
-      return n < per_node ? 1 : n / per_node;
-    };
-    const auto sized = [&](cluster c) {
-      if (n < c.levels[0].fanout) c.levels[0].fanout = n;
-      return c;
-    };
-    if (p == "dgx1-v100") return sized(presets::dgx1_v100(nodes_of(8)));
-    if (p == "dgx-a100") return sized(presets::dgx_a100(nodes_of(8)));
-    if (p == "dgx-a100-40gb") return sized(presets::dgx_a100_40gb(nodes_of(8)));
-    if (p == "dgx-h100") return sized(presets::dgx_h100(nodes_of(8)));
-    if (p == "dgx-h200") return sized(presets::dgx_h200(nodes_of(8)));
-    if (p == "dgx-b200") return sized(presets::dgx_b200(nodes_of(8)));
-    if (p == "mi300x-x8") return sized(presets::mi300x_platform(nodes_of(8)));
-    if (p == "l40s-x8") return sized(presets::l40s_server(nodes_of(8)));
-    if (p == "gh200-x4") return sized(presets::gh200_quad(nodes_of(4)));
-    fail("cluster.preset", "unknown preset \"" + cut(p) +
-                               "\" (known: abci, hc1, hc2, hc3, dgx1-v100, dgx-a100, "
-                               "dgx-a100-40gb, dgx-h100, dgx-h200, dgx-b200, mi300x-x8, l40s-x8, "
-                               "gh200-x4, yan-e5-2450)");
-  }
-  only_keys(j, "cluster", {"name", "device", "levels", "host"});
-  const std::string dpath = "cluster.device";
-  const json& d = require(j, "cluster", "device");
-  if (!d.is_string()) fail(dpath, "must be a device name");
-  const device dev = parse_device(d, dpath);
-  const json& lv = require(j, "cluster", "levels");
-  if (!lv.is_array() || lv.empty() || lv.size() > max_levels)
-    fail("cluster.levels", "must be an array of 1 to 5 levels");
-  cluster c{"custom", dev, {}, 0};
-  long long total = 1;  // devices so far: each fan-out is at most 2^24, so no overflow
-  for (std::size_t i = 0; i < lv.size(); ++i) {
-    const std::string path = "cluster.levels[" + std::to_string(i) + "]";
-    only_keys(lv[i], path,
-              {"name", "fanout", "alpha_us", "bandwidth_GBps", "oversubscription", "rails", "kind",
-               "switch_reduction"});
-    level l;
-    l.name = "level";
-    l.fanout = int_field(lv[i], path, "fanout", 1, max_degree, 1, true);
-    l.pair.alpha = seconds{num_field(lv[i], path, "alpha_us", 0.0, 1e6, 0.0) * 1e-6};
-    if (!lv[i].contains("bandwidth_GBps")) fail(path + ".bandwidth_GBps", "missing (required)");
-    l.pair.bandwidth = byte_rate{num_field(lv[i], path, "bandwidth_GBps", 1e-6, 1e6, 1.0) * 1e9};
-    l.oversubscription = num_field(lv[i], path, "oversubscription", 1.0, 1e3, 1.0);
-    // what NCCL's tuner reads (comm/nccl.hpp): the link kind of the node level, the parallel
-    // links (NICs) a group drives across a level, NVLink SHARP in the switch
-    l.rails = int_field(lv[i], path, "rails", 1, 64, 1);
-    l.kind = enum_field(lv[i], path, "kind", i == 0 ? link_kind::nvlink : link_kind::network,
-                        {{"nvlink", link_kind::nvlink},
-                         {"pcie", link_kind::pcie},
-                         {"network", link_kind::network}});
-    l.switch_reduction = flag_field(lv[i], path, "switch_reduction", false);
-    if (l.switch_reduction && l.kind != link_kind::nvlink)
-      fail(path + ".switch_reduction", "needs an NVLink switch (kind \"nvlink\")");
-    total *= l.fanout;
-    if (total > max_devices)
-      fail(path + ".fanout",
-           "the cluster would hold more than 2^24 devices (the product of the fan-outs)");
-    c.levels[i] = l;
-    ++c.depth;
-  }
-  if (auto h = j.find("host"); h != j.end()) {
-    // the node's host, for ZeRO-Offload and ZeRO-Infinity (`host_side`)
-    const std::string path = "cluster.host";
-    if (!h->is_object()) fail(path, "must be an object (got " + show(*h) + ")");
-    only_keys(*h, path, {"pcie_GBps", "cpu_adam_params_per_s", "nvme_GBps", "dram_GiB"});
-    c.host.pcie = byte_rate{num_field(*h, path, "pcie_GBps", 0.0, 1e4, 0.0) * 1e9};
-    c.host.optimizer = num_field(*h, path, "cpu_adam_params_per_s", 0.0, 1e15,
-                                 h->contains("pcie_GBps") ? cpu_adam_rate : 0.0);
-    c.host.nvme = byte_rate{num_field(*h, path, "nvme_GBps", 0.0, 1e4, 0.0) * 1e9};
-    c.host.capacity = bytes{num_field(*h, path, "dram_GiB", 0.0, 1e7, 0.0) * 1024.0 * 1024 * 1024};
-  }
-  return c;
-}
-
-inline ps_request parse_ps(const json& j, bool search, const std::string& path = "strategy") {
-  ps_request r;
-  r.search = search;
-  if (search) {
-    only_keys(j, path, {"kind", "threads", "replicate_layers", "read_period", "write_period"});
-    if (j.contains("threads")) {
-      const json& t = j["threads"];
-      if (!t.is_array() || t.empty()) fail(path + ".threads", "must be a non-empty array");
-      r.space.threads.clear();
-      for (std::size_t i = 0; i < t.size(); ++i)
-        r.space.threads.push_back(
-            get_int(t[i], path + ".threads[" + std::to_string(i) + "]", 1, 1024));
-    }
-    if (j.contains("replicate_layers")) {
-      if (!j["replicate_layers"].is_boolean())
-        fail(path + ".replicate_layers", "must be true or false");
-      r.space.replicate_layers = j["replicate_layers"].get<bool>();
-    }
-    r.space.read_period = int_field(j, path, "read_period", 1, 1 << 30, 70);
-    r.space.write_period = int_field(j, path, "write_period", 1, 1 << 30, 40);
-    return r;
-  }
-  only_keys(j, path,
-            {"kind", "servers", "replicas", "workers", "threads", "read_period", "write_period",
-             "layers"});
-  r.system = {int_field(j, path, "servers", 1, max_degree, 1, true),
-              int_field(j, path, "replicas", 1, max_degree, 1, true),
-              int_field(j, path, "workers", 1, max_degree, 1, true),
-              int_field(j, path, "read_period", 1, 1 << 30, 70),
-              int_field(j, path, "write_period", 1, 1 << 30, 40)};
-  r.threads = int_field(j, path, "threads", 1, 1024, 16);
-  if (j.contains("layers")) {
-    const json& ls = j["layers"];
-    if (!ls.is_array() || ls.empty()) fail(path + ".layers", "must be a non-empty array");
-    for (std::size_t i = 0; i < ls.size(); ++i) {
-      const std::string lp = path + ".layers[" + std::to_string(i) + "]";
-      only_keys(ls[i], lp, {"partitions", "threads", "replicas"});
-      r.layers.push_back({int_field(ls[i], lp, "partitions", 1, max_degree, 1),
-                          int_field(ls[i], lp, "threads", 1, 1024, r.threads),
-                          int_field(ls[i], lp, "replicas", 1, max_degree, 1)});
-    }
-  }
-  return r;
 }
 
 /// `path`: the scenario key the strategy was given under ("parallel" or "strategy").
@@ -723,51 +351,9 @@ inline nlohmann::json to_json(const scenario& s, const report& r) {
   return j;
 }
 
-/// Evaluates a parameter-server scenario (Yan et al.) and returns its report as JSON.
+/// Evaluates the parameter-server strategy of `s` (Yan et al.) and returns its report as JSON.
 inline nlohmann::json parameter_server_json(const scenario& s) {
-  const ps_request& r = *s.ps;
-  const auto net = yan::fold(s.layers);
-  const yan::costs c = yan::e5_2450();
-  const int machines = s.machine.devices();
-  yan::system sys = r.system;
-  std::vector<yan::layer_split> split = r.layers;
-  if (r.search) {
-    search::yan_space space = r.space;
-    space.machines = machines;
-    const auto best = [&] {
-      try {
-        return search::optimize_yan(net, c, space, s.setup.dataset);
-      } catch (const plan_error& e) {
-        const std::string what = e.what();
-        if (what.rfind("--", 0) == 0) throw;  // a caller's own message (a time limit)
-        throw plan_error("strategy: " + what);
-      }
-    }();
-    sys = best.system;
-    split = best.split;
-  } else if (split.empty()) {
-    split = yan::uniform(net, sys, r.threads);
-  }
-  const auto e = yan::evaluate(net, sys, split, c, s.setup.dataset, machines);
-  nlohmann::json j;
-  j["model"] = s.model_name;
-  j["cluster"] = std::string(s.machine.name);
-  j["device"] = std::string(s.machine.dev.name);
-  j["strategy"] = r.search ? "parameter-server-search" : "parameter-server";
-  j["machines"] = machines;
-  nlohmann::json layers = nlohmann::json::array();
-  for (const auto& l : split)
-    layers.push_back(
-        {{"partitions", l.partitions}, {"threads", l.threads}, {"replicas", l.replicas}});
-  j["configuration"] = {{"servers", sys.servers},           {"replicas", sys.replicas},
-                        {"workers", sys.workers},           {"read_period", sys.read_period},
-                        {"write_period", sys.write_period}, {"layers", layers}};
-  j["samples_per_epoch"] = s.setup.dataset;
-  j["epoch_time_s"] = e.epoch();
-  j["throughput_samples_per_s"] = s.setup.dataset / e.epoch();
-  j["time_s"] = {
-      {"compute", e.compute}, {"communication", e.communication}, {"weight_reads", e.weight_reads}};
-  return j;
+  return parameter_server_json(*s.ps, s.model_name, s.layers, s.machine, s.setup.dataset);
 }
 
 /// The report of any scenario as JSON.

@@ -11,7 +11,7 @@
 
 #include "strata/analytic/step.hpp"
 #include "strata/io/profile.hpp"
-#include "strata/io/scenario.hpp"
+#include "strata/io/cluster.hpp"
 #include "strata/model/zoo.hpp"
 
 namespace strata::io {

@@ -28,7 +28,7 @@
 #include "strata/frameworks/huggingface.hpp"
 #include "strata/frameworks/pytorch_eager.hpp"
 #include "strata/io/profile.hpp"
-#include "strata/io/scenario.hpp"
+#include "strata/io/cluster.hpp"
 #include "strata/model/transformer_zoo.hpp"
 #include "strata/search/transformer_sweep.hpp"
 

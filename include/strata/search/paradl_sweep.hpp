@@ -31,7 +31,7 @@
 #include <range/v3/view/transform.hpp>
 
 #include "strata/analytic/evaluate.hpp"
-#include "strata/analytic/report.hpp"
+#include "strata/report.hpp"
 #include "strata/error.hpp"
 #include "strata/parallel/strategy.hpp"
 

@@ -1,5 +1,5 @@
 #pragma once
-/// @file analytic/report.hpp
+/// @file report.hpp
 /// @brief The result of evaluating a plan, one for every model family: the iteration's time by
 /// term, the busiest device's memory by kind and its headroom, and what follows from them.
 ///

@@ -1,0 +1,142 @@
+#pragma once
+/// @file io/cluster.hpp
+/// @brief A scenario's `"cluster"`: a preset sized by its device count, or levels of links over a
+/// named device, with the node's host for offloading. The schema is in docs/cli.md.
+/// @code
+/// const strata::cluster c = strata::io::detail::parse_cluster(
+///     nlohmann::json::parse(R"({"preset": "dgx-h100", "devices": 64})"));
+/// @endcode
+
+#include <string>
+
+#include "strata/hardware/cluster.hpp"
+#include "strata/hardware/presets.hpp"
+#include "strata/io/json.hpp"
+
+namespace strata::io::detail {
+
+inline device parse_device(const json& j, const std::string& path) {
+  if (!j.is_string()) fail(path, "must be a device name (got " + show(j) + ")");
+  const std::string name = j.get<std::string>();
+  if (name == "v100-16gb") return presets::v100_sxm2_16gb;
+  if (name == "v100-32gb") return presets::v100_sxm2_32gb;
+  if (name == "a100-40gb") return presets::a100_sxm4_40gb;
+  if (name == "a100-80gb") return presets::a100_sxm4_80gb;
+  if (name == "h100") return presets::h100_sxm5_80gb;
+  if (name == "h200") return presets::h200_sxm_141gb;
+  if (name == "titan-xp") return presets::titan_xp;
+  if (name == "l40s") return presets::l40s_48gb;
+  if (name == "gh200") return presets::gh200_96gb;
+  if (name == "b200") return presets::b200_180gb;
+  if (name == "mi300x") return presets::mi300x_192gb;
+  fail(path, "unknown device \"" + cut(name) +
+                 "\" (known: v100-16gb, v100-32gb, a100-40gb, a100-80gb, h100, h200, titan-xp, "
+                 "l40s, gh200, b200, mi300x)");
+}
+
+inline cluster parse_cluster(const json& j) {
+  if (j.is_string()) {
+    const std::string p = j.get<std::string>();
+    if (p == "hc1") return presets::hc1();
+    if (p == "hc2") return presets::hc2();
+    if (p == "hc3") return presets::hc3();
+    fail("cluster", "\"" + cut(p) + "\" needs a device count: use {\"preset\": \"" + cut(p) +
+                        "\", \"devices\": N} (presets without one: hc1, hc2, hc3)");
+  }
+  if (!j.is_object()) fail("cluster", "must be a preset name or an object");
+  if (j.contains("preset")) {
+    only_keys(j, "cluster", {"preset", "devices"});
+    const std::string p = str_field(j, "cluster", "preset", nullptr);
+    if (p == "hc1" || p == "hc2" || p == "hc3") {  // fixed sizes: a count given must match
+      const cluster c = p == "hc1" ? presets::hc1() : p == "hc2" ? presets::hc2() : presets::hc3();
+      const int n = int_field(j, "cluster", "devices", 1, max_degree, c.devices());
+      if (n != c.devices())
+        fail("cluster.devices", "preset \"" + p + "\" has " + std::to_string(c.devices()) +
+                                    " GPUs (got " + std::to_string(n) + ")");
+      return c;
+    }
+    const int n = int_field(j, "cluster", "devices", 1, max_degree, 0, true);
+    if (p == "abci") return presets::abci(n);
+    if (p == "yan-e5-2450") return presets::yan_cluster(n);
+    // Node presets: `n` GPUs fill whole nodes; fewer than one node's worth use part of one node
+    // (its fan-out shrinks); more must be a whole number of nodes, never rounded up silently.
+    const auto nodes_of = [&](int per_node) {
+      if (n > per_node && n % per_node != 0)
+        fail("cluster.devices", "preset \"" + p + "\" has " + std::to_string(per_node) +
+                                    " GPUs per node: devices must be at most " +
+                                    std::to_string(per_node) + " or a multiple of it (got " +
+                                    std::to_string(n) + ")");
+      return n < per_node ? 1 : n / per_node;
+    };
+    const auto sized = [&](cluster c) {
+      if (n < c.levels[0].fanout) c.levels[0].fanout = n;
+      return c;
+    };
+    if (p == "dgx1-v100") return sized(presets::dgx1_v100(nodes_of(8)));
+    if (p == "dgx-a100") return sized(presets::dgx_a100(nodes_of(8)));
+    if (p == "dgx-a100-40gb") return sized(presets::dgx_a100_40gb(nodes_of(8)));
+    if (p == "dgx-h100") return sized(presets::dgx_h100(nodes_of(8)));
+    if (p == "dgx-h200") return sized(presets::dgx_h200(nodes_of(8)));
+    if (p == "dgx-b200") return sized(presets::dgx_b200(nodes_of(8)));
+    if (p == "mi300x-x8") return sized(presets::mi300x_platform(nodes_of(8)));
+    if (p == "l40s-x8") return sized(presets::l40s_server(nodes_of(8)));
+    if (p == "gh200-x4") return sized(presets::gh200_quad(nodes_of(4)));
+    fail("cluster.preset", "unknown preset \"" + cut(p) +
+                               "\" (known: abci, hc1, hc2, hc3, dgx1-v100, dgx-a100, "
+                               "dgx-a100-40gb, dgx-h100, dgx-h200, dgx-b200, mi300x-x8, l40s-x8, "
+                               "gh200-x4, yan-e5-2450)");
+  }
+  only_keys(j, "cluster", {"name", "device", "levels", "host"});
+  const std::string dpath = "cluster.device";
+  const json& d = require(j, "cluster", "device");
+  if (!d.is_string()) fail(dpath, "must be a device name");
+  const device dev = parse_device(d, dpath);
+  const json& lv = require(j, "cluster", "levels");
+  if (!lv.is_array() || lv.empty() || lv.size() > max_levels)
+    fail("cluster.levels", "must be an array of 1 to 5 levels");
+  cluster c{"custom", dev, {}, 0};
+  long long total = 1;  // devices so far: each fan-out is at most 2^24, so no overflow
+  for (std::size_t i = 0; i < lv.size(); ++i) {
+    const std::string path = "cluster.levels[" + std::to_string(i) + "]";
+    only_keys(lv[i], path,
+              {"name", "fanout", "alpha_us", "bandwidth_GBps", "oversubscription", "rails", "kind",
+               "switch_reduction"});
+    level l;
+    l.name = "level";
+    l.fanout = int_field(lv[i], path, "fanout", 1, max_degree, 1, true);
+    l.pair.alpha = seconds{num_field(lv[i], path, "alpha_us", 0.0, 1e6, 0.0) * 1e-6};
+    if (!lv[i].contains("bandwidth_GBps")) fail(path + ".bandwidth_GBps", "missing (required)");
+    l.pair.bandwidth = byte_rate{num_field(lv[i], path, "bandwidth_GBps", 1e-6, 1e6, 1.0) * 1e9};
+    l.oversubscription = num_field(lv[i], path, "oversubscription", 1.0, 1e3, 1.0);
+    // what NCCL's tuner reads (comm/nccl.hpp): the link kind of the node level, the parallel
+    // links (NICs) a group drives across a level, NVLink SHARP in the switch
+    l.rails = int_field(lv[i], path, "rails", 1, 64, 1);
+    l.kind = enum_field(lv[i], path, "kind", i == 0 ? link_kind::nvlink : link_kind::network,
+                        {{"nvlink", link_kind::nvlink},
+                         {"pcie", link_kind::pcie},
+                         {"network", link_kind::network}});
+    l.switch_reduction = flag_field(lv[i], path, "switch_reduction", false);
+    if (l.switch_reduction && l.kind != link_kind::nvlink)
+      fail(path + ".switch_reduction", "needs an NVLink switch (kind \"nvlink\")");
+    total *= l.fanout;
+    if (total > max_devices)
+      fail(path + ".fanout",
+           "the cluster would hold more than 2^24 devices (the product of the fan-outs)");
+    c.levels[i] = l;
+    ++c.depth;
+  }
+  if (auto h = j.find("host"); h != j.end()) {
+    // the node's host, for ZeRO-Offload and ZeRO-Infinity (`host_side`)
+    const std::string path = "cluster.host";
+    if (!h->is_object()) fail(path, "must be an object (got " + show(*h) + ")");
+    only_keys(*h, path, {"pcie_GBps", "cpu_adam_params_per_s", "nvme_GBps", "dram_GiB"});
+    c.host.pcie = byte_rate{num_field(*h, path, "pcie_GBps", 0.0, 1e4, 0.0) * 1e9};
+    c.host.optimizer = num_field(*h, path, "cpu_adam_params_per_s", 0.0, 1e15,
+                                 h->contains("pcie_GBps") ? cpu_adam_rate : 0.0);
+    c.host.nvme = byte_rate{num_field(*h, path, "nvme_GBps", 0.0, 1e4, 0.0) * 1e9};
+    c.host.capacity = bytes{num_field(*h, path, "dram_GiB", 0.0, 1e7, 0.0) * 1024.0 * 1024 * 1024};
+  }
+  return c;
+}
+
+}  // namespace strata::io::detail
