@@ -6,7 +6,6 @@
 /// nlohmann/json).
 
 #include "strata/analytic/evaluate.hpp"
-#include "strata/report.hpp"
 #include "strata/analytic/transformer.hpp"
 #include "strata/analytic/zero.hpp"
 #include "strata/comm/collectives.hpp"
@@ -45,6 +44,7 @@
 #include "strata/parallel/nd.hpp"
 #include "strata/parallel/strategy.hpp"
 #include "strata/plan.hpp"
+#include "strata/report.hpp"
 #include "strata/search/transformer_sweep.hpp"
 #include "strata/training.hpp"
 #include "strata/units.hpp"

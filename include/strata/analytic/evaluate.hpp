@@ -12,10 +12,10 @@
 #include <span>
 #include <variant>
 
-#include "strata/report.hpp"
 #include "strata/error.hpp"
 #include "strata/hardware/cluster.hpp"
 #include "strata/parallel/strategy.hpp"
+#include "strata/report.hpp"
 #include "strata/training.hpp"
 
 namespace strata::analytic {

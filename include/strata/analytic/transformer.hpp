@@ -25,7 +25,6 @@
 #include <string_view>
 #include <vector>
 
-#include "strata/report.hpp"
 #include "strata/comm/collectives.hpp"
 #include "strata/comm/nccl.hpp"
 #include "strata/detail/algorithm.hpp"
@@ -35,6 +34,7 @@
 #include "strata/lower/transformer.hpp"
 #include "strata/model/transformer.hpp"
 #include "strata/parallel/nd.hpp"
+#include "strata/report.hpp"
 #include "strata/training.hpp"
 #include "strata/units.hpp"
 

@@ -21,9 +21,9 @@
 
 #include "strata/analytic/dlrm.hpp"
 #include "strata/hardware/presets.hpp"
+#include "strata/io/cluster.hpp"
 #include "strata/io/lin_trace.hpp"
 #include "strata/io/profile.hpp"
-#include "strata/io/cluster.hpp"
 #include "strata/model/dlrm.hpp"
 #include "strata/search/sharders.hpp"
 

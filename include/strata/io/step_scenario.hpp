@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "strata/analytic/step.hpp"
-#include "strata/io/profile.hpp"
 #include "strata/io/cluster.hpp"
+#include "strata/io/profile.hpp"
 #include "strata/model/zoo.hpp"
 
 namespace strata::io {

@@ -27,8 +27,8 @@
 #include "strata/frameworks/fsdp.hpp"
 #include "strata/frameworks/huggingface.hpp"
 #include "strata/frameworks/pytorch_eager.hpp"
-#include "strata/io/profile.hpp"
 #include "strata/io/cluster.hpp"
+#include "strata/io/profile.hpp"
 #include "strata/model/transformer_zoo.hpp"
 #include "strata/search/transformer_sweep.hpp"
 

@@ -31,9 +31,9 @@
 #include <range/v3/view/transform.hpp>
 
 #include "strata/analytic/evaluate.hpp"
-#include "strata/report.hpp"
 #include "strata/error.hpp"
 #include "strata/parallel/strategy.hpp"
+#include "strata/report.hpp"
 
 namespace strata::search {
 

@@ -12,11 +12,11 @@
 #include <span>
 #include <string_view>
 
-#include "strata/report.hpp"
 #include "strata/error.hpp"
 #include "strata/hardware/cluster.hpp"
 #include "strata/limits.hpp"
 #include "strata/model/layer.hpp"
+#include "strata/report.hpp"
 #include "strata/training.hpp"
 #include "strata/units.hpp"
 
