@@ -14,6 +14,7 @@
 
 #include "shipped_profiles.hpp"
 #include "strata/io/dlrm_scenario.hpp"
+#include "strata/io/evaluate.hpp"
 #include "strata/io/messages.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/io/simulate.hpp"
@@ -154,23 +155,13 @@ py::object evaluate(py::handle scenario, const std::string& format) {
     return py::object(py::str(t));
   };
   return guarded("scenario", [&]() -> py::object {
-    namespace io = strata::io;
-    if (j.is_object() && j.contains("dlrm")) {
-      if (format == "table") throw strata::plan_error("format: DLRM reports are JSON only");
-      return to_python(checked(io::run_dlrm_scenario(j, strata_cli::h100_sxm_profile)));
-    }
-    if (j.is_object() && j.contains("step")) {  // io/step_scenario.hpp, as the command
-      if (format == "table") throw strata::plan_error("format: step reports are JSON only");
-      return to_python(checked(io::step_report_json(j, strata_cli::h100_sxm_profile)));
-    }
-    if (io::is_transformer_scenario(j)) {
-      const auto r = io::parse_transformer_request(j, strata_cli::h100_sxm_profile);
-      if (format == "table") return text(io::transformer_report_table(r.scenario));
-      return to_python(checked(io::transformer_request_json(r)));
-    }
-    const io::scenario s = io::parse_scenario(j);
-    if (format == "table") return text(io::report_table(s));
-    return to_python(checked(io::report_json(s)));
+    namespace io = strata::io;  // io/evaluate.hpp: as the command line evaluates it
+    const io::evaluate_request req{
+        .format = format == "table" ? io::report_format::table : io::report_format::json,
+        .names = ""};
+    const auto r = io::evaluate_scenario(j, req, strata_cli::h100_sxm_profile);
+    if (req.format == io::report_format::table) return text(r.table);
+    return to_python(checked(r.report));
   });
 }
 

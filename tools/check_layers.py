@@ -11,7 +11,7 @@ import sys
 
 ORDER = ['vocabulary', 'hardware', 'model', 'training', 'comm', 'parallel', 'lower', 'analytic',
          'sim', 'proteus', 'search', 'calibrate', 'io']
-UMBRELLAS = {'strata.hpp', 'plan.hpp'}
+UMBRELLAS = {'strata.hpp', 'plan.hpp', 'concepts.hpp'}
 
 
 def layer(rel):

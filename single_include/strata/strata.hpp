@@ -36,13 +36,13 @@
 #include <initializer_list>
 #include <string_view>
 #include <compare>
+#include <type_traits>
 #include <string>
 #include <limits>
-#include <type_traits>
 #include <cmath>
-#include <bit>
-#include <vector>
 #include <utility>
+#include <vector>
+#include <bit>
 
 // ---- strata/error.hpp --------------------------------------------------------------------------
 /// @file error.hpp
@@ -1115,17 +1115,22 @@ struct report {
 /// time and memory — which kernels it launches, which tensors autograd keeps, how it stores
 /// weights, gradients and optimizer states, and whether the host's dispatch shows.
 ///
-/// A recipe is a literal value, so a plan that names one stays `constexpr`; the shipped ones are
-/// `frameworks::megatron`, `frameworks::pytorch_eager` and `frameworks::huggingface`
-/// (`frameworks/*.hpp`), each derived from its framework's source and cited there. A user
-/// describes another framework by filling in the same fields.
+/// A recipe is a type and a value, as mp-units writes units: `frameworks::megatron`,
+/// `pytorch_eager`, `pytorch_eager_modules`, `huggingface`, `deepspeed` and `fsdp`
+/// (`frameworks/*.hpp`) each name a type derived from `recipe` whose constructor sets the rules
+/// read from that framework's source (cited there), and a `constexpr` object of it. A training
+/// setup holds the rules as a `recipe` value, so a plan that names one stays `constexpr`. A user
+/// describes another stack by deriving from the nearest one and changing the rules that differ
+/// (`examples/user_recipe.cpp`); the `Recipe` concept checks such a type.
 /// @code
-/// constexpr strata::frameworks::recipe mine = [] {
-///   auto r = strata::frameworks::pytorch_eager;
-///   r.name = "my loop";
-///   r.workspace = 0;  // no cuBLAS workspace counted
-///   return r;
-/// }();
+/// struct my_loop : strata::frameworks::pytorch_eager {
+///   constexpr my_loop() {
+///     name = "my loop";
+///     workspace = 0;  // no cuBLAS workspace counted
+///   }
+/// };
+/// static_assert(strata::frameworks::Recipe<my_loop>);
+/// strata::training t{.framework = my_loop{}};
 /// @endcode
 
 
@@ -1233,6 +1238,21 @@ struct recipe {
   sharding data{};
 };
 
+/// A framework recipe type: derived from `recipe` (its rules are the fields its constructor
+/// sets), copied as plain data and default-constructible in a constant expression, so that a plan
+/// naming it stays `constexpr`.
+template <class R>
+concept Recipe = std::derived_from<R, recipe> && std::is_trivially_copyable_v<R> &&
+    std::default_initializable<R> && requires {
+  typename std::integral_constant<bool, (R{}.autocast || true)>;
+};
+
+/// The rules of recipe `r` as the value a training setup holds (`training::framework`).
+template <Recipe R>
+[[nodiscard]] constexpr recipe rules_of(const R& r) {
+  return r;
+}
+
 }  // namespace strata::frameworks
 
 // ---- strata/frameworks/megatron.hpp ------------------------------------------------------------
@@ -1248,7 +1268,10 @@ struct recipe {
 
 namespace strata::frameworks {
 
-inline constexpr recipe megatron{};
+/// The recipe type (derive from it to change a rule) and its value.
+inline constexpr struct megatron : recipe {
+  constexpr megatron() : recipe{} {}
+} megatron;
 
 }  // namespace strata::frameworks
 
@@ -1836,6 +1859,11 @@ constexpr double sqrt(double x) {
 /// True when x is neither infinite nor NaN (as `std::isfinite`, and usable in constant
 /// expressions).
 constexpr bool isfinite(double x) { return x - x == 0.0; }
+/// The smallest integer not below `q` (|q| < 2^63).
+constexpr double ceil_of(double q) {
+  const double f = static_cast<double>(static_cast<long long>(q));
+  return f < q ? f + 1 : f;
+}
 
 }  // namespace strata::detail
 
@@ -2711,419 +2739,225 @@ template <std::same_as<parallel::any_strategy> Any>
 
 }  // namespace strata::analytic
 
-// ---- strata/detail/algorithm.hpp ---------------------------------------------------------------
-/// @file detail/algorithm.hpp
-/// @brief The few algorithms the umbrella header needs (min, max, a binary heap, heap sort,
-/// lower bound), written out so that it does not include <algorithm>.
+// ---- strata/model/transformer.hpp --------------------------------------------------------------
+/// @file model/transformer.hpp
+/// @brief A decoder (or encoder) transformer described by its published dimensions: attention
+/// (multi-head, grouped-query, multi-query), MLP (GELU or SwiGLU, any width), LayerNorm or
+/// RMSNorm, learned or rotary positions, tied or untied embeddings, and mixture-of-experts MLPs.
 ///
-/// In C++20 libstdc++'s <algorithm> brings the constrained range algorithms with it: 17 MB of
-/// GCC's memory in every translation unit that includes strata, against 90 MB for the whole
-/// umbrella header without it (`docs/benchmarks.md`, compile time). Headers outside the umbrella
-/// (the simulators, the readers) use <algorithm> freely.
-
-
-namespace strata::detail {
-
-/// The smaller of `a` and `b`; `a` when they are equal (as `std::min`).
-template <class T>
-[[nodiscard]] constexpr T min(T a, T b) {
-  return b < a ? b : a;
-}
-/// The larger of `a` and `b`; `a` when they are equal (as `std::max`).
-template <class T>
-[[nodiscard]] constexpr T max(T a, T b) {
-  return a < b ? b : a;
-}
-
-// A binary heap on a random-access range whose top (`first[0]`) is an element that no other
-// ranks after under the strict weak order `before`: the same contract as std::push_heap and
-// friends with `before` as the comparison.
-
-/// Moves `first[i]` down the heap `[first, first + n)` until neither child ranks after it.
-template <class It, class Before>
-constexpr void sift_down(It first, std::ptrdiff_t i, std::ptrdiff_t n, Before& before) {
-  for (std::ptrdiff_t c = 2 * i + 1; c < n; i = c, c = 2 * i + 1) {
-    if (c + 1 < n && before(first[c], first[c + 1])) ++c;
-    if (!before(first[i], first[c])) return;
-    using std::swap;
-    swap(first[i], first[c]);
-  }
-}
-
-/// Adds `last[-1]` to the heap `[first, last - 1)`.
-template <class It, class Before>
-constexpr void push_heap(It first, It last, Before before) {
-  for (std::ptrdiff_t i = last - first - 1; i > 0;) {
-    const std::ptrdiff_t parent = (i - 1) / 2;
-    if (!before(first[parent], first[i])) return;
-    using std::swap;
-    swap(first[parent], first[i]);
-    i = parent;
-  }
-}
-
-/// Moves the top of the heap `[first, last)` to `last[-1]`; `[first, last - 1)` stays a heap.
-template <class It, class Before>
-constexpr void pop_heap(It first, It last, Before before) {
-  const std::ptrdiff_t n = last - first;
-  if (n < 2) return;
-  using std::swap;
-  swap(first[0], first[n - 1]);
-  detail::sift_down(first, 0, n - 1, before);
-}
-
-/// Sorts the heap `[first, last)` so that `before` holds between neighbours.
-template <class It, class Before>
-constexpr void sort_heap(It first, It last, Before before) {
-  for (; last - first > 1; --last) detail::pop_heap(first, last, before);
-}
-
-/// Sorts `[first, last)` by `before` (heap sort: O(n log n), not stable).
-template <class It, class Before>
-constexpr void sort(It first, It last, Before before) {
-  const std::ptrdiff_t n = last - first;
-  for (std::ptrdiff_t i = n / 2 - 1; i >= 0; --i) detail::sift_down(first, i, n, before);
-  detail::sort_heap(first, last, before);
-}
-
-/// The first element of the sorted range `[first, last)` for which `before(element, value)` is
-/// false (as `std::lower_bound`).
-template <class It, class T, class Before>
-[[nodiscard]] constexpr It lower_bound(It first, It last, const T& value, Before before) {
-  for (std::ptrdiff_t n = last - first; n > 0;) {
-    const std::ptrdiff_t half = n / 2;
-    if (before(first[half], value)) {
-      first += half + 1;
-      n -= half + 1;
-    } else {
-      n = half;
-    }
-  }
-  return first;
-}
-
-}  // namespace strata::detail
-
-// ---- strata/comm/nccl.hpp ----------------------------------------------------------------------
-/// @file comm/nccl.hpp
-/// @brief Collectives priced per call as NCCL's tuner prices them: for every algorithm (ring,
-/// tree, NVLS) and protocol (LL, LL128, Simple) a latency plus bytes over a bandwidth, and the
-/// fastest one chosen, so that a call of a few KB costs its ~25 us and not S / bandwidth.
-///
-/// The constants are NCCL's own, from NVIDIA/nccl tag v2.30.7-1 (identical at the 2026-06
-/// master): `src/graph/tuning.cc` lines 138-212 (tables), 288-437 (the model), 514-541 (which
-/// protocols are enabled), 620-655 (`ncclTopoGetAlgoTime`); `src/graph/search.cc` lines 1057-1064
-/// (per-channel speeds) and 1124-1138 (NVLS channels); `src/graph/topo.h` lines 19-24 (what NCCL
-/// credits an NVLink with). In NCCL's units a time is
-///   t [us] = latency(algorithm, protocol) + S / (1000 x bandwidth [GB/s])
-/// where the latency is a base plus hops x per-hop latency of the link kind (NVLink, PCIe or
-/// network) and the bandwidth is the bus bandwidth of the links times the protocol's efficiency,
-/// turned into algorithm bandwidth. To that strata adds `launch`, the per-call cost that the tuner
-/// leaves out (it ranks choices; nccl-tests times whole calls).
+/// Counts are per layer and per token so that the parallel strategies can split them: attention
+/// weights are h (2h + 2 kv d) (Q and the output projection are h x h, K and V are h x kv d with
+/// d = h / heads); a GELU MLP is 2 h f, a SwiGLU MLP 3 h f (gate, up, down); an MoE layer holds
+/// `experts` MLPs and a router of h x experts, and each token runs `top_k` of them.
 /// @code
-/// constexpr auto c = strata::presets::dgx_h100(1);
-/// // 8 GPUs, 1 KiB: ring/LL, 15.0 us of latency + 10 us of launch
-/// const auto pick = strata::comm::nccl::choose(strata::comm::collective::all_reduce, c,
-///                                              {.size = 8}, strata::bytes{1024});
+/// constexpr strata::transformer llama{.layers = 32, .hidden = 4096, .heads = 32, .ffn = 11008,
+///                                     .vocabulary = 32000, .sequence = 4096,
+///                                     .mlp = strata::mlp_kind::swiglu,
+///                                     .norm = strata::norm_kind::rms_norm,
+///                                     .positions = strata::position_kind::rotary,
+///                                     .tied = false, .bias = false};
+/// static_assert(llama.parameters() == 6'738'415'616);
 /// @endcode
 
 
 
-namespace strata::comm {
+namespace strata {
 
-/// NCCL's tuner as a collective policy (`time(collective, const cluster&, group, bytes S)`).
-/// Sizes follow nccl-tests, as for every policy in `collectives.hpp`.
-struct nccl {
-  static constexpr std::string_view name = "nccl";
+enum class mlp_kind { gelu, swiglu };
+enum class norm_kind { layer_norm, rms_norm };
+enum class position_kind { learned, rotary };
 
-  enum class algorithm { tree, ring, nvls };
-  enum class protocol { ll, ll128, simple };
+/// The dimensions of a transformer language model.
+struct transformer {
+  std::string_view name = "transformer";
+  int layers = 12;
+  int hidden = 768;  ///< h
+  int heads = 12;    ///< a, query heads
+  int kv_heads = 0;  ///< key/value heads; 0 means `heads` (multi-head); 1 is multi-query
+  int ffn = 0;       ///< MLP width f; 0 means 4h
+  int vocabulary = 50257;
+  int sequence = 1024;  ///< the longest sequence (size of a learned position table)
+  mlp_kind mlp = mlp_kind::gelu;
+  norm_kind norm = norm_kind::layer_norm;
+  position_kind positions = position_kind::learned;
+  bool tied = true;       ///< the output projection shares the embedding matrix
+  bool bias = true;       ///< linear layers carry biases
+  bool qkv_bias = false;  ///< Q, K and V carry biases even without `bias` (Qwen2)
+  bool dropout = true;    ///< dropout after attention, the projections and the embedding
+  int experts = 1;        ///< MLPs per layer (> 1: every layer is a mixture of experts)
+  int top_k = 1;          ///< experts each token runs
+  double capacity = 1;    ///< capacity factor: tokens an expert accepts / its even share
+  /// How unevenly a step's routed tokens fall on the experts: the coefficient of variation of
+  /// their counts (0: every expert gets its even share). Each expert runs its own GEMMs, whose
+  /// tile waves round up per expert, so an uneven split costs time at the same token total. An
+  /// untrained router is far from even: 0.38 on average over the layers of two H100 traces of a
+  /// Mixtral-style model at initialisation (test/data/h100_moe_expert_gemms.csv).
+  double expert_load_cv = 0;
 
-  /// The algorithm and protocol NCCL would run, and what the call costs.
-  struct choice {
-    algorithm algo = algorithm::ring;
-    protocol proto = protocol::simple;
-    seconds time{};     ///< the whole call, launch included
-    seconds startup{};  ///< the part that does not depend on the size: latency and launch
-  };
+  [[nodiscard]] constexpr int kv() const { return kv_heads == 0 ? heads : kv_heads; }
+  [[nodiscard]] constexpr double head_dim() const { return static_cast<double>(hidden) / heads; }
+  [[nodiscard]] constexpr double ffn_size() const {
+    return ffn == 0 ? 4.0 * hidden : static_cast<double>(ffn);
+  }
+  [[nodiscard]] constexpr bool moe() const { return experts > 1; }
+  /// The largest `expert_load_cv` that leaves every one of n experts some tokens: the counts are
+  /// spread evenly over a range around their mean (`expert_share`), whose lowest end is 0 there.
+  [[nodiscard]] static constexpr double max_expert_load_cv(int n) {
+    return n < 2 ? 0.0 : detail::sqrt((n + 1.0) / (3.0 * (n - 1.0)));
+  }
+  /// Expert i's tokens as a multiple of the even share, for n experts whose counts have the
+  /// coefficient of variation `expert_load_cv`: n points spaced evenly about 1 (a discrete
+  /// uniform spread, whose standard deviation is sqrt((n^2 - 1) / 12) steps).
+  [[nodiscard]] constexpr double expert_share(int i, int n) const {
+    if (n < 2 || expert_load_cv == 0) return 1.0;
+    const double step = expert_load_cv / detail::sqrt((n * n - 1.0) / 12.0);
+    return 1.0 + step * (i - (n - 1) / 2.0);
+  }
+  /// Width of the K and V projections: kv x d.
+  [[nodiscard]] constexpr double kv_width() const { return kv() * head_dim(); }
 
-  /// Per-call cost outside the tuner's model: kernel launch and completion as nccl-tests times a
-  /// call. Fitted to the smallest all-reduces of `test/data/nccl_tests_allreduce_busbw.csv`: on
-  /// 8 x H100 1 KiB takes 1024 x 1.75 / 0.07 GB/s = 25.6 us and the tuner says 15.0 us (10.6 us
-  /// left); on 8 x H200 29.9 us (14.9 us left). We take the lower, 10 us.
-  static constexpr seconds launch{10e-6};
-
-  /// The cost of one algorithm and protocol, launch included; a negative time where NCCL would
-  /// not run that pair (disabled, or the collective is not one it implements).
-  [[nodiscard]] static constexpr seconds price(collective op, const cluster& c, group g, bytes s,
-                                               algorithm a, protocol p) {
-    detail::check(g.size, s);
-    if (g.size == 1) return {};
-    const setup u = make_setup(c, g);
-    const double us = model_us(op, u, s.count(), a, p);
-    return us < 0 ? seconds{-1.0} : seconds{us * 1e-6} + launch;
+  /// Q, K, V and output projection weights and biases.
+  [[nodiscard]] constexpr double attention_parameters() const {
+    const double h = hidden, w = kv_width();
+    return h * (2 * h + 2 * w) + (bias ? 2 * h + 2 * w : qkv_bias ? h + 2 * w : 0.0);
+  }
+  /// One MLP (one expert of an MoE layer).
+  [[nodiscard]] constexpr double mlp_parameters() const {
+    const double h = hidden, f = ffn_size();
+    if (mlp == mlp_kind::swiglu) return 3 * h * f + (bias ? 2 * f + h : 0.0);
+    return 2 * h * f + (bias ? f + h : 0.0);
+  }
+  [[nodiscard]] constexpr double norm_parameters() const {
+    return norm == norm_kind::layer_norm ? 2.0 * hidden : static_cast<double>(hidden);
+  }
+  /// The router of an MoE layer: h x experts.
+  [[nodiscard]] constexpr double router_parameters() const {
+    return moe() ? static_cast<double>(hidden) * experts : 0.0;
+  }
+  /// Parameters of one layer outside its experts (attention, norms, router; the MLP when dense).
+  [[nodiscard]] constexpr double dense_layer_parameters() const {
+    return attention_parameters() + 2 * norm_parameters() + router_parameters() +
+           (moe() ? 0.0 : mlp_parameters());
+  }
+  /// Expert weights of one layer (zero for a dense model).
+  [[nodiscard]] constexpr double expert_layer_parameters() const {
+    return moe() ? experts * mlp_parameters() : 0.0;
+  }
+  [[nodiscard]] constexpr double layer_parameters() const {
+    return dense_layer_parameters() + expert_layer_parameters();
+  }
+  /// Token embedding V x h plus a learned position table.
+  [[nodiscard]] constexpr double embedding_parameters() const {
+    const double h = hidden;
+    return vocabulary * h + (positions == position_kind::learned ? sequence * h : 0.0);
+  }
+  /// The output projection V x h when untied (zero when tied), plus the final norm.
+  [[nodiscard]] constexpr double head_parameters() const {
+    return (tied ? 0.0 : static_cast<double>(vocabulary) * hidden) + norm_parameters();
+  }
+  [[nodiscard]] constexpr double parameters() const {
+    return layers * layer_parameters() + embedding_parameters() + head_parameters();
+  }
+  /// Parameters one token's forward pass multiplies with (top_k experts of each MoE layer).
+  [[nodiscard]] constexpr double active_parameters() const {
+    return layers * (dense_layer_parameters() + (moe() ? top_k * mlp_parameters() : 0.0)) +
+           embedding_parameters() + head_parameters();
   }
 
-  /// The fastest algorithm and protocol, as `ncclTopoGetAlgoTime` ranks them. All-to-all and
-  /// send/recv are point-to-point in NCCL, outside the tuner: they are priced by `direct` plus
-  /// `launch`.
-  [[nodiscard]] static constexpr choice choose(collective op, const cluster& c, group g, bytes s) {
-    detail::check(g.size, s);
-    if (g.size == 1) return {};
-    if (op == collective::all_to_all || op == collective::send_recv) {
-      return {algorithm::ring, protocol::simple, direct::time(op, c, g, s) + launch,
-              direct::time(op, c, g, bytes{}) + launch};
-    }
-    const setup u = make_setup(c, g);
-    choice best{algorithm::ring, protocol::simple, seconds{-1.0}};
-    const call_shape k = shape_of(op, u, s.count());
-    for (const algorithm a : {algorithm::tree, algorithm::ring, algorithm::nvls}) {
-      for (const protocol p : {protocol::ll, protocol::ll128, protocol::simple}) {
-        const double us = pair_us(k, u, a, p);
-        if (us < 0) continue;
-        if (best.time < seconds{0} || us * 1e-6 < best.time.count())
-          best = {a, p, seconds{us * 1e-6}};
-      }
-    }
-    if (best.time < seconds{0}) detail::unsupported(name, op);
-    best.startup = seconds{model_us(op, u, 0.0, best.algo, best.proto) * 1e-6} + launch;
-    best.time += launch;
-    return best;
+  /// Forward FLOPs of one layer for one token at sequence length s, counted as Narayanan et
+  /// al. (SC'21 §5.1) do: 2 per multiply-add of every weight matrix the token meets (top_k
+  /// experts), plus 4 s h for the attention scores and their product with V (no causal
+  /// discount).
+  [[nodiscard]] constexpr double layer_forward_flops(double s) const {
+    const double h = hidden, w = kv_width(), f = ffn_size();
+    const double attention = 2 * h * (2 * h + 2 * w) + 4 * s * h;
+    const double one_mlp = 2 * (mlp == mlp_kind::swiglu ? 3.0 : 2.0) * h * f;
+    const double mlp_flops = moe() ? top_k * one_mlp + 2 * h * experts : one_mlp;
+    return attention + mlp_flops;
+  }
+  /// Forward FLOPs of the vocabulary projection for one token: 2 h V.
+  [[nodiscard]] constexpr double head_forward_flops() const {
+    return 2.0 * hidden * static_cast<double>(vocabulary);
   }
 
-  [[nodiscard]] static constexpr seconds time(collective op, const cluster& c, group g, bytes s) {
-    return choose(op, c, g, s).time;
-  }
-
-  // ---- NCCL's constants ---------------------------------------------------------------------
-  // Rows: NCCL's compute-capability index (Volta, Ampere, Hopper, Blackwell).
-  enum generation { volta, ampere, hopper, blackwell };
-  /// tuning.cc 149-155: base latency [us], {LL, LL128, Simple}; NVLS has none (its hop has it).
-  static constexpr std::array<std::array<double, 3>, 3> base_latency{
-      {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}}};
-  /// tuning.cc 157-175: per-hop latency [us] by link kind (NVLink, PCI, network) and algorithm
-  /// (tree, ring, NVLS), {LL, LL128, Simple}.
-  static constexpr std::array<std::array<std::array<double, 3>, 3>, 3> hop_latency{{
-      {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}}},  // NVLink
-      {{{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}}},    // PCI
-      {{{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}}},   // network
-  }};
-  /// tuning.cc 178-183: the LL protocol's bandwidth cap [GB/s]; row by GPU generation on one
-  /// node, by CPU vendor across nodes (we take Intel, row 0); column 1, 2, more than 2 nodes.
-  static constexpr std::array<std::array<double, 3>, 4> ll_max_bw{
-      {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}}};
-  /// tuning.cc 139-144: NVLS efficiency (Hopper 0.85, Blackwell 0.74).
-  static constexpr std::array<double, 4> nvls_efficiency{0.0, 0.0, 0.85, 0.74};
-  /// tuning.cc 623-627: tree bandwidth correction for medium sizes, by protocol and
-  /// log2(S / 64 B) (64 B to 256 MB).
-  static constexpr std::array<std::array<double, 23>, 3> tree_correction{{
-      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
-       .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
-      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
-       .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
-      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
-  }};
-  /// topo.h 19-24: what NCCL credits one NVLink with [GB/s] (SM70 20, SM80 20, SM90 20.6,
-  /// SM100 40.1), over its line rate per direction (25 GB/s for NVLink 2-4, 50 for NVLink 5):
-  /// the share of the wire an NVLink's bandwidth counts for in NCCL's bus bandwidth.
-  static constexpr std::array<double, 4> nvlink_efficiency{20.0 / 25, 20.0 / 25, 20.6 / 25,
-                                                           40.1 / 50};
-  /// search.cc 1057 and 1063: the per-channel speeds [GB/s] NCCL's search tries inside a node
-  /// (Hopper, Blackwell), fastest first.
-  static constexpr std::array<double, 11> hopper_speeds{60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
-  static constexpr std::array<double, 12> blackwell_speeds{90, 80, 70, 60, 50, 45,
-                                                           40, 30, 24, 20, 19, 18};
-
-  /// What the tuner reads of the communicator and the topology.
-  struct setup {
-    int ranks = 1;
-    int nodes = 1;
-    int ppn = 1;          ///< ranks per node
-    int gen = volta;      ///< GPU generation index
-    int intra_hw = 0;     ///< 0 NVLink, 1 PCI, 2 network
-    double intra_bw = 0;  ///< what NCCL counts inside a node [GB/s]
-    double bus_bw = 0;    ///< the graph's bus bandwidth (channels x speed) [GB/s]
-    bool ll128 = false;   ///< LL128 enabled (tuning.cc 518-536)
-    bool nvls = false;    ///< NVLS possible (search.cc 1124; tuning.cc 504-506)
-  };
-
-  [[nodiscard]] static constexpr setup make_setup(const cluster& c, group g) {
-    const group_view v = view(c, g);
-    const level& node = c.levels[0];
-    setup u;
-    u.ranks = v.p;
-    u.nodes = v.nodes;
-    u.ppn = v.local;
-    const int arch = c.dev.arch;
-    u.gen = arch >= 100 ? blackwell : arch >= 90 ? hopper : arch >= 80 ? ampere : volta;
-    u.intra_hw = node.kind == link_kind::nvlink ? 0 : node.kind == link_kind::pcie ? 1 : 2;
-    const bool nvlink = node.kind == link_kind::nvlink && arch >= 70;
-    u.intra_bw = v.intra.bandwidth.count() * 1e-9 * (nvlink ? nvlink_efficiency[u.gen] : 1.0);
-    const double inter = v.inter.bandwidth.count() * 1e-9;
-    u.bus_bw = v.nodes == 1  ? u.intra_bw
-               : v.local > 1 ? strata::detail::min(u.intra_bw, inter)
-                             : inter;
-    // LL128 needs NVLink inside the node and a CUDA GPU of compute capability 7.0 or more.
-    u.ll128 = nvlink;
-    u.nvls = node.switch_reduction && v.nodes == 1 && arch >= 90 && v.p >= 2;
-    return u;
-  }
-
-  /// NCCL's floor(log2(x)) (`log2i`), 0 for x < 2 (and for NaN): the exponent of the double,
-  /// which halving x until it is below 2 would count (halving is exact).
-  [[nodiscard]] static constexpr int log2i(double x) {
-    if (!(x >= 2.0)) return 0;
-    if (!(x <= std::numeric_limits<double>::max())) return 1024;  // infinity
-    return static_cast<int>((std::bit_cast<std::uint64_t>(x) >> 52) & 0x7ff) - 1023;
-  }
-
-  /// What the time of a call depends on besides its algorithm and protocol: worked out once
-  /// per call, then read by each of the nine pairs (`pair_us`).
-  struct call_shape {
-    bool ar = false, ag_rs = false, chain = false;
-    int n = 1, nsteps = 0, inter_steps = 0;
-    double nbytes = 0;
-    double ll_cap = 0;      ///< the LL protocol's cap [GB/s]
-    double ratio = 0;       ///< n / nsteps: bus to algorithm bandwidth (376-382)
-    bool plateau = false;   ///< the ring's plateau across nodes applies (647-650)
-    int ls = -1;            ///< the tree correction's column, log2(S / 64 B); -1 below 64 B
-    int tree_hops = 0;      ///< log2(nodes): the tree's network hops
-    double nvls_speed = 0;  ///< NVLS: the per-channel speed the search settles on
-    int nvls_channels = 0;
-  };
-  [[nodiscard]] static constexpr call_shape shape_of(collective op, const setup& u, double nbytes) {
-    call_shape k;
-    k.ar = op == collective::all_reduce;
-    k.ag_rs = op == collective::all_gather || op == collective::reduce_scatter;
-    k.chain = op == collective::broadcast || op == collective::reduce;
-    if (!k.ar && !k.ag_rs && !k.chain) return k;
-    k.n = u.ranks;
-    k.nsteps = k.ar ? 2 * (k.n - 1) : k.ag_rs ? k.n - 1 : k.n;
-    k.nbytes = nbytes;
-    const int i2 = u.nodes <= 2 ? u.nodes - 1 : 2;
-    k.ll_cap =
-        ll_max_bw[static_cast<std::size_t>(u.nodes == 1 ? u.gen : 0)][static_cast<std::size_t>(i2)];
-    k.ratio = static_cast<double>(k.n) / k.nsteps;
-    k.inter_steps = u.nodes == 1 ? 0 : k.ar ? 2 * (u.nodes - 1) : u.nodes - 1;
-    // 647-650: the ring's plateau across nodes (64 B per rank and channel; we take 32 channels)
-    k.plateau = u.nodes > 1 && k.ar && nbytes / (32.0 * k.n) >= 64;
-    k.ls = nbytes >= 64 ? log2i(nbytes / 64) : -1;
-    k.tree_hops = log2i(u.nodes);
-    if (u.nvls) {
-      // search.cc 1126-1138: one channel per GPU of the node, each at the fastest speed that
-      // the GPU's NVLink bandwidth holds for all of them
-      const int ch = k.n < 32 ? k.n : 32;
-      double speed = 0;
-      if (u.gen == blackwell) {
-        for (const double sp : blackwell_speeds)
-          if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
-        if (speed == 0) speed = blackwell_speeds.back();
-      } else {
-        for (const double sp : hopper_speeds)
-          if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
-        if (speed == 0) speed = hopper_speeds.back();
-      }
-      k.nvls_speed = speed;
-      k.nvls_channels = ch;
-    }
-    return k;
-  }
-
-  /// tuning.cc 288-437 and 630-655: the time [us] of one algorithm and protocol, launch
-  /// excluded; negative where NCCL would not run it.
-  [[nodiscard]] static constexpr double pair_us(const call_shape& k, const setup& u, algorithm a,
-                                                protocol p) {
-    if (!k.ar && !k.ag_rs && !k.chain) return -1;
-    if (p == protocol::ll128 && !u.ll128) return -1;
-    const auto pi = static_cast<std::size_t>(p);
-    const auto& net = hop_latency[2];
-    const auto& intra = hop_latency[static_cast<std::size_t>(u.intra_hw)];
-    double bw = 0, lat = 0;
-    switch (a) {
-      case algorithm::ring: {
-        // 327-329: LL moves 8 bytes for every 4 of data and is capped; LL128 120 of 128.
-        bw = p == protocol::ll      ? strata::detail::min(k.ll_cap, u.bus_bw * 0.5)
-             : p == protocol::ll128 ? u.bus_bw * 0.92
-                                    : u.bus_bw;
-        bw *= k.ratio;  // 376-382: bus to algorithm bandwidth
-        lat = base_latency[1][pi];
-        const auto& hop = u.nodes == 1 ? intra : net;
-        if (k.chain) {
-          lat += hop[1][pi];  // 395-397: broadcast and reduce pipeline, one hop of start-up
-        } else {
-          // 404-412: every step pays a hop; steps that leave the node pay the network's, and
-          // a node-internal step is at least the network post overhead (1 us, x3 for Simple).
-          const double overhead = u.nodes > 1 ? (p == protocol::simple ? 3.0 : 1.0) : 0.0;
-          const double in = strata::detail::max(intra[1][pi], overhead);
-          const double out = u.ppn == 1 ? net[0][pi] : net[1][pi];
-          lat += (k.nsteps - k.inter_steps) * in + k.inter_steps * out;
-          if (p == protocol::simple && k.plateau) lat *= u.gen >= ampere ? 1.4 : 1.9;
-        }
-        break;
-      }
-      case algorithm::tree: {
-        if (!k.ar) return -1;  // 294-298: trees run all-reduce only
-        // 330-336: 92 % of the links; LL 1/3.8 of that (capped), LL128 7/9 in a node, 120/128
-        // across.
-        bw = u.bus_bw * 0.92;
-        if (p == protocol::ll) bw = strata::detail::min(bw / 3.8, k.ll_cap);
-        if (p == protocol::ll128) bw *= u.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
-        bw *= 0.5;  // 380: up the tree and down again
-        if (k.ls >= 0 && k.ls < 23) bw *= tree_correction[pi][static_cast<std::size_t>(k.ls)];
-        // 414-417: a chain through the node's ranks, log2(nodes) network hops, up and down.
-        lat = base_latency[0][pi] + 2.0 * ((u.ppn - 1) * intra[0][pi] + k.tree_hops * net[0][pi]);
-        break;
-      }
-      case algorithm::nvls: {
-        if (!u.nvls || p != protocol::simple || k.chain) return -1;  // 301: Simple only
-        // 307-324: the channel's share after NVLS efficiency; an all-reduce pipelines two
-        // operations; all-gather and reduce-scatter move (ppn-1)/ppn.
-        const int ch = k.nvls_channels;
-        double per =
-            k.nvls_speed * nvls_efficiency[static_cast<std::size_t>(u.gen)] * (ch - 1) / ch;
-        per *= k.ar ? 2.0 : static_cast<double>(u.ppn - 1) / u.ppn;
-        bw = ch * per;
-        if (k.ar) bw *= k.ratio;
-        lat = hop_latency[0][2][2];  // 424-426: NVLink hop of NVLS only
-        break;
-      }
-    }
-    if (!(bw > 0)) return -1;
-    return lat + k.nbytes / (1000.0 * bw);
-  }
-
-  /// One algorithm and protocol for one call: `pair_us` of the call's shape.
-  [[nodiscard]] static constexpr double model_us(collective op, const setup& u, double nbytes,
-                                                 algorithm a, protocol p) {
-    return pair_us(shape_of(op, u, nbytes), u, a, p);
+  constexpr void check() const {
+    if (layers < 1 || hidden < 1 || heads < 1 || vocabulary < 1 || sequence < 1)
+      throw plan_error("a transformer needs layers, hidden, heads, vocabulary and sequence >= 1");
+    if (hidden % heads != 0) throw plan_error("a transformer's heads must divide its hidden size");
+    if (kv_heads < 0 || kv() > heads || heads % kv() != 0)
+      throw plan_error("a transformer's key/value heads must divide its query heads");
+    if (ffn < 0) throw plan_error("a transformer's ffn size must not be negative");
+    if (experts < 1 || top_k < 1 || top_k > experts)
+      throw plan_error("a mixture of experts needs 1 <= top_k <= experts");
+    if (!(capacity > 0)) throw plan_error("an MoE capacity factor must be positive");
+    if (expert_load_cv != 0 && experts < 2)
+      throw plan_error("expert_load_cv: a model without experts has no expert load to spread");
+    if (!(expert_load_cv >= 0 && expert_load_cv <= max_expert_load_cv(experts)))
+      throw plan_error("expert_load_cv must lie between 0 and " +
+                       std::to_string(max_expert_load_cv(experts)) + " for " +
+                       std::to_string(experts) +
+                       " experts (beyond it the least loaded expert would get no tokens)");
   }
 };
 
-[[nodiscard]] constexpr std::string_view to_string(nccl::algorithm a) {
-  switch (a) {
-    case nccl::algorithm::tree:
-      return "tree";
-    case nccl::algorithm::ring:
-      return "ring";
-    case nccl::algorithm::nvls:
-      return "nvls";
+}  // namespace strata
+
+// ---- strata/parallel/recompute.hpp -------------------------------------------------------------
+/// @file parallel/recompute.hpp
+/// @brief Activation recomputation (Korthikanti et al. 2022 §5): `none` keeps every saved tensor;
+/// `selective` recomputes the attention core (its s^2 scores are not kept); `full` keeps each
+/// layer's input only and runs the layer's forward again before its backward (Chen et al. 2016's
+/// checkpointing, one checkpoint per layer). What a layer keeps under each is
+/// `lower::layer`'s `keep_kind::activation` tensors.
+
+
+namespace strata::parallel {
+
+enum class recompute { none, selective, full };
+
+[[nodiscard]] constexpr std::string_view to_string(recompute r) {
+  switch (r) {
+    case recompute::none:
+      return "none";
+    case recompute::selective:
+      return "selective";
+    case recompute::full:
+      return "full";
   }
-  return "?";
+  return "none";
 }
 
-[[nodiscard]] constexpr std::string_view to_string(nccl::protocol p) {
-  switch (p) {
-    case nccl::protocol::ll:
-      return "LL";
-    case nccl::protocol::ll128:
-      return "LL128";
-    case nccl::protocol::simple:
-      return "Simple";
-  }
-  return "?";
+}  // namespace strata::parallel
+
+// ---- strata/analytic/flops.hpp -----------------------------------------------------------------
+/// @file analytic/flops.hpp
+/// @brief A transformer iteration's FLOPs: the model's (Narayanan et al. SC'21 eq. (3),
+/// generalized per token by `transformer::layer_forward_flops` to GQA, SwiGLU and MoE) and the
+/// hardware's, which adds what recomputation runs again.
+
+
+namespace strata::analytic {
+
+using parallel::recompute;
+
+/// Model FLOPs of one iteration: forward and backward (3x forward) of every layer and of the
+/// vocabulary projection, for B sequences of s tokens (Narayanan et al. SC'21 eq. (3) without
+/// recomputation, generalized).
+[[nodiscard]] constexpr double model_flops(const transformer& m, double batch, double s) {
+  return 3 * batch * s * (m.layers * m.layer_forward_flops(s) + m.head_forward_flops());
 }
 
-}  // namespace strata::comm
+/// FLOPs the hardware runs: model FLOPs plus the recomputed forward (full: every layer, giving
+/// SC'21's 96 B s l h^2 (1 + s/6h + V/16lh); selective: the attention core, 4 s h per token).
+[[nodiscard]] constexpr double hardware_flops(const transformer& m, double batch, double s,
+                                              recompute r) {
+  const double base = model_flops(m, batch, s);
+  if (r == recompute::full) return base + batch * s * m.layers * m.layer_forward_flops(s);
+  if (r == recompute::selective) return base + batch * s * m.layers * 4 * s * m.hidden;
+  return base;
+}
+
+}  // namespace strata::analytic
 
 // ---- strata/hardware/kernels.hpp ---------------------------------------------------------------
 /// @file hardware/kernels.hpp
@@ -3149,10 +2983,6 @@ struct nccl {
 namespace strata {
 
 namespace detail {
-constexpr double ceil_of(double q) {
-  const double f = static_cast<double>(static_cast<long long>(q));
-  return f < q ? f + 1 : f;
-}
 constexpr double ceil_ratio(double a, double b) { return ceil_of(a / b); }
 /// The side lengths of cuBLAS's tiles (powers of two, so m * (1 / side) is m / side exactly).
 inline constexpr std::array<double, 3> gemm_tile_sides{256, 128, 64};
@@ -3672,170 +3502,31 @@ inline constexpr double misaligned_gemm_peak_fraction = 0.12;
   return 0;
 }
 
+/// What the lowering hands its operations to (`lower::layer`, `embedding`, `head`,
+/// `layer_collectives`): a type with at least one of `kernel(kernel_op)`,
+/// `collective(collective_op)` and `save(saved_tensor)`; the lowering calls those it has. A
+/// visitor with none (a misspelt `kernels`) would see nothing, so it is refused by name.
+template <class V>
+concept LoweringVisitor = requires(V& v, const kernel_op& k) {
+  v.kernel(k);
+}
+|| requires(V& v, const collective_op& c) { v.collective(c); }
+|| requires(V& v, const saved_tensor& t) { v.save(t); };
+
 }  // namespace strata::lower
 
-// ---- strata/model/transformer.hpp --------------------------------------------------------------
-/// @file model/transformer.hpp
-/// @brief A decoder (or encoder) transformer described by its published dimensions: attention
-/// (multi-head, grouped-query, multi-query), MLP (GELU or SwiGLU, any width), LayerNorm or
-/// RMSNorm, learned or rotary positions, tied or untied embeddings, and mixture-of-experts MLPs.
-///
-/// Counts are per layer and per token so that the parallel strategies can split them: attention
-/// weights are h (2h + 2 kv d) (Q and the output projection are h x h, K and V are h x kv d with
-/// d = h / heads); a GELU MLP is 2 h f, a SwiGLU MLP 3 h f (gate, up, down); an MoE layer holds
-/// `experts` MLPs and a router of h x experts, and each token runs `top_k` of them.
-/// @code
-/// constexpr strata::transformer llama{.layers = 32, .hidden = 4096, .heads = 32, .ffn = 11008,
-///                                     .vocabulary = 32000, .sequence = 4096,
-///                                     .mlp = strata::mlp_kind::swiglu,
-///                                     .norm = strata::norm_kind::rms_norm,
-///                                     .positions = strata::position_kind::rotary,
-///                                     .tied = false, .bias = false};
-/// static_assert(llama.parameters() == 6'738'415'616);
-/// @endcode
+// ---- strata/parallel/slot.hpp ------------------------------------------------------------------
+/// @file parallel/slot.hpp
+/// @brief The slots of a transformer plan's composition (`parallel::nd`) that policy types fill
+/// (`parallel/policy.hpp`). A plan fills each slot at most once; a user policy that sets several
+/// fields of one axis (hybrid sharding sets the data degree, ZeRO stage and shard group) names
+/// that axis.
 
+namespace strata::parallel {
 
+enum class policy_slot { tensor, context, expert, pipeline, data, zero, recompute, micro_batch };
 
-namespace strata {
-
-enum class mlp_kind { gelu, swiglu };
-enum class norm_kind { layer_norm, rms_norm };
-enum class position_kind { learned, rotary };
-
-/// The dimensions of a transformer language model.
-struct transformer {
-  std::string_view name = "transformer";
-  int layers = 12;
-  int hidden = 768;  ///< h
-  int heads = 12;    ///< a, query heads
-  int kv_heads = 0;  ///< key/value heads; 0 means `heads` (multi-head); 1 is multi-query
-  int ffn = 0;       ///< MLP width f; 0 means 4h
-  int vocabulary = 50257;
-  int sequence = 1024;  ///< the longest sequence (size of a learned position table)
-  mlp_kind mlp = mlp_kind::gelu;
-  norm_kind norm = norm_kind::layer_norm;
-  position_kind positions = position_kind::learned;
-  bool tied = true;       ///< the output projection shares the embedding matrix
-  bool bias = true;       ///< linear layers carry biases
-  bool qkv_bias = false;  ///< Q, K and V carry biases even without `bias` (Qwen2)
-  bool dropout = true;    ///< dropout after attention, the projections and the embedding
-  int experts = 1;        ///< MLPs per layer (> 1: every layer is a mixture of experts)
-  int top_k = 1;          ///< experts each token runs
-  double capacity = 1;    ///< capacity factor: tokens an expert accepts / its even share
-  /// How unevenly a step's routed tokens fall on the experts: the coefficient of variation of
-  /// their counts (0: every expert gets its even share). Each expert runs its own GEMMs, whose
-  /// tile waves round up per expert, so an uneven split costs time at the same token total. An
-  /// untrained router is far from even: 0.38 on average over the layers of two H100 traces of a
-  /// Mixtral-style model at initialisation (test/data/h100_moe_expert_gemms.csv).
-  double expert_load_cv = 0;
-
-  [[nodiscard]] constexpr int kv() const { return kv_heads == 0 ? heads : kv_heads; }
-  [[nodiscard]] constexpr double head_dim() const { return static_cast<double>(hidden) / heads; }
-  [[nodiscard]] constexpr double ffn_size() const {
-    return ffn == 0 ? 4.0 * hidden : static_cast<double>(ffn);
-  }
-  [[nodiscard]] constexpr bool moe() const { return experts > 1; }
-  /// The largest `expert_load_cv` that leaves every one of n experts some tokens: the counts are
-  /// spread evenly over a range around their mean (`expert_share`), whose lowest end is 0 there.
-  [[nodiscard]] static constexpr double max_expert_load_cv(int n) {
-    return n < 2 ? 0.0 : detail::sqrt((n + 1.0) / (3.0 * (n - 1.0)));
-  }
-  /// Expert i's tokens as a multiple of the even share, for n experts whose counts have the
-  /// coefficient of variation `expert_load_cv`: n points spaced evenly about 1 (a discrete
-  /// uniform spread, whose standard deviation is sqrt((n^2 - 1) / 12) steps).
-  [[nodiscard]] constexpr double expert_share(int i, int n) const {
-    if (n < 2 || expert_load_cv == 0) return 1.0;
-    const double step = expert_load_cv / detail::sqrt((n * n - 1.0) / 12.0);
-    return 1.0 + step * (i - (n - 1) / 2.0);
-  }
-  /// Width of the K and V projections: kv x d.
-  [[nodiscard]] constexpr double kv_width() const { return kv() * head_dim(); }
-
-  /// Q, K, V and output projection weights and biases.
-  [[nodiscard]] constexpr double attention_parameters() const {
-    const double h = hidden, w = kv_width();
-    return h * (2 * h + 2 * w) + (bias ? 2 * h + 2 * w : qkv_bias ? h + 2 * w : 0.0);
-  }
-  /// One MLP (one expert of an MoE layer).
-  [[nodiscard]] constexpr double mlp_parameters() const {
-    const double h = hidden, f = ffn_size();
-    if (mlp == mlp_kind::swiglu) return 3 * h * f + (bias ? 2 * f + h : 0.0);
-    return 2 * h * f + (bias ? f + h : 0.0);
-  }
-  [[nodiscard]] constexpr double norm_parameters() const {
-    return norm == norm_kind::layer_norm ? 2.0 * hidden : static_cast<double>(hidden);
-  }
-  /// The router of an MoE layer: h x experts.
-  [[nodiscard]] constexpr double router_parameters() const {
-    return moe() ? static_cast<double>(hidden) * experts : 0.0;
-  }
-  /// Parameters of one layer outside its experts (attention, norms, router; the MLP when dense).
-  [[nodiscard]] constexpr double dense_layer_parameters() const {
-    return attention_parameters() + 2 * norm_parameters() + router_parameters() +
-           (moe() ? 0.0 : mlp_parameters());
-  }
-  /// Expert weights of one layer (zero for a dense model).
-  [[nodiscard]] constexpr double expert_layer_parameters() const {
-    return moe() ? experts * mlp_parameters() : 0.0;
-  }
-  [[nodiscard]] constexpr double layer_parameters() const {
-    return dense_layer_parameters() + expert_layer_parameters();
-  }
-  /// Token embedding V x h plus a learned position table.
-  [[nodiscard]] constexpr double embedding_parameters() const {
-    const double h = hidden;
-    return vocabulary * h + (positions == position_kind::learned ? sequence * h : 0.0);
-  }
-  /// The output projection V x h when untied (zero when tied), plus the final norm.
-  [[nodiscard]] constexpr double head_parameters() const {
-    return (tied ? 0.0 : static_cast<double>(vocabulary) * hidden) + norm_parameters();
-  }
-  [[nodiscard]] constexpr double parameters() const {
-    return layers * layer_parameters() + embedding_parameters() + head_parameters();
-  }
-  /// Parameters one token's forward pass multiplies with (top_k experts of each MoE layer).
-  [[nodiscard]] constexpr double active_parameters() const {
-    return layers * (dense_layer_parameters() + (moe() ? top_k * mlp_parameters() : 0.0)) +
-           embedding_parameters() + head_parameters();
-  }
-
-  /// Forward FLOPs of one layer for one token at sequence length s, counted as Narayanan et
-  /// al. (SC'21 §5.1) do: 2 per multiply-add of every weight matrix the token meets (top_k
-  /// experts), plus 4 s h for the attention scores and their product with V (no causal
-  /// discount).
-  [[nodiscard]] constexpr double layer_forward_flops(double s) const {
-    const double h = hidden, w = kv_width(), f = ffn_size();
-    const double attention = 2 * h * (2 * h + 2 * w) + 4 * s * h;
-    const double one_mlp = 2 * (mlp == mlp_kind::swiglu ? 3.0 : 2.0) * h * f;
-    const double mlp_flops = moe() ? top_k * one_mlp + 2 * h * experts : one_mlp;
-    return attention + mlp_flops;
-  }
-  /// Forward FLOPs of the vocabulary projection for one token: 2 h V.
-  [[nodiscard]] constexpr double head_forward_flops() const {
-    return 2.0 * hidden * static_cast<double>(vocabulary);
-  }
-
-  constexpr void check() const {
-    if (layers < 1 || hidden < 1 || heads < 1 || vocabulary < 1 || sequence < 1)
-      throw plan_error("a transformer needs layers, hidden, heads, vocabulary and sequence >= 1");
-    if (hidden % heads != 0) throw plan_error("a transformer's heads must divide its hidden size");
-    if (kv_heads < 0 || kv() > heads || heads % kv() != 0)
-      throw plan_error("a transformer's key/value heads must divide its query heads");
-    if (ffn < 0) throw plan_error("a transformer's ffn size must not be negative");
-    if (experts < 1 || top_k < 1 || top_k > experts)
-      throw plan_error("a mixture of experts needs 1 <= top_k <= experts");
-    if (!(capacity > 0)) throw plan_error("an MoE capacity factor must be positive");
-    if (expert_load_cv != 0 && experts < 2)
-      throw plan_error("expert_load_cv: a model without experts has no expert load to spread");
-    if (!(expert_load_cv >= 0 && expert_load_cv <= max_expert_load_cv(experts)))
-      throw plan_error("expert_load_cv must lie between 0 and " +
-                       std::to_string(max_expert_load_cv(experts)) + " for " +
-                       std::to_string(experts) +
-                       " experts (beyond it the least loaded expert would get no tokens)");
-  }
-};
-
-}  // namespace strata
+}  // namespace strata::parallel
 
 // ---- strata/parallel/context.hpp ---------------------------------------------------------------
 /// @file parallel/context.hpp
@@ -3854,6 +3545,7 @@ struct transformer {
 namespace strata::parallel {
 
 struct context_parallel {
+  static constexpr policy_slot slot = policy_slot::context;  ///< `parallel/policy.hpp`
   int degree = 1;
 
   /// K/V block transfers per layer: c - 1 forward, 2 (c - 1) backward.
@@ -3868,6 +3560,99 @@ struct context_parallel {
 };
 
 }  // namespace strata::parallel
+
+// ---- strata/detail/algorithm.hpp ---------------------------------------------------------------
+/// @file detail/algorithm.hpp
+/// @brief The few algorithms the umbrella header needs (min, max, a binary heap, heap sort,
+/// lower bound), written out so that it does not include <algorithm>.
+///
+/// In C++20 libstdc++'s <algorithm> brings the constrained range algorithms with it: 17 MB of
+/// GCC's memory in every translation unit that includes strata, against 90 MB for the whole
+/// umbrella header without it (`docs/benchmarks.md`, compile time). Headers outside the umbrella
+/// (the simulators, the readers) use <algorithm> freely.
+
+
+namespace strata::detail {
+
+/// The smaller of `a` and `b`; `a` when they are equal (as `std::min`).
+template <class T>
+[[nodiscard]] constexpr T min(T a, T b) {
+  return b < a ? b : a;
+}
+/// The larger of `a` and `b`; `a` when they are equal (as `std::max`).
+template <class T>
+[[nodiscard]] constexpr T max(T a, T b) {
+  return a < b ? b : a;
+}
+
+// A binary heap on a random-access range whose top (`first[0]`) is an element that no other
+// ranks after under the strict weak order `before`: the same contract as std::push_heap and
+// friends with `before` as the comparison.
+
+/// Moves `first[i]` down the heap `[first, first + n)` until neither child ranks after it.
+template <class It, class Before>
+constexpr void sift_down(It first, std::ptrdiff_t i, std::ptrdiff_t n, Before& before) {
+  for (std::ptrdiff_t c = 2 * i + 1; c < n; i = c, c = 2 * i + 1) {
+    if (c + 1 < n && before(first[c], first[c + 1])) ++c;
+    if (!before(first[i], first[c])) return;
+    using std::swap;
+    swap(first[i], first[c]);
+  }
+}
+
+/// Adds `last[-1]` to the heap `[first, last - 1)`.
+template <class It, class Before>
+constexpr void push_heap(It first, It last, Before before) {
+  for (std::ptrdiff_t i = last - first - 1; i > 0;) {
+    const std::ptrdiff_t parent = (i - 1) / 2;
+    if (!before(first[parent], first[i])) return;
+    using std::swap;
+    swap(first[parent], first[i]);
+    i = parent;
+  }
+}
+
+/// Moves the top of the heap `[first, last)` to `last[-1]`; `[first, last - 1)` stays a heap.
+template <class It, class Before>
+constexpr void pop_heap(It first, It last, Before before) {
+  const std::ptrdiff_t n = last - first;
+  if (n < 2) return;
+  using std::swap;
+  swap(first[0], first[n - 1]);
+  detail::sift_down(first, 0, n - 1, before);
+}
+
+/// Sorts the heap `[first, last)` so that `before` holds between neighbours.
+template <class It, class Before>
+constexpr void sort_heap(It first, It last, Before before) {
+  for (; last - first > 1; --last) detail::pop_heap(first, last, before);
+}
+
+/// Sorts `[first, last)` by `before` (heap sort: O(n log n), not stable).
+template <class It, class Before>
+constexpr void sort(It first, It last, Before before) {
+  const std::ptrdiff_t n = last - first;
+  for (std::ptrdiff_t i = n / 2 - 1; i >= 0; --i) detail::sift_down(first, i, n, before);
+  detail::sort_heap(first, last, before);
+}
+
+/// The first element of the sorted range `[first, last)` for which `before(element, value)` is
+/// false (as `std::lower_bound`).
+template <class It, class T, class Before>
+[[nodiscard]] constexpr It lower_bound(It first, It last, const T& value, Before before) {
+  for (std::ptrdiff_t n = last - first; n > 0;) {
+    const std::ptrdiff_t half = n / 2;
+    if (before(first[half], value)) {
+      first += half + 1;
+      n -= half + 1;
+    } else {
+      n = half;
+    }
+  }
+  return first;
+}
+
+}  // namespace strata::detail
 
 // ---- strata/parallel/zero.hpp ------------------------------------------------------------------
 /// @file parallel/zero.hpp
@@ -3889,6 +3674,25 @@ struct context_parallel {
 
 namespace strata::parallel {
 
+/// What ZeRO stage `stage` shards (Rajbhandari et al. 2020 §5: P_os, P_os+g, P_os+g+p) and so
+/// when its collectives run. Every rule of the library that depends on the stage asks it here.
+struct zero_stage {
+  int stage = 0;
+  /// one of the four stages 0-3
+  [[nodiscard]] constexpr bool valid() const { return stage >= 0 && stage <= 3; }
+  /// stage >= 1: optimizer states (and fp32 masters) sharded: the gradients are reduce-scattered
+  /// and the updated weights all-gathered instead of one all-reduce
+  [[nodiscard]] constexpr bool shards_optimizer() const { return stage >= 1; }
+  /// stage >= 2: gradients sharded, so each micro-batch reduce-scatters what its backward made
+  [[nodiscard]] constexpr bool shards_gradients() const { return stage >= 2; }
+  /// stage >= 3: weights sharded, so each layer is gathered before it runs, in each pass
+  [[nodiscard]] constexpr bool shards_weights() const { return stage >= 3; }
+  /// stages 1 and 2 all-gather the updated weights once a step
+  [[nodiscard]] constexpr bool gathers_updated_weights() const {
+    return shards_optimizer() && !shards_weights();
+  }
+};
+
 /// Bytes of model states for some parameters on one rank.
 struct sharded_states {
   double weights = 0, gradients = 0, optimizer = 0;
@@ -3899,12 +3703,14 @@ struct sharded_states {
 [[nodiscard]] constexpr sharded_states zero_states(double n, double shards, int stage,
                                                    double weight, double gradient,
                                                    double optimizer) {
-  return {n * weight / (stage >= 3 ? shards : 1.0), n * gradient / (stage >= 2 ? shards : 1.0),
-          n * optimizer / (stage >= 1 ? shards : 1.0)};
+  const zero_stage z{stage};
+  return {n * weight / (z.shards_weights() ? shards : 1.0),
+          n * gradient / (z.shards_gradients() ? shards : 1.0),
+          n * optimizer / (z.shards_optimizer() ? shards : 1.0)};
 }
 
 constexpr void check_zero_stage(int stage) {
-  if (stage < 0 || stage > 3) throw plan_error(limits::zero_stage_out_of_range);
+  if (!zero_stage{stage}.valid()) throw plan_error(limits::zero_stage_out_of_range);
 }
 
 /// Model states of `n` parameters on one GPU at ZeRO stage `stage` over `shards` ranks, as the
@@ -3915,11 +3721,13 @@ constexpr void check_zero_stage(int stage) {
   sharded_states z =
       zero_states(n, shards, stage, t.weight_bytes(), t.gradient_bytes(), t.optimizer_bytes());
   // FSDP keeps no 16-bit weights at rest under FULL_SHARD: they exist only gathered (buffers)
-  if (e.engine == frameworks::data_engine::fsdp && stage >= 3 && t.master_weights()) z.weights = 0;
+  const zero_stage zs{stage};
+  if (e.engine == frameworks::data_engine::fsdp && zs.shards_weights() && t.master_weights())
+    z.weights = 0;
   if (e.offload_optimizer != frameworks::offload_device::none) {
     z.optimizer = 0;
     // from stage 2 each reduced gradient bucket is copied to the host partition and freed
-    if (stage >= 2) z.gradients = 0;
+    if (zs.shards_gradients()) z.gradients = 0;
   }
   if (e.offload_parameters != frameworks::offload_device::none) z.weights = 0;
   return z;
@@ -3934,7 +3742,92 @@ constexpr void check_zero_stage(int stage) {
   if (e.fp32_gradient_group <= 0 || !t.master_weights() || t.gradient_bytes() >= 4 ||
       e.offload_optimizer != frameworks::offload_device::none)
     return 0;
-  return 4 * (stage >= 3 ? strata::detail::min(n, e.fp32_gradient_group) : n);
+  return 4 *
+         (zero_stage{stage}.shards_weights() ? strata::detail::min(n, e.fp32_gradient_group) : n);
+}
+
+/// What the engines' buffer and call rules read of a plan, on one rank of one pipeline stage.
+struct engine_inputs {
+  double unit = 0;        ///< one layer's parameters on this rank (an FSDP unit, a gathered layer)
+  double trained = 0;     ///< parameters the rank trains (whose gradients it reduces)
+  double weights = 0;     ///< parameters the rank holds (what ZeRO-3 gathers)
+  double ddp_bucket = 0;  ///< DDP's (Megatron's) gradient bucket bytes, `data_parallel::bucket`
+  bool replicated = false;  ///< more than one data-parallel replica (data x context ranks)
+};
+
+/// DeepSpeed's ZeRO-3 modules of one layer: the largest one's parameters and how many are
+/// partitioned (above `stage3_param_persistence_threshold`); `lower::weight_modules` finds them.
+struct partitioned_modules {
+  double largest = 0, modules = 0;
+};
+
+/// The communication buffers the framework's data-parallel engine holds on one rank with the
+/// plan facts `x`; `modules()` gives DeepSpeed's partitioned modules (asked only under its ZeRO-3):
+/// - Megatron: one gradient bucket in flight (ZeRO-0); ZeRO-3 two layers' gathered weights (the
+///   current and the prefetched);
+/// - DeepSpeed: the contiguous gradient bucket (`reduce_bucket_size`); ZeRO-3 also the module
+///   being used and the prefetch bucket (`stage3_prefetch_bucket_size`) gathered;
+/// - FSDP: a unit's unsharded 16-bit gradients and their `reduce_dtype` copy before its
+///   reduce-scatter; FULL_SHARD also two units gathered (the rate limiter's cap).
+template <class Modules>
+[[nodiscard]] constexpr double engine_buffers(const training& t, zero_stage z,
+                                              const engine_inputs& x, Modules&& modules) {
+  const frameworks::sharding& e = t.framework.data;
+  const double wb = t.weight_bytes(), gb = t.gradient_bytes();
+  switch (e.engine) {
+    case frameworks::data_engine::megatron:
+      if (z.shards_weights()) return 2 * wb * x.unit;
+      if (x.replicated && !z.shards_optimizer())
+        return strata::detail::min(x.ddp_bucket, x.trained * gb);
+      return 0;
+    case frameworks::data_engine::deepspeed: {
+      if (!x.replicated) return 0;
+      const double bucket = strata::detail::min(e.reduce_bucket, x.trained * gb);
+      if (!z.shards_weights()) return bucket;
+      const partitioned_modules w = modules();
+      return bucket + strata::detail::min(wb * w.largest + e.prefetch_bucket, wb * x.weights);
+    }
+    case frameworks::data_engine::fsdp:
+      if (!x.replicated) return 0;
+      return (wb + gb) * x.unit + (z.shards_weights() ? 2 * wb * x.unit : 0.0);
+  }
+  return 0;
+}
+
+/// How many calls a step's data-parallel collectives take on one rank, per micro-batch for
+/// ZeRO-2/3 (the engine's rule, `frameworks::sharding`): ZeRO-3 gathers one layer per call
+/// (Megatron, FSDP's units) or one module (DeepSpeed, above the persistence threshold) in each
+/// pass; ZeRO-2/3 reduce once per micro-batch (Megatron), per unit (FSDP) or per
+/// `reduce_bucket_size` (DeepSpeed); `bucket` is the reduction's bucket for ZeRO-0/1.
+struct calls_per_step {
+  double gathers = 1, reduces = 1, bucket = 0;
+};
+/// The calls for `gradient_bytes` of gradients over `layers` layers with DDP's bucket of
+/// `ddp_bucket` bytes; `modules()` as for `engine_buffers`.
+template <class Modules>
+[[nodiscard]] constexpr calls_per_step collective_calls(const training& t, zero_stage z,
+                                                        double layers, double ddp_bucket,
+                                                        double gradient_bytes, Modules&& modules) {
+  const frameworks::sharding& e = t.framework.data;
+  const double l = strata::detail::max(1.0, layers);
+  calls_per_step k;
+  k.bucket = e.engine == frameworks::data_engine::deepspeed ? e.reduce_bucket : ddp_bucket;
+  switch (e.engine) {
+    case frameworks::data_engine::megatron:
+      if (z.shards_weights()) k.gathers = l;
+      break;
+    case frameworks::data_engine::fsdp:
+      if (z.shards_weights()) k.gathers = l;
+      if (z.shards_gradients()) k.reduces = l;
+      break;
+    case frameworks::data_engine::deepspeed:
+      if (z.shards_weights()) k.gathers = l * strata::detail::max(1.0, modules().modules);
+      if (z.shards_gradients() && e.reduce_bucket > 0)
+        k.reduces =
+            strata::detail::max(1.0, strata::detail::ceil_of(gradient_bytes / e.reduce_bucket));
+      break;
+  }
+  return k;
 }
 
 /// The engine's rules for a plan: DeepSpeed's pipeline engine takes ZeRO-1 only, FSDP has no
@@ -3944,14 +3837,16 @@ constexpr void check_zero_stage(int stage) {
                                                    int pipeline_degree) {
   using frameworks::data_engine;
   using frameworks::offload_device;
-  if (e.engine == data_engine::deepspeed && stage >= 2 && pipeline_degree > 1)
+  const zero_stage z{stage};
+  if (e.engine == data_engine::deepspeed && z.shards_gradients() && pipeline_degree > 1)
     return limits::deepspeed_zero_with_pipeline;
-  if (e.engine == data_engine::fsdp && stage == 1) return limits::fsdp_has_no_zero1;
+  if (e.engine == data_engine::fsdp && z.gathers_updated_weights() && !z.shards_gradients())
+    return limits::fsdp_has_no_zero1;
   const bool opt = e.offload_optimizer != offload_device::none,
              par = e.offload_parameters != offload_device::none;
   if ((opt || par) && e.engine != data_engine::deepspeed) return limits::offload_needs_deepspeed;
-  if (opt && stage < 1) return limits::offload_optimizer_needs_zero;
-  if (par && stage < 3) return limits::offload_parameters_needs_zero3;
+  if (opt && !z.shards_optimizer()) return limits::offload_optimizer_needs_zero;
+  if (par && !z.shards_weights()) return limits::offload_parameters_needs_zero3;
   if (!(e.reduce_bucket >= 0 && e.prefetch_bucket >= 0 && e.persistence_threshold >= 0 &&
         e.fp32_gradient_group >= 0))
     return "the framework's bucket sizes must not be negative";
@@ -3980,6 +3875,7 @@ constexpr void check_engine(const frameworks::sharding& e, int stage, int pipeli
 namespace strata::parallel {
 
 struct data_parallel {
+  static constexpr policy_slot slot = policy_slot::data;  ///< `parallel/policy.hpp`
   int degree = 1;
   int zero = 0;
   double overlap = 1.0;      ///< fraction of the backward pass the reduction may hide behind
@@ -3988,6 +3884,9 @@ struct data_parallel {
   /// many consecutive data-parallel ranks and the groups hold replicas, whose gradient shards
   /// are all-reduced across groups; 0: one group of all `degree` ranks.
   int shard_group = 0;
+
+  /// What the ZeRO stage shards and when its collectives run (`zero_stage`).
+  [[nodiscard]] constexpr zero_stage sharding() const { return {zero}; }
 
   /// Ranks one ZeRO shard group spans.
   [[nodiscard]] constexpr int shards() const { return shard_group > 0 ? shard_group : degree; }
@@ -4003,18 +3902,20 @@ struct data_parallel {
                                           seconds backward, double layer_share,
                                           double bucket_share) const {
     const double ov = overlap;
+    const zero_stage z{zero};
     seconds t{};
-    if (zero <= 1) {
-      const seconds reduce = zero == 0 ? c.all_reduce : c.reduce_scatter;
+    if (!z.shards_gradients()) {  // one reduction a step, behind the last backward
+      const seconds reduce = z.shards_optimizer() ? c.reduce_scatter : c.all_reduce;
       t = max(reduce - ov * backward, bucket_share * reduce);
-    } else if (zero == 2) {
+    } else if (!z.shards_weights()) {  // a reduce-scatter per micro-batch
       t = m * max(c.reduce_scatter - ov * backward, bucket_share * c.reduce_scatter);
-    } else {
+    } else {  // and the weights gathered before each layer in both passes
       t = m *
           (max(c.all_gather - ov * forward, layer_share * c.all_gather) +
            max(c.all_gather + c.reduce_scatter - ov * backward, layer_share * c.reduce_scatter));
     }
-    if (zero == 1 || zero == 2) t += max(c.all_gather - ov * forward, bucket_share * c.all_gather);
+    if (z.gathers_updated_weights())
+      t += max(c.all_gather - ov * forward, bucket_share * c.all_gather);
     return t;
   }
 
@@ -4047,6 +3948,7 @@ struct data_parallel {
 namespace strata::parallel {
 
 struct expert_parallel {
+  static constexpr policy_slot slot = policy_slot::expert;  ///< `parallel/policy.hpp`
   int degree = 1;
 
   static constexpr int all_to_alls = 2;  ///< per MoE layer and pass: dispatch, combine
@@ -4104,6 +4006,7 @@ struct pipeline_unit {
 };
 
 struct pipeline_parallel {
+  static constexpr policy_slot slot = policy_slot::pipeline;  ///< `parallel/policy.hpp`
   int degree = 1;
   int virtual_stages = 1;
   schedule kind = schedule::one_f_one_b;
@@ -4230,33 +4133,6 @@ struct pipeline_parallel {
 
 }  // namespace strata::parallel
 
-// ---- strata/parallel/recompute.hpp -------------------------------------------------------------
-/// @file parallel/recompute.hpp
-/// @brief Activation recomputation (Korthikanti et al. 2022 §5): `none` keeps every saved tensor;
-/// `selective` recomputes the attention core (its s^2 scores are not kept); `full` keeps each
-/// layer's input only and runs the layer's forward again before its backward (Chen et al. 2016's
-/// checkpointing, one checkpoint per layer). What a layer keeps under each is
-/// `lower::layer`'s `keep_kind::activation` tensors.
-
-
-namespace strata::parallel {
-
-enum class recompute { none, selective, full };
-
-[[nodiscard]] constexpr std::string_view to_string(recompute r) {
-  switch (r) {
-    case recompute::none:
-      return "none";
-    case recompute::selective:
-      return "selective";
-    case recompute::full:
-      return "full";
-  }
-  return "none";
-}
-
-}  // namespace strata::parallel
-
 // ---- strata/parallel/tensor.hpp ----------------------------------------------------------------
 /// @file parallel/tensor.hpp
 /// @brief Megatron tensor parallelism (Shoeybi et al. 2019 §3), with sequence parallelism
@@ -4277,6 +4153,7 @@ enum class recompute { none, selective, full };
 namespace strata::parallel {
 
 struct tensor_parallel {
+  static constexpr policy_slot slot = policy_slot::tensor;  ///< `parallel/policy.hpp`
   int degree = 1;
   bool sequence = false;
 
@@ -4725,6 +4602,7 @@ on_save(F) -> on_save<F>;
 /// kernels (GPT-2: the tanh-GELU formula as nine); fp32 residual adds; MoE experts through
 /// `grouped_mm` on fp32 weights (a host synchronization and one fp32 GEMM per expert for each).
 template <class V>
+requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void layer(const transformer& m, const shard& x, const training& tr, phase ph, V&& v) {
   using parallel::recompute;
   const bool fwd = ph == phase::forward;
@@ -4955,6 +4833,7 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
 /// attention's K/V blocks (Liu et al. 2023: c - 1 transfers of the rank's K and V, as one
 /// `send_recv` op of their total), MoE's dispatch and combine all-to-alls of the routed tokens.
 template <class V>
+requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void layer_collectives(const transformer& m, const shard& x, const training& tr, phase ph,
                                  V&& v) {
   const double act = tr.activation_bytes(), h = m.hidden;
@@ -4984,6 +4863,7 @@ constexpr void layer_collectives(const transformer& m, const shard& x, const tra
 /// are added, and the backward zero-fills the V x h fp32 gradient and accumulates into it (a tied
 /// matrix then adds the head's gradient).
 template <class V>
+requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void embedding(const transformer& m, const shard& x, const training& tr, phase ph,
                          V&& v) {
   const bool fwd = ph == phase::forward;
@@ -5011,6 +4891,7 @@ constexpr void embedding(const transformer& m, const shard& x, const training& t
 /// log-softmax, NLL; backward NLL's zero-filled gradient, log-softmax's backward and the cast back
 /// to bf16. Keeps the norm's tensors and the projection's input (and weight copy).
 template <class V>
+requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void head(const transformer& m, const shard& x, const training& tr, phase ph, V&& v) {
   const bool fwd = ph == phase::forward;
   const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd};
@@ -5120,119 +5001,24 @@ struct layer_weights {
 
 }  // namespace strata::lower
 
-// ---- strata/analytic/transformer.hpp -----------------------------------------------------------
-/// @file analytic/transformer.hpp
-/// @brief Closed-form time and memory of a transformer trained with `parallel::nd`.
-///
-/// FLOPs follow Narayanan et al. SC'21 §5.1 (72 B s l h^2 (1 + s/6h + V/12lh) per iteration,
-/// 96 B s l h^2 (1 + s/6h + V/16lh) with full recomputation), generalized per token by
-/// `transformer::layer_forward_flops` to GQA, SwiGLU and MoE. Activation memory follows
-/// Korthikanti et al. 2022 Table 2 (34 s b h + 5 a s^2 b bytes per layer, split into the 10 s b h
-/// that tensor parallelism replicates and the 24 s b h + 5 a s^2 b it shards), the in-flight
-/// micro-batches of the first 1F1B stage and the interleaving factor 1 + (p-1)/(p v) (§4.2.3),
-/// and the embedding and output-layer terms (§4.3). Model states follow Rajbhandari et al.
-/// 2020 §5 (ZeRO stages) with Megatron's 18 B/param as the default mixed-precision recipe.
-/// Times come from a kernel-level lowering of one layer (`hardware/kernels.hpp`) and the
-/// foundation's collectives on the groups `parallel::nd` lays out.
-/// @code
-/// const auto r = strata::analytic::evaluate(strata::zoo::gpt3_175b(), s,
-///                                           strata::presets::dgx_a100(128),
-///                                           {.batch = 1536, .sequence = 2048});
-/// @endcode
-
+// ---- strata/analytic/parameters.hpp ------------------------------------------------------------
+/// @file analytic/parameters.hpp
+/// @brief How a transformer plan splits the model's parameters over its ranks: what pipeline stage
+/// i holds on one rank (tensor, expert and pipeline shares), what it trains (LoRA: the adapters),
+/// the ZeRO partition one rank updates, and what the data-parallel engine's rules read of the plan
+/// (`parallel::engine_inputs`).
 
 
 namespace strata::analytic {
 
 using parallel::recompute;
 
-// ---- FLOPs ---------------------------------------------------------------------------------
-
-/// Model FLOPs of one iteration: forward and backward (3x forward) of every layer and of the
-/// vocabulary projection, for B sequences of s tokens (Narayanan et al. SC'21 eq. (3) without
-/// recomputation, generalized).
-[[nodiscard]] constexpr double model_flops(const transformer& m, double batch, double s) {
-  return 3 * batch * s * (m.layers * m.layer_forward_flops(s) + m.head_forward_flops());
+namespace detail {
+/// The sequence length plan runs with: the training setup's, else the model's.
+constexpr int sequence_of(const transformer& m, const training& t) {
+  return t.sequence_or(m.sequence);
 }
-
-/// FLOPs the hardware runs: model FLOPs plus the recomputed forward (full: every layer, giving
-/// SC'21's 96 B s l h^2 (1 + s/6h + V/16lh); selective: the attention core, 4 s h per token).
-[[nodiscard]] constexpr double hardware_flops(const transformer& m, double batch, double s,
-                                              recompute r) {
-  const double base = model_flops(m, batch, s);
-  if (r == recompute::full) return base + batch * s * m.layers * m.layer_forward_flops(s);
-  if (r == recompute::selective) return base + batch * s * m.layers * 4 * s * m.hidden;
-  return base;
-}
-
-// ---- activation memory (Korthikanti et al. 2022) -------------------------------------------
-
-/// The bytes of each kind one layer keeps on one rank (`lower::layer`'s kept tensors, one pass).
-struct layer_keeps {
-  double activation = 0, weight_copy = 0, until_loss = 0;
-  [[nodiscard]] constexpr double of(lower::keep_kind kind) const {
-    return kind == lower::keep_kind::activation    ? activation
-           : kind == lower::keep_kind::weight_copy ? weight_copy
-                                                   : until_loss;
-  }
-};
-template <class Lowering>
-[[nodiscard]] constexpr layer_keeps keeps_by(Lowering&& lowering) {
-  layer_keeps k;
-  lowering(lower::on_save{[&](const lower::saved_tensor& t) {
-    (t.kind == lower::keep_kind::activation    ? k.activation
-     : t.kind == lower::keep_kind::weight_copy ? k.weight_copy
-                                               : k.until_loss) += t.bytes;
-  }});
-  return k;
-}
-[[nodiscard]] constexpr layer_keeps keeps_of(const transformer& m, const lower::shard& x,
-                                             const training& tr) {
-  return keeps_by([&](auto&& v) { lower::layer(m, x, tr, lower::phase::forward, v); });
-}
-/// The bytes of one kind a layer keeps (activations saved for backward by default).
-[[nodiscard]] constexpr double layer_saved_bytes(
-    const transformer& m, const lower::shard& x, const training& tr,
-    lower::keep_kind kind = lower::keep_kind::activation) {
-  return keeps_of(m, x, tr).of(kind);
-}
-
-/// Korthikanti et al. 2022 Table 2 as `lower::layer` keeps it under Megatron's recipe, for b
-/// sequences of s tokens on one tensor-parallel rank. In units of s b h (2-byte activations,
-/// 1-byte dropout masks):
-/// - replicated by tensor parallelism (10 for GPT): the two norms' inputs (4), the inputs of
-///   the QKV and first MLP GEMMs (4) and the two dropout masks (2);
-/// - sharded (24 for GPT): Q (2), K and V (4 kv d / h), the attention output (2), the MLP's
-///   GELU input and second-GEMM input (2 f / h each, 16 for f = 4h; SwiGLU keeps its
-///   two input halves and their product, 6 f / h);
-/// - the scores: 5 a s / h (softmax output 2, dropout mask 1, dropout output 2; 2 without
-///   dropout), gone with selective recomputation or fused (flash) attention.
-/// MoE layers keep the MLP terms for top_k x capacity routed copies of each token. fp32
-/// activations double every 2-byte term.
-[[nodiscard]] constexpr double layer_activation_bytes(const transformer& m, double s, double b,
-                                                      int tp, bool sp, recompute r, bool flash,
-                                                      double act = 2) {
-  training tr;
-  tr.precision = act >= 4 ? precision_mode::fp32 : precision_mode::bf16_mixed;
-  tr.flash_attention = flash;
-  return layer_saved_bytes(m, {b, s, s, tp, sp, 1, 1, r}, tr);
-}
-
-// ---- results --------------------------------------------------------------------------------
-
-/// The headroom of plan `s` whose tensors peak at `allocated`.
-[[nodiscard]] constexpr memory_headroom headroom_of(const parallel::nd& s, const runtime_memory& rt,
-                                                    bytes allocated) {
-  memory_headroom h;
-  h.context = bytes{rt.context};
-  for (const int d :
-       {s.tensor.degree, s.context.degree, s.expert.degree, s.pipeline.degree, s.data.degree})
-    if (d > 1) h.communicators += bytes{d == 2 ? rt.pair_communicator : rt.communicator};
-  h.fragmentation = allocated * rt.fragmentation;
-  return h;
-}
-
-// ---- model states ---------------------------------------------------------------------------
+}  // namespace detail
 
 /// Parameters pipeline stage i holds on one rank, split into dense (replicated over data, expert
 /// and context ranks) and expert weights (replicated over data and context ranks).
@@ -5298,293 +5084,361 @@ struct model_parameters {
   return x.dense / (shards * s.expert.degree) + x.expert / shards;
 }
 
-namespace detail {
-/// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
-/// ZeRO stage `zero`, as the framework's engine stores them (`parallel::engine_states`).
-constexpr void add_states(memory_breakdown& mem, double n, double shards, int zero,
-                          const training& t) {
-  const auto z = parallel::engine_states(n, shards, zero, t);
-  mem.weights += bytes{z.weights};
-  mem.gradients += bytes{z.gradients};
-  mem.optimizer_states += bytes{z.optimizer};
+/// What the data-parallel engine's buffer rule (`parallel::engine_buffers`) reads of plan `s` on
+/// one rank of a stage with `trained` trained and `weights` held parameters.
+[[nodiscard]] constexpr parallel::engine_inputs engine_inputs_of(const transformer& m,
+                                                                 const parallel::nd& s,
+                                                                 double trained, double weights) {
+  return {m.layer_parameters() / s.tensor.degree, trained, weights, s.data.bucket,
+          s.replicas() * s.context.degree > 1};
 }
-constexpr int sequence_of(const transformer& m, const training& t) {
-  return t.sequence_or(m.sequence);
-}
-}  // namespace detail
-
-/// The pieces of a stage's memory the moments are made of (see `stage_memory`).
-struct memory_terms {
-  memory_breakdown states;  ///< model states, buffers, batch, workspace, other
-  double fixed = 0;         ///< all of `states` but the gradients
-  double gradients = 0;     ///< every gradient of the stage
-  bool persistent = true;   ///< gradients live all step (else: made in backward)
-  /// more than one micro-batch runs on the stage: the first backward makes every gradient and
-  /// they accumulate through the later micro-batches (so the peak moments hold them all)
-  bool accumulates = false;
-  double layer_gradients = 0;  ///< one layer's
-  double head_gradients = 0;   ///< embedding's and head's (made by the first backward)
-  double layers = 0, in_flight = 1;
-  double saved = 0, casts = 0;            ///< one layer's saved tensors and weight copies
-  double full_layer = 0, full_casts = 0;  ///< the same without recomputation
-  double rebuilt = 0;                     ///< a recomputed layer during its backward
-  double embedding = 0;       ///< input-embedding tensors of the in-flight micro-batches
-  double head = 0;            ///< final norm and projection inputs
-  double head_casts = 0;      ///< the projection's weight copy
-  double logits = 0;          ///< the loss's working set, freed by the head's backward
-  double forward_logits = 0;  ///< the same at the forward's end (with `until_loss`)
-  double until_loss = 0;      ///< tensors alive until the forward ends
-  double held_logits = 0;     ///< logits the training loop keeps
-  double update_buffer = 0;   ///< the optimizer step's working copy (`parallel::update_buffer`)
-};
-
-/// What the strategy's lowering keeps: a layer (as the strategy recomputes it, and without
-/// recomputation), the embedding and the head, per micro-batch; and the model's parameter counts
-/// (`parameters_of`), so that each stage's memory does not count them again.
-struct plan_keeps {
-  layer_keeps layer, full, embedding, head;
-  model_parameters parameters{};
-};
-[[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
-                                            const training& t) {
-  using lower::phase;
-  const lower::shard sh = lower::shard_of(m, s, t);
-  plan_keeps k{keeps_of(m, sh, t),
-               {},
-               keeps_by([&](auto&& v) { lower::embedding(m, sh, t, phase::forward, v); }),
-               keeps_by([&](auto&& v) { lower::head(m, sh, t, phase::forward, v); }),
-               parameters_of(m)};
-  if (sh.recompute == recompute::full) {
-    lower::shard whole = sh;
-    whole.recompute = recompute::none;
-    k.full = keeps_of(m, whole, t);
-  } else {
-    k.full = k.layer;
-  }
-  return k;
-}
-
-/// DeepSpeed's pipeline engine on stage `stage` (runtime/pipe/engine.py; `recipe::pipe_buffers`):
-/// `TrainSchedule.num_pipe_buffers` = max(2, min(p - stage, m)) slots, each holding the received
-/// activation b s h (rebuilt whole after a partitioned receive; the forward runs on a clone of
-/// it, which the layer's own saved input counts) on every stage but the first, and the stage's
-/// output on every stage but the last, partitioned over the tensor-parallel group before it is
-/// sent (b s h / t). Counted all step: the received slots stay filled between steps, the outputs
-/// are released by their backward (an overstatement at the optimizer step of at most the slots'
-/// outputs).
-[[nodiscard]] constexpr double pipe_buffers(const transformer& m, const parallel::nd& s,
-                                            const training& t, int stage) {
-  const int p = s.pipeline.degree;
-  if (!t.framework.pipe_buffers || p == 1) return 0;
-  const double slots = strata::detail::max(2, strata::detail::min(p - stage, s.micro_batches(t)));
-  const double act = static_cast<double>(s.micro_batch) * detail::sequence_of(m, t) /
-                     s.context.degree * m.hidden * t.activation_bytes();
-  return slots * ((stage > 0 ? act : 0.0) + (stage < p - 1 ? act / s.tensor.degree : 0.0));
-}
-
-/// The communication buffers the framework's data-parallel engine holds on one rank of a stage
-/// with `params` trained parameters of `weights` in all:
-/// - Megatron: one gradient bucket in flight (ZeRO-0); ZeRO-3 two layers' gathered weights (the
-///   current and the prefetched);
-/// - DeepSpeed: the contiguous gradient bucket (`reduce_bucket_size`); ZeRO-3 also the module
-///   being used and the prefetch bucket (`stage3_prefetch_bucket_size`) gathered;
-/// - FSDP: a unit's unsharded 16-bit gradients and their `reduce_dtype` copy before its
-///   reduce-scatter; FULL_SHARD also two units gathered (the rate limiter's cap).
-[[nodiscard]] constexpr double engine_buffers(const transformer& m, const parallel::nd& s,
-                                              const training& t, double params, double weights) {
-  const frameworks::sharding& e = t.framework.data;
-  const int zero = s.data.zero;
-  const double tp = s.tensor.degree, wb = t.weight_bytes(), gb = t.gradient_bytes();
-  const double unit = m.layer_parameters() / tp;  // one layer's parameters on this rank
-  const bool dp = s.replicas() * s.context.degree > 1;
-  switch (e.engine) {
-    case frameworks::data_engine::megatron:
-      if (zero >= 3) return 2 * wb * unit;
-      if (dp && zero == 0) return strata::detail::min(s.data.bucket, params * gb);
-      return 0;
-    case frameworks::data_engine::deepspeed: {
-      if (!dp) return 0;
-      const double bucket = strata::detail::min(e.reduce_bucket, params * gb);
-      if (zero < 3) return bucket;
-      const lower::layer_weights w =
-          lower::weight_modules(m, lower::shard_of(m, s, t), t, e.persistence_threshold);
-      return bucket + strata::detail::min(wb * w.largest + e.prefetch_bucket, wb * weights);
-    }
-    case frameworks::data_engine::fsdp:
-      if (!dp) return 0;
-      return (wb + gb) * unit + (zero >= 3 ? 2 * wb * unit : 0.0);
-  }
-  return 0;
-}
-
-/// The terms of pipeline stage `stage` on one rank.
-[[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
-                                                 const training& t, int stage,
-                                                 const plan_keeps& keeps) {
-  memory_terms x;
-  memory_breakdown& mem = x.states;
-  mem.stage = stage;
-  const frameworks::recipe& r = t.framework;
-  const stage_parameters n = parameters_on(m, s, stage, keeps.parameters);
-  const double dense_shards =
-      static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
-  const double expert_shards = static_cast<double>(s.data.shards()) * s.context.degree;
-  if (t.lora.on()) {
-    // frozen weights: their storage copy only (sharded by ZeRO-3); the adapters train in full
-    const bool z3 = s.data.zero >= 3;
-    mem.weights += bytes{t.weight_bytes() * partition_of(s, n, z3)};
-    detail::add_states(mem, trained_on(m, s, t, stage).dense, dense_shards, s.data.zero, t);
-    mem.embedding_states = bytes{t.weight_bytes() * n.embedding / (z3 ? dense_shards : 1.0)};
-  } else {
-    detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
-    detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
-    const auto e = parallel::engine_states(n.embedding, dense_shards, s.data.zero, t);
-    mem.embedding_states = bytes{e.weights + e.gradients + e.optimizer};
-    x.head_gradients = e.gradients;
-  }
-  const int p = s.pipeline.degree;
-  const lower::shard sh = lower::shard_of(m, s, t);
-  const double T = sh.tokens(), tp = s.tensor.degree;
-  x.layers = s.stage_layers(m, stage);
-  x.in_flight = s.pipeline.in_flight(s.micro_batches(t), stage);
-  using lower::keep_kind;
-  x.saved = keeps.layer.activation;
-  x.casts = keeps.layer.weight_copy;
-  x.until_loss = x.layers * x.in_flight * keeps.layer.until_loss;
-  x.full_layer = keeps.full.activation;
-  x.full_casts = keeps.full.weight_copy;
-  if (sh.recompute == recompute::full) x.rebuilt = x.full_layer;
-  x.layer_gradients =
-      (mem.gradients.count() - x.head_gradients) / strata::detail::max(x.layers, 1.0);
-  if (stage == 0) x.embedding = x.in_flight * keeps.embedding.activation;
-  if (stage == p - 1) {
-    const double act = t.activation_bytes(), V = m.vocabulary / tp;
-    // the final norm's and the projection's inputs (and weight copy; Megatron's fp32 logits)
-    x.head = keeps.head.activation;
-    x.head_casts = keeps.head.weight_copy;
-    if (r.loss != frameworks::loss_style::vocab_parallel) {
-      // the loss upcasts the logits to fp32 and, at its backward's peak, holds log-softmax's
-      // output, its gradient and the logits' gradient (12 B per logit; measured:
-      // h100_steps_gpt2.csv); `transformers` also peaks in the forward with the bf16 logits,
-      // their fp32 copy and log-softmax's output (10 B) while the caches live; a loop that keeps
-      // the logits (nanoGPT returns them) holds them through the backward
-      x.logits = 3 * 4 * T * V;
-      if (r.loss == frameworks::loss_style::transformers) x.forward_logits = 10 * T * V;
-      x.held_logits = r.keep_logits ? act * T * V : 0.0;
-    }
-  }
-  {
-    const stage_parameters tn = trained_on(m, s, t, stage, n);
-    mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert) +
-                        pipe_buffers(m, s, t, stage)};
-    x.update_buffer =
-        parallel::update_buffer(partition_of(s, tn, s.data.zero >= 1), s.data.zero, t);
-  }
-  mem.other = bytes{t.reserved};
-  mem.batch = bytes{r.batch_bytes_per_token * T};
-  mem.workspace = bytes{r.workspace};
-  x.persistent = r.persistent_gradients;
-  x.accumulates = s.micro_batches(t) > 1;
-  x.gradients = mem.gradients.count();
-  mem.gradients = bytes{};
-  x.fixed = mem.total().count();
-  mem.between_steps = bytes{x.fixed + (x.persistent ? x.gradients : 0.0)};
-  return x;
-}
-
-/// Memory of pipeline stage `stage` on one rank at its peak, the largest of four moments:
-/// - loss: model states, every in-flight micro-batch's saved tensors and weight copies, the
-///   head's inputs and the loss's working set;
-/// - first backward: the same without the loss's working set (and, unless the recipe keeps them
-///   through the backward as Megatron's accounting does, the head's inputs), plus the
-///   recomputed layer (full recomputation, Korthikanti §5) and, when gradients are made in
-///   backward, the embedding's and head's gradients;
-/// - last backward: every gradient but the layer's own, the layer's saved and rebuilt tensors,
-///   the other in-flight micro-batches;
-/// - update: every gradient.
-/// Gradients live all step under Megatron (main_grad buffers) and are made by the backward under
-/// `zero_grad(set_to_none=True)` (PyTorch eager, Hugging Face).
-[[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
-                                                 const training& t, int stage) {
-  return stage_terms(m, s, t, stage, keeps_of(m, s, t));
-}
-
-[[nodiscard]] constexpr memory_breakdown stage_memory(const memory_terms& x, const training& t) {
-  const bool vocab_parallel = t.framework.loss == frameworks::loss_style::vocab_parallel;
-  const bool all_grads = x.persistent || x.accumulates;
-  const double g_always = all_grads ? x.gradients : 0.0;
-  const double acts = x.layers * x.in_flight * x.saved, casts = x.layers * x.in_flight * x.casts;
-  struct moment {
-    memory_moment at;
-    double gradients, activations, weight_casts, stored, logits, buffers = 0;
-    [[nodiscard]] constexpr double total() const {
-      return gradients + activations + weight_casts + stored + logits + buffers;
-    }
+/// DeepSpeed's partitioned modules of one layer of plan `s` (`lower::weight_modules`).
+[[nodiscard]] constexpr auto partitioned_modules_of(const transformer& m, const parallel::nd& s,
+                                                    const training& t) {
+  return [&m, &s, &t] {
+    const lower::layer_weights w = lower::weight_modules(m, lower::shard_of(m, s, t), t,
+                                                         t.framework.data.persistence_threshold);
+    return parallel::partitioned_modules{w.largest, w.modules};
   };
-  // Megatron's accounting first: on ties the Korthikanti moment is the one reported
-  const moment moments[] = {
-      {memory_moment::first_backward, all_grads ? x.gradients : x.head_gradients, acts + x.rebuilt,
-       casts + (x.rebuilt > 0 ? x.full_casts : 0.0), x.embedding + (vocab_parallel ? x.head : 0.0),
-       x.held_logits},
-      {memory_moment::loss, g_always, acts, casts + x.head_casts, x.embedding + x.head,
-       x.logits + x.held_logits},
-      {memory_moment::loss, g_always, acts + x.until_loss, casts + x.head_casts,
-       x.embedding + x.head, x.forward_logits + x.held_logits},
-      {memory_moment::last_backward, all_grads ? x.gradients : x.gradients - x.layer_gradients,
-       (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt,
-       (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits},
-      {memory_moment::update, x.gradients, 0, 0, 0, 0, x.update_buffer}};
-  const moment* top = &moments[0];
-  for (const moment& mo : moments)
-    if (mo.total() > top->total()) top = &mo;
-  memory_breakdown best = x.states;
-  best.moment = top->at;
-  best.gradients = bytes{top->gradients};
-  best.activations = bytes{top->activations};
-  best.weight_casts = bytes{top->weight_casts};
-  best.embedding_activations = bytes{top->stored};
-  best.logits = bytes{top->logits};
-  best.buffers += bytes{top->buffers};
-  return best;
-}
-[[nodiscard]] constexpr memory_breakdown stage_memory(const transformer& m, const parallel::nd& s,
-                                                      const training& t, int stage) {
-  return stage_memory(stage_terms(m, s, t, stage), t);
 }
 
-/// The largest per-device memory over the pipeline stages. Only three stages can hold it: the
-/// first (most in-flight micro-batches, the embedding), the second (the fullest of the middle
-/// stages, which all have the same layers and fewer micro-batches in flight down the pipeline)
-/// and the last (the logits). With `enough`, the stages are looked at in that order and the
-/// largest so far is returned as soon as `enough(its total)` holds: a sweep that only needs to
-/// know that a plan cannot fit prices one stage, not three.
-template <class Enough>
-[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
-                                                           const parallel::nd& s, const training& t,
-                                                           const plan_keeps& keeps,
-                                                           Enough&& enough) {
-  const int p = s.pipeline.degree;
-  memory_breakdown best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
-  const int others = p > 2 ? 2 : p - 1;  // with two stages, stage 1 is the last
-  for (int k = 0; k < others && !enough(best.total()); ++k) {
-    const memory_breakdown x = stage_memory(stage_terms(m, s, t, k == 0 ? 1 : p - 1, keeps), t);
-    if (x.total() > best.total()) best = x;
+}  // namespace strata::analytic
+
+// ---- strata/comm/nccl.hpp ----------------------------------------------------------------------
+/// @file comm/nccl.hpp
+/// @brief Collectives priced per call as NCCL's tuner prices them: for every algorithm (ring,
+/// tree, NVLS) and protocol (LL, LL128, Simple) a latency plus bytes over a bandwidth, and the
+/// fastest one chosen, so that a call of a few KB costs its ~25 us and not S / bandwidth.
+///
+/// The constants are NCCL's own, from NVIDIA/nccl tag v2.30.7-1 (identical at the 2026-06
+/// master): `src/graph/tuning.cc` lines 138-212 (tables), 288-437 (the model), 514-541 (which
+/// protocols are enabled), 620-655 (`ncclTopoGetAlgoTime`); `src/graph/search.cc` lines 1057-1064
+/// (per-channel speeds) and 1124-1138 (NVLS channels); `src/graph/topo.h` lines 19-24 (what NCCL
+/// credits an NVLink with). In NCCL's units a time is
+///   t [us] = latency(algorithm, protocol) + S / (1000 x bandwidth [GB/s])
+/// where the latency is a base plus hops x per-hop latency of the link kind (NVLink, PCIe or
+/// network) and the bandwidth is the bus bandwidth of the links times the protocol's efficiency,
+/// turned into algorithm bandwidth. To that strata adds `launch`, the per-call cost that the tuner
+/// leaves out (it ranks choices; nccl-tests times whole calls).
+/// @code
+/// constexpr auto c = strata::presets::dgx_h100(1);
+/// // 8 GPUs, 1 KiB: ring/LL, 15.0 us of latency + 10 us of launch
+/// const auto pick = strata::comm::nccl::choose(strata::comm::collective::all_reduce, c,
+///                                              {.size = 8}, strata::bytes{1024});
+/// @endcode
+
+
+
+namespace strata::comm {
+
+/// NCCL's tuner as a collective policy (`time(collective, const cluster&, group, bytes S)`).
+/// Sizes follow nccl-tests, as for every policy in `collectives.hpp`.
+struct nccl {
+  static constexpr std::string_view name = "nccl";
+
+  enum class algorithm { tree, ring, nvls };
+  enum class protocol { ll, ll128, simple };
+
+  /// The algorithm and protocol NCCL would run, and what the call costs.
+  struct choice {
+    algorithm algo = algorithm::ring;
+    protocol proto = protocol::simple;
+    seconds time{};     ///< the whole call, launch included
+    seconds startup{};  ///< the part that does not depend on the size: latency and launch
+  };
+
+  /// Per-call cost outside the tuner's model: kernel launch and completion as nccl-tests times a
+  /// call. Fitted to the smallest all-reduces of `test/data/nccl_tests_allreduce_busbw.csv`: on
+  /// 8 x H100 1 KiB takes 1024 x 1.75 / 0.07 GB/s = 25.6 us and the tuner says 15.0 us (10.6 us
+  /// left); on 8 x H200 29.9 us (14.9 us left). We take the lower, 10 us.
+  static constexpr seconds launch{10e-6};
+
+  /// The cost of one algorithm and protocol, launch included; a negative time where NCCL would
+  /// not run that pair (disabled, or the collective is not one it implements).
+  [[nodiscard]] static constexpr seconds price(collective op, const cluster& c, group g, bytes s,
+                                               algorithm a, protocol p) {
+    detail::check(g.size, s);
+    if (g.size == 1) return {};
+    const setup u = make_setup(c, g);
+    const double us = model_us(op, u, s.count(), a, p);
+    return us < 0 ? seconds{-1.0} : seconds{us * 1e-6} + launch;
   }
-  return best;
-}
-[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
-                                                           const parallel::nd& s, const training& t,
-                                                           const plan_keeps& keeps) {
-  return peak_stage_memory(m, s, t, keeps, [](bytes) { return false; });
-}
-/// The same, lowering the layer once for every stage (`keeps_of`).
-[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
-                                                           const parallel::nd& s,
-                                                           const training& t) {
-  return peak_stage_memory(m, s, t, keeps_of(m, s, t));
+
+  /// The fastest algorithm and protocol, as `ncclTopoGetAlgoTime` ranks them. All-to-all and
+  /// send/recv are point-to-point in NCCL, outside the tuner: they are priced by `direct` plus
+  /// `launch`.
+  [[nodiscard]] static constexpr choice choose(collective op, const cluster& c, group g, bytes s) {
+    detail::check(g.size, s);
+    if (g.size == 1) return {};
+    if (op == collective::all_to_all || op == collective::send_recv) {
+      return {algorithm::ring, protocol::simple, direct::time(op, c, g, s) + launch,
+              direct::time(op, c, g, bytes{}) + launch};
+    }
+    const setup u = make_setup(c, g);
+    choice best{algorithm::ring, protocol::simple, seconds{-1.0}};
+    const call_shape k = shape_of(op, u, s.count());
+    for (const algorithm a : {algorithm::tree, algorithm::ring, algorithm::nvls}) {
+      for (const protocol p : {protocol::ll, protocol::ll128, protocol::simple}) {
+        const double us = pair_us(k, u, a, p);
+        if (us < 0) continue;
+        if (best.time < seconds{0} || us * 1e-6 < best.time.count())
+          best = {a, p, seconds{us * 1e-6}};
+      }
+    }
+    if (best.time < seconds{0}) detail::unsupported(name, op);
+    best.startup = seconds{model_us(op, u, 0.0, best.algo, best.proto) * 1e-6} + launch;
+    best.time += launch;
+    return best;
+  }
+
+  [[nodiscard]] static constexpr seconds time(collective op, const cluster& c, group g, bytes s) {
+    return choose(op, c, g, s).time;
+  }
+
+  // ---- NCCL's constants ---------------------------------------------------------------------
+  // Rows: NCCL's compute-capability index (Volta, Ampere, Hopper, Blackwell).
+  enum generation { volta, ampere, hopper, blackwell };
+  /// tuning.cc 149-155: base latency [us], {LL, LL128, Simple}; NVLS has none (its hop has it).
+  static constexpr std::array<std::array<double, 3>, 3> base_latency{
+      {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}}};
+  /// tuning.cc 157-175: per-hop latency [us] by link kind (NVLink, PCI, network) and algorithm
+  /// (tree, ring, NVLS), {LL, LL128, Simple}.
+  static constexpr std::array<std::array<std::array<double, 3>, 3>, 3> hop_latency{{
+      {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}}},  // NVLink
+      {{{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}}},    // PCI
+      {{{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}}},   // network
+  }};
+  /// tuning.cc 178-183: the LL protocol's bandwidth cap [GB/s]; row by GPU generation on one
+  /// node, by CPU vendor across nodes (we take Intel, row 0); column 1, 2, more than 2 nodes.
+  static constexpr std::array<std::array<double, 3>, 4> ll_max_bw{
+      {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}}};
+  /// tuning.cc 139-144: NVLS efficiency (Hopper 0.85, Blackwell 0.74).
+  static constexpr std::array<double, 4> nvls_efficiency{0.0, 0.0, 0.85, 0.74};
+  /// tuning.cc 623-627: tree bandwidth correction for medium sizes, by protocol and
+  /// log2(S / 64 B) (64 B to 256 MB).
+  static constexpr std::array<std::array<double, 23>, 3> tree_correction{{
+      {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
+       .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
+       .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+  }};
+  /// topo.h 19-24: what NCCL credits one NVLink with [GB/s] (SM70 20, SM80 20, SM90 20.6,
+  /// SM100 40.1), over its line rate per direction (25 GB/s for NVLink 2-4, 50 for NVLink 5):
+  /// the share of the wire an NVLink's bandwidth counts for in NCCL's bus bandwidth.
+  static constexpr std::array<double, 4> nvlink_efficiency{20.0 / 25, 20.0 / 25, 20.6 / 25,
+                                                           40.1 / 50};
+  /// search.cc 1057 and 1063: the per-channel speeds [GB/s] NCCL's search tries inside a node
+  /// (Hopper, Blackwell), fastest first.
+  static constexpr std::array<double, 11> hopper_speeds{60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
+  static constexpr std::array<double, 12> blackwell_speeds{90, 80, 70, 60, 50, 45,
+                                                           40, 30, 24, 20, 19, 18};
+
+  /// What the tuner reads of the communicator and the topology.
+  struct setup {
+    int ranks = 1;
+    int nodes = 1;
+    int ppn = 1;          ///< ranks per node
+    int gen = volta;      ///< GPU generation index
+    int intra_hw = 0;     ///< 0 NVLink, 1 PCI, 2 network
+    double intra_bw = 0;  ///< what NCCL counts inside a node [GB/s]
+    double bus_bw = 0;    ///< the graph's bus bandwidth (channels x speed) [GB/s]
+    bool ll128 = false;   ///< LL128 enabled (tuning.cc 518-536)
+    bool nvls = false;    ///< NVLS possible (search.cc 1124; tuning.cc 504-506)
+  };
+
+  [[nodiscard]] static constexpr setup make_setup(const cluster& c, group g) {
+    const group_view v = view(c, g);
+    const level& node = c.levels[0];
+    setup u;
+    u.ranks = v.p;
+    u.nodes = v.nodes;
+    u.ppn = v.local;
+    const int arch = c.dev.arch;
+    u.gen = arch >= 100 ? blackwell : arch >= 90 ? hopper : arch >= 80 ? ampere : volta;
+    u.intra_hw = node.kind == link_kind::nvlink ? 0 : node.kind == link_kind::pcie ? 1 : 2;
+    const bool nvlink = node.kind == link_kind::nvlink && arch >= 70;
+    u.intra_bw = v.intra.bandwidth.count() * 1e-9 * (nvlink ? nvlink_efficiency[u.gen] : 1.0);
+    const double inter = v.inter.bandwidth.count() * 1e-9;
+    u.bus_bw = v.nodes == 1  ? u.intra_bw
+               : v.local > 1 ? strata::detail::min(u.intra_bw, inter)
+                             : inter;
+    // LL128 needs NVLink inside the node and a CUDA GPU of compute capability 7.0 or more.
+    u.ll128 = nvlink;
+    u.nvls = node.switch_reduction && v.nodes == 1 && arch >= 90 && v.p >= 2;
+    return u;
+  }
+
+  /// NCCL's floor(log2(x)) (`log2i`), 0 for x < 2 (and for NaN): the exponent of the double,
+  /// which halving x until it is below 2 would count (halving is exact).
+  [[nodiscard]] static constexpr int log2i(double x) {
+    if (!(x >= 2.0)) return 0;
+    if (!(x <= std::numeric_limits<double>::max())) return 1024;  // infinity
+    return static_cast<int>((std::bit_cast<std::uint64_t>(x) >> 52) & 0x7ff) - 1023;
+  }
+
+  /// What the time of a call depends on besides its algorithm and protocol: worked out once
+  /// per call, then read by each of the nine pairs (`pair_us`).
+  struct call_shape {
+    bool ar = false, ag_rs = false, chain = false;
+    int n = 1, nsteps = 0, inter_steps = 0;
+    double nbytes = 0;
+    double ll_cap = 0;      ///< the LL protocol's cap [GB/s]
+    double ratio = 0;       ///< n / nsteps: bus to algorithm bandwidth (376-382)
+    bool plateau = false;   ///< the ring's plateau across nodes applies (647-650)
+    int ls = -1;            ///< the tree correction's column, log2(S / 64 B); -1 below 64 B
+    int tree_hops = 0;      ///< log2(nodes): the tree's network hops
+    double nvls_speed = 0;  ///< NVLS: the per-channel speed the search settles on
+    int nvls_channels = 0;
+  };
+  [[nodiscard]] static constexpr call_shape shape_of(collective op, const setup& u, double nbytes) {
+    call_shape k;
+    k.ar = op == collective::all_reduce;
+    k.ag_rs = op == collective::all_gather || op == collective::reduce_scatter;
+    k.chain = op == collective::broadcast || op == collective::reduce;
+    if (!k.ar && !k.ag_rs && !k.chain) return k;
+    k.n = u.ranks;
+    k.nsteps = k.ar ? 2 * (k.n - 1) : k.ag_rs ? k.n - 1 : k.n;
+    k.nbytes = nbytes;
+    const int i2 = u.nodes <= 2 ? u.nodes - 1 : 2;
+    k.ll_cap =
+        ll_max_bw[static_cast<std::size_t>(u.nodes == 1 ? u.gen : 0)][static_cast<std::size_t>(i2)];
+    k.ratio = static_cast<double>(k.n) / k.nsteps;
+    k.inter_steps = u.nodes == 1 ? 0 : k.ar ? 2 * (u.nodes - 1) : u.nodes - 1;
+    // 647-650: the ring's plateau across nodes (64 B per rank and channel; we take 32 channels)
+    k.plateau = u.nodes > 1 && k.ar && nbytes / (32.0 * k.n) >= 64;
+    k.ls = nbytes >= 64 ? log2i(nbytes / 64) : -1;
+    k.tree_hops = log2i(u.nodes);
+    if (u.nvls) {
+      // search.cc 1126-1138: one channel per GPU of the node, each at the fastest speed that
+      // the GPU's NVLink bandwidth holds for all of them
+      const int ch = k.n < 32 ? k.n : 32;
+      double speed = 0;
+      if (u.gen == blackwell) {
+        for (const double sp : blackwell_speeds)
+          if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
+        if (speed == 0) speed = blackwell_speeds.back();
+      } else {
+        for (const double sp : hopper_speeds)
+          if (speed == 0 && sp * ch <= u.intra_bw) speed = sp;
+        if (speed == 0) speed = hopper_speeds.back();
+      }
+      k.nvls_speed = speed;
+      k.nvls_channels = ch;
+    }
+    return k;
+  }
+
+  /// tuning.cc 288-437 and 630-655: the time [us] of one algorithm and protocol, launch
+  /// excluded; negative where NCCL would not run it.
+  [[nodiscard]] static constexpr double pair_us(const call_shape& k, const setup& u, algorithm a,
+                                                protocol p) {
+    if (!k.ar && !k.ag_rs && !k.chain) return -1;
+    if (p == protocol::ll128 && !u.ll128) return -1;
+    const auto pi = static_cast<std::size_t>(p);
+    const auto& net = hop_latency[2];
+    const auto& intra = hop_latency[static_cast<std::size_t>(u.intra_hw)];
+    double bw = 0, lat = 0;
+    switch (a) {
+      case algorithm::ring: {
+        // 327-329: LL moves 8 bytes for every 4 of data and is capped; LL128 120 of 128.
+        bw = p == protocol::ll      ? strata::detail::min(k.ll_cap, u.bus_bw * 0.5)
+             : p == protocol::ll128 ? u.bus_bw * 0.92
+                                    : u.bus_bw;
+        bw *= k.ratio;  // 376-382: bus to algorithm bandwidth
+        lat = base_latency[1][pi];
+        const auto& hop = u.nodes == 1 ? intra : net;
+        if (k.chain) {
+          lat += hop[1][pi];  // 395-397: broadcast and reduce pipeline, one hop of start-up
+        } else {
+          // 404-412: every step pays a hop; steps that leave the node pay the network's, and
+          // a node-internal step is at least the network post overhead (1 us, x3 for Simple).
+          const double overhead = u.nodes > 1 ? (p == protocol::simple ? 3.0 : 1.0) : 0.0;
+          const double in = strata::detail::max(intra[1][pi], overhead);
+          const double out = u.ppn == 1 ? net[0][pi] : net[1][pi];
+          lat += (k.nsteps - k.inter_steps) * in + k.inter_steps * out;
+          if (p == protocol::simple && k.plateau) lat *= u.gen >= ampere ? 1.4 : 1.9;
+        }
+        break;
+      }
+      case algorithm::tree: {
+        if (!k.ar) return -1;  // 294-298: trees run all-reduce only
+        // 330-336: 92 % of the links; LL 1/3.8 of that (capped), LL128 7/9 in a node, 120/128
+        // across.
+        bw = u.bus_bw * 0.92;
+        if (p == protocol::ll) bw = strata::detail::min(bw / 3.8, k.ll_cap);
+        if (p == protocol::ll128) bw *= u.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0;
+        bw *= 0.5;  // 380: up the tree and down again
+        if (k.ls >= 0 && k.ls < 23) bw *= tree_correction[pi][static_cast<std::size_t>(k.ls)];
+        // 414-417: a chain through the node's ranks, log2(nodes) network hops, up and down.
+        lat = base_latency[0][pi] + 2.0 * ((u.ppn - 1) * intra[0][pi] + k.tree_hops * net[0][pi]);
+        break;
+      }
+      case algorithm::nvls: {
+        if (!u.nvls || p != protocol::simple || k.chain) return -1;  // 301: Simple only
+        // 307-324: the channel's share after NVLS efficiency; an all-reduce pipelines two
+        // operations; all-gather and reduce-scatter move (ppn-1)/ppn.
+        const int ch = k.nvls_channels;
+        double per =
+            k.nvls_speed * nvls_efficiency[static_cast<std::size_t>(u.gen)] * (ch - 1) / ch;
+        per *= k.ar ? 2.0 : static_cast<double>(u.ppn - 1) / u.ppn;
+        bw = ch * per;
+        if (k.ar) bw *= k.ratio;
+        lat = hop_latency[0][2][2];  // 424-426: NVLink hop of NVLS only
+        break;
+      }
+    }
+    if (!(bw > 0)) return -1;
+    return lat + k.nbytes / (1000.0 * bw);
+  }
+
+  /// One algorithm and protocol for one call: `pair_us` of the call's shape.
+  [[nodiscard]] static constexpr double model_us(collective op, const setup& u, double nbytes,
+                                                 algorithm a, protocol p) {
+    return pair_us(shape_of(op, u, nbytes), u, a, p);
+  }
+};
+
+[[nodiscard]] constexpr std::string_view to_string(nccl::algorithm a) {
+  switch (a) {
+    case nccl::algorithm::tree:
+      return "tree";
+    case nccl::algorithm::ring:
+      return "ring";
+    case nccl::algorithm::nvls:
+      return "nvls";
+  }
+  return "?";
 }
 
-// ---- time -----------------------------------------------------------------------------------
+[[nodiscard]] constexpr std::string_view to_string(nccl::protocol p) {
+  switch (p) {
+    case nccl::protocol::ll:
+      return "LL";
+    case nccl::protocol::ll128:
+      return "LL128";
+    case nccl::protocol::simple:
+      return "Simple";
+  }
+  return "?";
+}
+
+}  // namespace strata::comm
+
+// ---- strata/analytic/price.hpp -----------------------------------------------------------------
+/// @file analytic/price.hpp
+/// @brief What a transformer plan's lowered operations cost: one layer's kernels (and the host's
+/// dispatch) priced with a device profile (`lower_layer`), its tensor-, context- and
+/// expert-parallel collectives on the groups the plan lays out (`collectives_of`), the spans a
+/// micro-batch runs on a stage, the optimizer step (on the GPU or offloaded) and the
+/// data-parallel and ZeRO collectives of a stage (`data_collectives_of`). The closed form
+/// (`analytic/iteration.hpp`), the simulator, the sweep and Proteus all price with it.
+
+
+
+namespace strata::analytic {
+
+using parallel::recompute;
 
 /// Time of one layer for one micro-batch on one rank: `lower::layer`'s kernels priced with the
 /// device profile (queued back to back) and, for eager recipes, the host's dispatch
@@ -5720,8 +5574,10 @@ constexpr group replica_group(const parallel::nd& s) {
 /// A collective over several axes at once, composed hierarchically: reduce-scatter over each
 /// axis in turn on a shrinking buffer (all-gather back in reverse). An all-reduce over one axis
 /// is NCCL's all-reduce; over several, a reduce-scatter and an all-gather per axis.
-constexpr call_cost over_axes(comm::collective op, const cluster& c, const parallel::nd& s,
-                              std::initializer_list<parallel::axis> axes, bytes size) {
+[[gnu::always_inline]] constexpr call_cost over_axes(comm::collective op, const cluster& c,
+                                                     const parallel::nd& s,
+                                                     std::initializer_list<parallel::axis> axes,
+                                                     bytes size) {
   call_cost total{};
   if (!(size > bytes{})) return total;  // nothing to move (a dense model's expert part)
   int spanned = 0;
@@ -5942,41 +5798,14 @@ struct offload_efficiency {
   return max(down - backward, seconds{}) + cpu + up;
 }
 
-/// How many calls a step's data-parallel collectives take on one rank, per micro-batch for
-/// ZeRO-2/3 (the engine's rule, `frameworks::sharding`): ZeRO-3 gathers one layer per call
-/// (Megatron, FSDP's units) or one module (DeepSpeed, above the persistence threshold) in each
-/// pass; ZeRO-2/3 reduce once per micro-batch (Megatron), per unit (FSDP) or per
-/// `reduce_bucket_size` (DeepSpeed); `bucket` is the reduction's bucket for ZeRO-0/1.
-struct calls_per_step {
-  double gathers = 1, reduces = 1, bucket = 0;
-};
-[[nodiscard]] constexpr calls_per_step collective_calls(const transformer& m, const parallel::nd& s,
-                                                        const training& tr, double layers,
-                                                        double gradient_bytes) {
-  const frameworks::sharding& e = tr.framework.data;
-  const int zero = s.data.zero;
-  const double l = strata::detail::max(1.0, layers);
-  calls_per_step k;
-  k.bucket = e.engine == frameworks::data_engine::deepspeed ? e.reduce_bucket : s.data.bucket;
-  switch (e.engine) {
-    case frameworks::data_engine::megatron:
-      if (zero >= 3) k.gathers = l;
-      break;
-    case frameworks::data_engine::fsdp:
-      if (zero >= 3) k.gathers = l;
-      if (zero >= 2) k.reduces = l;
-      break;
-    case frameworks::data_engine::deepspeed:
-      if (zero >= 3)
-        k.gathers = l * strata::detail::max(1.0, lower::weight_modules(m, lower::shard_of(m, s, tr),
-                                                                       tr, e.persistence_threshold)
-                                                     .modules);
-      if (zero >= 2 && e.reduce_bucket > 0)
-        k.reduces =
-            strata::detail::max(1.0, strata::detail::ceil_of(gradient_bytes / e.reduce_bucket));
-      break;
-  }
-  return k;
+/// How many calls a step's data-parallel collectives take on one rank of plan `s` for a stage of
+/// `layers` layers and `gradient_bytes` of gradients (`parallel::collective_calls`).
+[[nodiscard]] constexpr parallel::calls_per_step collective_calls(const transformer& m,
+                                                                  const parallel::nd& s,
+                                                                  const training& tr, double layers,
+                                                                  double gradient_bytes) {
+  return parallel::collective_calls(tr, s.data.sharding(), layers, s.data.bucket, gradient_bytes,
+                                    partitioned_modules_of(m, s, tr));
 }
 
 /// The data-parallel (and ZeRO) collectives of one stage's parameters `n` (all) and `tn`
@@ -6002,12 +5831,12 @@ struct data_collective_costs {
 }
 [[nodiscard]] constexpr data_collective_costs data_collectives_of(
     const parallel::nd& s, const cluster& c, const training& tr, const stage_parameters& n,
-    const stage_parameters& tn, const calls_per_step& calls) {
+    const stage_parameters& tn, const parallel::calls_per_step& calls) {
   using comm::collective;
-  const int zero = s.data.zero;
+  const parallel::zero_stage zero = s.data.sharding();
   const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
   data_collective_costs out;
-  if (zero == 0) {
+  if (!zero.shards_optimizer()) {
     out.all_reduce = data_collective(collective::all_reduce, c, s, tn, gb, calls.reduces);
     return out;
   }
@@ -6018,8 +5847,8 @@ struct data_collective_costs {
     const double k = strata::detail::max(1.0, calls.reduces);
     out.reduce_scatter += k * call_cost::of(collective::all_reduce, c, replicas, bytes{shard / k});
   }
-  out.all_gather = data_collective(collective::all_gather, c, s, zero >= 3 ? n : tn, wb,
-                                   zero >= 3 ? calls.gathers : 1.0);
+  out.all_gather = data_collective(collective::all_gather, c, s, zero.shards_weights() ? n : tn, wb,
+                                   zero.shards_weights() ? calls.gathers : 1.0);
   return out;
 }
 
@@ -6035,7 +5864,7 @@ class data_collectives_memo {
   [[nodiscard]] data_collective_costs operator()(const parallel::nd& s, const cluster& c,
                                                  const training& tr, const stage_parameters& n,
                                                  const stage_parameters& tn,
-                                                 const calls_per_step& calls) {
+                                                 const parallel::calls_per_step& calls) {
     if (&c != cluster_ || &tr != training_) {  // another setup: nothing known carries over
       slots_.clear();
       used_ = 0;
@@ -6096,6 +5925,20 @@ class data_collectives_memo {
   const cluster* cluster_ = nullptr;
   const training* training_ = nullptr;
 };
+
+}  // namespace strata::analytic
+
+// ---- strata/analytic/iteration.hpp -------------------------------------------------------------
+/// @file analytic/iteration.hpp
+/// @brief The closed-form time of one iteration of a transformer plan: the stages' spans priced by
+/// `analytic/price.hpp` folded over the pipeline schedule (`parallel::pipeline_parallel::bubble`
+/// and its sends), the data-parallel engine's exposed collectives
+/// (`parallel::data_parallel::exposed`), the optimizer step and the host's exposed dispatch.
+
+
+namespace strata::analytic {
+
+using parallel::recompute;
 
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` and the
 /// layer's collectives `lcoll` from `collectives_of` (pass the same to every strategy that shares
@@ -6164,19 +6007,20 @@ class data_collectives_memo {
   // data parallelism and ZeRO on the critical stage's parameters: every weight is gathered,
   // the trained ones (LoRA: the adapters) reduced and updated
   const stage_parameters n = parameters_on(m, s, critical), tn = trained_on(m, s, tr, critical, n);
-  const int zero = s.data.zero;
+  const parallel::zero_stage zero = s.data.sharding();
   const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
   const frameworks::sharding& e = tr.framework.data;
-  const calls_per_step calls = collective_calls(m, s, tr, lcrit, (tn.dense + tn.expert) * gb);
+  const parallel::calls_per_step calls =
+      collective_calls(m, s, tr, lcrit, (tn.dense + tn.expert) * gb);
   const double bucket_fraction = strata::detail::min(
       1.0, calls.bucket / strata::detail::max((tn.dense + tn.expert) * gb, 1.0));
   const seconds f_mb = T.forward / static_cast<double>(mb);
   const seconds b_mb = (T.backward + T.recompute) / static_cast<double>(mb);
   // the rank's parameter partition (what its optimizer updates)
-  const double partition = partition_of(s, tn, zero >= 1);
+  const double partition = partition_of(s, tn, zero.shards_optimizer());
   // ZeRO-Infinity brings the weights over PCIe on a single rank too
   const bool offload_weights =
-      zero >= 3 && e.offload_parameters != frameworks::offload_device::none;
+      zero.shards_weights() && e.offload_parameters != frameworks::offload_device::none;
   if (s.replicas() * s.context.degree > 1 || offload_weights) {
     const data_collective_costs dc =
         data ? (*data)(s, c, tr, n, tn, calls) : data_collectives_of(s, c, tr, n, tn, calls);
@@ -6220,6 +6064,365 @@ class data_collectives_memo {
   return iteration(m, s, c, tr, prof, lc, collectives_of(m, s, c, tr, lc));
 }
 
+}  // namespace strata::analytic
+
+// ---- strata/analytic/memory.hpp ----------------------------------------------------------------
+/// @file analytic/memory.hpp
+/// @brief Per-device memory of a transformer plan: the tensors one layer keeps (Korthikanti et al.
+/// 2022 Table 2 as `lower::layer` keeps them), the model states each ZeRO stage and engine stores
+/// (`parallel::engine_states`), the engine's and the pipeline engine's buffers, and the four
+/// moments of a stage whose largest is its peak (`stage_memory`, `peak_stage_memory`).
+
+
+namespace strata::analytic {
+
+using parallel::recompute;
+
+// ---- activation memory (Korthikanti et al. 2022) -------------------------------------------
+
+/// The bytes of each kind one layer keeps on one rank (`lower::layer`'s kept tensors, one pass).
+struct layer_keeps {
+  double activation = 0, weight_copy = 0, until_loss = 0;
+  [[nodiscard]] constexpr double of(lower::keep_kind kind) const {
+    return kind == lower::keep_kind::activation    ? activation
+           : kind == lower::keep_kind::weight_copy ? weight_copy
+                                                   : until_loss;
+  }
+};
+template <class Lowering>
+[[nodiscard]] constexpr layer_keeps keeps_by(Lowering&& lowering) {
+  layer_keeps k;
+  lowering(lower::on_save{[&](const lower::saved_tensor& t) {
+    (t.kind == lower::keep_kind::activation    ? k.activation
+     : t.kind == lower::keep_kind::weight_copy ? k.weight_copy
+                                               : k.until_loss) += t.bytes;
+  }});
+  return k;
+}
+[[nodiscard]] constexpr layer_keeps keeps_of(const transformer& m, const lower::shard& x,
+                                             const training& tr) {
+  return keeps_by([&](auto&& v) { lower::layer(m, x, tr, lower::phase::forward, v); });
+}
+/// The bytes of one kind a layer keeps (activations saved for backward by default).
+[[nodiscard]] constexpr double layer_saved_bytes(
+    const transformer& m, const lower::shard& x, const training& tr,
+    lower::keep_kind kind = lower::keep_kind::activation) {
+  return keeps_of(m, x, tr).of(kind);
+}
+
+/// Korthikanti et al. 2022 Table 2 as `lower::layer` keeps it under Megatron's recipe, for b
+/// sequences of s tokens on one tensor-parallel rank. In units of s b h (2-byte activations,
+/// 1-byte dropout masks):
+/// - replicated by tensor parallelism (10 for GPT): the two norms' inputs (4), the inputs of
+///   the QKV and first MLP GEMMs (4) and the two dropout masks (2);
+/// - sharded (24 for GPT): Q (2), K and V (4 kv d / h), the attention output (2), the MLP's
+///   GELU input and second-GEMM input (2 f / h each, 16 for f = 4h; SwiGLU keeps its
+///   two input halves and their product, 6 f / h);
+/// - the scores: 5 a s / h (softmax output 2, dropout mask 1, dropout output 2; 2 without
+///   dropout), gone with selective recomputation or fused (flash) attention.
+/// MoE layers keep the MLP terms for top_k x capacity routed copies of each token. fp32
+/// activations double every 2-byte term.
+[[nodiscard]] constexpr double layer_activation_bytes(const transformer& m, double s, double b,
+                                                      int tp, bool sp, recompute r, bool flash,
+                                                      double act = 2) {
+  training tr;
+  tr.precision = act >= 4 ? precision_mode::fp32 : precision_mode::bf16_mixed;
+  tr.flash_attention = flash;
+  return layer_saved_bytes(m, {b, s, s, tp, sp, 1, 1, r}, tr);
+}
+
+// ---- results --------------------------------------------------------------------------------
+
+/// The headroom of plan `s` whose tensors peak at `allocated`.
+[[nodiscard]] constexpr memory_headroom headroom_of(const parallel::nd& s, const runtime_memory& rt,
+                                                    bytes allocated) {
+  memory_headroom h;
+  h.context = bytes{rt.context};
+  for (const int d :
+       {s.tensor.degree, s.context.degree, s.expert.degree, s.pipeline.degree, s.data.degree})
+    if (d > 1) h.communicators += bytes{d == 2 ? rt.pair_communicator : rt.communicator};
+  h.fragmentation = allocated * rt.fragmentation;
+  return h;
+}
+
+namespace detail {
+/// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
+/// ZeRO stage `zero`, as the framework's engine stores them (`parallel::engine_states`).
+constexpr void add_states(memory_breakdown& mem, double n, double shards, int zero,
+                          const training& t) {
+  const auto z = parallel::engine_states(n, shards, zero, t);
+  mem.weights += bytes{z.weights};
+  mem.gradients += bytes{z.gradients};
+  mem.optimizer_states += bytes{z.optimizer};
+}
+}  // namespace detail
+
+/// The pieces of a stage's memory the moments are made of (see `stage_memory`).
+struct memory_terms {
+  memory_breakdown states;  ///< model states, buffers, batch, workspace, other
+  double fixed = 0;         ///< all of `states` but the gradients
+  double gradients = 0;     ///< every gradient of the stage
+  bool persistent = true;   ///< gradients live all step (else: made in backward)
+  /// more than one micro-batch runs on the stage: the first backward makes every gradient and
+  /// they accumulate through the later micro-batches (so the peak moments hold them all)
+  bool accumulates = false;
+  double layer_gradients = 0;  ///< one layer's
+  double head_gradients = 0;   ///< embedding's and head's (made by the first backward)
+  double layers = 0, in_flight = 1;
+  double saved = 0, casts = 0;            ///< one layer's saved tensors and weight copies
+  double full_layer = 0, full_casts = 0;  ///< the same without recomputation
+  double rebuilt = 0;                     ///< a recomputed layer during its backward
+  double embedding = 0;       ///< input-embedding tensors of the in-flight micro-batches
+  double head = 0;            ///< final norm and projection inputs
+  double head_casts = 0;      ///< the projection's weight copy
+  double logits = 0;          ///< the loss's working set, freed by the head's backward
+  double forward_logits = 0;  ///< the same at the forward's end (with `until_loss`)
+  double until_loss = 0;      ///< tensors alive until the forward ends
+  double held_logits = 0;     ///< logits the training loop keeps
+  double update_buffer = 0;   ///< the optimizer step's working copy (`parallel::update_buffer`)
+};
+
+/// What the strategy's lowering keeps: a layer (as the strategy recomputes it, and without
+/// recomputation), the embedding and the head, per micro-batch; and the model's parameter counts
+/// (`parameters_of`), so that each stage's memory does not count them again.
+struct plan_keeps {
+  layer_keeps layer, full, embedding, head;
+  model_parameters parameters{};
+};
+[[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
+                                            const training& t) {
+  using lower::phase;
+  const lower::shard sh = lower::shard_of(m, s, t);
+  plan_keeps k{keeps_of(m, sh, t),
+               {},
+               keeps_by([&](auto&& v) { lower::embedding(m, sh, t, phase::forward, v); }),
+               keeps_by([&](auto&& v) { lower::head(m, sh, t, phase::forward, v); }),
+               parameters_of(m)};
+  if (sh.recompute == recompute::full) {
+    lower::shard whole = sh;
+    whole.recompute = recompute::none;
+    k.full = keeps_of(m, whole, t);
+  } else {
+    k.full = k.layer;
+  }
+  return k;
+}
+/// DeepSpeed's pipeline engine on stage `stage` (runtime/pipe/engine.py; `recipe::pipe_buffers`):
+/// `TrainSchedule.num_pipe_buffers` = max(2, min(p - stage, m)) slots, each holding the received
+/// activation b s h (rebuilt whole after a partitioned receive; the forward runs on a clone of
+/// it, which the layer's own saved input counts) on every stage but the first, and the stage's
+/// output on every stage but the last, partitioned over the tensor-parallel group before it is
+/// sent (b s h / t). Counted all step: the received slots stay filled between steps, the outputs
+/// are released by their backward (an overstatement at the optimizer step of at most the slots'
+/// outputs).
+[[nodiscard]] constexpr double pipe_buffers(const transformer& m, const parallel::nd& s,
+                                            const training& t, int stage) {
+  const int p = s.pipeline.degree;
+  if (!t.framework.pipe_buffers || p == 1) return 0;
+  const double slots = strata::detail::max(2, strata::detail::min(p - stage, s.micro_batches(t)));
+  const double act = static_cast<double>(s.micro_batch) * detail::sequence_of(m, t) /
+                     s.context.degree * m.hidden * t.activation_bytes();
+  return slots * ((stage > 0 ? act : 0.0) + (stage < p - 1 ? act / s.tensor.degree : 0.0));
+}
+/// The communication buffers the framework's data-parallel engine holds on one rank of a stage
+/// with `params` trained parameters of `weights` in all (`parallel::engine_buffers`).
+[[nodiscard]] constexpr double engine_buffers(const transformer& m, const parallel::nd& s,
+                                              const training& t, double params, double weights) {
+  return parallel::engine_buffers(t, s.data.sharding(), engine_inputs_of(m, s, params, weights),
+                                  partitioned_modules_of(m, s, t));
+}
+/// The terms of pipeline stage `stage` on one rank.
+[[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
+                                                 const training& t, int stage,
+                                                 const plan_keeps& keeps) {
+  memory_terms x;
+  memory_breakdown& mem = x.states;
+  mem.stage = stage;
+  const frameworks::recipe& r = t.framework;
+  const stage_parameters n = parameters_on(m, s, stage, keeps.parameters);
+  const double dense_shards =
+      static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
+  const double expert_shards = static_cast<double>(s.data.shards()) * s.context.degree;
+  if (t.lora.on()) {
+    // frozen weights: their storage copy only (sharded by ZeRO-3); the adapters train in full
+    const bool z3 = s.data.sharding().shards_weights();
+    mem.weights += bytes{t.weight_bytes() * partition_of(s, n, z3)};
+    detail::add_states(mem, trained_on(m, s, t, stage).dense, dense_shards, s.data.zero, t);
+    mem.embedding_states = bytes{t.weight_bytes() * n.embedding / (z3 ? dense_shards : 1.0)};
+  } else {
+    detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
+    detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
+    const auto e = parallel::engine_states(n.embedding, dense_shards, s.data.zero, t);
+    mem.embedding_states = bytes{e.weights + e.gradients + e.optimizer};
+    x.head_gradients = e.gradients;
+  }
+  const int p = s.pipeline.degree;
+  const lower::shard sh = lower::shard_of(m, s, t);
+  const double T = sh.tokens(), tp = s.tensor.degree;
+  x.layers = s.stage_layers(m, stage);
+  x.in_flight = s.pipeline.in_flight(s.micro_batches(t), stage);
+  using lower::keep_kind;
+  x.saved = keeps.layer.activation;
+  x.casts = keeps.layer.weight_copy;
+  x.until_loss = x.layers * x.in_flight * keeps.layer.until_loss;
+  x.full_layer = keeps.full.activation;
+  x.full_casts = keeps.full.weight_copy;
+  if (sh.recompute == recompute::full) x.rebuilt = x.full_layer;
+  x.layer_gradients =
+      (mem.gradients.count() - x.head_gradients) / strata::detail::max(x.layers, 1.0);
+  if (stage == 0) x.embedding = x.in_flight * keeps.embedding.activation;
+  if (stage == p - 1) {
+    const double act = t.activation_bytes(), V = m.vocabulary / tp;
+    // the final norm's and the projection's inputs (and weight copy; Megatron's fp32 logits)
+    x.head = keeps.head.activation;
+    x.head_casts = keeps.head.weight_copy;
+    if (r.loss != frameworks::loss_style::vocab_parallel) {
+      // the loss upcasts the logits to fp32 and, at its backward's peak, holds log-softmax's
+      // output, its gradient and the logits' gradient (12 B per logit; measured:
+      // h100_steps_gpt2.csv); `transformers` also peaks in the forward with the bf16 logits,
+      // their fp32 copy and log-softmax's output (10 B) while the caches live; a loop that keeps
+      // the logits (nanoGPT returns them) holds them through the backward
+      x.logits = 3 * 4 * T * V;
+      if (r.loss == frameworks::loss_style::transformers) x.forward_logits = 10 * T * V;
+      x.held_logits = r.keep_logits ? act * T * V : 0.0;
+    }
+  }
+  {
+    const stage_parameters tn = trained_on(m, s, t, stage, n);
+    mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert) +
+                        pipe_buffers(m, s, t, stage)};
+    x.update_buffer = parallel::update_buffer(
+        partition_of(s, tn, s.data.sharding().shards_optimizer()), s.data.zero, t);
+  }
+  mem.other = bytes{t.reserved};
+  mem.batch = bytes{r.batch_bytes_per_token * T};
+  mem.workspace = bytes{r.workspace};
+  x.persistent = r.persistent_gradients;
+  x.accumulates = s.micro_batches(t) > 1;
+  x.gradients = mem.gradients.count();
+  mem.gradients = bytes{};
+  x.fixed = mem.total().count();
+  mem.between_steps = bytes{x.fixed + (x.persistent ? x.gradients : 0.0)};
+  return x;
+}
+
+/// Memory of pipeline stage `stage` on one rank at its peak, the largest of four moments:
+/// - loss: model states, every in-flight micro-batch's saved tensors and weight copies, the
+///   head's inputs and the loss's working set;
+/// - first backward: the same without the loss's working set (and, unless the recipe keeps them
+///   through the backward as Megatron's accounting does, the head's inputs), plus the
+///   recomputed layer (full recomputation, Korthikanti §5) and, when gradients are made in
+///   backward, the embedding's and head's gradients;
+/// - last backward: every gradient but the layer's own, the layer's saved and rebuilt tensors,
+///   the other in-flight micro-batches;
+/// - update: every gradient.
+/// Gradients live all step under Megatron (main_grad buffers) and are made by the backward under
+/// `zero_grad(set_to_none=True)` (PyTorch eager, Hugging Face).
+[[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
+                                                 const training& t, int stage) {
+  return stage_terms(m, s, t, stage, keeps_of(m, s, t));
+}
+
+[[nodiscard]] constexpr memory_breakdown stage_memory(const memory_terms& x, const training& t) {
+  const bool vocab_parallel = t.framework.loss == frameworks::loss_style::vocab_parallel;
+  const bool all_grads = x.persistent || x.accumulates;
+  const double g_always = all_grads ? x.gradients : 0.0;
+  const double acts = x.layers * x.in_flight * x.saved, casts = x.layers * x.in_flight * x.casts;
+  struct moment {
+    memory_moment at;
+    double gradients, activations, weight_casts, stored, logits, buffers = 0;
+    [[nodiscard]] constexpr double total() const {
+      return gradients + activations + weight_casts + stored + logits + buffers;
+    }
+  };
+  // Megatron's accounting first: on ties the Korthikanti moment is the one reported
+  const moment moments[] = {
+      {memory_moment::first_backward, all_grads ? x.gradients : x.head_gradients, acts + x.rebuilt,
+       casts + (x.rebuilt > 0 ? x.full_casts : 0.0), x.embedding + (vocab_parallel ? x.head : 0.0),
+       x.held_logits},
+      {memory_moment::loss, g_always, acts, casts + x.head_casts, x.embedding + x.head,
+       x.logits + x.held_logits},
+      {memory_moment::loss, g_always, acts + x.until_loss, casts + x.head_casts,
+       x.embedding + x.head, x.forward_logits + x.held_logits},
+      {memory_moment::last_backward, all_grads ? x.gradients : x.gradients - x.layer_gradients,
+       (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt,
+       (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits},
+      {memory_moment::update, x.gradients, 0, 0, 0, 0, x.update_buffer}};
+  const moment* top = &moments[0];
+  for (const moment& mo : moments)
+    if (mo.total() > top->total()) top = &mo;
+  memory_breakdown best = x.states;
+  best.moment = top->at;
+  best.gradients = bytes{top->gradients};
+  best.activations = bytes{top->activations};
+  best.weight_casts = bytes{top->weight_casts};
+  best.embedding_activations = bytes{top->stored};
+  best.logits = bytes{top->logits};
+  best.buffers += bytes{top->buffers};
+  return best;
+}
+[[nodiscard]] constexpr memory_breakdown stage_memory(const transformer& m, const parallel::nd& s,
+                                                      const training& t, int stage) {
+  return stage_memory(stage_terms(m, s, t, stage), t);
+}
+
+/// The largest per-device memory over the pipeline stages. Only three stages can hold it: the
+/// first (most in-flight micro-batches, the embedding), the second (the fullest of the middle
+/// stages, which all have the same layers and fewer micro-batches in flight down the pipeline)
+/// and the last (the logits). With `enough`, the stages are looked at in that order and the
+/// largest so far is returned as soon as `enough(its total)` holds: a sweep that only needs to
+/// know that a plan cannot fit prices one stage, not three.
+template <class Enough>
+[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
+                                                           const parallel::nd& s, const training& t,
+                                                           const plan_keeps& keeps,
+                                                           Enough&& enough) {
+  const int p = s.pipeline.degree;
+  memory_breakdown best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
+  const int others = p > 2 ? 2 : p - 1;  // with two stages, stage 1 is the last
+  for (int k = 0; k < others && !enough(best.total()); ++k) {
+    const memory_breakdown x = stage_memory(stage_terms(m, s, t, k == 0 ? 1 : p - 1, keeps), t);
+    if (x.total() > best.total()) best = x;
+  }
+  return best;
+}
+[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
+                                                           const parallel::nd& s, const training& t,
+                                                           const plan_keeps& keeps) {
+  return peak_stage_memory(m, s, t, keeps, [](bytes) { return false; });
+}
+/// The same, lowering the layer once for every stage (`keeps_of`).
+[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
+                                                           const parallel::nd& s,
+                                                           const training& t) {
+  return peak_stage_memory(m, s, t, keeps_of(m, s, t));
+}
+
+}  // namespace strata::analytic
+
+// ---- strata/analytic/transformer.hpp -----------------------------------------------------------
+/// @file analytic/transformer.hpp
+/// @brief Closed-form time and memory of a transformer trained with `parallel::nd`.
+///
+/// FLOPs follow Narayanan et al. SC'21 §5.1 (72 B s l h^2 (1 + s/6h + V/12lh) per iteration,
+/// 96 B s l h^2 (1 + s/6h + V/16lh) with full recomputation), generalized per token by
+/// `transformer::layer_forward_flops` to GQA, SwiGLU and MoE. Activation memory follows
+/// Korthikanti et al. 2022 Table 2 (34 s b h + 5 a s^2 b bytes per layer, split into the 10 s b h
+/// that tensor parallelism replicates and the 24 s b h + 5 a s^2 b it shards), the in-flight
+/// micro-batches of the first 1F1B stage and the interleaving factor 1 + (p-1)/(p v) (§4.2.3),
+/// and the embedding and output-layer terms (§4.3). Model states follow Rajbhandari et al.
+/// 2020 §5 (ZeRO stages) with Megatron's 18 B/param as the default mixed-precision recipe.
+/// Times come from a kernel-level lowering of one layer (`hardware/kernels.hpp`) and the
+/// foundation's collectives on the groups `parallel::nd` lays out.
+/// @code
+/// const auto r = strata::analytic::evaluate(strata::zoo::gpt3_175b(), s,
+///                                           strata::presets::dgx_a100(128),
+///                                           {.batch = 1536, .sequence = 2048});
+/// @endcode
+
+
+namespace strata::analytic {
+
 /// The report of a plan: its time (`iteration`), its peak memory (`peak_stage_memory`), FLOPs.
 [[nodiscard]] constexpr report evaluate(const transformer& m, const parallel::nd& s,
                                         const cluster& c, const training& tr,
@@ -6256,7 +6459,6 @@ class data_collectives_memo {
                                         const cluster& c, const training& tr) {
   return evaluate(m, s, c, tr, datasheet_profile(c.dev, h100_fitted_gemm));
 }
-
 }  // namespace strata::analytic
 
 // ---- strata/analytic/zero.hpp ------------------------------------------------------------------
@@ -6289,12 +6491,9 @@ namespace strata::analytic {
 [[nodiscard]] constexpr bytes zero_model_states(double parameters, int ranks, int stage,
                                                 double k = 12) {
   if (ranks < 1) throw plan_error("ZeRO needs at least one data-parallel rank");
-  if (stage < 0 || stage > 3) throw plan_error("ZeRO stage must be 0, 1, 2 or 3");
-  const double n = ranks, psi = parameters;
-  const double w = stage >= 3 ? 2 * psi / n : 2 * psi;
-  const double g = stage >= 2 ? 2 * psi / n : 2 * psi;
-  const double o = stage >= 1 ? k * psi / n : k * psi;
-  return bytes{w + g + o};
+  parallel::check_zero_stage(stage);
+  const parallel::sharded_states z = parallel::zero_states(parameters, ranks, stage, 2, 2, k);
+  return bytes{z.weights + z.gradients + z.optimizer};
 }
 
 /// The inputs of DeepSpeed's model-state estimators.
@@ -6502,13 +6701,13 @@ inline constexpr sharding deepspeed_zero{.engine = data_engine::deepspeed,
                                          .persistence_threshold = 1e5,
                                          .fp32_gradient_group = 1e9};
 
-inline constexpr recipe deepspeed = [] {
-  recipe r{};
-  r.name = "deepspeed";
-  r.pipe_buffers = true;
-  r.data = deepspeed_zero;
-  return r;
-}();
+inline constexpr struct deepspeed : megatron {
+  constexpr deepspeed() {
+    name = "deepspeed";
+    pipe_buffers = true;
+    data = deepspeed_zero;
+  }
+} deepspeed;
 
 /// `r` run by another data-parallel engine (e.g. Hugging Face model code under DeepSpeed or FSDP).
 [[nodiscard]] constexpr recipe with_engine(recipe r, const sharding& engine) {
@@ -6541,18 +6740,21 @@ inline constexpr recipe deepspeed = [] {
 
 namespace strata::frameworks {
 
-inline constexpr recipe pytorch_eager{.name = "pytorch",
-                                      .autocast = true,
-                                      .eager = true,
-                                      .modules = module_style::fused,
-                                      .loss = loss_style::eager,
-                                      .fused_qkv = true,
-                                      .fused_gate_up = true,
-                                      .attention_output_copy = true,
-                                      .persistent_gradients = false,
-                                      .workspace = 64.0 * 1024 * 1024,
-                                      .batch_bytes_per_token = 16,
-                                      .vocabulary_padding = 1};
+inline constexpr struct pytorch_eager : recipe {
+  constexpr pytorch_eager()
+      : recipe{.name = "pytorch",
+               .autocast = true,
+               .eager = true,
+               .modules = module_style::fused,
+               .loss = loss_style::eager,
+               .fused_qkv = true,
+               .fused_gate_up = true,
+               .attention_output_copy = true,
+               .persistent_gradients = false,
+               .workspace = 64.0 * 1024 * 1024,
+               .batch_bytes_per_token = 16,
+               .vocabulary_padding = 1} {}
+} pytorch_eager;
 
 /// The same loop over a Llama-style model written with torch.nn modules
 /// (`tools/measure/h100_steps.py --part llama`): `nn.RMSNorm` (one fp32 kernel under autocast),
@@ -6565,18 +6767,18 @@ inline constexpr recipe pytorch_eager{.name = "pytorch",
 /// The host cost: the three measured models, launch-bound at sequence 128, spend 170.8 ms of host
 /// time on the 6,442 kernels this lowering lists, against nanoGPT's 14.24 ms on 444
 /// (test/data/h100_host_steps.csv): `dispatch_share` = 26.5 / 32.1 us.
-inline constexpr recipe pytorch_eager_modules = [] {
-  recipe r = pytorch_eager;
-  r.name = "pytorch-modules";
-  r.modules = module_style::eager_modules;
-  r.loss = loss_style::transformers;
-  r.fused_qkv = false;
-  r.fused_gate_up = false;
-  r.attention_output_copy = false;
-  r.batch_bytes_per_token = 8;
-  r.dispatch_share = 0.83;
-  return r;
-}();
+inline constexpr struct pytorch_eager_modules : pytorch_eager {
+  constexpr pytorch_eager_modules() {
+    name = "pytorch-modules";
+    modules = module_style::eager_modules;
+    loss = loss_style::transformers;
+    fused_qkv = false;
+    fused_gate_up = false;
+    attention_output_copy = false;
+    batch_bytes_per_token = 8;
+    dispatch_share = 0.83;
+  }
+} pytorch_eager_modules;
 
 }  // namespace strata::frameworks
 
@@ -6601,14 +6803,14 @@ namespace strata::frameworks {
 
 inline constexpr sharding fsdp_units{.engine = data_engine::fsdp};
 
-inline constexpr recipe fsdp = [] {
-  recipe r = pytorch_eager;
-  r.name = "fsdp";
-  r.autocast = false;  // MixedPrecision casts the gathered parameters instead
-  r.attention_output_copy = false;
-  r.data = fsdp_units;
-  return r;
-}();
+inline constexpr struct fsdp : pytorch_eager {
+  constexpr fsdp() {
+    name = "fsdp";
+    autocast = false;  // MixedPrecision casts the gathered parameters instead
+    attention_output_copy = false;
+    data = fsdp_units;
+  }
+} fsdp;
 
 }  // namespace strata::frameworks
 
@@ -6651,20 +6853,23 @@ inline constexpr recipe fsdp = [] {
 
 namespace strata::frameworks {
 
-inline constexpr recipe huggingface{.name = "huggingface",
-                                    .autocast = true,
-                                    .eager = true,
-                                    .dispatch_share = 0.81,
-                                    .modules = module_style::transformers,
-                                    .loss = loss_style::transformers,
-                                    .fused_qkv = false,
-                                    .fused_gate_up = false,
-                                    .attention_output_copy = false,
-                                    .persistent_gradients = false,
-                                    .keep_logits = false,
-                                    .workspace = 64.0 * 1024 * 1024,
-                                    .batch_bytes_per_token = 16,
-                                    .vocabulary_padding = 1};
+inline constexpr struct huggingface : recipe {
+  constexpr huggingface()
+      : recipe{.name = "huggingface",
+               .autocast = true,
+               .eager = true,
+               .dispatch_share = 0.81,
+               .modules = module_style::transformers,
+               .loss = loss_style::transformers,
+               .fused_qkv = false,
+               .fused_gate_up = false,
+               .attention_output_copy = false,
+               .persistent_gradients = false,
+               .keep_logits = false,
+               .workspace = 64.0 * 1024 * 1024,
+               .batch_bytes_per_token = 16,
+               .vocabulary_padding = 1} {}
+} huggingface;
 
 }  // namespace strata::frameworks
 
@@ -7454,6 +7659,18 @@ struct model {
 };
 
 /// Composes layer policies in order, threading each one's output shape into the next.
+/// A model strata can lower: a transformer (its dimensions: `parameters()`, `check()`;
+/// `lower/transformer.hpp`) or a network of layers (`model<N>`: `view()` gives the layers in
+/// ParaDL's notation; `lower/cnn.hpp`).
+template <class M>
+concept Model = requires(const M& m) {
+  { m.parameters() } -> std::convertible_to<double>;
+  m.check();
+}
+|| requires(const M& m) {
+  { m.view() } -> std::convertible_to<std::span<const layer>>;
+};
+
 template <Layer... Ls>
 [[nodiscard]] constexpr model<sizeof...(Ls)> sequential(std::string_view name, shape input,
                                                         const Ls&... ls) {
@@ -7955,6 +8172,131 @@ constexpr shape concat(shape in, int channels, int h, int w) { return shape{chan
 
 }  // namespace strata::zoo
 
+// ---- strata/parallel/policy.hpp ----------------------------------------------------------------
+/// @file parallel/policy.hpp
+/// @brief Parallel strategies as types: the `Policy` concept, the policy types of a transformer
+/// plan and their composition into the plan's runtime form `parallel::nd`.
+///
+/// A policy is a literal type that names the slot of the composition it fills (`slot`) and
+/// writes its values there (`apply(policy, nd&)`, found by argument-dependent lookup). Kinds are
+/// types, degrees are values: `compose<tensor_parallel, pipeline_parallel, data_parallel, zero<1>>`
+/// checks at compile time that each slot is filled once and that the composition is one the
+/// rules allow, and at run time (or in a constant expression) builds the `nd` that the lowering,
+/// the closed form, the simulator and the search all read. A user writes a policy of their own
+/// with the same two members (`examples/user_policy.cpp`).
+/// @code
+/// constexpr strata::parallel::nd s = strata::parallel::compose(
+///     strata::parallel::tensor_parallel{.degree = 8, .sequence = true},
+///     strata::parallel::data_parallel{.degree = 4}, strata::parallel::zero<1>{});
+/// @endcode
+
+
+
+namespace strata::parallel {
+
+/// A policy of a transformer plan: a literal type with its slot and a way to write itself into
+/// the composition. Misuse (a type without them) fails here, with this concept's name.
+template <class P>
+concept Policy = std::is_trivially_copyable_v<P> && requires(const P& p, nd& s) {
+  { P::slot } -> std::convertible_to<policy_slot>;
+  apply(p, s);
+};
+
+// ---- the library's policies --------------------------------------------------------------------
+
+constexpr void apply(const tensor_parallel& p, nd& s) { s.tensor = p; }
+constexpr void apply(const context_parallel& p, nd& s) { s.context = p; }
+constexpr void apply(const expert_parallel& p, nd& s) { s.expert = p; }
+constexpr void apply(const pipeline_parallel& p, nd& s) { s.pipeline = p; }
+/// Data parallelism keeps a ZeRO stage set by `zero<N>` (the two compose in either order).
+constexpr void apply(const data_parallel& p, nd& s) {
+  const int stage = s.data.zero;
+  s.data = p;
+  if (p.zero == 0) s.data.zero = stage;
+}
+
+/// ZeRO stage `Stage` of the data-parallel engine (Rajbhandari et al. 2020 §5; the engine's
+/// rules are `parallel::zero_stage` and `engine_states`). Needs `data_parallel` in the plan.
+template <int Stage>
+struct zero {
+  static_assert(Stage >= 0 && Stage <= 3, "parallel::zero<Stage>: ZeRO has stages 0, 1, 2 and 3");
+  static constexpr policy_slot slot = policy_slot::zero;
+  static constexpr zero_stage stage{Stage};
+  friend constexpr void apply(const zero&, nd& s) { s.data.zero = Stage; }
+};
+
+/// Activation recomputation `R` (Korthikanti et al. 2022: selective recomputes the attention
+/// core, full each layer's forward).
+template <recompute R>
+struct recomputation {
+  static constexpr policy_slot slot = policy_slot::recompute;
+  friend constexpr void apply(const recomputation&, nd& s) { s.recomputation = R; }
+};
+
+/// Sequences per micro-batch (b); the global batch over the replicas and b gives the
+/// micro-batches each pipeline runs.
+struct micro_batch {
+  static constexpr policy_slot slot = policy_slot::micro_batch;
+  int sequences = 1;
+  friend constexpr void apply(const micro_batch& p, nd& s) { s.micro_batch = p.sequences; }
+};
+
+namespace detail {
+template <class P>
+inline constexpr policy_slot slot_of = P::slot;
+
+template <class T>
+struct is_zero : std::false_type {};
+template <int S>
+struct is_zero<zero<S>> : std::true_type {};
+
+template <class... Ps>
+constexpr int count_slot(policy_slot k) {
+  return ((slot_of<Ps> == k ? 1 : 0) + ... + 0);
+}
+template <class... Ps>
+constexpr bool each_slot_once() {
+  for (const policy_slot k :
+       {policy_slot::tensor, policy_slot::context, policy_slot::expert, policy_slot::pipeline,
+        policy_slot::data, policy_slot::zero, policy_slot::recompute, policy_slot::micro_batch})
+    if (count_slot<Ps...>(k) > 1) return false;
+  return true;
+}
+}  // namespace detail
+
+/// The composition rules a list of policies must keep, checked when the list is named: every
+/// type a `Policy`, each slot filled once, ZeRO only with data parallelism.
+template <class... Ps>
+constexpr bool valid_composition() {
+  static_assert((Policy<Ps> && ...),
+                "a plan's policies must model strata::parallel::Policy (a static `slot` and an "
+                "`apply(policy, nd&)` found by argument-dependent lookup)");
+  static_assert(detail::each_slot_once<Ps...>(),
+                "a plan names each policy slot once (two tensor, pipeline, data, ZeRO, "
+                "recomputation or micro-batch policies cannot both apply)");
+  static_assert(detail::count_slot<Ps...>(policy_slot::zero) == 0 ||
+                    detail::count_slot<Ps...>(policy_slot::data) > 0,
+                "parallel::zero<N> shards over data-parallel ranks: add a data_parallel policy "
+                "to the plan");
+  return true;
+}
+
+/// The runtime composition of `ps`, in the order given (a slot not named keeps `nd`'s
+/// default: degree 1, no recomputation, one sequence per micro-batch).
+template <Policy... Ps>
+requires(valid_composition<Ps...>()) [[nodiscard]] constexpr nd compose(const Ps&... ps) {
+  nd s;
+  (apply(ps, s), ...);
+  return s;
+}
+
+static_assert(Policy<tensor_parallel> && Policy<context_parallel> && Policy<expert_parallel> &&
+              Policy<pipeline_parallel> && Policy<data_parallel> && Policy<zero<3>> &&
+              Policy<recomputation<recompute::full>> && Policy<micro_batch>);
+static_assert(!Policy<nd> && !Policy<int>);
+
+}  // namespace strata::parallel
+
 // ---- strata/plan.hpp ---------------------------------------------------------------------------
 /// @file plan.hpp
 /// @brief A plan bundles a model, a cluster, a strategy and a training setup; the queries on it
@@ -7967,6 +8309,10 @@ constexpr shape concat(shape in, int channels, int h, int w) { return shape{chan
 ///                          strata::parallel::nd{.data = {.degree = 8, .zero = 3}},
 ///                          strata::training{.batch = 64}};
 /// static_assert(strata::peak_memory(q) <= 40_GiB);  // q is a transformer_plan
+/// using namespace strata::parallel;  // the same plan with its policies as types
+/// constexpr strata::plan r{strata::zoo::llama2_7b(), strata::presets::dgx_a100_40gb(1),
+///                          strata::training{.batch = 64}, data_parallel{.degree = 8}, zero<3>{}};
+/// static_assert(strata::peak_memory(r) == strata::peak_memory(q));
 /// @endcode
 
 
@@ -7977,19 +8323,54 @@ namespace strata {
 /// `training` for all. A CNN in ParaDL's notation (`model<N>`) takes a ParaDL strategy; a
 /// `transformer` takes `parallel::nd` (`transformer_plan`). Class template argument deduction
 /// picks the kind from the values.
-template <class Model, class Strategy>
+namespace detail {
+template <std::size_t I, class P>
+struct policy_leaf {
+  P value;
+};
+template <class Indices, class... Ps>
+struct policy_list;
+/// The policies of a plan, one member each (an aggregate: `{tensor, data, zero<1>{}}`).
+template <std::size_t... I, class... Ps>
+struct policy_list<std::index_sequence<I...>, Ps...> : policy_leaf<I, Ps>... {
+  [[nodiscard]] constexpr parallel::nd compose() const {
+    return parallel::compose(static_cast<const policy_leaf<I, Ps>&>(*this).value...);
+  }
+};
+}  // namespace detail
+
+/// A transformer plan whose strategy is a list of policy types (`parallel/policy.hpp`): kinds
+/// are types, checked as a composition when the plan is named, degrees are values.
+/// `strategy()` is its runtime form, the `parallel::nd` every evaluator reads.
+template <class M, class... Policies>
 struct plan {
-  Model net;
+  static_assert(Model<M>, "plan<M, ...>: M must model strata::Model (a transformer or a model<N>)");
+  static_assert(parallel::valid_composition<Policies...>());
+  M net;
   cluster machine;
-  Strategy strategy;
+  training setup;
+  detail::policy_list<std::index_sequence_for<Policies...>, Policies...> policies;
+
+  [[nodiscard]] constexpr parallel::nd strategy() const { return policies.compose(); }
+};
+
+/// A plan with one runtime strategy: a CNN model with a ParaDL strategy, or a transformer with a
+/// `parallel::nd` composition (`transformer_plan`).
+template <class M, class S>
+requires(Strategy<S> || std::same_as<S, parallel::nd>) struct plan<M, S> {
+  static_assert(Model<M>, "plan<M, S>: M must model strata::Model (a transformer or a model<N>)");
+  M net;
+  cluster machine;
+  S strategy;
   training setup;
 };
 
 template <std::size_t N, class S>
 plan(model<N>, cluster, S, training) -> plan<model<N>, S>;
 plan(transformer, cluster, parallel::nd, training)->plan<transformer, parallel::nd>;
+template <parallel::Policy... Ps>
+plan(transformer, cluster, training, Ps...) -> plan<transformer, Ps...>;
 
-/// The full report of a plan.
 template <std::size_t N, class S>
 [[nodiscard]] constexpr report evaluate(const plan<model<N>, S>& p) {
   return analytic::evaluate(p.net.view(), p.strategy, p.machine, p.setup);
@@ -8033,6 +8414,33 @@ using transformer_plan = plan<transformer, parallel::nd>;
 }
 [[nodiscard]] constexpr seconds iteration_time(const transformer_plan& p) {
   return evaluate(p).iteration_time();
+}
+
+/// The queries of a plan of policy types: those of its runtime form (`plan::strategy()`).
+template <parallel::Policy... Ps>
+[[nodiscard]] constexpr transformer_plan runtime_plan(const plan<transformer, Ps...>& p) {
+  return {p.net, p.machine, p.strategy(), p.setup};
+}
+template <parallel::Policy... Ps>
+[[nodiscard]] constexpr report evaluate(const plan<transformer, Ps...>& p,
+                                        const device_profile& prof) {
+  return evaluate(runtime_plan(p), prof);
+}
+template <parallel::Policy... Ps>
+[[nodiscard]] constexpr report evaluate(const plan<transformer, Ps...>& p) {
+  return evaluate(runtime_plan(p));
+}
+template <parallel::Policy... Ps>
+[[nodiscard]] constexpr bytes peak_memory(const plan<transformer, Ps...>& p) {
+  return peak_memory(runtime_plan(p));
+}
+template <parallel::Policy... Ps>
+[[nodiscard]] constexpr bytes memory_per_device(const plan<transformer, Ps...>& p) {
+  return peak_memory(runtime_plan(p));
+}
+template <parallel::Policy... Ps>
+[[nodiscard]] constexpr seconds iteration_time(const plan<transformer, Ps...>& p) {
+  return evaluate(runtime_plan(p)).iteration_time();
 }
 
 }  // namespace strata

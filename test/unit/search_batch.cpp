@@ -187,7 +187,7 @@ TEST_CASE("the data-collectives memo tells layouts, ZeRO stages and setups apart
   parallel::nd zero1 = outer;
   zero1.data.zero = 1;
   const auto n = analytic::parameters_on(m, outer, 0);
-  const analytic::calls_per_step calls{};
+  const parallel::calls_per_step calls{};
   auto direct = [&](const parallel::nd& s, const training& tr) {
     return analytic::data_collectives_of(s, c, tr, n, n, calls);
   };

@@ -19,6 +19,7 @@
 #include "strata/analytic/step.hpp"
 #include "strata/calibrate/step_fit.hpp"
 #include "strata/io/dlrm_scenario.hpp"
+#include "strata/io/evaluate.hpp"
 #include "strata/io/lin_trace.hpp"
 #include "strata/io/messages.hpp"
 #include "strata/io/profile.hpp"
@@ -243,11 +244,6 @@ int main(int argc, char** argv) {
                                         " subcommand, which takes its own input");
   }
   const bool limit_given = app.count("--time-limit") > 0;
-  const auto no_limit = [&](const char* what) {
-    if (limit_given)
-      throw strata::plan_error(std::string("--time-limit: stops a parameter-server search, not ") +
-                               what);
-  };
   auto read_text = [](const std::string& path, std::string& out, const char* field = "scenario") {
     namespace d = strata::io::detail;
     return guarded(field, [&] {
@@ -409,50 +405,25 @@ int main(int argc, char** argv) {
     return 2;
   }
   return guarded("scenario", [&] {
-    {
-      const nlohmann::json j = strata::io::detail::parse_json(text);
-      const bool dlrm = j.is_object() && j.contains("dlrm"),
-                 step = j.is_object() && j.contains("step");
-      if ((dlrm || step) && format == "table")
-        throw strata::plan_error(std::string("--format: a ") + (dlrm ? "DLRM" : "step") +
-                                 " scenario's report is JSON only (--format json)");
-      if (dlrm || step) no_limit(dlrm ? "a DLRM scenario" : "a step scenario");
-      if (dlrm) {  // docs/cli.md, "DLRM"
-        print_json(strata::io::run_dlrm_scenario(j, strata_cli::h100_sxm_profile));
-        return 0;
-      }
-      if (step) {
-        print_json(strata::io::step_report_json(j, strata_cli::h100_sxm_profile));
-        return 0;
-      }
-      if (strata::io::is_transformer_scenario(j)) {
-        no_limit("a transformer scenario");
-        // io/transformer_request.hpp: the report with the search's Pareto front and cost
-        const auto r = strata::io::parse_transformer_request(j, strata_cli::h100_sxm_profile);
-        if (format == "table")
-          print_table(strata::io::transformer_report_table(r.scenario));
-        else
-          print_json(strata::io::transformer_request_json(r));
-        return 0;
-      }
-    }
-    strata::io::scenario s = strata::io::parse_scenario_text(text);
-    if (!(s.ps && s.ps->search)) no_limit("this scenario's evaluation");
-    if (s.ps && s.ps->search) {  // a long search: progress on a terminal, --time-limit
-      auto bar = std::make_shared<progress_bar>();
-      bar->limit_s = time_limit;
-      s.ps->space.progress = [bar](double f) {
-        if (!(*bar)(f))
-          throw strata::plan_error("--time-limit: the search stopped after " +
-                                   nlohmann::json(bar->limit_s).dump() + " s, " +
-                                   std::to_string(static_cast<int>(f * 100)) + " % done");
-        return true;
-      };
-    }
-    if (format == "table")
-      print_table(strata::io::report_table(s));
+    // io/evaluate.hpp: every kind of scenario, as Python and the MPI search evaluate it
+    strata::io::evaluate_request req{.format = format == "table" ? strata::io::report_format::table
+                                                                 : strata::io::report_format::json,
+                                     .time_limit = limit_given};
+    auto bar = std::make_shared<progress_bar>();  // a long search: progress on a terminal
+    bar->limit_s = time_limit;
+    req.progress = [bar](double f) {
+      if (!(*bar)(f))
+        throw strata::plan_error("--time-limit: the search stopped after " +
+                                 nlohmann::json(bar->limit_s).dump() + " s, " +
+                                 std::to_string(static_cast<int>(f * 100)) + " % done");
+      return true;
+    };
+    const auto r = strata::io::evaluate_scenario(strata::io::detail::parse_json(text), req,
+                                                 strata_cli::h100_sxm_profile);
+    if (req.format == strata::io::report_format::table)
+      print_table(r.table);
     else
-      print_json(strata::io::report_json(s));
+      print_json(r.report);
     return 0;
   });
 }

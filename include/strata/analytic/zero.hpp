@@ -20,6 +20,7 @@
 /// @endcode
 
 #include "strata/error.hpp"
+#include "strata/parallel/zero.hpp"
 #include "strata/units.hpp"
 
 namespace strata::analytic {
@@ -30,12 +31,9 @@ namespace strata::analytic {
 [[nodiscard]] constexpr bytes zero_model_states(double parameters, int ranks, int stage,
                                                 double k = 12) {
   if (ranks < 1) throw plan_error("ZeRO needs at least one data-parallel rank");
-  if (stage < 0 || stage > 3) throw plan_error("ZeRO stage must be 0, 1, 2 or 3");
-  const double n = ranks, psi = parameters;
-  const double w = stage >= 3 ? 2 * psi / n : 2 * psi;
-  const double g = stage >= 2 ? 2 * psi / n : 2 * psi;
-  const double o = stage >= 1 ? k * psi / n : k * psi;
-  return bytes{w + g + o};
+  parallel::check_zero_stage(stage);
+  const parallel::sharded_states z = parallel::zero_states(parameters, ranks, stage, 2, 2, k);
+  return bytes{z.weights + z.gradients + z.optimizer};
 }
 
 /// The inputs of DeepSpeed's model-state estimators.

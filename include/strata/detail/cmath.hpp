@@ -99,6 +99,11 @@ constexpr double sqrt(double x) {
 /// True when x is neither infinite nor NaN (as `std::isfinite`, and usable in constant
 /// expressions).
 constexpr bool isfinite(double x) { return x - x == 0.0; }
+/// The smallest integer not below `q` (|q| < 2^63).
+constexpr double ceil_of(double q) {
+  const double f = static_cast<double>(static_cast<long long>(q));
+  return f < q ? f + 1 : f;
+}
 
 }  // namespace strata::detail
 

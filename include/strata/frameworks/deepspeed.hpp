@@ -20,7 +20,7 @@
 ///   and the CPU Adam pass.
 /// A Hugging Face model under DeepSpeed is `with_engine(huggingface, deepspeed.data)`.
 
-#include "strata/frameworks/recipe.hpp"
+#include "strata/frameworks/megatron.hpp"
 
 namespace strata::frameworks {
 
@@ -30,13 +30,13 @@ inline constexpr sharding deepspeed_zero{.engine = data_engine::deepspeed,
                                          .persistence_threshold = 1e5,
                                          .fp32_gradient_group = 1e9};
 
-inline constexpr recipe deepspeed = [] {
-  recipe r{};
-  r.name = "deepspeed";
-  r.pipe_buffers = true;
-  r.data = deepspeed_zero;
-  return r;
-}();
+inline constexpr struct deepspeed : megatron {
+  constexpr deepspeed() {
+    name = "deepspeed";
+    pipe_buffers = true;
+    data = deepspeed_zero;
+  }
+} deepspeed;
 
 /// `r` run by another data-parallel engine (e.g. Hugging Face model code under DeepSpeed or FSDP).
 [[nodiscard]] constexpr recipe with_engine(recipe r, const sharding& engine) {

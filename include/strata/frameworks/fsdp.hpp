@@ -20,13 +20,13 @@ namespace strata::frameworks {
 
 inline constexpr sharding fsdp_units{.engine = data_engine::fsdp};
 
-inline constexpr recipe fsdp = [] {
-  recipe r = pytorch_eager;
-  r.name = "fsdp";
-  r.autocast = false;  // MixedPrecision casts the gathered parameters instead
-  r.attention_output_copy = false;
-  r.data = fsdp_units;
-  return r;
-}();
+inline constexpr struct fsdp : pytorch_eager {
+  constexpr fsdp() {
+    name = "fsdp";
+    autocast = false;  // MixedPrecision casts the gathered parameters instead
+    attention_output_copy = false;
+    data = fsdp_units;
+  }
+} fsdp;
 
 }  // namespace strata::frameworks

@@ -38,19 +38,22 @@
 
 namespace strata::frameworks {
 
-inline constexpr recipe huggingface{.name = "huggingface",
-                                    .autocast = true,
-                                    .eager = true,
-                                    .dispatch_share = 0.81,
-                                    .modules = module_style::transformers,
-                                    .loss = loss_style::transformers,
-                                    .fused_qkv = false,
-                                    .fused_gate_up = false,
-                                    .attention_output_copy = false,
-                                    .persistent_gradients = false,
-                                    .keep_logits = false,
-                                    .workspace = 64.0 * 1024 * 1024,
-                                    .batch_bytes_per_token = 16,
-                                    .vocabulary_padding = 1};
+inline constexpr struct huggingface : recipe {
+  constexpr huggingface()
+      : recipe{.name = "huggingface",
+               .autocast = true,
+               .eager = true,
+               .dispatch_share = 0.81,
+               .modules = module_style::transformers,
+               .loss = loss_style::transformers,
+               .fused_qkv = false,
+               .fused_gate_up = false,
+               .attention_output_copy = false,
+               .persistent_gradients = false,
+               .keep_logits = false,
+               .workspace = 64.0 * 1024 * 1024,
+               .batch_bytes_per_token = 16,
+               .vocabulary_padding = 1} {}
+} huggingface;
 
 }  // namespace strata::frameworks

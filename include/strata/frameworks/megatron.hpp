@@ -12,6 +12,9 @@
 
 namespace strata::frameworks {
 
-inline constexpr recipe megatron{};
+/// The recipe type (derive from it to change a rule) and its value.
+inline constexpr struct megatron : recipe {
+  constexpr megatron() : recipe{} {}
+} megatron;
 
 }  // namespace strata::frameworks

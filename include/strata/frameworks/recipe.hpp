@@ -4,20 +4,27 @@
 /// time and memory — which kernels it launches, which tensors autograd keeps, how it stores
 /// weights, gradients and optimizer states, and whether the host's dispatch shows.
 ///
-/// A recipe is a literal value, so a plan that names one stays `constexpr`; the shipped ones are
-/// `frameworks::megatron`, `frameworks::pytorch_eager` and `frameworks::huggingface`
-/// (`frameworks/*.hpp`), each derived from its framework's source and cited there. A user
-/// describes another framework by filling in the same fields.
+/// A recipe is a type and a value, as mp-units writes units: `frameworks::megatron`,
+/// `pytorch_eager`, `pytorch_eager_modules`, `huggingface`, `deepspeed` and `fsdp`
+/// (`frameworks/*.hpp`) each name a type derived from `recipe` whose constructor sets the rules
+/// read from that framework's source (cited there), and a `constexpr` object of it. A training
+/// setup holds the rules as a `recipe` value, so a plan that names one stays `constexpr`. A user
+/// describes another stack by deriving from the nearest one and changing the rules that differ
+/// (`examples/user_recipe.cpp`); the `Recipe` concept checks such a type.
 /// @code
-/// constexpr strata::frameworks::recipe mine = [] {
-///   auto r = strata::frameworks::pytorch_eager;
-///   r.name = "my loop";
-///   r.workspace = 0;  // no cuBLAS workspace counted
-///   return r;
-/// }();
+/// struct my_loop : strata::frameworks::pytorch_eager {
+///   constexpr my_loop() {
+///     name = "my loop";
+///     workspace = 0;  // no cuBLAS workspace counted
+///   }
+/// };
+/// static_assert(strata::frameworks::Recipe<my_loop>);
+/// strata::training t{.framework = my_loop{}};
 /// @endcode
 
+#include <concepts>
 #include <string_view>
+#include <type_traits>
 
 namespace strata::frameworks {
 
@@ -122,5 +129,20 @@ struct recipe {
   /// the data-parallel engine and its configuration (ZeRO, FSDP, offload)
   sharding data{};
 };
+
+/// A framework recipe type: derived from `recipe` (its rules are the fields its constructor
+/// sets), copied as plain data and default-constructible in a constant expression, so that a plan
+/// naming it stays `constexpr`.
+template <class R>
+concept Recipe = std::derived_from<R, recipe> && std::is_trivially_copyable_v<R> &&
+    std::default_initializable<R> && requires {
+  typename std::integral_constant<bool, (R{}.autocast || true)>;
+};
+
+/// The rules of recipe `r` as the value a training setup holds (`training::framework`).
+template <Recipe R>
+[[nodiscard]] constexpr recipe rules_of(const R& r) {
+  return r;
+}
 
 }  // namespace strata::frameworks

@@ -28,10 +28,6 @@
 namespace strata {
 
 namespace detail {
-constexpr double ceil_of(double q) {
-  const double f = static_cast<double>(static_cast<long long>(q));
-  return f < q ? f + 1 : f;
-}
 constexpr double ceil_ratio(double a, double b) { return ceil_of(a / b); }
 /// The side lengths of cuBLAS's tiles (powers of two, so m * (1 / side) is m / side exactly).
 inline constexpr std::array<double, 3> gemm_tile_sides{256, 128, 64};

@@ -77,8 +77,8 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
     transformer_scenario ts = parse_transformer_scenario(j, shipped);
     if (ts.search) throw plan_error("search: simulate runs one plan, not a search");
     const parallel::nd& st = ts.strategy;  // sim::simulate's condition for bucketed reductions
-    if (o.buckets &&
-        !(st.data.zero <= 1 && st.data.shards() * st.expert.degree * st.context.degree > 1))
+    if (o.buckets && !(!st.data.sharding().shards_gradients() &&
+                       st.data.shards() * st.expert.degree * st.context.degree > 1))
       throw plan_error(n + "buckets: only ZeRO-0/1 data parallelism reduces gradients in " +
                        "buckets (this plan's reductions follow its ZeRO stage, or it has none)");
     const sim::transformer_options opt{.overlap = o.overlap,

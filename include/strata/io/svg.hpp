@@ -29,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-#include "strata/analytic/transformer.hpp"
+#include "strata/analytic/memory.hpp"
 #include "strata/error.hpp"
 #include "strata/sim/core.hpp"
 

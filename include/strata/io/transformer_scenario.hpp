@@ -236,13 +236,14 @@ inline training parse_transformer_training(const json& j) {
   t.flash_attention = flag_field(j, p, "flash_attention", true);
   t.tf32 = flag_field(j, p, "tf32", true);
   t.reserved = num_field(j, p, "reserved_GiB", 0.0, 1e6, 0.0) * 1024.0 * 1024 * 1024;
-  t.framework = enum_field(j, p, "framework", frameworks::megatron,
-                           {{"megatron", frameworks::megatron},
-                            {"pytorch", frameworks::pytorch_eager},
-                            {"pytorch-modules", frameworks::pytorch_eager_modules},
-                            {"huggingface", frameworks::huggingface},
-                            {"deepspeed", frameworks::deepspeed},
-                            {"fsdp", frameworks::fsdp}});
+  t.framework =
+      enum_field<frameworks::recipe>(j, p, "framework", frameworks::megatron,
+                                     {{"megatron", frameworks::megatron},
+                                      {"pytorch", frameworks::pytorch_eager},
+                                      {"pytorch-modules", frameworks::pytorch_eager_modules},
+                                      {"huggingface", frameworks::huggingface},
+                                      {"deepspeed", frameworks::deepspeed},
+                                      {"fsdp", frameworks::fsdp}});
   // another data-parallel engine under the framework's model code (e.g. huggingface + deepspeed)
   t.framework.data = enum_field(j, p, "engine", t.framework.data,
                                 {{"megatron", frameworks::sharding{}},

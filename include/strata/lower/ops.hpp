@@ -15,6 +15,7 @@
 /// @endcode
 
 #include <string_view>
+#include <type_traits>
 
 #include "strata/comm/collectives.hpp"
 #include "strata/hardware/kernels.hpp"
@@ -210,5 +211,16 @@ inline constexpr double misaligned_gemm_peak_fraction = 0.12;
   }
   return 0;
 }
+
+/// What the lowering hands its operations to (`lower::layer`, `embedding`, `head`,
+/// `layer_collectives`): a type with at least one of `kernel(kernel_op)`,
+/// `collective(collective_op)` and `save(saved_tensor)`; the lowering calls those it has. A
+/// visitor with none (a misspelt `kernels`) would see nothing, so it is refused by name.
+template <class V>
+concept LoweringVisitor = requires(V& v, const kernel_op& k) {
+  v.kernel(k);
+}
+|| requires(V& v, const collective_op& c) { v.collective(c); }
+|| requires(V& v, const saved_tensor& t) { v.save(t); };
 
 }  // namespace strata::lower

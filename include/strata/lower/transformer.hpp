@@ -288,6 +288,7 @@ on_save(F) -> on_save<F>;
 /// kernels (GPT-2: the tanh-GELU formula as nine); fp32 residual adds; MoE experts through
 /// `grouped_mm` on fp32 weights (a host synchronization and one fp32 GEMM per expert for each).
 template <class V>
+requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void layer(const transformer& m, const shard& x, const training& tr, phase ph, V&& v) {
   using parallel::recompute;
   const bool fwd = ph == phase::forward;
@@ -518,6 +519,7 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
 /// attention's K/V blocks (Liu et al. 2023: c - 1 transfers of the rank's K and V, as one
 /// `send_recv` op of their total), MoE's dispatch and combine all-to-alls of the routed tokens.
 template <class V>
+requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void layer_collectives(const transformer& m, const shard& x, const training& tr, phase ph,
                                  V&& v) {
   const double act = tr.activation_bytes(), h = m.hidden;
@@ -547,6 +549,7 @@ constexpr void layer_collectives(const transformer& m, const shard& x, const tra
 /// are added, and the backward zero-fills the V x h fp32 gradient and accumulates into it (a tied
 /// matrix then adds the head's gradient).
 template <class V>
+requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void embedding(const transformer& m, const shard& x, const training& tr, phase ph,
                          V&& v) {
   const bool fwd = ph == phase::forward;
@@ -574,6 +577,7 @@ constexpr void embedding(const transformer& m, const shard& x, const training& t
 /// log-softmax, NLL; backward NLL's zero-filled gradient, log-softmax's backward and the cast back
 /// to bf16. Keeps the norm's tensors and the projection's input (and weight copy).
 template <class V>
+requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void head(const transformer& m, const shard& x, const training& tr, phase ph, V&& v) {
   const bool fwd = ph == phase::forward;
   const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd};

@@ -13,6 +13,7 @@
 /// @endcode
 
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <span>
 #include <string_view>
@@ -54,6 +55,18 @@ struct model {
 };
 
 /// Composes layer policies in order, threading each one's output shape into the next.
+/// A model strata can lower: a transformer (its dimensions: `parameters()`, `check()`;
+/// `lower/transformer.hpp`) or a network of layers (`model<N>`: `view()` gives the layers in
+/// ParaDL's notation; `lower/cnn.hpp`).
+template <class M>
+concept Model = requires(const M& m) {
+  { m.parameters() } -> std::convertible_to<double>;
+  m.check();
+}
+|| requires(const M& m) {
+  { m.view() } -> std::convertible_to<std::span<const layer>>;
+};
+
 template <Layer... Ls>
 [[nodiscard]] constexpr model<sizeof...(Ls)> sequential(std::string_view name, shape input,
                                                         const Ls&... ls) {

@@ -13,10 +13,12 @@
 
 #include "strata/error.hpp"
 #include "strata/limits.hpp"
+#include "strata/parallel/slot.hpp"
 
 namespace strata::parallel {
 
 struct context_parallel {
+  static constexpr policy_slot slot = policy_slot::context;  ///< `parallel/policy.hpp`
   int degree = 1;
 
   /// K/V block transfers per layer: c - 1 forward, 2 (c - 1) backward.

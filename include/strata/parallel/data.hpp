@@ -13,12 +13,14 @@
 
 #include "strata/error.hpp"
 #include "strata/limits.hpp"
+#include "strata/parallel/slot.hpp"
 #include "strata/parallel/zero.hpp"
 #include "strata/units.hpp"
 
 namespace strata::parallel {
 
 struct data_parallel {
+  static constexpr policy_slot slot = policy_slot::data;  ///< `parallel/policy.hpp`
   int degree = 1;
   int zero = 0;
   double overlap = 1.0;      ///< fraction of the backward pass the reduction may hide behind
@@ -27,6 +29,9 @@ struct data_parallel {
   /// many consecutive data-parallel ranks and the groups hold replicas, whose gradient shards
   /// are all-reduced across groups; 0: one group of all `degree` ranks.
   int shard_group = 0;
+
+  /// What the ZeRO stage shards and when its collectives run (`zero_stage`).
+  [[nodiscard]] constexpr zero_stage sharding() const { return {zero}; }
 
   /// Ranks one ZeRO shard group spans.
   [[nodiscard]] constexpr int shards() const { return shard_group > 0 ? shard_group : degree; }
@@ -42,18 +47,20 @@ struct data_parallel {
                                           seconds backward, double layer_share,
                                           double bucket_share) const {
     const double ov = overlap;
+    const zero_stage z{zero};
     seconds t{};
-    if (zero <= 1) {
-      const seconds reduce = zero == 0 ? c.all_reduce : c.reduce_scatter;
+    if (!z.shards_gradients()) {  // one reduction a step, behind the last backward
+      const seconds reduce = z.shards_optimizer() ? c.reduce_scatter : c.all_reduce;
       t = max(reduce - ov * backward, bucket_share * reduce);
-    } else if (zero == 2) {
+    } else if (!z.shards_weights()) {  // a reduce-scatter per micro-batch
       t = m * max(c.reduce_scatter - ov * backward, bucket_share * c.reduce_scatter);
-    } else {
+    } else {  // and the weights gathered before each layer in both passes
       t = m *
           (max(c.all_gather - ov * forward, layer_share * c.all_gather) +
            max(c.all_gather + c.reduce_scatter - ov * backward, layer_share * c.reduce_scatter));
     }
-    if (zero == 1 || zero == 2) t += max(c.all_gather - ov * forward, bucket_share * c.all_gather);
+    if (z.gathers_updated_weights())
+      t += max(c.all_gather - ov * forward, bucket_share * c.all_gather);
     return t;
   }
 

@@ -14,10 +14,12 @@
 #include "strata/error.hpp"
 #include "strata/limits.hpp"
 #include "strata/model/transformer.hpp"
+#include "strata/parallel/slot.hpp"
 
 namespace strata::parallel {
 
 struct expert_parallel {
+  static constexpr policy_slot slot = policy_slot::expert;  ///< `parallel/policy.hpp`
   int degree = 1;
 
   static constexpr int all_to_alls = 2;  ///< per MoE layer and pass: dispatch, combine

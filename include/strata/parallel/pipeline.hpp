@@ -22,6 +22,7 @@
 #include "strata/detail/algorithm.hpp"
 #include "strata/error.hpp"
 #include "strata/limits.hpp"
+#include "strata/parallel/slot.hpp"
 #include "strata/units.hpp"
 
 namespace strata::parallel {
@@ -48,6 +49,7 @@ struct pipeline_unit {
 };
 
 struct pipeline_parallel {
+  static constexpr policy_slot slot = policy_slot::pipeline;  ///< `parallel/policy.hpp`
   int degree = 1;
   int virtual_stages = 1;
   schedule kind = schedule::one_f_one_b;

@@ -19,10 +19,12 @@
 #include "strata/error.hpp"
 #include "strata/limits.hpp"
 #include "strata/model/transformer.hpp"
+#include "strata/parallel/slot.hpp"
 
 namespace strata::parallel {
 
 struct tensor_parallel {
+  static constexpr policy_slot slot = policy_slot::tensor;  ///< `parallel/policy.hpp`
   int degree = 1;
   bool sequence = false;
 

@@ -16,11 +16,31 @@
 ///   reduce-scatter (`reduce_dtype`), the moments sharded with them: 16 B/param over N ranks.
 
 #include "strata/detail/algorithm.hpp"
+#include "strata/detail/cmath.hpp"
 #include "strata/error.hpp"
 #include "strata/limits.hpp"
 #include "strata/training.hpp"
 
 namespace strata::parallel {
+
+/// What ZeRO stage `stage` shards (Rajbhandari et al. 2020 §5: P_os, P_os+g, P_os+g+p) and so
+/// when its collectives run. Every rule of the library that depends on the stage asks it here.
+struct zero_stage {
+  int stage = 0;
+  /// one of the four stages 0-3
+  [[nodiscard]] constexpr bool valid() const { return stage >= 0 && stage <= 3; }
+  /// stage >= 1: optimizer states (and fp32 masters) sharded: the gradients are reduce-scattered
+  /// and the updated weights all-gathered instead of one all-reduce
+  [[nodiscard]] constexpr bool shards_optimizer() const { return stage >= 1; }
+  /// stage >= 2: gradients sharded, so each micro-batch reduce-scatters what its backward made
+  [[nodiscard]] constexpr bool shards_gradients() const { return stage >= 2; }
+  /// stage >= 3: weights sharded, so each layer is gathered before it runs, in each pass
+  [[nodiscard]] constexpr bool shards_weights() const { return stage >= 3; }
+  /// stages 1 and 2 all-gather the updated weights once a step
+  [[nodiscard]] constexpr bool gathers_updated_weights() const {
+    return shards_optimizer() && !shards_weights();
+  }
+};
 
 /// Bytes of model states for some parameters on one rank.
 struct sharded_states {
@@ -32,12 +52,14 @@ struct sharded_states {
 [[nodiscard]] constexpr sharded_states zero_states(double n, double shards, int stage,
                                                    double weight, double gradient,
                                                    double optimizer) {
-  return {n * weight / (stage >= 3 ? shards : 1.0), n * gradient / (stage >= 2 ? shards : 1.0),
-          n * optimizer / (stage >= 1 ? shards : 1.0)};
+  const zero_stage z{stage};
+  return {n * weight / (z.shards_weights() ? shards : 1.0),
+          n * gradient / (z.shards_gradients() ? shards : 1.0),
+          n * optimizer / (z.shards_optimizer() ? shards : 1.0)};
 }
 
 constexpr void check_zero_stage(int stage) {
-  if (stage < 0 || stage > 3) throw plan_error(limits::zero_stage_out_of_range);
+  if (!zero_stage{stage}.valid()) throw plan_error(limits::zero_stage_out_of_range);
 }
 
 /// Model states of `n` parameters on one GPU at ZeRO stage `stage` over `shards` ranks, as the
@@ -48,11 +70,13 @@ constexpr void check_zero_stage(int stage) {
   sharded_states z =
       zero_states(n, shards, stage, t.weight_bytes(), t.gradient_bytes(), t.optimizer_bytes());
   // FSDP keeps no 16-bit weights at rest under FULL_SHARD: they exist only gathered (buffers)
-  if (e.engine == frameworks::data_engine::fsdp && stage >= 3 && t.master_weights()) z.weights = 0;
+  const zero_stage zs{stage};
+  if (e.engine == frameworks::data_engine::fsdp && zs.shards_weights() && t.master_weights())
+    z.weights = 0;
   if (e.offload_optimizer != frameworks::offload_device::none) {
     z.optimizer = 0;
     // from stage 2 each reduced gradient bucket is copied to the host partition and freed
-    if (stage >= 2) z.gradients = 0;
+    if (zs.shards_gradients()) z.gradients = 0;
   }
   if (e.offload_parameters != frameworks::offload_device::none) z.weights = 0;
   return z;
@@ -67,7 +91,92 @@ constexpr void check_zero_stage(int stage) {
   if (e.fp32_gradient_group <= 0 || !t.master_weights() || t.gradient_bytes() >= 4 ||
       e.offload_optimizer != frameworks::offload_device::none)
     return 0;
-  return 4 * (stage >= 3 ? strata::detail::min(n, e.fp32_gradient_group) : n);
+  return 4 *
+         (zero_stage{stage}.shards_weights() ? strata::detail::min(n, e.fp32_gradient_group) : n);
+}
+
+/// What the engines' buffer and call rules read of a plan, on one rank of one pipeline stage.
+struct engine_inputs {
+  double unit = 0;        ///< one layer's parameters on this rank (an FSDP unit, a gathered layer)
+  double trained = 0;     ///< parameters the rank trains (whose gradients it reduces)
+  double weights = 0;     ///< parameters the rank holds (what ZeRO-3 gathers)
+  double ddp_bucket = 0;  ///< DDP's (Megatron's) gradient bucket bytes, `data_parallel::bucket`
+  bool replicated = false;  ///< more than one data-parallel replica (data x context ranks)
+};
+
+/// DeepSpeed's ZeRO-3 modules of one layer: the largest one's parameters and how many are
+/// partitioned (above `stage3_param_persistence_threshold`); `lower::weight_modules` finds them.
+struct partitioned_modules {
+  double largest = 0, modules = 0;
+};
+
+/// The communication buffers the framework's data-parallel engine holds on one rank with the
+/// plan facts `x`; `modules()` gives DeepSpeed's partitioned modules (asked only under its ZeRO-3):
+/// - Megatron: one gradient bucket in flight (ZeRO-0); ZeRO-3 two layers' gathered weights (the
+///   current and the prefetched);
+/// - DeepSpeed: the contiguous gradient bucket (`reduce_bucket_size`); ZeRO-3 also the module
+///   being used and the prefetch bucket (`stage3_prefetch_bucket_size`) gathered;
+/// - FSDP: a unit's unsharded 16-bit gradients and their `reduce_dtype` copy before its
+///   reduce-scatter; FULL_SHARD also two units gathered (the rate limiter's cap).
+template <class Modules>
+[[nodiscard]] constexpr double engine_buffers(const training& t, zero_stage z,
+                                              const engine_inputs& x, Modules&& modules) {
+  const frameworks::sharding& e = t.framework.data;
+  const double wb = t.weight_bytes(), gb = t.gradient_bytes();
+  switch (e.engine) {
+    case frameworks::data_engine::megatron:
+      if (z.shards_weights()) return 2 * wb * x.unit;
+      if (x.replicated && !z.shards_optimizer())
+        return strata::detail::min(x.ddp_bucket, x.trained * gb);
+      return 0;
+    case frameworks::data_engine::deepspeed: {
+      if (!x.replicated) return 0;
+      const double bucket = strata::detail::min(e.reduce_bucket, x.trained * gb);
+      if (!z.shards_weights()) return bucket;
+      const partitioned_modules w = modules();
+      return bucket + strata::detail::min(wb * w.largest + e.prefetch_bucket, wb * x.weights);
+    }
+    case frameworks::data_engine::fsdp:
+      if (!x.replicated) return 0;
+      return (wb + gb) * x.unit + (z.shards_weights() ? 2 * wb * x.unit : 0.0);
+  }
+  return 0;
+}
+
+/// How many calls a step's data-parallel collectives take on one rank, per micro-batch for
+/// ZeRO-2/3 (the engine's rule, `frameworks::sharding`): ZeRO-3 gathers one layer per call
+/// (Megatron, FSDP's units) or one module (DeepSpeed, above the persistence threshold) in each
+/// pass; ZeRO-2/3 reduce once per micro-batch (Megatron), per unit (FSDP) or per
+/// `reduce_bucket_size` (DeepSpeed); `bucket` is the reduction's bucket for ZeRO-0/1.
+struct calls_per_step {
+  double gathers = 1, reduces = 1, bucket = 0;
+};
+/// The calls for `gradient_bytes` of gradients over `layers` layers with DDP's bucket of
+/// `ddp_bucket` bytes; `modules()` as for `engine_buffers`.
+template <class Modules>
+[[nodiscard]] constexpr calls_per_step collective_calls(const training& t, zero_stage z,
+                                                        double layers, double ddp_bucket,
+                                                        double gradient_bytes, Modules&& modules) {
+  const frameworks::sharding& e = t.framework.data;
+  const double l = strata::detail::max(1.0, layers);
+  calls_per_step k;
+  k.bucket = e.engine == frameworks::data_engine::deepspeed ? e.reduce_bucket : ddp_bucket;
+  switch (e.engine) {
+    case frameworks::data_engine::megatron:
+      if (z.shards_weights()) k.gathers = l;
+      break;
+    case frameworks::data_engine::fsdp:
+      if (z.shards_weights()) k.gathers = l;
+      if (z.shards_gradients()) k.reduces = l;
+      break;
+    case frameworks::data_engine::deepspeed:
+      if (z.shards_weights()) k.gathers = l * strata::detail::max(1.0, modules().modules);
+      if (z.shards_gradients() && e.reduce_bucket > 0)
+        k.reduces =
+            strata::detail::max(1.0, strata::detail::ceil_of(gradient_bytes / e.reduce_bucket));
+      break;
+  }
+  return k;
 }
 
 /// The engine's rules for a plan: DeepSpeed's pipeline engine takes ZeRO-1 only, FSDP has no
@@ -77,14 +186,16 @@ constexpr void check_zero_stage(int stage) {
                                                    int pipeline_degree) {
   using frameworks::data_engine;
   using frameworks::offload_device;
-  if (e.engine == data_engine::deepspeed && stage >= 2 && pipeline_degree > 1)
+  const zero_stage z{stage};
+  if (e.engine == data_engine::deepspeed && z.shards_gradients() && pipeline_degree > 1)
     return limits::deepspeed_zero_with_pipeline;
-  if (e.engine == data_engine::fsdp && stage == 1) return limits::fsdp_has_no_zero1;
+  if (e.engine == data_engine::fsdp && z.gathers_updated_weights() && !z.shards_gradients())
+    return limits::fsdp_has_no_zero1;
   const bool opt = e.offload_optimizer != offload_device::none,
              par = e.offload_parameters != offload_device::none;
   if ((opt || par) && e.engine != data_engine::deepspeed) return limits::offload_needs_deepspeed;
-  if (opt && stage < 1) return limits::offload_optimizer_needs_zero;
-  if (par && stage < 3) return limits::offload_parameters_needs_zero3;
+  if (opt && !z.shards_optimizer()) return limits::offload_optimizer_needs_zero;
+  if (par && !z.shards_weights()) return limits::offload_parameters_needs_zero3;
   if (!(e.reduce_bucket >= 0 && e.prefetch_bucket >= 0 && e.persistence_threshold >= 0 &&
         e.fp32_gradient_group >= 0))
     return "the framework's bucket sizes must not be negative";

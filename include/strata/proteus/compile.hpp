@@ -49,7 +49,7 @@
 #include <utility>
 #include <vector>
 
-#include "strata/analytic/transformer.hpp"
+#include "strata/analytic/price.hpp"
 #include "strata/comm/collectives.hpp"
 #include "strata/hardware/cluster.hpp"
 #include "strata/hardware/kernels.hpp"
@@ -385,11 +385,10 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
     const auto& n = node_of(k);
     const auto& lw = g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
     const double shards = n.compute.batch;
-    const int z = n.memory.zero;
-    const double w = lw.parameters * sb.weight / (z >= 3 ? shards : 1.0);
-    const double gr = lw.parameters * sb.gradient / (z >= 2 ? shards : 1.0);
-    const double o = lw.parameters * sb.optimizer / (z >= 1 ? shards : 1.0);
-    for (int d : n.compute.devices) g.states[static_cast<std::size_t>(d)] += w + gr + o;
+    const parallel::sharded_states x = parallel::zero_states(lw.parameters, shards, n.memory.zero,
+                                                             sb.weight, sb.gradient, sb.optimizer);
+    for (int d : n.compute.devices)
+      g.states[static_cast<std::size_t>(d)] += x.weights + x.gradients + x.optimizer;
   }
 
   // ---- operations ----
@@ -520,7 +519,7 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
         insert(transform(leaf_output(ls[i - 1]), residual(k),
                          out_bytes[static_cast<std::size_t>(ls[i - 1])]),
                queue::feature, lower::phase::forward, ls[i - 1], mb, who + " input");
-      if (n.memory.zero >= 3 && n.compute.batch > 1)
+      if (parallel::zero_stage{n.memory.zero}.shards_weights() && n.compute.batch > 1)
         insert({{comm::collective::all_gather, batch_groups(n),
                  g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])]
                          .parameters *
@@ -563,7 +562,7 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
       if (it != ls.rbegin())  // dX of the leaf after it, into this leaf's layout
         insert(transform(residual(*(it - 1)), residual(k), out_bytes[static_cast<std::size_t>(k)]),
                queue::feature, lower::phase::backward, *(it - 1), mb, who + " output gradient");
-      if (n.memory.zero >= 3 && n.compute.batch > 1)
+      if (parallel::zero_stage{n.memory.zero}.shards_weights() && n.compute.batch > 1)
         insert({{comm::collective::all_gather, batch_groups(n),
                  g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])]
                          .parameters *
@@ -601,19 +600,19 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
       if (mb == nmb - 1) last_bwd[static_cast<std::size_t>(k)] = bw;
       // gradient synchronization once the last micro-batch's backward is done
       if (mb == nmb - 1 && n.compute.batch > 1) {
-        const int z = n.memory.zero;
+        const bool z = parallel::zero_stage{n.memory.zero}.shards_optimizer();
         const double pbytes = lw.parameters * sb.gradient;
         const auto groups = batch_groups(n);
         for (const auto& grp : groups) {
           exec_op op;
           op.name = g.leaf_names[static_cast<std::size_t>(k)] +
-                    (z == 0 ? " gradient all-reduce" : " gradient reduce-scatter");
+                    (z ? " gradient reduce-scatter" : " gradient all-reduce");
           op.kind = op_kind::collective;
           op.q = queue::gradient;
           op.devices = grp;
           op.leaf = k;
           op.coll = {"",
-                     z == 0 ? comm::collective::all_reduce : comm::collective::reduce_scatter,
+                     z ? comm::collective::reduce_scatter : comm::collective::all_reduce,
                      lower::comm_axis::tensor,
                      pbytes,
                      lower::phase::backward,
@@ -723,7 +722,8 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
       used = true;
       const auto& lw =
           g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
-      params += lw.parameters / (n.memory.zero >= 1 ? n.compute.batch : 1);
+      params += lw.parameters /
+                (parallel::zero_stage{n.memory.zero}.shards_optimizer() ? n.compute.batch : 1);
       deps.push_back(
           last_bwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(it - devs.begin())]);
     }
@@ -744,7 +744,8 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
       opt_of[static_cast<std::size_t>(g.ops[i].devices.front())] = static_cast<int>(i);
   for (int k = 0; k < L; ++k) {
     const auto& n = node_of(k);
-    if (n.memory.zero < 1 || n.memory.zero >= 3 || n.compute.batch < 2) continue;
+    if (!parallel::zero_stage{n.memory.zero}.gathers_updated_weights() || n.compute.batch < 2)
+      continue;
     const auto& lw = g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
     for (const auto& grp : batch_groups(n)) {
       exec_op op;

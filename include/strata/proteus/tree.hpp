@@ -272,7 +272,7 @@ class strategy_tree {
           if (x < 0 || x >= devices)
             throw plan_error(who + ": device " + std::to_string(x) + " lies outside the cluster (" +
                              std::to_string(devices) + " devices)");
-        if (n.memory.zero < 0 || n.memory.zero > 3)
+        if (!parallel::zero_stage{n.memory.zero}.valid())
           throw plan_error(who + ": memory.zero must be 0, 1, 2 or 3");
         if (c.sequence_parallel && c.hidden < 2)
           throw plan_error(who + ": sequence parallelism needs a hidden partition above 1");

@@ -30,7 +30,10 @@
 
 #include <Eigen/Core>
 
-#include "strata/analytic/transformer.hpp"
+#include "strata/analytic/flops.hpp"
+#include "strata/analytic/iteration.hpp"
+#include "strata/analytic/memory.hpp"
+#include "strata/analytic/price.hpp"
 #include "strata/error.hpp"
 
 namespace strata::search {

@@ -23,7 +23,9 @@
 #include <concepts>
 #include <vector>
 
-#include "strata/analytic/transformer.hpp"
+#include "strata/analytic/iteration.hpp"
+#include "strata/analytic/memory.hpp"
+#include "strata/analytic/price.hpp"
 #include "strata/detail/algorithm.hpp"
 #include "strata/search/pareto.hpp"
 

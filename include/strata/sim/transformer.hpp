@@ -30,10 +30,13 @@
 /// @endcode
 
 #include <algorithm>
+#include <concepts>
 #include <string>
 #include <vector>
 
-#include "strata/analytic/transformer.hpp"
+#include "strata/analytic/memory.hpp"
+#include "strata/analytic/parameters.hpp"
+#include "strata/analytic/price.hpp"
 #include "strata/comm/collectives.hpp"
 #include "strata/sim/core.hpp"
 
@@ -238,7 +241,7 @@ struct transformer_run {
   std::vector<int> prev_dp(static_cast<std::size_t>(p), -1);
   std::vector<std::vector<int>> pending(static_cast<std::size_t>(p));  // what the update waits on
   std::vector<int> remaining_bwd(static_cast<std::size_t>(p * mb), v);
-  const int zero = s.data.zero;
+  const parallel::zero_stage zero = s.data.sharding();
   const bool has_dp = shards > 1;
   const auto np = [&](int i) { return analytic::parameters_on(m, s, i); };
   const double gb = tr.gradient_bytes();
@@ -272,7 +275,7 @@ struct transformer_run {
       const int stage_layers = s.stage_layers(m, i);
       // ZeRO-3 gathers one layer's weights at a time, one layer ahead of the compute, in the
       // engine's calls (one per module under DeepSpeed: each pays the start-up)
-      const analytic::calls_per_step calls =
+      const parallel::calls_per_step calls =
           analytic::collective_calls(m, s, tr, stage_layers, (tn.dense + tn.expert) * gb);
       const analytic::data_collective_costs dc =
           analytic::data_collectives_of(s, c, tr, n, tn, calls);
@@ -295,7 +298,7 @@ struct transformer_run {
         if (last[I] >= 0) deps.push_back(last[I]);
         const std::string tag =
             std::to_string(u.micro) + "." + std::to_string(u.chunk) + " @" + std::to_string(i);
-        const bool gathers = zero >= 3 && has_dp;
+        const bool gathers = zero.shards_weights() && has_dp;
         const int layers = s.pipeline.chunk_layers(m.layers, i, u.chunk);
         if (u.forward) {
           if (gs > 0 && fsend[GS - 1][J] < 0) break;
@@ -352,19 +355,22 @@ struct transformer_run {
           deps.push_back(fdone[GS][J]);
           // ZeRO-0/1: the stage's last backward releases the gradient buckets layer group by
           // layer group (all of them after it, without overlap)
-          const bool reduce_here = next[I] + 1 == prog[I].size() && zero <= 1 && has_dp;
+          const bool reduce_here =
+              next[I] + 1 == prog[I].size() && !zero.shards_gradients() && has_dp;
           int released = 0;
           auto reduce_bucket = [&](int after) {
             // each bucket is a call of its own
-            analytic::calls_per_step per_bucket = calls;
+            parallel::calls_per_step per_bucket = calls;
             per_bucket.reduces = o.buckets;
             const analytic::data_collective_costs bucket =
                 analytic::data_collectives_of(s, c, tr, n, tn, per_bucket);
             std::vector<int> d{after};
             if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
-            prev_dp[I] = dp_flow(
-                i, "reduce gradients bucket " + std::to_string(released++),
-                (1.0 / o.buckets) * (zero == 0 ? bucket.all_reduce : bucket.reduce_scatter), d);
+            prev_dp[I] =
+                dp_flow(i, "reduce gradients bucket " + std::to_string(released++),
+                        (1.0 / o.buckets) *
+                            (zero.shards_optimizer() ? bucket.reduce_scatter : bucket.all_reduce),
+                        d);
             pending[I].push_back(prev_dp[I]);
           };
           int task = -1, before = -1;
@@ -421,7 +427,8 @@ struct transformer_run {
           if (gs > 0) bsend[GS][J] = send(i, (gs - 1) % p, "send gradients " + tag, task);
           if (gs > 0) pending[I].push_back(bsend[GS][J]);
           const auto MB = static_cast<std::size_t>(i * mb + u.micro);
-          if (--remaining_bwd[MB] == 0 && zero >= 2 && has_dp) {  // micro-batch done here
+          if (--remaining_bwd[MB] == 0 && zero.shards_gradients() &&
+              has_dp) {  // micro-batch done here
             std::vector<int> d{task};
             if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
             // the engine's calls (per unit, per bucket) each pay the start-up; hybrid sharding
@@ -470,7 +477,7 @@ struct transformer_run {
     std::vector<int> consumes = grads[I];
     if (terms[I].update_buffer > 0) consumes.push_back(last_grads.back());
     consumes.push_back(states[I]);
-    const double partition = analytic::partition_of(s, n, zero >= 1);
+    const double partition = analytic::partition_of(s, n, zero.shards_optimizer());
     // ZeRO-Offload: the step runs on the host (`analytic::offloaded_update`, nothing hidden)
     const lower::span step =
         tr.framework.data.offload_optimizer != frameworks::offload_device::none
@@ -481,7 +488,7 @@ struct transformer_run {
                   lower::parameter_tensors(m, tr.framework) * s.stage_layers(m, i) / m.layers);
     const int upd = compute_task(i, "optimizer step", step, deps, task_class::compute,
                                  std::move(last_grads), std::move(consumes));
-    if ((zero == 1 || zero == 2) && has_dp)
+    if (zero.gathers_updated_weights() && has_dp)
       dp_flow(i, "all-gather updated weights",
               analytic::data_collectives_of(s, c, tr, np(i), n, {}).all_gather, {upd});
   }
@@ -489,5 +496,55 @@ struct transformer_run {
   out.iteration = seconds{out.run.makespan};
   return out;
 }
+
+/// A transformer plan in any of its forms: its model, cluster and training setup, and a strategy
+/// that is (`transformer_plan`) or composes to (`plan<transformer, Policies...>::strategy()`) a
+/// `parallel::nd`.
+template <class P>
+concept TransformerPlan = requires(const P& p) {
+  { p.net } -> std::convertible_to<transformer>;
+  { p.machine } -> std::convertible_to<cluster>;
+  { p.setup } -> std::convertible_to<training>;
+}
+&&(
+    requires(const P& p) {
+      { p.strategy() } -> std::convertible_to<parallel::nd>;
+    } ||
+    requires(const P& p) {
+      { p.strategy } -> std::convertible_to<parallel::nd>;
+    });
+
+/// The runtime strategy of plan `p`.
+template <TransformerPlan P>
+[[nodiscard]] constexpr parallel::nd strategy_of(const P& p) {
+  if constexpr (requires { p.strategy(); })
+    return p.strategy();
+  else
+    return p.strategy;
+}
+
+/// Simulates one iteration of plan `p` (`simulate` above).
+template <TransformerPlan P>
+[[nodiscard]] inline transformer_run simulate(const P& p, const device_profile& prof,
+                                              const transformer_options& o = {}) {
+  return simulate(p.net, strategy_of(p), p.machine, p.setup, prof, o);
+}
+
+/// An executor runs a plan's lowered operations event by event and returns the run, whose
+/// `iteration` is the iteration's time: `e(plan)`.
+template <class E, class P>
+concept Executor = requires(const E& e, const P& p) {
+  { e(p).iteration } -> std::convertible_to<seconds>;
+};
+
+/// The event-core executor of transformer plans: `simulate` with a device profile and options.
+struct event_executor {
+  device_profile profile;
+  transformer_options options{};
+  template <TransformerPlan P>
+  [[nodiscard]] transformer_run operator()(const P& p) const {
+    return simulate(p, profile, options);
+  }
+};
 
 }  // namespace strata::sim

@@ -1,0 +1,342 @@
+#pragma once
+/// @file analytic/memory.hpp
+/// @brief Per-device memory of a transformer plan: the tensors one layer keeps (Korthikanti et al.
+/// 2022 Table 2 as `lower::layer` keeps them), the model states each ZeRO stage and engine stores
+/// (`parallel::engine_states`), the engine's and the pipeline engine's buffers, and the four
+/// moments of a stage whose largest is its peak (`stage_memory`, `peak_stage_memory`).
+
+#include "strata/analytic/parameters.hpp"
+#include "strata/detail/algorithm.hpp"
+#include "strata/lower/transformer.hpp"
+#include "strata/model/transformer.hpp"
+#include "strata/parallel/nd.hpp"
+#include "strata/parallel/zero.hpp"
+#include "strata/report.hpp"
+#include "strata/training.hpp"
+#include "strata/units.hpp"
+
+namespace strata::analytic {
+
+using parallel::recompute;
+
+// ---- activation memory (Korthikanti et al. 2022) -------------------------------------------
+
+/// The bytes of each kind one layer keeps on one rank (`lower::layer`'s kept tensors, one pass).
+struct layer_keeps {
+  double activation = 0, weight_copy = 0, until_loss = 0;
+  [[nodiscard]] constexpr double of(lower::keep_kind kind) const {
+    return kind == lower::keep_kind::activation    ? activation
+           : kind == lower::keep_kind::weight_copy ? weight_copy
+                                                   : until_loss;
+  }
+};
+template <class Lowering>
+[[nodiscard]] constexpr layer_keeps keeps_by(Lowering&& lowering) {
+  layer_keeps k;
+  lowering(lower::on_save{[&](const lower::saved_tensor& t) {
+    (t.kind == lower::keep_kind::activation    ? k.activation
+     : t.kind == lower::keep_kind::weight_copy ? k.weight_copy
+                                               : k.until_loss) += t.bytes;
+  }});
+  return k;
+}
+[[nodiscard]] constexpr layer_keeps keeps_of(const transformer& m, const lower::shard& x,
+                                             const training& tr) {
+  return keeps_by([&](auto&& v) { lower::layer(m, x, tr, lower::phase::forward, v); });
+}
+/// The bytes of one kind a layer keeps (activations saved for backward by default).
+[[nodiscard]] constexpr double layer_saved_bytes(
+    const transformer& m, const lower::shard& x, const training& tr,
+    lower::keep_kind kind = lower::keep_kind::activation) {
+  return keeps_of(m, x, tr).of(kind);
+}
+
+/// Korthikanti et al. 2022 Table 2 as `lower::layer` keeps it under Megatron's recipe, for b
+/// sequences of s tokens on one tensor-parallel rank. In units of s b h (2-byte activations,
+/// 1-byte dropout masks):
+/// - replicated by tensor parallelism (10 for GPT): the two norms' inputs (4), the inputs of
+///   the QKV and first MLP GEMMs (4) and the two dropout masks (2);
+/// - sharded (24 for GPT): Q (2), K and V (4 kv d / h), the attention output (2), the MLP's
+///   GELU input and second-GEMM input (2 f / h each, 16 for f = 4h; SwiGLU keeps its
+///   two input halves and their product, 6 f / h);
+/// - the scores: 5 a s / h (softmax output 2, dropout mask 1, dropout output 2; 2 without
+///   dropout), gone with selective recomputation or fused (flash) attention.
+/// MoE layers keep the MLP terms for top_k x capacity routed copies of each token. fp32
+/// activations double every 2-byte term.
+[[nodiscard]] constexpr double layer_activation_bytes(const transformer& m, double s, double b,
+                                                      int tp, bool sp, recompute r, bool flash,
+                                                      double act = 2) {
+  training tr;
+  tr.precision = act >= 4 ? precision_mode::fp32 : precision_mode::bf16_mixed;
+  tr.flash_attention = flash;
+  return layer_saved_bytes(m, {b, s, s, tp, sp, 1, 1, r}, tr);
+}
+
+// ---- results --------------------------------------------------------------------------------
+
+/// The headroom of plan `s` whose tensors peak at `allocated`.
+[[nodiscard]] constexpr memory_headroom headroom_of(const parallel::nd& s, const runtime_memory& rt,
+                                                    bytes allocated) {
+  memory_headroom h;
+  h.context = bytes{rt.context};
+  for (const int d :
+       {s.tensor.degree, s.context.degree, s.expert.degree, s.pipeline.degree, s.data.degree})
+    if (d > 1) h.communicators += bytes{d == 2 ? rt.pair_communicator : rt.communicator};
+  h.fragmentation = allocated * rt.fragmentation;
+  return h;
+}
+
+namespace detail {
+/// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
+/// ZeRO stage `zero`, as the framework's engine stores them (`parallel::engine_states`).
+constexpr void add_states(memory_breakdown& mem, double n, double shards, int zero,
+                          const training& t) {
+  const auto z = parallel::engine_states(n, shards, zero, t);
+  mem.weights += bytes{z.weights};
+  mem.gradients += bytes{z.gradients};
+  mem.optimizer_states += bytes{z.optimizer};
+}
+}  // namespace detail
+
+/// The pieces of a stage's memory the moments are made of (see `stage_memory`).
+struct memory_terms {
+  memory_breakdown states;  ///< model states, buffers, batch, workspace, other
+  double fixed = 0;         ///< all of `states` but the gradients
+  double gradients = 0;     ///< every gradient of the stage
+  bool persistent = true;   ///< gradients live all step (else: made in backward)
+  /// more than one micro-batch runs on the stage: the first backward makes every gradient and
+  /// they accumulate through the later micro-batches (so the peak moments hold them all)
+  bool accumulates = false;
+  double layer_gradients = 0;  ///< one layer's
+  double head_gradients = 0;   ///< embedding's and head's (made by the first backward)
+  double layers = 0, in_flight = 1;
+  double saved = 0, casts = 0;            ///< one layer's saved tensors and weight copies
+  double full_layer = 0, full_casts = 0;  ///< the same without recomputation
+  double rebuilt = 0;                     ///< a recomputed layer during its backward
+  double embedding = 0;       ///< input-embedding tensors of the in-flight micro-batches
+  double head = 0;            ///< final norm and projection inputs
+  double head_casts = 0;      ///< the projection's weight copy
+  double logits = 0;          ///< the loss's working set, freed by the head's backward
+  double forward_logits = 0;  ///< the same at the forward's end (with `until_loss`)
+  double until_loss = 0;      ///< tensors alive until the forward ends
+  double held_logits = 0;     ///< logits the training loop keeps
+  double update_buffer = 0;   ///< the optimizer step's working copy (`parallel::update_buffer`)
+};
+
+/// What the strategy's lowering keeps: a layer (as the strategy recomputes it, and without
+/// recomputation), the embedding and the head, per micro-batch; and the model's parameter counts
+/// (`parameters_of`), so that each stage's memory does not count them again.
+struct plan_keeps {
+  layer_keeps layer, full, embedding, head;
+  model_parameters parameters{};
+};
+[[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
+                                            const training& t) {
+  using lower::phase;
+  const lower::shard sh = lower::shard_of(m, s, t);
+  plan_keeps k{keeps_of(m, sh, t),
+               {},
+               keeps_by([&](auto&& v) { lower::embedding(m, sh, t, phase::forward, v); }),
+               keeps_by([&](auto&& v) { lower::head(m, sh, t, phase::forward, v); }),
+               parameters_of(m)};
+  if (sh.recompute == recompute::full) {
+    lower::shard whole = sh;
+    whole.recompute = recompute::none;
+    k.full = keeps_of(m, whole, t);
+  } else {
+    k.full = k.layer;
+  }
+  return k;
+}
+/// DeepSpeed's pipeline engine on stage `stage` (runtime/pipe/engine.py; `recipe::pipe_buffers`):
+/// `TrainSchedule.num_pipe_buffers` = max(2, min(p - stage, m)) slots, each holding the received
+/// activation b s h (rebuilt whole after a partitioned receive; the forward runs on a clone of
+/// it, which the layer's own saved input counts) on every stage but the first, and the stage's
+/// output on every stage but the last, partitioned over the tensor-parallel group before it is
+/// sent (b s h / t). Counted all step: the received slots stay filled between steps, the outputs
+/// are released by their backward (an overstatement at the optimizer step of at most the slots'
+/// outputs).
+[[nodiscard]] constexpr double pipe_buffers(const transformer& m, const parallel::nd& s,
+                                            const training& t, int stage) {
+  const int p = s.pipeline.degree;
+  if (!t.framework.pipe_buffers || p == 1) return 0;
+  const double slots = strata::detail::max(2, strata::detail::min(p - stage, s.micro_batches(t)));
+  const double act = static_cast<double>(s.micro_batch) * detail::sequence_of(m, t) /
+                     s.context.degree * m.hidden * t.activation_bytes();
+  return slots * ((stage > 0 ? act : 0.0) + (stage < p - 1 ? act / s.tensor.degree : 0.0));
+}
+/// The communication buffers the framework's data-parallel engine holds on one rank of a stage
+/// with `params` trained parameters of `weights` in all (`parallel::engine_buffers`).
+[[nodiscard]] constexpr double engine_buffers(const transformer& m, const parallel::nd& s,
+                                              const training& t, double params, double weights) {
+  return parallel::engine_buffers(t, s.data.sharding(), engine_inputs_of(m, s, params, weights),
+                                  partitioned_modules_of(m, s, t));
+}
+/// The terms of pipeline stage `stage` on one rank.
+[[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
+                                                 const training& t, int stage,
+                                                 const plan_keeps& keeps) {
+  memory_terms x;
+  memory_breakdown& mem = x.states;
+  mem.stage = stage;
+  const frameworks::recipe& r = t.framework;
+  const stage_parameters n = parameters_on(m, s, stage, keeps.parameters);
+  const double dense_shards =
+      static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
+  const double expert_shards = static_cast<double>(s.data.shards()) * s.context.degree;
+  if (t.lora.on()) {
+    // frozen weights: their storage copy only (sharded by ZeRO-3); the adapters train in full
+    const bool z3 = s.data.sharding().shards_weights();
+    mem.weights += bytes{t.weight_bytes() * partition_of(s, n, z3)};
+    detail::add_states(mem, trained_on(m, s, t, stage).dense, dense_shards, s.data.zero, t);
+    mem.embedding_states = bytes{t.weight_bytes() * n.embedding / (z3 ? dense_shards : 1.0)};
+  } else {
+    detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
+    detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
+    const auto e = parallel::engine_states(n.embedding, dense_shards, s.data.zero, t);
+    mem.embedding_states = bytes{e.weights + e.gradients + e.optimizer};
+    x.head_gradients = e.gradients;
+  }
+  const int p = s.pipeline.degree;
+  const lower::shard sh = lower::shard_of(m, s, t);
+  const double T = sh.tokens(), tp = s.tensor.degree;
+  x.layers = s.stage_layers(m, stage);
+  x.in_flight = s.pipeline.in_flight(s.micro_batches(t), stage);
+  using lower::keep_kind;
+  x.saved = keeps.layer.activation;
+  x.casts = keeps.layer.weight_copy;
+  x.until_loss = x.layers * x.in_flight * keeps.layer.until_loss;
+  x.full_layer = keeps.full.activation;
+  x.full_casts = keeps.full.weight_copy;
+  if (sh.recompute == recompute::full) x.rebuilt = x.full_layer;
+  x.layer_gradients =
+      (mem.gradients.count() - x.head_gradients) / strata::detail::max(x.layers, 1.0);
+  if (stage == 0) x.embedding = x.in_flight * keeps.embedding.activation;
+  if (stage == p - 1) {
+    const double act = t.activation_bytes(), V = m.vocabulary / tp;
+    // the final norm's and the projection's inputs (and weight copy; Megatron's fp32 logits)
+    x.head = keeps.head.activation;
+    x.head_casts = keeps.head.weight_copy;
+    if (r.loss != frameworks::loss_style::vocab_parallel) {
+      // the loss upcasts the logits to fp32 and, at its backward's peak, holds log-softmax's
+      // output, its gradient and the logits' gradient (12 B per logit; measured:
+      // h100_steps_gpt2.csv); `transformers` also peaks in the forward with the bf16 logits,
+      // their fp32 copy and log-softmax's output (10 B) while the caches live; a loop that keeps
+      // the logits (nanoGPT returns them) holds them through the backward
+      x.logits = 3 * 4 * T * V;
+      if (r.loss == frameworks::loss_style::transformers) x.forward_logits = 10 * T * V;
+      x.held_logits = r.keep_logits ? act * T * V : 0.0;
+    }
+  }
+  {
+    const stage_parameters tn = trained_on(m, s, t, stage, n);
+    mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert) +
+                        pipe_buffers(m, s, t, stage)};
+    x.update_buffer = parallel::update_buffer(
+        partition_of(s, tn, s.data.sharding().shards_optimizer()), s.data.zero, t);
+  }
+  mem.other = bytes{t.reserved};
+  mem.batch = bytes{r.batch_bytes_per_token * T};
+  mem.workspace = bytes{r.workspace};
+  x.persistent = r.persistent_gradients;
+  x.accumulates = s.micro_batches(t) > 1;
+  x.gradients = mem.gradients.count();
+  mem.gradients = bytes{};
+  x.fixed = mem.total().count();
+  mem.between_steps = bytes{x.fixed + (x.persistent ? x.gradients : 0.0)};
+  return x;
+}
+
+/// Memory of pipeline stage `stage` on one rank at its peak, the largest of four moments:
+/// - loss: model states, every in-flight micro-batch's saved tensors and weight copies, the
+///   head's inputs and the loss's working set;
+/// - first backward: the same without the loss's working set (and, unless the recipe keeps them
+///   through the backward as Megatron's accounting does, the head's inputs), plus the
+///   recomputed layer (full recomputation, Korthikanti §5) and, when gradients are made in
+///   backward, the embedding's and head's gradients;
+/// - last backward: every gradient but the layer's own, the layer's saved and rebuilt tensors,
+///   the other in-flight micro-batches;
+/// - update: every gradient.
+/// Gradients live all step under Megatron (main_grad buffers) and are made by the backward under
+/// `zero_grad(set_to_none=True)` (PyTorch eager, Hugging Face).
+[[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
+                                                 const training& t, int stage) {
+  return stage_terms(m, s, t, stage, keeps_of(m, s, t));
+}
+
+[[nodiscard]] constexpr memory_breakdown stage_memory(const memory_terms& x, const training& t) {
+  const bool vocab_parallel = t.framework.loss == frameworks::loss_style::vocab_parallel;
+  const bool all_grads = x.persistent || x.accumulates;
+  const double g_always = all_grads ? x.gradients : 0.0;
+  const double acts = x.layers * x.in_flight * x.saved, casts = x.layers * x.in_flight * x.casts;
+  struct moment {
+    memory_moment at;
+    double gradients, activations, weight_casts, stored, logits, buffers = 0;
+    [[nodiscard]] constexpr double total() const {
+      return gradients + activations + weight_casts + stored + logits + buffers;
+    }
+  };
+  // Megatron's accounting first: on ties the Korthikanti moment is the one reported
+  const moment moments[] = {
+      {memory_moment::first_backward, all_grads ? x.gradients : x.head_gradients, acts + x.rebuilt,
+       casts + (x.rebuilt > 0 ? x.full_casts : 0.0), x.embedding + (vocab_parallel ? x.head : 0.0),
+       x.held_logits},
+      {memory_moment::loss, g_always, acts, casts + x.head_casts, x.embedding + x.head,
+       x.logits + x.held_logits},
+      {memory_moment::loss, g_always, acts + x.until_loss, casts + x.head_casts,
+       x.embedding + x.head, x.forward_logits + x.held_logits},
+      {memory_moment::last_backward, all_grads ? x.gradients : x.gradients - x.layer_gradients,
+       (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt,
+       (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits},
+      {memory_moment::update, x.gradients, 0, 0, 0, 0, x.update_buffer}};
+  const moment* top = &moments[0];
+  for (const moment& mo : moments)
+    if (mo.total() > top->total()) top = &mo;
+  memory_breakdown best = x.states;
+  best.moment = top->at;
+  best.gradients = bytes{top->gradients};
+  best.activations = bytes{top->activations};
+  best.weight_casts = bytes{top->weight_casts};
+  best.embedding_activations = bytes{top->stored};
+  best.logits = bytes{top->logits};
+  best.buffers += bytes{top->buffers};
+  return best;
+}
+[[nodiscard]] constexpr memory_breakdown stage_memory(const transformer& m, const parallel::nd& s,
+                                                      const training& t, int stage) {
+  return stage_memory(stage_terms(m, s, t, stage), t);
+}
+
+/// The largest per-device memory over the pipeline stages. Only three stages can hold it: the
+/// first (most in-flight micro-batches, the embedding), the second (the fullest of the middle
+/// stages, which all have the same layers and fewer micro-batches in flight down the pipeline)
+/// and the last (the logits). With `enough`, the stages are looked at in that order and the
+/// largest so far is returned as soon as `enough(its total)` holds: a sweep that only needs to
+/// know that a plan cannot fit prices one stage, not three.
+template <class Enough>
+[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
+                                                           const parallel::nd& s, const training& t,
+                                                           const plan_keeps& keeps,
+                                                           Enough&& enough) {
+  const int p = s.pipeline.degree;
+  memory_breakdown best = stage_memory(stage_terms(m, s, t, 0, keeps), t);
+  const int others = p > 2 ? 2 : p - 1;  // with two stages, stage 1 is the last
+  for (int k = 0; k < others && !enough(best.total()); ++k) {
+    const memory_breakdown x = stage_memory(stage_terms(m, s, t, k == 0 ? 1 : p - 1, keeps), t);
+    if (x.total() > best.total()) best = x;
+  }
+  return best;
+}
+[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
+                                                           const parallel::nd& s, const training& t,
+                                                           const plan_keeps& keeps) {
+  return peak_stage_memory(m, s, t, keeps, [](bytes) { return false; });
+}
+/// The same, lowering the layer once for every stage (`keeps_of`).
+[[nodiscard]] constexpr memory_breakdown peak_stage_memory(const transformer& m,
+                                                           const parallel::nd& s,
+                                                           const training& t) {
+  return peak_stage_memory(m, s, t, keeps_of(m, s, t));
+}
+
+}  // namespace strata::analytic
