@@ -140,6 +140,11 @@ struct hf_fields {
     if (!j[key].is_string()) hf_fail(std::string(key) + " must be a string");
     return j[key].get<std::string>();
   }
+  /// A sliding window: `fallback` when the field is missing, none (0) when it is null (None).
+  [[nodiscard]] int window(const char* key, int fallback) const {
+    if (!j.contains(key)) return fallback;
+    return j[key].is_null() ? 0 : integer(key, fallback, 0);
+  }
   /// Whether `layer_types` (when given) lists a sliding layer; `fallback` when it is not given.
   [[nodiscard]] bool any_sliding_layer(bool fallback) const {
     if (!has("layer_types")) return fallback;
@@ -385,14 +390,14 @@ inline hf_model read_hf_config(const nlohmann::json& j, const std::string& fallb
 
   // ---- sliding windows: the window of the layers that use one
   if (type == "mistral" || type == "mixtral" || type == "phi3") {
-    out.sliding_window = f.integer("sliding_window", d.sliding);
+    out.sliding_window = f.window("sliding_window", d.sliding);
   } else if (type == "gemma2" || type == "gemma3_text") {
-    out.sliding_window = f.any_sliding_layer(true) ? f.integer("sliding_window", d.sliding) : 0;
+    out.sliding_window = f.any_sliding_layer(true) ? f.window("sliding_window", d.sliding) : 0;
   } else if (type == "qwen2" || type == "qwen2_moe" || type == "qwen3" || type == "qwen3_moe") {
     // layers >= max_window_layers slide when use_sliding_window (Qwen2Config.__post_init__)
     const bool on = f.flag("use_sliding_window", false);
     const bool some = f.any_sliding_layer(f.integer("max_window_layers", 28, 0) < m.layers);
-    out.sliding_window = on && some ? f.integer("sliding_window", 4096, 0) : 0;
+    out.sliding_window = on && some ? f.window("sliding_window", 4096) : 0;
   }
 
   try {

@@ -134,7 +134,11 @@ inline transformer parse_hf_transformer(const json& j, std::string& name, const 
   if (j.contains("hf_id")) {
     if (!j["hf_id"].is_string()) fail(p + ".hf_id", "must be a model id such as \"org/name\"");
     fallback = j["hf_id"].get<std::string>();
-    config = hf_shipped_config(fallback);
+    try {
+      config = hf_shipped_config(fallback);
+    } catch (const plan_error& e) {
+      fail(p, e.what());
+    }
     config["_name_or_path"] = fallback;
   } else if (j["hf_config"].is_string()) {
     const std::filesystem::path file = j["hf_config"].get<std::string>();
