@@ -2766,6 +2766,9 @@ namespace strata {
 enum class mlp_kind { gelu, swiglu };
 enum class norm_kind { layer_norm, rms_norm };
 enum class position_kind { learned, rotary };
+/// Norms on the queries and keys before attention: per head (Qwen3, Gemma 3: one weight of the
+/// head's width, shared by the heads) or over the whole projection (OLMo 2: q and k widths).
+enum class qk_norm_kind { none, per_head, per_width };
 
 /// The dimensions of a transformer language model.
 struct transformer {
@@ -2793,9 +2796,27 @@ struct transformer {
   /// untrained router is far from even: 0.38 on average over the layers of two H100 traces of a
   /// Mixtral-style model at initialisation (test/data/h100_moe_expert_gemms.csv).
   double expert_load_cv = 0;
+  // The fields below describe models read from Hugging Face configurations
+  // (`io/hf_config.hpp`). Their defaults leave every count above unchanged. They enter the
+  // parameter counts (and so the weight, gradient and optimizer memory), but the lowering
+  // (`lower/transformer.hpp`) does not run or size them yet: the reader refuses a model that
+  // needs any of them for a plan (`io::transformer_from_hf_config`).
+  /// Width of one attention head when it is not hidden / heads (Gemma, Qwen3 0.6B, Mistral NeMo:
+  /// Q is then heads x head_dim wide); 0 means hidden / heads.
+  int head_size = 0;
+  qk_norm_kind qk_norm = qk_norm_kind::none;  ///< norms on Q and K (Qwen3, OLMo 2, Gemma 3)
+  /// Norms after the attention and the MLP as well as before them (Gemma 2 and 3: four a layer).
+  bool sandwich_norms = false;
 
   [[nodiscard]] constexpr int kv() const { return kv_heads == 0 ? heads : kv_heads; }
-  [[nodiscard]] constexpr double head_dim() const { return static_cast<double>(hidden) / heads; }
+  [[nodiscard]] constexpr double head_dim() const {
+    return head_size > 0 ? static_cast<double>(head_size) : static_cast<double>(hidden) / heads;
+  }
+  /// Width of the Q projection (and the output projection's input): heads x d, which is h unless
+  /// `head_size` says otherwise.
+  [[nodiscard]] constexpr double q_width() const {
+    return head_size > 0 ? static_cast<double>(heads) * head_size : static_cast<double>(hidden);
+  }
   [[nodiscard]] constexpr double ffn_size() const {
     return ffn == 0 ? 4.0 * hidden : static_cast<double>(ffn);
   }
@@ -2816,11 +2837,19 @@ struct transformer {
   /// Width of the K and V projections: kv x d.
   [[nodiscard]] constexpr double kv_width() const { return kv() * head_dim(); }
 
-  /// Q, K, V and output projection weights and biases.
+  /// Q, K, V and output projection weights and biases (q = h unless `head_size` is set).
   [[nodiscard]] constexpr double attention_parameters() const {
-    const double h = hidden, w = kv_width();
-    return h * (2 * h + 2 * w) + (bias ? 2 * h + 2 * w : qkv_bias ? h + 2 * w : 0.0);
+    const double h = hidden, q = q_width(), w = kv_width();
+    return h * (2 * q + 2 * w) + (bias ? q + h + 2 * w : qkv_bias ? q + 2 * w : 0.0);
   }
+  /// The weights of the Q and K norms (`qk_norm`): 2 d per head-wise pair, q + kv d over the
+  /// projections' widths.
+  [[nodiscard]] constexpr double qk_norm_parameters() const {
+    if (qk_norm == qk_norm_kind::per_head) return 2 * head_dim();
+    return qk_norm == qk_norm_kind::per_width ? q_width() + kv_width() : 0.0;
+  }
+  /// Norms in one layer: before the attention and the MLP, and after them with `sandwich_norms`.
+  [[nodiscard]] constexpr double layer_norms() const { return sandwich_norms ? 4.0 : 2.0; }
   /// One MLP (one expert of an MoE layer).
   [[nodiscard]] constexpr double mlp_parameters() const {
     const double h = hidden, f = ffn_size();
@@ -2836,8 +2865,8 @@ struct transformer {
   }
   /// Parameters of one layer outside its experts (attention, norms, router; the MLP when dense).
   [[nodiscard]] constexpr double dense_layer_parameters() const {
-    return attention_parameters() + 2 * norm_parameters() + router_parameters() +
-           (moe() ? 0.0 : mlp_parameters());
+    return attention_parameters() + qk_norm_parameters() + layer_norms() * norm_parameters() +
+           router_parameters() + (moe() ? 0.0 : mlp_parameters());
   }
   /// Expert weights of one layer (zero for a dense model).
   [[nodiscard]] constexpr double expert_layer_parameters() const {
@@ -2866,11 +2895,11 @@ struct transformer {
 
   /// Forward FLOPs of one layer for one token at sequence length s, counted as Narayanan et
   /// al. (SC'21 §5.1) do: 2 per multiply-add of every weight matrix the token meets (top_k
-  /// experts), plus 4 s h for the attention scores and their product with V (no causal
-  /// discount).
+  /// experts), plus 4 s q (q = h unless `head_size`) for the attention scores and their product
+  /// with V (no causal discount).
   [[nodiscard]] constexpr double layer_forward_flops(double s) const {
-    const double h = hidden, w = kv_width(), f = ffn_size();
-    const double attention = 2 * h * (2 * h + 2 * w) + 4 * s * h;
+    const double h = hidden, q = q_width(), w = kv_width(), f = ffn_size();
+    const double attention = 2 * h * (2 * q + 2 * w) + 4 * s * q;
     const double one_mlp = 2 * (mlp == mlp_kind::swiglu ? 3.0 : 2.0) * h * f;
     const double mlp_flops = moe() ? top_k * one_mlp + 2 * h * experts : one_mlp;
     return attention + mlp_flops;
@@ -2883,7 +2912,9 @@ struct transformer {
   constexpr void check() const {
     if (layers < 1 || hidden < 1 || heads < 1 || vocabulary < 1 || sequence < 1)
       throw plan_error("a transformer needs layers, hidden, heads, vocabulary and sequence >= 1");
-    if (hidden % heads != 0) throw plan_error("a transformer's heads must divide its hidden size");
+    if (head_size < 0) throw plan_error("a transformer's head_size must not be negative");
+    if (head_size == 0 && hidden % heads != 0)
+      throw plan_error("a transformer's heads must divide its hidden size");
     if (kv_heads < 0 || kv() > heads || heads % kv() != 0)
       throw plan_error("a transformer's key/value heads must divide its query heads");
     if (ffn < 0) throw plan_error("a transformer's ffn size must not be negative");

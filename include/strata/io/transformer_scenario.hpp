@@ -13,6 +13,7 @@
 /// auto j = strata::io::transformer_report_json(s);
 /// @endcode
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -28,6 +29,7 @@
 #include "strata/frameworks/huggingface.hpp"
 #include "strata/frameworks/pytorch_eager.hpp"
 #include "strata/io/cluster.hpp"
+#include "strata/io/hf_config.hpp"
 #include "strata/io/profile.hpp"
 #include "strata/model/transformer_zoo.hpp"
 #include "strata/search/transformer_sweep.hpp"
@@ -101,9 +103,9 @@ inline transformer zoo_transformer(const std::string& name, const std::string& p
 }
 
 /// The key that holds a scenario's transformer: "model" when it names a zoo transformer or gives
-/// a transformer's dimensions (an object with "hidden" or "heads"), "transformer" (the older
-/// spelling), or `nullptr` when the scenario is not a transformer's (a CNN's "model", a step, a
-/// DLRM).
+/// a transformer's dimensions (an object with "hidden" or "heads") or a Hugging Face
+/// configuration ("hf_config" or "hf_id"), "transformer" (the older spelling), or `nullptr` when
+/// the scenario is not a transformer's (a CNN's "model", a step, a DLRM).
 inline const char* transformer_key(const json& j) {
   if (!j.is_object()) return nullptr;
   const bool older = j.contains("transformer");
@@ -113,18 +115,61 @@ inline const char* transformer_key(const json& j) {
   if (!j.contains("model")) return nullptr;
   const json& m = j["model"];
   const bool named = m.is_string() && find_transformer(m.get<std::string>()) != nullptr;
-  return named || (m.is_object() && (m.contains("hidden") || m.contains("heads"))) ? "model"
-                                                                                   : nullptr;
+  const bool dims = m.is_object() && (m.contains("hidden") || m.contains("heads"));
+  const bool hf = m.is_object() && (m.contains("hf_config") || m.contains("hf_id"));
+  return named || dims || hf ? "model" : nullptr;
 }
 
-/// `path`: the scenario key the model was given under ("model" or "transformer").
+/// A Hugging Face model (`io/hf_config.hpp`): {"hf_config": "path/to/config.json"} (relative
+/// to the working folder), {"hf_config": {...the config itself...}} or {"hf_id": "org/name"} (a
+/// configuration shipped in tools/hf_configs; no network), with an optional "name". `sequence`:
+/// the training sequence (0: the model's), which a sliding window must not be shorter than.
+inline transformer parse_hf_transformer(const json& j, std::string& name, const std::string& p,
+                                        int sequence) {
+  only_keys(j, p, {"hf_config", "hf_id", "name"});
+  if (j.contains("hf_config") == j.contains("hf_id"))
+    fail(p, "give either \"hf_config\" (a config.json or its path) or \"hf_id\"");
+  json config;
+  std::string fallback;
+  if (j.contains("hf_id")) {
+    if (!j["hf_id"].is_string()) fail(p + ".hf_id", "must be a model id such as \"org/name\"");
+    fallback = j["hf_id"].get<std::string>();
+    try {
+      config = hf_shipped_config(fallback);
+    } catch (const plan_error& e) {
+      fail(p, e.what());
+    }
+    config["_name_or_path"] = fallback;
+  } else if (j["hf_config"].is_string()) {
+    const std::filesystem::path file = j["hf_config"].get<std::string>();
+    config = parse_json(read_file(file.string(), p + ".hf_config", "config file"));
+    fallback = file.stem().string();
+  } else if (j["hf_config"].is_object()) {
+    config = j["hf_config"];
+  } else {
+    fail(p + ".hf_config", "must be a config.json's path or its object");
+  }
+  try {
+    hf_model h = read_hf_config(config, fallback);
+    name = str_field(j, p, "name", h.name.c_str());
+    transformer m = transformer_from_hf_config(config, hf_options{sequence}, fallback);
+    return m;
+  } catch (const plan_error& e) {
+    fail(p, e.what());
+  }
+}
+
+/// `path`: the scenario key the model was given under ("model" or "transformer"); `sequence`:
+/// the scenario's training sequence (0: the model's), for a Hugging Face model's sliding window.
 inline transformer parse_transformer(const json& j, std::string& name,
-                                     const std::string& path = "transformer") {
+                                     const std::string& path = "transformer", int sequence = 0) {
   if (j.is_string()) {
     transformer m = zoo_transformer(j.get<std::string>(), path);
     name = std::string(m.name);
     return m;
   }
+  if (j.is_object() && (j.contains("hf_config") || j.contains("hf_id")))
+    return parse_hf_transformer(j, name, path, sequence);
   const std::string& p = path;
   only_keys(j, p,
             {"name", "layers", "hidden", "heads", "kv_heads", "ffn", "vocabulary", "sequence",
@@ -349,7 +394,13 @@ inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
   transformer_scenario s;
   const char* key = d::transformer_key(j);
   if (!key) d::fail("model", "must name a transformer (a zoo name or its dimensions)");
-  s.net = d::parse_transformer(d::require(j, "scenario", key), s.name, key);
+  // the training sequence, for a Hugging Face model's sliding window (checked again below)
+  int sequence = 0;
+  if (j.contains("training") && j["training"].is_object() && j["training"].contains("sequence") &&
+      j["training"]["sequence"].is_number_integer())
+    sequence =
+        static_cast<int>(std::clamp(j["training"]["sequence"].get<long long>(), 0LL, 1LL << 26));
+  s.net = d::parse_transformer(d::require(j, "scenario", key), s.name, key, sequence);
   s.net.name = s.name;
   s.machine = d::parse_cluster(d::require(j, "scenario", "cluster"));
   s.setup = d::parse_transformer_training(d::require(j, "scenario", "training"));

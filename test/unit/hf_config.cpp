@@ -1,0 +1,198 @@
+// Hugging Face configurations (io/hf_config.hpp): every config shipped in tools/hf_configs counts
+// its checkpoint's parameters exactly, the defaults are the configuration classes', and what
+// strata cannot count or price is refused by name.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "strata/io/hf_config.hpp"
+#include "strata/io/transformer_scenario.hpp"
+#include "strata/model/transformer_zoo.hpp"
+
+using Catch::Matchers::Contains;
+using nlohmann::json;
+namespace io = strata::io;
+
+namespace {
+const std::filesystem::path dir = STRATA_HF_CONFIGS_DIR;
+
+json shipped(const std::string& id) {
+  return io::read_hf_config_file(dir / io::hf_config_file_name(id));
+}
+long long count(const strata::transformer& m) { return static_cast<long long>(m.parameters()); }
+}  // namespace
+
+// tools/hf_configs/index.json lists each shipped config with its published count ("published":
+// a hub safetensors total, a paper's table, or a hand sum of the checkpoint's tensors, per its
+// "source"), the elements of that count that are not parameters ("not_parameters": buffers such
+// as causal masks or rotary inv_freq, or a second copy of a tied matrix), the first reason a plan
+// refuses it ("refused") and the sequence up to which a sliding window changes nothing
+// ("sequence"). docs/hf_configs.md's table is generated from it (tools/hf_configs/table.py).
+TEST_CASE("hf_config: the shipped configs count their checkpoints exactly", "[hf_config]") {
+  const json index = io::read_hf_config_file(dir / "index.json");
+  REQUIRE(index.size() >= 25);
+  int counted = 0, planned = 0;
+  for (const auto& e : index) {
+    const std::string id = e["id"].get<std::string>();
+    INFO(id);
+    const json c = shipped(id);
+    if (e.contains("error")) {
+      CHECK_THROWS_WITH(io::read_hf_config(c), Contains(e["error"].get<std::string>()));
+      CHECK_THROWS_WITH(io::transformer_from_hf_config(c), Contains("which strata does not model"));
+      continue;
+    }
+    const io::hf_model h = io::read_hf_config(c);
+    CHECK(h.name == id);
+    CHECK(h.net.name == id);
+    CHECK(count(h.net) + e.value("not_parameters", 0LL) == e["published"].get<long long>());
+    ++counted;
+    const std::string refused = e.value("refused", "");
+    if (!refused.empty()) CHECK_THROWS_WITH(io::transformer_from_hf_config(c), Contains(refused));
+    if (refused.empty() || refused == "sliding_window") {
+      const auto m = io::transformer_from_hf_config(c, {.sequence = e.value("sequence", 0)});
+      CHECK(count(m) == count(h.net));
+      CHECK(m.name == id);
+      ++planned;
+    }
+  }
+  CHECK(counted >= 25);
+  CHECK(planned >= 25);
+}
+
+TEST_CASE("hf_config: missing fields take the configuration class's defaults", "[hf_config]") {
+  // LlamaConfig() is Llama-2 7B's architecture
+  const auto llama = io::transformer_from_hf_config(json{{"model_type", "llama"}});
+  CHECK(count(llama) == count(strata::zoo::llama2_7b()));
+  CHECK(llama.sequence == 2048);  // max_position_embeddings
+  CHECK(!llama.tied);
+  CHECK(!llama.bias);
+  CHECK(!llama.dropout);
+  CHECK(llama.kv() == 32);
+  CHECK(llama.name == "llama");
+  // GPT2Config() is GPT-2 small: tied, biased, dropout 0.1
+  const auto gpt2 = io::transformer_from_hf_config(json{{"model_type", "gpt2"}});
+  CHECK(count(gpt2) == 124'439'808);
+  CHECK(gpt2.tied);
+  CHECK(gpt2.bias);
+  CHECK(gpt2.dropout);
+  CHECK(gpt2.positions == strata::position_kind::learned);
+  // GemmaConfig() is Gemma 7B (head_dim 256 != 3072 / 16: counted, refused for a plan)
+  const io::hf_model gemma = io::read_hf_config(json{{"model_type", "gemma"}});
+  CHECK(count(gemma.net) == 8'537'680'896);
+  CHECK(gemma.net.tied);
+  CHECK_THROWS_WITH(io::transformer_from_hf_config(json{{"model_type", "gemma"}}),
+                    Contains("hf_config: gemma has head_dim 256 x 16 heads != hidden_size 3072"));
+  // MistralConfig() slides a 4096-token window over 131072 positions
+  CHECK_THROWS_WITH(io::transformer_from_hf_config(json{{"model_type", "mistral"}}),
+                    Contains("train at 4096 tokens or fewer"));
+  CHECK(count(io::transformer_from_hf_config(json{{"model_type", "mistral"}},
+                                             {.sequence = 4096})) == 7'241'732'096);
+  // tied, bias and dropout are the file's, not strata's GPT-2 defaults
+  const auto tied = io::transformer_from_hf_config(
+      json{{"model_type", "llama"}, {"tie_word_embeddings", true}, {"attention_dropout", 0.1}});
+  CHECK(tied.tied);
+  CHECK(tied.dropout);
+}
+
+TEST_CASE("hf_config: the shipped Llama 3 matches the zoo's", "[hf_config]") {
+  const auto hf = io::transformer_from_hf_id("meta-llama/Llama-3.1-8B");
+  const auto zoo = strata::zoo::llama3_8b();
+  CHECK(hf.name == "meta-llama/Llama-3.1-8B");
+  CHECK(count(hf) == count(zoo));
+  CHECK(hf.layers == zoo.layers);
+  CHECK(hf.hidden == zoo.hidden);
+  CHECK(hf.kv() == zoo.kv());
+  CHECK(hf.ffn_size() == zoo.ffn_size());
+  CHECK(hf.vocabulary == zoo.vocabulary);
+  CHECK(hf.tied == zoo.tied);
+  CHECK(hf.bias == zoo.bias);
+  CHECK(hf.dropout == zoo.dropout);
+  CHECK(hf.mlp == zoo.mlp);
+  CHECK(hf.norm == zoo.norm);
+}
+
+TEST_CASE("hf_config: what strata cannot count or price is refused by name", "[hf_config]") {
+  CHECK_THROWS_WITH(
+      io::read_hf_config(json{{"model_type", "falcon"}}),
+      Contains("hf_config: unknown model_type \"falcon\" (supported: llama, mistral"));
+  CHECK_THROWS_WITH(io::read_hf_config(json{{"hidden_size", 4096}}), Contains("no model_type"));
+  CHECK_THROWS_WITH(io::read_hf_config(json{{"model_type", "deepseek_v3"}}),
+                    Contains("hf_config: deepseek_v3 uses multi-head latent attention "
+                             "(kv_lora_rank), which strata does not model yet"));
+  CHECK_THROWS_WITH(io::read_hf_config(json{{"model_type", "llama"},
+                                            {"architectures", {"LlamaForSequenceClassification"}}}),
+                    Contains("reads model_type llama as LlamaForCausalLM"));
+  CHECK_THROWS_WITH(io::read_hf_config(json{{"model_type", "llama"}, {"attention_bias", true}}),
+                    Contains("biases only some linear layers"));
+  CHECK(io::read_hf_config(
+            json{{"model_type", "llama"}, {"attention_bias", true}, {"mlp_bias", true}})
+            .net.bias);
+  CHECK_THROWS_WITH(io::read_hf_config(json{{"model_type", "gemma3"}}), Contains("gemma3_text"));
+  CHECK_THROWS_WITH(io::read_hf_config(json{{"model_type", "qwen3_moe"}, {"mlp_only_layers", {0}}}),
+                    Contains("mixes dense and MoE layers"));
+  CHECK_THROWS_WITH(io::read_hf_config(json{{"model_type", "llama"}, {"num_hidden_layers", "32"}}),
+                    Contains("num_hidden_layers must be an integer"));
+  CHECK_THROWS_WITH(io::read_hf_config(json{{"model_type", "llama"}, {"num_key_value_heads", 5}}),
+                    Contains("must divide num_attention_heads"));
+  // qwen2 slides only when use_sliding_window
+  json q = shipped("Qwen/Qwen2.5-7B");
+  q["use_sliding_window"] = true;
+  q["sliding_window"] = 4096;
+  q["max_window_layers"] = 21;
+  CHECK_THROWS_WITH(io::transformer_from_hf_config(q, {.sequence = 8192}),
+                    Contains("qwen2 slides a window of 4096 tokens"));
+  CHECK(count(io::transformer_from_hf_config(q, {.sequence = 4096})) == 7'615'616'512);
+}
+
+TEST_CASE("hf_config: shipped ids", "[hf_config]") {
+  CHECK(io::hf_config_file_name("meta-llama/Llama-3.1-8B") == "meta-llama--Llama-3.1-8B.json");
+  const auto ids = io::hf_shipped_ids();
+  CHECK(ids.size() >= 25);
+  CHECK_THROWS_WITH(io::hf_shipped_config("meta-llama/Llama-3.1-8b-hf"),
+                    Contains("unknown hf_id \"meta-llama/Llama-3.1-8b-hf\" (closest shipped: "
+                             "meta-llama/Llama-3.1-8B"));
+  CHECK_THROWS_WITH(io::hf_shipped_config("../index"), Contains("unknown hf_id"));
+}
+
+TEST_CASE("hf_config: the new transformer fields leave existing counts alone", "[hf_config]") {
+  static_assert(strata::zoo::llama3_8b().head_size == 0);
+  static_assert(strata::zoo::llama3_8b().qk_norm == strata::qk_norm_kind::none);
+  static_assert(!strata::zoo::llama3_8b().sandwich_norms);
+  static_assert(strata::zoo::gpt2_124m().parameters() == 124'439'808);
+  static_assert(strata::zoo::llama2_7b().parameters() == 6'738'415'616);
+  auto m = strata::zoo::llama3_8b();
+  m.head_size = 128;  // = hidden / heads: the same model
+  CHECK(m.parameters() == strata::zoo::llama3_8b().parameters());
+  CHECK(m.layer_forward_flops(4096) == strata::zoo::llama3_8b().layer_forward_flops(4096));
+}
+
+TEST_CASE("hf_config: scenarios take a Hugging Face model", "[hf_config]") {
+  const json cluster = json::parse(R"({"name": "one H100", "device": "h100",
+                                       "levels": [{"fanout": 1, "bandwidth_GBps": 450}]})");
+  auto scenario = [&](json model, int sequence) {
+    return json{{"model", std::move(model)},
+                {"cluster", cluster},
+                {"parallel", {{"micro_batch", 1}}},
+                {"training", {{"batch", 1}, {"sequence", sequence}, {"framework", "huggingface"}}}};
+  };
+  const auto byid =
+      io::parse_transformer_scenario(scenario({{"hf_id", "Qwen/Qwen2.5-0.5B"}}, 1024));
+  CHECK(byid.name == "Qwen/Qwen2.5-0.5B");
+  CHECK(byid.net.name == "Qwen/Qwen2.5-0.5B");
+  CHECK(count(byid.net) == 494'032'768);
+  const auto inline_config = io::parse_transformer_scenario(
+      scenario({{"hf_config", shipped("Qwen/Qwen2.5-0.5B")}, {"name", "mine"}}, 1024));
+  CHECK(inline_config.name == "mine");
+  CHECK(count(inline_config.net) == 494'032'768);
+  const auto path = (dir / "mistralai--Mistral-7B-v0.1.json").string();
+  CHECK(count(io::parse_transformer_scenario(scenario({{"hf_config", path}}, 4096)).net) ==
+        7'241'732'096);
+  CHECK_THROWS_WITH(io::parse_transformer_scenario(scenario({{"hf_config", path}}, 8192)),
+                    Contains("model: hf_config: mistral slides a window of 4096 tokens"));
+  CHECK_THROWS_WITH(io::parse_transformer_scenario(scenario({{"hf_id", "nobody/nothing"}}, 1024)),
+                    Contains("model: hf_config: unknown hf_id \"nobody/nothing\""));
+  CHECK_THROWS_WITH(
+      io::parse_transformer_scenario(scenario({{"hf_id", "Qwen/Qwen2.5-0.5B"}, {"hidden", 1}}, 1)),
+      Contains("model.hidden: unknown field"));
+}
