@@ -17,6 +17,7 @@ Errors raise ``strata.Error`` (a ``ValueError``) carrying the command's sentence
 ``tensor parallelism: the degree must divide the attention heads``.
 """
 
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Union
 
@@ -24,13 +25,42 @@ from ._strata import Error, __version__, evaluate, simulate, sweep
 
 __all__ = [
     "Error", "__version__", "evaluate", "simulate", "sweep",
-    "Cluster", "Parallel", "Training", "Search", "Cost", "Scenario",
+    "Model", "Cluster", "Parallel", "Training", "Search", "Cost", "Scenario",
 ]
 
 
 def _fields(obj) -> Dict[str, Any]:
     """The dataclass's fields that are set (None means "the default")."""
     return {k: v for k, v in asdict(obj).items() if v is not None}
+
+
+@dataclass
+class Model:
+    """A scenario's model: a zoo name (``"llama3-8b"``), its dimensions, or a Hugging Face
+    model -- its ``config.json`` (a dict, or the file's path) or the id of a config strata ships
+    (docs/hf_configs.md; no network). The reader takes from the config what changes the
+    arithmetic and refuses, with a sentence naming it, what strata does not model yet::
+
+        strata.Model.from_hf_config("Qwen2.5-7B/config.json")
+        strata.Model.from_hf_id("meta-llama/Llama-3.1-8B")
+    """
+    spec: Union[str, Dict[str, Any]]
+
+    @classmethod
+    def from_hf_config(cls, config: Union[Dict[str, Any], str, "os.PathLike[str]"],
+                       name: Optional[str] = None) -> "Model":
+        source = dict(config) if isinstance(config, dict) else os.fspath(config)
+        spec: Dict[str, Any] = {"hf_config": source}
+        if name is not None:
+            spec["name"] = name
+        return cls(spec)
+
+    @classmethod
+    def from_hf_id(cls, model_id: str) -> "Model":
+        return cls({"hf_id": model_id})
+
+    def to_dict(self) -> Union[str, Dict[str, Any]]:
+        return self.spec
 
 
 @dataclass
@@ -107,7 +137,7 @@ class Cost:
 class Scenario:
     """A transformer scenario: give ``parallel`` to evaluate one plan, ``search`` to sweep.
     ``model`` is a zoo name or the dimensions (``transformer``: the older name)."""
-    model: Optional[Union[str, Dict[str, Any]]] = None
+    model: Optional[Union[str, Dict[str, Any], Model]] = None
     cluster: Optional[Cluster] = None
     training: Optional[Training] = None
     parallel: Optional[Parallel] = None
@@ -119,8 +149,9 @@ class Scenario:
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {}
         for key in ("model", "transformer"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value.to_dict() if hasattr(value, "to_dict") else value
         for key in ("cluster", "training", "parallel", "search", "profile", "cost"):
             value = getattr(self, key)
             if value is not None:

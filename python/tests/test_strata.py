@@ -53,6 +53,29 @@ def test_evaluate_table_equals_the_command():
     assert strata.evaluate(GPT3, format="table") == out
 
 
+HF_CONFIGS = Path(__file__).resolve().parents[2] / "tools" / "hf_configs"
+
+
+def test_model_from_hf_config(monkeypatch):
+    # Mistral-7B-v0.1 from its config.json, as a dict and as a path: 7,241,732,096 parameters
+    # (the published safetensors total; untied, no biases, GQA with 8 key/value heads)
+    monkeypatch.setenv("STRATA_HF_CONFIGS", str(HF_CONFIGS))
+    path = HF_CONFIGS / "mistralai--Mistral-7B-v0.1.json"
+    config = json.loads(path.read_text())
+    def report(model):
+        return strata.evaluate(strata.Scenario(
+            model=model, cluster=strata.Cluster("dgx-h100", 8),
+            training=strata.Training(batch=8, sequence=4096),
+            parallel=strata.Parallel(data=8, zero=1)).to_dict())
+    by_dict = report(strata.Model.from_hf_config(config, name="mistral"))
+    assert by_dict["parameters"] == 7_241_732_096
+    assert report(strata.Model.from_hf_config(path, name="mistral")) == by_dict
+    assert report(strata.Model.from_hf_id("mistralai/Mistral-7B-v0.1"))["parameters"] == \
+        7_241_732_096
+    with pytest.raises(strata.Error, match="hf_config"):
+        report(strata.Model.from_hf_config({**config, "model_type": "mamba"}))
+
+
 def test_gpt3_on_1024_a100():
     # Narayanan et al. SC'21 Table 1: GPT-3 175B (t=8, p=8, d=16, batch 1536) achieves 140 TFLOP/s
     # per A100; the CLI's own test (cli_transformer_gpt3) accepts 140-159.

@@ -47,6 +47,9 @@ struct transformer_scenario {
   std::string profile_name;
   bool search = false;  ///< sweep the space instead of evaluating `strategy`
   search::transformer_space space;
+  /// the defaults the scenario did not give that change its answer, each as "field: value
+  /// (why)"; the report lists them under "defaults"
+  std::vector<std::string> defaults;
 };
 
 namespace detail {
@@ -409,7 +412,14 @@ inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
     s.space = d::parse_space(j["search"]);
     if (j.contains("parallel")) d::fail("parallel", "give either \"parallel\" or \"search\"");
   } else {
-    s.strategy = d::parse_nd(j.contains("parallel") ? j["parallel"] : nlohmann::json::object());
+    const nlohmann::json& pj = j.contains("parallel") ? j["parallel"] : nlohmann::json::object();
+    s.strategy = d::parse_nd(pj);
+    // FSDP's own default is FULL_SHARD (torch.distributed.fsdp.ShardingStrategy), not NO_SHARD
+    if (s.setup.framework.data.engine == frameworks::data_engine::fsdp &&
+        s.strategy.data.degree > 1 && !(pj.is_object() && pj.contains("zero"))) {
+      s.strategy.data.zero = 3;
+      s.defaults.emplace_back("parallel.zero: 3 (FSDP's default sharding, FULL_SHARD)");
+    }
   }
   // profile: "auto" (default: the shipped H100 fit on an H100, "fitted-gemm" elsewhere),
   // "fitted-gemm" (datasheet peaks, GEMM efficiency fitted on the H100), "datasheet", "h100"
@@ -475,6 +485,7 @@ inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
                    {"cluster", std::string(s.machine.name)},
                    {"devices", s.machine.devices()},
                    {"profile", s.profile_name}};
+  if (!s.defaults.empty()) j["defaults"] = s.defaults;
   if (s.search) {
     const auto r = search::sweep(s.net, s.machine, s.setup, s.profile, s.space);
     j["candidates"] = r.candidates;
