@@ -56,10 +56,9 @@ def test_evaluate_table_equals_the_command():
 HF_CONFIGS = Path(__file__).resolve().parents[2] / "tools" / "hf_configs"
 
 
-def test_model_from_hf_config(monkeypatch):
+def test_model_from_hf_config():
     # Mistral-7B-v0.1 from its config.json, as a dict and as a path: 7,241,732,096 parameters
     # (the published safetensors total; untied, no biases, GQA with 8 key/value heads)
-    monkeypatch.setenv("STRATA_HF_CONFIGS", str(HF_CONFIGS))
     path = HF_CONFIGS / "mistralai--Mistral-7B-v0.1.json"
     config = json.loads(path.read_text())
     def report(model):
