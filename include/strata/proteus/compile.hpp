@@ -638,20 +638,18 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
     bchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = chain;
   };
 
-  // ---- programs: warm-up forwards, then one backward one forward (§VI-B's scheduler prefers
-  // the forward that enables a backward), capped by max_ongoing_micro_batch ----
+  // ---- programs: the pipeline policy's (§VI-B's scheduler prefers the forward that enables a
+  // backward): with max_ongoing_micro_batch below the micro-batches, 1F1B with at most that many
+  // in flight (min(limit, P - st) forwards before the first backward); otherwise every forward
+  // first (GPipe) ----
+  const int lim = sched.max_ongoing_micro_batch;
+  const parallel::pipeline_parallel schedule{
+      .degree = P,
+      .kind = lim >= nmb ? parallel::schedule::gpipe : parallel::schedule::one_f_one_b};
   std::vector<std::vector<std::pair<bool, int>>> prog(static_cast<std::size_t>(P));
-  for (int st = 0; st < P; ++st) {
-    const int lim = sched.max_ongoing_micro_batch;
-    const int warm = lim >= nmb ? nmb : std::min(nmb, std::max(1, std::min(lim, P - st)));
-    auto& pr = prog[static_cast<std::size_t>(st)];
-    int f = 0, b = 0;
-    for (; f < warm; ++f) pr.push_back({true, f});
-    while (b < nmb) {
-      pr.push_back({false, b++});
-      if (f < nmb) pr.push_back({true, f++});
-    }
-  }
+  for (int st = 0; st < P; ++st)
+    for (const parallel::pipeline_unit& u : schedule.program(nmb, st, lim >= nmb ? 0 : lim))
+      prog[static_cast<std::size_t>(st)].push_back({u.forward, u.micro});
   // Create units in an order that respects the cross-stage dependencies. HTAE serves each
   // device's communication queues in creation order, so a unit that sends to another stage is
   // created, where the schedules allow it, only once the receiving stage has created every unit

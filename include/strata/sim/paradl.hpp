@@ -36,6 +36,7 @@
 #include "strata/comm/collectives.hpp"
 #include "strata/error.hpp"
 #include "strata/limits.hpp"
+#include "strata/parallel/pipeline.hpp"
 #include "strata/parallel/strategy.hpp"
 #include "strata/sim/core.hpp"
 
@@ -292,26 +293,17 @@ inline plan_run lower_pipeline(const context& c, const parallel::pipeline& pp,
       acts[static_cast<std::size_t>(i)].push_back(
           s.add_tensor({"activations", i, 2.0 * d * mb * x.xy}));
   }
-  // Program order of each stage: GPipe runs every forward, then every backward; 1F1B runs
-  // p - i - 1 forwards (fewer under an in-flight limit), then alternates, then drains.
-  const int limit = o.max_in_flight > 0 ? o.max_in_flight : S;
+  // Program order of each stage: the pipeline policy's (GPipe: every forward, then every
+  // backward; 1F1B: p - i - 1 forwards, fewer under an in-flight limit, then alternating, then
+  // the drain), as the transformer simulator and Proteus's compiler run it.
+  const parallel::pipeline_parallel schedule{.degree = p,
+                                             .kind = o.schedule == pipeline_schedule::gpipe
+                                                         ? parallel::schedule::gpipe
+                                                         : parallel::schedule::one_f_one_b};
   std::vector<std::vector<std::pair<bool, int>>> order(static_cast<std::size_t>(p));
-  for (int i = 0; i < p; ++i) {
-    auto& ord = order[static_cast<std::size_t>(i)];
-    if (o.schedule == pipeline_schedule::gpipe) {
-      for (int j = 0; j < S; ++j) ord.push_back({true, j});
-      for (int j = 0; j < S; ++j) ord.push_back({false, j});
-    } else {
-      const int warm = std::min({p - i - 1, S, limit - 1});
-      int f = 0, bk = 0;
-      for (; f < warm; ++f) ord.push_back({true, f});
-      for (; f < S; ++f, ++bk) {
-        ord.push_back({true, f});
-        ord.push_back({false, bk});
-      }
-      for (; bk < S; ++bk) ord.push_back({false, bk});
-    }
-  }
+  for (int i = 0; i < p; ++i)
+    for (const parallel::pipeline_unit& u : schedule.program(S, i, o.max_in_flight))
+      order[static_cast<std::size_t>(i)].push_back({u.forward, u.micro});
   const std::size_t P = static_cast<std::size_t>(p), SS = static_cast<std::size_t>(S);
   std::vector<std::vector<int>> fwd(P, std::vector<int>(SS, -1)),
       fsend(P, std::vector<int>(SS, -1)), bsend(P, std::vector<int>(SS, -1));
