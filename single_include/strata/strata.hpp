@@ -3583,10 +3583,24 @@ struct context_parallel {
   [[nodiscard]] constexpr double transfers(bool backward) const {
     return (backward ? 2.0 : 1.0) * (degree - 1);
   }
+  /// The limits for a sequence of `sequence` tokens, each once (`check` throws, the search asks
+  /// `admits`).
+  enum class rule { ok, degree_below_one, sequence };
+  [[nodiscard]] constexpr rule broken(int sequence) const {
+    if (degree < 1) return rule::degree_below_one;
+    if (degree > 1 && sequence % (2 * degree) != 0) return rule::sequence;
+    return rule::ok;
+  }
+  [[nodiscard]] constexpr bool admits(int sequence) const { return broken(sequence) == rule::ok; }
   constexpr void check(int sequence) const {
-    if (degree < 1) throw plan_error(limits::degree_below_one);
-    if (degree > 1 && sequence % (2 * degree) != 0)
-      throw plan_error(limits::context_degree_must_divide_sequence);
+    switch (broken(sequence)) {
+      case rule::ok:
+        return;
+      case rule::degree_below_one:
+        throw plan_error(limits::degree_below_one);
+      case rule::sequence:
+        throw plan_error(limits::context_degree_must_divide_sequence);
+    }
   }
 };
 
@@ -3983,11 +3997,26 @@ struct expert_parallel {
   int degree = 1;
 
   static constexpr int all_to_alls = 2;  ///< per MoE layer and pass: dispatch, combine
+  /// The limits, each once (`check` throws, the search asks `admits`).
+  enum class rule { ok, degree_below_one, experts, load_cv };
+  [[nodiscard]] constexpr rule broken(const transformer& m) const {
+    if (degree < 1) return rule::degree_below_one;
+    if (m.experts % degree != 0) return rule::experts;
+    if (degree > 1 && m.expert_load_cv > 0) return rule::load_cv;
+    return rule::ok;
+  }
+  [[nodiscard]] constexpr bool admits(const transformer& m) const { return broken(m) == rule::ok; }
   constexpr void check(const transformer& m) const {
-    if (degree < 1) throw plan_error(limits::degree_below_one);
-    if (m.experts % degree != 0) throw plan_error(limits::expert_degree_must_divide_experts);
-    if (degree > 1 && m.expert_load_cv > 0)
-      throw plan_error(limits::expert_load_cv_with_expert_parallel);
+    switch (broken(m)) {
+      case rule::ok:
+        return;
+      case rule::degree_below_one:
+        throw plan_error(limits::degree_below_one);
+      case rule::experts:
+        throw plan_error(limits::expert_degree_must_divide_experts);
+      case rule::load_cv:
+        throw plan_error(limits::expert_load_cv_with_expert_parallel);
+    }
   }
 };
 
@@ -4131,34 +4160,65 @@ struct pipeline_parallel {
     return out;
   }
 
-  /// The limits for `layers` layers and m micro-batches per replica.
-  constexpr void check(int layers, int micro_batches) const {
+  /// The limits for `layers` layers and m micro-batches per replica, each once: the first broken
+  /// (`rule::ok` when none). `check` throws its sentence; the search asks `admits`.
+  enum class rule {
+    ok,
+    degree_below_one,
+    exceeds_layers,
+    interleaving_needs_pipeline,
+    uneven,
+    split_given_twice,
+    chunk_without_layers,
+    micro_batch_multiple
+  };
+  [[nodiscard]] constexpr rule broken(int layers, int micro_batches) const {
     const int p = degree, v = virtual_stages;
-    if (p < 1 || v < 1) throw plan_error(limits::degree_below_one);
-    if (p > layers) throw plan_error(limits::pipeline_degree_exceeds_transformer_layers);
+    if (p < 1 || v < 1) return rule::degree_below_one;
+    if (p > layers) return rule::exceeds_layers;
     if (v > 1 && (kind != schedule::interleaved || p == 1))
-      throw plan_error(limits::interleaving_needs_pipeline);
-    if (first_stage_layers < 0 || last_stage_layers < 0)
-      throw plan_error(limits::pipeline_layers_must_split_evenly);
+      return rule::interleaving_needs_pipeline;
+    if (first_stage_layers < 0 || last_stage_layers < 0) return rule::uneven;
     if (accounts()) {
-      if (first_stage_layers > 0 || last_stage_layers > 0)
-        throw plan_error(limits::pipeline_split_given_twice);
+      if (first_stage_layers > 0 || last_stage_layers > 0) return rule::split_given_twice;
       const int total = layers + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0);
-      if (total % (p * v) != 0) throw plan_error(limits::pipeline_layers_must_split_evenly);
+      if (total % (p * v) != 0) return rule::uneven;
       for (int i = 0; i < p; ++i)
         for (int k = 0; k < v; ++k)
-          if (chunk_layers(layers, i, k) < 1)
-            throw plan_error(limits::pipeline_chunk_without_layers);
+          if (chunk_layers(layers, i, k) < 1) return rule::chunk_without_layers;
     } else if (p > 1) {
       const evenly_split e = even_part(layers);
       if (e.stages < 1 ? e.layers != 0 : (e.layers < e.stages || e.layers % e.stages != 0))
-        throw plan_error(limits::pipeline_layers_must_split_evenly);
+        return rule::uneven;
       for (const int i : {0, 1, p - 1})  // the stages between hold e.layers / e.stages each
-        if (stage_layers(layers, i) % v != 0)
-          throw plan_error(limits::pipeline_layers_must_split_evenly);
+        if (stage_layers(layers, i) % v != 0) return rule::uneven;
     }
     if (kind == schedule::interleaved && v > 1 && micro_batches % p != 0)
-      throw plan_error(limits::interleaving_needs_micro_batch_multiple);
+      return rule::micro_batch_multiple;
+    return rule::ok;
+  }
+  [[nodiscard]] constexpr bool admits(int layers, int micro_batches) const {
+    return broken(layers, micro_batches) == rule::ok;
+  }
+  constexpr void check(int layers, int micro_batches) const {
+    switch (broken(layers, micro_batches)) {
+      case rule::ok:
+        return;
+      case rule::degree_below_one:
+        throw plan_error(limits::degree_below_one);
+      case rule::exceeds_layers:
+        throw plan_error(limits::pipeline_degree_exceeds_transformer_layers);
+      case rule::interleaving_needs_pipeline:
+        throw plan_error(limits::interleaving_needs_pipeline);
+      case rule::uneven:
+        throw plan_error(limits::pipeline_layers_must_split_evenly);
+      case rule::split_given_twice:
+        throw plan_error(limits::pipeline_split_given_twice);
+      case rule::chunk_without_layers:
+        throw plan_error(limits::pipeline_chunk_without_layers);
+      case rule::micro_batch_multiple:
+        throw plan_error(limits::interleaving_needs_micro_batch_multiple);
+    }
   }
 };
 
@@ -4203,14 +4263,36 @@ struct tensor_parallel {
     return sequence ? tokens / degree : tokens;
   }
 
+  /// The limits, each once: the first `m` breaks (`rule::ok` when none). `check` throws its
+  /// sentence; the search asks `admits` of every candidate.
+  enum class rule { ok, degree_below_one, sequence_needs_degree, heads, hidden, kv_heads, ffn };
+  [[nodiscard]] constexpr rule broken(const transformer& m) const {
+    if (degree < 1) return rule::degree_below_one;
+    if (sequence && degree == 1) return rule::sequence_needs_degree;
+    if (m.heads % degree != 0) return rule::heads;
+    if (m.hidden % degree != 0) return rule::hidden;
+    if (m.kv() % degree != 0) return rule::kv_heads;
+    if (static_cast<long long>(m.ffn_size()) % degree != 0) return rule::ffn;
+    return rule::ok;
+  }
+  [[nodiscard]] constexpr bool admits(const transformer& m) const { return broken(m) == rule::ok; }
   constexpr void check(const transformer& m) const {
-    if (degree < 1) throw plan_error(limits::degree_below_one);
-    if (sequence && degree == 1) throw plan_error(limits::sequence_parallel_needs_tensor_degree);
-    if (m.heads % degree != 0) throw plan_error(limits::tensor_degree_must_divide_heads);
-    if (m.hidden % degree != 0) throw plan_error(limits::tensor_degree_must_divide_hidden);
-    if (m.kv() % degree != 0) throw plan_error(limits::tensor_degree_must_divide_kv_heads);
-    if (static_cast<long long>(m.ffn_size()) % degree != 0)
-      throw plan_error(limits::tensor_degree_must_divide_ffn);
+    switch (broken(m)) {
+      case rule::ok:
+        return;
+      case rule::degree_below_one:
+        throw plan_error(limits::degree_below_one);
+      case rule::sequence_needs_degree:
+        throw plan_error(limits::sequence_parallel_needs_tensor_degree);
+      case rule::heads:
+        throw plan_error(limits::tensor_degree_must_divide_heads);
+      case rule::hidden:
+        throw plan_error(limits::tensor_degree_must_divide_hidden);
+      case rule::kv_heads:
+        throw plan_error(limits::tensor_degree_must_divide_kv_heads);
+      case rule::ffn:
+        throw plan_error(limits::tensor_degree_must_divide_ffn);
+    }
   }
 };
 
@@ -8682,9 +8764,7 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
   std::vector<int> tensor = space.tensor;
   if (tensor.empty())
     for (const int t : detail::divisors(node, node))
-      if (m.heads % t == 0 && m.hidden % t == 0 && m.kv() % t == 0 &&
-          static_cast<long long>(m.ffn_size()) % t == 0)
-        tensor.push_back(t);
+      if (parallel::tensor_parallel{.degree = t}.admits(m)) tensor.push_back(t);
   std::vector<int> pipeline =
       space.pipeline.empty() ? detail::divisors(m.layers, m.layers) : space.pipeline;
   const int seq = tr.sequence_or(m.sequence);
@@ -8696,8 +8776,10 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
       for (const int e : space.expert)
         for (const int cx : space.context)
           for (const int b : space.micro_batch) {
-            if ((sp && t == 1) || e < 1 || m.experts % e != 0 || cx < 1 ||
-                (cx > 1 && seq % (2 * cx) != 0) || b < 1)
+            // each policy's own limits (a degree the space lists that the model refuses is skipped)
+            if (!parallel::tensor_parallel{.degree = t, .sequence = sp}.admits(m) ||
+                !parallel::expert_parallel{.degree = e}.admits(m) ||
+                !parallel::context_parallel{.degree = cx}.admits(seq) || b < 1)
               continue;
             if (++group % part.parts != part.part) continue;
             // recipes whose kernels change under checkpointing lower once per recomputation
@@ -8717,14 +8799,18 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                                             tr);
             }
             for (const int p : pipeline) {
-              if (p < 1 || m.layers % p != 0 || devices % (t * p * e * cx) != 0) continue;
+              if (p < 1 || devices % (t * p * e * cx) != 0) continue;
               const int d = devices / (t * p * e * cx);
               const int replicas = d * e;
               if (tr.batch % replicas != 0 || (tr.batch / replicas) % b != 0) continue;
               const int micro = tr.batch / replicas / b;
               for (const int v : space.virtual_stages) {
-                if (v < 1 || (v > 1 && (p == 1 || (m.layers / p) % v != 0 || micro % p != 0)))
-                  continue;
+                const parallel::pipeline_parallel pipe{
+                    .degree = p,
+                    .virtual_stages = v,
+                    .kind =
+                        v > 1 ? parallel::schedule::interleaved : parallel::schedule::one_f_one_b};
+                if (!pipe.admits(m.layers, micro)) continue;
                 for (const auto rc : space.recompute)
                   for (const int z : space.zero) {
                     const analytic::layer_compute& lc =
@@ -8732,18 +8818,14 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                     if (z > 0 && d * e * cx == 1) continue;  // nothing to shard
                     // plans the framework's engine refuses (DeepSpeed's ZeRO-2/3 with pipelines)
                     if (parallel::engine_refuses(tr.framework.data, z, p) != nullptr) continue;
-                    visit(
-                        parallel::nd{.tensor = {.degree = t, .sequence = sp},
-                                     .context = {.degree = cx},
-                                     .expert = {.degree = e},
-                                     .pipeline = {.degree = p,
-                                                  .virtual_stages = v,
-                                                  .kind = v > 1 ? parallel::schedule::interleaved
-                                                                : parallel::schedule::one_f_one_b},
-                                     .data = {.degree = d, .zero = z},
-                                     .recomputation = rc,
-                                     .micro_batch = b},
-                        lc, keeps[static_cast<std::size_t>(rc)]);
+                    visit(parallel::nd{.tensor = {.degree = t, .sequence = sp},
+                                       .context = {.degree = cx},
+                                       .expert = {.degree = e},
+                                       .pipeline = pipe,
+                                       .data = {.degree = d, .zero = z},
+                                       .recomputation = rc,
+                                       .micro_batch = b},
+                          lc, keeps[static_cast<std::size_t>(rc)]);
                   }
               }
             }

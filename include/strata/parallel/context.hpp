@@ -25,10 +25,24 @@ struct context_parallel {
   [[nodiscard]] constexpr double transfers(bool backward) const {
     return (backward ? 2.0 : 1.0) * (degree - 1);
   }
+  /// The limits for a sequence of `sequence` tokens, each once (`check` throws, the search asks
+  /// `admits`).
+  enum class rule { ok, degree_below_one, sequence };
+  [[nodiscard]] constexpr rule broken(int sequence) const {
+    if (degree < 1) return rule::degree_below_one;
+    if (degree > 1 && sequence % (2 * degree) != 0) return rule::sequence;
+    return rule::ok;
+  }
+  [[nodiscard]] constexpr bool admits(int sequence) const { return broken(sequence) == rule::ok; }
   constexpr void check(int sequence) const {
-    if (degree < 1) throw plan_error(limits::degree_below_one);
-    if (degree > 1 && sequence % (2 * degree) != 0)
-      throw plan_error(limits::context_degree_must_divide_sequence);
+    switch (broken(sequence)) {
+      case rule::ok:
+        return;
+      case rule::degree_below_one:
+        throw plan_error(limits::degree_below_one);
+      case rule::sequence:
+        throw plan_error(limits::context_degree_must_divide_sequence);
+    }
   }
 };
 

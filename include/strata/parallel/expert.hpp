@@ -23,11 +23,26 @@ struct expert_parallel {
   int degree = 1;
 
   static constexpr int all_to_alls = 2;  ///< per MoE layer and pass: dispatch, combine
+  /// The limits, each once (`check` throws, the search asks `admits`).
+  enum class rule { ok, degree_below_one, experts, load_cv };
+  [[nodiscard]] constexpr rule broken(const transformer& m) const {
+    if (degree < 1) return rule::degree_below_one;
+    if (m.experts % degree != 0) return rule::experts;
+    if (degree > 1 && m.expert_load_cv > 0) return rule::load_cv;
+    return rule::ok;
+  }
+  [[nodiscard]] constexpr bool admits(const transformer& m) const { return broken(m) == rule::ok; }
   constexpr void check(const transformer& m) const {
-    if (degree < 1) throw plan_error(limits::degree_below_one);
-    if (m.experts % degree != 0) throw plan_error(limits::expert_degree_must_divide_experts);
-    if (degree > 1 && m.expert_load_cv > 0)
-      throw plan_error(limits::expert_load_cv_with_expert_parallel);
+    switch (broken(m)) {
+      case rule::ok:
+        return;
+      case rule::degree_below_one:
+        throw plan_error(limits::degree_below_one);
+      case rule::experts:
+        throw plan_error(limits::expert_degree_must_divide_experts);
+      case rule::load_cv:
+        throw plan_error(limits::expert_load_cv_with_expert_parallel);
+    }
   }
 };
 

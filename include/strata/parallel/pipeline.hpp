@@ -143,34 +143,65 @@ struct pipeline_parallel {
     return out;
   }
 
-  /// The limits for `layers` layers and m micro-batches per replica.
-  constexpr void check(int layers, int micro_batches) const {
+  /// The limits for `layers` layers and m micro-batches per replica, each once: the first broken
+  /// (`rule::ok` when none). `check` throws its sentence; the search asks `admits`.
+  enum class rule {
+    ok,
+    degree_below_one,
+    exceeds_layers,
+    interleaving_needs_pipeline,
+    uneven,
+    split_given_twice,
+    chunk_without_layers,
+    micro_batch_multiple
+  };
+  [[nodiscard]] constexpr rule broken(int layers, int micro_batches) const {
     const int p = degree, v = virtual_stages;
-    if (p < 1 || v < 1) throw plan_error(limits::degree_below_one);
-    if (p > layers) throw plan_error(limits::pipeline_degree_exceeds_transformer_layers);
+    if (p < 1 || v < 1) return rule::degree_below_one;
+    if (p > layers) return rule::exceeds_layers;
     if (v > 1 && (kind != schedule::interleaved || p == 1))
-      throw plan_error(limits::interleaving_needs_pipeline);
-    if (first_stage_layers < 0 || last_stage_layers < 0)
-      throw plan_error(limits::pipeline_layers_must_split_evenly);
+      return rule::interleaving_needs_pipeline;
+    if (first_stage_layers < 0 || last_stage_layers < 0) return rule::uneven;
     if (accounts()) {
-      if (first_stage_layers > 0 || last_stage_layers > 0)
-        throw plan_error(limits::pipeline_split_given_twice);
+      if (first_stage_layers > 0 || last_stage_layers > 0) return rule::split_given_twice;
       const int total = layers + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0);
-      if (total % (p * v) != 0) throw plan_error(limits::pipeline_layers_must_split_evenly);
+      if (total % (p * v) != 0) return rule::uneven;
       for (int i = 0; i < p; ++i)
         for (int k = 0; k < v; ++k)
-          if (chunk_layers(layers, i, k) < 1)
-            throw plan_error(limits::pipeline_chunk_without_layers);
+          if (chunk_layers(layers, i, k) < 1) return rule::chunk_without_layers;
     } else if (p > 1) {
       const evenly_split e = even_part(layers);
       if (e.stages < 1 ? e.layers != 0 : (e.layers < e.stages || e.layers % e.stages != 0))
-        throw plan_error(limits::pipeline_layers_must_split_evenly);
+        return rule::uneven;
       for (const int i : {0, 1, p - 1})  // the stages between hold e.layers / e.stages each
-        if (stage_layers(layers, i) % v != 0)
-          throw plan_error(limits::pipeline_layers_must_split_evenly);
+        if (stage_layers(layers, i) % v != 0) return rule::uneven;
     }
     if (kind == schedule::interleaved && v > 1 && micro_batches % p != 0)
-      throw plan_error(limits::interleaving_needs_micro_batch_multiple);
+      return rule::micro_batch_multiple;
+    return rule::ok;
+  }
+  [[nodiscard]] constexpr bool admits(int layers, int micro_batches) const {
+    return broken(layers, micro_batches) == rule::ok;
+  }
+  constexpr void check(int layers, int micro_batches) const {
+    switch (broken(layers, micro_batches)) {
+      case rule::ok:
+        return;
+      case rule::degree_below_one:
+        throw plan_error(limits::degree_below_one);
+      case rule::exceeds_layers:
+        throw plan_error(limits::pipeline_degree_exceeds_transformer_layers);
+      case rule::interleaving_needs_pipeline:
+        throw plan_error(limits::interleaving_needs_pipeline);
+      case rule::uneven:
+        throw plan_error(limits::pipeline_layers_must_split_evenly);
+      case rule::split_given_twice:
+        throw plan_error(limits::pipeline_split_given_twice);
+      case rule::chunk_without_layers:
+        throw plan_error(limits::pipeline_chunk_without_layers);
+      case rule::micro_batch_multiple:
+        throw plan_error(limits::interleaving_needs_micro_batch_multiple);
+    }
   }
 };
 

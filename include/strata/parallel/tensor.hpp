@@ -43,14 +43,36 @@ struct tensor_parallel {
     return sequence ? tokens / degree : tokens;
   }
 
+  /// The limits, each once: the first `m` breaks (`rule::ok` when none). `check` throws its
+  /// sentence; the search asks `admits` of every candidate.
+  enum class rule { ok, degree_below_one, sequence_needs_degree, heads, hidden, kv_heads, ffn };
+  [[nodiscard]] constexpr rule broken(const transformer& m) const {
+    if (degree < 1) return rule::degree_below_one;
+    if (sequence && degree == 1) return rule::sequence_needs_degree;
+    if (m.heads % degree != 0) return rule::heads;
+    if (m.hidden % degree != 0) return rule::hidden;
+    if (m.kv() % degree != 0) return rule::kv_heads;
+    if (static_cast<long long>(m.ffn_size()) % degree != 0) return rule::ffn;
+    return rule::ok;
+  }
+  [[nodiscard]] constexpr bool admits(const transformer& m) const { return broken(m) == rule::ok; }
   constexpr void check(const transformer& m) const {
-    if (degree < 1) throw plan_error(limits::degree_below_one);
-    if (sequence && degree == 1) throw plan_error(limits::sequence_parallel_needs_tensor_degree);
-    if (m.heads % degree != 0) throw plan_error(limits::tensor_degree_must_divide_heads);
-    if (m.hidden % degree != 0) throw plan_error(limits::tensor_degree_must_divide_hidden);
-    if (m.kv() % degree != 0) throw plan_error(limits::tensor_degree_must_divide_kv_heads);
-    if (static_cast<long long>(m.ffn_size()) % degree != 0)
-      throw plan_error(limits::tensor_degree_must_divide_ffn);
+    switch (broken(m)) {
+      case rule::ok:
+        return;
+      case rule::degree_below_one:
+        throw plan_error(limits::degree_below_one);
+      case rule::sequence_needs_degree:
+        throw plan_error(limits::sequence_parallel_needs_tensor_degree);
+      case rule::heads:
+        throw plan_error(limits::tensor_degree_must_divide_heads);
+      case rule::hidden:
+        throw plan_error(limits::tensor_degree_must_divide_hidden);
+      case rule::kv_heads:
+        throw plan_error(limits::tensor_degree_must_divide_kv_heads);
+      case rule::ffn:
+        throw plan_error(limits::tensor_degree_must_divide_ffn);
+    }
   }
 };
 

@@ -118,9 +118,7 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
   std::vector<int> tensor = space.tensor;
   if (tensor.empty())
     for (const int t : detail::divisors(node, node))
-      if (m.heads % t == 0 && m.hidden % t == 0 && m.kv() % t == 0 &&
-          static_cast<long long>(m.ffn_size()) % t == 0)
-        tensor.push_back(t);
+      if (parallel::tensor_parallel{.degree = t}.admits(m)) tensor.push_back(t);
   std::vector<int> pipeline =
       space.pipeline.empty() ? detail::divisors(m.layers, m.layers) : space.pipeline;
   const int seq = tr.sequence_or(m.sequence);
@@ -132,8 +130,10 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
       for (const int e : space.expert)
         for (const int cx : space.context)
           for (const int b : space.micro_batch) {
-            if ((sp && t == 1) || e < 1 || m.experts % e != 0 || cx < 1 ||
-                (cx > 1 && seq % (2 * cx) != 0) || b < 1)
+            // each policy's own limits (a degree the space lists that the model refuses is skipped)
+            if (!parallel::tensor_parallel{.degree = t, .sequence = sp}.admits(m) ||
+                !parallel::expert_parallel{.degree = e}.admits(m) ||
+                !parallel::context_parallel{.degree = cx}.admits(seq) || b < 1)
               continue;
             if (++group % part.parts != part.part) continue;
             // recipes whose kernels change under checkpointing lower once per recomputation
@@ -153,14 +153,18 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                                             tr);
             }
             for (const int p : pipeline) {
-              if (p < 1 || m.layers % p != 0 || devices % (t * p * e * cx) != 0) continue;
+              if (p < 1 || devices % (t * p * e * cx) != 0) continue;
               const int d = devices / (t * p * e * cx);
               const int replicas = d * e;
               if (tr.batch % replicas != 0 || (tr.batch / replicas) % b != 0) continue;
               const int micro = tr.batch / replicas / b;
               for (const int v : space.virtual_stages) {
-                if (v < 1 || (v > 1 && (p == 1 || (m.layers / p) % v != 0 || micro % p != 0)))
-                  continue;
+                const parallel::pipeline_parallel pipe{
+                    .degree = p,
+                    .virtual_stages = v,
+                    .kind =
+                        v > 1 ? parallel::schedule::interleaved : parallel::schedule::one_f_one_b};
+                if (!pipe.admits(m.layers, micro)) continue;
                 for (const auto rc : space.recompute)
                   for (const int z : space.zero) {
                     const analytic::layer_compute& lc =
@@ -168,18 +172,14 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                     if (z > 0 && d * e * cx == 1) continue;  // nothing to shard
                     // plans the framework's engine refuses (DeepSpeed's ZeRO-2/3 with pipelines)
                     if (parallel::engine_refuses(tr.framework.data, z, p) != nullptr) continue;
-                    visit(
-                        parallel::nd{.tensor = {.degree = t, .sequence = sp},
-                                     .context = {.degree = cx},
-                                     .expert = {.degree = e},
-                                     .pipeline = {.degree = p,
-                                                  .virtual_stages = v,
-                                                  .kind = v > 1 ? parallel::schedule::interleaved
-                                                                : parallel::schedule::one_f_one_b},
-                                     .data = {.degree = d, .zero = z},
-                                     .recomputation = rc,
-                                     .micro_batch = b},
-                        lc, keeps[static_cast<std::size_t>(rc)]);
+                    visit(parallel::nd{.tensor = {.degree = t, .sequence = sp},
+                                       .context = {.degree = cx},
+                                       .expert = {.degree = e},
+                                       .pipeline = pipe,
+                                       .data = {.degree = d, .zero = z},
+                                       .recomputation = rc,
+                                       .micro_batch = b},
+                          lc, keeps[static_cast<std::size_t>(rc)]);
                   }
               }
             }
