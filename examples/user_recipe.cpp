@@ -12,7 +12,7 @@ using namespace strata::parallel;
 
 /// Megatron-LM with each tensor-parallel all-gather and reduce-scatter pipelined with the GEMM
 /// beside it (Transformer Engine userbuffers).
-struct megatron_tp_overlap : frameworks::megatron {
+struct megatron_tp_overlap : recipes::megatron {
   constexpr megatron_tp_overlap() {
     name = "megatron-tp-overlap";
     tp_comm_overlap = true;

@@ -1115,15 +1115,15 @@ struct report {
 /// time and memory — which kernels it launches, which tensors autograd keeps, how it stores
 /// weights, gradients and optimizer states, and whether the host's dispatch shows.
 ///
-/// A recipe is a type and a value, as mp-units writes units: `frameworks::megatron`,
-/// `pytorch_eager`, `pytorch_eager_modules`, `huggingface`, `deepspeed` and `fsdp`
-/// (`frameworks/*.hpp`) each name a type derived from `recipe` whose constructor sets the rules
-/// read from that framework's source (cited there), and a `constexpr` object of it. A training
-/// setup holds the rules as a `recipe` value, so a plan that names one stays `constexpr`. A user
-/// describes another stack by deriving from the nearest one and changing the rules that differ
+/// A recipe is a type and a value: `recipes::megatron`, `pytorch_eager`,
+/// `pytorch_eager_modules`, `huggingface`, `deepspeed` and `fsdp` (`frameworks/*.hpp`) are types
+/// derived from `recipe` whose constructors set the rules read from each framework's source (cited
+/// there), and `frameworks::megatron`, ... are their values. A training setup holds the rules as a
+/// `recipe` value, so a plan that names one stays `constexpr`. A user describes another stack by
+/// deriving from the nearest recipe type and changing the rules that differ
 /// (`examples/user_recipe.cpp`); the `Recipe` concept checks such a type.
 /// @code
-/// struct my_loop : strata::frameworks::pytorch_eager {
+/// struct my_loop : strata::recipes::pytorch_eager {
 ///   constexpr my_loop() {
 ///     name = "my loop";
 ///     workspace = 0;  // no cuBLAS workspace counted
@@ -1266,12 +1266,19 @@ template <Recipe R>
 /// Korthikanti's accounting).
 
 
-namespace strata::frameworks {
+namespace strata::recipes {
 
 /// The recipe type (derive from it to change a rule) and its value.
-inline constexpr struct megatron : recipe {
-  constexpr megatron() : recipe{} {}
-} megatron;
+struct megatron : frameworks::recipe {
+  constexpr megatron() : frameworks::recipe{} {}
+};
+
+}  // namespace strata::recipes
+
+namespace strata::frameworks {
+
+/// The rules of `recipes::megatron` as a value (what `training::framework` holds).
+inline constexpr recipe megatron = recipes::megatron{};
 
 }  // namespace strata::frameworks
 
@@ -6814,13 +6821,24 @@ inline constexpr sharding deepspeed_zero{.engine = data_engine::deepspeed,
                                          .persistence_threshold = 1e5,
                                          .fp32_gradient_group = 1e9};
 
-inline constexpr struct deepspeed : megatron {
+}  // namespace strata::frameworks
+
+namespace strata::recipes {
+
+struct deepspeed : megatron {
   constexpr deepspeed() {
     name = "deepspeed";
     pipe_buffers = true;
-    data = deepspeed_zero;
+    data = frameworks::deepspeed_zero;
   }
-} deepspeed;
+};
+
+}  // namespace strata::recipes
+
+namespace strata::frameworks {
+
+/// The rules of `recipes::deepspeed` as a value (what `training::framework` holds).
+inline constexpr recipe deepspeed = recipes::deepspeed{};
 
 /// `r` run by another data-parallel engine (e.g. Hugging Face model code under DeepSpeed or FSDP).
 [[nodiscard]] constexpr recipe with_engine(recipe r, const sharding& engine) {
@@ -6851,23 +6869,34 @@ inline constexpr struct deepspeed : megatron {
 /// - 64 MiB of cuBLAS/cuBLASLt workspace on Hopper, the int64 inputs and targets on the GPU.
 
 
+namespace strata::recipes {
+
+struct pytorch_eager : frameworks::recipe {
+  constexpr pytorch_eager()
+      : frameworks::recipe{.name = "pytorch",
+                           .autocast = true,
+                           .eager = true,
+                           .modules = frameworks::module_style::fused,
+                           .loss = frameworks::loss_style::eager,
+                           .fused_qkv = true,
+                           .fused_gate_up = true,
+                           .attention_output_copy = true,
+                           .persistent_gradients = false,
+                           .workspace = 64.0 * 1024 * 1024,
+                           .batch_bytes_per_token = 16,
+                           .vocabulary_padding = 1} {}
+};
+
+}  // namespace strata::recipes
+
 namespace strata::frameworks {
 
-inline constexpr struct pytorch_eager : recipe {
-  constexpr pytorch_eager()
-      : recipe{.name = "pytorch",
-               .autocast = true,
-               .eager = true,
-               .modules = module_style::fused,
-               .loss = loss_style::eager,
-               .fused_qkv = true,
-               .fused_gate_up = true,
-               .attention_output_copy = true,
-               .persistent_gradients = false,
-               .workspace = 64.0 * 1024 * 1024,
-               .batch_bytes_per_token = 16,
-               .vocabulary_padding = 1} {}
-} pytorch_eager;
+/// The rules of `recipes::pytorch_eager` as a value (what `training::framework` holds).
+inline constexpr recipe pytorch_eager = recipes::pytorch_eager{};
+
+}  // namespace strata::frameworks
+
+namespace strata::recipes {
 
 /// The same loop over a Llama-style model written with torch.nn modules
 /// (`tools/measure/h100_steps.py --part llama`): `nn.RMSNorm` (one fp32 kernel under autocast),
@@ -6880,18 +6909,25 @@ inline constexpr struct pytorch_eager : recipe {
 /// The host cost: the three measured models, launch-bound at sequence 128, spend 170.8 ms of host
 /// time on the 6,442 kernels this lowering lists, against nanoGPT's 14.24 ms on 444
 /// (test/data/h100_host_steps.csv): `dispatch_share` = 26.5 / 32.1 us.
-inline constexpr struct pytorch_eager_modules : pytorch_eager {
+struct pytorch_eager_modules : pytorch_eager {
   constexpr pytorch_eager_modules() {
     name = "pytorch-modules";
-    modules = module_style::eager_modules;
-    loss = loss_style::transformers;
+    modules = frameworks::module_style::eager_modules;
+    loss = frameworks::loss_style::transformers;
     fused_qkv = false;
     fused_gate_up = false;
     attention_output_copy = false;
     batch_bytes_per_token = 8;
     dispatch_share = 0.83;
   }
-} pytorch_eager_modules;
+};
+
+}  // namespace strata::recipes
+
+namespace strata::frameworks {
+
+/// The rules of `recipes::pytorch_eager_modules` as a value (what `training::framework` holds).
+inline constexpr recipe pytorch_eager_modules = recipes::pytorch_eager_modules{};
 
 }  // namespace strata::frameworks
 
@@ -6916,14 +6952,25 @@ namespace strata::frameworks {
 
 inline constexpr sharding fsdp_units{.engine = data_engine::fsdp};
 
-inline constexpr struct fsdp : pytorch_eager {
+}  // namespace strata::frameworks
+
+namespace strata::recipes {
+
+struct fsdp : pytorch_eager {
   constexpr fsdp() {
     name = "fsdp";
     autocast = false;  // MixedPrecision casts the gathered parameters instead
     attention_output_copy = false;
-    data = fsdp_units;
+    data = frameworks::fsdp_units;
   }
-} fsdp;
+};
+
+}  // namespace strata::recipes
+
+namespace strata::frameworks {
+
+/// The rules of `recipes::fsdp` as a value (what `training::framework` holds).
+inline constexpr recipe fsdp = recipes::fsdp{};
 
 }  // namespace strata::frameworks
 
@@ -6964,25 +7011,32 @@ inline constexpr struct fsdp : pytorch_eager {
 /// machine (test/data/h100_host_steps.csv): `dispatch_share` = 26.1 / 32.1 us.
 
 
+namespace strata::recipes {
+
+struct huggingface : frameworks::recipe {
+  constexpr huggingface()
+      : frameworks::recipe{.name = "huggingface",
+                           .autocast = true,
+                           .eager = true,
+                           .dispatch_share = 0.81,
+                           .modules = frameworks::module_style::transformers,
+                           .loss = frameworks::loss_style::transformers,
+                           .fused_qkv = false,
+                           .fused_gate_up = false,
+                           .attention_output_copy = false,
+                           .persistent_gradients = false,
+                           .keep_logits = false,
+                           .workspace = 64.0 * 1024 * 1024,
+                           .batch_bytes_per_token = 16,
+                           .vocabulary_padding = 1} {}
+};
+
+}  // namespace strata::recipes
+
 namespace strata::frameworks {
 
-inline constexpr struct huggingface : recipe {
-  constexpr huggingface()
-      : recipe{.name = "huggingface",
-               .autocast = true,
-               .eager = true,
-               .dispatch_share = 0.81,
-               .modules = module_style::transformers,
-               .loss = loss_style::transformers,
-               .fused_qkv = false,
-               .fused_gate_up = false,
-               .attention_output_copy = false,
-               .persistent_gradients = false,
-               .keep_logits = false,
-               .workspace = 64.0 * 1024 * 1024,
-               .batch_bytes_per_token = 16,
-               .vocabulary_padding = 1} {}
-} huggingface;
+/// The rules of `recipes::huggingface` as a value (what `training::framework` holds).
+inline constexpr recipe huggingface = recipes::huggingface{};
 
 }  // namespace strata::frameworks
 

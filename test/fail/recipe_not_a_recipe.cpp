@@ -6,7 +6,7 @@ using namespace strata;
 struct my_stack {  // not derived from a recipe
   bool autocast = true;
 };
-struct my_hf : frameworks::huggingface {
+struct my_hf : recipes::huggingface {
   constexpr my_hf() { workspace = 0; }
 };
 

@@ -49,14 +49,18 @@ static_assert(compose(micro_batch{4}).micro_batch == 4);
 // The concepts, met and refused.
 static_assert(Policy<tensor_parallel> && Policy<zero<3>> && !Policy<nd> && !Policy<int>);
 static_assert(Model<transformer> && Model<decltype(zoo::resnet50())> && !Model<int>);
-static_assert(frameworks::Recipe<std::remove_cvref_t<decltype(frameworks::huggingface)>> &&
-              !frameworks::Recipe<int>);
+static_assert(frameworks::Recipe<recipes::huggingface> && frameworks::Recipe<recipes::fsdp> &&
+              !frameworks::Recipe<int> && !frameworks::Recipe<frameworks::sharding>);
 static_assert(sim::Executor<sim::event_executor, transformer_plan>);
 static_assert(sim::Executor<sim::event_executor, decltype(typed)>);
 static_assert(!sim::Executor<sim::event_executor, int>);
 
 // Recipe types keep their frameworks' rules: DeepSpeed is Megatron's kernels on DeepSpeed's
-// engine, FSDP is eager PyTorch without autocast on FSDP's units.
+// engine, FSDP is eager PyTorch without autocast on FSDP's units; the values are the types'.
+static_assert(std::is_base_of_v<recipes::megatron, recipes::deepspeed> &&
+              std::is_base_of_v<recipes::pytorch_eager, recipes::fsdp>);
+static_assert(recipes::huggingface{}.workspace == frameworks::huggingface.workspace &&
+              recipes::huggingface{}.name == frameworks::huggingface.name);
 static_assert(frameworks::deepspeed.data.engine == frameworks::data_engine::deepspeed &&
               frameworks::deepspeed.modules == frameworks::megatron.modules &&
               frameworks::deepspeed.pipe_buffers);

@@ -30,13 +30,24 @@ inline constexpr sharding deepspeed_zero{.engine = data_engine::deepspeed,
                                          .persistence_threshold = 1e5,
                                          .fp32_gradient_group = 1e9};
 
-inline constexpr struct deepspeed : megatron {
+}  // namespace strata::frameworks
+
+namespace strata::recipes {
+
+struct deepspeed : megatron {
   constexpr deepspeed() {
     name = "deepspeed";
     pipe_buffers = true;
-    data = deepspeed_zero;
+    data = frameworks::deepspeed_zero;
   }
-} deepspeed;
+};
+
+}  // namespace strata::recipes
+
+namespace strata::frameworks {
+
+/// The rules of `recipes::deepspeed` as a value (what `training::framework` holds).
+inline constexpr recipe deepspeed = recipes::deepspeed{};
 
 /// `r` run by another data-parallel engine (e.g. Hugging Face model code under DeepSpeed or FSDP).
 [[nodiscard]] constexpr recipe with_engine(recipe r, const sharding& engine) {

@@ -20,13 +20,24 @@ namespace strata::frameworks {
 
 inline constexpr sharding fsdp_units{.engine = data_engine::fsdp};
 
-inline constexpr struct fsdp : pytorch_eager {
+}  // namespace strata::frameworks
+
+namespace strata::recipes {
+
+struct fsdp : pytorch_eager {
   constexpr fsdp() {
     name = "fsdp";
     autocast = false;  // MixedPrecision casts the gathered parameters instead
     attention_output_copy = false;
-    data = fsdp_units;
+    data = frameworks::fsdp_units;
   }
-} fsdp;
+};
+
+}  // namespace strata::recipes
+
+namespace strata::frameworks {
+
+/// The rules of `recipes::fsdp` as a value (what `training::framework` holds).
+inline constexpr recipe fsdp = recipes::fsdp{};
 
 }  // namespace strata::frameworks

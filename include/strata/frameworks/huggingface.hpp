@@ -36,24 +36,31 @@
 
 #include "strata/frameworks/recipe.hpp"
 
+namespace strata::recipes {
+
+struct huggingface : frameworks::recipe {
+  constexpr huggingface()
+      : frameworks::recipe{.name = "huggingface",
+                           .autocast = true,
+                           .eager = true,
+                           .dispatch_share = 0.81,
+                           .modules = frameworks::module_style::transformers,
+                           .loss = frameworks::loss_style::transformers,
+                           .fused_qkv = false,
+                           .fused_gate_up = false,
+                           .attention_output_copy = false,
+                           .persistent_gradients = false,
+                           .keep_logits = false,
+                           .workspace = 64.0 * 1024 * 1024,
+                           .batch_bytes_per_token = 16,
+                           .vocabulary_padding = 1} {}
+};
+
+}  // namespace strata::recipes
+
 namespace strata::frameworks {
 
-inline constexpr struct huggingface : recipe {
-  constexpr huggingface()
-      : recipe{.name = "huggingface",
-               .autocast = true,
-               .eager = true,
-               .dispatch_share = 0.81,
-               .modules = module_style::transformers,
-               .loss = loss_style::transformers,
-               .fused_qkv = false,
-               .fused_gate_up = false,
-               .attention_output_copy = false,
-               .persistent_gradients = false,
-               .keep_logits = false,
-               .workspace = 64.0 * 1024 * 1024,
-               .batch_bytes_per_token = 16,
-               .vocabulary_padding = 1} {}
-} huggingface;
+/// The rules of `recipes::huggingface` as a value (what `training::framework` holds).
+inline constexpr recipe huggingface = recipes::huggingface{};
 
 }  // namespace strata::frameworks

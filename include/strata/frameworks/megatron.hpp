@@ -10,11 +10,18 @@
 
 #include "strata/frameworks/recipe.hpp"
 
-namespace strata::frameworks {
+namespace strata::recipes {
 
 /// The recipe type (derive from it to change a rule) and its value.
-inline constexpr struct megatron : recipe {
-  constexpr megatron() : recipe{} {}
-} megatron;
+struct megatron : frameworks::recipe {
+  constexpr megatron() : frameworks::recipe{} {}
+};
+
+}  // namespace strata::recipes
+
+namespace strata::frameworks {
+
+/// The rules of `recipes::megatron` as a value (what `training::framework` holds).
+inline constexpr recipe megatron = recipes::megatron{};
 
 }  // namespace strata::frameworks

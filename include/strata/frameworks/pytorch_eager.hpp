@@ -20,23 +20,34 @@
 
 #include "strata/frameworks/recipe.hpp"
 
+namespace strata::recipes {
+
+struct pytorch_eager : frameworks::recipe {
+  constexpr pytorch_eager()
+      : frameworks::recipe{.name = "pytorch",
+                           .autocast = true,
+                           .eager = true,
+                           .modules = frameworks::module_style::fused,
+                           .loss = frameworks::loss_style::eager,
+                           .fused_qkv = true,
+                           .fused_gate_up = true,
+                           .attention_output_copy = true,
+                           .persistent_gradients = false,
+                           .workspace = 64.0 * 1024 * 1024,
+                           .batch_bytes_per_token = 16,
+                           .vocabulary_padding = 1} {}
+};
+
+}  // namespace strata::recipes
+
 namespace strata::frameworks {
 
-inline constexpr struct pytorch_eager : recipe {
-  constexpr pytorch_eager()
-      : recipe{.name = "pytorch",
-               .autocast = true,
-               .eager = true,
-               .modules = module_style::fused,
-               .loss = loss_style::eager,
-               .fused_qkv = true,
-               .fused_gate_up = true,
-               .attention_output_copy = true,
-               .persistent_gradients = false,
-               .workspace = 64.0 * 1024 * 1024,
-               .batch_bytes_per_token = 16,
-               .vocabulary_padding = 1} {}
-} pytorch_eager;
+/// The rules of `recipes::pytorch_eager` as a value (what `training::framework` holds).
+inline constexpr recipe pytorch_eager = recipes::pytorch_eager{};
+
+}  // namespace strata::frameworks
+
+namespace strata::recipes {
 
 /// The same loop over a Llama-style model written with torch.nn modules
 /// (`tools/measure/h100_steps.py --part llama`): `nn.RMSNorm` (one fp32 kernel under autocast),
@@ -49,17 +60,24 @@ inline constexpr struct pytorch_eager : recipe {
 /// The host cost: the three measured models, launch-bound at sequence 128, spend 170.8 ms of host
 /// time on the 6,442 kernels this lowering lists, against nanoGPT's 14.24 ms on 444
 /// (test/data/h100_host_steps.csv): `dispatch_share` = 26.5 / 32.1 us.
-inline constexpr struct pytorch_eager_modules : pytorch_eager {
+struct pytorch_eager_modules : pytorch_eager {
   constexpr pytorch_eager_modules() {
     name = "pytorch-modules";
-    modules = module_style::eager_modules;
-    loss = loss_style::transformers;
+    modules = frameworks::module_style::eager_modules;
+    loss = frameworks::loss_style::transformers;
     fused_qkv = false;
     fused_gate_up = false;
     attention_output_copy = false;
     batch_bytes_per_token = 8;
     dispatch_share = 0.83;
   }
-} pytorch_eager_modules;
+};
+
+}  // namespace strata::recipes
+
+namespace strata::frameworks {
+
+/// The rules of `recipes::pytorch_eager_modules` as a value (what `training::framework` holds).
+inline constexpr recipe pytorch_eager_modules = recipes::pytorch_eager_modules{};
 
 }  // namespace strata::frameworks

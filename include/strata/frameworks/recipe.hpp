@@ -4,15 +4,15 @@
 /// time and memory — which kernels it launches, which tensors autograd keeps, how it stores
 /// weights, gradients and optimizer states, and whether the host's dispatch shows.
 ///
-/// A recipe is a type and a value, as mp-units writes units: `frameworks::megatron`,
-/// `pytorch_eager`, `pytorch_eager_modules`, `huggingface`, `deepspeed` and `fsdp`
-/// (`frameworks/*.hpp`) each name a type derived from `recipe` whose constructor sets the rules
-/// read from that framework's source (cited there), and a `constexpr` object of it. A training
-/// setup holds the rules as a `recipe` value, so a plan that names one stays `constexpr`. A user
-/// describes another stack by deriving from the nearest one and changing the rules that differ
+/// A recipe is a type and a value: `recipes::megatron`, `pytorch_eager`,
+/// `pytorch_eager_modules`, `huggingface`, `deepspeed` and `fsdp` (`frameworks/*.hpp`) are types
+/// derived from `recipe` whose constructors set the rules read from each framework's source (cited
+/// there), and `frameworks::megatron`, ... are their values. A training setup holds the rules as a
+/// `recipe` value, so a plan that names one stays `constexpr`. A user describes another stack by
+/// deriving from the nearest recipe type and changing the rules that differ
 /// (`examples/user_recipe.cpp`); the `Recipe` concept checks such a type.
 /// @code
-/// struct my_loop : strata::frameworks::pytorch_eager {
+/// struct my_loop : strata::recipes::pytorch_eager {
 ///   constexpr my_loop() {
 ///     name = "my loop";
 ///     workspace = 0;  // no cuBLAS workspace counted
