@@ -4313,7 +4313,7 @@ struct tensor_parallel {
 /// Each policy owns its rule in its header — how it divides compute, which collectives it
 /// inserts, how it divides memory, its limits: `parallel/tensor.hpp`, `context.hpp`,
 /// `expert.hpp`, `pipeline.hpp` (schedules, in-flight micro-batches, the bubble), `data.hpp`,
-/// `zero.hpp`, `recompute.hpp`; `lower/` and `analytic/transformer.hpp` apply them. The ranks are
+/// `zero.hpp`, `recompute.hpp`; `lower/` and `analytic/` apply them. The ranks are
 /// laid out axis by axis in `order`, innermost first (default: tensor, context, expert, pipeline,
 /// data, so a tensor group sits inside a node), and every collective runs on the group that layout
 /// gives it. Misuse is a `plan_error` with a `limits::` sentence: a compile error in a constant
@@ -4445,17 +4445,18 @@ struct nd {
 /// collectives, and the tensors kept for backward.
 ///
 /// This is the only description of a transformer step in strata: the closed form
-/// (`analytic/transformer.hpp`) prices and sums it, the single-GPU step (`analytic/step.hpp`)
-/// lists it, the simulator (`sim/transformer.hpp`) runs it. The layer's forward, per token
-/// (T = b s tokens on the rank; t the tensor degree; norms and residuals see T / t under sequence
-/// parallelism): a norm, the Q/K/V projections (one fused GEMM or three), rotary embedding, causal
-/// attention (flash, or the unfused score GEMMs with softmax and dropout), the output projection,
-/// bias-dropout-residual, a norm, the MLP (GELU, SwiGLU, or MoE: router, permutation and the
-/// experts on this rank), bias-dropout-residual. Backward: each GEMM's dX and dW GEMMs, attention's
-/// backward, each memory-bound kernel at twice its bytes (Megatron-LM and PyTorch alike read the
-/// saved input and the incoming gradient and write the outgoing one). Under `torch.autocast` each
-/// linear layer casts its weight per forward and its weight gradient back (6 B per element), and
-/// each norm's output is cast (6 B per element) forward and backward (`frameworks::recipe`).
+/// (`analytic/price.hpp`, `memory.hpp`, `iteration.hpp`) prices and sums it, the single-GPU step
+/// (`analytic/step.hpp`) lists it, the simulator (`sim/transformer.hpp`) runs it. The layer's
+/// forward, per token (T = b s tokens on the rank; t the tensor degree; norms and residuals see T /
+/// t under sequence parallelism): a norm, the Q/K/V projections (one fused GEMM or three), rotary
+/// embedding, causal attention (flash, or the unfused score GEMMs with softmax and dropout), the
+/// output projection, bias-dropout-residual, a norm, the MLP (GELU, SwiGLU, or MoE: router,
+/// permutation and the experts on this rank), bias-dropout-residual. Backward: each GEMM's dX and
+/// dW GEMMs, attention's backward, each memory-bound kernel at twice its bytes (Megatron-LM and
+/// PyTorch alike read the saved input and the incoming gradient and write the outgoing one). Under
+/// `torch.autocast` each linear layer casts its weight per forward and its weight gradient back (6
+/// B per element), and each norm's output is cast (6 B per element) forward and backward
+/// (`frameworks::recipe`).
 ///
 /// Saved tensors (Korthikanti et al. 2022 Table 2, generalized; bytes for the rank): both norms'
 /// inputs (residual dtype), the QKV and MLP inputs, Q/K/V, the attention output (and its

@@ -5,17 +5,18 @@
 /// collectives, and the tensors kept for backward.
 ///
 /// This is the only description of a transformer step in strata: the closed form
-/// (`analytic/transformer.hpp`) prices and sums it, the single-GPU step (`analytic/step.hpp`)
-/// lists it, the simulator (`sim/transformer.hpp`) runs it. The layer's forward, per token
-/// (T = b s tokens on the rank; t the tensor degree; norms and residuals see T / t under sequence
-/// parallelism): a norm, the Q/K/V projections (one fused GEMM or three), rotary embedding, causal
-/// attention (flash, or the unfused score GEMMs with softmax and dropout), the output projection,
-/// bias-dropout-residual, a norm, the MLP (GELU, SwiGLU, or MoE: router, permutation and the
-/// experts on this rank), bias-dropout-residual. Backward: each GEMM's dX and dW GEMMs, attention's
-/// backward, each memory-bound kernel at twice its bytes (Megatron-LM and PyTorch alike read the
-/// saved input and the incoming gradient and write the outgoing one). Under `torch.autocast` each
-/// linear layer casts its weight per forward and its weight gradient back (6 B per element), and
-/// each norm's output is cast (6 B per element) forward and backward (`frameworks::recipe`).
+/// (`analytic/price.hpp`, `memory.hpp`, `iteration.hpp`) prices and sums it, the single-GPU step
+/// (`analytic/step.hpp`) lists it, the simulator (`sim/transformer.hpp`) runs it. The layer's
+/// forward, per token (T = b s tokens on the rank; t the tensor degree; norms and residuals see T /
+/// t under sequence parallelism): a norm, the Q/K/V projections (one fused GEMM or three), rotary
+/// embedding, causal attention (flash, or the unfused score GEMMs with softmax and dropout), the
+/// output projection, bias-dropout-residual, a norm, the MLP (GELU, SwiGLU, or MoE: router,
+/// permutation and the experts on this rank), bias-dropout-residual. Backward: each GEMM's dX and
+/// dW GEMMs, attention's backward, each memory-bound kernel at twice its bytes (Megatron-LM and
+/// PyTorch alike read the saved input and the incoming gradient and write the outgoing one). Under
+/// `torch.autocast` each linear layer casts its weight per forward and its weight gradient back (6
+/// B per element), and each norm's output is cast (6 B per element) forward and backward
+/// (`frameworks::recipe`).
 ///
 /// Saved tensors (Korthikanti et al. 2022 Table 2, generalized; bytes for the rank): both norms'
 /// inputs (residual dtype), the QKV and MLP inputs, Q/K/V, the attention output (and its

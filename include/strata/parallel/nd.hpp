@@ -6,7 +6,7 @@
 /// Each policy owns its rule in its header — how it divides compute, which collectives it
 /// inserts, how it divides memory, its limits: `parallel/tensor.hpp`, `context.hpp`,
 /// `expert.hpp`, `pipeline.hpp` (schedules, in-flight micro-batches, the bubble), `data.hpp`,
-/// `zero.hpp`, `recompute.hpp`; `lower/` and `analytic/transformer.hpp` apply them. The ranks are
+/// `zero.hpp`, `recompute.hpp`; `lower/` and `analytic/` apply them. The ranks are
 /// laid out axis by axis in `order`, innermost first (default: tensor, context, expert, pipeline,
 /// data, so a tensor group sits inside a node), and every collective runs on the group that layout
 /// gives it. Misuse is a `plan_error` with a `limits::` sentence: a compile error in a constant
