@@ -3798,7 +3798,7 @@ constexpr void check_zero_stage(int stage) {
          (zero_stage{stage}.shards_weights() ? strata::detail::min(n, e.fp32_gradient_group) : n);
 }
 
-/// What the engines' buffer and call rules read of a plan, on one rank of one pipeline stage.
+/// What the engines' buffer rule (`engine_buffers`) reads of a plan, on one rank of one stage.
 struct engine_inputs {
   double unit = 0;        ///< one layer's parameters on this rank (an FSDP unit, a gathered layer)
   double trained = 0;     ///< parameters the rank trains (whose gradients it reduces)
