@@ -20,10 +20,10 @@ Errors raise ``strata.Error`` (a ``ValueError``) carrying the command's sentence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Union
 
-from ._strata import Error, __version__, evaluate, simulate, sweep
+from ._strata import Error, __version__, evaluate, list_gpus, simulate, sweep
 
 __all__ = [
-    "Error", "__version__", "evaluate", "simulate", "sweep",
+    "Error", "__version__", "evaluate", "list_gpus", "simulate", "sweep",
     "Cluster", "Parallel", "Training", "Search", "Cost", "Scenario",
 ]
 
