@@ -41,8 +41,8 @@ inline std::string_view intern_device_name(const std::string& name) {
 }
 
 namespace detail {
-inline constexpr double gib = 1073741824.0;
-inline constexpr double mib = 1048576.0;
+inline constexpr double bytes_per_gib = 1073741824.0;
+inline constexpr double bytes_per_mib = 1048576.0;
 
 /// A number field of a datasheet in [lo, hi]; `fallback` when absent and not `required`.
 inline double sheet_number(const json& o, const std::string& path, const char* key, double lo,
@@ -107,7 +107,8 @@ inline device device_from_json(const nlohmann::json& j, const std::string& path)
             given == 0 ? "missing (required: memory_GiB, memory_GB or memory_bytes)"
                        : "give the memory once: memory_GiB, memory_GB or memory_bytes");
   if (j.contains("memory_GiB"))
-    dev.memory = bytes{d::sheet_number(j, path, "memory_GiB", 1e-3, 1e6, "GiB", 0) * d::gib};
+    dev.memory =
+        bytes{d::sheet_number(j, path, "memory_GiB", 1e-3, 1e6, "GiB", 0) * d::bytes_per_gib};
   else if (j.contains("memory_GB"))
     dev.memory = bytes{d::sheet_number(j, path, "memory_GB", 1e-3, 1e6, "GB", 0) * 1e9};
   else
@@ -131,7 +132,7 @@ inline device device_from_json(const nlohmann::json& j, const std::string& path)
   if (j.contains("compute_capability"))
     dev.arch = d::compute_capability(j["compute_capability"], path + ".compute_capability");
   dev.clock_mhz = d::sheet_number(j, path, "clock_MHz", 0, 1e5, "MHz", 0);
-  dev.l2 = bytes{d::sheet_number(j, path, "l2_MiB", 0, 1e6, "MiB", 0) * d::mib};
+  dev.l2 = bytes{d::sheet_number(j, path, "l2_MiB", 0, 1e6, "MiB", 0) * d::bytes_per_mib};
   dev.link = byte_rate{d::sheet_number(j, path, "link_GBps", 0, 1e6, "GB/s", 0) * 1e9};
   return dev;
 }
@@ -155,8 +156,8 @@ inline nlohmann::json device_to_json(const device& dev, std::string_view key = {
   j["name"] = std::string(dev.name);
   if (!key.empty()) j["key"] = std::string(key);
   const double m = dev.memory.count();
-  if (m / detail::gib == std::floor(m / detail::gib))
-    j["memory_GiB"] = m / detail::gib;
+  if (m / detail::bytes_per_gib == std::floor(m / detail::bytes_per_gib))
+    j["memory_GiB"] = m / detail::bytes_per_gib;
   else if (m / 1e9 == std::floor(m / 1e9) && std::floor(m / 1e9) * 1e9 == m)
     j["memory_GB"] = m / 1e9;
   else
@@ -176,7 +177,7 @@ inline nlohmann::json device_to_json(const device& dev, std::string_view key = {
   if (dev.arch > 0)
     j["compute_capability"] = std::to_string(dev.arch / 10) + "." + std::to_string(dev.arch % 10);
   if (dev.clock_mhz > 0) j["clock_MHz"] = dev.clock_mhz;
-  if (dev.l2.count() > 0) j["l2_MiB"] = round6(dev.l2.count() / detail::mib);
+  if (dev.l2.count() > 0) j["l2_MiB"] = round6(dev.l2.count() / detail::bytes_per_mib);
   if (dev.link.count() > 0) j["link_GBps"] = round6(dev.link.count() / 1e9);
   if (!source.empty()) j["source"] = std::string(source);
   return j;
@@ -199,7 +200,7 @@ inline bool same_figures(const device& a, const device& b) {
 inline std::string describe_figures(const device& d) {
   char line[160];
   std::snprintf(line, sizeof line, "%.2f GiB, %.0f GB/s, %.1f TFLOP/s bf16",
-                d.memory.count() / detail::gib, d.memory_bandwidth.count() / 1e9,
+                d.memory.count() / detail::bytes_per_gib, d.memory_bandwidth.count() / 1e9,
                 d.peak(dtype::bf16).count() / 1e12);
   return line;
 }
