@@ -106,7 +106,8 @@ TEST_CASE("tools/devices/*.json are the presets, one file each") {
     INFO(key);
     REQUIRE(files.count(key) == 1);
     const json j = json::parse(slurp(std::string(STRATA_DEVICES_DIR) + "/" + key + ".json"));
-    CHECK(j == io::device_to_json(*e.dev, e.key, e.source));  // regenerate: tools/devices/generate.py
+    CHECK(j ==
+          io::device_to_json(*e.dev, e.key, e.source));  // regenerate: tools/devices/generate.py
     const device d = io::device_from_json(j, key);
     CHECK(io::same_figures(d, *e.dev));
     CHECK(d.name == e.dev->name);
@@ -140,6 +141,7 @@ TEST_CASE("a datasheet: inline, by path, or over a preset's device") {
   const cluster p = io::detail::parse_cluster(
       json::parse(R"({"preset": "l40s-x8", "devices": 8, "device": "rtx4090"})"));
   CHECK(p.dev.name == presets::rtx4090_24gb.name);
+  CHECK(p.name == "8 x L40S with RTX-4090-24GB");  // the report's "cluster" says so
   CHECK(p.devices() == 8);
   CHECK(p.levels[0].kind == link_kind::pcie);
   // a file
@@ -182,8 +184,7 @@ TEST_CASE("each bad datasheet field is one named error") {
   CHECK(with("memory_GB", 24) ==
         "device.memory_GiB: give the memory once: memory_GiB, memory_GB or memory_bytes");
   CHECK(with("memory_GiB", 0) == "device.memory_GiB: must lie in [0.001, 1000000.0] GiB (got 0)");
-  CHECK(with("memory_GiB", "24") ==
-        "device.memory_GiB: must be a number of GiB (got \"24\")");
+  CHECK(with("memory_GiB", "24") == "device.memory_GiB: must be a number of GiB (got \"24\")");
   CHECK(without("memory_bandwidth_GBps") == "device.memory_bandwidth_GBps: missing (required)");
   CHECK(without("tflops") == "device.tflops: missing (required)");
   CHECK(rate("fp32", 0) == "device.tflops.fp32: must lie in [1e-06, 1000000.0] TFLOP/s (got 0)");
@@ -216,8 +217,9 @@ TEST_CASE("a profile's device: the cluster's, or refused; the report says how ef
   // the shipped H100 fit, carried on purpose
   s["profile"] = "h100";
   r = io::transformer_report_json(io::parse_transformer_scenario(s, h100));
-  CHECK(r["efficiencies"] == "fitted on H100-SXM5-80GB, rescaled to RTX-4090-24GB (rates keep "
-                             "their fraction of the peaks)");
+  CHECK(r["efficiencies"] ==
+        "fitted on H100-SXM5-80GB, rescaled to RTX-4090-24GB (rates keep "
+        "their fraction of the peaks)");
   // a profile file measured on the RTX 4090 ...
   const std::string file = "strata_test_rtx4090_profile.json";
   std::ofstream(file) << io::to_json(datasheet_profile(presets::rtx4090_24gb)).dump();

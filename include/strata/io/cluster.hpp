@@ -97,7 +97,10 @@ inline cluster parse_cluster(const json& j) {
     only_keys(j, "cluster", {"preset", "devices", "device"});
     cluster c = preset_cluster(j);
     // another device in the preset's nodes (an RTX 4090 server on the L40S server's PCIe)
-    if (j.contains("device")) c.dev = parse_device(j["device"], "cluster.device");
+    if (j.contains("device")) {
+      c.dev = parse_device(j["device"], "cluster.device");
+      c.name = intern_device_name(std::string(c.name) + " with " + std::string(c.dev.name));
+    }
     return c;
   }
   only_keys(j, "cluster", {"name", "device", "levels", "host"});

@@ -31,8 +31,8 @@
 
 namespace strata::io {
 
-/// A device's name that lives as long as the program: a `device` holds a view of its name, and a
-/// datasheet read at run time has no other owner. Equal names share one copy.
+/// A name that lives as long as the program: a `device` (and a `cluster`) holds a view of its
+/// name, and one read at run time has no other owner. Equal names share one copy.
 inline std::string_view intern_device_name(const std::string& name) {
   static std::mutex m;
   static std::set<std::string, std::less<>> names;
