@@ -153,7 +153,7 @@ TEST_CASE("a datasheet: inline, by path, or over a preset's device") {
     "tflops": {"fp32": 82.6, "bf16": -1}})";
   CHECK_THROWS_WITH(io::detail::parse_cluster(c),
                     "cluster.device: 'strata_test_device_sheet.json': device.tflops.bf16: must lie "
-                    "in [0, 1000000.0] TFLOP/s (got -1)");
+                    "in [0.0, 1000000.0] TFLOP/s (got -1)");
   std::remove(file.c_str());
   c["device"] = "missing_sheet.json";
   CHECK_THROWS_WITH(io::detail::parse_cluster(c), Contains("cluster.device: cannot open device"));
