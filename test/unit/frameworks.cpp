@@ -242,8 +242,8 @@ TEST_CASE("per recipe, the simulator reproduces the closed form where their assu
   frameworks::recipe offload = frameworks::deepspeed;
   offload.data.offload_optimizer = frameworks::offload_device::cpu;
   for (const transformer& m : {zoo::gpt2_355m(), zoo::llama2_7b()})
-    for (const frameworks::recipe& fw :
-         {frameworks::megatron, frameworks::deepspeed, frameworks::fsdp, offload})
+    for (const frameworks::recipe& fw : std::initializer_list<frameworks::recipe>{
+             frameworks::megatron, frameworks::deepspeed, frameworks::fsdp, offload})
       for (const int zero : {0, 1, 2, 3})
         for (const int d : {2, 4}) {
           const bool fsdp = fw.data.engine == frameworks::data_engine::fsdp;

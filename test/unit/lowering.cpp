@@ -92,8 +92,8 @@ TEST_CASE("step, one-GPU plan and simulator give the same time and memory") {
                                        {llama_like(4, 2048, 32, 8, 8192, 32000), 2048, 2},
                                        {moe, 1024, 2}};
   for (const auto& [m, seq, batch] : models)
-    for (const auto& recipe :
-         {frameworks::megatron, frameworks::pytorch_eager, frameworks::huggingface})
+    for (const frameworks::recipe& recipe : std::initializer_list<frameworks::recipe>{
+             frameworks::megatron, frameworks::pytorch_eager, frameworks::huggingface})
       for (const auto precision : {precision_mode::bf16_mixed, precision_mode::fp32})
         for (const auto rc : {recompute::none, recompute::full}) {
           training tr{.batch = batch, .sequence = seq, .precision = precision};

@@ -135,7 +135,7 @@ outcome predict(const std::map<std::string, std::string>& r) {
   } else {
     tr.framework = has(mode, "HF Trainer") ? frameworks::with_engine(frameworks::huggingface,
                                                                      frameworks::deepspeed_zero)
-                                           : frameworks::deepspeed;
+                                           : frameworks::recipe{frameworks::deepspeed};
     zero = has(mode, "ZeRO-3") ? 3 : has(mode, "ZeRO-2") ? 2 : 1;
     if (r.at("offload") == "cpu") {
       tr.framework.data.offload_optimizer = frameworks::offload_device::cpu;
