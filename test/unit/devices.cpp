@@ -87,8 +87,9 @@ TEST_CASE("every device preset matches its datasheet row (gpu_presets.csv)") {
     CHECK(d.fp8.count() == Approx(std::stod(c[6]) * 1e12).epsilon(1e-12));
     CHECK(d.int8.count() == Approx(std::stod(c[7]) * 1e12).epsilon(1e-12));
     CHECK(d.sms == std::stoi(c[8]));
-    // dense, not sparse: no 16-bit peak above its FP8 one, FP8 at most twice the 16-bit one
-    if (d.fp8.count() > 0) CHECK(d.fp8.count() <= 2.0 * d.peak(dtype::bf16).count() * 1.001);
+    // dense, not sparse: FP8 at most twice the 16-bit peak (datasheets round: L40S 733 vs 2 x
+    // 362.05)
+    if (d.fp8.count() > 0) CHECK(d.fp8.count() <= 2.0 * d.peak(dtype::bf16).count() * 1.02);
   }
   CHECK(seen.size() == std::size(presets::device_catalogue));
   // the 24 GB cards fine-tuners own exist now
