@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "shipped_profiles.hpp"
+#include "strata/io/device_file.hpp"
 #include "strata/io/dlrm_scenario.hpp"
 #include "strata/io/evaluate.hpp"
 #include "strata/io/messages.hpp"
@@ -298,6 +299,11 @@ does; returns the report as a dict (format="table": the table as text).)");
         R"(Runs the scenario's "search": the ranked plans (dicts, fastest first), the Pareto
 front (front=True), or every candidate as NumPy columns (columns=True, batch-evaluated on
 `threads` threads, 0: one per core).)");
+  m.def(
+      "list_gpus", [] { return to_python(strata::io::device_catalogue_json()); },
+      R"(The device presets as datasheets (dicts: name, key, memory, memory_bandwidth_GBps,
+tflops per precision, sms, ..., source), as `strata --list-gpus --format json` prints them; any
+of them, edited, can be a scenario's "device" (docs/devices.md).)");
   m.def("simulate", &simulate, py::arg("scenario"), py::arg("overlap") = false,
         py::arg("buckets") = py::none(), py::arg("gamma") = py::none(),
         py::arg("schedule") = py::none(), py::arg("max_in_flight") = py::none(),

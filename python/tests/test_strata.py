@@ -275,3 +275,17 @@ def test_docs_example(capsys, monkeypatch):
     for code, expected in cells:
         exec(compile(code, "docs/python.md", "exec"), scope)
         assert capsys.readouterr().out == expected
+
+
+def test_list_gpus_equals_the_command():
+    gpus = strata.list_gpus()
+    assert {"rtx4090", "h100", "mi325x"} <= {g["key"] for g in gpus}
+    if CLI:
+        out = subprocess.run([CLI, "--list-gpus", "--format", "json"], capture_output=True,
+                             text=True, check=True).stdout
+        assert json.loads(out) == gpus
+    # a listed datasheet, edited, is a scenario's device
+    g = next(g for g in gpus if g["key"] == "rtx4090")
+    r = strata.evaluate({"model": "gpt2-124m", "cluster": {"device": g, "levels": [
+        {"fanout": 1, "bandwidth_GBps": 32}]}, "training": {"batch": 8, "sequence": 1024}})
+    assert r["memory_GiB"]["capacity"] == pytest.approx(24.0)

@@ -18,6 +18,7 @@
 #include "shipped_profiles.hpp"
 #include "strata/analytic/step.hpp"
 #include "strata/calibrate/step_fit.hpp"
+#include "strata/io/device_file.hpp"
 #include "strata/io/dlrm_scenario.hpp"
 #include "strata/io/evaluate.hpp"
 #include "strata/io/lin_trace.hpp"
@@ -144,6 +145,9 @@ int main(int argc, char** argv) {
       ->option_text("FILE|-");
   app.add_option("--format", format, "report format")->check(CLI::IsMember({"json", "table"}));
   app.add_flag("--print-default", print_default, "print the built-in scenario and exit");
+  bool list_gpus = false;
+  app.add_flag("--list-gpus", list_gpus,
+               "list the device presets (a table; --format json: their datasheets) and exit");
   double time_limit = 0;
   app.add_option("--time-limit", time_limit,
                  "stop a parameter-server search after this many seconds (0: no limit)")
@@ -230,6 +234,22 @@ int main(int argc, char** argv) {
   if (!std::isfinite(time_limit)) return error_line("--time-limit", "must be a number of seconds");
   if (print_default) {
     std::cout << strata::io::default_scenario << '\n';
+    return 0;
+  }
+  if (list_gpus) {  // docs/devices.md
+    if (app.count("--format") > 0 && format == "json") {
+      std::cout << strata::io::device_catalogue_json().dump(2) << '\n';
+      return 0;
+    }
+    std::printf("%-15s %-18s %8s %9s %12s  %s\n", "device", "name", "GiB", "TB/s", "bf16 TFLOP/s",
+                "source");
+    for (const auto& e : strata::presets::device_catalogue) {
+      const strata::device& d = *e.dev;
+      std::printf("%-15s %-18s %8.2f %9.3f %12.1f  %s\n", std::string(e.key).c_str(),
+                  std::string(d.name).c_str(), d.memory.count() / 1073741824.0,
+                  d.memory_bandwidth.count() / 1e12, d.peak(strata::dtype::bf16).count() / 1e12,
+                  std::string(e.source).c_str());
+    }
     return 0;
   }
   // the main command's options and scenario do nothing for a subcommand: refused, not ignored

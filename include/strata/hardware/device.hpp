@@ -61,6 +61,12 @@ struct device {
   /// CUDA compute capability x 10 (70 Volta, 80 Ampere, 89 Ada, 90 Hopper, 100 Blackwell); 0
   /// where unknown or not an NVIDIA GPU. NCCL's tuner picks its constants by it (`comm/nccl.hpp`).
   int arch = 0;
+  // What a datasheet lists beside the figures above (`io/device_file.hpp`, `--list-gpus`); no
+  // prediction reads them yet. Zero where unknown or where the part has none.
+  flop_rate int8{};      ///< dense INT8 tensor rate (operations per second)
+  double clock_mhz = 0;  ///< boost clock
+  bytes l2{};            ///< L2 cache
+  byte_rate link{};      ///< one direction of the part's peer links (NVLink, Infinity Fabric, PCIe)
 
   /// Dense peak for arithmetic in `t`.
   [[nodiscard]] constexpr flop_rate peak(dtype t) const {

@@ -11,27 +11,76 @@
 
 #include "strata/hardware/cluster.hpp"
 #include "strata/hardware/presets.hpp"
+#include "strata/io/device_file.hpp"
 #include "strata/io/json.hpp"
 
 namespace strata::io::detail {
 
+/// The known device names, for errors.
+inline std::string known_devices() {
+  std::string known;
+  for (const auto& e : presets::device_catalogue)
+    known += (known.empty() ? "" : ", ") + std::string(e.key);
+  return known;
+}
+
+/// A scenario's `"device"`: a preset's name (`presets::device_catalogue`), a datasheet object, or
+/// the path of a datasheet file (a string ending in ".json", relative to the working folder); the
+/// datasheet's schema is in `io/device_file.hpp` and docs/devices.md.
 inline device parse_device(const json& j, const std::string& path) {
-  if (!j.is_string()) fail(path, "must be a device name (got " + show(j) + ")");
+  if (j.is_object()) return device_from_json(j, path);
+  if (!j.is_string())
+    fail(path, "must be a device name (got " + show(j) +
+                   ") or a datasheet (an object, or the path of a .json file)");
   const std::string name = j.get<std::string>();
-  if (name == "v100-16gb") return presets::v100_sxm2_16gb;
-  if (name == "v100-32gb") return presets::v100_sxm2_32gb;
-  if (name == "a100-40gb") return presets::a100_sxm4_40gb;
-  if (name == "a100-80gb") return presets::a100_sxm4_80gb;
-  if (name == "h100") return presets::h100_sxm5_80gb;
-  if (name == "h200") return presets::h200_sxm_141gb;
-  if (name == "titan-xp") return presets::titan_xp;
-  if (name == "l40s") return presets::l40s_48gb;
-  if (name == "gh200") return presets::gh200_96gb;
-  if (name == "b200") return presets::b200_180gb;
-  if (name == "mi300x") return presets::mi300x_192gb;
-  fail(path, "unknown device \"" + cut(name) +
-                 "\" (known: v100-16gb, v100-32gb, a100-40gb, a100-80gb, h100, h200, titan-xp, "
-                 "l40s, gh200, b200, mi300x)");
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0)
+    return device_from_file(name, path);
+  if (const auto* e = presets::find_device(name)) return *e->dev;
+  fail(path, "unknown device \"" + cut(name) + "\" (known: " + known_devices() +
+                 "; or a datasheet: an object, or the path of a .json file)");
+}
+
+/// `{"preset": name, "devices": n}` as the preset builds it.
+inline cluster preset_cluster(const json& j) {
+  const std::string p = str_field(j, "cluster", "preset", nullptr);
+  if (p == "hc1" || p == "hc2" || p == "hc3") {  // fixed sizes: a count given must match
+    const cluster c = p == "hc1" ? presets::hc1() : p == "hc2" ? presets::hc2() : presets::hc3();
+    const int n = int_field(j, "cluster", "devices", 1, max_degree, c.devices());
+    if (n != c.devices())
+      fail("cluster.devices", "preset \"" + p + "\" has " + std::to_string(c.devices()) +
+                                  " GPUs (got " + std::to_string(n) + ")");
+    return c;
+  }
+  const int n = int_field(j, "cluster", "devices", 1, max_degree, 0, true);
+  if (p == "abci") return presets::abci(n);
+  if (p == "yan-e5-2450") return presets::yan_cluster(n);
+  // Node presets: `n` GPUs fill whole nodes; fewer than one node's worth use part of one node
+  // (its fan-out shrinks); more must be a whole number of nodes, never rounded up silently.
+  const auto nodes_of = [&](int per_node) {
+    if (n > per_node && n % per_node != 0)
+      fail("cluster.devices", "preset \"" + p + "\" has " + std::to_string(per_node) +
+                                  " GPUs per node: devices must be at most " +
+                                  std::to_string(per_node) + " or a multiple of it (got " +
+                                  std::to_string(n) + ")");
+    return n < per_node ? 1 : n / per_node;
+  };
+  const auto sized = [&](cluster c) {
+    if (n < c.levels[0].fanout) c.levels[0].fanout = n;
+    return c;
+  };
+  if (p == "dgx1-v100") return sized(presets::dgx1_v100(nodes_of(8)));
+  if (p == "dgx-a100") return sized(presets::dgx_a100(nodes_of(8)));
+  if (p == "dgx-a100-40gb") return sized(presets::dgx_a100_40gb(nodes_of(8)));
+  if (p == "dgx-h100") return sized(presets::dgx_h100(nodes_of(8)));
+  if (p == "dgx-h200") return sized(presets::dgx_h200(nodes_of(8)));
+  if (p == "dgx-b200") return sized(presets::dgx_b200(nodes_of(8)));
+  if (p == "mi300x-x8") return sized(presets::mi300x_platform(nodes_of(8)));
+  if (p == "l40s-x8") return sized(presets::l40s_server(nodes_of(8)));
+  if (p == "gh200-x4") return sized(presets::gh200_quad(nodes_of(4)));
+  fail("cluster.preset", "unknown preset \"" + cut(p) +
+                             "\" (known: abci, hc1, hc2, hc3, dgx1-v100, dgx-a100, "
+                             "dgx-a100-40gb, dgx-h100, dgx-h200, dgx-b200, mi300x-x8, l40s-x8, "
+                             "gh200-x4, yan-e5-2450)");
 }
 
 inline cluster parse_cluster(const json& j) {
@@ -45,52 +94,18 @@ inline cluster parse_cluster(const json& j) {
   }
   if (!j.is_object()) fail("cluster", "must be a preset name or an object");
   if (j.contains("preset")) {
-    only_keys(j, "cluster", {"preset", "devices"});
-    const std::string p = str_field(j, "cluster", "preset", nullptr);
-    if (p == "hc1" || p == "hc2" || p == "hc3") {  // fixed sizes: a count given must match
-      const cluster c = p == "hc1" ? presets::hc1() : p == "hc2" ? presets::hc2() : presets::hc3();
-      const int n = int_field(j, "cluster", "devices", 1, max_degree, c.devices());
-      if (n != c.devices())
-        fail("cluster.devices", "preset \"" + p + "\" has " + std::to_string(c.devices()) +
-                                    " GPUs (got " + std::to_string(n) + ")");
-      return c;
+    only_keys(j, "cluster", {"preset", "devices", "device"});
+    cluster c = preset_cluster(j);
+    // another device in the preset's nodes (an RTX 4090 server on the L40S server's PCIe)
+    if (j.contains("device")) {
+      c.dev = parse_device(j["device"], "cluster.device");
+      c.name = intern_device_name(std::string(c.name) + " with " + std::string(c.dev.name));
     }
-    const int n = int_field(j, "cluster", "devices", 1, max_degree, 0, true);
-    if (p == "abci") return presets::abci(n);
-    if (p == "yan-e5-2450") return presets::yan_cluster(n);
-    // Node presets: `n` GPUs fill whole nodes; fewer than one node's worth use part of one node
-    // (its fan-out shrinks); more must be a whole number of nodes, never rounded up silently.
-    const auto nodes_of = [&](int per_node) {
-      if (n > per_node && n % per_node != 0)
-        fail("cluster.devices", "preset \"" + p + "\" has " + std::to_string(per_node) +
-                                    " GPUs per node: devices must be at most " +
-                                    std::to_string(per_node) + " or a multiple of it (got " +
-                                    std::to_string(n) + ")");
-      return n < per_node ? 1 : n / per_node;
-    };
-    const auto sized = [&](cluster c) {
-      if (n < c.levels[0].fanout) c.levels[0].fanout = n;
-      return c;
-    };
-    if (p == "dgx1-v100") return sized(presets::dgx1_v100(nodes_of(8)));
-    if (p == "dgx-a100") return sized(presets::dgx_a100(nodes_of(8)));
-    if (p == "dgx-a100-40gb") return sized(presets::dgx_a100_40gb(nodes_of(8)));
-    if (p == "dgx-h100") return sized(presets::dgx_h100(nodes_of(8)));
-    if (p == "dgx-h200") return sized(presets::dgx_h200(nodes_of(8)));
-    if (p == "dgx-b200") return sized(presets::dgx_b200(nodes_of(8)));
-    if (p == "mi300x-x8") return sized(presets::mi300x_platform(nodes_of(8)));
-    if (p == "l40s-x8") return sized(presets::l40s_server(nodes_of(8)));
-    if (p == "gh200-x4") return sized(presets::gh200_quad(nodes_of(4)));
-    fail("cluster.preset", "unknown preset \"" + cut(p) +
-                               "\" (known: abci, hc1, hc2, hc3, dgx1-v100, dgx-a100, "
-                               "dgx-a100-40gb, dgx-h100, dgx-h200, dgx-b200, mi300x-x8, l40s-x8, "
-                               "gh200-x4, yan-e5-2450)");
+    return c;
   }
   only_keys(j, "cluster", {"name", "device", "levels", "host"});
   const std::string dpath = "cluster.device";
-  const json& d = require(j, "cluster", "device");
-  if (!d.is_string()) fail(dpath, "must be a device name");
-  const device dev = parse_device(d, dpath);
+  const device dev = parse_device(require(j, "cluster", "device"), dpath);
   const json& lv = require(j, "cluster", "levels");
   if (!lv.is_array() || lv.empty() || lv.size() > max_levels)
     fail("cluster.levels", "must be an array of 1 to 5 levels");

@@ -45,6 +45,8 @@ struct transformer_scenario {
   training setup;
   device_profile profile;
   std::string profile_name;
+  /// where the profile's efficiencies come from and how they reach the cluster's device
+  std::string efficiencies;
   bool search = false;  ///< sweep the space instead of evaluating `strategy`
   search::transformer_space space;
   /// the defaults the scenario did not give that change its answer, each as "field: value
@@ -433,10 +435,13 @@ inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
   if (pn == "auto")
     pn = dev.name == presets::h100_sxm5_80gb.name && !h100_profile.empty() ? "h100" : "fitted-gemm";
   s.profile_name = pn;
+  const std::string on = std::string(dev.name);
   if (pn == "fitted-gemm") {
     s.profile = datasheet_profile(dev, h100_fitted_gemm);
+    s.efficiencies = "datasheet of " + on + ", GEMM efficiency fitted on H100-SXM5-80GB";
   } else if (pn == "datasheet") {
     s.profile = datasheet_profile(dev);
+    s.efficiencies = "datasheet of " + on + ", default efficiencies";
   } else {
     std::string text;
     if (pn == "h100") {
@@ -445,8 +450,22 @@ inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
     } else {
       text = d::read_file(pn, "profile", "profile file");
     }
-    const device_profile p = profile_from_text(text).profile;
+    const stored_profile sp = profile_from_text(text);
+    const device_profile& p = sp.profile;
+    const bool same = same_figures(p.dev, dev);
+    // A profile file describes the device it was measured on: capacity, the fit verdict and MFU
+    // come from the cluster's device, so a file for another device is refused, never carried
+    // silently (the shipped "h100" fit is carried on purpose, and says so).
+    if (pn != "h100" && !same)
+      d::fail("profile", "'" + d::cut(pn) + "' describes \"" + d::cut(sp.name) + "\" (" +
+                             describe_figures(p.dev) + ") but the cluster's device is \"" + on +
+                             "\" (" + describe_figures(dev) +
+                             "): give the cluster that device (a name, a datasheet or its "
+                             ".json file) or a profile measured on its own");
     s.profile = p.dev.name == dev.name ? p : rescale_profile(p, dev);
+    s.efficiencies = "fitted on " + sp.name +
+                     (same ? std::string(" (profile ") + (pn == "h100" ? "h100" : "file") + ")"
+                           : ", rescaled to " + on + " (rates keep their fraction of the peaks)");
   }
   if (!s.search) s.strategy.check(s.net, s.setup, s.machine.devices());
   return s;
@@ -484,7 +503,8 @@ inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
                    {"parameters", s.net.parameters()},
                    {"cluster", std::string(s.machine.name)},
                    {"devices", s.machine.devices()},
-                   {"profile", s.profile_name}};
+                   {"profile", s.profile_name},
+                   {"efficiencies", s.efficiencies}};
   if (!s.defaults.empty()) j["defaults"] = s.defaults;
   if (s.search) {
     const auto r = search::sweep(s.net, s.machine, s.setup, s.profile, s.space);
