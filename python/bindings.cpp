@@ -17,6 +17,7 @@
 #include "strata/io/dlrm_scenario.hpp"
 #include "strata/io/evaluate.hpp"
 #include "strata/io/messages.hpp"
+#include "strata/io/model_list.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/io/simulate.hpp"
 #include "strata/io/step_scenario.hpp"
@@ -304,6 +305,11 @@ front (front=True), or every candidate as NumPy columns (columns=True, batch-eva
       R"(The device presets as datasheets (dicts: name, key, memory, memory_bandwidth_GBps,
 tflops per precision, sms, ..., source), as `strata --list-gpus --format json` prints them; any
 of them, edited, can be a scenario's "device" (docs/devices.md).)");
+  m.def(
+      "list_models", [] { return to_python(strata::io::model_catalogue_json()); },
+      R"(The models a scenario can name (dicts: model, kind "transformer", "cnn" or "hf_id",
+parameters; "refused", "not_planned" or "sliding_window" where they apply), as `strata
+--list-models --format json` prints them.)");
   m.def("simulate", &simulate, py::arg("scenario"), py::arg("overlap") = false,
         py::arg("buckets") = py::none(), py::arg("gamma") = py::none(),
         py::arg("schedule") = py::none(), py::arg("max_in_flight") = py::none(),

@@ -21,10 +21,10 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Union
 
-from ._strata import Error, __version__, evaluate, list_gpus, simulate, sweep
+from ._strata import Error, __version__, evaluate, list_gpus, list_models, simulate, sweep
 
 __all__ = [
-    "Error", "__version__", "evaluate", "list_gpus", "simulate", "sweep",
+    "Error", "__version__", "evaluate", "list_gpus", "list_models", "simulate", "sweep",
     "Model", "Cluster", "Parallel", "Training", "Search", "Cost", "Scenario",
 ]
 

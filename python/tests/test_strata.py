@@ -75,6 +75,17 @@ def test_model_from_hf_config():
         report(strata.Model.from_hf_config({**config, "model_type": "mamba"}))
 
 
+def test_list_models_equals_the_command():
+    rc, out, _ = cli("--list-models", "--format", "json")
+    assert rc == 0
+    models = strata.list_models()
+    assert models == json.loads(out)
+    by_name = {m["model"]: m for m in models}
+    assert by_name["llama3-8b"]["parameters"] == 8_030_261_248
+    assert by_name["meta-llama/Llama-3.1-8B"]["parameters"] == 8_030_261_248
+    assert "multi-head latent attention" in by_name["deepseek-ai/DeepSeek-V3"]["refused"]
+
+
 def test_gpt3_on_1024_a100():
     # Narayanan et al. SC'21 Table 1: GPT-3 175B (t=8, p=8, d=16, batch 1536) achieves 140 TFLOP/s
     # per A100; the CLI's own test (cli_transformer_gpt3) accepts 140-159.

@@ -23,6 +23,7 @@
 #include "strata/io/evaluate.hpp"
 #include "strata/io/lin_trace.hpp"
 #include "strata/io/messages.hpp"
+#include "strata/io/model_list.hpp"
 #include "strata/io/profile.hpp"
 #include "strata/io/proteus_tree.hpp"
 #include "strata/io/scenario.hpp"
@@ -145,9 +146,12 @@ int main(int argc, char** argv) {
       ->option_text("FILE|-");
   app.add_option("--format", format, "report format")->check(CLI::IsMember({"json", "table"}));
   app.add_flag("--print-default", print_default, "print the built-in scenario and exit");
-  bool list_gpus = false;
+  bool list_gpus = false, list_models = false;
   app.add_flag("--list-gpus", list_gpus,
                "list the device presets (a table; --format json: their datasheets) and exit");
+  app.add_flag("--list-models", list_models,
+               "list the models a scenario can name: zoo transformers and CNNs, shipped Hugging "
+               "Face ids (a table; --format json) and exit");
   double time_limit = 0;
   app.add_option("--time-limit", time_limit,
                  "stop a parameter-server search after this many seconds (0: no limit)")
@@ -234,6 +238,29 @@ int main(int argc, char** argv) {
   if (!std::isfinite(time_limit)) return error_line("--time-limit", "must be a number of seconds");
   if (print_default) {
     std::cout << strata::io::default_scenario << '\n';
+    return 0;
+  }
+  if (list_models) {  // io/model_list.hpp
+    const nlohmann::json models = strata::io::model_catalogue_json();
+    if (app.count("--format") > 0 && format == "json") {
+      std::cout << models.dump(2) << '\n';
+      return 0;
+    }
+    std::printf("%-40s %-12s %16s  %s\n", "model", "kind", "parameters", "note");
+    for (const auto& m : models) {
+      std::string note;
+      if (m.contains("refused")) note = m["refused"].get<std::string>();
+      if (m.contains("not_planned"))
+        note = "counted, not planned: " + m["not_planned"][0].get<std::string>();
+      if (m.contains("sliding_window"))
+        note = "sliding window " + std::to_string(m["sliding_window"].get<int>());
+      const std::string params =
+          m.contains("parameters")
+              ? std::to_string(static_cast<long long>(m["parameters"].get<double>()))
+              : std::string("-");
+      std::printf("%-40s %-12s %16s  %s\n", m["model"].get<std::string>().c_str(),
+                  m["kind"].get<std::string>().c_str(), params.c_str(), note.c_str());
+    }
     return 0;
   }
   if (list_gpus) {  // docs/devices.md

@@ -61,6 +61,11 @@ std::vector<layer> to_vector(const model<N>& m) {
   return {m.layers.begin(), m.layers.end()};
 }
 
+/// The CNNs a scenario names by key (`strata --list-models`).
+inline constexpr const char* cnn_zoo[] = {"resnet50",        "resnet152",     "vgg16",
+                                          "cosmoflow",       "megatron-2.5b", "mnist-adam",
+                                          "imagenet22k-adam"};
+
 inline std::vector<layer> zoo_model(const std::string& name, const std::string& path) {
   if (name == "resnet50") return to_vector(zoo::resnet50());
   if (name == "resnet152") return to_vector(zoo::resnet152());

@@ -58,43 +58,46 @@ namespace detail {
 
 using transformer_maker = transformer (*)();
 
+/// A zoo transformer a scenario can name.
+struct zoo_entry {
+  const char* key;
+  transformer_maker make;
+};
+/// The zoo transformers a scenario names by key (`strata --list-models`).
+inline constexpr zoo_entry transformer_zoo[] = {{"gpt2-124m", zoo::gpt2_124m},
+                                                {"gpt2-355m", zoo::gpt2_355m},
+                                                {"gpt2-774m", zoo::gpt2_774m},
+                                                {"gpt2-1.5b", zoo::gpt2_1_5b},
+                                                {"gpt3-175b", zoo::gpt3_175b},
+                                                {"gpt-1.7b", zoo::gpt_1_7b},
+                                                {"gpt-3.6b", zoo::gpt_3_6b},
+                                                {"gpt-7.5b", zoo::gpt_7_5b},
+                                                {"gpt-18b", zoo::gpt_18b},
+                                                {"gpt-39b", zoo::gpt_39b},
+                                                {"gpt-76b", zoo::gpt_76b},
+                                                {"gpt-145b", zoo::gpt_145b},
+                                                {"gpt-310b", zoo::gpt_310b},
+                                                {"gpt-530b", zoo::gpt_530b},
+                                                {"gpt-1t", zoo::gpt_1t},
+                                                {"bert-base", zoo::bert_base},
+                                                {"bert-large", zoo::bert_large},
+                                                {"llama2-7b", zoo::llama2_7b},
+                                                {"llama2-13b", zoo::llama2_13b},
+                                                {"llama2-70b", zoo::llama2_70b},
+                                                {"llama3-8b", zoo::llama3_8b},
+                                                {"llama3-70b", zoo::llama3_70b},
+                                                {"llama3-405b", zoo::llama3_405b},
+                                                {"mixtral-8x7b", zoo::mixtral_8x7b},
+                                                {"llama3.2-1b", zoo::llama3_2_1b},
+                                                {"tinyllama-1.1b", zoo::tinyllama_1_1b},
+                                                {"qwen2.5-0.5b", zoo::qwen2_5_0_5b},
+                                                {"qwen2.5-7b", zoo::qwen2_5_7b},
+                                                {"mistral-7b", zoo::mistral_7b}};
+
 /// The maker of the zoo transformer called `name` (`nullptr` when there is none); `known`, when
 /// given, receives the known names.
 inline transformer_maker find_transformer(const std::string& name, std::string* known = nullptr) {
-  struct entry {
-    const char* key;
-    transformer_maker make;
-  };
-  static constexpr entry table[] = {{"gpt2-124m", zoo::gpt2_124m},
-                                    {"gpt2-355m", zoo::gpt2_355m},
-                                    {"gpt2-774m", zoo::gpt2_774m},
-                                    {"gpt2-1.5b", zoo::gpt2_1_5b},
-                                    {"gpt3-175b", zoo::gpt3_175b},
-                                    {"gpt-1.7b", zoo::gpt_1_7b},
-                                    {"gpt-3.6b", zoo::gpt_3_6b},
-                                    {"gpt-7.5b", zoo::gpt_7_5b},
-                                    {"gpt-18b", zoo::gpt_18b},
-                                    {"gpt-39b", zoo::gpt_39b},
-                                    {"gpt-76b", zoo::gpt_76b},
-                                    {"gpt-145b", zoo::gpt_145b},
-                                    {"gpt-310b", zoo::gpt_310b},
-                                    {"gpt-530b", zoo::gpt_530b},
-                                    {"gpt-1t", zoo::gpt_1t},
-                                    {"bert-base", zoo::bert_base},
-                                    {"bert-large", zoo::bert_large},
-                                    {"llama2-7b", zoo::llama2_7b},
-                                    {"llama2-13b", zoo::llama2_13b},
-                                    {"llama2-70b", zoo::llama2_70b},
-                                    {"llama3-8b", zoo::llama3_8b},
-                                    {"llama3-70b", zoo::llama3_70b},
-                                    {"llama3-405b", zoo::llama3_405b},
-                                    {"mixtral-8x7b", zoo::mixtral_8x7b},
-                                    {"llama3.2-1b", zoo::llama3_2_1b},
-                                    {"tinyllama-1.1b", zoo::tinyllama_1_1b},
-                                    {"qwen2.5-0.5b", zoo::qwen2_5_0_5b},
-                                    {"qwen2.5-7b", zoo::qwen2_5_7b},
-                                    {"mistral-7b", zoo::mistral_7b}};
-  for (const entry& e : table) {
+  for (const zoo_entry& e : transformer_zoo) {
     if (name == e.key) return e.make;
     if (known) *known += (known->empty() ? "" : ", ") + std::string(e.key);
   }

@@ -1,0 +1,48 @@
+#pragma once
+/// @file io/model_list.hpp
+/// @brief Every model a scenario can name (`strata --list-models`, `strata.list_models()`): the
+/// zoo's transformers and CNNs by key, and the Hugging Face configs strata ships by model id
+/// (docs/hf_configs.md), each with its parameter count.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/error.hpp"
+#include "strata/io/hf_config.hpp"
+#include "strata/io/scenario.hpp"
+#include "strata/io/transformer_scenario.hpp"
+#include "strata/model/model.hpp"
+
+namespace strata::io {
+
+/// The models as JSON: [{"model", "kind" ("transformer", "cnn" or "hf_id"), "parameters"}],
+/// zoo transformers first, then the CNNs, then the shipped Hugging Face ids (sorted). A shipped
+/// config strata cannot count is "refused" with the reader's sentence; one it counts but cannot
+/// plan yet lists what the lowering does not run under "not_planned"; a sliding window (plans
+/// train within it) is given as "sliding_window".
+inline nlohmann::json model_catalogue_json() {
+  nlohmann::json out = nlohmann::json::array();
+  for (const detail::zoo_entry& e : detail::transformer_zoo)
+    out.push_back(
+        {{"model", e.key}, {"kind", "transformer"}, {"parameters", e.make().parameters()}});
+  for (const char* name : detail::cnn_zoo)
+    out.push_back({{"model", name},
+                   {"kind", "cnn"},
+                   {"parameters", total_params(detail::zoo_model(name, "model"))}});
+  for (const std::string& id : hf_shipped_ids()) {
+    nlohmann::json row{{"model", id}, {"kind", "hf_id"}};
+    try {
+      const hf_model m = read_hf_config(hf_shipped_config(id), id);
+      row["parameters"] = m.net.parameters();
+      if (!m.unpriced.empty()) row["not_planned"] = m.unpriced;
+      if (m.sliding_window > 0) row["sliding_window"] = m.sliding_window;
+    } catch (const plan_error& e) {
+      row["refused"] = e.what();
+    }
+    out.push_back(row);
+  }
+  return out;
+}
+
+}  // namespace strata::io
