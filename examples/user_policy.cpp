@@ -31,7 +31,7 @@ static_assert(Policy<hybrid_shard>);
 // Llama-3 8B under FSDP on 8 DGX H100 nodes: shard inside a node, replicate across nodes.
 constexpr training setup{.batch = 512, .sequence = 4096, .framework = frameworks::fsdp};
 constexpr strata::plan<transformer, hybrid_shard, micro_batch> hsdp{
-    zoo::llama3_8b(), presets::dgx_h100(8), setup, {hybrid_shard{64, 8}, micro_batch{2}}};
+    zoo::llama3_8b(), presets::dgx_h100(8), setup, hybrid_shard{64, 8}, micro_batch{2}};
 static_assert(peak_memory(hsdp) <= 80_GiB, "Llama-3 8B with hybrid sharding fits an H100");
 static_assert(hsdp.strategy().data.shards() == 8);
 

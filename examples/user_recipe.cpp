@@ -32,8 +32,11 @@ llama(Recipe r) {
   return {zoo::llama3_70b(),
           presets::dgx_h100(8),
           setup(frameworks::rules_of(r)),
-          {tensor_parallel{.degree = 8, .sequence = true}, pipeline_parallel{.degree = 4},
-           data_parallel{.degree = 2}, zero<1>{}, recomputation<recompute::selective>{}}};
+          tensor_parallel{.degree = 8, .sequence = true},
+          pipeline_parallel{.degree = 4},
+          data_parallel{.degree = 2},
+          zero<1>{},
+          recomputation<recompute::selective>{}};
 }
 constexpr auto base = llama(frameworks::megatron);
 constexpr auto overlapped = llama(megatron_tp_overlap{});

@@ -39,7 +39,7 @@ struct policy_leaf {
 };
 template <class Indices, class... Ps>
 struct policy_list;
-/// The policies of a plan, one member each (an aggregate: `{tensor, data, zero<1>{}}`).
+/// The policies of a plan, one member each.
 template <std::size_t... I, class... Ps>
 struct policy_list<std::index_sequence<I...>, Ps...> : policy_leaf<I, Ps>... {
   [[nodiscard]] constexpr parallel::nd compose() const {
@@ -59,6 +59,9 @@ struct plan {
   cluster machine;
   training setup;
   detail::policy_list<std::index_sequence_for<Policies...>, Policies...> policies;
+
+  constexpr plan(M model, cluster c, training t, Policies... ps)
+      : net(model), machine(c), setup(t), policies{{ps}...} {}
 
   [[nodiscard]] constexpr parallel::nd strategy() const { return policies.compose(); }
 };

@@ -13,9 +13,7 @@ using policy = two_d_tensor;
 #else
 using policy = tensor_parallel;
 #endif
-constexpr strata::plan<transformer, data_parallel, policy> p{
-    zoo::llama2_7b(),
-    presets::dgx_a100(1),
-    training{.batch = 64},
-    {data_parallel{.degree = 2}, policy{}}};
+constexpr strata::plan<transformer, data_parallel, policy> p{zoo::llama2_7b(), presets::dgx_a100(1),
+                                                             training{.batch = 64},
+                                                             data_parallel{.degree = 2}, policy{}};
 static_assert(p.strategy().data.degree == 2);
