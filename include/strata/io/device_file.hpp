@@ -18,8 +18,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <mutex>
-#include <set>
 #include <string>
 #include <string_view>
 
@@ -31,14 +29,9 @@
 
 namespace strata::io {
 
-/// A name that lives as long as the program: a `device` (and a `cluster`) holds a view of its
-/// name, and one read at run time has no other owner. Equal names share one copy.
-inline std::string_view intern_device_name(const std::string& name) {
-  static std::mutex m;
-  static std::set<std::string, std::less<>> names;
-  const std::lock_guard<std::mutex> lock(m);
-  return *names.insert(name).first;
-}
+/// A device name read at run time, kept for the program's life (`detail::intern`): a `device`
+/// (and a `cluster`) holds a view of its name.
+inline std::string_view intern_device_name(const std::string& name) { return detail::intern(name); }
 
 namespace detail {
 inline constexpr double bytes_per_gib = 1073741824.0;

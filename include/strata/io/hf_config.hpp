@@ -30,8 +30,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <mutex>
-#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -105,13 +103,8 @@ inline std::string hf_supported() {
 }
 
 /// Stable storage for the names of transformers returned by value (`transformer::name` is a
-/// view): one copy of each distinct name for the life of the program.
-inline std::string_view hf_intern(const std::string& name) {
-  static std::mutex mutex;
-  static std::set<std::string, std::less<>> names;
-  const std::lock_guard<std::mutex> lock(mutex);
-  return *names.insert(name).first;
-}
+/// view; `detail::intern`).
+inline std::string_view hf_intern(const std::string& name) { return detail::intern(name); }
 
 /// Reads fields of one configuration: a missing or null field is the default given.
 struct hf_fields {

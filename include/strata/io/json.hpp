@@ -19,6 +19,8 @@
 #include <initializer_list>
 #include <ios>
 #include <iostream>
+#include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -212,6 +214,15 @@ inline std::string str_field(const json& obj, const std::string& path, const cha
   }
   if (!it->is_string()) fail(path + "." + key, "must be a string (got " + show(*it) + ")");
   return it->get<std::string>();
+}
+
+/// One copy, for the life of the program, of a name read from an input: the library's value
+/// types (`device`, `transformer`) hold views of their names. Equal names share one copy.
+inline std::string_view intern(const std::string& name) {
+  static std::mutex m;
+  static std::set<std::string, std::less<>> names;
+  const std::lock_guard<std::mutex> lock(m);
+  return *names.insert(name).first;
 }
 
 /// The largest parallel degree or device count a scenario may give (2^24, as `max_devices`).
