@@ -1174,6 +1174,10 @@ enum class offload_device { none, cpu, nvme };
 /// its configuration knobs. The sizes are bytes of 16-bit values, as the engines count elements.
 struct sharding {
   data_engine engine = data_engine::megatron;
+  /// The ZeRO stage the engine runs when a plan does not name one (FSDP: FULL_SHARD, 3 —
+  /// torch.distributed.fsdp.ShardingStrategy's default; Megatron and DeepSpeed: 0). A scenario
+  /// that leaves `zero` out gets it, and its report names it.
+  int default_stage = 0;
   /// Gradient bytes per reduction call under ZeRO-2/3 (DeepSpeed's `reduce_bucket_size`);
   /// 0: one call per layer (FSDP reduce-scatters each unit, Megatron each micro-batch's layer).
   double reduce_bucket = 0;
@@ -6957,7 +6961,7 @@ inline constexpr recipe pytorch_eager_modules = recipes::pytorch_eager_modules{}
 
 namespace strata::frameworks {
 
-inline constexpr sharding fsdp_units{.engine = data_engine::fsdp};
+inline constexpr sharding fsdp_units{.engine = data_engine::fsdp, .default_stage = 3};
 
 }  // namespace strata::frameworks
 

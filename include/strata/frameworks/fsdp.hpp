@@ -18,7 +18,7 @@
 
 namespace strata::frameworks {
 
-inline constexpr sharding fsdp_units{.engine = data_engine::fsdp};
+inline constexpr sharding fsdp_units{.engine = data_engine::fsdp, .default_stage = 3};
 
 }  // namespace strata::frameworks
 

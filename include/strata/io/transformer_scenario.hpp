@@ -419,11 +419,17 @@ inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
   } else {
     const nlohmann::json& pj = j.contains("parallel") ? j["parallel"] : nlohmann::json::object();
     s.strategy = d::parse_nd(pj);
-    // FSDP's own default is FULL_SHARD (torch.distributed.fsdp.ShardingStrategy), not NO_SHARD
-    if (s.setup.framework.data.engine == frameworks::data_engine::fsdp &&
-        s.strategy.data.degree > 1 && !(pj.is_object() && pj.contains("zero"))) {
-      s.strategy.data.zero = 3;
-      s.defaults.emplace_back("parallel.zero: 3 (FSDP's default sharding, FULL_SHARD)");
+    // the engine's own default stage (FSDP: FULL_SHARD) when the plan names none
+    const int stage = s.setup.framework.data.default_stage;
+    if (stage != 0 && s.strategy.data.degree > 1 && !(pj.is_object() && pj.contains("zero"))) {
+      s.strategy.data.zero = stage;
+      const frameworks::data_engine e = s.setup.framework.data.engine;
+      s.defaults.emplace_back(
+          "parallel.zero: " + std::to_string(stage) + " (" +
+          (e == frameworks::data_engine::fsdp        ? "FSDP's default sharding, FULL_SHARD"
+           : e == frameworks::data_engine::deepspeed ? "DeepSpeed's default stage"
+                                                     : "Megatron's default stage") +
+          ")");
     }
   }
   // profile: "auto" (default: the shipped H100 fit on an H100, "fitted-gemm" elsewhere),
