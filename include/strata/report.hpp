@@ -82,6 +82,9 @@ struct memory_breakdown {
   bytes batch{};                  ///< input ids and labels
   bytes workspace{};              ///< BLAS workspace held by the allocator
   bytes between_steps{};          ///< what stays allocated from one step to the next
+  /// optimizer states in CUDA unified memory (`training::paged_optimizer`): not in `total()`,
+  /// since the driver pages them to the host when the GPU is full
+  bytes paged{};
   memory_moment moment = memory_moment::first_backward;
   int stage = 0;  ///< the pipeline stage this is
   [[nodiscard]] constexpr bytes model_states() const {

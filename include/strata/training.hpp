@@ -18,8 +18,9 @@
 namespace strata {
 
 /// Optimizers, by the per-parameter state they keep. `automatic`: the model family's convention
-/// (`family_defaults`).
-enum class optimizer { automatic, sgd, momentum, adam };
+/// (`family_defaults`). `adam_8bit`: bitsandbytes' 8-bit Adam/AdamW (`bnb.optim.AdamW8bit`), two
+/// moments quantized block-wise (`state_bytes`).
+enum class optimizer { automatic, sgd, momentum, adam, adam_8bit };
 
 /// Extra values per parameter: none for SGD, one velocity for momentum, two moments for Adam
 /// (give a resolved optimizer: `training::optimizer_for`).
@@ -31,9 +32,18 @@ enum class optimizer { automatic, sgd, momentum, adam };
     case optimizer::momentum:
       return 1;
     case optimizer::adam:
+    case optimizer::adam_8bit:
       return 2;
   }
   return 0;
+}
+
+/// Bytes of one optimizer state value: fp32 (4), or bitsandbytes' 8-bit states, one byte each
+/// plus an fp32 absolute maximum per block of 256 values (bitsandbytes/optim/optimizer.py,
+/// `Optimizer8bit.init_state`: `blocks = n // 256`, `absmax1`/`absmax2` fp32; Dettmers et al.
+/// 2022, "8-bit Optimizers via Block-wise Quantization", §2).
+[[nodiscard]] constexpr double state_bytes(optimizer o) {
+  return o == optimizer::adam_8bit ? 1.0 + 4.0 / 256 : 4.0;
 }
 
 /// Bytes the weight update reads and writes per parameter, in units of delta: SGD reads w and
@@ -51,6 +61,8 @@ enum class optimizer { automatic, sgd, momentum, adam };
       return "momentum";
     case optimizer::adam:
       return "adam";
+    case optimizer::adam_8bit:
+      return "adam_8bit";
   }
   return "sgd";
 }
@@ -163,9 +175,35 @@ struct runtime_memory {
 
 /// Which linear layers LoRA adapts.
 enum class lora_targets {
+  /// PEFT's default for the architecture when `target_modules` is not given
+  /// (peft/utils/constants.py, `TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING`): the query
+  /// and value projections of Llama-style models (`q_proj`, `v_proj`), GPT-2's fused `c_attn`,
+  /// GPT-NeoX's `query_key_value`
+  query_value,
   attention,  ///< Q, K, V and the output projection (Hu et al. 2021's choice)
   all_linear  ///< every linear layer of the blocks (QLoRA's "all-linear"); never the head
 };
+
+/// How LoRA's frozen pretrained weights are stored.
+/// - `automatic`: as the recipe stores parameters (fp32 under autocast, 16 bits beside fp32
+///   masters);
+/// - `fp32`, `bf16`, `fp16`: the type the model was loaded in (`torch_dtype`);
+/// - `int8`: bitsandbytes' LLM.int8 (`Linear8bitLt`, `load_in_8bit`): one byte per weight and an
+///   fp32 scale per output row (`SCB`); Dettmers et al. 2022, "LLM.int8()";
+/// - `nf4`: bitsandbytes' 4-bit NormalFloat (`Linear4bit`, QLoRA; Dettmers et al. 2023 §3): two
+///   weights a byte and an fp32 absolute maximum per block of 64, or with double quantization
+///   (`bnb_4bit_use_double_quant`, `lora_adapters::double_quant`) an 8-bit one with an fp32
+///   constant per 256 blocks: 0.5 + 4/64 = 0.5625 or 0.5 + 1/64 + 4/(64 x 256) = 0.5159 B.
+/// Quantized formats cover the blocks' linear layers; the embedding, the head and the norms stay
+/// in `lora_adapters::embeddings`.
+enum class base_storage { automatic, fp32, bf16, fp16, int8, nf4 };
+
+/// The type of LoRA's trained adapter weights (their gradients and Adam moments follow it).
+/// `automatic`: the recipe's parameters (fp32 masters or fp32 under autocast; PEFT upcasts the
+/// adapters to fp32 by default, `autocast_adapter_dtype=True`); `bf16`: adapters, gradients and
+/// moments all in bf16, as a model loaded in bf16 and trained without masters (LitGPT's
+/// `bf16-true`).
+enum class adapter_storage { automatic, fp32, bf16 };
 
 /// LoRA fine-tuning (Hu et al. 2021, §4): the pretrained weights are frozen (no gradients, no
 /// optimizer states, no weight-gradient GEMMs) and each targeted n x k weight W gains trained
@@ -173,7 +211,60 @@ enum class lora_targets {
 struct lora_adapters {
   int rank = 0;  ///< r; 0: every parameter is trained (no adapters)
   lora_targets targets = lora_targets::all_linear;
+  base_storage base = base_storage::automatic;
+  bool double_quant = false;  ///< nf4: quantize the block maxima too (QLoRA §3)
+  /// the embedding, head and norms (`torch_dtype`); `automatic`: the base's own type when it is
+  /// a float type, else as `training::frozen_embedding_bytes` says
+  base_storage embeddings = base_storage::automatic;
+  adapter_storage adapters = adapter_storage::automatic;
+  /// PEFT's `lora_dropout`: above 0 each adapted layer drops out its input for the adapter
+  /// path and autograd keeps that copy (a mask-free `nn.Identity` at 0, PEFT's default)
+  double dropout = 0;
   [[nodiscard]] constexpr bool on() const { return rank > 0; }
+  [[nodiscard]] constexpr bool quantized() const {
+    return base == base_storage::int8 || base == base_storage::nf4;
+  }
+};
+
+/// Bytes per element of a float storage type (`automatic`: `fallback`).
+[[nodiscard]] constexpr double float_bytes(base_storage b, double fallback) {
+  switch (b) {
+    case base_storage::fp32:
+      return 4;
+    case base_storage::bf16:
+    case base_storage::fp16:
+      return 2;
+    case base_storage::int8:
+      return 1;
+    case base_storage::nf4:
+      return 0.5;
+    case base_storage::automatic:
+      return fallback;
+  }
+  return fallback;
+}
+
+[[nodiscard]] constexpr std::string_view to_string(base_storage b) {
+  switch (b) {
+    case base_storage::automatic:
+      return "automatic";
+    case base_storage::fp32:
+      return "fp32";
+    case base_storage::bf16:
+      return "bf16";
+    case base_storage::fp16:
+      return "fp16";
+    case base_storage::int8:
+      return "int8";
+    case base_storage::nf4:
+      return "nf4";
+  }
+  return "automatic";
+}
+
+/// Bytes of model state per parameter.
+struct parameter_bytes {
+  double weight = 0, gradient = 0, optimizer = 0;
 };
 
 /// What is trained and how: one setup for every plan, CNN or transformer. ParaDL's symbols:
@@ -201,6 +292,11 @@ struct training {
   runtime_memory runtime{};
   /// LoRA adapters over frozen weights (rank 0: full training)
   lora_adapters lora{};
+  /// bitsandbytes' paged optimizers (`PagedAdamW`, `PagedAdamW8bit`): the states live in CUDA
+  /// unified memory (`cudaMallocManaged`, bitsandbytes/functional.py `get_paged`), outside
+  /// PyTorch's caching allocator, and the driver moves them to the host when the GPU runs out:
+  /// they are reported apart (`memory_breakdown::paged`) and do not decide "fits"
+  bool paged_optimizer = false;
   /// Transformer plans: fp32 matmuls may use TF32 (`torch.backends.cuda.matmul.allow_tf32`), as
   /// in every measured step the shipped profile was fitted on. false: IEEE fp32 on the CUDA cores
   /// (`device_profile::fp32_ieee`), PyTorch's default; it matters for fp32 training and for the
@@ -256,16 +352,69 @@ struct training {
     if (!master_weights()) return 4.0;
     return framework.data.engine == frameworks::data_engine::deepspeed ? 2.0 : size_of(gradients);
   }
-  /// Optimizer bytes per parameter: the fp32 master copy (if any) and 4 B per state.
+  /// Optimizer bytes per parameter: the fp32 master copy (if any) and its states
+  /// (`state_bytes`: 4 B each, about 1 B for 8-bit Adam).
   [[nodiscard]] constexpr double optimizer_bytes() const {
-    return (master_weights() ? 4.0 : 0.0) + 4.0 * states_per_param(transformer_optimizer());
+    const optimizer o = transformer_optimizer();
+    return (master_weights() ? 4.0 : 0.0) + state_bytes(o) * states_per_param(o);
   }
   /// Bytes the optimizer step reads and writes per parameter: gradient, (master) weight and
   /// states read and written back, plus the working copy written (master weights): 30 B for
   /// Megatron's Adam, 28 B for fused AdamW on fp32 parameters.
   [[nodiscard]] constexpr double update_bytes() const {
-    return gradient_bytes() + 2 * (4.0 + 4.0 * states_per_param(transformer_optimizer())) +
+    const optimizer o = transformer_optimizer();
+    return gradient_bytes() + 2 * (4.0 + state_bytes(o) * states_per_param(o)) +
            (master_weights() ? weight_bytes() : 0.0);
+  }
+
+  // ---- LoRA's frozen and trained weights ------------------------------------------------------
+  /// Bytes per frozen weight of the blocks' linear layers (`lora_adapters::base`): the
+  /// quantized formats with their block statistics; `k` is the layer's input width (LLM.int8's
+  /// scale per output row: 4 / k per weight).
+  [[nodiscard]] constexpr double frozen_weight_bytes(double k) const {
+    switch (lora.base) {
+      case base_storage::int8:
+        return 1.0 + 4.0 / k;
+      case base_storage::nf4:
+        return lora.double_quant ? 0.5 + 1.0 / 64 + 4.0 / (64.0 * 256) : 0.5 + 4.0 / 64;
+      default:
+        return float_bytes(lora.base, weight_bytes());
+    }
+  }
+  /// Bytes per frozen weight of the embedding, the head and the norms.
+  /// Beside a quantized base: fp32 under autocast (PEFT's `prepare_model_for_kbit_training`,
+  /// which TRL's SFTTrainer calls, upcasts every 16-bit parameter that is not quantized), bf16
+  /// otherwise (the loaded `torch_dtype`, as LitGPT and torchtune keep it).
+  [[nodiscard]] constexpr double frozen_embedding_bytes() const {
+    if (lora.embeddings != base_storage::automatic) return float_bytes(lora.embeddings, 4);
+    if (lora.quantized()) return framework.autocast ? 4.0 : 2.0;
+    return float_bytes(lora.base, weight_bytes());
+  }
+  /// The frozen weights are already in the compute type: no cast per use (a bf16 or fp16 base
+  /// under bf16/fp16 autocast).
+  [[nodiscard]] constexpr bool frozen_in_compute_type() const {
+    return (lora.base == base_storage::bf16 && compute() == dtype::bf16) ||
+           (lora.base == base_storage::fp16 && compute() == dtype::fp16) ||
+           (lora.base == base_storage::automatic && !framework.autocast);
+  }
+  /// The same for the frozen head (stored as the embedding is).
+  [[nodiscard]] constexpr bool frozen_head_in_compute_type() const {
+    if (lora.embeddings == base_storage::automatic && !lora.quantized())
+      return frozen_in_compute_type();
+    return frozen_embedding_bytes() == 2.0 && mixed() && compute() != dtype::fp8;
+  }
+  /// Bytes per trained parameter: its weight, gradient and optimizer state (masters included).
+  [[nodiscard]] constexpr parameter_bytes trained_bytes() const {
+    return {weight_bytes(), gradient_bytes(), optimizer_bytes()};
+  }
+  /// The same for LoRA's adapters (`lora_adapters::adapters`): fp32 or bf16 adapters keep their
+  /// gradient and moments in their own type and no masters (torch.optim's states follow the
+  /// parameter's dtype).
+  [[nodiscard]] constexpr parameter_bytes adapter_bytes() const {
+    if (lora.adapters == adapter_storage::automatic) return trained_bytes();
+    const optimizer o = transformer_optimizer();
+    const double w = lora.adapters == adapter_storage::bf16 ? 2.0 : 4.0;
+    return {w, w, (o == optimizer::adam_8bit ? state_bytes(o) : w) * states_per_param(o)};
   }
 
   /// The limits every plan shares.
@@ -277,6 +426,8 @@ struct training {
     if (sequence < 0) throw plan_error("training.sequence must not be negative");
     if (reserved < 0) throw plan_error("training.reserved must not be negative");
     if (lora.rank < 0) throw plan_error("training.lora.rank must not be negative");
+    if (!(lora.dropout >= 0 && lora.dropout < 1))
+      throw plan_error("training.lora.dropout must lie in [0, 1)");
     runtime.check();
   }
   /// A CNN plan's: one type for every tensor.
@@ -295,6 +446,12 @@ struct training {
       throw plan_error(
           "training.precision: transformer plans train in fp32 or in a mixed mode (fp16_mixed, "
           "bf16_mixed, fp8_mixed: fp32 master weights)");
+    if (lora.quantized() && !mixed())
+      throw plan_error(
+          "training.lora.base: an int8 or nf4 base is dequantized to 16 bits for its GEMMs: "
+          "give a mixed precision (bf16 or fp16)");
+    if (lora.quantized() && !lora.on())
+      throw plan_error("training.lora.base: a quantized base needs LoRA adapters (a rank)");
   }
 };
 

@@ -89,12 +89,20 @@ template <class Lowering>
 namespace detail {
 /// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
 /// ZeRO stage `zero`, as the framework's engine stores them (`parallel::engine_states`).
+/// `paged`: the share of the states a paged optimizer puts in unified memory, outside the
+/// caching allocator (`training::paged_optimizer`).
 constexpr void add_states(memory_breakdown& mem, double n, double shards, int zero,
-                          const training& t) {
-  const auto z = parallel::engine_states(n, shards, zero, t);
+                          const training& t, const parameter_bytes& b, double paged) {
+  const auto z = parallel::engine_states(n, shards, zero, t, b);
   mem.weights += bytes{z.weights};
   mem.gradients += bytes{z.gradients};
-  mem.optimizer_states += bytes{z.optimizer};
+  mem.optimizer_states += bytes{(1 - paged) * z.optimizer};
+  mem.paged += bytes{paged * z.optimizer};
+}
+/// Full training: every weight matrix is over bitsandbytes' paging threshold.
+constexpr void add_states(memory_breakdown& mem, double n, double shards, int zero,
+                          const training& t) {
+  add_states(mem, n, shards, zero, t, t.trained_bytes(), t.paged_optimizer ? 1.0 : 0.0);
 }
 }  // namespace detail
 
@@ -185,11 +193,30 @@ struct plan_keeps {
       static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
   const double expert_shards = static_cast<double>(s.data.shards()) * s.context.degree;
   if (t.lora.on()) {
-    // frozen weights: their storage copy only (sharded by ZeRO-3); the adapters train in full
+    // frozen weights: their storage only (sharded by ZeRO-3), the blocks' linear layers as
+    // `lora.base` stores them (quantized with their block statistics), the embedding, head and
+    // norms in `lora.embeddings`; the adapters train in full in their own type
     const bool z3 = s.data.sharding().shards_weights();
-    mem.weights += bytes{t.weight_bytes() * partition_of(s, n, z3)};
-    detail::add_states(mem, trained_on(m, s, t, stage).dense, dense_shards, s.data.zero, t);
-    mem.embedding_states = bytes{t.weight_bytes() * n.embedding / (z3 ? dense_shards : 1.0)};
+    const double emb = n.embedding / (z3 ? dense_shards : 1.0);
+    mem.weights += bytes{t.frozen_weight_bytes(m.hidden) * (partition_of(s, n, z3) - emb) +
+                         t.frozen_embedding_bytes() * emb};
+    // bitsandbytes pages the states of tensors of 100,000 elements and more only
+    // (optim/optimizer.py, `get_state_buffer`: `A.numel() < 1e5` stays in device memory)
+    const double trained = trained_on(m, s, t, stage).dense;
+    const lower::shard sh = lower::shard_of(m, s, t);
+    const double paged =
+        t.paged_optimizer && trained > 0
+            ? s.stage_layers(m, stage) * lower::adapter_parameters(m, sh, t, 1e5) / trained
+            : 0.0;
+    detail::add_states(mem, trained, dense_shards, s.data.zero, t, t.adapter_bytes(), paged);
+    mem.embedding_states = bytes{t.frozen_embedding_bytes() * emb};
+    // bitsandbytes dequantizes a whole weight for each GEMM and frees it after: the largest
+    // linear layer's 16-bit copy is alive at any moment (bitsandbytes/autograd/_functions.py,
+    // `MatMul4Bit`: `F.dequantize_4bit(B, quant_state).to(A.dtype)`)
+    if (t.lora.quantized())
+      mem.workspace +=
+          bytes{2.0 * m.hidden * strata::detail::max(m.ffn_size(), static_cast<double>(m.hidden)) /
+                s.tensor.degree};
   } else {
     detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
     detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
@@ -237,7 +264,7 @@ struct plan_keeps {
   }
   mem.other = bytes{t.reserved};
   mem.batch = bytes{r.batch_bytes_per_token * T};
-  mem.workspace = bytes{r.workspace};
+  mem.workspace += bytes{r.workspace};
   x.persistent = r.persistent_gradients;
   x.accumulates = s.micro_batches(t) > 1;
   x.gradients = mem.gradients.count();

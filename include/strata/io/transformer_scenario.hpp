@@ -281,9 +281,20 @@ inline training parse_transformer_training(const json& j) {
                             {"fp16", precision_mode::fp16_mixed},
                             {"bf16", precision_mode::bf16_mixed},
                             {"fp8", precision_mode::fp8_mixed}});
-  t.optim = enum_field(
-      j, p, "optimizer", optimizer::adam,
-      {{"sgd", optimizer::sgd}, {"momentum", optimizer::momentum}, {"adam", optimizer::adam}});
+  // Hugging Face's `optim` names for bitsandbytes' 8-bit and paged optimizers (TrainingArguments)
+  const std::string opt = j.contains("optimizer") && j["optimizer"].is_string()
+                              ? j["optimizer"].get<std::string>()
+                              : std::string();
+  t.paged_optimizer = opt.rfind("paged_", 0) == 0;
+  t.optim = enum_field(j, p, "optimizer", optimizer::adam,
+                       {{"sgd", optimizer::sgd},
+                        {"momentum", optimizer::momentum},
+                        {"adam", optimizer::adam},
+                        {"adamw", optimizer::adam},
+                        {"adam_8bit", optimizer::adam_8bit},
+                        {"adamw_8bit", optimizer::adam_8bit},
+                        {"paged_adamw", optimizer::adam},
+                        {"paged_adamw_8bit", optimizer::adam_8bit}});
   t.gradients = enum_field(j, p, "gradients", dtype::fp32,
                            {{"fp32", dtype::fp32}, {"bf16", dtype::bf16}, {"fp16", dtype::fp16}});
   t.flash_attention = flag_field(j, p, "flash_attention", true);
@@ -315,11 +326,29 @@ inline training parse_transformer_training(const json& j) {
     const std::string q = p + ".lora";
     const json& l = j["lora"];
     if (!l.is_object()) fail(q, "must be an object");
-    only_keys(l, q, {"rank", "targets"});
+    only_keys(l, q,
+              {"rank", "targets", "base", "double_quant", "embeddings", "adapters", "dropout"});
     t.lora.rank = int_field(l, q, "rank", 1, 1 << 16, 0, true);
-    t.lora.targets = enum_field(
-        l, q, "targets", lora_targets::all_linear,
-        {{"attention", lora_targets::attention}, {"all_linear", lora_targets::all_linear}});
+    t.lora.targets = enum_field(l, q, "targets", lora_targets::all_linear,
+                                {{"query_value", lora_targets::query_value},
+                                 {"attention", lora_targets::attention},
+                                 {"all_linear", lora_targets::all_linear}});
+    t.lora.base = enum_field(l, q, "base", base_storage::automatic,
+                             {{"fp32", base_storage::fp32},
+                              {"bf16", base_storage::bf16},
+                              {"fp16", base_storage::fp16},
+                              {"int8", base_storage::int8},
+                              {"nf4", base_storage::nf4}});
+    t.lora.double_quant = flag_field(l, q, "double_quant", false);
+    if (t.lora.double_quant && t.lora.base != base_storage::nf4)
+      fail(q + ".double_quant", "quantizes nf4's block maxima: give \"base\": \"nf4\"");
+    t.lora.embeddings = enum_field(
+        l, q, "embeddings", base_storage::automatic,
+        {{"fp32", base_storage::fp32}, {"bf16", base_storage::bf16}, {"fp16", base_storage::fp16}});
+    t.lora.adapters =
+        enum_field(l, q, "adapters", adapter_storage::automatic,
+                   {{"fp32", adapter_storage::fp32}, {"bf16", adapter_storage::bf16}});
+    t.lora.dropout = num_field(l, q, "dropout", 0.0, 0.99, 0.0);
   }
   if (j.contains("runtime")) {  // the headroom beside the tensors (`runtime_memory`)
     const std::string q = p + ".runtime";
@@ -555,6 +584,7 @@ inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
                      {"workspace", to_gib(m.workspace)},
                      {"moment", to_string(m.moment)},
                      {"between_steps", to_gib(m.between_steps)},
+                     {"paged_optimizer_states", to_gib(m.paged)},
                      {"peak", to_gib(m.total())},
                      {"context", to_gib(r.headroom.context)},
                      {"communicators", to_gib(r.headroom.communicators)},

@@ -149,8 +149,38 @@ struct builder {
   [[nodiscard]] constexpr bool adapted(std::string_view what) const {
     if (!tr.lora.on() || what == "router" || what == "output projection") return false;
     if (tr.lora.targets == lora_targets::all_linear) return true;
+    // PEFT's default: the query and value projections, or the fused QKV projection whole
+    if (tr.lora.targets == lora_targets::query_value)
+      return what == "QKV" || what == "Q" || what == "V";
     return what == "QKV" || what == "Q" || what == "K" || what == "V" ||
            what == "attention projection";
+  }
+  /// A frozen weight (LoRA) made ready for a GEMM, forward (and for a quantized base again
+  /// backward, for dX):
+  /// - int8 or nf4 base (bitsandbytes): one dequantizing kernel reads the packed weight and its
+  ///   block maxima and writes a 16-bit copy that the GEMM uses and frees (`MatMul4Bit` and
+  ///   `MatMul8bitLt` keep the packed weight for backward, not the copy);
+  /// - a 16-bit base in the compute type: nothing (the GEMM keeps the parameter itself);
+  /// - an fp32 base under autocast: cast per use, and never cached: autocast caches casts of
+  ///   leaves that require grad only (aten/src/ATen/autocast_mode.cpp, `cached_cast`), so the
+  ///   copy lives while the GEMM keeps it for dX — until the backward, or not at all in a
+  ///   recomputed forward.
+  /// The head (never quantized) is stored as the embedding is (`lora_adapters::embeddings`).
+  /// LLM.int8's forward also quantizes its input row by row (int8 codes and fp32 row maxima
+  /// from 16 bits, `MatMul8bitLt`) and waits for the GPU twice to find the outlier columns;
+  /// bitsandbytes' own GEMMs for it are not modelled, the dequantized 16-bit GEMM stands in.
+  constexpr void frozen_weight(std::string_view what, double elements, double m, double k,
+                               double times) const {
+    const bool head = what == "output projection";
+    if (tr.lora.quantized() && !head) {
+      if (tr.lora.base == base_storage::int8 && !backward)
+        memory(what, "quantize input", stream_class::copy, 3 * m * k, times, true);
+      memory(what, "dequantize", stream_class::copy, (tr.frozen_weight_bytes(k) + 2) * elements,
+             times);
+    } else if (head ? !tr.frozen_head_in_compute_type() : !tr.frozen_in_compute_type()) {
+      memory(what, "weight cast", stream_class::copy, 6 * elements, times);
+      save("16-bit weight copy", times * 2 * elements, keep_kind::weight_copy);
+    }
   }
   constexpr void gemm(std::string_view what, std::string_view part, double m, double n, double k,
                       double times = 1, bool fp32 = false, bool sync = false,
@@ -180,7 +210,9 @@ struct builder {
         memory(what, "input cast", stream_class::copy, 6 * m * k, times);
         save("16-bit input copy", times * 2 * m * k);
       }
-      if (autocast()) {
+      if (tr.lora.on()) {
+        frozen_weight(what, elements, m, k, times);
+      } else if (autocast()) {
         memory(what, "weight cast", stream_class::copy, 6 * elements, times);
         save("16-bit weight copy", times * 2 * elements,
              keep ? keep_kind::weight_copy
@@ -189,12 +221,19 @@ struct builder {
       gemm(what, {}, m, n, k, times, false, false, mis);
       if (adapted(what)) {  // x A^T, then (x A^T) B^T added to y; A's output kept for dB
         const double r = tr.lora.rank;
+        if (tr.lora.dropout > 0) {  // PEFT's lora_dropout(x): its output and mask kept for A
+          memory(what, "LoRA dropout", stream_class::dropout,
+                 (2 * tr.activation_bytes() + 1) * m * k, times);
+          save("LoRA dropout output and mask", times * (tr.activation_bytes() + 1) * m * k);
+        }
         gemm(what, "LoRA A", m, r, k, times, false, false);
         gemm(what, "LoRA B", m, n, r, times, false, false);
         save("LoRA A output", times * tr.activation_bytes() * m * r);
       }
       return;
     }
+    if (tr.lora.quantized() && what != "output projection")  // dequantized again for dX
+      frozen_weight(what, elements, m, k, times);
     gemm(what, "dX", m, k, n, times, false, false, mis);
     gemm(what, "dW", k, n, m, times, false, false, mis);
     if (adapted(what)) {  // dB, the gradient through B, dA and the gradient through A
@@ -654,18 +693,19 @@ struct layer_weights {
 }
 
 /// The LoRA adapter parameters of one layer on one rank (`training::lora`): r (n + k)
-/// for each adapted n x k weight, read off the lowering's forward adapter GEMMs.
+/// for each adapted n x k weight, read off the lowering's forward adapter GEMMs; with
+/// `min_tensor`, those of the factors of at least that many elements only.
 [[nodiscard]] constexpr double adapter_parameters(const transformer& m, const shard& x,
-                                                  const training& tr) {
+                                                  const training& tr, double min_tensor = 0) {
   if (!tr.lora.on()) return 0;
   struct visitor {
-    double r, out = 0;
+    double min, out = 0;
     constexpr void kernel(const kernel_op& k) {
-      if (k.kind != kernel_kind::gemm) return;
+      if (k.kind != kernel_kind::gemm || k.n * k.k < min) return;
       if (k.part == "LoRA A") out += k.times * k.n * k.k;  // A: r x k
       if (k.part == "LoRA B") out += k.times * k.n * k.k;  // B: n x r
     }
-  } v{static_cast<double>(tr.lora.rank)};
+  } v{min_tensor};
   layer(m, x, tr, phase::forward, v);
   return v.out;
 }

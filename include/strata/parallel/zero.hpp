@@ -64,11 +64,11 @@ constexpr void check_zero_stage(int stage) {
 
 /// Model states of `n` parameters on one GPU at ZeRO stage `stage` over `shards` ranks, as the
 /// engine of `t.framework` stores them. What an offload moves to the host is not counted.
+/// `b`: the bytes per parameter (`training::trained_bytes`, or LoRA's `adapter_bytes`).
 [[nodiscard]] constexpr sharded_states engine_states(double n, double shards, int stage,
-                                                     const training& t) {
+                                                     const training& t, const parameter_bytes& b) {
   const frameworks::sharding& e = t.framework.data;
-  sharded_states z =
-      zero_states(n, shards, stage, t.weight_bytes(), t.gradient_bytes(), t.optimizer_bytes());
+  sharded_states z = zero_states(n, shards, stage, b.weight, b.gradient, b.optimizer);
   // FSDP keeps no 16-bit weights at rest under FULL_SHARD: they exist only gathered (buffers)
   const zero_stage zs{stage};
   if (e.engine == frameworks::data_engine::fsdp && zs.shards_weights() && t.master_weights())
@@ -80,6 +80,10 @@ constexpr void check_zero_stage(int stage) {
   }
   if (e.offload_parameters != frameworks::offload_device::none) z.weights = 0;
   return z;
+}
+[[nodiscard]] constexpr sharded_states engine_states(double n, double shards, int stage,
+                                                     const training& t) {
+  return engine_states(n, shards, stage, t, t.trained_bytes());
 }
 
 /// Bytes the optimizer step adds on one GPU for a partition of `n` parameters at ZeRO stage
