@@ -16,6 +16,7 @@
 #include "strata/io/device_file.hpp"
 #include "strata/io/dlrm_scenario.hpp"
 #include "strata/io/evaluate.hpp"
+#include "strata/io/fit.hpp"
 #include "strata/io/messages.hpp"
 #include "strata/io/model_list.hpp"
 #include "strata/io/scenario.hpp"
@@ -232,7 +233,10 @@ py::dict sweep_columns(const strata::io::transformer_request& q, int threads) {
   out["iteration_s"] = doubles(r.iteration_s);
   for (std::size_t k = 0; k < s::batch_time_terms.size(); ++k)
     out[s::batch_time_terms[k]] = doubles(r.time.col(static_cast<Eigen::Index>(k)));
-  out["memory_GiB"] = doubles(r.memory_bytes, 1.0 / (1024.0 * 1024.0 * 1024.0));
+  // peak: the tensors of the fullest stage; required: that plus the runtime's headroom, what
+  // `fits` compares with the card
+  out["peak_GiB"] = doubles(r.memory_bytes, 1.0 / (1024.0 * 1024.0 * 1024.0));
+  out["required_GiB"] = doubles(r.required_bytes, 1.0 / (1024.0 * 1024.0 * 1024.0));
   out["tokens_per_s"] = doubles(r.tokens_per_s);
   out["mfu"] = doubles(r.mfu);
   out["gpu_hours_per_iteration"] = doubles(r.gpu_hours_per_iteration);
@@ -248,6 +252,17 @@ py::object sweep(py::handle scenario, bool columns, bool front, int threads) {
     if (columns) return sweep_columns(q, threads);
     const json report = checked(strata::io::transformer_request_json(q));
     return to_python(report[front ? "pareto" : "best"]);
+  });
+}
+
+// ---- which_gpus ------------------------------------------------------------------------------
+
+/// The scenario on every device preset (io/fit.hpp): one dict per device, smallest memory first.
+py::object which_gpus(py::handle scenario) {
+  const json j = guarded("scenario", [&] { return scenario_json(scenario); });
+  return guarded("scenario", [&]() -> py::object {
+    const auto f = strata::io::which_gpus(j, strata_cli::h100_sxm_profile);
+    return to_python(checked(strata::io::fit_rows_json(f)));
   });
 }
 
@@ -310,6 +325,11 @@ of them, edited, can be a scenario's "device" (docs/devices.md).)");
       R"(The models a scenario can name (dicts: model, kind "transformer", "cnn" or "hf_id",
 parameters; "refused", "not_planned" or "sliding_window" where they apply), as `strata
 --list-models --format json` prints them.)");
+  m.def("which_gpus", &which_gpus, py::arg("scenario"),
+        R"(Evaluates a transformer scenario (one plan; one GPU without a "cluster") on every device
+preset, as `strata fit FILE --format json` does: a list of dicts (device, name, capacity_GiB,
+required_GiB, peak_GiB, margin_GiB, fits, iteration_s, tokens_per_s, mfu, profile,
+efficiencies), smallest memory first.)");
   m.def("simulate", &simulate, py::arg("scenario"), py::arg("overlap") = false,
         py::arg("buckets") = py::none(), py::arg("gamma") = py::none(),
         py::arg("schedule") = py::none(), py::arg("max_in_flight") = py::none(),

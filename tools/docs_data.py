@@ -45,6 +45,7 @@ VALIDATION_TESTS = [  # Catch2 test names (wildcards allowed), each run on its o
     "the MoE step with TF32 allowed and off*",
     "Lin et al.'s model predicts held-out all-reduce sizes",
     "published framework runs*",
+    "published LoRA and QLoRA runs*",
     "data parallelism from the sample trace agrees with the closed form",
 ]
 TIMELINES = {  # docs/img/<name>.svg from docs/examples/<scenario>
@@ -108,7 +109,7 @@ def cli_runs(build, out):
             q = p["parallel"]
             w.writerow([q["tensor"], int(q["sequence_parallel"]), q["pipeline"], q["virtual_stages"], q["data"],
                         q["zero"], q["micro_batch"], q["recompute"], f"{p['iteration_s']:.6g}",
-                        f"{p['memory_GiB']:.6g}", f"{capacity:.6g}"])
+                        f"{p['peak_GiB']:.6g}", f"{capacity:.6g}"])
     base = json.loads((ex / "gpt3_175b_scaling.json").read_text())
     with open(out / "data" / "scaling_gpt3_175b.csv", "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
@@ -123,7 +124,7 @@ def cli_runs(build, out):
             q = p["parallel"]
             w.writerow([n, r["candidates"], r["fitting"], q["tensor"], q["pipeline"], q["virtual_stages"], q["data"],
                         q["zero"], q["micro_batch"], q["recompute"], f"{p['iteration_s']:.6g}",
-                        f"{p['tokens_per_s']:.6g}", f"{p['memory_GiB']:.6g}"])
+                        f"{p['tokens_per_s']:.6g}", f"{p['peak_GiB']:.6g}"])
 
 
 def read(out, name):
@@ -239,6 +240,37 @@ def tables(out):
         seen.add(key)
         lines.append(f"| {r['source']} | {r['framework']} | {names[r['metric']]} | {r['why']} |")
     t["published_skipped"] = lines
+    rows = read(out, "validation/finetune.csv")
+    lines = ["| source | model | method | base | r | GPU | sequence x batch | checkpointing | metric | "
+             "published GB | strata GB | error | published tokens/s | strata tokens/s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        tps = float(r["measured_tokens_per_s"])
+        speed = f"{tps:,.0f} | {float(r['predicted_tokens_per_s']):,.0f}" if tps > 0 else " | "
+        lines.append(f"| {r['source']} | {r['model']} | {r['method']} | {r['base']} | {r['rank']} | {r['gpu']} | "
+                     f"{r['sequence']} x {r['micro_batch']} | {r['checkpointing']} | {r['metric']} | "
+                     f"{float(r['measured_gb']):.2f} | {float(r['predicted_gb']):.2f} | "
+                     f"{float(r['error_pct']):+.1f} % | {speed} |")
+    t["finetune"] = lines
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["source"].split("_")[0], r["method"]), []).append(float(r["error_pct"]))
+    lines = ["| framework | method | rows | mean error | mean abs error |", "|---|---|---|---|---|"]
+    for (fw, method), e in sorted(groups.items()):
+        lines.append(f"| {fw} | {method} | {len(e)} | {sum(e) / len(e):+.1f} % | "
+                     f"{sum(map(abs, e)) / len(e):.1f} % |")
+    for method in ("lora", "qlora"):
+        e = [float(r["error_pct"]) for r in rows if r["method"] == method]
+        lines.append(f"| all | {method} | {len(e)} | {sum(e) / len(e):+.1f} % | {sum(map(abs, e)) / len(e):.1f} % |")
+    t["finetune_summary"] = lines
+    rows = read(out, "validation/finetune_skipped.csv")
+    why = {}
+    for r in rows:
+        why[r["why"]] = why.get(r["why"], 0) + 1
+    lines = ["| why a row is not predicted | rows |", "|---|---|"]
+    for k, n in sorted(why.items(), key=lambda x: -x[1]):
+        lines.append(f"| {k} | {n} |")
+    t["finetune_skipped"] = lines
     rows = read(out, "validation/dp_trace.csv")
     lines = ["| GPUs | buckets | all-reduce total | closed form (no overlap) | simulated, no overlap | "
              "simulated, overlap | trace's buckets | their all-reduce | simulated, overlap | "

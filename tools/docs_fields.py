@@ -18,7 +18,7 @@ SOURCES = sorted((ROOT / "include/strata/io").glob("*.hpp")) + [ROOT / "tools/cl
 ONLY_KEYS = re.compile(r"only_keys\(\s*([^,]+?)\s*,\s*([^,{]+?)\s*,\s*\{([^}]*)\}", re.S)
 OPTION = re.compile(r'(\w+)\s*(?:->|\.)\s*add_(option|flag)\(\s*"(--[a-z0-9-]+)"\s*,\s*[\w.]+\s*,((?:\s*"(?:[^"\\]|\\.)*")+)', re.S)
 FUNCTION = re.compile(r"^(?:inline |static |template[^\n]*\n)?[A-Za-z_][\w:<>, ]*?\b(\w+)\(", re.M)
-SUBCOMMANDS = {"app": "strata", "sim_cmd": "strata simulate", "replay_cmd": "strata replay",
+SUBCOMMANDS = {"app": "strata", "sim_cmd": "strata simulate", "replay_cmd": "strata replay", "fit_cmd": "strata fit",
                "cal_cmd": "strata calibrate"}
 # the files that define options, and what their own subcommand variable is called
 OPTION_SOURCES = {"tools/cli/main.cpp": SUBCOMMANDS, "tools/cli/replay_ps.hpp": {"c": "strata replay-ps"}}

@@ -17,6 +17,7 @@
 #include "strata/frameworks/deepspeed.hpp"
 #include "strata/frameworks/fsdp.hpp"
 #include "strata/frameworks/huggingface.hpp"
+#include "strata/frameworks/litgpt.hpp"
 #include "strata/frameworks/megatron.hpp"
 #include "strata/frameworks/pytorch_eager.hpp"
 #include "strata/frameworks/recipe.hpp"

@@ -220,6 +220,10 @@ struct lora_adapters {
   /// PEFT's `lora_dropout`: above 0 each adapted layer drops out its input for the adapter
   /// path and autograd keeps that copy (a mask-free `nn.Identity` at 0, PEFT's default)
   double dropout = 0;
+  /// bitsandbytes before 0.43.2 keeps each quantized layer's input for its backward, adapted or
+  /// not (bitsandbytes/autograd/_functions.py, `MatMul4Bit.forward`: `ctx.tensors = (A, B)`;
+  /// from 0.43.2 only B, the packed weight)
+  bool keeps_inputs = false;
   [[nodiscard]] constexpr bool on() const { return rank > 0; }
   [[nodiscard]] constexpr bool quantized() const {
     return base == base_storage::int8 || base == base_storage::nf4;
@@ -340,15 +344,22 @@ struct training {
   [[nodiscard]] constexpr double activation_bytes() const { return mixed() ? 2.0 : 4.0; }
   /// Mixed precision with 16-bit working weights and fp32 masters (Megatron); under autocast the
   /// parameters themselves stay fp32 and there is no master copy.
-  [[nodiscard]] constexpr bool master_weights() const { return mixed() && !framework.autocast; }
+  [[nodiscard]] constexpr bool master_weights() const {
+    return mixed() && !framework.autocast && !framework.pure_16bit;
+  }
+  /// Parameters, gradients and optimizer states all in 16 bits (`recipe::pure_16bit`).
+  [[nodiscard]] constexpr bool pure_16bit() const { return mixed() && framework.pure_16bit; }
   /// Bytes per element of the residual stream (fp32 under autocast: the norms run in fp32).
   [[nodiscard]] constexpr double residual_bytes() const {
     return framework.autocast ? 4.0 : activation_bytes();
   }
-  [[nodiscard]] constexpr double weight_bytes() const { return master_weights() ? 2.0 : 4.0; }
+  [[nodiscard]] constexpr double weight_bytes() const {
+    return master_weights() || pure_16bit() ? 2.0 : 4.0;
+  }
   /// Gradient bytes per parameter: fp32 without master weights (autocast); else
   /// `gradients`, or 2 where the engine keeps 16-bit gradients (DeepSpeed).
   [[nodiscard]] constexpr double gradient_bytes() const {
+    if (pure_16bit()) return 2.0;
     if (!master_weights()) return 4.0;
     return framework.data.engine == frameworks::data_engine::deepspeed ? 2.0 : size_of(gradients);
   }
@@ -356,7 +367,8 @@ struct training {
   /// (`state_bytes`: 4 B each, about 1 B for 8-bit Adam).
   [[nodiscard]] constexpr double optimizer_bytes() const {
     const optimizer o = transformer_optimizer();
-    return (master_weights() ? 4.0 : 0.0) + state_bytes(o) * states_per_param(o);
+    const double state = pure_16bit() && o != optimizer::adam_8bit ? 2.0 : state_bytes(o);
+    return (master_weights() ? 4.0 : 0.0) + state * states_per_param(o);
   }
   /// Bytes the optimizer step reads and writes per parameter: gradient, (master) weight and
   /// states read and written back, plus the working copy written (master weights): 30 B for

@@ -21,10 +21,12 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Union
 
-from ._strata import Error, __version__, evaluate, list_gpus, list_models, simulate, sweep
+from ._strata import (Error, __version__, evaluate, list_gpus, list_models, simulate, sweep,
+                      which_gpus)
 
 __all__ = [
     "Error", "__version__", "evaluate", "list_gpus", "list_models", "simulate", "sweep",
+    "which_gpus",
     "Model", "Cluster", "Parallel", "Training", "Search", "Cost", "Scenario",
 ]
 

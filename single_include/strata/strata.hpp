@@ -1057,6 +1057,9 @@ struct memory_breakdown {
   bytes batch{};                  ///< input ids and labels
   bytes workspace{};              ///< BLAS workspace held by the allocator
   bytes between_steps{};          ///< what stays allocated from one step to the next
+  /// optimizer states in CUDA unified memory (`training::paged_optimizer`): not in `total()`,
+  /// since the driver pages them to the host when the GPU is full
+  bytes paged{};
   memory_moment moment = memory_moment::first_backward;
   int stage = 0;  ///< the pipeline stage this is
   [[nodiscard]] constexpr bytes model_states() const {
@@ -1156,7 +1159,11 @@ enum class module_style {
 enum class loss_style {
   vocab_parallel,  ///< Megatron's fused cross-entropy on fp32 logits (Korthikanti et al. §4.3)
   eager,           ///< F.cross_entropy on the model's logits, upcast to fp32 inside the loss
-  transformers     ///< `logits.float()` in the model's loss function, then F.cross_entropy
+  transformers,    ///< `logits.float()` in the model's loss function, then F.cross_entropy
+  /// the output projection and the loss in chunks of tokens (LitGPT's `lm_head_chunk_size` with
+  /// `chunked_cross_entropy`, torchtune's `CEWithChunkedOutputLoss`): each chunk's log-softmax
+  /// is kept, never the whole fp32 logits with their gradient at once
+  chunked
 };
 
 /// The engine that runs data parallelism and ZeRO: it decides how model states are stored and
@@ -1204,6 +1211,10 @@ struct recipe {
   /// norms and the residual stream stay fp32 and their outputs are cast. false: the framework
   /// keeps 16-bit working weights and fp32 master copies (Micikevicius et al. 2018, Megatron).
   bool autocast = false;
+  /// The model is loaded in 16 bits and trained so (LitGPT's `bf16-true`, torchtune's
+  /// `dtype: bf16`): no autocast and no fp32 master weights; gradients and the optimizer's
+  /// moments in the parameters' type (torch.optim keeps its states in each parameter's dtype).
+  bool pure_16bit = false;
   /// Python issues every kernel (eager PyTorch): the profile's `dispatch` costs are host time the
   /// GPU may wait for. false: kernels are queued far ahead of the GPU (host time hidden).
   bool eager = false;
@@ -1308,8 +1319,9 @@ inline constexpr recipe megatron = recipes::megatron{};
 namespace strata {
 
 /// Optimizers, by the per-parameter state they keep. `automatic`: the model family's convention
-/// (`family_defaults`).
-enum class optimizer { automatic, sgd, momentum, adam };
+/// (`family_defaults`). `adam_8bit`: bitsandbytes' 8-bit Adam/AdamW (`bnb.optim.AdamW8bit`), two
+/// moments quantized block-wise (`state_bytes`).
+enum class optimizer { automatic, sgd, momentum, adam, adam_8bit };
 
 /// Extra values per parameter: none for SGD, one velocity for momentum, two moments for Adam
 /// (give a resolved optimizer: `training::optimizer_for`).
@@ -1321,9 +1333,18 @@ enum class optimizer { automatic, sgd, momentum, adam };
     case optimizer::momentum:
       return 1;
     case optimizer::adam:
+    case optimizer::adam_8bit:
       return 2;
   }
   return 0;
+}
+
+/// Bytes of one optimizer state value: fp32 (4), or bitsandbytes' 8-bit states, one byte each
+/// plus an fp32 absolute maximum per block of 256 values (bitsandbytes/optim/optimizer.py,
+/// `Optimizer8bit.init_state`: `blocks = n // 256`, `absmax1`/`absmax2` fp32; Dettmers et al.
+/// 2022, "8-bit Optimizers via Block-wise Quantization", §2).
+[[nodiscard]] constexpr double state_bytes(optimizer o) {
+  return o == optimizer::adam_8bit ? 1.0 + 4.0 / 256 : 4.0;
 }
 
 /// Bytes the weight update reads and writes per parameter, in units of delta: SGD reads w and
@@ -1341,6 +1362,8 @@ enum class optimizer { automatic, sgd, momentum, adam };
       return "momentum";
     case optimizer::adam:
       return "adam";
+    case optimizer::adam_8bit:
+      return "adam_8bit";
   }
   return "sgd";
 }
@@ -1453,9 +1476,35 @@ struct runtime_memory {
 
 /// Which linear layers LoRA adapts.
 enum class lora_targets {
+  /// PEFT's default for the architecture when `target_modules` is not given
+  /// (peft/utils/constants.py, `TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING`): the query
+  /// and value projections of Llama-style models (`q_proj`, `v_proj`), GPT-2's fused `c_attn`,
+  /// GPT-NeoX's `query_key_value`
+  query_value,
   attention,  ///< Q, K, V and the output projection (Hu et al. 2021's choice)
   all_linear  ///< every linear layer of the blocks (QLoRA's "all-linear"); never the head
 };
+
+/// How LoRA's frozen pretrained weights are stored.
+/// - `automatic`: as the recipe stores parameters (fp32 under autocast, 16 bits beside fp32
+///   masters);
+/// - `fp32`, `bf16`, `fp16`: the type the model was loaded in (`torch_dtype`);
+/// - `int8`: bitsandbytes' LLM.int8 (`Linear8bitLt`, `load_in_8bit`): one byte per weight and an
+///   fp32 scale per output row (`SCB`); Dettmers et al. 2022, "LLM.int8()";
+/// - `nf4`: bitsandbytes' 4-bit NormalFloat (`Linear4bit`, QLoRA; Dettmers et al. 2023 §3): two
+///   weights a byte and an fp32 absolute maximum per block of 64, or with double quantization
+///   (`bnb_4bit_use_double_quant`, `lora_adapters::double_quant`) an 8-bit one with an fp32
+///   constant per 256 blocks: 0.5 + 4/64 = 0.5625 or 0.5 + 1/64 + 4/(64 x 256) = 0.5159 B.
+/// Quantized formats cover the blocks' linear layers; the embedding, the head and the norms stay
+/// in `lora_adapters::embeddings`.
+enum class base_storage { automatic, fp32, bf16, fp16, int8, nf4 };
+
+/// The type of LoRA's trained adapter weights (their gradients and Adam moments follow it).
+/// `automatic`: the recipe's parameters (fp32 masters or fp32 under autocast; PEFT upcasts the
+/// adapters to fp32 by default, `autocast_adapter_dtype=True`); `bf16`: adapters, gradients and
+/// moments all in bf16, as a model loaded in bf16 and trained without masters (LitGPT's
+/// `bf16-true`).
+enum class adapter_storage { automatic, fp32, bf16 };
 
 /// LoRA fine-tuning (Hu et al. 2021, §4): the pretrained weights are frozen (no gradients, no
 /// optimizer states, no weight-gradient GEMMs) and each targeted n x k weight W gains trained
@@ -1463,7 +1512,64 @@ enum class lora_targets {
 struct lora_adapters {
   int rank = 0;  ///< r; 0: every parameter is trained (no adapters)
   lora_targets targets = lora_targets::all_linear;
+  base_storage base = base_storage::automatic;
+  bool double_quant = false;  ///< nf4: quantize the block maxima too (QLoRA §3)
+  /// the embedding, head and norms (`torch_dtype`); `automatic`: the base's own type when it is
+  /// a float type, else as `training::frozen_embedding_bytes` says
+  base_storage embeddings = base_storage::automatic;
+  adapter_storage adapters = adapter_storage::automatic;
+  /// PEFT's `lora_dropout`: above 0 each adapted layer drops out its input for the adapter
+  /// path and autograd keeps that copy (a mask-free `nn.Identity` at 0, PEFT's default)
+  double dropout = 0;
+  /// bitsandbytes before 0.43.2 keeps each quantized layer's input for its backward, adapted or
+  /// not (bitsandbytes/autograd/_functions.py, `MatMul4Bit.forward`: `ctx.tensors = (A, B)`;
+  /// from 0.43.2 only B, the packed weight)
+  bool keeps_inputs = false;
   [[nodiscard]] constexpr bool on() const { return rank > 0; }
+  [[nodiscard]] constexpr bool quantized() const {
+    return base == base_storage::int8 || base == base_storage::nf4;
+  }
+};
+
+/// Bytes per element of a float storage type (`automatic`: `fallback`).
+[[nodiscard]] constexpr double float_bytes(base_storage b, double fallback) {
+  switch (b) {
+    case base_storage::fp32:
+      return 4;
+    case base_storage::bf16:
+    case base_storage::fp16:
+      return 2;
+    case base_storage::int8:
+      return 1;
+    case base_storage::nf4:
+      return 0.5;
+    case base_storage::automatic:
+      return fallback;
+  }
+  return fallback;
+}
+
+[[nodiscard]] constexpr std::string_view to_string(base_storage b) {
+  switch (b) {
+    case base_storage::automatic:
+      return "automatic";
+    case base_storage::fp32:
+      return "fp32";
+    case base_storage::bf16:
+      return "bf16";
+    case base_storage::fp16:
+      return "fp16";
+    case base_storage::int8:
+      return "int8";
+    case base_storage::nf4:
+      return "nf4";
+  }
+  return "automatic";
+}
+
+/// Bytes of model state per parameter.
+struct parameter_bytes {
+  double weight = 0, gradient = 0, optimizer = 0;
 };
 
 /// What is trained and how: one setup for every plan, CNN or transformer. ParaDL's symbols:
@@ -1491,6 +1597,11 @@ struct training {
   runtime_memory runtime{};
   /// LoRA adapters over frozen weights (rank 0: full training)
   lora_adapters lora{};
+  /// bitsandbytes' paged optimizers (`PagedAdamW`, `PagedAdamW8bit`): the states live in CUDA
+  /// unified memory (`cudaMallocManaged`, bitsandbytes/functional.py `get_paged`), outside
+  /// PyTorch's caching allocator, and the driver moves them to the host when the GPU runs out:
+  /// they are reported apart (`memory_breakdown::paged`) and do not decide "fits"
+  bool paged_optimizer = false;
   /// Transformer plans: fp32 matmuls may use TF32 (`torch.backends.cuda.matmul.allow_tf32`), as
   /// in every measured step the shipped profile was fitted on. false: IEEE fp32 on the CUDA cores
   /// (`device_profile::fp32_ieee`), PyTorch's default; it matters for fp32 training and for the
@@ -1534,28 +1645,89 @@ struct training {
   [[nodiscard]] constexpr double activation_bytes() const { return mixed() ? 2.0 : 4.0; }
   /// Mixed precision with 16-bit working weights and fp32 masters (Megatron); under autocast the
   /// parameters themselves stay fp32 and there is no master copy.
-  [[nodiscard]] constexpr bool master_weights() const { return mixed() && !framework.autocast; }
+  [[nodiscard]] constexpr bool master_weights() const {
+    return mixed() && !framework.autocast && !framework.pure_16bit;
+  }
+  /// Parameters, gradients and optimizer states all in 16 bits (`recipe::pure_16bit`).
+  [[nodiscard]] constexpr bool pure_16bit() const { return mixed() && framework.pure_16bit; }
   /// Bytes per element of the residual stream (fp32 under autocast: the norms run in fp32).
   [[nodiscard]] constexpr double residual_bytes() const {
     return framework.autocast ? 4.0 : activation_bytes();
   }
-  [[nodiscard]] constexpr double weight_bytes() const { return master_weights() ? 2.0 : 4.0; }
+  [[nodiscard]] constexpr double weight_bytes() const {
+    return master_weights() || pure_16bit() ? 2.0 : 4.0;
+  }
   /// Gradient bytes per parameter: fp32 without master weights (autocast); else
   /// `gradients`, or 2 where the engine keeps 16-bit gradients (DeepSpeed).
   [[nodiscard]] constexpr double gradient_bytes() const {
+    if (pure_16bit()) return 2.0;
     if (!master_weights()) return 4.0;
     return framework.data.engine == frameworks::data_engine::deepspeed ? 2.0 : size_of(gradients);
   }
-  /// Optimizer bytes per parameter: the fp32 master copy (if any) and 4 B per state.
+  /// Optimizer bytes per parameter: the fp32 master copy (if any) and its states
+  /// (`state_bytes`: 4 B each, about 1 B for 8-bit Adam).
   [[nodiscard]] constexpr double optimizer_bytes() const {
-    return (master_weights() ? 4.0 : 0.0) + 4.0 * states_per_param(transformer_optimizer());
+    const optimizer o = transformer_optimizer();
+    const double state = pure_16bit() && o != optimizer::adam_8bit ? 2.0 : state_bytes(o);
+    return (master_weights() ? 4.0 : 0.0) + state * states_per_param(o);
   }
   /// Bytes the optimizer step reads and writes per parameter: gradient, (master) weight and
   /// states read and written back, plus the working copy written (master weights): 30 B for
   /// Megatron's Adam, 28 B for fused AdamW on fp32 parameters.
   [[nodiscard]] constexpr double update_bytes() const {
-    return gradient_bytes() + 2 * (4.0 + 4.0 * states_per_param(transformer_optimizer())) +
+    const optimizer o = transformer_optimizer();
+    return gradient_bytes() + 2 * (4.0 + state_bytes(o) * states_per_param(o)) +
            (master_weights() ? weight_bytes() : 0.0);
+  }
+
+  // ---- LoRA's frozen and trained weights ------------------------------------------------------
+  /// Bytes per frozen weight of the blocks' linear layers (`lora_adapters::base`): the
+  /// quantized formats with their block statistics; `k` is the layer's input width (LLM.int8's
+  /// scale per output row: 4 / k per weight).
+  [[nodiscard]] constexpr double frozen_weight_bytes(double k) const {
+    switch (lora.base) {
+      case base_storage::int8:
+        return 1.0 + 4.0 / k;
+      case base_storage::nf4:
+        return lora.double_quant ? 0.5 + 1.0 / 64 + 4.0 / (64.0 * 256) : 0.5 + 4.0 / 64;
+      default:
+        return float_bytes(lora.base, weight_bytes());
+    }
+  }
+  /// Bytes per frozen weight of the embedding, the head and the norms.
+  /// Beside a quantized base: fp32 under autocast (PEFT's `prepare_model_for_kbit_training`,
+  /// which TRL's SFTTrainer calls, upcasts every 16-bit parameter that is not quantized), bf16
+  /// otherwise (the loaded `torch_dtype`, as LitGPT and torchtune keep it).
+  [[nodiscard]] constexpr double frozen_embedding_bytes() const {
+    if (lora.embeddings != base_storage::automatic) return float_bytes(lora.embeddings, 4);
+    if (lora.quantized()) return framework.autocast ? 4.0 : 2.0;
+    return float_bytes(lora.base, weight_bytes());
+  }
+  /// The frozen weights are already in the compute type: no cast per use (a bf16 or fp16 base
+  /// under bf16/fp16 autocast).
+  [[nodiscard]] constexpr bool frozen_in_compute_type() const {
+    return (lora.base == base_storage::bf16 && compute() == dtype::bf16) ||
+           (lora.base == base_storage::fp16 && compute() == dtype::fp16) ||
+           (lora.base == base_storage::automatic && !framework.autocast);
+  }
+  /// The same for the frozen head (stored as the embedding is).
+  [[nodiscard]] constexpr bool frozen_head_in_compute_type() const {
+    if (lora.embeddings == base_storage::automatic && !lora.quantized())
+      return frozen_in_compute_type();
+    return frozen_embedding_bytes() == 2.0 && mixed() && compute() != dtype::fp8;
+  }
+  /// Bytes per trained parameter: its weight, gradient and optimizer state (masters included).
+  [[nodiscard]] constexpr parameter_bytes trained_bytes() const {
+    return {weight_bytes(), gradient_bytes(), optimizer_bytes()};
+  }
+  /// The same for LoRA's adapters (`lora_adapters::adapters`): fp32 or bf16 adapters keep their
+  /// gradient and moments in their own type and no masters (torch.optim's states follow the
+  /// parameter's dtype).
+  [[nodiscard]] constexpr parameter_bytes adapter_bytes() const {
+    if (lora.adapters == adapter_storage::automatic) return trained_bytes();
+    const optimizer o = transformer_optimizer();
+    const double w = lora.adapters == adapter_storage::bf16 ? 2.0 : 4.0;
+    return {w, w, (o == optimizer::adam_8bit ? state_bytes(o) : w) * states_per_param(o)};
   }
 
   /// The limits every plan shares.
@@ -1567,6 +1739,8 @@ struct training {
     if (sequence < 0) throw plan_error("training.sequence must not be negative");
     if (reserved < 0) throw plan_error("training.reserved must not be negative");
     if (lora.rank < 0) throw plan_error("training.lora.rank must not be negative");
+    if (!(lora.dropout >= 0 && lora.dropout < 1))
+      throw plan_error("training.lora.dropout must lie in [0, 1)");
     runtime.check();
   }
   /// A CNN plan's: one type for every tensor.
@@ -1585,6 +1759,12 @@ struct training {
       throw plan_error(
           "training.precision: transformer plans train in fp32 or in a mixed mode (fp16_mixed, "
           "bf16_mixed, fp8_mixed: fp32 master weights)");
+    if (lora.quantized() && !mixed())
+      throw plan_error(
+          "training.lora.base: an int8 or nf4 base is dequantized to 16 bits for its GEMMs: "
+          "give a mixed precision (bf16 or fp16)");
+    if (lora.quantized() && !lora.on())
+      throw plan_error("training.lora.base: a quantized base needs LoRA adapters (a rank)");
   }
 };
 
@@ -3777,11 +3957,11 @@ constexpr void check_zero_stage(int stage) {
 
 /// Model states of `n` parameters on one GPU at ZeRO stage `stage` over `shards` ranks, as the
 /// engine of `t.framework` stores them. What an offload moves to the host is not counted.
+/// `b`: the bytes per parameter (`training::trained_bytes`, or LoRA's `adapter_bytes`).
 [[nodiscard]] constexpr sharded_states engine_states(double n, double shards, int stage,
-                                                     const training& t) {
+                                                     const training& t, const parameter_bytes& b) {
   const frameworks::sharding& e = t.framework.data;
-  sharded_states z =
-      zero_states(n, shards, stage, t.weight_bytes(), t.gradient_bytes(), t.optimizer_bytes());
+  sharded_states z = zero_states(n, shards, stage, b.weight, b.gradient, b.optimizer);
   // FSDP keeps no 16-bit weights at rest under FULL_SHARD: they exist only gathered (buffers)
   const zero_stage zs{stage};
   if (e.engine == frameworks::data_engine::fsdp && zs.shards_weights() && t.master_weights())
@@ -3793,6 +3973,10 @@ constexpr void check_zero_stage(int stage) {
   }
   if (e.offload_parameters != frameworks::offload_device::none) z.weights = 0;
   return z;
+}
+[[nodiscard]] constexpr sharded_states engine_states(double n, double shards, int stage,
+                                                     const training& t) {
+  return engine_states(n, shards, stage, t, t.trained_bytes());
 }
 
 /// Bytes the optimizer step adds on one GPU for a partition of `n` parameters at ZeRO stage
@@ -4593,8 +4777,48 @@ struct builder {
   [[nodiscard]] constexpr bool adapted(std::string_view what) const {
     if (!tr.lora.on() || what == "router" || what == "output projection") return false;
     if (tr.lora.targets == lora_targets::all_linear) return true;
+    // PEFT's default: the query and value projections, or the fused QKV projection whole
+    if (tr.lora.targets == lora_targets::query_value)
+      return what == "QKV" || what == "Q" || what == "V";
     return what == "QKV" || what == "Q" || what == "K" || what == "V" ||
            what == "attention projection";
+  }
+  /// A frozen weight (LoRA) made ready for a GEMM, forward (and for a quantized base again
+  /// backward, for dX):
+  /// - int8 or nf4 base (bitsandbytes): one dequantizing kernel reads the packed weight and its
+  ///   block maxima and writes a 16-bit copy that the GEMM uses and frees (`MatMul4Bit` and
+  ///   `MatMul8bitLt` keep the packed weight for backward, not the copy);
+  /// - a 16-bit base in the compute type: nothing (the GEMM keeps the parameter itself);
+  /// - an fp32 base under autocast: cast per use, and never cached: autocast caches casts of
+  ///   leaves that require grad only (aten/src/ATen/autocast_mode.cpp, `cached_cast`), so the
+  ///   copy lives while the GEMM keeps it for dX — until the backward, or not at all in a
+  ///   recomputed forward.
+  /// The head (never quantized) is stored as the embedding is (`lora_adapters::embeddings`).
+  /// LLM.int8's forward also quantizes its input row by row (int8 codes and fp32 row maxima
+  /// from 16 bits, `MatMul8bitLt`) and waits for the GPU twice to find the outlier columns;
+  /// bitsandbytes' own GEMMs for it are not modelled, the dequantized 16-bit GEMM stands in.
+  constexpr void frozen_weight(std::string_view what, double elements, double m, double k,
+                               double times) const {
+    const bool head = what == "output projection";
+    if (tr.lora.quantized() && !head) {
+      if (tr.lora.base == base_storage::int8 && !backward)
+        memory(what, "quantize input", stream_class::copy, 3 * m * k, times, true);
+      memory(what, "dequantize", stream_class::copy, (tr.frozen_weight_bytes(k) + 2) * elements,
+             times);
+    } else if (head ? !tr.frozen_head_in_compute_type() : !tr.frozen_in_compute_type()) {
+      memory(what, "weight cast", stream_class::copy, 6 * elements, times);
+      save("16-bit weight copy", times * 2 * elements, keep_kind::weight_copy);
+    }
+  }
+  /// Whether autograd keeps the input of a linear layer among `whats` (which share it): always
+  /// when its weight trains; under LoRA when an adapter reads it (A's weight gradient), or when
+  /// the base is quantized by a bitsandbytes that keeps every quantized layer's input
+  /// (`lora_adapters::keeps_inputs`); a frozen weight alone needs no input for its dX.
+  [[nodiscard]] constexpr bool input_kept(std::initializer_list<std::string_view> whats) const {
+    if (!tr.lora.on() || (tr.lora.quantized() && tr.lora.keeps_inputs)) return true;
+    for (const std::string_view w : whats)
+      if (adapted(w)) return true;
+    return false;
   }
   constexpr void gemm(std::string_view what, std::string_view part, double m, double n, double k,
                       double times = 1, bool fp32 = false, bool sync = false,
@@ -4622,9 +4846,11 @@ struct builder {
     if (!backward) {
       if (in) {
         memory(what, "input cast", stream_class::copy, 6 * m * k, times);
-        save("16-bit input copy", times * 2 * m * k);
+        if (input_kept({what})) save("16-bit input copy", times * 2 * m * k);
       }
-      if (autocast()) {
+      if (tr.lora.on()) {
+        frozen_weight(what, elements, m, k, times);
+      } else if (autocast()) {
         memory(what, "weight cast", stream_class::copy, 6 * elements, times);
         save("16-bit weight copy", times * 2 * elements,
              keep ? keep_kind::weight_copy
@@ -4633,12 +4859,19 @@ struct builder {
       gemm(what, {}, m, n, k, times, false, false, mis);
       if (adapted(what)) {  // x A^T, then (x A^T) B^T added to y; A's output kept for dB
         const double r = tr.lora.rank;
+        if (tr.lora.dropout > 0) {  // PEFT's lora_dropout(x): its output and mask kept for A
+          memory(what, "LoRA dropout", stream_class::dropout,
+                 (2 * tr.activation_bytes() + 1) * m * k, times);
+          save("LoRA dropout output and mask", times * (tr.activation_bytes() + 1) * m * k);
+        }
         gemm(what, "LoRA A", m, r, k, times, false, false);
         gemm(what, "LoRA B", m, n, r, times, false, false);
         save("LoRA A output", times * tr.activation_bytes() * m * r);
       }
       return;
     }
+    if (tr.lora.quantized() && what != "output projection")  // dequantized again for dX
+      frozen_weight(what, elements, m, k, times);
     gemm(what, "dX", m, k, n, times, false, false, mis);
     gemm(what, "dW", k, n, m, times, false, false, mis);
     if (adapted(what)) {  // dB, the gradient through B, dA and the gradient through A
@@ -4753,7 +4986,10 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
   k.norm("input norm", tn, h, m.norm, !hf);
   const bool fused_qkv = r.fused_qkv || (k.transformers_code() && gpt2);  // GPT-2's c_attn
   const bool qkv_bias = m.bias || m.qkv_bias;
-  if (!hf) k.save("QKV input", act * tn * h);
+  // the norm's output, which the projections read; under autocast each projection keeps its
+  // own 16-bit copy instead (`builder::linear`)
+  if (!hf || (!k.autocast() && k.input_kept({"QKV", "Q", "K", "V"})))
+    k.save("QKV input", act * tn * h);
   if (fused_qkv) {
     k.linear("QKV", T, (h + 2 * w) / t, h, qkv_bias ? (h + 2 * w) / t : 0.0, 1, hf);
   } else {
@@ -4829,7 +5065,8 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
   // ---- MLP block
   k.norm("post-attention norm", tn, h, m.norm, !hf);
   const double routed = m.moe() ? m.top_k * m.capacity : 1.0;
-  if (!hf) k.save("MLP input", routed * act * tn * h);
+  if (!hf || (!k.autocast() && k.input_kept({"MLP up", "MLP gate", "expert up"})))
+    k.save("MLP input", routed * act * tn * h);
   const double up = swiglu ? 2 * f : f;
   const double gate_elems = (swiglu ? 3 : 2) * f / t;
   if (m.moe() && k.transformers_code()) {
@@ -5098,18 +5335,19 @@ struct layer_weights {
 }
 
 /// The LoRA adapter parameters of one layer on one rank (`training::lora`): r (n + k)
-/// for each adapted n x k weight, read off the lowering's forward adapter GEMMs.
+/// for each adapted n x k weight, read off the lowering's forward adapter GEMMs; with
+/// `min_tensor`, those of the factors of at least that many elements only.
 [[nodiscard]] constexpr double adapter_parameters(const transformer& m, const shard& x,
-                                                  const training& tr) {
+                                                  const training& tr, double min_tensor = 0) {
   if (!tr.lora.on()) return 0;
   struct visitor {
-    double r, out = 0;
+    double min, out = 0;
     constexpr void kernel(const kernel_op& k) {
-      if (k.kind != kernel_kind::gemm) return;
+      if (k.kind != kernel_kind::gemm || k.n * k.k < min) return;
       if (k.part == "LoRA A") out += k.times * k.n * k.k;  // A: r x k
       if (k.part == "LoRA B") out += k.times * k.n * k.k;  // B: n x r
     }
-  } v{static_cast<double>(tr.lora.rank)};
+  } v{min_tensor};
   layer(m, x, tr, phase::forward, v);
   return v.out;
 }
@@ -6279,12 +6517,20 @@ template <class Lowering>
 namespace detail {
 /// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
 /// ZeRO stage `zero`, as the framework's engine stores them (`parallel::engine_states`).
+/// `paged`: the share of the states a paged optimizer puts in unified memory, outside the
+/// caching allocator (`training::paged_optimizer`).
 constexpr void add_states(memory_breakdown& mem, double n, double shards, int zero,
-                          const training& t) {
-  const auto z = parallel::engine_states(n, shards, zero, t);
+                          const training& t, const parameter_bytes& b, double paged) {
+  const auto z = parallel::engine_states(n, shards, zero, t, b);
   mem.weights += bytes{z.weights};
   mem.gradients += bytes{z.gradients};
-  mem.optimizer_states += bytes{z.optimizer};
+  mem.optimizer_states += bytes{(1 - paged) * z.optimizer};
+  mem.paged += bytes{paged * z.optimizer};
+}
+/// Full training: every weight matrix is over bitsandbytes' paging threshold.
+constexpr void add_states(memory_breakdown& mem, double n, double shards, int zero,
+                          const training& t) {
+  add_states(mem, n, shards, zero, t, t.trained_bytes(), t.paged_optimizer ? 1.0 : 0.0);
 }
 }  // namespace detail
 
@@ -6375,11 +6621,30 @@ struct plan_keeps {
       static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
   const double expert_shards = static_cast<double>(s.data.shards()) * s.context.degree;
   if (t.lora.on()) {
-    // frozen weights: their storage copy only (sharded by ZeRO-3); the adapters train in full
+    // frozen weights: their storage only (sharded by ZeRO-3), the blocks' linear layers as
+    // `lora.base` stores them (quantized with their block statistics), the embedding, head and
+    // norms in `lora.embeddings`; the adapters train in full in their own type
     const bool z3 = s.data.sharding().shards_weights();
-    mem.weights += bytes{t.weight_bytes() * partition_of(s, n, z3)};
-    detail::add_states(mem, trained_on(m, s, t, stage).dense, dense_shards, s.data.zero, t);
-    mem.embedding_states = bytes{t.weight_bytes() * n.embedding / (z3 ? dense_shards : 1.0)};
+    const double emb = n.embedding / (z3 ? dense_shards : 1.0);
+    mem.weights += bytes{t.frozen_weight_bytes(m.hidden) * (partition_of(s, n, z3) - emb) +
+                         t.frozen_embedding_bytes() * emb};
+    // bitsandbytes pages the states of tensors of 100,000 elements and more only
+    // (optim/optimizer.py, `get_state_buffer`: `A.numel() < 1e5` stays in device memory)
+    const double trained = trained_on(m, s, t, stage).dense;
+    const lower::shard sh = lower::shard_of(m, s, t);
+    const double paged =
+        t.paged_optimizer && trained > 0
+            ? s.stage_layers(m, stage) * lower::adapter_parameters(m, sh, t, 1e5) / trained
+            : 0.0;
+    detail::add_states(mem, trained, dense_shards, s.data.zero, t, t.adapter_bytes(), paged);
+    mem.embedding_states = bytes{t.frozen_embedding_bytes() * emb};
+    // bitsandbytes dequantizes a whole weight for each GEMM and frees it after: the largest
+    // linear layer's 16-bit copy is alive at any moment (bitsandbytes/autograd/_functions.py,
+    // `MatMul4Bit`: `F.dequantize_4bit(B, quant_state).to(A.dtype)`)
+    if (t.lora.quantized())
+      mem.workspace +=
+          bytes{2.0 * m.hidden * strata::detail::max(m.ffn_size(), static_cast<double>(m.hidden)) /
+                s.tensor.degree};
   } else {
     detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
     detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
@@ -6410,10 +6675,11 @@ struct plan_keeps {
     if (r.loss != frameworks::loss_style::vocab_parallel) {
       // the loss upcasts the logits to fp32 and, at its backward's peak, holds log-softmax's
       // output, its gradient and the logits' gradient (12 B per logit; measured:
-      // h100_steps_gpt2.csv); `transformers` also peaks in the forward with the bf16 logits,
-      // their fp32 copy and log-softmax's output (10 B) while the caches live; a loop that keeps
-      // the logits (nanoGPT returns them) holds them through the backward
-      x.logits = 3 * 4 * T * V;
+      // h100_steps_gpt2.csv; a chunked loss keeps each chunk's 4-byte log-softmax and works
+      // through one chunk's gradients at a time); `transformers` also peaks in the forward with the
+      // bf16 logits, their fp32 copy and log-softmax's output (10 B) while the caches live; a loop
+      // that keeps the logits (nanoGPT returns them) holds them through the backward
+      x.logits = (r.loss == frameworks::loss_style::chunked ? 4 : 3 * 4) * T * V;
       if (r.loss == frameworks::loss_style::transformers) x.forward_logits = 10 * T * V;
       x.held_logits = r.keep_logits ? act * T * V : 0.0;
     }
@@ -6427,7 +6693,7 @@ struct plan_keeps {
   }
   mem.other = bytes{t.reserved};
   mem.batch = bytes{r.batch_bytes_per_token * T};
-  mem.workspace = bytes{r.workspace};
+  mem.workspace += bytes{r.workspace};
   x.persistent = r.persistent_gradients;
   x.accumulates = s.micro_batches(t) > 1;
   x.gradients = mem.gradients.count();
@@ -7048,6 +7314,60 @@ namespace strata::frameworks {
 
 /// The rules of `recipes::huggingface` as a value (what `training::framework` holds).
 inline constexpr recipe huggingface = recipes::huggingface{};
+
+}  // namespace strata::frameworks
+
+// ---- strata/frameworks/litgpt.hpp --------------------------------------------------------------
+/// @file frameworks/litgpt.hpp
+/// @brief Fine-tuning loops that load the model in bf16 and train it without autocast or master
+/// weights: LitGPT (`litgpt finetune lora --precision bf16-true`) and torchtune's single-device
+/// recipes (`dtype: bf16`).
+///
+/// What they run, read from litgpt/finetune/lora.py, litgpt/model.py and litgpt/utils.py, and
+/// torchtune/modules (transformer.py, rms_norm.py, loss/ce_chunked_output_loss.py):
+/// - every parameter in bf16, the residual stream too (no autocast: nothing is cast per use),
+///   and no fp32 masters: gradients and AdamW's moments in bf16, LoRA's adapters' too
+///   (`recipe::pure_16bit`);
+/// - torch.nn modules: LitGPT's one fused q/k/v linear, torchtune's three, separate gate and up
+///   projections, an RMSNorm that keeps its input and the reciprocal, SDPA;
+/// - the loss in chunks: LitGPT's `lm_head_chunk_size=128` with `chunked_cross_entropy`,
+///   torchtune's `CEWithChunkedOutputLoss` (8 chunks) (`frameworks::loss_style::chunked`);
+/// - QLoRA through bitsandbytes' NF4 (`lora_adapters::base`); LitGPT's Fabric plugin quantizes
+///   the head too (a frozen bf16 head is what `lora_adapters::embeddings` describes otherwise).
+/// Not modelled: torchtune's `compile: True`, which fuses the norms' and activations' op chains
+/// and keeps fewer tensors (its README: 70.5 -> 59.3 GiB on Llama 3.2 3B), so strata's memory
+/// for compiled torchtune runs is an upper bound.
+
+
+namespace strata::recipes {
+
+struct litgpt : pytorch_eager_modules {
+  constexpr litgpt() {
+    name = "litgpt";
+    autocast = false;
+    pure_16bit = true;
+    loss = frameworks::loss_style::chunked;
+    batch_bytes_per_token = 16;  // int64 input ids and labels
+    fused_qkv = true;            // CausalSelfAttention's one `attn` linear
+  }
+};
+
+/// torchtune's single-device LoRA/QLoRA and full recipes: LitGPT's rules with separate q, k
+/// and v projections (torchtune/modules/attention.py).
+struct torchtune : litgpt {
+  constexpr torchtune() {
+    name = "torchtune";
+    fused_qkv = false;
+  }
+};
+
+}  // namespace strata::recipes
+
+namespace strata::frameworks {
+
+/// The rules of `recipes::litgpt` and `recipes::torchtune` as values.
+inline constexpr recipe litgpt = recipes::litgpt{};
+inline constexpr recipe torchtune = recipes::torchtune{};
 
 }  // namespace strata::frameworks
 
@@ -8921,7 +9241,8 @@ struct transformer_space {
 struct ranked_transformer_plan {
   parallel::nd strategy;
   time_breakdown time;
-  bytes memory{};
+  bytes memory{};    ///< peak: the tensors of the fullest stage at their peak moment
+  bytes required{};  ///< `memory` plus the runtime's headroom: what "fits" is judged on
 };
 
 /// Which share of a sweep to run: the lowered-layer groups g with g % parts == part (a
@@ -8931,8 +9252,8 @@ struct sweep_part {
   int parts = 1;
 };
 
-/// The objectives of a plan's Pareto front: iteration time (s), peak memory per device (bytes)
-/// and GPU-hours per iteration.
+/// The objectives of a plan's Pareto front: iteration time (s), required memory per device
+/// (bytes: the peak and the runtime's headroom) and GPU-hours per iteration.
 using transformer_front = pareto_front<ranked_transformer_plan, 3>;
 
 struct transformer_sweep_result {
@@ -9114,18 +9435,19 @@ template <std::same_as<transformer> Model>
           const analytic::plan_keeps& keeps) {
         ++out.candidates;
         // the headroom grows with the tensors' peak, so one stage over the card rules a plan out
-        const auto over = [&](bytes mem) {
-          return mem + analytic::headroom_of(s, tr.runtime, mem).total() > c.dev.memory;
+        const auto required = [&](bytes mem) {
+          return mem + analytic::headroom_of(s, tr.runtime, mem).total();
         };
+        const auto over = [&](bytes mem) { return required(mem) > c.dev.memory; };
         const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps, over).total();
         if (over(mem)) return;
         ++out.fitting;
         const ranked_transformer_plan r{
-            s, analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc), &data),
-            mem};
+            s, analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc), &data), mem,
+            required(mem)};
         detail::keep_best(out.best, space.keep, r);
         const double t = r.time.total().count();
-        out.pareto.offer({t, mem.count(), devices * t / 3600.0}, r);
+        out.pareto.offer({t, r.required.count(), devices * t / 3600.0}, r);
       },
       part);
   detail::finish(out);

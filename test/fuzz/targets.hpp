@@ -21,7 +21,7 @@
 #include "strata/io/lin_trace.hpp"
 #include "strata/io/op_trace.hpp"
 #include "strata/io/scenario.hpp"
-#include "strata/io/transformer_scenario.hpp"
+#include "strata/io/transformer_request.hpp"
 #include "strata/sim/lin.hpp"
 #include "strata/sim/paradl.hpp"
 
@@ -59,11 +59,11 @@ inline int scenario(const std::uint8_t* data, std::size_t size) {
 inline int transformer(const std::uint8_t* data, std::size_t size) {
   if (size > (1u << 20)) return -1;
   try {
-    const auto s =
-        strata::io::parse_transformer_scenario(strata::io::detail::parse_json(text(data, size)));
-    if (s.search) return 0;
-    (void)strata::io::transformer_report_json(s).dump();
-    (void)strata::io::transformer_report_table(s);
+    const auto q =
+        strata::io::parse_transformer_request(strata::io::detail::parse_json(text(data, size)));
+    if (q.scenario.search) return 0;
+    (void)strata::io::transformer_request_json(q).dump();
+    (void)strata::io::transformer_request_table(q);
   } catch (const strata::plan_error&) {
   }
   return 0;

@@ -21,6 +21,7 @@
 #include "strata/io/device_file.hpp"
 #include "strata/io/dlrm_scenario.hpp"
 #include "strata/io/evaluate.hpp"
+#include "strata/io/fit.hpp"
 #include "strata/io/lin_trace.hpp"
 #include "strata/io/messages.hpp"
 #include "strata/io/model_list.hpp"
@@ -135,6 +136,17 @@ struct progress_bar {
   }
 };
 
+// strata fit: the scenario on every device preset (io/fit.hpp), as JSON or a table.
+int print_fit(const std::string& text, const std::string& format) {
+  const auto f =
+      strata::io::which_gpus(strata::io::detail::parse_json(text), strata_cli::h100_sxm_profile);
+  if (format == "table")
+    print_table(strata::io::fit_report_table(f));
+  else
+    print_json(strata::io::fit_report_json(f));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -185,6 +197,14 @@ int main(int argc, char** argv) {
       ->add_option("--max-in-flight", max_in_flight,
                    "micro-batches in flight per pipeline stage (0: no limit)")
       ->check(CLI::Range(0, 1 << 20));
+  // strata fit: which GPUs the scenario fits on (io/fit.hpp)
+  auto* fit_cmd = app.add_subcommand(
+      "fit", "evaluate a transformer scenario on every device preset: which GPUs it fits on");
+  std::string fit_input, fit_format = "json";
+  fit_cmd->add_option("scenario", fit_input, "scenario JSON file, or - for standard input")
+      ->required();
+  fit_cmd->add_option("--format", fit_format, "report format: JSON or one row per device")
+      ->check(CLI::IsMember({"json", "table"}));
   // strata replay: Lin et al.'s Algorithm 1 over per-rank operation traces.
   auto* replay_cmd = app.add_subcommand("replay", "replay per-rank operation traces (Lin et al.)");
   std::string replay_input, replay_trace;
@@ -283,7 +303,9 @@ int main(int argc, char** argv) {
   for (const CLI::App* sub : app.get_subcommands()) {
     const std::string name = sub->get_name();
     if (app.count("--format") > 0)
-      return error_line("--format", "sets a scenario's report; " + name + " prints JSON");
+      return error_line("--format", name == "fit"
+                                        ? "give it after fit (strata fit FILE --format table)"
+                                        : "sets a scenario's report; " + name + " prints JSON");
     if (app.count("--time-limit") > 0)
       return error_line("--time-limit", "stops a parameter-server search, not " + name);
     if (!input.empty())
@@ -357,6 +379,11 @@ int main(int argc, char** argv) {
       print_json(report);
       return 0;
     });
+  }
+  if (fit_cmd->parsed()) {
+    std::string text;
+    if (!read_text(fit_input, text)) return 2;
+    return guarded("scenario", [&] { return print_fit(text, fit_format); });
   }
   if (replay_cmd->parsed()) {
     std::string text;

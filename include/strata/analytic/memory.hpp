@@ -247,10 +247,11 @@ struct plan_keeps {
     if (r.loss != frameworks::loss_style::vocab_parallel) {
       // the loss upcasts the logits to fp32 and, at its backward's peak, holds log-softmax's
       // output, its gradient and the logits' gradient (12 B per logit; measured:
-      // h100_steps_gpt2.csv); `transformers` also peaks in the forward with the bf16 logits,
-      // their fp32 copy and log-softmax's output (10 B) while the caches live; a loop that keeps
-      // the logits (nanoGPT returns them) holds them through the backward
-      x.logits = 3 * 4 * T * V;
+      // h100_steps_gpt2.csv; a chunked loss keeps each chunk's 4-byte log-softmax and works
+      // through one chunk's gradients at a time); `transformers` also peaks in the forward with the
+      // bf16 logits, their fp32 copy and log-softmax's output (10 B) while the caches live; a loop
+      // that keeps the logits (nanoGPT returns them) holds them through the backward
+      x.logits = (r.loss == frameworks::loss_style::chunked ? 4 : 3 * 4) * T * V;
       if (r.loss == frameworks::loss_style::transformers) x.forward_logits = 10 * T * V;
       x.held_logits = r.keep_logits ? act * T * V : 0.0;
     }

@@ -42,7 +42,11 @@ enum class module_style {
 enum class loss_style {
   vocab_parallel,  ///< Megatron's fused cross-entropy on fp32 logits (Korthikanti et al. §4.3)
   eager,           ///< F.cross_entropy on the model's logits, upcast to fp32 inside the loss
-  transformers     ///< `logits.float()` in the model's loss function, then F.cross_entropy
+  transformers,    ///< `logits.float()` in the model's loss function, then F.cross_entropy
+  /// the output projection and the loss in chunks of tokens (LitGPT's `lm_head_chunk_size` with
+  /// `chunked_cross_entropy`, torchtune's `CEWithChunkedOutputLoss`): each chunk's log-softmax
+  /// is kept, never the whole fp32 logits with their gradient at once
+  chunked
 };
 
 /// The engine that runs data parallelism and ZeRO: it decides how model states are stored and
@@ -90,6 +94,10 @@ struct recipe {
   /// norms and the residual stream stay fp32 and their outputs are cast. false: the framework
   /// keeps 16-bit working weights and fp32 master copies (Micikevicius et al. 2018, Megatron).
   bool autocast = false;
+  /// The model is loaded in 16 bits and trained so (LitGPT's `bf16-true`, torchtune's
+  /// `dtype: bf16`): no autocast and no fp32 master weights; gradients and the optimizer's
+  /// moments in the parameters' type (torch.optim keeps its states in each parameter's dtype).
+  bool pure_16bit = false;
   /// Python issues every kernel (eager PyTorch): the profile's `dispatch` costs are host time the
   /// GPU may wait for. false: kernels are queued far ahead of the GPU (host time hidden).
   bool eager = false;

@@ -79,7 +79,7 @@ inline scenario_evaluation evaluate_scenario(const nlohmann::json& j, const eval
       no_limit("a transformer scenario");
       const transformer_request r = parse_transformer_request(j, shipped);
       if (table)
-        out.table = transformer_report_table(r.scenario);
+        out.table = transformer_request_table(r);
       else
         out.report = transformer_request_json(r);
       return out;

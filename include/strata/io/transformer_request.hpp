@@ -16,6 +16,7 @@
 /// nlohmann::json report = strata::io::transformer_request_json(r);
 /// @endcode
 
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -72,7 +73,8 @@ inline nlohmann::json ranked_json(const transformer_request& r,
   nlohmann::json j{{"parallel", nd_json(p.strategy)},
                    {"iteration_s", t},
                    {"tokens_per_s", tokens_per_iteration(s) / t},
-                   {"memory_GiB", to_gib(p.memory)},
+                   {"peak_GiB", to_gib(p.memory)},
+                   {"required_GiB", to_gib(p.required)},
                    {"gpu_hours_per_iteration", cost.gpu_hours_per_iteration}};
   if (r.cost.tokens > 0) j["gpu_hours"] = cost.gpu_hours;
   if (r.cost.tokens > 0 && r.cost.price_per_gpu_hour > 0) j["cost"] = cost.money;
@@ -92,8 +94,10 @@ inline nlohmann::json search_report_json(const transformer_request& q,
                    {"cluster", std::string(s.machine.name)},
                    {"devices", s.machine.devices()},
                    {"profile", s.profile_name},
+                   {"efficiencies", s.efficiencies},
                    {"candidates", r.candidates},
                    {"fitting", r.fitting}};
+  if (!s.defaults.empty()) j["defaults"] = s.defaults;
   nlohmann::json best = nlohmann::json::array(), front = nlohmann::json::array();
   for (const auto& p : r.best) best.push_back(detail::ranked_json(q, p));
   for (const auto& e : r.pareto.entries) front.push_back(detail::ranked_json(q, e.item));
@@ -122,6 +126,73 @@ inline nlohmann::json transformer_request_json(const transformer_request& q) {
     j["cost"] = cj;
   }
   return j;
+}
+
+/// A request's report (`transformer_request_json`) as a table for people. Memory columns say
+/// which figure they show: `peak`, the tensors at the fullest stage's peak, or `required`, that
+/// plus the runtime's headroom, on which "fits" is judged.
+inline std::string transformer_request_table(const transformer_request& q) {
+  const transformer_scenario& s = q.scenario;
+  const nlohmann::json j = transformer_request_json(q);
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%s (%.2fB parameters) on %d x %s\n", s.name.c_str(),
+                s.net.parameters() / 1e9, s.machine.devices(),
+                std::string(s.machine.dev.name).c_str());
+  out += line;
+  if (j.contains("defaults"))
+    for (const auto& d : j["defaults"]) out += "  default " + d.get<std::string>() + "\n";
+  if (s.search) {
+    std::snprintf(line, sizeof line, "%lld candidates, %lld fit\n",
+                  j["candidates"].get<long long>(), j["fitting"].get<long long>());
+    out += line;
+    out +=
+        "  plan (tensor, context, expert, pipeline, virtual, data, ZeRO, micro-batch, "
+        "recompute)      iteration   peak GiB  required GiB\n";
+    for (const auto& p : j["best"]) {
+      const auto& x = p["parallel"];
+      std::snprintf(
+          line, sizeof line,
+          "  t=%d%s c=%d e=%d p=%d v=%d d=%d zero=%d b=%d recompute=%-9s %8.3f s %10.1f %13.1f\n",
+          x["tensor"].get<int>(), x["sequence_parallel"].get<bool>() ? "+sp" : "",
+          x["context"].get<int>(), x["expert"].get<int>(), x["pipeline"].get<int>(),
+          x["virtual_stages"].get<int>(), x["data"].get<int>(), x["zero"].get<int>(),
+          x["micro_batch"].get<int>(), x["recompute"].get<std::string>().c_str(),
+          p["iteration_s"].get<double>(), p["peak_GiB"].get<double>(),
+          p["required_GiB"].get<double>());
+      out += line;
+    }
+    return out;
+  }
+  const auto& t = j["time"];
+  std::snprintf(line, sizeof line,
+                "iteration %.3f s, %.0f tokens/s, %.1f TFLOP/s per device, MFU %.1f %%\n",
+                j["iteration_time_s"].get<double>(), j["tokens_per_s"].get<double>(),
+                j["tflops_per_device"].get<double>(), 100 * j["mfu"].get<double>());
+  out += line;
+  for (const char* k : {"forward_s", "backward_s", "recompute_s", "tensor_comm_s", "context_comm_s",
+                        "expert_comm_s", "pipeline_bubble_s", "pipeline_p2p_s", "data_comm_s",
+                        "optimizer_s", "host_s"}) {
+    std::snprintf(line, sizeof line, "  %-18s %10.4f s\n", k, t[k].get<double>());
+    out += line;
+  }
+  const auto& m = j["memory_GiB"];
+  for (const char* k :
+       {"weights", "gradients", "optimizer_states", "activations", "embedding_activations",
+        "weight_casts", "logits", "batch", "workspace", "buffers", "other", "peak", "context",
+        "communicators", "fragmentation", "required", "capacity"}) {
+    std::snprintf(line, sizeof line, "  %-22s %8.2f GiB\n", k, m[k].get<double>());
+    out += line;
+  }
+  if (m["paged_optimizer_states"].get<double>() > 0) {
+    std::snprintf(line, sizeof line, "  %-22s %8.2f GiB (unified memory, not in required)\n",
+                  "paged_optimizer_states", m["paged_optimizer_states"].get<double>());
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "  %s (margin %.2f GiB)\n",
+                j["fits"].get<bool>() ? "fits" : "does NOT fit", m["margin"].get<double>());
+  out += line;
+  return out;
 }
 
 }  // namespace strata::io

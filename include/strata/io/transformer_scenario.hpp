@@ -27,6 +27,7 @@
 #include "strata/frameworks/deepspeed.hpp"
 #include "strata/frameworks/fsdp.hpp"
 #include "strata/frameworks/huggingface.hpp"
+#include "strata/frameworks/litgpt.hpp"
 #include "strata/frameworks/pytorch_eager.hpp"
 #include "strata/io/cluster.hpp"
 #include "strata/io/hf_config.hpp"
@@ -268,7 +269,7 @@ inline training parse_transformer_training(const json& j) {
   only_keys(j, p,
             {"batch", "global_batch", "sequence", "precision", "optimizer", "gradients",
              "flash_attention", "reserved_GiB", "framework", "engine", "offload_optimizer",
-             "offload_parameters", "tp_comm_overlap", "lora", "runtime", "tf32"});
+             "offload_parameters", "tp_comm_overlap", "lora", "runtime", "tf32", "model_dtype"});
   training t;
   // "batch" as every scenario says it; "global_batch" is the older spelling
   if (j.contains("batch") && j.contains("global_batch"))
@@ -307,7 +308,9 @@ inline training parse_transformer_training(const json& j) {
                                       {"pytorch-modules", frameworks::pytorch_eager_modules},
                                       {"huggingface", frameworks::huggingface},
                                       {"deepspeed", frameworks::deepspeed},
-                                      {"fsdp", frameworks::fsdp}});
+                                      {"fsdp", frameworks::fsdp},
+                                      {"litgpt", frameworks::litgpt},
+                                      {"torchtune", frameworks::torchtune}});
   // another data-parallel engine under the framework's model code (e.g. huggingface + deepspeed)
   t.framework.data = enum_field(j, p, "engine", t.framework.data,
                                 {{"megatron", frameworks::sharding{}},
@@ -322,12 +325,19 @@ inline training parse_transformer_training(const json& j) {
   t.framework.data.offload_parameters =
       enum_field(j, p, "offload_parameters", t.framework.data.offload_parameters, devices);
   t.framework.tp_comm_overlap = flag_field(j, p, "tp_comm_overlap", t.framework.tp_comm_overlap);
+  // the type the model is loaded in (`torch_dtype`): bf16 trains it in bf16 throughout, with no
+  // autocast and no fp32 masters (`recipe::pure_16bit`); fp32 keeps the recipe's own storage
+  if (enum_field(j, p, "model_dtype", false, {{"fp32", false}, {"bf16", true}})) {
+    t.framework.pure_16bit = true;
+    t.framework.autocast = false;
+  }
   if (j.contains("lora")) {  // LoRA adapters over frozen weights
     const std::string q = p + ".lora";
     const json& l = j["lora"];
     if (!l.is_object()) fail(q, "must be an object");
     only_keys(l, q,
-              {"rank", "targets", "base", "double_quant", "embeddings", "adapters", "dropout"});
+              {"rank", "targets", "base", "double_quant", "embeddings", "adapters", "dropout",
+               "keeps_inputs"});
     t.lora.rank = int_field(l, q, "rank", 1, 1 << 16, 0, true);
     t.lora.targets = enum_field(l, q, "targets", lora_targets::all_linear,
                                 {{"query_value", lora_targets::query_value},
@@ -349,6 +359,10 @@ inline training parse_transformer_training(const json& j) {
         enum_field(l, q, "adapters", adapter_storage::automatic,
                    {{"fp32", adapter_storage::fp32}, {"bf16", adapter_storage::bf16}});
     t.lora.dropout = num_field(l, q, "dropout", 0.0, 0.99, 0.0);
+    t.lora.keeps_inputs = flag_field(l, q, "keeps_inputs", false);
+    if (t.lora.keeps_inputs && !t.lora.quantized())
+      fail(q + ".keeps_inputs",
+           "describes bitsandbytes' quantized layers: give an int8 or nf4 base");
   }
   if (j.contains("runtime")) {  // the headroom beside the tensors (`runtime_memory`)
     const std::string q = p + ".runtime";
@@ -364,6 +378,46 @@ inline training parse_transformer_training(const json& j) {
     t.runtime.fragmentation = num_field(r, q, "fragmentation", 0.0, 10.0, t.runtime.fragmentation);
   }
   return t;
+}
+
+/// The training fields `j` left out whose defaults change the answer, each as "field: value
+/// (what it means)", for the report's "defaults".
+inline std::vector<std::string> training_defaults(const json& j, const training& t,
+                                                  const transformer& m) {
+  std::vector<std::string> out;
+  const auto absent = [&](const json& o, const char* key) { return !o.contains(key); };
+  if (absent(j, "framework"))
+    out.emplace_back("training.framework: megatron (Megatron-LM's fused kernels and storage)");
+  if (absent(j, "precision"))
+    out.emplace_back(std::string("training.precision: bf16 (") +
+                     (t.pure_16bit()       ? "bf16 parameters, gradients and states)"
+                      : t.master_weights() ? "bf16 compute, fp32 master weights)"
+                                           : "bf16 compute, autocast over fp32 parameters)"));
+  if (absent(j, "optimizer")) out.emplace_back("training.optimizer: adam (two fp32 moments)");
+  if (absent(j, "sequence"))
+    out.emplace_back("training.sequence: " + std::to_string(m.sequence) +
+                     " (the model's own length)");
+  if (absent(j, "runtime"))
+    out.emplace_back(
+        "training.runtime: 0.5 GiB CUDA context, NCCL buffers per communicator, 6.1 % allocator "
+        "slack (added to the peak as \"required\")");
+  if (!t.lora.on()) return out;
+  const json& l = j["lora"];
+  if (absent(l, "targets"))
+    out.emplace_back(
+        "training.lora.targets: all_linear (every linear layer of the blocks; PEFT's own default "
+        "is query_value)");
+  if (absent(l, "base"))
+    out.emplace_back(std::string("training.lora.base: ") +
+                     (t.weight_bytes() == 4 ? "fp32" : "bf16") +
+                     " (the frozen weights stored as the recipe stores parameters)");
+  if (t.lora.quantized() && absent(l, "embeddings"))
+    out.emplace_back(
+        t.framework.autocast
+            ? "training.lora.embeddings: fp32 (prepare_model_for_kbit_training upcasts the "
+              "embedding, head and norms)"
+            : "training.lora.embeddings: bf16 (the embedding, head and norms as loaded)");
+  return out;
 }
 
 inline search::transformer_space parse_space(const json& j) {
@@ -441,6 +495,7 @@ inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
   s.net.name = s.name;
   s.machine = d::parse_cluster(d::require(j, "scenario", "cluster"));
   s.setup = d::parse_transformer_training(d::require(j, "scenario", "training"));
+  s.defaults = d::training_defaults(j["training"], s.setup, s.net);
   s.search = j.contains("search");
   if (s.search) {
     s.space = d::parse_space(j["search"]);
@@ -535,7 +590,7 @@ inline nlohmann::json time_json(const time_breakdown& t) {
 }
 }  // namespace detail
 
-/// The report of a scenario (or, for a search, its ranked plans) as JSON.
+/// The report of a scenario's one plan as JSON.
 inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
   nlohmann::json j{{"model", s.name},
                    {"parameters", s.net.parameters()},
@@ -544,21 +599,8 @@ inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
                    {"profile", s.profile_name},
                    {"efficiencies", s.efficiencies}};
   if (!s.defaults.empty()) j["defaults"] = s.defaults;
-  if (s.search) {
-    const auto r = search::sweep(s.net, s.machine, s.setup, s.profile, s.space);
-    j["candidates"] = r.candidates;
-    j["fitting"] = r.fitting;
-    nlohmann::json plans = nlohmann::json::array();
-    for (const auto& p : r.best)
-      plans.push_back({{"parallel", detail::nd_json(p.strategy)},
-                       {"iteration_s", p.time.total().count()},
-                       {"tokens_per_s",
-                        s.setup.batch * static_cast<double>(s.setup.sequence_or(s.net.sequence)) /
-                            p.time.total().count()},
-                       {"memory_GiB", to_gib(p.memory)}});
-    j["best"] = plans;
-    return j;
-  }
+  if (s.search)  // a search reports its ranked plans (`io::search_report_json`)
+    throw plan_error("search: a search's report lists its ranked plans, not one plan's");
   const auto r = analytic::evaluate(s.net, s.strategy, s.machine, s.setup, s.profile);
   const auto& m = r.memory;
   j["parallel"] = detail::nd_json(s.strategy);
@@ -594,59 +636,6 @@ inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
                      {"margin", to_gib(r.margin())}};
   j["fits"] = r.fits();
   return j;
-}
-
-/// The same as a table for people.
-inline std::string transformer_report_table(const transformer_scenario& s) {
-  const nlohmann::json j = transformer_report_json(s);
-  std::string out;
-  char line[256];
-  std::snprintf(line, sizeof line, "%s (%.2fB parameters) on %d x %s\n", s.name.c_str(),
-                s.net.parameters() / 1e9, s.machine.devices(),
-                std::string(s.machine.dev.name).c_str());
-  out += line;
-  if (s.search) {
-    std::snprintf(line, sizeof line, "%lld candidates, %lld fit\n",
-                  j["candidates"].get<long long>(), j["fitting"].get<long long>());
-    out += line;
-    for (const auto& p : j["best"]) {
-      const auto& q = p["parallel"];
-      std::snprintf(
-          line, sizeof line,
-          "  t=%d%s c=%d e=%d p=%d v=%d d=%d zero=%d b=%d recompute=%-9s %8.3f s %6.1f GiB\n",
-          q["tensor"].get<int>(), q["sequence_parallel"].get<bool>() ? "+sp" : "",
-          q["context"].get<int>(), q["expert"].get<int>(), q["pipeline"].get<int>(),
-          q["virtual_stages"].get<int>(), q["data"].get<int>(), q["zero"].get<int>(),
-          q["micro_batch"].get<int>(), q["recompute"].get<std::string>().c_str(),
-          p["iteration_s"].get<double>(), p["memory_GiB"].get<double>());
-      out += line;
-    }
-    return out;
-  }
-  const auto& t = j["time"];
-  std::snprintf(line, sizeof line,
-                "iteration %.3f s, %.0f tokens/s, %.1f TFLOP/s per device, MFU %.1f %%\n",
-                j["iteration_time_s"].get<double>(), j["tokens_per_s"].get<double>(),
-                j["tflops_per_device"].get<double>(), 100 * j["mfu"].get<double>());
-  out += line;
-  for (const char* k : {"forward_s", "backward_s", "recompute_s", "tensor_comm_s", "context_comm_s",
-                        "expert_comm_s", "pipeline_bubble_s", "pipeline_p2p_s", "data_comm_s",
-                        "optimizer_s", "host_s"}) {
-    std::snprintf(line, sizeof line, "  %-18s %10.4f s\n", k, t[k].get<double>());
-    out += line;
-  }
-  const auto& m = j["memory_GiB"];
-  for (const char* k :
-       {"weights", "gradients", "optimizer_states", "activations", "embedding_activations",
-        "weight_casts", "logits", "batch", "workspace", "buffers", "other", "peak", "context",
-        "communicators", "fragmentation", "required", "capacity"}) {
-    std::snprintf(line, sizeof line, "  %-22s %8.2f GiB\n", k, m[k].get<double>());
-    out += line;
-  }
-  std::snprintf(line, sizeof line, "  %s (margin %.2f GiB)\n",
-                j["fits"].get<bool>() ? "fits" : "does NOT fit", m["margin"].get<double>());
-  out += line;
-  return out;
 }
 
 }  // namespace strata::io

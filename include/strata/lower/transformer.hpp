@@ -32,6 +32,7 @@
 /// @endcode
 
 #include <array>
+#include <initializer_list>
 #include <type_traits>
 
 #include "strata/lower/ops.hpp"
@@ -182,6 +183,16 @@ struct builder {
       save("16-bit weight copy", times * 2 * elements, keep_kind::weight_copy);
     }
   }
+  /// Whether autograd keeps the input of a linear layer among `whats` (which share it): always
+  /// when its weight trains; under LoRA when an adapter reads it (A's weight gradient), or when
+  /// the base is quantized by a bitsandbytes that keeps every quantized layer's input
+  /// (`lora_adapters::keeps_inputs`); a frozen weight alone needs no input for its dX.
+  [[nodiscard]] constexpr bool input_kept(std::initializer_list<std::string_view> whats) const {
+    if (!tr.lora.on() || (tr.lora.quantized() && tr.lora.keeps_inputs)) return true;
+    for (const std::string_view w : whats)
+      if (adapted(w)) return true;
+    return false;
+  }
   constexpr void gemm(std::string_view what, std::string_view part, double m, double n, double k,
                       double times = 1, bool fp32 = false, bool sync = false,
                       bool misaligned = false) const {
@@ -208,7 +219,7 @@ struct builder {
     if (!backward) {
       if (in) {
         memory(what, "input cast", stream_class::copy, 6 * m * k, times);
-        save("16-bit input copy", times * 2 * m * k);
+        if (input_kept({what})) save("16-bit input copy", times * 2 * m * k);
       }
       if (tr.lora.on()) {
         frozen_weight(what, elements, m, k, times);
@@ -348,7 +359,10 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
   k.norm("input norm", tn, h, m.norm, !hf);
   const bool fused_qkv = r.fused_qkv || (k.transformers_code() && gpt2);  // GPT-2's c_attn
   const bool qkv_bias = m.bias || m.qkv_bias;
-  if (!hf) k.save("QKV input", act * tn * h);
+  // the norm's output, which the projections read; under autocast each projection keeps its
+  // own 16-bit copy instead (`builder::linear`)
+  if (!hf || (!k.autocast() && k.input_kept({"QKV", "Q", "K", "V"})))
+    k.save("QKV input", act * tn * h);
   if (fused_qkv) {
     k.linear("QKV", T, (h + 2 * w) / t, h, qkv_bias ? (h + 2 * w) / t : 0.0, 1, hf);
   } else {
@@ -424,7 +438,8 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
   // ---- MLP block
   k.norm("post-attention norm", tn, h, m.norm, !hf);
   const double routed = m.moe() ? m.top_k * m.capacity : 1.0;
-  if (!hf) k.save("MLP input", routed * act * tn * h);
+  if (!hf || (!k.autocast() && k.input_kept({"MLP up", "MLP gate", "expert up"})))
+    k.save("MLP input", routed * act * tn * h);
   const double up = swiglu ? 2 * f : f;
   const double gate_elems = (swiglu ? 3 : 2) * f / t;
   if (m.moe() && k.transformers_code()) {

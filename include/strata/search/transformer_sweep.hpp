@@ -49,7 +49,8 @@ struct transformer_space {
 struct ranked_transformer_plan {
   parallel::nd strategy;
   time_breakdown time;
-  bytes memory{};
+  bytes memory{};    ///< peak: the tensors of the fullest stage at their peak moment
+  bytes required{};  ///< `memory` plus the runtime's headroom: what "fits" is judged on
 };
 
 /// Which share of a sweep to run: the lowered-layer groups g with g % parts == part (a
@@ -59,8 +60,8 @@ struct sweep_part {
   int parts = 1;
 };
 
-/// The objectives of a plan's Pareto front: iteration time (s), peak memory per device (bytes)
-/// and GPU-hours per iteration.
+/// The objectives of a plan's Pareto front: iteration time (s), required memory per device
+/// (bytes: the peak and the runtime's headroom) and GPU-hours per iteration.
 using transformer_front = pareto_front<ranked_transformer_plan, 3>;
 
 struct transformer_sweep_result {
@@ -242,18 +243,19 @@ template <std::same_as<transformer> Model>
           const analytic::plan_keeps& keeps) {
         ++out.candidates;
         // the headroom grows with the tensors' peak, so one stage over the card rules a plan out
-        const auto over = [&](bytes mem) {
-          return mem + analytic::headroom_of(s, tr.runtime, mem).total() > c.dev.memory;
+        const auto required = [&](bytes mem) {
+          return mem + analytic::headroom_of(s, tr.runtime, mem).total();
         };
+        const auto over = [&](bytes mem) { return required(mem) > c.dev.memory; };
         const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps, over).total();
         if (over(mem)) return;
         ++out.fitting;
         const ranked_transformer_plan r{
-            s, analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc), &data),
-            mem};
+            s, analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc), &data), mem,
+            required(mem)};
         detail::keep_best(out.best, space.keep, r);
         const double t = r.time.total().count();
-        out.pareto.offer({t, mem.count(), devices * t / 3600.0}, r);
+        out.pareto.offer({t, r.required.count(), devices * t / 3600.0}, r);
       },
       part);
   detail::finish(out);
