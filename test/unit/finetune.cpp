@@ -2,6 +2,7 @@
 // storage worked by hand), frozen weights that autocast does not cache, 8-bit and paged
 // optimizers, PEFT's default targets.
 #include <catch2/catch.hpp>
+#include <strata/io/transformer_scenario.hpp>
 #include <strata/strata.hpp>
 
 using namespace strata;
@@ -155,4 +156,49 @@ TEST_CASE("fine-tuning inputs a plan cannot run are refused with a sentence") {
   training bad_dropout{};
   bad_dropout.lora = {.rank = 8, .dropout = 1.0};
   CHECK_THROWS_WITH(bad_dropout.check(), Catch::Contains("dropout must lie in [0, 1)"));
+}
+
+TEST_CASE("a report names each default it applied; the Llama family's defaults are Llama's") {
+  using nlohmann::json;
+  // Mistral-7B typed by hand: with "family": "llama" untied and without dropout, 7,241,732,096
+  // parameters as published (with GPT-2's defaults it was 7.11 B: a tied head)
+  const json mistral = {{"layers", 32},     {"hidden", 4096},   {"heads", 32},
+                        {"kv_heads", 8},    {"ffn", 14336},     {"vocabulary", 32000},
+                        {"sequence", 4096}, {"family", "llama"}};
+  json s = {
+      {"model", mistral},
+      {"cluster",
+       {{"name", "one"},
+        {"device", "rtx4090"},
+        {"levels", json::array({{{"fanout", 1}, {"bandwidth_GBps", 32}}})}}},
+      {"training",
+       {{"batch", 1}, {"framework", "huggingface"}, {"lora", {{"rank", 16}, {"base", "nf4"}}}}}};
+  const auto r = io::parse_transformer_scenario(s);
+  CHECK(r.net.parameters() == 7'241'732'096);
+  CHECK(!r.net.tied);
+  CHECK(!r.net.dropout);
+  const auto named = [&](const std::vector<std::string>& d, const std::string& start) {
+    for (const auto& x : d)
+      if (x.rfind(start, 0) == 0) return true;
+    return false;
+  };
+  CHECK(named(r.defaults, "model.tied: false (\"family\": \"llama\")"));
+  CHECK(named(r.defaults, "training.optimizer: adam"));
+  CHECK(named(r.defaults, "training.sequence: 4096"));
+  CHECK(named(r.defaults, "training.lora.targets: all_linear"));
+  CHECK(named(r.defaults, "training.lora.embeddings: fp32 (prepare_model_for_kbit_training"));
+  CHECK(!named(r.defaults, "training.framework"));  // given
+  // the same dimensions without a family take GPT-2's tied head, and say so
+  s["model"].erase("family");
+  const auto g = io::parse_transformer_scenario(s);
+  CHECK(g.net.tied);
+  CHECK(named(g.defaults, "model.tied: true (GPT-2's, no \"family\" given"));
+  // an input strata does not understand is refused, naming it
+  s["training"]["lora"]["base"] = "nf3";
+  CHECK_THROWS_WITH(io::parse_transformer_scenario(s),
+                    Catch::Contains("training.lora.base: must be one of"));
+  s["training"]["lora"]["base"] = "bf16";
+  s["training"]["lora"]["double_quant"] = true;
+  CHECK_THROWS_WITH(io::parse_transformer_scenario(s),
+                    Catch::Contains("training.lora.double_quant: quantizes nf4's block maxima"));
 }

@@ -181,10 +181,14 @@ inline transformer parse_transformer(const json& j, std::string& name,
     return parse_hf_transformer(j, name, path, sequence);
   const std::string& p = path;
   only_keys(j, p,
-            {"name", "layers", "hidden", "heads", "kv_heads", "ffn", "vocabulary", "sequence",
-             "mlp", "norm", "positions", "tied", "bias", "qkv_bias", "dropout", "experts", "top_k",
-             "capacity", "expert_load_cv"});
+            {"name",     "layers",  "hidden", "heads",     "kv_heads",       "ffn",   "vocabulary",
+             "sequence", "mlp",     "norm",   "positions", "tied",           "bias",  "qkv_bias",
+             "dropout",  "experts", "top_k",  "capacity",  "expert_load_cv", "family"});
   transformer m;
+  // "family": the defaults of the fields left out: GPT-2's (GELU, LayerNorm, learned positions,
+  // biases, tied, dropout) or Llama's, which Qwen and Mistral share (SwiGLU, RMSNorm, rotary, no
+  // biases, untied, no dropout)
+  const bool llama = enum_field(j, p, "family", false, {{"gpt2", false}, {"llama", true}});
   name = str_field(j, p, "name", "custom transformer");
   m.layers = int_field(j, p, "layers", 1, 1 << 20, 0, true);
   m.hidden = int_field(j, p, "hidden", 1, 1 << 24, 0, true);
@@ -193,17 +197,17 @@ inline transformer parse_transformer(const json& j, std::string& name,
   m.ffn = int_field(j, p, "ffn", 0, 1 << 26, 0);
   m.vocabulary = int_field(j, p, "vocabulary", 1, 1 << 26, 50257);
   m.sequence = int_field(j, p, "sequence", 1, 1 << 26, 2048);
-  m.mlp = enum_field(j, p, "mlp", mlp_kind::gelu,
+  m.mlp = enum_field(j, p, "mlp", llama ? mlp_kind::swiglu : mlp_kind::gelu,
                      {{"gelu", mlp_kind::gelu}, {"swiglu", mlp_kind::swiglu}});
-  m.norm = enum_field(j, p, "norm", norm_kind::layer_norm,
+  m.norm = enum_field(j, p, "norm", llama ? norm_kind::rms_norm : norm_kind::layer_norm,
                       {{"layernorm", norm_kind::layer_norm}, {"rmsnorm", norm_kind::rms_norm}});
   m.positions =
-      enum_field(j, p, "positions", position_kind::learned,
+      enum_field(j, p, "positions", llama ? position_kind::rotary : position_kind::learned,
                  {{"learned", position_kind::learned}, {"rotary", position_kind::rotary}});
-  m.tied = flag_field(j, p, "tied", true);
-  m.bias = flag_field(j, p, "bias", true);
+  m.tied = flag_field(j, p, "tied", !llama);
+  m.bias = flag_field(j, p, "bias", !llama);
   m.qkv_bias = flag_field(j, p, "qkv_bias", false);
-  m.dropout = flag_field(j, p, "dropout", true);
+  m.dropout = flag_field(j, p, "dropout", !llama);
   m.experts = int_field(j, p, "experts", 1, 1 << 16, 1);
   m.top_k = int_field(j, p, "top_k", 1, 1 << 16, 1);
   m.capacity = num_field(j, p, "capacity", 1e-3, 1e3, 1.0);
@@ -380,6 +384,21 @@ inline training parse_transformer_training(const json& j) {
   return t;
 }
 
+/// A model given by its dimensions: the family's defaults it took for `tied` and `dropout`, which
+/// change the parameters and the saved tensors (a Llama-style model typed with GPT-2's defaults
+/// gains a tied head and dropout masks).
+inline std::vector<std::string> model_defaults(const json& j) {
+  std::vector<std::string> out;
+  if (!j.is_object() || j.contains("hf_config") || j.contains("hf_id")) return out;
+  const bool llama = j.contains("family") && j["family"] == "llama";
+  const char* family = llama ? "\"family\": \"llama\"" : "GPT-2's, no \"family\" given";
+  for (const char* key : {"tied", "dropout"})
+    if (!j.contains(key))
+      out.push_back(std::string("model.") + key + ": " + (llama ? "false" : "true") + " (" +
+                    family + (llama ? ")" : "; Llama, Qwen and Mistral: \"family\": \"llama\")"));
+  return out;
+}
+
 /// The training fields `j` left out whose defaults change the answer, each as "field: value
 /// (what it means)", for the report's "defaults".
 inline std::vector<std::string> training_defaults(const json& j, const training& t,
@@ -495,7 +514,9 @@ inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
   s.net.name = s.name;
   s.machine = d::parse_cluster(d::require(j, "scenario", "cluster"));
   s.setup = d::parse_transformer_training(d::require(j, "scenario", "training"));
-  s.defaults = d::training_defaults(j["training"], s.setup, s.net);
+  s.defaults = d::model_defaults(j[key]);
+  for (std::string& x : d::training_defaults(j["training"], s.setup, s.net))
+    s.defaults.push_back(std::move(x));
   s.search = j.contains("search");
   if (s.search) {
     s.space = d::parse_space(j["search"]);

@@ -1,0 +1,48 @@
+"""Fine-tuning inputs from Python (docs/finetuning.md): QLoRA's storage, the paged optimizer's
+states apart from the peak, the defaults a report names, and a bad field named.
+
+Run by ctest (test `python`) as test_strata.py is.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import strata
+
+SCENARIOS = Path(os.environ.get("STRATA_TEST_SCENARIOS",
+                                Path(__file__).resolve().parents[2] / "test" / "cli" / "good"))
+QLORA = json.loads((SCENARIOS / "qlora_llama3_8b.json").read_text())
+
+
+def test_qlora_storage_worked_by_hand():
+    r = strata.evaluate(QLORA)
+    # 6,979,584,000 block weights x 0.515869140625 B (NF4, double quantization) + the fp32
+    # embedding and head (4 x 1,050,677,248) + fp32 rank-64 adapters (4 x 167,772,160)
+    assert r["memory_GiB"]["weights"] * 2**30 == pytest.approx(8_474_349_632, rel=1e-9)
+    paged = r["memory_GiB"]["paged_optimizer_states"]
+    assert paged > 0
+    assert r["memory_GiB"]["optimizer_states"] < paged  # most rank-64 factors are >= 1e5 elements
+    assert any(d.startswith("training.lora.embeddings: fp32") for d in r["defaults"])
+
+
+def test_a_bf16_base_weighs_twice_the_frozen_blocks():
+    bf16 = json.loads(json.dumps(QLORA))
+    bf16["training"]["lora"] = {"rank": 64, "targets": "all_linear", "base": "bf16"}
+    r = strata.evaluate(bf16)
+    # bf16 blocks and bf16 embedding and head (2 x 8,030,261,248), fp32 adapters (4 x 167,772,160)
+    assert r["memory_GiB"]["weights"] * 2**30 == pytest.approx(2 * 8_030_261_248 + 4 * 167_772_160,
+                                                              rel=1e-9)
+
+
+def test_bad_fine_tuning_fields_are_named():
+    bad = json.loads(json.dumps(QLORA))
+    bad["training"]["lora"]["base"] = "nf3"
+    with pytest.raises(strata.Error, match=r"training\.lora\.base: must be one of"):
+        strata.evaluate(bad)
+    bad["training"]["lora"]["base"] = "nf4"
+    bad["training"]["optimizer"] = "adafactor"
+    with pytest.raises(strata.Error, match=r"training\.optimizer: must be one of .*paged_adamw_8bit"):
+        strata.evaluate(bad)
