@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "strata/comm/collectives.hpp"
@@ -103,11 +104,10 @@ inline mlp_time mlp(const device_profile& prof, dtype t, double in, const std::v
 }
 }  // namespace detail
 
-/// Prices the plan that puts table i on rank `owner[i]` of `ranks` devices of `machine`
-/// (ranks 0 .. p-1 of its device order). `owner` empty: every table on rank 0 (needs p = 1).
-inline dlrm_report dlrm_plan(const dlrm& model, const dlrm_setup& setup,
-                             const std::vector<int>& owner, int ranks, const cluster& machine,
-                             const device_profile& prof, const embedding_bag_model& el) {
+namespace detail {
+/// Checks a plan's ranks, batch and sharding, and gives each rank its tables.
+inline dlrm_report assign_tables(const dlrm& model, const dlrm_setup& setup,
+                                 const std::vector<int>& owner, int ranks, const cluster& machine) {
   model.validate();
   if (ranks < 1) throw plan_error("DLRM plan: at least one rank");
   if (ranks > machine.devices())
@@ -120,8 +120,6 @@ inline dlrm_report dlrm_plan(const dlrm& model, const dlrm_setup& setup,
     throw plan_error("DLRM plan: the sharding names " + std::to_string(owner.size()) +
                      " tables, the model has " + std::to_string(T));
   if (owner.empty() && ranks != 1) throw plan_error("DLRM plan: a multi-GPU plan needs a sharding");
-  const double e = size_of(setup.precision);
-  const double B = setup.batch, b = B / ranks;
   dlrm_report r;
   r.ranks.resize(static_cast<std::size_t>(ranks));
   for (std::size_t i = 0; i < T; ++i) {
@@ -131,30 +129,37 @@ inline dlrm_report dlrm_plan(const dlrm& model, const dlrm_setup& setup,
                        std::to_string(o) + " of " + std::to_string(ranks));
     r.ranks[static_cast<std::size_t>(o)].tables.push_back(i);
   }
-  // MLPs and the interaction, the same on every rank (batch b)
-  const auto bot = detail::mlp(prof, setup.precision, model.dense_features, model.bottom, b, false);
-  const auto top = detail::mlp(prof, setup.precision, model.top_input(), model.top, b, true);
+  return r;
+}
+
+/// The feature interaction's forward and backward time and its kept elements at batch b.
+struct interaction_cost {
+  double forward = 0, backward = 0, activations = 0;
+};
+inline interaction_cost interaction_of(const dlrm& model, const device_profile& prof, double b,
+                                       double e) {
   const double F = model.features(), D = model.bottom.back();
-  double inter_fwd = 0, inter_bwd = 0, inter_act = 0;
+  interaction_cost c;
   if (model.op == interaction::dot) {
     // batched F x D by D x F products: memory-bound, read b F D, write b F F, then gather the
     // upper triangle next to the bottom output; the backward reads and writes twice as much
-    inter_fwd =
+    c.forward =
         prof.copy.time((b * F * D + b * F * F) * e) + prof.copy.time(2 * b * model.top_input() * e);
-    inter_bwd = 2 * inter_fwd;
-    inter_act = b * F * D + b * F * F + b * model.top_input();
+    c.backward = 2 * c.forward;
+    c.activations = b * F * D + b * F * F + b * model.top_input();
   } else {
-    inter_fwd = prof.copy.time(2 * b * model.top_input() * e);
-    inter_bwd = inter_fwd;
-    inter_act = b * model.top_input();
+    c.forward = prof.copy.time(2 * b * model.top_input() * e);
+    c.backward = c.forward;
+    c.activations = b * model.top_input();
   }
-  r.bottom_forward = bot.forward;
-  r.bottom_backward = bot.backward;
-  r.top_forward = top.forward + inter_fwd;
-  r.top_backward = top.backward + inter_bwd;
-  // tables, per rank
-  double emb_dim_total = 0;
-  for (const auto& t : model.tables) emb_dim_total += t.dim;
+  return c;
+}
+
+/// Each rank's embedding-bag time, table bytes and all-to-all volumes; the busiest rank's
+/// times in `r`.
+inline void price_tables(dlrm_report& r, const dlrm& model, const dlrm_setup& setup,
+                         const embedding_bag_model& el, double emb_dim_total, double B, double b,
+                         double e) {
   for (std::size_t k = 0; k < r.ranks.size(); ++k) {
     dlrm_rank& rk = r.ranks[k];
     double own_dim = 0;
@@ -186,7 +191,12 @@ inline dlrm_report dlrm_plan(const dlrm& model, const dlrm_setup& setup,
       r.busiest_rank = static_cast<int>(k);
     }
   }
-  // collectives
+}
+
+/// The pooled outputs' all-to-all (each way) and the MLPs' gradient all-reduces over `ranks`;
+/// returns the top and bottom all-reduce times.
+inline std::pair<double, double> price_collectives(dlrm_report& r, const dlrm& model, int ranks,
+                                                   const cluster& machine, double e) {
   const group g{0, ranks, 1};
   double ar_top = 0, ar_bottom = 0;
   if (ranks > 1) {
@@ -206,8 +216,12 @@ inline dlrm_report dlrm_plan(const dlrm& model, const dlrm_setup& setup,
         comm::ring::time(comm::collective::all_reduce, machine, g, bytes{bot_p * e}).count();
     r.all_reduce = ar_top + ar_bottom;
   }
-  r.optimizer = prof.copy.time(3 * model.dense_parameters() * e);
-  // the timeline (see the file comment)
+  return {ar_top, ar_bottom};
+}
+
+/// The iteration's critical path (see the file comment) and the communication it exposes.
+inline void schedule_iteration(dlrm_report& r, const mlp_time& bot, const mlp_time& top,
+                               double inter_bwd, double ar_top, double ar_bottom) {
   double worst_before = 0;
   for (const auto& rk : r.ranks)
     worst_before = std::max(worst_before, bot.forward + rk.embedding_forward);
@@ -227,11 +241,37 @@ inline dlrm_report dlrm_plan(const dlrm& model, const dlrm_setup& setup,
     compute = std::max(compute, bot.forward + bot.backward + r.top_forward + r.top_backward +
                                     rk.embedding_forward + rk.embedding_backward);
   r.exposed_communication = std::max(0.0, end - compute);
+}
+}  // namespace detail
+
+/// Prices the plan that puts table i on rank `owner[i]` of `ranks` devices of `machine`
+/// (ranks 0 .. p-1 of its device order). `owner` empty: every table on rank 0 (needs p = 1).
+inline dlrm_report dlrm_plan(const dlrm& model, const dlrm_setup& setup,
+                             const std::vector<int>& owner, int ranks, const cluster& machine,
+                             const device_profile& prof, const embedding_bag_model& el) {
+  dlrm_report r = detail::assign_tables(model, setup, owner, ranks, machine);
+  const double e = size_of(setup.precision);
+  const double B = setup.batch, b = B / ranks;
+  // MLPs and the interaction, the same on every rank (batch b)
+  const auto bot = detail::mlp(prof, setup.precision, model.dense_features, model.bottom, b, false);
+  const auto top = detail::mlp(prof, setup.precision, model.top_input(), model.top, b, true);
+  const detail::interaction_cost inter = detail::interaction_of(model, prof, b, e);
+  r.bottom_forward = bot.forward;
+  r.bottom_backward = bot.backward;
+  r.top_forward = top.forward + inter.forward;
+  r.top_backward = top.backward + inter.backward;
+  // tables, per rank
+  double emb_dim_total = 0;
+  for (const auto& t : model.tables) emb_dim_total += t.dim;
+  detail::price_tables(r, model, setup, el, emb_dim_total, B, b, e);
+  const auto [ar_top, ar_bottom] = detail::price_collectives(r, model, ranks, machine, e);
+  r.optimizer = prof.copy.time(3 * model.dense_parameters() * e);
+  detail::schedule_iteration(r, bot, top, inter.backward, ar_top, ar_bottom);
   // memory per rank: its tables (+ dense gradients), the MLPs' weights and gradients, the MLP
   // and interaction activations at b, its pooled outputs for all B samples and the received
   // ones for its b samples, each with its gradient
   const double mlp_states = 2 * model.dense_parameters() * e;
-  const double acts = (bot.activations + top.activations + inter_act) * e;
+  const double acts = (bot.activations + top.activations + inter.activations) * e;
   for (auto& rk : r.ranks) {
     double own_dim = 0;
     for (std::size_t i : rk.tables) own_dim += model.tables[i].dim;

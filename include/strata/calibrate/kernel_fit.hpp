@@ -172,6 +172,150 @@ inline void check_fit(const std::string& op, std::initializer_list<double> value
       throw plan_error(op + " fit: did not converge to finite parameters (check the timings)");
 }
 
+/// The GEMM fits, one per data type the table has (bfloat16, float32 with TF32 allowed,
+/// float32-ieee), into `p`'s GEMM models; their reports appended to `report`.
+inline void fit_gemms(device_profile& p, std::vector<class_report>& report,
+                      std::istream& gemm_csv) {
+  const csv_table g = read_csv(gemm_csv);
+  detail::require_columns(g, {"dtype", "M", "N", "K", "ms"});
+  if (g.rows.empty()) throw plan_error("no rows to fit");
+  for (std::size_t i = 0; i < g.rows.size(); ++i) {  // no row is left out unseen
+    const std::string& t = detail::text(g.rows[i], "dtype", static_cast<int>(i) + 2);
+    if (t != "bfloat16" && t != "float32" && t != "float32-ieee")
+      throw plan_error("CSV row " + std::to_string(i + 2) +
+                       " column dtype: must be bfloat16, float32 (TF32 allowed) or "
+                       "float32-ieee (TF32 off) (got '" +
+                       t.substr(0, 40) + "')");
+  }
+  for (const char* type : {"bfloat16", "float32", "float32-ieee"}) {
+    std::vector<detail::gemm_point> pts;
+    for (std::size_t i = 0; i < g.rows.size(); ++i) {
+      const auto& row = g.rows[i];
+      const int line = static_cast<int>(i) + 2;
+      if (detail::text(row, "dtype", line) != type) continue;
+      using detail::max_dimension;
+      const detail::gemm_point pt{detail::bounded(row, "M", line, 1, max_dimension, true),
+                                  detail::bounded(row, "N", line, 1, max_dimension, true),
+                                  detail::bounded(row, "K", line, 1, max_dimension, true),
+                                  detail::bounded(row, "ms", line, 0, detail::max_ms) * 1e-3};
+      pts.push_back(pt);
+    }
+    if (pts.empty()) continue;
+    const std::string name = type;
+    gemm_model& target = name == "float32" ? p.fp32 : name == "float32-ieee" ? p.fp32_ieee : p.bf16;
+    const gemm_model base = target;
+    auto r = detail::report(
+        std::string("gemm ") + type, pts, [&](const auto& v) { return detail::fit_gemm(v, base); },
+        [](const gemm_model& m, const detail::gemm_point& q) {
+          return (m.time(q.m, q.n, q.k) - q.t) / q.t;
+        });
+    detail::check_fit(r.report.op,
+                      {r.model.efficiency, r.model.half_area, r.model.floor, r.model.wave});
+    target = r.model;
+    report.push_back(r.report);
+  }
+}
+
+/// The memory-bound kernels' fits, one per class (copy, host transfers, GELU, dropout, layer
+/// norm, softmax), into `p`'s stream models.
+inline void fit_membound(device_profile& p, std::vector<class_report>& report,
+                         std::istream& membound_csv) {
+  const csv_table mb = read_csv(membound_csv);
+  detail::require_columns(mb, {"op", "bytes", "ms"});
+  if (mb.rows.empty()) throw plan_error("no rows to fit");
+  std::map<std::string, std::vector<std::pair<double, double>>> classes;
+  for (std::size_t i = 0; i < mb.rows.size(); ++i) {
+    const auto& row = mb.rows[i];
+    const int line = static_cast<int>(i) + 2;
+    const std::string op = detail::text(row, "op", line);
+    std::string cls;
+    if (op == "d2d_copy")
+      cls = "copy";
+    else if (op == "h2d_pinned")
+      cls = "host_to_device";
+    else if (op == "d2h_pinned")
+      cls = "device_to_host";
+    else if (op.rfind("gelu", 0) == 0)
+      cls = "gelu";
+    else if (op.rfind("dropout", 0) == 0)
+      cls = "dropout";
+    else if (op.rfind("layernorm", 0) == 0)
+      cls = "layer_norm";
+    else if (op.rfind("softmax", 0) == 0)
+      cls = "softmax";
+    else
+      throw plan_error("CSV row " + std::to_string(line) + " column op: unknown op '" +
+                       op.substr(0, 40) + "'");
+    // a copy's `bytes` is the buffer it copies; every other row counts bytes read + written, as
+    // the kernels' time models do: a copy moves its buffer twice
+    const double moved =
+        detail::bounded(row, "bytes", line, 0, detail::max_bytes) * (cls == "copy" ? 2 : 1);
+    classes[cls].push_back({moved, detail::bounded(row, "ms", line, 0, detail::max_ms) * 1e-3});
+  }
+  for (auto& [cls, pts] : classes) {
+    stream_model& target = cls == "copy"             ? p.copy
+                           : cls == "host_to_device" ? p.host_to_device
+                           : cls == "device_to_host" ? p.device_to_host
+                           : cls == "gelu"           ? p.gelu
+                           : cls == "dropout"        ? p.dropout
+                           : cls == "layer_norm"     ? p.layer_norm
+                                                     : p.softmax;
+    auto r = detail::report(
+        cls, pts, [](const auto& v) { return detail::fit_stream(v); },
+        [](const stream_model& m, const std::pair<double, double>& q) {
+          return (m.time(q.first) - q.second) / q.second;
+        });
+    detail::check_fit(cls, {r.model.bandwidth, r.model.floor});
+    target = r.model;
+    report.push_back(r.report);
+  }
+}
+
+/// One measured attention shape: batch, heads, sequence, head size, forward and training s.
+struct att_point {
+  double b, h, s, d, fwd, train;
+};
+
+/// An attention table's rows.
+inline std::vector<att_point> read_attention(std::istream& csv) {
+  const csv_table at = read_csv(csv);
+  detail::require_columns(at, {"b", "heads", "s", "d", "fwd_ms", "fwdbwd_ms"});
+  std::vector<att_point> ap;
+  using detail::max_dimension;
+  for (std::size_t i = 0; i < at.rows.size(); ++i) {
+    const auto& row = at.rows[i];
+    const int line = static_cast<int>(i) + 2;
+    ap.push_back({detail::bounded(row, "b", line, 1, max_dimension, true),
+                  detail::bounded(row, "heads", line, 1, max_dimension, true),
+                  detail::bounded(row, "s", line, 1, max_dimension, true),
+                  detail::bounded(row, "d", line, 1, max_dimension, true),
+                  detail::bounded(row, "fwd_ms", line, 0, detail::max_ms) * 1e-3,
+                  detail::bounded(row, "fwdbwd_ms", line, 0, detail::max_ms) * 1e-3});
+  }
+  return ap;
+}
+
+/// Achieved forward and training rates, ramp and floor fitted to attention timings (log
+/// residuals, Levenberg-Marquardt).
+inline attention_model fit_attention(const std::vector<att_point>& v) {
+  if (v.size() < 2) throw plan_error("an attention fit needs at least 2 shapes");
+  auto make = [](const Eigen::VectorXd& x) {
+    return attention_model{std::exp(x(0)), std::exp(x(1)), std::exp(x(2)), std::exp(x(3))};
+  };
+  Eigen::VectorXd th(4);
+  th << std::log(600e12), std::log(500e12), std::log(1e9), std::log(10e-6);
+  const auto r =
+      levenberg_marquardt(th, 2 * v.size(), [&](const Eigen::VectorXd& x, Eigen::VectorXd& res) {
+        const attention_model a = make(x);
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          res(static_cast<Eigen::Index>(2 * i)) =
+              std::log(a.forward(v[i].b, v[i].h, v[i].s, v[i].d) / v[i].fwd);
+          res(static_cast<Eigen::Index>(2 * i + 1)) =
+              std::log(a.forward_backward(v[i].b, v[i].h, v[i].s, v[i].d) / v[i].train);
+        }
+      });
+  return make(r.theta);
+}
 }  // namespace detail
 
 /// Fits a profile for `dev` (with `sms` SMs) to the three microbenchmark tables.
@@ -181,152 +325,19 @@ inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_cs
                                const csv_labels& labels = {}) {
   profile_fit out{datasheet_profile(dev, sms), {}};
   device_profile& p = out.profile;
-  // GEMMs, per data type
-  detail::labelled(labels.gemm, [&] {
-    const csv_table g = read_csv(gemm_csv);
-    detail::require_columns(g, {"dtype", "M", "N", "K", "ms"});
-    if (g.rows.empty()) throw plan_error("no rows to fit");
-    for (std::size_t i = 0; i < g.rows.size(); ++i) {  // no row is left out unseen
-      const std::string& t = detail::text(g.rows[i], "dtype", static_cast<int>(i) + 2);
-      if (t != "bfloat16" && t != "float32" && t != "float32-ieee")
-        throw plan_error("CSV row " + std::to_string(i + 2) +
-                         " column dtype: must be bfloat16, float32 (TF32 allowed) or "
-                         "float32-ieee (TF32 off) (got '" +
-                         t.substr(0, 40) + "')");
-    }
-    for (const char* type : {"bfloat16", "float32", "float32-ieee"}) {
-      std::vector<detail::gemm_point> pts;
-      for (std::size_t i = 0; i < g.rows.size(); ++i) {
-        const auto& row = g.rows[i];
-        const int line = static_cast<int>(i) + 2;
-        if (detail::text(row, "dtype", line) != type) continue;
-        using detail::max_dimension;
-        const detail::gemm_point pt{detail::bounded(row, "M", line, 1, max_dimension, true),
-                                    detail::bounded(row, "N", line, 1, max_dimension, true),
-                                    detail::bounded(row, "K", line, 1, max_dimension, true),
-                                    detail::bounded(row, "ms", line, 0, detail::max_ms) * 1e-3};
-        pts.push_back(pt);
-      }
-      if (pts.empty()) continue;
-      const std::string name = type;
-      gemm_model& target = name == "float32"        ? p.fp32
-                           : name == "float32-ieee" ? p.fp32_ieee
-                                                    : p.bf16;
-      const gemm_model base = target;
-      auto r = detail::report(
-          std::string("gemm ") + type, pts,
-          [&](const auto& v) { return detail::fit_gemm(v, base); },
-          [](const gemm_model& m, const detail::gemm_point& q) {
-            return (m.time(q.m, q.n, q.k) - q.t) / q.t;
-          });
-      detail::check_fit(r.report.op,
-                        {r.model.efficiency, r.model.half_area, r.model.floor, r.model.wave});
-      target = r.model;
-      out.report.push_back(r.report);
-    }
-  });
-  // Memory-bound kernels, by class
-  detail::labelled(labels.membound, [&] {
-    const csv_table mb = read_csv(membound_csv);
-    detail::require_columns(mb, {"op", "bytes", "ms"});
-    if (mb.rows.empty()) throw plan_error("no rows to fit");
-    std::map<std::string, std::vector<std::pair<double, double>>> classes;
-    for (std::size_t i = 0; i < mb.rows.size(); ++i) {
-      const auto& row = mb.rows[i];
-      const int line = static_cast<int>(i) + 2;
-      const std::string op = detail::text(row, "op", line);
-      std::string cls;
-      if (op == "d2d_copy")
-        cls = "copy";
-      else if (op == "h2d_pinned")
-        cls = "host_to_device";
-      else if (op == "d2h_pinned")
-        cls = "device_to_host";
-      else if (op.rfind("gelu", 0) == 0)
-        cls = "gelu";
-      else if (op.rfind("dropout", 0) == 0)
-        cls = "dropout";
-      else if (op.rfind("layernorm", 0) == 0)
-        cls = "layer_norm";
-      else if (op.rfind("softmax", 0) == 0)
-        cls = "softmax";
-      else
-        throw plan_error("CSV row " + std::to_string(line) + " column op: unknown op '" +
-                         op.substr(0, 40) + "'");
-      // a copy's `bytes` is the buffer it copies; every other row counts bytes read + written, as
-      // the kernels' time models do: a copy moves its buffer twice
-      const double moved =
-          detail::bounded(row, "bytes", line, 0, detail::max_bytes) * (cls == "copy" ? 2 : 1);
-      classes[cls].push_back({moved, detail::bounded(row, "ms", line, 0, detail::max_ms) * 1e-3});
-    }
-    for (auto& [cls, pts] : classes) {
-      stream_model& target = cls == "copy"             ? p.copy
-                             : cls == "host_to_device" ? p.host_to_device
-                             : cls == "device_to_host" ? p.device_to_host
-                             : cls == "gelu"           ? p.gelu
-                             : cls == "dropout"        ? p.dropout
-                             : cls == "layer_norm"     ? p.layer_norm
-                                                       : p.softmax;
-      auto r = detail::report(
-          cls, pts, [](const auto& v) { return detail::fit_stream(v); },
-          [](const stream_model& m, const std::pair<double, double>& q) {
-            return (m.time(q.first) - q.second) / q.second;
-          });
-      detail::check_fit(cls, {r.model.bandwidth, r.model.floor});
-      target = r.model;
-      out.report.push_back(r.report);
-    }
-  });
+  detail::labelled(labels.gemm, [&] { detail::fit_gemms(p, out.report, gemm_csv); });
+  detail::labelled(labels.membound, [&] { detail::fit_membound(p, out.report, membound_csv); });
   // Attention: achieved rates and the floor; bf16 (flash) and, when measured, fp32 (the
   // memory-efficient kernel, no tensor cores)
-  struct att_point {
-    double b, h, s, d, fwd, train;
-  };
-  auto read_attention = [](std::istream& csv) {
-    const csv_table at = read_csv(csv);
-    detail::require_columns(at, {"b", "heads", "s", "d", "fwd_ms", "fwdbwd_ms"});
-    std::vector<att_point> ap;
-    using detail::max_dimension;
-    for (std::size_t i = 0; i < at.rows.size(); ++i) {
-      const auto& row = at.rows[i];
-      const int line = static_cast<int>(i) + 2;
-      ap.push_back({detail::bounded(row, "b", line, 1, max_dimension, true),
-                    detail::bounded(row, "heads", line, 1, max_dimension, true),
-                    detail::bounded(row, "s", line, 1, max_dimension, true),
-                    detail::bounded(row, "d", line, 1, max_dimension, true),
-                    detail::bounded(row, "fwd_ms", line, 0, detail::max_ms) * 1e-3,
-                    detail::bounded(row, "fwdbwd_ms", line, 0, detail::max_ms) * 1e-3});
-    }
-    return ap;
-  };
-  auto fit_attention = [](const std::vector<att_point>& v) {
-    if (v.size() < 2) throw plan_error("an attention fit needs at least 2 shapes");
-    auto make = [](const Eigen::VectorXd& x) {
-      return attention_model{std::exp(x(0)), std::exp(x(1)), std::exp(x(2)), std::exp(x(3))};
-    };
-    Eigen::VectorXd th(4);
-    th << std::log(600e12), std::log(500e12), std::log(1e9), std::log(10e-6);
-    const auto r =
-        levenberg_marquardt(th, 2 * v.size(), [&](const Eigen::VectorXd& x, Eigen::VectorXd& res) {
-          const attention_model a = make(x);
-          for (std::size_t i = 0; i < v.size(); ++i) {
-            res(static_cast<Eigen::Index>(2 * i)) =
-                std::log(a.forward(v[i].b, v[i].h, v[i].s, v[i].d) / v[i].fwd);
-            res(static_cast<Eigen::Index>(2 * i + 1)) =
-                std::log(a.forward_backward(v[i].b, v[i].h, v[i].s, v[i].d) / v[i].train);
-          }
-        });
-    return make(r.theta);
-  };
   auto attention = [&](std::istream& csv, attention_model& target, const char* name,
                        const std::string& label) {
     detail::labelled(label, [&] {
-      const auto ap = read_attention(csv);
+      const auto ap = detail::read_attention(csv);
       if (ap.empty()) throw plan_error("no rows to fit");
-      auto r =
-          detail::report(name, ap, fit_attention, [](const attention_model& a, const att_point& q) {
-            return (a.forward_backward(q.b, q.h, q.s, q.d) - q.train) / q.train;
-          });
+      auto r = detail::report(name, ap, detail::fit_attention,
+                              [](const attention_model& a, const detail::att_point& q) {
+                                return (a.forward_backward(q.b, q.h, q.s, q.d) - q.train) / q.train;
+                              });
       detail::check_fit(name,
                         {r.model.forward_rate, r.model.training_rate, r.model.ramp, r.model.floor});
       target = r.model;

@@ -86,6 +86,39 @@ struct rank_plan {
   double gshare = 1;
 };
 
+/// Where the gradient buckets of `buckets` (at least 1) about equal shares of the weights close,
+/// going backward: bucket k closes after the backward of layer `[k]` (the last one after layer 0).
+inline std::vector<std::size_t> gradient_bucket_ends(const context& c, int buckets) {
+  std::vector<std::size_t> bucket_end;
+  const std::size_t L = c.size();
+  const int nb = std::max(1, buckets);
+  const double per = c.sum_w / nb;
+  double acc = 0;
+  for (std::size_t l = L; l-- > 0;) {
+    acc += c.layers[l].params;
+    if (acc >= per * (static_cast<double>(bucket_end.size()) + 1) - 1e-9 &&
+        static_cast<int>(bucket_end.size()) < nb - 1)
+      bucket_end.push_back(l);
+  }
+  bucket_end.push_back(0);
+  return bucket_end;
+}
+
+/// The fair-share link resource of group view `v`: one per (level, bandwidth), made on first use.
+inline int link_resource(simulator& s, std::vector<std::pair<std::pair<int, double>, int>>& links,
+                         const comm::group_view& v) {
+  const std::pair<int, double> key{v.top, v.ring.bandwidth.count()};
+  int res = -1;
+  for (const auto& [k, id] : links)
+    if (k == key) res = id;
+  if (res < 0) {
+    res = s.add_resource({"link (level " + std::to_string(v.top) + ")", discipline::fair_share,
+                          v.ring.bandwidth.count(), 0, 0});
+    links.push_back({key, res});
+  }
+  return res;
+}
+
 inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_options& o) {
   plan_run out;
   simulator& s = out.graph;
@@ -123,15 +156,7 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
   auto flow = [&](const std::string& name, group g, double steps, double wire,
                   std::vector<int> deps) {
     const comm::group_view v = comm::view(c.machine, g);
-    const std::pair<int, double> key{v.top, v.ring.bandwidth.count()};
-    int res = -1;
-    for (const auto& [k, id] : links)
-      if (k == key) res = id;
-    if (res < 0) {
-      res = s.add_resource({"link (level " + std::to_string(v.top) + ")", discipline::fair_share,
-                            v.ring.bandwidth.count(), 0, 0});
-      links.push_back({key, res});
-    }
+    const int res = link_resource(s, links, v);
     return s.add_task({.name = name,
                        .resources = {res},
                        .work = wire,
@@ -174,19 +199,7 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
                         after());
   }
   // backward, with the gradient buckets
-  std::vector<std::size_t> bucket_end;  // bucket k closes after the backward of layer bucket_end[k]
-  {
-    const int nb = std::max(1, o.buckets);
-    const double per = c.sum_w / nb;
-    double acc = 0;
-    for (std::size_t l = L; l-- > 0;) {
-      acc += c.layers[l].params;
-      if (acc >= per * (static_cast<double>(bucket_end.size()) + 1) - 1e-9 &&
-          static_cast<int>(bucket_end.size()) < nb - 1)
-        bucket_end.push_back(l);
-    }
-    bucket_end.push_back(0);
-  }
+  const std::vector<std::size_t> bucket_end = gradient_bucket_ends(c, o.buckets);
   struct bucket {
     double weights;
     int after;  // the backward task that completes it
@@ -226,6 +239,42 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
   return out;
 }
 
+/// One pipeline stage's per-sample forward, backward and update times, weights and kept
+/// elements (the sums over its layers).
+struct stage_cost {
+  double fw = 0, bw = 0, wu = 0, w = 0, xy = 0;
+};
+inline std::vector<stage_cost> stage_costs(const context& c,
+                                           const std::vector<parallel::stage>& stages) {
+  std::vector<stage_cost> sc(stages.size());
+  for (std::size_t i = 0; i < stages.size(); ++i)
+    for (std::size_t l = stages[i].first; l <= stages[i].last; ++l) {
+      auto& x = sc[i];
+      const layer_time t = c.time(l);
+      x.fw += t.fw.count();
+      x.bw += t.bw.count();
+      x.wu += t.wu.count();
+      x.w += c.layers[l].params;
+      x.xy += c.layers[l].x() + c.layers[l].y();
+    }
+  return sc;
+}
+
+/// Each of `p` stages' program of (forward?, micro-batch) units for `S` micro-batches, as the
+/// pipeline policy orders them (`parallel::pipeline_parallel::program`).
+inline std::vector<std::vector<std::pair<bool, int>>> stage_programs(int p, int S,
+                                                                     const plan_options& o) {
+  const parallel::pipeline_parallel schedule{.degree = p,
+                                             .kind = o.schedule == pipeline_schedule::gpipe
+                                                         ? parallel::schedule::gpipe
+                                                         : parallel::schedule::one_f_one_b};
+  std::vector<std::vector<std::pair<bool, int>>> order(static_cast<std::size_t>(p));
+  for (int i = 0; i < p; ++i)
+    for (const parallel::pipeline_unit& u : schedule.program(S, i, o.max_in_flight))
+      order[static_cast<std::size_t>(i)].push_back({u.forward, u.micro});
+  return order;
+}
+
 /// GPipe over the stages of `pp`: S micro-batches forward through every stage, then backward;
 /// each stage sends its micro-batch's output (forward) or input gradient (backward) to the next
 /// one, blocking the sender unless overlapping; weight update after the stage's last backward.
@@ -243,21 +292,7 @@ inline plan_run lower_pipeline(const context& c, const parallel::pipeline& pp,
   for (int i = 0; i < p; ++i)
     r.push_back({s.add_resource({"compute", discipline::fifo, 1, 0, i}),
                  s.add_resource({"communication", discipline::fifo, 1, 0, i}), i});
-  struct stage_cost {
-    double fw = 0, bw = 0, wu = 0, w = 0, xy = 0;
-  };
-  std::vector<stage_cost> sc(static_cast<std::size_t>(p));
-  for (int i = 0; i < p; ++i)
-    for (std::size_t l = stages[static_cast<std::size_t>(i)].first;
-         l <= stages[static_cast<std::size_t>(i)].last; ++l) {
-      auto& x = sc[static_cast<std::size_t>(i)];
-      const layer_time t = c.time(l);
-      x.fw += t.fw.count();
-      x.bw += t.bw.count();
-      x.wu += t.wu.count();
-      x.w += c.layers[l].params;
-      x.xy += c.layers[l].x() + c.layers[l].y();
-    }
+  const std::vector<stage_cost> sc = stage_costs(c, stages);
   auto send_time = [&](int i) {  // stage i <-> i + 1
     const bytes m{mb * c.layers[stages[static_cast<std::size_t>(i)].last].y() * d};
     return comm::p2p(m, c.machine.between(i, i + 1)).count();
@@ -296,14 +331,7 @@ inline plan_run lower_pipeline(const context& c, const parallel::pipeline& pp,
   // Program order of each stage: the pipeline policy's (GPipe: every forward, then every
   // backward; 1F1B: p - i - 1 forwards, fewer under an in-flight limit, then alternating, then
   // the drain), as the transformer simulator and Proteus's compiler run it.
-  const parallel::pipeline_parallel schedule{.degree = p,
-                                             .kind = o.schedule == pipeline_schedule::gpipe
-                                                         ? parallel::schedule::gpipe
-                                                         : parallel::schedule::one_f_one_b};
-  std::vector<std::vector<std::pair<bool, int>>> order(static_cast<std::size_t>(p));
-  for (int i = 0; i < p; ++i)
-    for (const parallel::pipeline_unit& u : schedule.program(S, i, o.max_in_flight))
-      order[static_cast<std::size_t>(i)].push_back({u.forward, u.micro});
+  const auto order = stage_programs(p, S, o);
   const std::size_t P = static_cast<std::size_t>(p), SS = static_cast<std::size_t>(S);
   std::vector<std::vector<int>> fwd(P, std::vector<int>(SS, -1)),
       fsend(P, std::vector<int>(SS, -1)), bsend(P, std::vector<int>(SS, -1));
