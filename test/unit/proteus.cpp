@@ -419,6 +419,20 @@ TEST_CASE("proteus JSON: trees from scenarios, errors with the path or the node"
       nlohmann::json::array({7, 9, 10, 11, 12, 13, 14, 15});
   CHECK_THROWS_WITH(io::parse_proteus_scenario(bad),
                     Contains("children 's0' and 's1' share some devices but not all"));
+  // "profile" reads as every scenario's (io/profile_choice.hpp): "datasheet" by default,
+  // "fitted-gemm" the datasheet with the H100's GEMM efficiency, and one sentence for the rest
+  auto fitted = j;
+  fitted["profile"] = "fitted-gemm";
+  const auto f = io::parse_proteus_scenario(fitted);
+  CHECK(f.profile.bf16.efficiency == h100_fitted_gemm.efficiency);
+  CHECK(io::parse_proteus_scenario(j).profile.bf16.efficiency !=
+        Approx(h100_fitted_gemm.efficiency));
+  fitted["profile"] = "h100";
+  CHECK_THROWS_WITH(io::parse_proteus_scenario(fitted),
+                    Contains("profile: no shipped H100 profile in this build"));
+  fitted["profile"] = 3;
+  CHECK_THROWS_WITH(io::parse_proteus_scenario(fitted),
+                    Contains("profile: must be \"auto\", \"fitted-gemm\", \"datasheet\""));
 }
 
 TEST_CASE("proteus OOM: GPT-1.5B data parallelism needs ZeRO and recomputation (§VIII-B)",

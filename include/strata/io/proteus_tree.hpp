@@ -132,9 +132,10 @@ inline proteus::strategy_tree parse_strategy_tree(const json& j, const transform
 }  // namespace detail
 
 /// Parses a Proteus scenario: "model" (or "transformer"), "cluster", "training", "strategy_tree",
-/// and optionally "profile" ("datasheet", the default, or "fitted-gemm"), "gamma" and
+/// and optionally "profile" (io/profile_choice.hpp; "datasheet" by default), "gamma" and
 /// "gamma_per_level" (one overlap factor per cluster level, innermost first).
-inline proteus_scenario parse_proteus_scenario(const nlohmann::json& j) {
+inline proteus_scenario parse_proteus_scenario(const nlohmann::json& j,
+                                               std::string_view shipped = {}) {
   namespace d = detail;
   d::only_keys(j, "scenario",
                {"model", "transformer", "cluster", "training", "strategy_tree", "profile", "gamma",
@@ -156,15 +157,11 @@ inline proteus_scenario parse_proteus_scenario(const nlohmann::json& j) {
                 "not modelled for a strategy tree (its nodes set sharding and schedule); "
                 "use a transformer scenario with \"parallel\"");
   s.setup = d::parse_transformer_training(tj);
-  const std::string pn = d::str_field(j, "scenario", "profile", "datasheet");
-  if (s.machine.dev.sms < 1)
-    d::fail("cluster.device", "has no SM count: transformer plans need a GPU");
-  if (pn == "datasheet")
-    s.profile = datasheet_profile(s.machine.dev);
-  else if (pn == "fitted-gemm")
-    s.profile = datasheet_profile(s.machine.dev, h100_fitted_gemm);
-  else
-    d::fail("profile", "must be \"datasheet\" or \"fitted-gemm\" (got \"" + d::cut(pn) + "\")");
+  // the profile as every scenario reads it (io/profile_choice.hpp), "datasheet" by default:
+  // Proteus prices its operators from the device's datasheet
+  s.profile = choose_profile(j.contains("profile") ? j["profile"] : nlohmann::json(), s.machine.dev,
+                             shipped, "datasheet")
+                  .profile;
   s.gamma = d::num_field(j, "scenario", "gamma", 0.0, 100.0, 0.0);
   if (j.contains("gamma_per_level")) {
     const auto& g = j.at("gamma_per_level");

@@ -61,7 +61,7 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
       throw plan_error(n + "schedule, " + n + "max-in-flight, " + n + "overlap and " + n +
                        "buckets: a strategy tree sets its schedule in its nodes' schedule "
                        "configs");
-    auto ps = parse_proteus_scenario(j);
+    auto ps = parse_proteus_scenario(j, shipped);
     if (o.gamma) ps.gamma = *o.gamma;
     const auto g = proteus::compile(ps.net, ps.tree, ps.machine, ps.setup, ps.profile);
     const auto run =

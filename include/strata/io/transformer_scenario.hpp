@@ -32,6 +32,7 @@
 #include "strata/io/cluster.hpp"
 #include "strata/io/hf_config.hpp"
 #include "strata/io/profile.hpp"
+#include "strata/io/profile_choice.hpp"
 #include "strata/model/transformer_zoo.hpp"
 #include "strata/search/transformer_sweep.hpp"
 
@@ -537,50 +538,12 @@ inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
           ")");
     }
   }
-  // profile: "auto" (default: the shipped H100 fit on an H100, "fitted-gemm" elsewhere),
-  // "fitted-gemm" (datasheet peaks, GEMM efficiency fitted on the H100), "datasheet", "h100"
-  // (the shipped fit, carried to the cluster's device), or a profile file
-  const nlohmann::json pj = j.contains("profile") ? j["profile"] : nlohmann::json("auto");
-  if (!pj.is_string())
-    d::fail("profile", "must be \"auto\", \"fitted-gemm\", \"datasheet\", \"h100\" or a file");
-  std::string pn = pj.get<std::string>();
-  const device& dev = s.machine.dev;
-  if (dev.sms < 1) d::fail("cluster.device", "has no SM count: transformer plans need a GPU");
-  if (pn == "auto")
-    pn = dev.name == presets::h100_sxm5_80gb.name && !h100_profile.empty() ? "h100" : "fitted-gemm";
-  s.profile_name = pn;
-  const std::string on = std::string(dev.name);
-  if (pn == "fitted-gemm") {
-    s.profile = datasheet_profile(dev, h100_fitted_gemm);
-    s.efficiencies = "datasheet of " + on + ", GEMM efficiency fitted on H100-SXM5-80GB";
-  } else if (pn == "datasheet") {
-    s.profile = datasheet_profile(dev);
-    s.efficiencies = "datasheet of " + on + ", default efficiencies";
-  } else {
-    std::string text;
-    if (pn == "h100") {
-      if (h100_profile.empty()) d::fail("profile", "no shipped H100 profile in this build");
-      text = h100_profile;
-    } else {
-      text = d::read_file(pn, "profile", "profile file");
-    }
-    const stored_profile sp = profile_from_text(text);
-    const device_profile& p = sp.profile;
-    const bool same = same_figures(p.dev, dev);
-    // A profile file describes the device it was measured on: capacity, the fit verdict and MFU
-    // come from the cluster's device, so a file for another device is refused, never carried
-    // silently (the shipped "h100" fit is carried on purpose, and says so).
-    if (pn != "h100" && !same)
-      d::fail("profile", "'" + d::cut(pn) + "' describes \"" + d::cut(sp.name) + "\" (" +
-                             describe_figures(p.dev) + ") but the cluster's device is \"" + on +
-                             "\" (" + describe_figures(dev) +
-                             "): give the cluster that device (a name, a datasheet or its "
-                             ".json file) or a profile measured on its own");
-    s.profile = p.dev.name == dev.name ? p : rescale_profile(p, dev);
-    s.efficiencies = "fitted on " + sp.name +
-                     (same ? std::string(" (profile ") + (pn == "h100" ? "h100" : "file") + ")"
-                           : ", rescaled to " + on + " (rates keep their fraction of the peaks)");
-  }
+  // profile (io/profile_choice.hpp): "auto" by default
+  chosen_profile p = choose_profile(j.contains("profile") ? j["profile"] : nlohmann::json(),
+                                    s.machine.dev, h100_profile);
+  s.profile = p.profile;
+  s.profile_name = std::move(p.name);
+  s.efficiencies = std::move(p.efficiencies);
   if (!s.search) s.strategy.check(s.net, s.setup, s.machine.devices());
   return s;
 }
