@@ -158,112 +158,105 @@ struct hf_defaults {
   int sliding = 0;  ///< sliding_window's default (0: None)
 };
 
-}  // namespace detail
-
-/// The model a Hugging Face `config.json` describes, with the exact parameter count of its
-/// checkpoint; `fallback_name` names it when the file has no `_name_or_path`.
-inline hf_model read_hf_config(const nlohmann::json& j, const std::string& fallback_name = {}) {
-  using detail::hf_fail;
-  if (!j.is_object()) hf_fail("a config.json must be a JSON object");
-  const detail::hf_fields f{j};
-  if (!f.has("model_type")) hf_fail("no model_type (supported: " + detail::hf_supported() + ")");
-  const std::string type = f.text("model_type", "");
-  const detail::hf_arch_entry* arch = nullptr;
-  for (const auto& a : detail::hf_architectures)
+/// Refuses a `model_type` the reader does not know (Gemma 3's multimodal model among them) and
+/// `architectures` that name another class than the type's causal language model.
+inline void hf_check_model_type(const hf_fields& f, const std::string& type) {
+  const hf_arch_entry* arch = nullptr;
+  for (const auto& a : hf_architectures)
     if (type == a.type) arch = &a;
   if (type == "gemma3")
     hf_fail(
         "gemma3 is Gemma 3's image-and-text model (a SigLIP vision tower and a projector strata "
         "does not model); give its text_config with model_type gemma3_text");
   if (!arch)
-    hf_fail("unknown model_type \"" + detail::cut(type) +
-            "\" (supported: " + detail::hf_supported() + ")");
+    hf_fail("unknown model_type \"" + cut(type) + "\" (supported: " + hf_supported() + ")");
   if (f.has("architectures")) {
-    if (!j["architectures"].is_array()) hf_fail("architectures must be an array of class names");
-    for (const auto& c : j["architectures"])
+    if (!f.j["architectures"].is_array()) hf_fail("architectures must be an array of class names");
+    for (const auto& c : f.j["architectures"])
       if (!c.is_string() || c.get<std::string>() != arch->causal_lm)
-        hf_fail("architectures names " + detail::cut(c.dump()) + ", but strata reads model_type " +
-                type + " as " + arch->causal_lm + " (the causal language model)");
+        hf_fail("architectures names " + cut(c.dump()) + ", but strata reads model_type " + type +
+                " as " + arch->causal_lm + " (the causal language model)");
   }
+}
 
-  hf_model out;
-  out.model_type = type;
-  out.name = f.text("_name_or_path", "");
-  if (out.name.empty()) out.name = fallback_name.empty() ? type : fallback_name;
-  transformer& m = out.net;
-  const bool llama_like = type != "gpt2" && type != "gpt_neox";
-
-  // ---- the configuration classes' defaults (src/transformers/models/<type>/configuration_*.py)
-  detail::hf_defaults d{};
+/// The configuration class's defaults of `type` (src/transformers/models/<type>/
+/// configuration_*.py); refuses DeepSeek's multi-head latent attention and shared experts.
+inline hf_defaults hf_defaults_of(const hf_fields& f, const std::string& type) {
   if (type == "llama" || type == "granite") {
     // LlamaConfig / GraniteConfig: vocab 32000, hidden 4096, intermediate 11008, 32 layers,
     // 32 heads, num_key_value_heads None (= heads), head_dim None (= hidden / heads),
     // max_position_embeddings 2048, tie_word_embeddings False
-    d = {32000, 4096, 11008, 32, 32};
+    return {32000, 4096, 11008, 32, 32};
   } else if (type == "mistral") {
     // MistralConfig: intermediate 14336, 8 KV heads, max_position_embeddings 4096 * 32,
     // sliding_window 4096, tie_word_embeddings False
-    d = {32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, false, 4096};
+    return {32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, false, 4096};
   } else if (type == "mixtral") {
     // MixtralConfig: as Mistral with sliding_window None, 8 local experts, 2 per token
-    d = {32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, false, 0};
+    return {32000, 4096, 14336, 32, 32, 8, 0, 4096 * 32, false, 0};
   } else if (type == "qwen2") {
     // Qwen2Config: vocab 151936, intermediate 22016, 32 KV heads, max_position_embeddings 32768,
     // use_sliding_window False, tie_word_embeddings False
-    d = {151936, 4096, 22016, 32, 32, 32, 0, 32768};
+    return {151936, 4096, 22016, 32, 32, 32, 0, 32768};
   } else if (type == "qwen2_moe") {
     // Qwen2MoeConfig: hidden 2048, intermediate 5632, 24 layers, 16 heads, 16 KV heads,
     // moe_intermediate_size 1408, shared_expert_intermediate_size 5632, 60 experts, 4 per token
-    d = {151936, 2048, 5632, 24, 16, 16, 0, 32768};
+    return {151936, 2048, 5632, 24, 16, 16, 0, 32768};
   } else if (type == "qwen3") {
     // Qwen3Config: as Qwen2 with head_dim 128
-    d = {151936, 4096, 22016, 32, 32, 32, 128, 32768};
+    return {151936, 4096, 22016, 32, 32, 32, 128, 32768};
   } else if (type == "qwen3_moe") {
     // Qwen3MoeConfig: hidden 2048, intermediate 6144, 24 layers, 32 heads, 4 KV heads, no
     // head_dim field (the modeling code's getattr falls back to hidden / heads),
     // moe_intermediate_size 768, 128 experts, 8 per token
-    d = {151936, 2048, 6144, 24, 32, 4, 0, 32768};
+    return {151936, 2048, 6144, 24, 32, 4, 0, 32768};
   } else if (type == "gemma") {
     // GemmaConfig: vocab 256000, hidden 3072, intermediate 24576, 28 layers, 16 heads,
     // 16 KV heads, head_dim 256, max_position_embeddings 8192, tie_word_embeddings True
-    d = {256000, 3072, 24576, 28, 16, 16, 256, 8192, true};
+    return {256000, 3072, 24576, 28, 16, 16, 256, 8192, true};
   } else if (type == "gemma2") {
     // Gemma2Config: vocab 256000, hidden 2304, intermediate 9216, 26 layers, 8 heads, 4 KV
     // heads, head_dim 256, max_position_embeddings 8192, tied, sliding_window 4096 (every
     // other layer)
-    d = {256000, 2304, 9216, 26, 8, 4, 256, 8192, true, 4096};
+    return {256000, 2304, 9216, 26, 8, 4, 256, 8192, true, 4096};
   } else if (type == "gemma3_text") {
     // Gemma3TextConfig: vocab 262208, hidden 2304, intermediate 9216, 26 layers, 8 heads, 4 KV
     // heads, head_dim 256, max_position_embeddings 131072, tied, sliding_window 4096 (five
     // layers in six)
-    d = {262208, 2304, 9216, 26, 8, 4, 256, 131072, true, 4096};
+    return {262208, 2304, 9216, 26, 8, 4, 256, 131072, true, 4096};
   } else if (type == "phi3") {
     // Phi3Config: vocab 32064, hidden 3072, intermediate 8192, 32 layers, 32 heads, KV heads
     // None (= heads), max_position_embeddings 4096, tie_word_embeddings False, sliding_window
     // None
-    d = {32064, 3072, 8192, 32, 32, 0, 0, 4096};
+    return {32064, 3072, 8192, 32, 32, 0, 0, 4096};
   } else if (type == "gpt2") {
     // GPT2Config: vocab 50257, n_positions 1024, n_embd 768, n_layer 12, n_head 12, n_inner
     // None (= 4 n_embd); PretrainedConfig's tie_word_embeddings True
-    d = {50257, 768, 0, 12, 12, 0, 0, 1024, true};
+    return {50257, 768, 0, 12, 12, 0, 0, 1024, true};
   } else if (type == "gpt_neox") {
     // GPTNeoXConfig: vocab 50432, hidden 6144, intermediate 24576, 44 layers, 64 heads,
     // max_position_embeddings 2048, tie_word_embeddings False, attention_bias True
-    d = {50432, 6144, 24576, 44, 64, 0, 0, 2048};
+    return {50432, 6144, 24576, 44, 64, 0, 0, 2048};
   } else if (type == "olmo2") {
     // Olmo2Config: vocab 50304, hidden 4096, intermediate 11008, 32 layers, 32 heads, KV heads
     // None (= heads), max_position_embeddings 2048, tie_word_embeddings False
-    d = {50304, 4096, 11008, 32, 32};
-  } else {  // deepseek_v2, deepseek_v3
-    if (!f.has("kv_lora_rank") || f.integer("kv_lora_rank", 0, 0) > 0)
-      hf_fail(type +
-              " uses multi-head latent attention (kv_lora_rank), which strata does not model yet");
-    hf_fail(type +
-            " uses shared experts and dense first layers (n_shared_experts, "
-            "first_k_dense_replace), which strata does not model yet");
+    return {50304, 4096, 11008, 32, 32};
   }
+  // deepseek_v2, deepseek_v3
+  if (!f.has("kv_lora_rank") || f.integer("kv_lora_rank", 0, 0) > 0)
+    hf_fail(type +
+            " uses multi-head latent attention (kv_lora_rank), which strata does not model yet");
+  hf_fail(type +
+          " uses shared experts and dense first layers (n_shared_experts, "
+          "first_k_dense_replace), which strata does not model yet");
+}
 
-  // ---- dimensions
+/// The dimensions (hidden, layers, heads, vocabulary, positions, KV heads, FFN, head_dim),
+/// each field the file leaves out taken from `d`; a head_dim other than hidden / heads is noted
+/// as unpriced.
+inline void hf_dimensions(const hf_fields& f, const hf_defaults& d, const std::string& type,
+                          bool llama_like, hf_model& out) {
+  transformer& m = out.net;
   const bool gpt2 = type == "gpt2";
   m.hidden = f.integer(gpt2 ? "n_embd" : "hidden_size", d.hidden);
   m.layers = f.integer(gpt2 ? "n_layer" : "num_hidden_layers", d.layers);
@@ -292,17 +285,13 @@ inline hf_model read_hf_config(const nlohmann::json& j, const std::string& fallb
         ", which strata's lowering does not price yet (it sizes Q and the output projection "
         "from hidden_size)");
   }
+}
 
-  // ---- layer kinds
-  m.mlp = llama_like ? mlp_kind::swiglu : mlp_kind::gelu;  // gated (SiLU or GELU gate) or not
-  m.norm = llama_like ? norm_kind::rms_norm : norm_kind::layer_norm;
-  m.positions = gpt2 ? position_kind::learned : position_kind::rotary;
-  m.tied = f.flag("tie_word_embeddings", d.tied);
-
-  // biases: what each modeling file builds
+/// The biases each modeling file builds; refuses biases on only some linear layers.
+inline void hf_biases(const hf_fields& f, const std::string& type, transformer& m) {
   m.bias = false;
   m.qkv_bias = false;
-  if (gpt2) {
+  if (type == "gpt2") {
     m.bias = true;  // Conv1D layers with biases
   } else if (type == "gpt_neox") {
     if (!f.flag("attention_bias", true))
@@ -326,19 +315,24 @@ inline hf_model read_hf_config(const nlohmann::json& j, const std::string& fallb
               " with attention_bias true biases the attention only, which strata does not "
               "model yet");
   }
+}
 
-  // dropout: any dropout probability the modeling code applies in training
+/// Whether the modeling code applies dropout in training: any dropout probability above 0.
+inline bool hf_dropout(const hf_fields& f, const std::string& type) {
   double p = 0;
-  if (gpt2) {
+  if (type == "gpt2") {
     for (const char* k : {"resid_pdrop", "embd_pdrop", "attn_pdrop"})
       p = std::max(p, f.number(k, 0.1));  // GPT2Config: 0.1 each
   } else {
     for (const char* k : {"attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop"})
       p = std::max(p, f.number(k, 0.0));  // 0.0 in every other configuration class
   }
-  m.dropout = p > 0;
+  return p > 0;
+}
 
-  // ---- mixtures of experts
+/// The mixture of experts of Mixtral and Qwen's MoE models; refuses shared experts and dense
+/// layers among the MoE layers.
+inline void hf_experts(const hf_fields& f, const std::string& type, transformer& m) {
   if (type == "mixtral") {
     m.experts = f.integer("num_local_experts", 8);
     m.top_k = f.integer("num_experts_per_tok", 2);
@@ -349,8 +343,8 @@ inline hf_model read_hf_config(const nlohmann::json& j, const std::string& fallb
       hf_fail("qwen2_moe uses a shared expert (shared_expert_intermediate_size " +
               std::to_string(shared) + "), which strata does not model yet");
     const bool dense_layers = f.integer("decoder_sparse_step", 1) != 1 ||
-                              (f.has("mlp_only_layers") && j["mlp_only_layers"].is_array() &&
-                               !j["mlp_only_layers"].empty());
+                              (f.has("mlp_only_layers") && f.j["mlp_only_layers"].is_array() &&
+                               !f.j["mlp_only_layers"].empty());
     if (dense_layers)
       hf_fail(type +
               " mixes dense and MoE layers (mlp_only_layers, decoder_sparse_step), which "
@@ -360,8 +354,12 @@ inline hf_model read_hf_config(const nlohmann::json& j, const std::string& fallb
     m.ffn = f.integer("moe_intermediate_size", q2 ? 1408 : 768);
   }
   if (m.top_k > m.experts) hf_fail("num_experts_per_tok must not exceed the experts");
+}
 
-  // ---- norms the lowering does not run yet
+/// The norms the lowering does not run yet (Q/K norms, Gemma's norms after each block), set on
+/// the model and noted as unpriced.
+inline void hf_extra_norms(const std::string& type, hf_model& out) {
+  transformer& m = out.net;
   if (type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text") {
     m.qk_norm = qk_norm_kind::per_head;
     out.unpriced.push_back(type +
@@ -380,18 +378,62 @@ inline hf_model read_hf_config(const nlohmann::json& j, const std::string& fallb
                            "(post_attention_layernorm, post_feedforward_layernorm), which "
                            "strata's lowering does not price yet");
   }
+}
 
-  // ---- sliding windows: the window of the layers that use one
+/// The window of the layers that slide one (0: none does).
+inline int hf_sliding_window(const hf_fields& f, const hf_defaults& d, const std::string& type,
+                             int layers) {
   if (type == "mistral" || type == "mixtral" || type == "phi3") {
-    out.sliding_window = f.window("sliding_window", d.sliding);
+    return f.window("sliding_window", d.sliding);
   } else if (type == "gemma2" || type == "gemma3_text") {
-    out.sliding_window = f.any_sliding_layer(true) ? f.window("sliding_window", d.sliding) : 0;
+    return f.any_sliding_layer(true) ? f.window("sliding_window", d.sliding) : 0;
   } else if (type == "qwen2" || type == "qwen2_moe" || type == "qwen3" || type == "qwen3_moe") {
     // layers >= max_window_layers slide when use_sliding_window (Qwen2Config.__post_init__)
     const bool on = f.flag("use_sliding_window", false);
-    const bool some = f.any_sliding_layer(f.integer("max_window_layers", 28, 0) < m.layers);
-    out.sliding_window = on && some ? f.window("sliding_window", 4096) : 0;
+    const bool some = f.any_sliding_layer(f.integer("max_window_layers", 28, 0) < layers);
+    return on && some ? f.window("sliding_window", 4096) : 0;
   }
+  return 0;
+}
+
+}  // namespace detail
+
+/// The model a Hugging Face `config.json` describes, with the exact parameter count of its
+/// checkpoint; `fallback_name` names it when the file has no `_name_or_path`.
+inline hf_model read_hf_config(const nlohmann::json& j, const std::string& fallback_name = {}) {
+  using detail::hf_fail;
+  if (!j.is_object()) hf_fail("a config.json must be a JSON object");
+  const detail::hf_fields f{j};
+  if (!f.has("model_type")) hf_fail("no model_type (supported: " + detail::hf_supported() + ")");
+  const std::string type = f.text("model_type", "");
+  detail::hf_check_model_type(f, type);
+
+  hf_model out;
+  out.model_type = type;
+  out.name = f.text("_name_or_path", "");
+  if (out.name.empty()) out.name = fallback_name.empty() ? type : fallback_name;
+  transformer& m = out.net;
+  const bool llama_like = type != "gpt2" && type != "gpt_neox";
+
+  // ---- the configuration classes' defaults (src/transformers/models/<type>/configuration_*.py)
+  const detail::hf_defaults d = detail::hf_defaults_of(f, type);
+  // ---- dimensions
+  detail::hf_dimensions(f, d, type, llama_like, out);
+  // ---- layer kinds
+  m.mlp = llama_like ? mlp_kind::swiglu : mlp_kind::gelu;  // gated (SiLU or GELU gate) or not
+  m.norm = llama_like ? norm_kind::rms_norm : norm_kind::layer_norm;
+  m.positions = type == "gpt2" ? position_kind::learned : position_kind::rotary;
+  m.tied = f.flag("tie_word_embeddings", d.tied);
+  // biases: what each modeling file builds
+  detail::hf_biases(f, type, m);
+  // dropout: any dropout probability the modeling code applies in training
+  m.dropout = detail::hf_dropout(f, type);
+  // ---- mixtures of experts
+  detail::hf_experts(f, type, m);
+  // ---- norms the lowering does not run yet
+  detail::hf_extra_norms(type, out);
+  // ---- sliding windows: the window of the layers that use one
+  out.sliding_window = detail::hf_sliding_window(f, d, type, m.layers);
 
   try {
     m.check();

@@ -196,6 +196,8 @@ inline double gradient_bytes(const nlohmann::json& args, const std::string& who)
   fail(who + ".args.Input type", "'" + cut(ty) + "' is not a floating-point type strata knows");
 }
 
+/// A CUDA kernel, memset, copy or runtime call of a PyTorch trace: where it sits in
+/// `traceEvents`, its stream, kind, start and duration (seconds), bytes and launch link.
 struct raw_event {
   std::size_t index;  // in traceEvents
   std::string name, stream, kind;
@@ -203,121 +205,136 @@ struct raw_event {
   long long correlation = -1;
   bool gpu = false;
 };
-}  // namespace detail
 
-/// Reads a PyTorch profiler Chrome trace (one step); errors name the event.
-inline sim::op_trace parse_pytorch_trace(std::string_view text) {
-  using detail::fail;
-  const nlohmann::json j = detail::parse_json(text);
-  const nlohmann::json* events = &j;
-  if (j.is_object()) {
-    if (!j.contains("traceEvents"))
-      fail("trace", "a Chrome trace needs \"traceEvents\" (is this a PyTorch profiler trace?)");
-    events = &j["traceEvents"];
-  }
-  if (!events->is_array()) fail("traceEvents", "must be an array of events");
-  std::vector<detail::raw_event> raw;
-  std::vector<detail::accumulated> accumulated, accumulate_calls;  // AccumulateGrad, and its calls
+/// What the scan of a PyTorch trace's events collects besides memory samples.
+struct pytorch_events {
+  std::vector<raw_event> raw;  // GPU ops and CUDA runtime calls, in trace order
+  std::vector<accumulated> accumulations, engine_calls;  // AccumulateGrad, and its calls
   std::map<std::string, std::string> thread_label;  // host stream -> the profiler's thread name
-  sim::op_trace t;
-  for (std::size_t i = 0; i < events->size(); ++i) {
-    const auto& e = (*events)[i];
-    const std::string path = "traceEvents[" + std::to_string(i) + "]";
-    if (!e.is_object()) fail(path, "must be a JSON object");
-    const std::string ph =
-        e.contains("ph") && e["ph"].is_string() ? e["ph"].get<std::string>() : "";
-    const std::string cat =
-        e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
-    const std::string name =
-        e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
-    const std::string who = path + " ('" + detail::cut(name) + "')";
-    auto number = [&](const nlohmann::json& obj, const char* key, const std::string& at) {
-      if (!obj.contains(key)) fail(at + "." + key, "missing (required)");
-      const auto& v = obj[key];
-      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
-        fail(at + "." + key, "must be a non-negative number (got " + detail::show(v) + ")");
-      return v.get<double>();
-    };
-    if (ph == "M" && name == "thread_name" && e.contains("tid") && e.contains("args") &&
-        e["args"].is_object() && e["args"].contains("name") && e["args"]["name"].is_string()) {
-      const auto& tid = e["tid"];
-      thread_label["cpu " + (tid.is_string() ? tid.get<std::string>() : tid.dump())] =
-          e["args"]["name"].get<std::string>();
-      continue;
-    }
-    if (ph == "i" && name == "[memory]") {
-      if (!e.contains("args") || !e["args"].is_object()) fail(who + ".args", "missing (required)");
-      t.memory.push_back(
-          {number(e, "ts", who) * 1e-6, number(e["args"], "Total Allocated", who + ".args")});
-      continue;
-    }
-    if (ph != "X") continue;
-    if (cat == "cpu_op" && (name == "torch::autograd::AccumulateGrad" ||
-                            name == "autograd::engine::evaluate_function: "
-                                    "torch::autograd::AccumulateGrad")) {
-      if (!e.contains("tid")) fail(who + ".tid", "missing (required)");
-      const double ts = number(e, "ts", who) * 1e-6, end = ts + number(e, "dur", who) * 1e-6;
-      const std::string thread =
-          "cpu " + (e["tid"].is_string() ? e["tid"].get<std::string>() : e["tid"].dump());
-      if (name.front() == 'a') {  // the autograd engine's call, which also runs the hooks
-        accumulate_calls.push_back({thread, ts, end});
-        continue;
-      }
-      detail::accumulated g{thread, ts, end, -1};
-      const nlohmann::json args = e.contains("args") ? e["args"] : nlohmann::json::object();
-      if (args.is_object() && args.contains("Input Dims"))
-        g.bytes = detail::gradient_bytes(args, who);
-      accumulated.push_back(std::move(g));
-      continue;
-    }
-    const bool gpu = cat == "kernel" || cat == "gpu_memset" || cat == "gpu_memcpy";
-    const bool runtime = cat == "cuda_runtime" || cat == "cuda_driver";
-    if (!gpu && !runtime) continue;
-    detail::raw_event r{i, name, "", "", number(e, "ts", who) * 1e-6, number(e, "dur", who) * 1e-6};
-    r.gpu = gpu;
-    const nlohmann::json args = e.contains("args") ? e["args"] : nlohmann::json::object();
-    if (!args.is_object()) fail(who + ".args", "must be a JSON object");
-    if (args.contains("correlation")) {
-      const auto& c = args["correlation"];
-      if (!c.is_number_integer()) fail(who + ".args.correlation", "must be an integer");
-      r.correlation = c.get<long long>();
-    }
-    auto id_text = [&](const char* key) {
-      const nlohmann::json* v = args.contains(key)  ? &args[key]
-                                : e.contains(key)   ? &e[key]
-                                : e.contains("tid") ? &e["tid"]
-                                                    : nullptr;
-      if (v == nullptr)
-        fail(who + ".args." + key, "missing (a GPU op names its device and stream)");
-      return v->is_string() ? v->get<std::string>() : v->dump();
-    };
-    if (gpu) {
-      if (r.correlation < 0) fail(who + ".args.correlation", "missing (a GPU op needs its launch)");
-      r.stream = "gpu " + id_text("device") + " stream " + id_text("stream");
-      r.kind = cat == "kernel" ? "kernel" : cat == "gpu_memset" ? "memset" : "memcpy";
-      if (args.contains("bytes")) r.bytes = number(args, "bytes", who + ".args");
-    } else {
-      if (!e.contains("tid")) fail(who + ".tid", "missing (required)");
-      r.stream = "cpu " + (e["tid"].is_string() ? e["tid"].get<std::string>() : e["tid"].dump());
-      r.kind = name.find("Synchronize") != std::string::npos || name == "cudaMemcpy" ? "sync"
-                                                                                     : "runtime";
-    }
-    raw.push_back(std::move(r));
+};
+
+/// The non-negative number `obj[key]` of the event at `at` (required).
+inline double pytorch_number(const nlohmann::json& obj, const char* key, const std::string& at) {
+  if (!obj.contains(key)) fail(at + "." + key, "missing (required)");
+  const auto& v = obj[key];
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+    fail(at + "." + key, "must be a non-negative number (got " + show(v) + ")");
+  return v.get<double>();
+}
+
+/// The host stream of a thread id: "cpu <tid>".
+inline std::string pytorch_host_stream(const nlohmann::json& tid) {
+  return "cpu " + (tid.is_string() ? tid.get<std::string>() : tid.dump());
+}
+
+/// An AccumulateGrad CPU op (`name`), or the autograd engine's call around one, into `ev`.
+inline void pytorch_accumulate(const nlohmann::json& e, const std::string& name,
+                               const std::string& who, pytorch_events& ev) {
+  if (!e.contains("tid")) fail(who + ".tid", "missing (required)");
+  const double ts = pytorch_number(e, "ts", who) * 1e-6,
+               end = ts + pytorch_number(e, "dur", who) * 1e-6;
+  const std::string thread = pytorch_host_stream(e["tid"]);
+  if (name.front() == 'a') {  // the autograd engine's call, which also runs the hooks
+    ev.engine_calls.push_back({thread, ts, end});
+    return;
   }
-  if (raw.empty()) fail("traceEvents", "holds no GPU kernels and no CUDA runtime calls");
+  accumulated g{thread, ts, end, -1};
+  const nlohmann::json args = e.contains("args") ? e["args"] : nlohmann::json::object();
+  if (args.is_object() && args.contains("Input Dims")) g.bytes = gradient_bytes(args, who);
+  ev.accumulations.push_back(std::move(g));
+}
+
+/// A GPU op (`gpu`: kernel, memset, copy, on "gpu <device> stream <id>") or a CUDA runtime call
+/// (on its host thread; "sync" when it synchronises) of event `i`, category `cat`.
+inline raw_event pytorch_raw_event(const nlohmann::json& e, std::size_t i, const std::string& cat,
+                                   const std::string& name, const std::string& who, bool gpu) {
+  raw_event r{
+      i, name, "", "", pytorch_number(e, "ts", who) * 1e-6, pytorch_number(e, "dur", who) * 1e-6};
+  r.gpu = gpu;
+  const nlohmann::json args = e.contains("args") ? e["args"] : nlohmann::json::object();
+  if (!args.is_object()) fail(who + ".args", "must be a JSON object");
+  if (args.contains("correlation")) {
+    const auto& c = args["correlation"];
+    if (!c.is_number_integer()) fail(who + ".args.correlation", "must be an integer");
+    r.correlation = c.get<long long>();
+  }
+  auto id_text = [&](const char* key) {
+    const nlohmann::json* v = args.contains(key)  ? &args[key]
+                              : e.contains(key)   ? &e[key]
+                              : e.contains("tid") ? &e["tid"]
+                                                  : nullptr;
+    if (v == nullptr) fail(who + ".args." + key, "missing (a GPU op names its device and stream)");
+    return v->is_string() ? v->get<std::string>() : v->dump();
+  };
+  if (gpu) {
+    if (r.correlation < 0) fail(who + ".args.correlation", "missing (a GPU op needs its launch)");
+    r.stream = "gpu " + id_text("device") + " stream " + id_text("stream");
+    r.kind = cat == "kernel" ? "kernel" : cat == "gpu_memset" ? "memset" : "memcpy";
+    if (args.contains("bytes")) r.bytes = pytorch_number(args, "bytes", who + ".args");
+  } else {
+    if (!e.contains("tid")) fail(who + ".tid", "missing (required)");
+    r.stream = pytorch_host_stream(e["tid"]);
+    r.kind =
+        name.find("Synchronize") != std::string::npos || name == "cudaMemcpy" ? "sync" : "runtime";
+  }
+  return r;
+}
+
+/// Event `i` of a PyTorch trace: a thread name, a memory sample (into `t`), an AccumulateGrad
+/// call, a GPU op or a CUDA runtime call (into `ev`); other events are skipped.
+inline void pytorch_event(const nlohmann::json& e, std::size_t i, pytorch_events& ev,
+                          sim::op_trace& t) {
+  const std::string path = "traceEvents[" + std::to_string(i) + "]";
+  if (!e.is_object()) fail(path, "must be a JSON object");
+  const std::string ph = e.contains("ph") && e["ph"].is_string() ? e["ph"].get<std::string>() : "";
+  const std::string cat =
+      e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
+  const std::string name =
+      e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
+  const std::string who = path + " ('" + cut(name) + "')";
+  if (ph == "M" && name == "thread_name" && e.contains("tid") && e.contains("args") &&
+      e["args"].is_object() && e["args"].contains("name") && e["args"]["name"].is_string()) {
+    ev.thread_label[pytorch_host_stream(e["tid"])] = e["args"]["name"].get<std::string>();
+    return;
+  }
+  if (ph == "i" && name == "[memory]") {
+    if (!e.contains("args") || !e["args"].is_object()) fail(who + ".args", "missing (required)");
+    t.memory.push_back({pytorch_number(e, "ts", who) * 1e-6,
+                        pytorch_number(e["args"], "Total Allocated", who + ".args")});
+    return;
+  }
+  if (ph != "X") return;
+  if (cat == "cpu_op" &&
+      (name == "torch::autograd::AccumulateGrad" || name == "autograd::engine::evaluate_function: "
+                                                            "torch::autograd::AccumulateGrad")) {
+    pytorch_accumulate(e, name, who, ev);
+    return;
+  }
+  const bool gpu = cat == "kernel" || cat == "gpu_memset" || cat == "gpu_memcpy";
+  const bool runtime = cat == "cuda_runtime" || cat == "cuda_driver";
+  if (!gpu && !runtime) return;
+  ev.raw.push_back(pytorch_raw_event(e, i, cat, name, who, gpu));
+}
+
+/// An op of a PyTorch trace before its stream and dependencies are known, with the key that
+/// orders the ops (where it may begin; a synchronisation at its end).
+struct pytorch_pending {
+  sim::trace_op op;
+  double key;
+  int order;       // host before GPU at equal keys
+  long long wait;  // GPU op: its launch's part 1 (raw index); sync: -2
+  std::size_t raw_index;
+};
+
+/// The ops, times from `t0`: GPU ops, and each runtime call (launches split where their GPU op
+/// may begin), in the order they may begin (host before GPU at equal keys).
+inline std::vector<pytorch_pending> pytorch_pending_ops(const std::vector<raw_event>& raw,
+                                                        double t0) {
   // launches: correlation -> runtime call
   std::map<long long, std::size_t> launch_of;
   for (std::size_t k = 0; k < raw.size(); ++k)
     if (!raw[k].gpu && raw[k].correlation >= 0) launch_of[raw[k].correlation] = k;
-  // ops: GPU ops, and each runtime call (launches split where their GPU op may begin)
-  struct pending {
-    sim::trace_op op;
-    double key;
-    int order;       // host before GPU at equal keys
-    long long wait;  // GPU op: its launch's part 1 (raw index); sync: -2
-    std::size_t raw_index;
-  };
-  std::vector<pending> ps;
+  std::vector<pytorch_pending> ps;
   std::map<long long, double> split;  // correlation -> where the launch's first part ends
   for (const auto& r : raw)
     if (r.gpu) {
@@ -326,8 +343,6 @@ inline sim::op_trace parse_pytorch_trace(std::string_view text) {
       const auto& c = raw[l->second];
       split[r.correlation] = std::clamp(r.ts - c.ts, 0.0, c.dur);
     }
-  double t0 = std::numeric_limits<double>::infinity();
-  for (const auto& r : raw) t0 = std::min(t0, r.ts);
   for (std::size_t k = 0; k < raw.size(); ++k) {
     const auto& r = raw[k];
     sim::trace_op op;
@@ -365,9 +380,18 @@ inline sim::op_trace parse_pytorch_trace(std::string_view text) {
       ps.push_back({std::move(op), r.ts - t0 + (sync ? r.dur : 0.0), 0, sync ? -2 : -1, k});
     }
   }
-  std::stable_sort(ps.begin(), ps.end(), [](const pending& a, const pending& b) {
+  std::stable_sort(ps.begin(), ps.end(), [](const pytorch_pending& a, const pytorch_pending& b) {
     return a.key != b.key ? a.key < b.key : a.order < b.order;
   });
+  return ps;
+}
+
+/// Appends the ops `ps` to `t` in their order, each on its stream (numbered in order of first
+/// use), a GPU op after its launch's first part, a synchronisation after the last op of each
+/// GPU stream launched before it; returns the stream numbers by name.
+inline std::map<std::string, int> pytorch_place_ops(std::vector<pytorch_pending>& ps,
+                                                    const std::vector<raw_event>& raw, double t0,
+                                                    sim::op_trace& t) {
   std::map<std::string, int> stream_of;
   std::map<std::size_t, int> launch_op;  // raw index of a launch -> op index of its first part
   struct gpu_seen {
@@ -397,18 +421,20 @@ inline sim::op_trace parse_pytorch_trace(std::string_view text) {
     }
     t.ops.push_back(std::move(p.op));
   }
-  for (const auto& sn : t.streams) {
-    const auto f = thread_label.find(sn);
-    t.labels.push_back(f == thread_label.end() ? std::string() : f->second);
-  }
-  // gradients: each accumulation ends with the engine call around it (DDP's hook runs there)
-  std::sort(accumulate_calls.begin(), accumulate_calls.end(),
-            [](const auto& a, const auto& b) { return a.ts < b.ts; });
-  for (const auto& g : accumulated) {
+  return stream_of;
+}
+
+/// The gradients, in time order: each accumulation ends with the engine call around it (DDP's
+/// hook runs there), on the stream of its thread.
+inline void pytorch_gradients(pytorch_events& ev, const std::map<std::string, int>& stream_of,
+                              double t0, sim::op_trace& t) {
+  auto& calls = ev.engine_calls;
+  std::sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.ts < b.ts; });
+  for (const auto& g : ev.accumulations) {
     double end = g.end;
-    auto it = std::upper_bound(accumulate_calls.begin(), accumulate_calls.end(), g.ts,
+    auto it = std::upper_bound(calls.begin(), calls.end(), g.ts,
                                [](double x, const auto& c) { return x < c.ts; });
-    while (it != accumulate_calls.begin()) {  // the latest call that began on its thread
+    while (it != calls.begin()) {  // the latest call that began on its thread
       --it;
       if (it->thread == g.thread) {
         if (it->end >= g.end) end = it->end;
@@ -421,6 +447,35 @@ inline sim::op_trace parse_pytorch_trace(std::string_view text) {
   }
   std::stable_sort(t.gradients.begin(), t.gradients.end(),
                    [](const auto& a, const auto& b) { return a.time < b.time; });
+}
+}  // namespace detail
+
+/// Reads a PyTorch profiler Chrome trace (one step); errors name the event.
+inline sim::op_trace parse_pytorch_trace(std::string_view text) {
+  using detail::fail;
+  const nlohmann::json j = detail::parse_json(text);
+  const nlohmann::json* events = &j;
+  if (j.is_object()) {
+    if (!j.contains("traceEvents"))
+      fail("trace", "a Chrome trace needs \"traceEvents\" (is this a PyTorch profiler trace?)");
+    events = &j["traceEvents"];
+  }
+  if (!events->is_array()) fail("traceEvents", "must be an array of events");
+  detail::pytorch_events ev;
+  sim::op_trace t;
+  for (std::size_t i = 0; i < events->size(); ++i) detail::pytorch_event((*events)[i], i, ev, t);
+  if (ev.raw.empty()) fail("traceEvents", "holds no GPU kernels and no CUDA runtime calls");
+  double t0 = std::numeric_limits<double>::infinity();
+  for (const auto& r : ev.raw) t0 = std::min(t0, r.ts);
+  // ops: GPU ops, and each runtime call (launches split where their GPU op may begin)
+  auto ps = detail::pytorch_pending_ops(ev.raw, t0);
+  const auto stream_of = detail::pytorch_place_ops(ps, ev.raw, t0, t);
+  for (const auto& sn : t.streams) {
+    const auto f = ev.thread_label.find(sn);
+    t.labels.push_back(f == ev.thread_label.end() ? std::string() : f->second);
+  }
+  // gradients: each accumulation ends with the engine call around it (DDP's hook runs there)
+  detail::pytorch_gradients(ev, stream_of, t0, t);
   return t;
 }
 
@@ -573,6 +628,166 @@ struct lowered_ps_options {
   std::uint64_t seed = 7;
 };
 
+namespace detail {
+/// A convolution or linear layer of `lowered_ps_trace` with the layers that ride with it up to
+/// the next one: its first layer, parameters, forward and backward seconds for the batch.
+struct ps_layer_group {
+  std::size_t first;
+  double params = 0, fwd = 0, bwd = 0;
+};
+
+/// What the steps of `lowered_ps_trace` share: the layers, the options, the layer groups and
+/// their servers, the step being generated and the trace built so far.
+struct lowered_ps_builder {
+  std::span<const layer> layers;
+  const lowered_ps_options& o;
+  std::vector<ps_layer_group> g;
+  std::vector<int> server{};  // per group: the server holding it (whole layers)
+  sim::op_trace t{};
+  int step = 0;
+  std::string sfx{};  // " #<step>" when there are several steps
+
+  /// The name of group `k`: its first layer's index and kind.
+  [[nodiscard]] std::string label(std::size_t k) const {
+    return std::to_string(g[k].first) + " " + std::string(to_string(layers[g[k].first].kind));
+  }
+  /// Appends `op` to the current step; returns its index.
+  int add(sim::trace_op op) {
+    op.step = step;
+    op.id += sfx;
+    t.ops.push_back(std::move(op));
+    return static_cast<int>(t.ops.size()) - 1;
+  }
+};
+
+/// The layer groups: a new one at every convolution or linear layer (and at the first layer),
+/// with the parameters and the batch's forward and backward times of the layers it holds.
+inline std::vector<ps_layer_group> lowered_ps_groups(std::span<const layer> layers,
+                                                     const std::vector<layer_time>& times,
+                                                     double N) {
+  std::vector<ps_layer_group> g;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const bool weighted =
+        layers[i].kind == layer_kind::conv || layers[i].kind == layer_kind::linear;
+    if (weighted || g.empty()) g.push_back({i});
+    g.back().params += layers[i].params;
+    g.back().fwd += times[i].fw.count() * N;
+    g.back().bwd += times[i].bw.count() * N;
+  }
+  return g;
+}
+
+/// The server of each group as TensorFlow places variables (Li et al. §5): each to the server
+/// holding the fewest bytes so far.
+inline std::vector<int> lowered_ps_servers(const std::vector<ps_layer_group>& g,
+                                           const lowered_ps_options& o) {
+  std::vector<double> load(static_cast<std::size_t>(o.servers), 0.0);
+  std::vector<int> server(g.size(), 0);
+  for (std::size_t k = 0; k < g.size(); ++k)
+    if (g[k].params > 0) {
+      const auto least = std::min_element(load.begin(), load.end()) - load.begin();
+      server[k] = static_cast<int>(least);
+      load[static_cast<std::size_t>(least)] += g[k].params * o.bytes_per_param;
+    }
+  return server;
+}
+
+/// The step's downlinks of the groups' parameters: one per group from its server, or with
+/// `parts` > 1 one per part from every server (`down`: the first part, `more`: the others).
+inline void lowered_ps_downlinks(lowered_ps_builder& b, int parts, std::vector<int>& down,
+                                 std::vector<std::vector<int>>& more) {
+  const auto& g = b.g;
+  for (std::size_t k = 0; k < g.size(); ++k)
+    if (g[k].params > 0 && parts > 1) {
+      for (int i = 0; i < parts; ++i) {
+        const int id = b.add({.id = "down " + b.label(k) + " part " + std::to_string(i),
+                              .stream = 0,
+                              .kind = "downlink",
+                              .bytes = g[k].params * b.o.bytes_per_param / parts,
+                              .tensor = b.label(k),
+                              .server = i});
+        if (i == 0)
+          down[k] = id;
+        else
+          more[k].push_back(id);
+      }
+    } else if (g[k].params > 0)
+      down[k] = b.add({.id = "down " + b.label(k),
+                       .stream = 0,
+                       .kind = "downlink",
+                       .bytes = g[k].params * b.o.bytes_per_param,
+                       .tensor = b.label(k),
+                       .server = b.server[k]});
+}
+
+/// The step's forward pass on the worker (computations `scale` times as long), each group after
+/// the previous one and its downlinks; returns the last group's op.
+inline int lowered_ps_forward(lowered_ps_builder& b, const std::vector<int>& down,
+                              const std::vector<std::vector<int>>& more, double scale) {
+  const auto& g = b.g;
+  std::vector<int> fwd(g.size(), -1);
+  for (std::size_t k = 0; k < g.size(); ++k) {
+    sim::trace_op f{
+        .id = "fwd " + b.label(k), .stream = 1, .kind = "compute", .duration = g[k].fwd * scale};
+    if (k > 0) f.deps.push_back(fwd[k - 1]);
+    if (down[k] >= 0) f.deps.push_back(down[k]);
+    for (int d : more[k]) f.deps.push_back(d);
+    fwd[k] = b.add(std::move(f));
+  }
+  return fwd.back();
+}
+
+/// The step's backward pass after op `prev`, last group first, each group's gradient sent up
+/// (in `parts` parts) once computed and applied by the server's update (SGD: read weights and
+/// gradient, write weights, 12 B per fp32 parameter at `update_rate`).
+inline void lowered_ps_backward(lowered_ps_builder& b, int prev, int parts, double scale) {
+  const auto& g = b.g;
+  for (std::size_t k = g.size(); k-- > 0;) {
+    prev = b.add({.id = "bwd " + b.label(k),
+                  .stream = 1,
+                  .kind = "compute",
+                  .duration = g[k].bwd * scale,
+                  .deps = {prev}});
+    if (!(g[k].params > 0)) continue;
+    const double bytes = g[k].params * b.o.bytes_per_param / parts;
+    for (int i = 0; i < parts; ++i) {
+      const std::string part = parts > 1 ? " part " + std::to_string(i) : "";
+      const int srv = parts > 1 ? i : b.server[k];
+      const int up = b.add({.id = "up " + b.label(k) + part,
+                            .stream = 2,
+                            .kind = "uplink",
+                            .bytes = bytes,
+                            .tensor = b.label(k),
+                            .server = srv,
+                            .deps = {prev}});
+      b.add({.id = "update " + b.label(k) + part,
+             .stream = 3,
+             .kind = "ps",
+             .duration = 3 * bytes / b.o.update_rate,
+             .server = srv,
+             .deps = {up}});
+    }
+  }
+}
+
+/// The starts of the step's ops (from op `first` on): those of one worker alone
+/// (`sim::simulate_ps` with `bandwidth`) after `offset`, transfers lasting as simulated; returns
+/// the step's end.
+inline double lowered_ps_starts(lowered_ps_builder& b, std::size_t first, double offset,
+                                double bandwidth) {
+  const auto one = sim::simulate_ps(
+      {.steps = {sim::to_ps_step(b.t, b.step)}, .servers = b.o.servers},
+      {.workers = 1, .bandwidth = bandwidth, .steps = 1, .warmup = 0, .timeline = true});
+  for (const auto& e : one.events) {
+    if (e.parse) continue;
+    auto& op = b.t.ops[first + static_cast<std::size_t>(e.op)];
+    op.start = offset + e.start;
+    if (op.stream == 0 || op.stream == 2) op.duration = e.end - e.start;
+  }
+  return offset + one.step_end[0][0];
+}
+}  // namespace detail
+
 /// A profiled step of asynchronous PS training generated from strata's own lowering (the trace
 /// Li et al. would record with one worker): for every convolution or linear layer, a downlink of
 /// its parameters, its forward and backward on the worker (`analytic::cnn_layer_times` on
@@ -594,118 +809,26 @@ inline sim::op_trace lowered_ps_trace(std::span<const layer> layers, const devic
   const auto times =
       analytic::cnn_layer_times(layers, {.batch = o.batch, .precision = o.precision}, profile);
   const double N = o.batch;
-  struct group {
-    std::size_t first;
-    double params = 0, fwd = 0, bwd = 0;
-  };
-  std::vector<group> g;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const bool weighted =
-        layers[i].kind == layer_kind::conv || layers[i].kind == layer_kind::linear;
-    if (weighted || g.empty()) g.push_back({i});
-    g.back().params += layers[i].params;
-    g.back().fwd += times[i].fw.count() * N;
-    g.back().bwd += times[i].bw.count() * N;
-  }
-  sim::op_trace t;
-  t.streams = {"downlink", "worker", "uplink", "ps"};
-  std::vector<double> load(static_cast<std::size_t>(o.servers), 0.0);
-  std::vector<int> server(g.size(), 0);
-  for (std::size_t k = 0; k < g.size(); ++k)
-    if (g[k].params > 0) {
-      const auto least = std::min_element(load.begin(), load.end()) - load.begin();
-      server[k] = static_cast<int>(least);
-      load[static_cast<std::size_t>(least)] += g[k].params * o.bytes_per_param;
-    }
-  auto label = [&](std::size_t k) {
-    return std::to_string(g[k].first) + " " + std::string(to_string(layers[g[k].first].kind));
-  };
+  detail::lowered_ps_builder b{layers, o, detail::lowered_ps_groups(layers, times, N)};
+  b.t.streams = {"downlink", "worker", "uplink", "ps"};
+  b.server = detail::lowered_ps_servers(b.g, o);
   sim::detail::splitmix64 rng{o.seed};
   double offset = 0;
   for (int step = 0; step < o.steps; ++step) {
     const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;  // [0, 1)
     const double scale = 1 + o.variation * (2 * u - 1);
-    const std::size_t first = t.ops.size();
-    const std::string sfx = o.steps > 1 ? " #" + std::to_string(step) : "";
-    std::vector<int> down(g.size(), -1), fwd(g.size(), -1);
-    auto add = [&](sim::trace_op op) {
-      op.step = step;
-      op.id += sfx;
-      t.ops.push_back(std::move(op));
-      return static_cast<int>(t.ops.size()) - 1;
-    };
+    const std::size_t first = b.t.ops.size();
+    b.step = step;
+    b.sfx = o.steps > 1 ? " #" + std::to_string(step) : "";
     const int parts = o.partition ? o.servers : 1;
-    std::vector<std::vector<int>> more(g.size());  // partitioned: downlinks of parts 1..
-    for (std::size_t k = 0; k < g.size(); ++k)
-      if (g[k].params > 0 && parts > 1) {
-        for (int i = 0; i < parts; ++i) {
-          const int id = add({.id = "down " + label(k) + " part " + std::to_string(i),
-                              .stream = 0,
-                              .kind = "downlink",
-                              .bytes = g[k].params * o.bytes_per_param / parts,
-                              .tensor = label(k),
-                              .server = i});
-          if (i == 0)
-            down[k] = id;
-          else
-            more[k].push_back(id);
-        }
-      } else if (g[k].params > 0)
-        down[k] = add({.id = "down " + label(k),
-                       .stream = 0,
-                       .kind = "downlink",
-                       .bytes = g[k].params * o.bytes_per_param,
-                       .tensor = label(k),
-                       .server = server[k]});
-    for (std::size_t k = 0; k < g.size(); ++k) {
-      sim::trace_op f{
-          .id = "fwd " + label(k), .stream = 1, .kind = "compute", .duration = g[k].fwd * scale};
-      if (k > 0) f.deps.push_back(fwd[k - 1]);
-      if (down[k] >= 0) f.deps.push_back(down[k]);
-      for (int d : more[k]) f.deps.push_back(d);
-      fwd[k] = add(std::move(f));
-    }
-    int prev = fwd.back();
-    for (std::size_t k = g.size(); k-- > 0;) {
-      prev = add({.id = "bwd " + label(k),
-                  .stream = 1,
-                  .kind = "compute",
-                  .duration = g[k].bwd * scale,
-                  .deps = {prev}});
-      if (g[k].params > 0) {
-        const double bytes = g[k].params * o.bytes_per_param / parts;
-        for (int i = 0; i < parts; ++i) {
-          const std::string part = parts > 1 ? " part " + std::to_string(i) : "";
-          const int srv = parts > 1 ? i : server[k];
-          const int up = add({.id = "up " + label(k) + part,
-                              .stream = 2,
-                              .kind = "uplink",
-                              .bytes = bytes,
-                              .tensor = label(k),
-                              .server = srv,
-                              .deps = {prev}});
-          add({.id = "update " + label(k) + part,
-               .stream = 3,
-               .kind = "ps",
-               .duration = 3 * bytes / o.update_rate,
-               .server = srv,
-               .deps = {up}});
-        }
-      }
-    }
+    std::vector<int> down(b.g.size(), -1);
+    std::vector<std::vector<int>> more(b.g.size());  // partitioned: downlinks of parts 1..
+    detail::lowered_ps_downlinks(b, parts, down, more);
+    detail::lowered_ps_backward(b, detail::lowered_ps_forward(b, down, more, scale), parts, scale);
     // starts: one worker alone
-    const auto one = sim::simulate_ps(
-        {.steps = {sim::to_ps_step(t, step)}, .servers = o.servers},
-        {.workers = 1, .bandwidth = bandwidth, .steps = 1, .warmup = 0, .timeline = true});
-    for (const auto& e : one.events) {
-      if (e.parse) continue;
-      auto& op = t.ops[first + static_cast<std::size_t>(e.op)];
-      op.start = offset + e.start;
-      if (op.stream == 0 || op.stream == 2) op.duration = e.end - e.start;
-    }
-    offset += one.step_end[0][0];
+    offset = detail::lowered_ps_starts(b, first, offset, bandwidth);
   }
-  return t;
+  return std::move(b.t);
 }
 
 /// Li et al.'s profiled job from a trace: every step of it (`sim::to_ps_step`).

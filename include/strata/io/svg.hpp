@@ -181,41 +181,66 @@ inline std::pair<double, const char*> time_unit(double span) {
 
 inline constexpr double gib = 1024.0 * 1024.0 * 1024.0;
 
-}  // namespace detail::svg
+/// One band of `timeline_svg`: a device's stream rows (resource indices; device -1: the shared
+/// resources) and the row whose idle time is drawn as the bubble.
+struct timeline_band {
+  int device;
+  std::vector<int> rows;
+  int compute = -1;  // the row whose idle time is the bubble
+};
 
-/// The timeline of one simulated iteration as a self-contained SVG document (see the file's
-/// comment). Throws `plan_error` when the run took no time (nothing to draw).
-[[nodiscard]] inline std::string timeline_svg(const sim::simulator& g, const sim::result& r,
-                                              const timeline_options& o = {}) {
-  namespace d = detail::svg;
+/// What the parts of `timeline_svg` share: the run, its bands and memory samples, the
+/// picture's geometry and the document written so far.
+struct timeline_canvas {
+  const sim::simulator& g;
+  const sim::result& r;
+  const timeline_options& o;
+  std::vector<timeline_band> bands{};
+  std::vector<std::vector<std::pair<double, double>>> mem{};  // per device: (time, bytes) steps
+  std::vector<double> band_y{};                               // the top of each band
+  double left = 190, right = 120, top = 0, rh = 0, scale = 0;
+  double axis_y = 0, height = 0, total_width = 0;
+  double factor = 1;       // seconds to the axis unit
+  const char* unit = "s";  // the axis unit
+  std::string s{};         // the document
+
+  /// The x coordinate of time `t` (seconds).
+  [[nodiscard]] double x_of(double t) const { return left + t * scale; }
+  /// Whether band `b` has a memory row under its streams.
+  [[nodiscard]] bool has_memory_row(const timeline_band& b) const {
+    return b.device >= 0 && o.memory_height > 0 && !mem[static_cast<std::size_t>(b.device)].empty();
+  }
+};
+
+/// Refuses a run with nothing to draw, options out of range, or a result of another simulation.
+inline void timeline_check(const sim::simulator& g, const sim::result& r,
+                           const timeline_options& o) {
   if (!(r.makespan > 0) || !std::isfinite(r.makespan))
     throw plan_error(
         "timeline: the simulated iteration takes no time, so there is nothing to draw");
   if (!(o.width >= 100 && o.width <= 100000) || !(o.row_height >= 4 && o.row_height <= 200) ||
       !(o.memory_height >= 0 && o.memory_height <= 400))
     throw plan_error("timeline: width, row height or memory height out of range");
-  const auto& tasks = g.tasks();
-  const auto& res = g.resources();
-  if (r.tasks.size() != tasks.size())
+  if (r.tasks.size() != g.tasks().size())
     throw plan_error("timeline: the result does not belong to this simulation");
-  // rows: the resources that serve as a task's first resource for some time, grouped by device
+}
+
+/// The bands and memory samples: the resources that serve as a task's first resource for some
+/// time, grouped by device (shared resources last), and each device's memory step function.
+inline void timeline_rows(timeline_canvas& c) {
+  const auto& tasks = c.g.tasks();
+  const auto& res = c.g.resources();
   std::vector<double> busy(res.size(), 0.0), compute_busy(res.size(), 0.0);
   int devices = 0;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const auto f = static_cast<std::size_t>(tasks[i].resources.front());
-    const double len = r.tasks[i].end - r.tasks[i].start;
+    const double len = c.r.tasks[i].end - c.r.tasks[i].start;
     busy[f] += len;
     if (tasks[i].cls == sim::task_class::compute) compute_busy[f] += len;
   }
   for (const auto& x : res) devices = std::max(devices, x.device + 1);
-  struct band {
-    int device;
-    std::vector<int> rows;
-    int compute = -1;  // the row whose idle time is the bubble
-  };
-  std::vector<band> bands;
   for (int dev = 0; dev <= devices; ++dev) {  // dev == devices: shared resources
-    band b{dev == devices ? -1 : dev, {}, -1};
+    timeline_band b{dev == devices ? -1 : dev, {}, -1};
     for (std::size_t k = 0; k < res.size(); ++k) {
       const int owner = res[k].device < 0 ? -1 : res[k].device;
       if (owner != b.device || !(busy[k] > 0)) continue;
@@ -224,221 +249,278 @@ inline constexpr double gib = 1024.0 * 1024.0 * 1024.0;
           (b.compute < 0 || compute_busy[k] > compute_busy[static_cast<std::size_t>(b.compute)]))
         b.compute = static_cast<int>(k);
     }
-    if (!b.rows.empty()) bands.push_back(std::move(b));
+    if (!b.rows.empty()) c.bands.push_back(std::move(b));
   }
   // memory per device: the samples' step function and the capacity
-  std::vector<std::vector<std::pair<double, double>>> mem(static_cast<std::size_t>(devices));
-  for (const auto& m : r.memory)
+  c.mem.resize(static_cast<std::size_t>(devices));
+  for (const auto& m : c.r.memory)
     if (m.device >= 0 && m.device < devices)
-      mem[static_cast<std::size_t>(m.device)].push_back({m.time, m.bytes});
+      c.mem[static_cast<std::size_t>(m.device)].push_back({m.time, m.bytes});
+}
 
-  const double left = 190, right = 120, top = o.title.empty() ? 44 : 64, rh = o.row_height;
-  const double scale = o.width / r.makespan;
-  auto x_of = [&](double t) { return left + t * scale; };
-  // layout
-  std::vector<double> band_y;
-  double y = top;
-  for (const auto& b : bands) {
-    band_y.push_back(y);
-    y += 14 + rh * static_cast<double>(b.rows.size());
-    if (b.device >= 0 && o.memory_height > 0 && !mem[static_cast<std::size_t>(b.device)].empty())
-      y += o.memory_height + 4;
+/// The geometry: margins, the time scale, each band's top, the axis and the picture's size.
+inline void timeline_layout(timeline_canvas& c) {
+  c.top = c.o.title.empty() ? 44 : 64;
+  c.rh = c.o.row_height;
+  c.scale = c.o.width / c.r.makespan;
+  double y = c.top;
+  for (const auto& b : c.bands) {
+    c.band_y.push_back(y);
+    y += 14 + c.rh * static_cast<double>(b.rows.size());
+    if (c.has_memory_row(b)) y += c.o.memory_height + 4;
     y += 10;
   }
-  const double axis_y = y, height = y + 40, total_width = left + o.width + right;
+  c.axis_y = y;
+  c.height = y + 40;
+  c.total_width = c.left + c.o.width + c.right;
+}
 
-  std::string s;
-  s.reserve(tasks.size() * 40 + 4096);
-  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + d::num(total_width, 0) +
-       "\" height=\"" + d::num(height, 0) + "\" viewBox=\"0 0 " + d::num(total_width, 0) + " " +
-       d::num(height, 0) +
+/// The document's head: the svg element, the bubble's hatch pattern, the background and the
+/// title.
+inline void timeline_head(timeline_canvas& c) {
+  std::string& s = c.s;
+  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(c.total_width, 0) +
+       "\" height=\"" + num(c.height, 0) + "\" viewBox=\"0 0 " + num(c.total_width, 0) + " " +
+       num(c.height, 0) +
        "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"11\">\n";
   s += "<defs><pattern id=\"bubble\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
        "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#fbe3e3\"/>"
        "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#d9534f\" stroke-width=\"2\"/>"
        "</pattern></defs>\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
-  if (!o.title.empty())
-    s += "<text x=\"" + d::num(left, 0) + "\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" +
-         d::escape(o.title) + "</text>\n";
+  if (!c.o.title.empty())
+    s += "<text x=\"" + num(c.left, 0) + "\" y=\"20\" font-size=\"14\" font-weight=\"bold\">" +
+         escape(c.o.title) + "</text>\n";
+}
 
-  // legend: the kinds present, the bubble, the memory line
+/// The legend: the kinds present, the bubble, the memory line.
+inline void timeline_legend(timeline_canvas& c) {
+  std::string& s = c.s;
   std::vector<bool> present(7, false);
-  for (const auto& t : tasks) present[static_cast<std::size_t>(d::kind_of(t))] = true;
-  {
-    double lx = left;
-    const double ly = top - 22;
-    auto entry = [&](const std::string& fill, const std::string& label) {
-      s += "<rect x=\"" + d::num(lx, 0) + "\" y=\"" + d::num(ly, 0) +
-           "\" width=\"12\" height=\"10\" fill=\"" + fill + "\"/><text x=\"" + d::num(lx + 16, 0) +
-           "\" y=\"" + d::num(ly + 9, 0) + "\">" + d::escape(label) + "</text>\n";
-      lx += 28 + 6.2 * static_cast<double>(label.size());
-    };
-    for (int k = 0; k < 7; ++k)
-      if (present[static_cast<std::size_t>(k)])
-        entry(d::colour_of(static_cast<d::kind>(k), false), d::name_of(static_cast<d::kind>(k)));
-    entry("url(#bubble)", "idle compute stream (bubble)");
-    if (o.memory_height > 0 && !r.memory.empty()) {
-      s += "<line x1=\"" + d::num(lx, 0) + "\" y1=\"" + d::num(ly + 5, 0) + "\" x2=\"" +
-           d::num(lx + 12, 0) + "\" y2=\"" + d::num(ly + 5, 0) +
-           "\" stroke=\"#6a1b9a\" stroke-width=\"2\"/><text x=\"" + d::num(lx + 16, 0) + "\" y=\"" +
-           d::num(ly + 9, 0) + "\">memory</text>\n";
+  for (const auto& t : c.g.tasks()) present[static_cast<std::size_t>(kind_of(t))] = true;
+  double lx = c.left;
+  const double ly = c.top - 22;
+  auto entry = [&](const std::string& fill, const std::string& label) {
+    s += "<rect x=\"" + num(lx, 0) + "\" y=\"" + num(ly, 0) +
+         "\" width=\"12\" height=\"10\" fill=\"" + fill + "\"/><text x=\"" + num(lx + 16, 0) +
+         "\" y=\"" + num(ly + 9, 0) + "\">" + escape(label) + "</text>\n";
+    lx += 28 + 6.2 * static_cast<double>(label.size());
+  };
+  for (int k = 0; k < 7; ++k)
+    if (present[static_cast<std::size_t>(k)])
+      entry(colour_of(static_cast<kind>(k), false), name_of(static_cast<kind>(k)));
+  entry("url(#bubble)", "idle compute stream (bubble)");
+  if (c.o.memory_height > 0 && !c.r.memory.empty()) {
+    s += "<line x1=\"" + num(lx, 0) + "\" y1=\"" + num(ly + 5, 0) + "\" x2=\"" + num(lx + 12, 0) +
+         "\" y2=\"" + num(ly + 5, 0) + "\" stroke=\"#6a1b9a\" stroke-width=\"2\"/><text x=\"" +
+         num(lx + 16, 0) + "\" y=\"" + num(ly + 9, 0) + "\">memory</text>\n";
+  }
+}
+
+/// The grid and the time axis, in the unit that suits the iteration.
+inline void timeline_axis(timeline_canvas& c) {
+  const double makespan = c.r.makespan;
+  const auto [factor, unit] = time_unit(makespan);
+  c.factor = factor;
+  c.unit = unit;
+  const double step = tick_step(makespan, 10);
+  for (int k = 0; k * step <= makespan * (1 + 1e-9); ++k) {
+    const double t = k * step, x = c.x_of(t);
+    c.s += "<line x1=\"" + num(x) + "\" y1=\"" + num(c.top - 4) + "\" x2=\"" + num(x) + "\" y2=\"" +
+           num(c.axis_y) + "\" stroke=\"#e4e4e4\"/><text x=\"" + num(x) + "\" y=\"" +
+           num(c.axis_y + 14) + "\" text-anchor=\"middle\">" +
+           num(t * factor, step * factor < 1 ? 2 : (step * factor < 10 ? 1 : 0)) + "</text>\n";
+  }
+  c.s += "<text x=\"" + num(c.left + c.o.width / 2) + "\" y=\"" + num(c.axis_y + 30) +
+         "\" text-anchor=\"middle\">time (" + unit + "); iteration " + num(makespan * factor, 2) +
+         " " + unit + "</text>\n";
+}
+
+/// The bubble: the compute stream's idle intervals in [0, makespan] hatched on the row at `ry`
+/// (tasks `v` in start order), and its idle share written after the row.
+inline void timeline_bubble(timeline_canvas& c, const std::vector<int>& v, double ry) {
+  double idle = 0, cursor = 0;
+  auto gap = [&](double from, double to) {
+    if (!(to > from)) return;
+    idle += to - from;
+    if ((to - from) * c.scale < 0.3) return;  // counted, too thin to draw
+    c.s += "<rect x=\"" + num(c.x_of(from)) + "\" y=\"" + num(ry + 1) + "\" width=\"" +
+           num((to - from) * c.scale) + "\" height=\"" + num(c.rh - 2) +
+           "\" fill=\"url(#bubble)\"/>\n";
+  };
+  for (int i : v) {
+    const auto& rec = c.r.tasks[static_cast<std::size_t>(i)];
+    if (!(rec.end > rec.start)) continue;
+    gap(cursor, rec.start);
+    cursor = std::max(cursor, rec.end);
+  }
+  gap(cursor, c.r.makespan);
+  c.s += "<text x=\"" + num(c.left + c.o.width + 6) + "\" y=\"" + num(ry + c.rh * 0.72) +
+         "\" fill=\"#b52b27\">idle " + num(100 * idle / c.r.makespan) + " %</text>\n";
+}
+
+/// The digits a string starts with ("2" of "2.1 @3").
+inline std::string leading_digits(std::string_view x) {
+  std::size_t len = 0;
+  while (len < x.size() && x[len] >= '0' && x[len] <= '9') ++len;
+  return std::string(x.substr(0, len));
+}
+
+/// One block [a, e] on the row at `ry`, of kind `kk`: titled with the first task's name (or,
+/// when it `joined` several tasks, its kind and tag), numbered with its micro-batch when wide.
+inline void timeline_block(timeline_canvas& c, const sim::task_view& t0, std::string_view tag,
+                           double a, double e, kind kk, bool joined, double ry) {
+  // micro-batch and chunk from the tag: "m.c @s" (sim/transformer.hpp) or "m"
+  // (sim/paradl.hpp)
+  const std::string micro = leading_digits(tag);
+  const std::string chunk = micro.size() < tag.size() && tag[micro.size()] == '.'
+                                ? leading_digits(tag.substr(micro.size() + 1))
+                                : std::string();
+  const bool light = !chunk.empty() && chunk != "0";
+  const double w = std::max((e - a) * c.scale, 1.0);  // a short send stays visible
+  c.s += "<rect x=\"" + num(c.x_of(a), 2) + "\" y=\"" + num(ry + 1) + "\" width=\"" + num(w, 2) +
+         "\" height=\"" + num(c.rh - 2) + "\" fill=\"" + colour_of(kk, light) +
+         "\" stroke=\"#ffffff\" stroke-width=\"0.5\"><title>" +
+         escape(joined ? std::string(name_of(kk)) + " " + std::string(tag) : t0.name) + ": " +
+         num(a * c.factor, 3) + "-" + num(e * c.factor, 3) + " " + c.unit + "</title></rect>\n";
+  if (!micro.empty() && w >= 7.0 * static_cast<double>(micro.size()) + 3 && kk != kind::host)
+    c.s += "<text x=\"" + num(c.x_of(a) + w / 2) + "\" y=\"" + num(ry + c.rh * 0.72) +
+           "\" text-anchor=\"middle\" font-size=\"" + num(std::min(10.0, c.rh * 0.65)) +
+           "\" fill=\"" + (light ? "#1a1a1a" : "#ffffff") + "\">" + micro + "</text>\n";
+}
+
+/// The blocks of the row at `ry` (tasks `v` in start order): consecutive tasks of one
+/// micro-batch tag drawn as one when they are of one kind, or when a task of another kind is
+/// under a pixel wide (a layer's collectives between its kernels at the scale of a long
+/// iteration); the block takes the kind that ran longest.
+inline void timeline_blocks(timeline_canvas& c, const std::vector<int>& v, double ry) {
+  const auto& tasks = c.g.tasks();
+  const double join = 0.5 / c.scale;
+  for (std::size_t k = 0; k < v.size();) {
+    const auto& t0 = tasks[static_cast<std::size_t>(v[k])];
+    const kind first = kind_of(t0);
+    const std::string_view tag = tag_of(t0.name);
+    const double a = c.r.tasks[static_cast<std::size_t>(v[k])].start;
+    double e = c.r.tasks[static_cast<std::size_t>(v[k])].end;
+    double kind_time[7] = {};
+    kind_time[static_cast<int>(first)] += e - a;
+    std::size_t n = k + 1;
+    while (n < v.size()) {
+      const auto& tn = tasks[static_cast<std::size_t>(v[n])];
+      const auto& rn = c.r.tasks[static_cast<std::size_t>(v[n])];
+      const kind kn = kind_of(tn);
+      if (tag_of(tn.name) != tag || rn.start > e + join ||
+          (kn != first && (rn.end - rn.start) * c.scale >= 1.0))
+        break;
+      kind_time[static_cast<int>(kn)] += rn.end - rn.start;
+      e = std::max(e, rn.end);
+      ++n;
     }
+    const auto kk = static_cast<kind>(std::max_element(kind_time, kind_time + 7) - kind_time);
+    if (e > a) timeline_block(c, t0, tag, a, e, kk, n - k > 1, ry);
+    k = n;
   }
+}
 
-  // grid and time axis
-  const auto [factor, unit] = d::time_unit(r.makespan);
-  const double step = d::tick_step(r.makespan, 10);
-  for (int k = 0; k * step <= r.makespan * (1 + 1e-9); ++k) {
-    const double t = k * step, x = x_of(t);
-    s += "<line x1=\"" + d::num(x) + "\" y1=\"" + d::num(top - 4) + "\" x2=\"" + d::num(x) +
-         "\" y2=\"" + d::num(axis_y) + "\" stroke=\"#e4e4e4\"/><text x=\"" + d::num(x) + "\" y=\"" +
-         d::num(axis_y + 14) + "\" text-anchor=\"middle\">" +
-         d::num(t * factor, step * factor < 1 ? 2 : (step * factor < 10 ? 1 : 0)) + "</text>\n";
+/// A device's memory row at `by`: a step line from 0 to the capacity (or the peak when no
+/// capacity is set), the capacity dashed, the peak and the capacity written after the row.
+inline void timeline_memory_row(timeline_canvas& c, int device, double by) {
+  const auto& ms = c.mem[static_cast<std::size_t>(device)];
+  const double cap = c.g.memory_capacity(device);
+  const double left = c.left, width = c.o.width;
+  double peak = 0;
+  for (const auto& [t, bytes] : ms) peak = std::max(peak, bytes);
+  const bool has_cap = std::isfinite(cap) && cap > 0;
+  const double top_bytes = std::max(has_cap ? cap : 0.0, peak) * 1.02;
+  const double my = by + 4, mh = c.o.memory_height;
+  auto y_of = [&](double bytes) {
+    return top_bytes > 0 ? my + mh - mh * bytes / top_bytes : my + mh;
+  };
+  std::string& s = c.s;
+  s += "<text x=\"16\" y=\"" + num(my + mh * 0.5 + 4) + "\">memory</text>\n";
+  s += "<rect x=\"" + num(left) + "\" y=\"" + num(my) + "\" width=\"" + num(width) +
+       "\" height=\"" + num(mh) + "\" fill=\"#faf7fc\" stroke=\"#e0d6ea\"/>\n";
+  if (has_cap)
+    s += "<line x1=\"" + num(left) + "\" y1=\"" + num(y_of(cap)) + "\" x2=\"" + num(left + width) +
+         "\" y2=\"" + num(y_of(cap)) + "\" stroke=\"#c8414b\" stroke-dasharray=\"5,3\"/>\n";
+  std::string path = "M" + num(left) + "," + num(y_of(0));
+  double last_x = left, last_y = y_of(0);
+  for (const auto& [t, bytes] : ms) {
+    const double x = c.x_of(t), yy = y_of(bytes);
+    if (std::abs(x - last_x) < 0.05 && std::abs(yy - last_y) < 0.05) continue;
+    path += " H" + num(x) + " V" + num(yy);
+    last_x = x;
+    last_y = yy;
   }
-  s += "<text x=\"" + d::num(left + o.width / 2) + "\" y=\"" + d::num(axis_y + 30) +
-       "\" text-anchor=\"middle\">time (" + unit + "); iteration " +
-       d::num(r.makespan * factor, 2) + " " + unit + "</text>\n";
+  path += " H" + num(left + width);
+  s += "<path d=\"" + path + "\" fill=\"none\" stroke=\"#6a1b9a\" stroke-width=\"1.5\"/>\n";
+  s += "<text x=\"" + num(left + width + 6) + "\" y=\"" + num(my + 12) +
+       "\" fill=\"#6a1b9a\">peak " + num(peak / gib, 2) + " GiB</text>\n";
+  if (has_cap)
+    s += "<text x=\"" + num(left + width + 6) + "\" y=\"" + num(my + 26) +
+         "\" fill=\"#c8414b\">of " + num(cap / gib, 1) + " GiB</text>\n";
+}
 
-  // per band
-  std::vector<std::vector<int>> by_row(res.size());
+/// The tasks of each resource (by their first resource), in start order.
+inline std::vector<std::vector<int>> timeline_tasks_by_row(const timeline_canvas& c) {
+  const auto& tasks = c.g.tasks();
+  std::vector<std::vector<int>> by_row(c.g.resources().size());
   for (std::size_t i = 0; i < tasks.size(); ++i)
     by_row[static_cast<std::size_t>(tasks[i].resources.front())].push_back(static_cast<int>(i));
-  auto start_of = [&](int i) { return r.tasks[static_cast<std::size_t>(i)].start; };
+  auto start_of = [&](int i) { return c.r.tasks[static_cast<std::size_t>(i)].start; };
   for (auto& v : by_row)
     std::stable_sort(v.begin(), v.end(), [&](int a, int b) { return start_of(a) < start_of(b); });
-  for (std::size_t bi = 0; bi < bands.size(); ++bi) {
-    const auto& b = bands[bi];
-    double by = band_y[bi];
-    s += "<text x=\"8\" y=\"" + d::num(by + 10) + "\" font-weight=\"bold\">" +
+  return by_row;
+}
+
+/// Band `bi`: its rank's name, a row per stream (name, background, bubble, blocks), then its
+/// memory row.
+inline void timeline_band_draw(timeline_canvas& c, std::size_t bi,
+                               const std::vector<std::vector<int>>& by_row) {
+  const auto& res = c.g.resources();
+  const auto& b = c.bands[bi];
+  double by = c.band_y[bi];
+  c.s += "<text x=\"8\" y=\"" + num(by + 10) + "\" font-weight=\"bold\">" +
          (b.device < 0 ? std::string("shared") : "rank " + std::to_string(b.device)) + "</text>\n";
-    by += 14;
-    for (std::size_t ri = 0; ri < b.rows.size(); ++ri) {
-      const int row = b.rows[ri];
-      const auto R = static_cast<std::size_t>(row);
-      const double ry = by + rh * static_cast<double>(ri);
-      s += "<text x=\"16\" y=\"" + d::num(ry + rh * 0.72) + "\">" + d::escape(res[R].name) +
-           "</text>\n";
-      s += "<rect x=\"" + d::num(left) + "\" y=\"" + d::num(ry + 1) + "\" width=\"" +
-           d::num(o.width) + "\" height=\"" + d::num(rh - 2) + "\" fill=\"#f7f7f7\"/>\n";
-      const auto& v = by_row[R];
-      // the bubble: the compute stream's idle intervals in [0, makespan]
-      if (row == b.compute) {
-        double idle = 0, cursor = 0;
-        auto gap = [&](double from, double to) {
-          if (!(to > from)) return;
-          idle += to - from;
-          if ((to - from) * scale < 0.3) return;  // counted, too thin to draw
-          s += "<rect x=\"" + d::num(x_of(from)) + "\" y=\"" + d::num(ry + 1) + "\" width=\"" +
-               d::num((to - from) * scale) + "\" height=\"" + d::num(rh - 2) +
-               "\" fill=\"url(#bubble)\"/>\n";
-        };
-        for (int i : v) {
-          const auto& rec = r.tasks[static_cast<std::size_t>(i)];
-          if (!(rec.end > rec.start)) continue;
-          gap(cursor, rec.start);
-          cursor = std::max(cursor, rec.end);
-        }
-        gap(cursor, r.makespan);
-        s += "<text x=\"" + d::num(left + o.width + 6) + "\" y=\"" + d::num(ry + rh * 0.72) +
-             "\" fill=\"#b52b27\">idle " + d::num(100 * idle / r.makespan) + " %</text>\n";
-      }
-      // blocks: consecutive tasks of one micro-batch tag drawn as one when they are of one kind,
-      // or when a task of another kind is under a pixel wide (a layer's collectives between its
-      // kernels at the scale of a long iteration); the block takes the kind that ran longest
-      const double join = 0.5 / scale;
-      for (std::size_t k = 0; k < v.size();) {
-        const auto& t0 = tasks[static_cast<std::size_t>(v[k])];
-        const d::kind first = d::kind_of(t0);
-        const std::string_view tag = d::tag_of(t0.name);
-        const double a = start_of(v[k]);
-        double e = r.tasks[static_cast<std::size_t>(v[k])].end;
-        double kind_time[7] = {};
-        kind_time[static_cast<int>(first)] += e - a;
-        std::size_t n = k + 1;
-        while (n < v.size()) {
-          const auto& tn = tasks[static_cast<std::size_t>(v[n])];
-          const auto& rn = r.tasks[static_cast<std::size_t>(v[n])];
-          const d::kind kn = d::kind_of(tn);
-          if (d::tag_of(tn.name) != tag || rn.start > e + join ||
-              (kn != first && (rn.end - rn.start) * scale >= 1.0))
-            break;
-          kind_time[static_cast<int>(kn)] += rn.end - rn.start;
-          e = std::max(e, rn.end);
-          ++n;
-        }
-        const auto kk =
-            static_cast<d::kind>(std::max_element(kind_time, kind_time + 7) - kind_time);
-        if (e > a) {
-          // micro-batch and chunk from the tag: "m.c @s" (sim/transformer.hpp) or "m"
-          // (sim/paradl.hpp)
-          auto digits = [](std::string_view x) {
-            std::size_t len = 0;
-            while (len < x.size() && x[len] >= '0' && x[len] <= '9') ++len;
-            return std::string(x.substr(0, len));
-          };
-          const std::string micro = digits(tag);
-          const std::string chunk = micro.size() < tag.size() && tag[micro.size()] == '.'
-                                        ? digits(tag.substr(micro.size() + 1))
-                                        : std::string();
-          const bool light = !chunk.empty() && chunk != "0";
-          const double w = std::max((e - a) * scale, 1.0);  // a short send stays visible
-          s += "<rect x=\"" + d::num(x_of(a), 2) + "\" y=\"" + d::num(ry + 1) + "\" width=\"" +
-               d::num(w, 2) + "\" height=\"" + d::num(rh - 2) + "\" fill=\"" +
-               d::colour_of(kk, light) + "\" stroke=\"#ffffff\" stroke-width=\"0.5\"><title>" +
-               d::escape(n - k > 1 ? std::string(d::name_of(kk)) + " " + std::string(tag)
-                                   : t0.name) +
-               ": " + d::num(a * factor, 3) + "-" + d::num(e * factor, 3) + " " + unit +
-               "</title></rect>\n";
-          if (!micro.empty() && w >= 7.0 * static_cast<double>(micro.size()) + 3 &&
-              kk != d::kind::host)
-            s += "<text x=\"" + d::num(x_of(a) + w / 2) + "\" y=\"" + d::num(ry + rh * 0.72) +
-                 "\" text-anchor=\"middle\" font-size=\"" + d::num(std::min(10.0, rh * 0.65)) +
-                 "\" fill=\"" + (light ? "#1a1a1a" : "#ffffff") + "\">" + micro + "</text>\n";
-        }
-        k = n;
-      }
-    }
-    by += rh * static_cast<double>(b.rows.size());
-    // memory: a step line from 0 to the capacity (or the peak when no capacity is set)
-    if (b.device >= 0 && o.memory_height > 0 && !mem[static_cast<std::size_t>(b.device)].empty()) {
-      const auto& ms = mem[static_cast<std::size_t>(b.device)];
-      const double cap = g.memory_capacity(b.device);
-      double peak = 0;
-      for (const auto& [t, bytes] : ms) peak = std::max(peak, bytes);
-      const bool has_cap = std::isfinite(cap) && cap > 0;
-      const double top_bytes = std::max(has_cap ? cap : 0.0, peak) * 1.02;
-      const double my = by + 4, mh = o.memory_height;
-      auto y_of = [&](double bytes) {
-        return top_bytes > 0 ? my + mh - mh * bytes / top_bytes : my + mh;
-      };
-      s += "<text x=\"16\" y=\"" + d::num(my + mh * 0.5 + 4) + "\">memory</text>\n";
-      s += "<rect x=\"" + d::num(left) + "\" y=\"" + d::num(my) + "\" width=\"" + d::num(o.width) +
-           "\" height=\"" + d::num(mh) + "\" fill=\"#faf7fc\" stroke=\"#e0d6ea\"/>\n";
-      if (has_cap)
-        s += "<line x1=\"" + d::num(left) + "\" y1=\"" + d::num(y_of(cap)) + "\" x2=\"" +
-             d::num(left + o.width) + "\" y2=\"" + d::num(y_of(cap)) +
-             "\" stroke=\"#c8414b\" stroke-dasharray=\"5,3\"/>\n";
-      std::string path = "M" + d::num(left) + "," + d::num(y_of(0));
-      double last_x = left, last_y = y_of(0);
-      for (const auto& [t, bytes] : ms) {
-        const double x = x_of(t), yy = y_of(bytes);
-        if (std::abs(x - last_x) < 0.05 && std::abs(yy - last_y) < 0.05) continue;
-        path += " H" + d::num(x) + " V" + d::num(yy);
-        last_x = x;
-        last_y = yy;
-      }
-      path += " H" + d::num(left + o.width);
-      s += "<path d=\"" + path + "\" fill=\"none\" stroke=\"#6a1b9a\" stroke-width=\"1.5\"/>\n";
-      s += "<text x=\"" + d::num(left + o.width + 6) + "\" y=\"" + d::num(my + 12) +
-           "\" fill=\"#6a1b9a\">peak " + d::num(peak / d::gib, 2) + " GiB</text>\n";
-      if (has_cap)
-        s += "<text x=\"" + d::num(left + o.width + 6) + "\" y=\"" + d::num(my + 26) +
-             "\" fill=\"#c8414b\">of " + d::num(cap / d::gib, 1) + " GiB</text>\n";
-    }
+  by += 14;
+  for (std::size_t ri = 0; ri < b.rows.size(); ++ri) {
+    const int row = b.rows[ri];
+    const auto R = static_cast<std::size_t>(row);
+    const double ry = by + c.rh * static_cast<double>(ri);
+    c.s +=
+        "<text x=\"16\" y=\"" + num(ry + c.rh * 0.72) + "\">" + escape(res[R].name) + "</text>\n";
+    c.s += "<rect x=\"" + num(c.left) + "\" y=\"" + num(ry + 1) + "\" width=\"" + num(c.o.width) +
+           "\" height=\"" + num(c.rh - 2) + "\" fill=\"#f7f7f7\"/>\n";
+    const auto& v = by_row[R];
+    // the bubble: the compute stream's idle intervals in [0, makespan]
+    if (row == b.compute) timeline_bubble(c, v, ry);
+    timeline_blocks(c, v, ry);
   }
-  s += "</svg>\n";
-  return s;
+  by += c.rh * static_cast<double>(b.rows.size());
+  // memory: a step line from 0 to the capacity (or the peak when no capacity is set)
+  if (c.has_memory_row(b)) timeline_memory_row(c, b.device, by);
+}
+
+}  // namespace detail::svg
+
+/// The timeline of one simulated iteration as a self-contained SVG document (see the file's
+/// comment). Throws `plan_error` when the run took no time (nothing to draw).
+[[nodiscard]] inline std::string timeline_svg(const sim::simulator& g, const sim::result& r,
+                                              const timeline_options& o = {}) {
+  namespace d = detail::svg;
+  d::timeline_check(g, r, o);
+  d::timeline_canvas c{g, r, o};
+  // rows: the resources that serve as a task's first resource for some time, grouped by device
+  d::timeline_rows(c);
+  d::timeline_layout(c);
+  c.s.reserve(g.tasks().size() * 40 + 4096);
+  d::timeline_head(c);
+  d::timeline_legend(c);
+  d::timeline_axis(c);
+  const auto by_row = d::timeline_tasks_by_row(c);
+  for (std::size_t bi = 0; bi < c.bands.size(); ++bi) d::timeline_band_draw(c, bi, by_row);
+  c.s += "</svg>\n";
+  return std::move(c.s);
 }
 
 /// Stacked memory bars (one per entry of `bars`, parts in bytes) against `capacity` bytes (a
