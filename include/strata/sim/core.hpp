@@ -588,53 +588,146 @@ class simulator {
     const detail::task_cold& c = cold_[i];
     return {ilist_.data() + c.cbegin, static_cast<std::size_t>(c.cend - c.cbegin)};
   }
+  /// One run of the event loop: its state and its steps.
+  struct event_loop;
   /// The event loop on `T`, the tasks' loop state as `add_task` left it.
   [[nodiscard]] result run_from(std::vector<detail::task_hot> T) const;
 };
 
-/// The event loop. Each in-service fifo / round-robin task and each flow crossing several links
-/// keeps its progress (`left` at time `last`, served at `rate`) and one predicted event on the
-/// event heap. The flows that cross a single link share it equally (max-min fairness gives
-/// them one rate), so each such link keeps a virtual clock (bytes served to each of its flows)
-/// and a heap of its flows by the virtual time they complete: one event per link, whatever the
-/// number of flows. A round-robin turn that crosses one fair-share link no faster than its own
-/// resource's capacity is such a flow too (its own capacity never binds: a fair share is at most
-/// the link's capacity), as in Li et al.'s single-server layout. Fair shares are recomputed only
-/// when the set of flows changes (only on the links touched when no flow crosses several links),
-/// gamma's slowdown only when the largest gamma of a device's communication in service
-/// changes. A task completes at its
-/// predicted time, or within 1e-12 of its work of it, so tasks that end together (up to
+/// One run of the event loop: its state, shared by the steps below, and the steps. Each
+/// in-service fifo / round-robin task and each flow crossing several links keeps its progress
+/// (`left` at time `last`, served at `rate`) and one predicted event on the event heap. The flows
+/// that cross a single link share it equally (max-min fairness gives them one rate), so each such
+/// link keeps a virtual clock (bytes served to each of its flows) and a heap of its flows by the
+/// virtual time they complete: one event per link, whatever the number of flows. A round-robin
+/// turn that crosses one fair-share link no faster than its own resource's capacity is such a
+/// flow too (its own capacity never binds: a fair share is at most the link's capacity), as in
+/// Li et al.'s single-server layout. Fair shares are recomputed only when the set of flows
+/// changes (only on the links touched when no flow crosses several links), gamma's slowdown only
+/// when the largest gamma of a device's communication in service changes. A task completes at
+/// its predicted time, or within 1e-12 of its work of it, so tasks that end together (up to
 /// rounding) end in one event, in index order. Nothing is allocated per event once the buffers
 /// have grown.
-inline result simulator::run_from(std::vector<detail::task_hot> T) const {
-  using detail::task_state;
-  const std::size_t n = T.size(), nr = resources_.size();
+struct simulator::event_loop {
+  const simulator& sim;
+  std::vector<detail::task_hot> T;  ///< the tasks' loop state
+  std::size_t n, nr, nd;            ///< tasks, resources, devices
   result res;
-  res.tasks.assign(n, {});
-  res.busy.assign(nr, 0.0);
-  // The tasks' loop state starts as add_task left it, with their resources, dependents and
-  // roots; only tasks with tensors are read from their specs.
-  const std::vector<int>& rlist = rlist_;
-  std::vector<int> readers(tensors_.size(), 0);
-  if (!tensors_.empty())
-    for (std::size_t i = 0; i < n; ++i)
-      if (T[i].memory)
-        for (int x : consumes_of(i)) ++readers[static_cast<std::size_t>(x)];
-  const auto nd = static_cast<std::size_t>(devices_);
-  res.peak_memory.assign(nd, 0.0);
-  std::vector<double> mem(nd, 0.0);
-  std::vector<char> unread(tensors_.size());
-  for (std::size_t x = 0; x < tensors_.size(); ++x) unread[x] = readers[x] == 0;
-  auto at = [&](int i) -> detail::task_hot& { return T[static_cast<std::size_t>(i)]; };
-  auto res_of = [&](int i) {
-    const detail::task_static& c = static_[static_cast<std::size_t>(i)];
-    return std::pair{rlist.data() + c.rbegin, rlist.data() + c.rend};
-  };
+  std::vector<int> readers;  ///< per tensor: tasks yet to read it
+  std::vector<double> mem;   ///< per device: bytes allocated
+  std::vector<char> unread;  ///< per tensor: no task reads it
   // the overlap factor each communication task imposes while in service: its own or gamma_
-  const bool any_gamma = gamma_ > 0 || any_own_gamma_;
+  bool any_gamma;
   // fifo / round-robin waiting lines, linked through the tasks (a task waits in one at most)
-  std::vector<int> qhead(nr, -1), qtail(nr, -1);
-  auto queue_push = [&](int r, int i) {
+  std::vector<int> qhead, qtail;
+  std::vector<int> in_service;  // fifo / round-robin: the task served
+  detail::id_list joined;       // links round-robin turns joined in `dispatch`
+  std::vector<int> multi;       // flows crossing several links, in start order
+  std::vector<int> link_users;  // fair-share: flows crossing the link
+  std::vector<int> link_multi;  // ... of which cross other links too
+  // single-link flows: per link, a virtual clock and its flows by completion
+  std::vector<double> vclock, vlast, vshare;
+  std::vector<detail::quad_heap<detail::timed_id, false>> link_flows;
+  std::vector<char> was_busy;
+  std::vector<double> busy_since;
+  // per device: communication tasks in service by their gamma, and the largest such gamma
+  std::vector<std::vector<std::pair<double, int>>> comm_in;
+  std::vector<double> slow;
+  // per device: the fifo resources that serve its compute tasks (for gamma)
+  std::vector<std::vector<int>> compute_streams;
+  detail::quad_heap<detail::event, true> heap;
+  double now = 0, max_slack = 0;
+  std::size_t finished = 0;
+  bool shares_changed = false;  // a flow crossing several links started or ended
+  detail::id_list touched_resources, touched_devices, started, done_now, turns, wakes;
+  std::vector<char> resource_mark, device_mark, link_dirty;
+  std::vector<double> link_left, share_of;       // progressive-filling scratch
+  std::vector<int> users, fair_links, fair_ids;  // fair_ids: every fair-share link
+  std::vector<detail::event> popped;
+  // A task about to end: its first dependent's lines are fetched while the event is handled
+  // (with many streams they have left the cache since that task was last touched), by
+  // detail::prefetch: not a lambda, as GCC would drop its calls.
+  const detail::edge* edge_list = nullptr;
+  detail::task_hot* hot = nullptr;
+  task_record* records = nullptr;
+  static constexpr std::size_t ahead = 128;  // tasks; see `prefetch_ahead`
+  std::size_t fetched = 0;
+
+  /// Sizes the loop's state for `s`'s resources and devices, and takes the tasks' loop state.
+  event_loop(const simulator& s, std::vector<detail::task_hot>&& tasks)
+      : sim(s),
+        T(std::move(tasks)),
+        n(T.size()),
+        nr(s.resources_.size()),
+        nd(static_cast<std::size_t>(s.devices_)),
+        any_gamma(s.gamma_ > 0 || s.any_own_gamma_),
+        heap(n + nr) {
+    res.tasks.assign(n, {});
+    res.busy.assign(nr, 0.0);
+    count_readers();
+    qhead.assign(nr, -1);
+    qtail.assign(nr, -1);
+    in_service.assign(nr, -1);
+    link_users.assign(nr, 0);
+    link_multi.assign(nr, 0);
+    vclock.assign(nr, 0.0);
+    vlast.assign(nr, 0.0);
+    vshare.assign(nr, 0.0);
+    link_flows.resize(nr);
+    was_busy.assign(nr, 0);
+    busy_since.assign(nr, 0.0);
+    comm_in.resize(nd);
+    slow.assign(nd, 0.0);
+    find_compute_streams();
+    resource_mark.assign(nr, 0);
+    device_mark.assign(nd, 0);
+    link_dirty.assign(nr, 0);
+    link_left.resize(nr);
+    users.resize(nr);
+    for (std::size_t r = 0; r < nr; ++r)
+      if (sim.resources_[r].kind == discipline::fair_share) fair_ids.push_back(static_cast<int>(r));
+    edge_list = sim.edges_.data();
+    hot = T.data();
+    records = res.tasks.data();
+  }
+  /// Counts each tensor's readers and sizes the memory per device. The tasks' loop state starts
+  /// as add_task left it, with their resources, dependents and roots; only tasks with tensors
+  /// are read from their specs.
+  void count_readers() {
+    readers.assign(sim.tensors_.size(), 0);
+    if (!sim.tensors_.empty())
+      for (std::size_t i = 0; i < n; ++i)
+        if (T[i].memory)
+          for (int x : sim.consumes_of(i)) ++readers[static_cast<std::size_t>(x)];
+    res.peak_memory.assign(nd, 0.0);
+    mem.assign(nd, 0.0);
+    unread.resize(sim.tensors_.size());
+    for (std::size_t x = 0; x < sim.tensors_.size(); ++x) unread[x] = readers[x] == 0;
+  }
+  /// Lists, per device, the fifo resources that serve its compute tasks (gamma slows them).
+  void find_compute_streams() {
+    compute_streams.resize(nd);
+    if (any_gamma)
+      for (std::size_t i = 0; i < n; ++i)
+        if (const detail::task_hot& h = T[i]; h.slowable && h.kind() == discipline::fifo) {
+          auto& v = compute_streams[static_cast<std::size_t>(sim.static_[i].device)];
+          if (std::find(v.begin(), v.end(), h.first) == v.end()) v.push_back(h.first);
+        }
+  }
+
+  /// Task `i`'s loop state.
+  [[gnu::always_inline]] detail::task_hot& at(int i) { return T[static_cast<std::size_t>(i)]; }
+  /// Task `i`'s resources, [first, last).
+  [[gnu::always_inline]] std::pair<const int*, const int*> res_of(int i) const {
+    const detail::task_static& c = sim.static_[static_cast<std::size_t>(i)];
+    return std::pair{sim.rlist_.data() + c.rbegin, sim.rlist_.data() + c.rend};
+  }
+  /// How far from its predicted completion task `i` may end.
+  [[gnu::always_inline]] double tolerance(int i) const {
+    return T[static_cast<std::size_t>(i)].tolerance();
+  }
+  /// Puts task `i` at the back of resource `r`'s waiting line.
+  [[gnu::always_inline]] void queue_push(int r, int i) {
     const auto ur = static_cast<std::size_t>(r);
     at(i).count = -1;
     if (qtail[ur] < 0)
@@ -642,68 +735,29 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
     else
       at(qtail[ur]).count = i;
     qtail[ur] = i;
-  };
-  auto queue_pop = [&](std::size_t ur) {
+  }
+  /// Takes the task at the front of resource `ur`'s waiting line.
+  [[gnu::always_inline]] int queue_pop(std::size_t ur) {
     const int i = qhead[ur];
     qhead[ur] = at(i).count;
     if (qhead[ur] < 0) qtail[ur] = -1;
     return i;
-  };
-  std::vector<int> in_service(nr, -1);  // fifo / round-robin: the task served
-  detail::id_list joined;               // links round-robin turns joined in `dispatch`
-  std::vector<int> multi;               // flows crossing several links, in start order
-  std::vector<int> link_users(nr, 0);   // fair-share: flows crossing the link
-  std::vector<int> link_multi(nr, 0);   // ... of which cross other links too
-  // single-link flows: per link, a virtual clock and its flows by completion
-  std::vector<double> vclock(nr, 0.0), vlast(nr, 0.0), vshare(nr, 0.0);
-  std::vector<detail::quad_heap<detail::timed_id, false>> link_flows(nr);
-  std::vector<char> was_busy(nr, 0);
-  std::vector<double> busy_since(nr, 0.0);
-  // per device: communication tasks in service by their gamma, and the largest such gamma
-  std::vector<std::vector<std::pair<double, int>>> comm_in(nd);
-  std::vector<double> slow(nd, 0.0);
-  // per device: the fifo resources that serve its compute tasks (for gamma)
-  std::vector<std::vector<int>> compute_streams(nd);
-  if (any_gamma)
-    for (std::size_t i = 0; i < n; ++i)
-      if (const detail::task_hot& h = T[i]; h.slowable && h.kind() == discipline::fifo) {
-        auto& v = compute_streams[static_cast<std::size_t>(static_[i].device)];
-        if (std::find(v.begin(), v.end(), h.first) == v.end()) v.push_back(h.first);
-      }
-  detail::quad_heap<detail::event, true> heap(n + nr);
-  double now = 0, max_slack = 0;
-  std::size_t finished = 0;
-  bool shares_changed = false;  // a flow crossing several links started or ended
-  detail::id_list touched_resources, touched_devices, started, done_now, turns, wakes;
-  std::vector<char> resource_mark(nr, 0), device_mark(nd, 0), link_dirty(nr, 0);
-  std::vector<double> link_left(nr), share_of;       // progressive-filling scratch
-  std::vector<int> users(nr), fair_links, fair_ids;  // fair_ids: every fair-share link
-  for (std::size_t r = 0; r < nr; ++r)
-    if (resources_[r].kind == discipline::fair_share) fair_ids.push_back(static_cast<int>(r));
-  std::vector<detail::event> popped;
-
-  auto tolerance = [&](int i) { return at(i).tolerance(); };
-  // A task about to end: its first dependent's lines are fetched while the event is handled
-  // (with many streams they have left the cache since that task was last touched). Not a
-  // lambda: GCC would drop its calls, as above.
-  const detail::edge* const edge_list = edges_.data();
-  detail::task_hot* const hot = T.data();
-  task_record* const records = res.tasks.data();
-  constexpr std::size_t ahead = 128;  // tasks; see `finish`
-  std::size_t fetched = 0;
-  auto touch_resource = [&](int r) {
+  }
+  /// Marks resource `r` as changed by this event, once.
+  [[gnu::always_inline]] void touch_resource(int r) {
     if (!resource_mark[static_cast<std::size_t>(r)]) {
       resource_mark[static_cast<std::size_t>(r)] = 1;
       touched_resources.push_back(r);
     }
-  };
-  auto comm_change = [&](int i, int delta) {
+  }
+  /// Counts communication task `i` in (+1) or out of (-1) service on its device, by its gamma.
+  void comm_change(int i, int delta) {
     // without gamma the largest gamma in service stays 0: nothing to count
     if (!any_gamma || !at(i).comm) return;
-    const detail::task_static& c = static_[static_cast<std::size_t>(i)];
+    const detail::task_static& c = sim.static_[static_cast<std::size_t>(i)];
     const int dev = c.device;
     const auto d = static_cast<std::size_t>(dev);
-    const double g = c.gamma >= 0 ? c.gamma : gamma_;
+    const double g = c.gamma >= 0 ? c.gamma : sim.gamma_;
     auto& v = comm_in[d];
     auto it = std::find_if(v.begin(), v.end(), [&](const auto& e) { return e.first == g; });
     if (it == v.end())
@@ -714,14 +768,16 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
       device_mark[d] = 1;
       touched_devices.push_back(dev);
     }
-  };
-  auto predict = [&](int i) {  // (re)schedules task i's next completion
+  }
+  /// (Re)schedules task i's next completion.
+  [[gnu::always_inline]] void predict(int i) {
     detail::task_hot& h = at(i);
     h.due = now + h.left / h.rate;
     max_slack = std::max(max_slack, h.tolerance() / h.rate);
     heap.set(detail::event::make(h.due, i));
-  };
-  auto set_rate = [&](int i, double r) {  // progress so far at the old rate, then the new one
+  }
+  /// Task i's progress so far at the old rate, then the new rate `r`.
+  void set_rate(int i, double r) {
     detail::task_hot& h = at(i);
     if (h.rate == r) return;
     if (h.rate > 0) {
@@ -732,12 +788,14 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
     h.last = now;
     h.rate = r;
     predict(i);
-  };
-  auto advance_link = [&](std::size_t r) {  // the link's virtual clock up to now
+  }
+  /// Brings link r's virtual clock up to now.
+  [[gnu::always_inline]] void advance_link(std::size_t r) {
     vclock[r] += vshare[r] * (now - vlast[r]);
     vlast[r] = now;
-  };
-  auto predict_link = [&](std::size_t r) {
+  }
+  /// (Re)schedules the next completion among link r's single-link flows.
+  void predict_link(std::size_t r) {
     if (link_flows[r].empty() || !(vshare[r] > 0)) {
       heap.erase(static_cast<int>(n + r));
       return;
@@ -746,162 +804,182 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
     const double t = now + std::max(0.0, f.time() - vclock[r]) / vshare[r];
     max_slack = std::max(max_slack, tolerance(f.id()) / vshare[r]);
     heap.set(detail::event::make(t, static_cast<int>(n + r)));
-  };
-  auto fifo_rate = [&](int i, std::size_t r) {
-    if (resources_[r].kind == discipline::round_robin) return resources_[r].capacity;
-    if (!any_gamma || !at(i).slowable) return 1.0;  // 1 / (1 + 0)
+  }
+  /// The rate at which fifo / round-robin resource r serves task i (gamma slows compute).
+  double fifo_rate(int i, std::size_t r) const {
+    if (sim.resources_[r].kind == discipline::round_robin) return sim.resources_[r].capacity;
+    if (!any_gamma || !T[static_cast<std::size_t>(i)].slowable) return 1.0;  // 1 / (1 + 0)
     return 1.0 /
-           (1.0 + slow[static_cast<std::size_t>(static_[static_cast<std::size_t>(i)].device)]);
-  };
+           (1.0 + slow[static_cast<std::size_t>(sim.static_[static_cast<std::size_t>(i)].device)]);
+  }
 
-  auto allocate = [&](int i) {
+  /// Allocates the tensors task i produces, noting peaks and the first out-of-memory.
+  void allocate(int i) {
     if (!at(i).memory) return;
-    for (int x : produces_of(static_cast<std::size_t>(i))) {
-      const auto& t = tensors_[static_cast<std::size_t>(x)];
+    for (int x : sim.produces_of(static_cast<std::size_t>(i))) {
+      const auto& t = sim.tensors_[static_cast<std::size_t>(x)];
       auto& m = mem[static_cast<std::size_t>(t.device)];
       m += t.bytes;
       res.memory.push_back({now, t.device, m});
       auto& peak = res.peak_memory[static_cast<std::size_t>(t.device)];
       peak = std::max(peak, m);
-      const double cap = static_cast<std::size_t>(t.device) < capacity_.size()
-                             ? capacity_[static_cast<std::size_t>(t.device)]
+      const double cap = static_cast<std::size_t>(t.device) < sim.capacity_.size()
+                             ? sim.capacity_[static_cast<std::size_t>(t.device)]
                              : std::numeric_limits<double>::infinity();
       if (!res.oom && m > cap) res.oom = out_of_memory{t.device, i, m};
     }
-  };
-  auto release = [&](int i) {
+  }
+  /// Frees the tensors whose last reader was task i, and those i produced that nobody reads.
+  void release(int i) {
     if (!at(i).memory) return;
     auto drop = [&](int x) {
-      const auto& t = tensors_[static_cast<std::size_t>(x)];
+      const auto& t = sim.tensors_[static_cast<std::size_t>(x)];
       mem[static_cast<std::size_t>(t.device)] -= t.bytes;
       res.memory.push_back({now, t.device, mem[static_cast<std::size_t>(t.device)]});
     };
-    for (int x : consumes_of(static_cast<std::size_t>(i)))
+    for (int x : sim.consumes_of(static_cast<std::size_t>(i)))
       if (--readers[static_cast<std::size_t>(x)] == 0) drop(x);
-    for (int x : produces_of(static_cast<std::size_t>(i)))
+    for (int x : sim.produces_of(static_cast<std::size_t>(i)))
       if (unread[static_cast<std::size_t>(x)]) drop(x);  // nobody reads it: gone at once
-  };
-  auto enqueue = [&](int i) {
+  }
+  /// Task i, ready and past its latency: a fair-share flow starts, other tasks wait in line.
+  void enqueue(int i) {
     const auto ii = static_cast<std::size_t>(i);
     detail::task_hot& h = T[ii];
-    h.st = task_state::queued;
+    h.st = detail::task_state::queued;
     h.remaining = h.work;
     const int r = h.first;
     if (h.kind() == discipline::fair_share) {
-      h.st = task_state::serving;
-      res.tasks[ii].start = now;
-      allocate(i);
-      const auto [rb, re] = res_of(i);
-      for (const int* x = rb; x != re; ++x) {
-        const auto ux = static_cast<std::size_t>(*x);
-        ++link_users[ux];
-        link_dirty[ux] = 1;
-        touch_resource(*x);
-      }
-      if (!h.links) {
-        const auto ur = static_cast<std::size_t>(r);
-        advance_link(ur);
-        link_flows[ur].push(detail::timed_id::make(vclock[ur] + h.work, i));
-      } else {
-        multi.push_back(i);
-        for (const int* x = rb; x != re; ++x) ++link_multi[static_cast<std::size_t>(*x)];
-        h.left = h.work;
-        h.rate = 0;
-        h.last = now;
-        shares_changed = true;
-      }
-      comm_change(i, +1);
+      start_flow(i, h);
     } else {
       queue_push(r, i);
       touch_resource(r);
     }
-  };
-  auto make_ready = [&](int i) {
+  }
+  /// Starts fair-share flow i on its links: on its link's virtual clock, or rated by `fill`.
+  [[gnu::always_inline]] void start_flow(int i, detail::task_hot& h) {
+    const int r = h.first;
+    h.st = detail::task_state::serving;
+    res.tasks[static_cast<std::size_t>(i)].start = now;
+    allocate(i);
+    const auto [rb, re] = res_of(i);
+    for (const int* x = rb; x != re; ++x) {
+      const auto ux = static_cast<std::size_t>(*x);
+      ++link_users[ux];
+      link_dirty[ux] = 1;
+      touch_resource(*x);
+    }
+    if (!h.links) {
+      const auto ur = static_cast<std::size_t>(r);
+      advance_link(ur);
+      link_flows[ur].push(detail::timed_id::make(vclock[ur] + h.work, i));
+    } else {
+      multi.push_back(i);
+      for (const int* x = rb; x != re; ++x) ++link_multi[static_cast<std::size_t>(*x)];
+      h.left = h.work;
+      h.rate = 0;
+      h.last = now;
+      shares_changed = true;
+    }
+    comm_change(i, +1);
+  }
+  /// Task i's dependencies are done: it waits its latency, or is enqueued at once.
+  [[gnu::always_inline]] void make_ready(int i) {
     detail::task_hot& h = at(i);
     res.tasks[static_cast<std::size_t>(i)].ready = now;
     if (h.latent) {
-      h.st = task_state::delayed;
-      h.due = now + static_[static_cast<std::size_t>(i)].latency;
+      h.st = detail::task_state::delayed;
+      h.due = now + sim.static_[static_cast<std::size_t>(i)].latency;
       heap.set(detail::event::make(h.due, i));
     } else {
       enqueue(i);
     }
-  };
-  auto dispatch = [&]() {  // idle fifo / round-robin resources take their next task
+  }
+  /// Idle fifo / round-robin resources take their next task.
+  void dispatch() {
     touched_resources.sort();
     joined.clear();
     for (int r : touched_resources) {
       const auto ur = static_cast<std::size_t>(r);
-      if (resources_[ur].kind == discipline::fair_share) continue;
+      const resource_spec& rs = sim.resources_[ur];
+      if (rs.kind == discipline::fair_share) continue;
       if (in_service[ur] >= 0 || qhead[ur] < 0) continue;
       const int i = queue_pop(ur);
       const auto ii = static_cast<std::size_t>(i);
       detail::task_hot& h = T[ii];
       in_service[ur] = i;
-      const bool first_turn = h.st == task_state::queued;
+      const bool first_turn = h.st == detail::task_state::queued;
       if (first_turn) {
-        h.st = task_state::serving;
+        h.st = detail::task_state::serving;
         res.tasks[ii].start = now;
         allocate(i);
       }
-      h.left = resources_[ur].kind == discipline::round_robin &&
-                       (first_turn || !resources_[ur].window_once)
-                   ? std::min(resources_[ur].window, h.remaining)
+      h.left = rs.kind == discipline::round_robin && (first_turn || !rs.window_once)
+                   ? std::min(rs.window, h.remaining)
                    : h.remaining;
       h.rate = 0;
       h.last = now;
       comm_change(i, +1);
-      if (!h.links) {
+      if (!h.links)
         started.push_back(i);
-        continue;
-      }
-      const auto [rb, re] = res_of(i);
-      if (h.single_turn) {  // a flow of the link's virtual clock (the link's share binds)
-        const int x = rb[1];
-        const auto ux = static_cast<std::size_t>(x);
-        ++link_users[ux];
-        link_dirty[ux] = 1;
-        joined.push_back(x);
-        advance_link(ux);
-        link_flows[ux].push(detail::timed_id::make(vclock[ux] + h.left, i));
-      } else {  // a round-robin turn over fair-share links: rated by `fill`
-        for (const int* x = rb + 1; x != re; ++x) {
-          const auto ux = static_cast<std::size_t>(*x);
-          ++link_users[ux];
-          ++link_multi[ux];
-          link_dirty[ux] = 1;
-          joined.push_back(*x);  // touched after the loop (it walks touched_resources)
-        }
-        multi.push_back(i);
-        shares_changed = true;
-      }
+      else
+        join_links(i, h);
     }
     for (int x : joined) touch_resource(x);
-  };
-  auto finish = [&](int i) {
-    const auto ii = static_cast<std::size_t>(i);
-    // Tasks are added in a topological order, so a run reaches them roughly in index order: the
-    // lines of the tasks up to `ahead` indices past a finished one are asked for once, before a
-    // dependent's first touch has to wait for them; half as far ahead, when its loop line has
-    // arrived, a task's first edge too.
-    for (const std::size_t to = std::min(n, ii + ahead); fetched < to; ++fetched) {
-      detail::prefetch(hot + fetched);
-      detail::prefetch(static_.data() + fetched);
-      detail::prefetch(records + fetched);
-      if (fetched >= ahead / 2)
-        if (const int o = hot[fetched - ahead / 2].out; o >= 0) detail::prefetch(edge_list + o);
+  }
+  /// Round-robin turn i joins the fair-share links it crosses (touched after `dispatch`'s loop,
+  /// which walks touched_resources).
+  void join_links(int i, detail::task_hot& h) {
+    const auto [rb, re] = res_of(i);
+    if (h.single_turn) {  // a flow of the link's virtual clock (the link's share binds)
+      const int x = rb[1];
+      const auto ux = static_cast<std::size_t>(x);
+      ++link_users[ux];
+      link_dirty[ux] = 1;
+      joined.push_back(x);
+      advance_link(ux);
+      link_flows[ux].push(detail::timed_id::make(vclock[ux] + h.left, i));
+    } else {  // a round-robin turn over fair-share links: rated by `fill`
+      for (const int* x = rb + 1; x != re; ++x) {
+        const auto ux = static_cast<std::size_t>(*x);
+        ++link_users[ux];
+        ++link_multi[ux];
+        link_dirty[ux] = 1;
+        joined.push_back(*x);  // touched after the loop (it walks touched_resources)
+      }
+      multi.push_back(i);
+      shares_changed = true;
     }
-    T[ii].st = task_state::done;
+  }
+  /// Task i is done: its tensors are released and its dependents counted down.
+  void finish(int i) {
+    const auto ii = static_cast<std::size_t>(i);
+    prefetch_ahead(ii);
+    T[ii].st = detail::task_state::done;
     res.tasks[ii].end = now;
     release(i);
     ++finished;
     for (int e = T[ii].out; e >= 0;) {  // its dependents, in task order
-      const detail::edge& x = edges_[static_cast<std::size_t>(e)];
+      const detail::edge& x = sim.edges_[static_cast<std::size_t>(e)];
       if (--at(x.to).count == 0) make_ready(x.to);
       e = x.next;
     }
-  };
-  auto set_link_share = [&](std::size_t r, double share) {
+  }
+  /// Tasks are added in a topological order, so a run reaches them roughly in index order: the
+  /// lines of the tasks up to `ahead` indices past a finished one (`ii`) are asked for once,
+  /// before a dependent's first touch has to wait for them; half as far ahead, when its loop
+  /// line has arrived, a task's first edge too.
+  [[gnu::always_inline]] void prefetch_ahead(std::size_t ii) {
+    for (const std::size_t to = std::min(n, ii + ahead); fetched < to; ++fetched) {
+      detail::prefetch(hot + fetched);
+      detail::prefetch(sim.static_.data() + fetched);
+      detail::prefetch(records + fetched);
+      if (fetched >= ahead / 2)
+        if (const int o = hot[fetched - ahead / 2].out; o >= 0) detail::prefetch(edge_list + o);
+    }
+  }
+  /// Gives link r's single-link flows the rate `share`, and reschedules them if it changed.
+  [[gnu::always_inline]] void set_link_share(std::size_t r, double share) {
     if (share != vshare[r]) {
       advance_link(r);
       vshare[r] = share;
@@ -909,24 +987,11 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
     }
     if (link_dirty[r]) predict_link(r);
     link_dirty[r] = 0;
-  };
-  // Max-min fair rates by progressive filling over every link in use: the flows crossing
-  // several links one by one, each link's single-link flows together.
-  auto fill = [&]() {
-    fair_links.clear();
-    for (int x : fair_ids) {
-      const auto r = static_cast<std::size_t>(x);
-      if (link_users[r] > 0) {
-        fair_links.push_back(x);
-        link_left[r] = resources_[r].capacity;
-        users[r] = link_users[r];
-      }
-    }
-    share_of.assign(multi.size(), -1.0);
-    std::size_t unfixed = multi.size();
-    for (int r : fair_links)
-      if (link_users[static_cast<std::size_t>(r)] > link_multi[static_cast<std::size_t>(r)])
-        ++unfixed;
+  }
+  /// Max-min fair rates by progressive filling over every link in use: the flows crossing
+  /// several links one by one, each link's single-link flows together.
+  void fill() {
+    std::size_t unfixed = start_filling();
     while (unfixed > 0) {
       double share = std::numeric_limits<double>::infinity();
       int bottleneck = -1;
@@ -938,26 +1003,7 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
         }
       }
       if (bottleneck < 0) break;
-      const auto ub = static_cast<std::size_t>(bottleneck);
-      for (std::size_t q = 0; q < multi.size(); ++q) {
-        if (share_of[q] >= 0) continue;
-        const auto [rb, to] = res_of(multi[q]);
-        const int* from = rb + (at(multi[q]).kind() == discipline::fair_share ? 0 : 1);
-        if (std::find(from, to, bottleneck) == to) continue;
-        share_of[q] = share;
-        --unfixed;
-        for (const int* x = from; x != to; ++x) {
-          link_left[static_cast<std::size_t>(*x)] -= share;
-          --users[static_cast<std::size_t>(*x)];
-        }
-      }
-      const int singles = link_users[ub] - link_multi[ub];
-      if (singles > 0 && users[ub] > 0) {  // the link's own flows: all at the bottleneck share
-        link_left[ub] -= share * singles;
-        users[ub] -= singles;
-        --unfixed;
-        set_link_share(ub, share);
-      }
+      fix_at(bottleneck, share, unfixed);
     }
     for (std::size_t q = 0; q < multi.size(); ++q)
       if (share_of[q] >= 0) {
@@ -966,25 +1012,55 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
         const auto own = static_cast<std::size_t>(h.first);
         set_rate(i, h.kind() == discipline::fair_share
                         ? share_of[q]
-                        : std::min(share_of[q], resources_[own].capacity));
+                        : std::min(share_of[q], sim.resources_[own].capacity));
       }
-  };
-  // After an event's changes: new rates (fair shares, gamma, newly started tasks), busy time.
-  auto settle = [&]() {
-    for (int d : touched_devices) {
-      const auto ud = static_cast<std::size_t>(d);
-      device_mark[ud] = 0;
-      double g = 0;
-      for (const auto& [gi, count] : comm_in[ud])
-        if (count > 0) g = std::max(g, gi);
-      if (g == slow[ud]) continue;
-      slow[ud] = g;
-      for (int r : compute_streams[ud]) {  // gamma > 0 only
-        const int i = in_service[static_cast<std::size_t>(r)];
-        if (i >= 0 && at(i).rate > 0) set_rate(i, fifo_rate(i, static_cast<std::size_t>(r)));
+  }
+  /// Progressive filling's start: the links in use with their capacity and flows, no flow's
+  /// share fixed; returns the flows and links' single-link flow groups to fix.
+  std::size_t start_filling() {
+    fair_links.clear();
+    for (int x : fair_ids) {
+      const auto r = static_cast<std::size_t>(x);
+      if (link_users[r] > 0) {
+        fair_links.push_back(x);
+        link_left[r] = sim.resources_[r].capacity;
+        users[r] = link_users[r];
       }
     }
-    touched_devices.clear();
+    share_of.assign(multi.size(), -1.0);
+    std::size_t unfixed = multi.size();
+    for (int r : fair_links)
+      if (link_users[static_cast<std::size_t>(r)] > link_multi[static_cast<std::size_t>(r)])
+        ++unfixed;
+    return unfixed;
+  }
+  /// Progressive filling's step: the unfixed flows crossing the `bottleneck` link, and its
+  /// single-link flows, get `share`; the links they cross give it up.
+  void fix_at(int bottleneck, double share, std::size_t& unfixed) {
+    const auto ub = static_cast<std::size_t>(bottleneck);
+    for (std::size_t q = 0; q < multi.size(); ++q) {
+      if (share_of[q] >= 0) continue;
+      const auto [rb, to] = res_of(multi[q]);
+      const int* from = rb + (at(multi[q]).kind() == discipline::fair_share ? 0 : 1);
+      if (std::find(from, to, bottleneck) == to) continue;
+      share_of[q] = share;
+      --unfixed;
+      for (const int* x = from; x != to; ++x) {
+        link_left[static_cast<std::size_t>(*x)] -= share;
+        --users[static_cast<std::size_t>(*x)];
+      }
+    }
+    const int singles = link_users[ub] - link_multi[ub];
+    if (singles > 0 && users[ub] > 0) {  // the link's own flows: all at the bottleneck share
+      link_left[ub] -= share * singles;
+      users[ub] -= singles;
+      --unfixed;
+      set_link_share(ub, share);
+    }
+  }
+  /// After an event's changes: new rates (fair shares, gamma, newly started tasks), busy time.
+  void settle() {
+    settle_gamma();
     for (int i : started) {
       detail::task_hot& h = at(i);
       h.rate = fifo_rate(i, static_cast<std::size_t>(h.first));
@@ -1000,11 +1076,34 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
       // no flow crosses several links: each link splits its capacity evenly
       for (int r : touched_resources) {
         const auto ur = static_cast<std::size_t>(r);
-        if (link_dirty[ur] && resources_[ur].kind == discipline::fair_share)
-          set_link_share(ur, link_users[ur] > 0 ? resources_[ur].capacity / link_users[ur] : 0.0);
+        if (link_dirty[ur] && sim.resources_[ur].kind == discipline::fair_share)
+          set_link_share(ur,
+                         link_users[ur] > 0 ? sim.resources_[ur].capacity / link_users[ur] : 0.0);
       }
     }
     shares_changed = false;
+    settle_busy();
+  }
+  /// The touched devices' largest gamma in service; where it changed, their compute in
+  /// service is re-rated.
+  void settle_gamma() {
+    for (int d : touched_devices) {
+      const auto ud = static_cast<std::size_t>(d);
+      device_mark[ud] = 0;
+      double g = 0;
+      for (const auto& [gi, count] : comm_in[ud])
+        if (count > 0) g = std::max(g, gi);
+      if (g == slow[ud]) continue;
+      slow[ud] = g;
+      for (int r : compute_streams[ud]) {  // gamma > 0 only
+        const int i = in_service[static_cast<std::size_t>(r)];
+        if (i >= 0 && at(i).rate > 0) set_rate(i, fifo_rate(i, static_cast<std::size_t>(r)));
+      }
+    }
+    touched_devices.clear();
+  }
+  /// The touched resources' busy time, as they turn busy or idle; their marks cleared.
+  void settle_busy() {
     for (int r : touched_resources) {
       const auto ur = static_cast<std::size_t>(r);
       resource_mark[ur] = 0;
@@ -1019,8 +1118,9 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
       }
     }
     touched_resources.clear();
-  };
-  auto flow_leaves = [&](int i) {
+  }
+  /// Fair-share flow i leaves its links; it is done.
+  void flow_leaves(int i) {
     detail::task_hot& h = at(i);
     const auto [rb, re] = res_of(i);
     for (const int* x = rb; x != re; ++x) {
@@ -1032,19 +1132,18 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
     comm_change(i, -1);
     h.remaining = 0;
     done_now.push_back(i);
-  };
-  auto turn_leaves = [&](int i, std::size_t r) {  // a single-link round-robin turn is over
+  }
+  /// A single-link round-robin turn (task i, on link r) is over.
+  [[gnu::always_inline]] void turn_leaves(int i, std::size_t r) {
     --link_users[r];
     link_dirty[r] = 1;
     touch_resource(static_cast<int>(r));
     turns.push_back(i);
-  };
+  }
 
-  for (int i : roots_) make_ready(i);
-  dispatch();
-  settle();
-
-  while (finished < n) {
+  /// Moves to the next event's time and pops every event due then (within the completion
+  /// tolerance of its task) into `popped`.
+  [[gnu::always_inline]] void pop_due() {
     if (heap.empty())
       throw plan_error("the task graph has a cycle: " + std::to_string(n - finished) +
                        " tasks can never start");
@@ -1053,86 +1152,93 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
       throw plan_error("a task can never finish: its resource serves it at rate 0");
     ++res.events;
     now = t;
-    // every event due now (within the completion tolerance of its task)
     popped.clear();
     while (!heap.empty() && heap.top().time() <= t + max_slack) popped.push_back(heap.pop());
-    bool multi_ended = false;
-    for (const detail::event& e : popped) {
-      if (static_cast<std::size_t>(e.id()) >= n) {  // a link's single-link flows
-        const std::size_t r = static_cast<std::size_t>(e.id()) - n;
-        auto& q = link_flows[r];
-        if (!(e.time() <= now + tolerance(q.top().id()) / vshare[r])) {
-          heap.set(e);
-          continue;
-        }
-        advance_link(r);
-        vclock[r] = std::max(vclock[r], q.top().time());  // the first flow is done
-        while (!q.empty() && q.top().time() <= vclock[r] + tolerance(q.top().id())) {
-          const int i = q.top().id();
-          if (const int o = at(i).out; o >= 0) {  // see edge_list
-            detail::prefetch(hot + edge_list[o].to);
-            detail::prefetch(records + edge_list[o].to);
-          }
-          q.pop();
-          if (at(i).kind() == discipline::fair_share)
-            flow_leaves(i);
-          else
-            turn_leaves(i, r);
-        }
-        continue;
+  }
+  /// Event `e` of a link's single-link flows: those done by its virtual clock leave it (or it
+  /// is put back, not yet due).
+  void link_event(const detail::event& e) {
+    const std::size_t r = static_cast<std::size_t>(e.id()) - n;
+    auto& q = link_flows[r];
+    if (!(e.time() <= now + tolerance(q.top().id()) / vshare[r])) {
+      heap.set(e);
+      return;
+    }
+    advance_link(r);
+    vclock[r] = std::max(vclock[r], q.top().time());  // the first flow is done
+    while (!q.empty() && q.top().time() <= vclock[r] + tolerance(q.top().id())) {
+      const int i = q.top().id();
+      if (const int o = at(i).out; o >= 0) {  // see edge_list
+        detail::prefetch(hot + edge_list[o].to);
+        detail::prefetch(records + edge_list[o].to);
       }
-      const int i = e.id();
-      detail::task_hot& h = at(i);
-      if (h.out >= 0) {  // see edge_list
-        detail::prefetch(hot + edge_list[h.out].to);
-        detail::prefetch(records + edge_list[h.out].to);
-      }
-      if (h.st == task_state::delayed) {
-        if (h.due <= now) {
-          wakes.push_back(i);
-        } else {
-          heap.set(e);
-        }
-        continue;
-      }
-      if (!(h.due <= now + h.tolerance() / h.rate)) {
-        heap.set(e);
-        continue;
-      }
-      if (h.kind() == discipline::fair_share) {
-        multi_ended = true;
-        const auto [rb, re] = res_of(i);
-        for (const int* x = rb; x != re; ++x) --link_multi[static_cast<std::size_t>(*x)];
-        h.st = task_state::done;  // marks it for removal from `multi`
+      q.pop();
+      if (at(i).kind() == discipline::fair_share)
         flow_leaves(i);
+      else
+        turn_leaves(i, r);
+    }
+  }
+  /// Event `e` of a task: its latency is over, or its flow or turn ended (or it is put back,
+  /// not yet due). Returns whether a flow or turn crossing several links ended.
+  [[gnu::always_inline]] bool task_event(const detail::event& e) {
+    const int i = e.id();
+    detail::task_hot& h = at(i);
+    if (h.out >= 0) {  // see edge_list
+      detail::prefetch(hot + edge_list[h.out].to);
+      detail::prefetch(records + edge_list[h.out].to);
+    }
+    if (h.st == detail::task_state::delayed) {
+      if (h.due <= now) {
+        wakes.push_back(i);
       } else {
-        if (h.links) {  // a round-robin turn leaves its links
-          const auto [rb, re] = res_of(i);
-          multi_ended = true;
-          h.turn_over = true;
-          for (const int* x = rb + 1; x != re; ++x) {
-            const auto ux = static_cast<std::size_t>(*x);
-            --link_multi[ux];
-            --link_users[ux];
-            link_dirty[ux] = 1;
-            touch_resource(*x);
-          }
-        }
-        turns.push_back(i);
+        heap.set(e);
       }
+      return false;
     }
-    if (multi_ended) {
-      multi.erase(std::remove_if(multi.begin(), multi.end(),
-                                 [&](int f) {
-                                   detail::task_hot& h = at(f);
-                                   const bool out = h.st == task_state::done || h.turn_over;
-                                   h.turn_over = false;
-                                   return out;
-                                 }),
-                  multi.end());
-      shares_changed = true;
+    if (!(h.due <= now + h.tolerance() / h.rate)) {
+      heap.set(e);
+      return false;
     }
-    // turns and tasks ended on fifo / round-robin resources, by resource
+    if (h.kind() == discipline::fair_share) {
+      const auto [rb, re] = res_of(i);
+      for (const int* x = rb; x != re; ++x) --link_multi[static_cast<std::size_t>(*x)];
+      h.st = detail::task_state::done;  // marks it for removal from `multi`
+      flow_leaves(i);
+      return true;
+    }
+    const bool multi_ended = h.links;
+    if (h.links) turn_leaves_links(i, h);
+    turns.push_back(i);
+    return multi_ended;
+  }
+  /// A round-robin turn over several links (task i) leaves its links.
+  void turn_leaves_links(int i, detail::task_hot& h) {
+    const auto [rb, re] = res_of(i);
+    h.turn_over = true;
+    for (const int* x = rb + 1; x != re; ++x) {
+      const auto ux = static_cast<std::size_t>(*x);
+      --link_multi[ux];
+      --link_users[ux];
+      link_dirty[ux] = 1;
+      touch_resource(*x);
+    }
+  }
+  /// Removes the flows and turns that ended from `multi`: fair shares change.
+  void drop_ended() {
+    multi.erase(std::remove_if(multi.begin(), multi.end(),
+                               [&](int f) {
+                                 detail::task_hot& h = at(f);
+                                 const bool out = h.st == detail::task_state::done || h.turn_over;
+                                 h.turn_over = false;
+                                 return out;
+                               }),
+                multi.end());
+    shares_changed = true;
+  }
+  /// Turns and tasks ended on fifo / round-robin resources, by resource: each task is done, or
+  /// (round-robin) goes to the back of the line.
+  void end_turns() {
     turns.sort([&](int a, int b) { return at(a).first < at(b).first; });
     for (int i : turns) {
       detail::task_hot& h = at(i);
@@ -1150,17 +1256,40 @@ inline result simulator::run_from(std::vector<detail::task_hot> T) const {
       }
     }
     turns.clear();
-    done_now.sort();
-    for (int i : done_now) finish(i);
-    done_now.clear();
-    wakes.sort();
-    for (int i : wakes) enqueue(i);
-    wakes.clear();
+  }
+  /// Runs the loop until every task is done.
+  result run() {
+    for (int i : sim.roots_) make_ready(i);
     dispatch();
     settle();
+    while (finished < n) {
+      pop_due();
+      bool multi_ended = false;
+      for (const detail::event& e : popped) {
+        if (static_cast<std::size_t>(e.id()) >= n)
+          link_event(e);
+        else if (task_event(e))
+          multi_ended = true;
+      }
+      if (multi_ended) drop_ended();
+      end_turns();
+      done_now.sort();
+      for (int i : done_now) finish(i);
+      done_now.clear();
+      wakes.sort();
+      for (int i : wakes) enqueue(i);
+      wakes.clear();
+      dispatch();
+      settle();
+    }
+    for (const auto& r : res.tasks) res.makespan = std::max(res.makespan, r.end);
+    return std::move(res);
   }
-  for (const auto& r : res.tasks) res.makespan = std::max(res.makespan, r.end);
-  return res;
+};
+
+/// The event loop (`event_loop`) on `T`.
+inline result simulator::run_from(std::vector<detail::task_hot> T) const {
+  return event_loop(*this, std::move(T)).run();
 }
 
 }  // namespace strata::sim
