@@ -254,30 +254,38 @@ inline ps_template make_template(const std::vector<ps_op>& ops, const std::vecto
   return t;
 }
 
-}  // namespace detail
+/// One worker's resources (Algorithm 3.1): its NIC both ways, WORKER, its steps' ends, the CPU
+/// that parses its downlinks (§3.2.1), and per parameter server a DOWNLINK, an UPLINK and a PS.
+struct ps_worker {
+  int nic_in, nic_out, worker, barrier, host;
+  std::vector<int> down, up, ps;
+};
 
-/// Li et al. Algorithm 3.1 for `c.workers` workers.
-[[nodiscard]] inline ps_result simulate_ps(const ps_job& job, const ps_config& c) {
-  detail::validate(job, c);
-  const int W = c.workers, M = job.servers;
+/// The resources of a job on the event core: every server's NIC both ways, then every worker's.
+struct ps_resources {
+  std::vector<int> ps_out, ps_in;
+  std::vector<ps_worker> workers;
+};
+
+/// Adds the resources of `servers` parameter servers and `c.workers` workers to `s`: DOWNLINK and
+/// UPLINK schedulers with HTTP/2's window WIN (infinite with flow control off, §3.3).
+inline ps_resources add_ps_resources(simulator& s, const ps_config& c, int servers) {
+  const int W = c.workers, M = servers;
   const double inf = std::numeric_limits<double>::infinity();
-  simulator s;
+  ps_resources net;
   // links: every server's NIC and every worker's NIC, both directions
-  std::vector<int> ps_out(static_cast<std::size_t>(M)), ps_in(static_cast<std::size_t>(M));
+  net.ps_out.resize(static_cast<std::size_t>(M));
+  net.ps_in.resize(static_cast<std::size_t>(M));
   for (int i = 0; i < M; ++i) {
-    ps_out[static_cast<std::size_t>(i)] =
+    net.ps_out[static_cast<std::size_t>(i)] =
         s.add_resource({"PS" + std::to_string(i) + " out", discipline::fair_share, c.bandwidth});
-    ps_in[static_cast<std::size_t>(i)] =
+    net.ps_in[static_cast<std::size_t>(i)] =
         s.add_resource({"PS" + std::to_string(i) + " in", discipline::fair_share, c.bandwidth});
   }
-  struct worker_res {
-    int nic_in, nic_out, worker, barrier, host;
-    std::vector<int> down, up, ps;
-  };
-  std::vector<worker_res> wr(static_cast<std::size_t>(W));
+  net.workers.resize(static_cast<std::size_t>(W));
   const double win = c.flow_control ? c.window : inf;
   for (int w = 0; w < W; ++w) {
-    auto& r = wr[static_cast<std::size_t>(w)];
+    auto& r = net.workers[static_cast<std::size_t>(w)];
     const std::string n = "worker " + std::to_string(w);
     r.nic_in = s.add_resource({n + " NIC in", discipline::fair_share, c.bandwidth, 0, w});
     r.nic_out = s.add_resource({n + " NIC out", discipline::fair_share, c.bandwidth, 0, w});
@@ -293,7 +301,11 @@ inline ps_template make_template(const std::vector<ps_op>& ops, const std::vecto
       r.ps.push_back(s.add_resource({n + " PS" + k, discipline::fifo, 1, 0, w}));
     }
   }
-  // per profiled step: the order its ops are added in (the downlinks' queue order)
+  return net;
+}
+
+/// Per profiled step: the order its ops are added in (the downlinks' queue order, §3.3).
+inline std::vector<std::vector<int>> queue_orders(const ps_job& job, const ps_config& c) {
   const std::size_t S = job.steps.size();
   std::vector<std::vector<int>> order(S);
   for (std::size_t k = 0; k < S; ++k) {
@@ -302,7 +314,7 @@ inline ps_template make_template(const std::vector<ps_op>& ops, const std::vecto
     o.resize(ops.size());
     std::iota(o.begin(), o.end(), 0);
     if (c.order == ps_order::tictac || c.order == ps_order::reverse) {
-      const auto need = detail::tictac_need(job.steps[k]);
+      const auto need = tictac_need(job.steps[k]);
       std::stable_sort(o.begin(), o.end(), [&](int a, int b) {
         const auto ua = static_cast<std::size_t>(a), ub = static_cast<std::size_t>(b);
         const bool da = ops[ua].res == ps_resource::downlink && ops[ua].deps.empty();
@@ -313,9 +325,19 @@ inline ps_template make_template(const std::vector<ps_op>& ops, const std::vecto
       });
     }
   }
-  // per profiled step: its sinks (ops nothing in the step depends on), which end the step
-  std::vector<std::vector<int>> sinks(S);
-  std::size_t most_tasks = 0;  // per step and worker, for reserving
+  return order;
+}
+
+/// The profiled steps' ends: per step its sinks, and the most tasks a step adds for a worker.
+struct ps_step_ends {
+  std::vector<std::vector<int>> sinks;
+  std::size_t most_tasks = 0;  ///< per step and worker, for reserving
+};
+
+/// Per profiled step: its sinks (ops nothing in the step depends on), which end the step.
+inline ps_step_ends step_ends(const ps_job& job) {
+  const std::size_t S = job.steps.size();
+  ps_step_ends e{std::vector<std::vector<int>>(S)};
   for (std::size_t k = 0; k < S; ++k) {
     const auto& ops = job.steps[k].ops;
     std::vector<char> has_dependent(ops.size(), 0);
@@ -325,123 +347,180 @@ inline ps_template make_template(const std::vector<ps_op>& ops, const std::vecto
       links += o.res == ps_resource::downlink || o.res == ps_resource::uplink ? 1 : 0;
     }
     for (std::size_t i = 0; i < ops.size(); ++i)
-      if (!has_dependent[i]) sinks[k].push_back(static_cast<int>(i));
-    most_tasks = std::max(most_tasks, ops.size() + links + 2);
+      if (!has_dependent[i]) e.sinks[k].push_back(static_cast<int>(i));
+    e.most_tasks = std::max(e.most_tasks, ops.size() + links + 2);
   }
-  // every profiled step's tasks, built once and stamped for each worker and step (with the
-  // random order, built again for every sampled step: its queue order is drawn each time)
-  const bool parse = c.alpha > 0 || c.beta > 0;
-  std::vector<detail::ps_template> tmpl(c.order == ps_order::random ? 0 : S);
-  for (std::size_t k = 0; k < tmpl.size(); ++k)
-    tmpl[k] = detail::make_template(job.steps[k].ops, order[k], sinks[k], parse, c.alpha, c.beta);
-  const auto total_steps = static_cast<std::size_t>(c.steps) * static_cast<std::size_t>(W);
-  s.reserve(total_steps * most_tasks);
-  detail::splitmix64 rng{c.seed};
+  return e;
+}
+
+/// Who ran a task and which op it was, for the timeline (`ps_event`).
+struct ps_task_info {
+  int worker, step, op, sampled;
+  bool parse;
+};
+
+/// Stamps every worker's sampled steps onto the event core (Algorithm 3.1 lines 35-38: a step
+/// starts when the previous one has finished).
+struct ps_stamper {
+  const ps_job& job;
+  const ps_config& c;
+  simulator& s;
+  const ps_resources& net;
+  const std::vector<std::vector<int>>& order;
+  const std::vector<std::vector<int>>& sinks;
+  const std::vector<ps_template>& tmpl;  ///< empty with the random order
+  const bool parse;
+  const int W = c.workers, M = job.servers;
+  splitmix64 rng{c.seed};
   std::vector<int> shuffled;
-  detail::ps_template drawn;  // the random order's template of the step being stamped
-  struct task_info {
-    int worker, step, op, sampled;
-    bool parse;
-  };
-  std::vector<task_info> info;  // per task, for the timeline only
-  if (c.timeline) info.reserve(total_steps * most_tasks);
-  std::vector<std::vector<int>> barrier(static_cast<std::size_t>(W));
-  for (auto& b : barrier) b.reserve(static_cast<std::size_t>(c.steps));
-  std::vector<int> global;  // synchronous: the end of step k on every worker
+  ps_template drawn;                      ///< the random order's template of the step being stamped
+  std::vector<ps_task_info> info;         ///< per task, for the timeline only
+  std::vector<std::vector<int>> barrier;  ///< per worker, its steps' ends
+  std::vector<int> global;                ///< synchronous: the end of step k on every worker
   int global_res = -1;
-  if (c.synchronous) global_res = s.add_resource({"all workers", discipline::fifo, 1, 0, -1});
-  // one step of every worker at a time, so task indices interleave workers (ties at equal times
-  // then go to workers in turn); `t` and `b` are reused, so adding a task allocates nothing
+  // reused, so that adding a task allocates nothing
   task_spec t_spec, b_spec;
-  b_spec.cls = task_class::other;
-  for (int step = 0; step < c.steps; ++step)
-    for (int w = 0; w < W; ++w) {
-      const auto& r = wr[static_cast<std::size_t>(w)];
-      const std::size_t k = rng.below(S);
-      const int prev = step == 0       ? -1
-                       : c.synchronous ? global[static_cast<std::size_t>(step - 1)]
-                                       : barrier[static_cast<std::size_t>(w)].back();
-      const detail::ps_template* tp = nullptr;
-      if (c.order == ps_order::random) {
-        shuffled = order[k];
-        for (std::size_t i = shuffled.size(); i > 1; --i)
-          std::swap(shuffled[i - 1], shuffled[rng.below(i)]);
-        drawn = detail::make_template(job.steps[k].ops, shuffled, sinks[k], parse, c.alpha, c.beta);
-        tp = &drawn;
-      } else {
-        tp = &tmpl[k];
-      }
-      // the template's tasks get ids base, base + 1, ... (the core numbers tasks as added)
-      const int base = static_cast<int>(s.tasks().size());
-      for (const auto& x : tp->tasks) {
-        t_spec.device = w;
-        t_spec.cls = task_class::compute;
-        t_spec.work = x.work;
-        const auto srv = static_cast<std::size_t>(x.server);
-        int res[3] = {0, 0, 0};
-        std::size_t nres = 1;
-        if (x.parse) {  // §3.2.1: parsing on the receiver
-          res[0] = x.res == ps_resource::downlink ? r.host : r.ps[srv];
-        } else {
-          switch (x.res) {
-            case ps_resource::downlink:
-              res[0] = r.down[srv];
-              res[1] = ps_out[srv];
-              res[2] = r.nic_in;
-              nres = M > 1 ? 3 : 2;
-              t_spec.cls = task_class::communication;
-              break;
-            case ps_resource::uplink:
-              res[0] = r.up[srv];
-              res[1] = ps_in[srv];
-              res[2] = r.nic_out;
-              nres = M > 1 ? 3 : 2;
-              t_spec.cls = task_class::communication;
-              break;
-            case ps_resource::worker:
-              res[0] = r.worker;
-              break;
-            case ps_resource::ps:
-              res[0] = r.ps[srv];
-              break;
-          }
-        }
-        t_spec.resources.assign(res, res + nres);
-        const bool after_prev = x.source && prev >= 0;
-        t_spec.deps.clear();
-        for (int d = x.dep_begin; d < x.dep_end; ++d)
-          t_spec.deps.push_back(base + tp->deps[static_cast<std::size_t>(d)]);
-        if (after_prev) t_spec.deps.push_back(prev);
-        s.add_task(t_spec);
-        if (c.timeline) info.push_back({w, step, x.op, static_cast<int>(k), x.parse});
-      }
-      // the step's end: after every op (its sinks suffice)
-      b_spec.resources.assign(1, r.barrier);
-      b_spec.device = w;
-      b_spec.deps.clear();
-      for (int e : tp->ends) b_spec.deps.push_back(base + e);
-      if (prev >= 0) b_spec.deps.push_back(prev);
-      barrier[static_cast<std::size_t>(w)].push_back(s.add_task(b_spec));
-      if (c.timeline) info.push_back({w, step, -1, static_cast<int>(k), false});
-      if (c.synchronous && w == W - 1) {  // the step's end on all workers
-        task_spec all;
-        all.resources = {global_res};
-        all.cls = task_class::other;
-        for (int v = 0; v < W; ++v) all.deps.push_back(barrier[static_cast<std::size_t>(v)].back());
-        global.push_back(s.add_task(std::move(all)));
-        if (c.timeline) info.push_back({-1, step, -1, -1, false});
+
+  /// Prepares stamping `total_steps` steps of at most `most_tasks` tasks each.
+  ps_stamper(const ps_job& job_, const ps_config& c_, simulator& s_, const ps_resources& net_,
+             const std::vector<std::vector<int>>& order_,
+             const std::vector<std::vector<int>>& sinks_, const std::vector<ps_template>& tmpl_,
+             bool parse_, std::size_t total_steps, std::size_t most_tasks)
+      : job(job_),
+        c(c_),
+        s(s_),
+        net(net_),
+        order(order_),
+        sinks(sinks_),
+        tmpl(tmpl_),
+        parse(parse_) {
+    if (c.timeline) info.reserve(total_steps * most_tasks);
+    barrier.resize(static_cast<std::size_t>(W));
+    for (auto& b : barrier) b.reserve(static_cast<std::size_t>(c.steps));
+    if (c.synchronous) global_res = s.add_resource({"all workers", discipline::fifo, 1, 0, -1});
+    b_spec.cls = task_class::other;
+  }
+
+  /// Every worker's `c.steps` steps, each drawn with replacement from the profiled ones (§3.4).
+  void stamp_all() {
+    // one step of every worker at a time, so task indices interleave workers (ties at equal times
+    // then go to workers in turn)
+    for (int step = 0; step < c.steps; ++step)
+      for (int w = 0; w < W; ++w) stamp(step, w);
+  }
+
+  /// Worker w's step `step`: a drawn profiled step's tasks, then the step's end.
+  [[gnu::always_inline]] void stamp(int step, int w) {
+    const auto& r = net.workers[static_cast<std::size_t>(w)];
+    const std::size_t k = rng.below(job.steps.size());
+    const int prev = step == 0       ? -1
+                     : c.synchronous ? global[static_cast<std::size_t>(step - 1)]
+                                     : barrier[static_cast<std::size_t>(w)].back();
+    const ps_template& tp = template_of(k);
+    // the template's tasks get ids base, base + 1, ... (the core numbers tasks as added)
+    const int base = static_cast<int>(s.tasks().size());
+    stamp_tasks(tp, r, w, step, k, prev, base);
+    end_step(tp, r, w, step, k, prev, base);
+  }
+
+  /// The template of profiled step k; with the random order, one built for a queue order drawn
+  /// now (its queue order is drawn for every sampled step).
+  const ps_template& template_of(std::size_t k) {
+    if (c.order != ps_order::random) return tmpl[k];
+    shuffled = order[k];
+    for (std::size_t i = shuffled.size(); i > 1; --i)
+      std::swap(shuffled[i - 1], shuffled[rng.below(i)]);
+    drawn = make_template(job.steps[k].ops, shuffled, sinks[k], parse, c.alpha, c.beta);
+    return drawn;
+  }
+
+  /// Adds template `tp`'s tasks as worker w's step, with ids from `base`; its sources wait for
+  /// `prev`, the previous step's end.
+  [[gnu::always_inline]] void stamp_tasks(const ps_template& tp, const ps_worker& r, int w,
+                                          int step, std::size_t k, int prev, int base) {
+    // locals, so that the loop keeps them in registers across `add_task`
+    simulator& core = s;
+    task_spec& t = t_spec;
+    const bool timeline = c.timeline;
+    for (const auto& x : tp.tasks) {
+      t.device = w;
+      t.cls = task_class::compute;
+      t.work = x.work;
+      int res[3] = {0, 0, 0};
+      const std::size_t nres = resources_of(x, r, res);
+      t.resources.assign(res, res + nres);
+      const bool after_prev = x.source && prev >= 0;
+      t.deps.clear();
+      for (int d = x.dep_begin; d < x.dep_end; ++d)
+        t.deps.push_back(base + tp.deps[static_cast<std::size_t>(d)]);
+      if (after_prev) t.deps.push_back(prev);
+      core.add_task(t);
+      if (timeline) info.push_back({w, step, x.op, static_cast<int>(k), x.parse});
+    }
+  }
+
+  /// The resources task x of worker r crosses, in `res` (their number returned); a transfer
+  /// becomes communication.
+  [[gnu::always_inline]] std::size_t resources_of(const ps_template::task& x, const ps_worker& r,
+                                                  int (&res)[3]) {
+    const auto srv = static_cast<std::size_t>(x.server);
+    std::size_t nres = 1;
+    if (x.parse) {  // §3.2.1: parsing on the receiver
+      res[0] = x.res == ps_resource::downlink ? r.host : r.ps[srv];
+    } else {
+      switch (x.res) {
+        case ps_resource::downlink:
+          res[0] = r.down[srv];
+          res[1] = net.ps_out[srv];
+          res[2] = r.nic_in;
+          nres = M > 1 ? 3 : 2;
+          t_spec.cls = task_class::communication;
+          break;
+        case ps_resource::uplink:
+          res[0] = r.up[srv];
+          res[1] = net.ps_in[srv];
+          res[2] = r.nic_out;
+          nres = M > 1 ? 3 : 2;
+          t_spec.cls = task_class::communication;
+          break;
+        case ps_resource::worker:
+          res[0] = r.worker;
+          break;
+        case ps_resource::ps:
+          res[0] = r.ps[srv];
+          break;
       }
     }
-  ps_result out;
-  out.tasks = s.tasks().size();
-  const result run = std::move(s).run();  // run once: its task state is not copied
-  out.core_events = run.events;
-  out.step_end.resize(static_cast<std::size_t>(W));
-  for (int w = 0; w < W; ++w)
-    for (int b : barrier[static_cast<std::size_t>(w)])
-      out.step_end[static_cast<std::size_t>(w)].push_back(
-          run.tasks[static_cast<std::size_t>(b)].end);
-  // throughput after warm-up (§4: Li et al. leave out the first steps)
+    return nres;
+  }
+
+  /// Worker w's step end: after every op (its sinks suffice) and the previous step's end; with
+  /// `synchronous`, after the last worker's, the step's end on all workers.
+  [[gnu::always_inline]] void end_step(const ps_template& tp, const ps_worker& r, int w, int step,
+                                       std::size_t k, int prev, int base) {
+    b_spec.resources.assign(1, r.barrier);
+    b_spec.device = w;
+    b_spec.deps.clear();
+    for (int e : tp.ends) b_spec.deps.push_back(base + e);
+    if (prev >= 0) b_spec.deps.push_back(prev);
+    barrier[static_cast<std::size_t>(w)].push_back(s.add_task(b_spec));
+    if (c.timeline) info.push_back({w, step, -1, static_cast<int>(k), false});
+    if (c.synchronous && w == W - 1) {  // the step's end on all workers
+      task_spec all;
+      all.resources = {global_res};
+      all.cls = task_class::other;
+      for (int v = 0; v < W; ++v) all.deps.push_back(barrier[static_cast<std::size_t>(v)].back());
+      global.push_back(s.add_task(std::move(all)));
+      if (c.timeline) info.push_back({-1, step, -1, -1, false});
+    }
+  }
+};
+
+/// The throughput after warm-up (§4: Li et al. leave out the first steps): steps ending between
+/// the last worker's end of warm-up and the first worker's end of its last step, times the
+/// batch, over that interval; and a worker's mean step time after warm-up.
+inline void measure_throughput(ps_result& out, const ps_job& job, const ps_config& c) {
+  const double inf = std::numeric_limits<double>::infinity();
   double t0 = 0, t1 = inf;
   for (const auto& e : out.step_end) {
     if (c.warmup > 0) t0 = std::max(t0, e[static_cast<std::size_t>(c.warmup - 1)]);
@@ -460,16 +539,55 @@ inline ps_template make_template(const std::vector<ps_op>& ops, const std::vecto
   out.window_start = t0;
   out.window_end = t1;
   out.throughput = static_cast<double>(counted) * job.batch / (t1 - t0);
-  out.step_time = per_worker / W;
-  if (c.timeline) {
-    out.events.reserve(info.size());
-    for (std::size_t i = 0; i < info.size(); ++i) {
-      if (info[i].op < 0) continue;
-      const auto& rec = run.tasks[i];
-      out.events.push_back({info[i].worker, info[i].step, info[i].op, info[i].sampled,
-                            info[i].parse, rec.start, rec.end});
-    }
+  out.step_time = per_worker / c.workers;
+}
+
+/// Every op's interval in `run` (the steps' ends left out), for the synthetic trace.
+inline void read_timeline(ps_result& out, const result& run,
+                          const std::vector<ps_task_info>& info) {
+  out.events.reserve(info.size());
+  for (std::size_t i = 0; i < info.size(); ++i) {
+    if (info[i].op < 0) continue;
+    const auto& rec = run.tasks[i];
+    out.events.push_back({info[i].worker, info[i].step, info[i].op, info[i].sampled, info[i].parse,
+                          rec.start, rec.end});
   }
+}
+
+}  // namespace detail
+
+/// Li et al. Algorithm 3.1 for `c.workers` workers.
+[[nodiscard]] inline ps_result simulate_ps(const ps_job& job, const ps_config& c) {
+  detail::validate(job, c);
+  const int W = c.workers;
+  simulator s;
+  const detail::ps_resources net = detail::add_ps_resources(s, c, job.servers);
+  const std::vector<std::vector<int>> order = detail::queue_orders(job, c);
+  const detail::ps_step_ends ends = detail::step_ends(job);
+  // every profiled step's tasks, built once and stamped for each worker and step (with the
+  // random order, built again for every sampled step: its queue order is drawn each time)
+  const std::size_t S = job.steps.size();
+  const bool parse = c.alpha > 0 || c.beta > 0;
+  std::vector<detail::ps_template> tmpl(c.order == ps_order::random ? 0 : S);
+  for (std::size_t k = 0; k < tmpl.size(); ++k)
+    tmpl[k] =
+        detail::make_template(job.steps[k].ops, order[k], ends.sinks[k], parse, c.alpha, c.beta);
+  const auto total_steps = static_cast<std::size_t>(c.steps) * static_cast<std::size_t>(W);
+  s.reserve(total_steps * ends.most_tasks);
+  detail::ps_stamper st(job, c, s, net, order, ends.sinks, tmpl, parse, total_steps,
+                        ends.most_tasks);
+  st.stamp_all();
+  ps_result out;
+  out.tasks = s.tasks().size();
+  const result run = std::move(s).run();  // run once: its task state is not copied
+  out.core_events = run.events;
+  out.step_end.resize(static_cast<std::size_t>(W));
+  for (int w = 0; w < W; ++w)
+    for (int b : st.barrier[static_cast<std::size_t>(w)])
+      out.step_end[static_cast<std::size_t>(w)].push_back(
+          run.tasks[static_cast<std::size_t>(b)].end);
+  detail::measure_throughput(out, job, c);
+  if (c.timeline) detail::read_timeline(out, run, st.info);
   return out;
 }
 

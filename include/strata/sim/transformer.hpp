@@ -56,12 +56,11 @@ struct transformer_run {
   int simulated_ranks = 1;  ///< one per pipeline stage
 };
 
-/// Simulates one iteration of a transformer plan. Checks it like `analytic::evaluate`.
-[[nodiscard]] inline transformer_run simulate(const transformer& m, const parallel::nd& s,
-                                              const cluster& c, const training& tr,
-                                              const device_profile& prof,
-                                              const transformer_options& o = {}) {
-  using parallel::axis;
+namespace detail {
+
+/// Checks plan `s` and options `o` before `simulate` lowers them, like `analytic::evaluate`.
+inline void check_transformer_run(const transformer& m, const parallel::nd& s, const cluster& c,
+                                  const training& tr, const transformer_options& o) {
   s.check(m, tr, c.devices());
   if (o.buckets < 1) throw plan_error("the gradient reduction needs at least one bucket");
   if (o.max_in_flight < 0) throw plan_error("max_in_flight must not be negative");
@@ -76,6 +75,46 @@ struct transformer_run {
     throw plan_error(
         "max_in_flight: an interleaved schedule keeps at least p (the pipeline degree) "
         "micro-batches in flight on each stage");
+}
+
+/// One pipeline stage's resources on the event core (`transformer_builder::add_resources`).
+struct stage_resources {
+  int compute, out, in, pcap, dcap, host = -1, issue = -1;
+};
+
+/// Stage i's parameters and data-parallel calls with their prices, as one pass over the stages
+/// prices them.
+struct stage_pass {
+  int i;
+  std::size_t I;
+  analytic::stage_parameters n, tn;
+  int stage_layers;
+  parallel::calls_per_step calls;
+  analytic::data_collective_costs dc;
+  analytic::call_cost layer_gather;  ///< one layer's share of the ZeRO-3 all-gather
+};
+
+/// A unit (micro-batch, chunk) of a stage's program: where it runs and what it names its tasks.
+struct unit_at {
+  parallel::pipeline_unit u;
+  int gs;                ///< virtual stage: chunk * p + stage
+  std::size_t GS, J, U;  ///< gs, the micro-batch, the unit's index among the stage's
+  std::string tag;       ///< "micro.chunk @stage"
+  bool gathers;          ///< ZeRO-3 gathers each layer's weights
+  int layers;            ///< the chunk's layers
+};
+
+/// The event graph of one transformer iteration as `simulate` builds it: the plan's prices, the
+/// stages' resources and memory, and the schedule's bookkeeping, which its pieces share.
+struct transformer_builder {
+  const transformer& m;
+  const parallel::nd& s;
+  const cluster& c;
+  const training& tr;
+  const device_profile& prof;
+  const transformer_options& o;
+  simulator& g;
+  const int p = s.pipeline.degree, v = s.pipeline.virtual_stages, mb = s.micro_batches(tr);
   const analytic::layer_compute lc = analytic::lower_layer(m, prof, tr, lower::shard_of(m, s, tr));
   // the per-layer collectives of the closed form
   const double seq = analytic::detail::sequence_of(m, tr);
@@ -88,65 +127,120 @@ struct transformer_run {
   const analytic::stage_spans spans = analytic::spans_of(lc, lcoll, rc);
   // an eager host issues every kernel: each compute task waits for its kernels to be issued
   const bool host_model = lc.per_kernel > 0 || lc.checkpoint_host > 0 || lc.per_tensor > 0;
-
-  transformer_run out;
-  out.simulated_ranks = p;
-  simulator& g = out.graph;
-  g.set_overlap_factor(o.gamma);
   // resources: per stage a compute stream, a NIC out and in (shared wires), a cap on its
   // pipeline sends and one on its data-parallel flows
-  const group pg = s.group_of(axis::pipeline);
+  const group pg = s.group_of(parallel::axis::pipeline);
   const interconnect pipe_link = p > 1 ? c.between(0, pg.stride) : c.levels[0].pair;
-  const comm::group_view dv = comm::view(c, {0, s.data.degree, s.group_of(axis::data).stride});
+  const comm::group_view dv =
+      comm::view(c, {0, s.data.degree, s.group_of(parallel::axis::data).stride});
   const double nic = std::max(pipe_link.bandwidth.count(), dv.ring.bandwidth.count());
-  struct stage_res {
-    int compute, out, in, pcap, dcap, host = -1, issue = -1;
-  };
-  std::vector<stage_res> res(static_cast<std::size_t>(p));
-  for (int i = 0; i < p; ++i) {
-    const std::string n = "stage " + std::to_string(i);
-    auto& r = res[static_cast<std::size_t>(i)];
-    r.compute = g.add_resource({n + " compute", discipline::fifo, 1, 0, i});
-    r.out = g.add_resource({n + " NIC out", discipline::fair_share, nic, 0, i});
-    r.in = g.add_resource({n + " NIC in", discipline::fair_share, nic, 0, i});
-    r.pcap = g.add_resource(
-        {n + " pipeline sends", discipline::fair_share, pipe_link.bandwidth.count(), 0, i});
-    r.dcap = g.add_resource(
-        {n + " data-parallel", discipline::fair_share, dv.ring.bandwidth.count(), 0, i});
-    if (host_model) {
-      r.host = g.add_resource({n + " host", discipline::fifo, 1, 0, i});
-      r.issue = g.add_resource({n + " issue lead", discipline::fifo, 1, 0, i});
-    }
-  }
-  // memory (the tensors of `analytic::stage_memory`'s moments): the stage's between-steps
-  // memory all iteration; per micro-batch and layer its saved tensors and weight copies (forward
-  // to backward); the embedding's and the head's tensors and the loss's working set; a
-  // recomputed layer while its backward runs; gradients made by the backward (unless the recipe
-  // keeps them all step), each layer's once the next layer's backward starts
-  std::vector<int> states(static_cast<std::size_t>(p)), working(static_cast<std::size_t>(p));
+  std::vector<stage_resources> res = std::vector<stage_resources>(static_cast<std::size_t>(p));
+  std::vector<int> states = std::vector<int>(static_cast<std::size_t>(p)),
+                   working = std::vector<int>(static_cast<std::size_t>(p));
   std::vector<analytic::memory_terms> terms;
   const analytic::plan_keeps keeps = analytic::keeps_of(m, s, tr);
-  for (int i = 0; i < p; ++i) {
-    const auto x = analytic::stage_terms(m, s, tr, i, keeps);
-    terms.push_back(x);
-    g.set_memory_capacity(i, c.dev.memory.count());
-    states[static_cast<std::size_t>(i)] =
-        g.add_tensor({"between steps", i, x.states.between_steps.count()});
-    working[static_cast<std::size_t>(i)] =
-        g.add_tensor({"recomputed layer", i,
-                      x.rebuilt + (rc == parallel::recompute::full ? x.full_casts : 0.0)});
-  }
   const bool vocab_parallel = tr.framework.loss == frameworks::loss_style::vocab_parallel;
-  auto tensor = [&](int i, const char* name, double bytes) {
-    return g.add_tensor({name, i, bytes});
-  };
-  // data-parallel collectives of a stage, priced as the closed form prices them
-  // (`analytic::data_collectives_of`): a flow that starts after the calls' start-up and moves the
-  // bytes their transfer takes on the data-parallel link, so that alone it takes exactly the
-  // calls' time and contention stretches only the transfer
   const double shards = static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
-  auto dp_flow = [&](int i, const std::string& name, analytic::call_cost cost,
-                     std::vector<int> deps) {
+  std::vector<int> prev_host = std::vector<int>(static_cast<std::size_t>(p), -1);
+  const double send_bytes = b * sl * h * act / tp;
+  std::vector<std::vector<parallel::pipeline_unit>> prog =
+      std::vector<std::vector<parallel::pipeline_unit>>(static_cast<std::size_t>(p));
+  // by virtual stage (chunk * p + i) and micro-batch: the send that delivers its input
+  std::vector<std::vector<int>> fsend = std::vector<std::vector<int>>(
+      static_cast<std::size_t>(p * v), std::vector<int>(static_cast<std::size_t>(mb), -1));
+  std::vector<std::vector<int>> bsend = fsend, fdone = fsend;
+  std::vector<std::size_t> next = std::vector<std::size_t>(static_cast<std::size_t>(p), 0);
+  // the stage's previous compute task
+  std::vector<int> last = std::vector<int>(static_cast<std::size_t>(p), -1);
+  std::vector<int> prev_dp = std::vector<int>(static_cast<std::size_t>(p), -1);
+  // what the update waits on
+  std::vector<std::vector<int>> pending =
+      std::vector<std::vector<int>>(static_cast<std::size_t>(p));
+  std::vector<int> remaining_bwd = std::vector<int>(static_cast<std::size_t>(p * mb), v);
+  const parallel::zero_stage zero = s.data.sharding();
+  const bool has_dp = shards > 1;
+  const double gb = tr.gradient_bytes();
+  const int vp = p * v;
+  // per stage and unit (micro-batch, chunk): each layer's saved tensors, the tensors the unit's
+  // last backward frees, the loss's (freed by the head's backward)
+  using per_unit = std::vector<std::vector<int>>;
+  const std::size_t units = static_cast<std::size_t>(mb * v);
+  std::vector<per_unit> layer_t =
+      std::vector<per_unit>(static_cast<std::size_t>(p), per_unit(units));
+  std::vector<per_unit> held = layer_t, loss = layer_t;
+  std::vector<per_unit> until = layer_t;
+  std::vector<int> until_free;
+  std::vector<double> layer_bytes, until_bytes;
+  const double embed_bytes = keeps.embedding.activation;
+  std::vector<int> made_grads = std::vector<int>(static_cast<std::size_t>(p), 0);
+  // left to run per stage
+  std::vector<int> backward_units = std::vector<int>(static_cast<std::size_t>(p), (mb * v));
+  std::vector<std::vector<int>> grads = std::vector<std::vector<int>>(static_cast<std::size_t>(p));
+
+  /// Prices plan `s` of `m_` on `c_` for building its iteration into `g_`.
+  transformer_builder(const transformer& m_, const parallel::nd& s_, const cluster& c_,
+                      const training& tr_, const device_profile& prof_,
+                      const transformer_options& o_, simulator& g_)
+      : m(m_), s(s_), c(c_), tr(tr_), prof(prof_), o(o_), g(g_) {}
+
+  /// Builds the iteration: resources, memory, the schedule's tasks, then the optimizer steps.
+  void build() {
+    g.set_overlap_factor(o.gamma);
+    add_resources();
+    add_memory();
+    prepare_schedule();
+    lower_schedule();
+    add_optimizer_steps();
+  }
+
+  /// Adds per stage a compute stream, a NIC out and in, caps on its pipeline sends and its
+  /// data-parallel flows, and with an eager host its host and issue lead.
+  void add_resources() {
+    for (int i = 0; i < p; ++i) {
+      const std::string n = "stage " + std::to_string(i);
+      auto& r = res[static_cast<std::size_t>(i)];
+      r.compute = g.add_resource({n + " compute", discipline::fifo, 1, 0, i});
+      r.out = g.add_resource({n + " NIC out", discipline::fair_share, nic, 0, i});
+      r.in = g.add_resource({n + " NIC in", discipline::fair_share, nic, 0, i});
+      r.pcap = g.add_resource(
+          {n + " pipeline sends", discipline::fair_share, pipe_link.bandwidth.count(), 0, i});
+      r.dcap = g.add_resource(
+          {n + " data-parallel", discipline::fair_share, dv.ring.bandwidth.count(), 0, i});
+      if (host_model) {
+        r.host = g.add_resource({n + " host", discipline::fifo, 1, 0, i});
+        r.issue = g.add_resource({n + " issue lead", discipline::fifo, 1, 0, i});
+      }
+    }
+  }
+
+  /// Adds each stage's memory capacity, its between-steps memory and its recomputed layer.
+  void add_memory() {
+    // memory (the tensors of `analytic::stage_memory`'s moments): the stage's between-steps
+    // memory all iteration; per micro-batch and layer its saved tensors and weight copies (forward
+    // to backward); the embedding's and the head's tensors and the loss's working set; a
+    // recomputed layer while its backward runs; gradients made by the backward (unless the recipe
+    // keeps them all step), each layer's once the next layer's backward starts
+    for (int i = 0; i < p; ++i) {
+      const auto x = analytic::stage_terms(m, s, tr, i, keeps);
+      terms.push_back(x);
+      g.set_memory_capacity(i, c.dev.memory.count());
+      states[static_cast<std::size_t>(i)] =
+          g.add_tensor({"between steps", i, x.states.between_steps.count()});
+      working[static_cast<std::size_t>(i)] =
+          g.add_tensor({"recomputed layer", i,
+                        x.rebuilt + (rc == parallel::recompute::full ? x.full_casts : 0.0)});
+    }
+  }
+
+  /// A tensor of `bytes` on stage i.
+  int tensor(int i, const char* name, double bytes) { return g.add_tensor({name, i, bytes}); }
+
+  /// A data-parallel collective of stage i after `deps`, priced as the closed form prices it.
+  int dp_flow(int i, const std::string& name, analytic::call_cost cost, std::vector<int> deps) {
+    // data-parallel collectives of a stage, priced as the closed form prices them
+    // (`analytic::data_collectives_of`): a flow that starts after the calls' start-up and moves
+    // the bytes their transfer takes on the data-parallel link, so that alone it takes exactly the
+    // calls' time and contention stretches only the transfer
     const auto& r = res[static_cast<std::size_t>(i)];
     return g.add_task({.name = name,
                        .resources = {r.dcap, r.out, r.in},
@@ -155,11 +249,13 @@ struct transformer_run {
                        .cls = task_class::communication,
                        .device = i,
                        .latency = cost.startup.count()});
-  };
-  std::vector<int> prev_host(static_cast<std::size_t>(p), -1);
-  auto compute_task = [&](int i, const std::string& name, lower::span t, std::vector<int> deps,
-                          task_class cls = task_class::compute, std::vector<int> produces = {},
-                          std::vector<int> consumes = {}) {
+  }
+
+  /// A task of span t on stage i's compute stream after `deps`; with an eager host, after its
+  /// kernels are issued (`hosted_task`).
+  int compute_task(int i, const std::string& name, lower::span t, std::vector<int> deps,
+                   task_class cls = task_class::compute, std::vector<int> produces = {},
+                   std::vector<int> consumes = {}) {
     const auto& r = res[static_cast<std::size_t>(i)];
     if (!host_model || t.host <= 0)
       return g.add_task({.name = name,
@@ -170,30 +266,21 @@ struct transformer_run {
                          .device = i,
                          .produces = std::move(produces),
                          .consumes = std::move(consumes)});
+    return hosted_task(i, name, t, deps, cls, produces, consumes);
+  }
+
+  /// `compute_task` with an eager host: the host issues the task's kernels as a task of its own.
+  int hosted_task(int i, const std::string& name, const lower::span& t, std::vector<int>& deps,
+                  task_class cls, std::vector<int>& produces, std::vector<int>& consumes) {
+    const auto& r = res[static_cast<std::size_t>(i)];
     // The task's kernels can start once the host has issued enough of them: `first.time -
     // first.gpu` after it finished issuing the previous task's (`lower::span`). A task with a
     // synchronization runs as two: up to the host and GPU meeting at its last synchronization,
     // then the rest, issued from there.
-    auto& host = prev_host[static_cast<std::size_t>(i)];
-    auto lead = [&](const std::string& what, double seconds_, std::vector<int> after) {
-      return g.add_task({.name = name + what,
-                         .resources = {r.issue},
-                         .work = seconds_,
-                         .deps = std::move(after),
-                         .cls = task_class::other,
-                         .device = i});
-    };
-    auto issue = [&](double seconds_, std::vector<int> after) {
-      host = g.add_task({.name = name + " (host)",
-                         .resources = {r.host},
-                         .work = seconds_,
-                         .deps = std::move(after),
-                         .cls = task_class::other,
-                         .device = i});
-    };
+    const int host = prev_host[static_cast<std::size_t>(i)];
     const std::vector<int> after_host = host >= 0 ? std::vector<int>{host} : std::vector<int>{};
-    deps.push_back(lead(" (issued)", t.first.time - t.first.gpu, after_host));
-    if (!t.synced) issue(t.host, after_host);
+    deps.push_back(issue_lead(i, name, " (issued)", t.first.time - t.first.gpu, after_host));
+    if (!t.synced) issue_host(i, name, t.host, after_host);
     const double work = t.synced ? t.first.gpu + t.middle : t.gpu;
     int task = g.add_task({.name = name,
                            .resources = {r.compute},
@@ -204,8 +291,9 @@ struct transformer_run {
                            .produces = std::move(produces),
                            .consumes = t.synced ? std::vector<int>{} : consumes});
     if (!t.synced) return task;
-    issue(t.last.host, {task});
-    const int second = lead(" (issued after sync)", t.last.time - t.last.gpu, {task});
+    issue_host(i, name, t.last.host, {task});
+    const int second =
+        issue_lead(i, name, " (issued after sync)", t.last.time - t.last.gpu, {task});
     return g.add_task({.name = name + " (after sync)",
                        .resources = {r.compute},
                        .work = t.last.gpu,
@@ -213,10 +301,35 @@ struct transformer_run {
                        .cls = cls,
                        .device = i,
                        .consumes = std::move(consumes)});
-  };
-  auto comm_span = [](seconds t) { return lower::span::kernel(0, t.count()); };
-  const double send_bytes = b * sl * h * act / tp;
-  auto send = [&](int from, int to, const std::string& name, int after) {
+  }
+
+  /// The lead of `seconds_` the host needs before a task's kernels can start, on stage i.
+  int issue_lead(int i, const std::string& name, const char* what, double seconds_,
+                 std::vector<int> after) {
+    return g.add_task({.name = name + what,
+                       .resources = {res[static_cast<std::size_t>(i)].issue},
+                       .work = seconds_,
+                       .deps = std::move(after),
+                       .cls = task_class::other,
+                       .device = i});
+  }
+
+  /// Stage i's host issuing a task's kernels for `seconds_`: the stage's latest host task.
+  void issue_host(int i, const std::string& name, double seconds_, std::vector<int> after) {
+    prev_host[static_cast<std::size_t>(i)] =
+        g.add_task({.name = name + " (host)",
+                    .resources = {res[static_cast<std::size_t>(i)].host},
+                    .work = seconds_,
+                    .deps = std::move(after),
+                    .cls = task_class::other,
+                    .device = i});
+  }
+
+  /// A blocking collective of `t` as a span on the compute stream.
+  static lower::span comm_span(seconds t) { return lower::span::kernel(0, t.count()); }
+
+  /// The activations or gradients of a micro-batch sent from stage `from` to `to` after `after`.
+  int send(int from, int to, const std::string& name, int after) {
     const auto& a = res[static_cast<std::size_t>(from)];
     const auto& z = res[static_cast<std::size_t>(to)];
     return g.add_task({.name = name,
@@ -226,230 +339,290 @@ struct transformer_run {
                        .cls = task_class::communication,
                        .device = from,
                        .latency = pipe_link.alpha.count()});
-  };
-
-  // programs and task creation in an order that respects the cross-stage dependencies
-  std::vector<std::vector<parallel::pipeline_unit>> prog(static_cast<std::size_t>(p));
-  for (int i = 0; i < p; ++i)
-    prog[static_cast<std::size_t>(i)] = s.pipeline.program(mb, i, o.max_in_flight);
-  // by virtual stage (chunk * p + i) and micro-batch: the send that delivers its input
-  std::vector<std::vector<int>> fsend(static_cast<std::size_t>(p * v),
-                                      std::vector<int>(static_cast<std::size_t>(mb), -1));
-  std::vector<std::vector<int>> bsend = fsend, fdone = fsend;
-  std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
-  std::vector<int> last(static_cast<std::size_t>(p), -1);  // the stage's previous compute task
-  std::vector<int> prev_dp(static_cast<std::size_t>(p), -1);
-  std::vector<std::vector<int>> pending(static_cast<std::size_t>(p));  // what the update waits on
-  std::vector<int> remaining_bwd(static_cast<std::size_t>(p * mb), v);
-  const parallel::zero_stage zero = s.data.sharding();
-  const bool has_dp = shards > 1;
-  const auto np = [&](int i) { return analytic::parameters_on(m, s, i); };
-  const double gb = tr.gradient_bytes();
-  const int vp = p * v;
-  // per stage and unit (micro-batch, chunk): each layer's saved tensors, the tensors the unit's
-  // last backward frees, the loss's (freed by the head's backward)
-  using per_unit = std::vector<std::vector<int>>;
-  const auto units = static_cast<std::size_t>(mb * v);
-  std::vector<per_unit> layer_t(static_cast<std::size_t>(p), per_unit(units)), held = layer_t,
-                                                                               loss = layer_t;
-  auto U = [&](const parallel::pipeline_unit& u) {
-    return static_cast<std::size_t>(u.micro * v + u.chunk);
-  };
-  std::vector<per_unit> until = layer_t;
-  std::vector<int> until_free;
-  std::vector<double> layer_bytes, until_bytes;
-  for (const auto& x : terms) {
-    layer_bytes.push_back(x.saved + x.casts);
-    until_bytes.push_back(x.until_loss / std::max(1.0, x.layers * x.in_flight));
   }
-  const double embed_bytes = keeps.embedding.activation;
-  std::vector<int> made_grads(static_cast<std::size_t>(p), 0);
-  std::vector<int> backward_units(static_cast<std::size_t>(p), mb * v);  // left to run per stage
-  std::vector<std::vector<int>> grads(static_cast<std::size_t>(p));
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int i = 0; i < p; ++i) {
-      const auto I = static_cast<std::size_t>(i);
-      const auto n = np(i);
-      const auto tn = analytic::trained_on(m, s, tr, i);  // what is reduced (LoRA: adapters)
-      const int stage_layers = s.stage_layers(m, i);
-      // ZeRO-3 gathers one layer's weights at a time, one layer ahead of the compute, in the
-      // engine's calls (one per module under DeepSpeed: each pays the start-up)
-      const parallel::calls_per_step calls =
-          analytic::collective_calls(m, s, tr, stage_layers, (tn.dense + tn.expert) * gb);
-      const analytic::data_collective_costs dc =
-          analytic::data_collectives_of(s, c, tr, n, tn, calls);
-      const analytic::call_cost layer_gather = (1.0 / std::max(1, stage_layers)) * dc.all_gather;
-      // with overlap a layer's gather may start once the layer two back has run (one layer of
-      // prefetch, two gathered at most); without, after the compute just before it
-      auto gather = [&](const std::string& name, int two_back, int just_before) {
-        std::vector<int> d;
-        if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
-        const int after = o.overlap ? two_back : just_before >= 0 ? just_before : last[I];
-        if (after >= 0) d.push_back(after);
-        prev_dp[I] = dp_flow(i, name, layer_gather, d);
-        return prev_dp[I];
-      };
-      while (next[I] < prog[I].size()) {
-        const parallel::pipeline_unit u = prog[I][next[I]];
-        const int gs = u.chunk * p + i;  // virtual stage
-        const auto GS = static_cast<std::size_t>(gs), J = static_cast<std::size_t>(u.micro);
-        std::vector<int> deps;
-        if (last[I] >= 0) deps.push_back(last[I]);
-        const std::string tag =
-            std::to_string(u.micro) + "." + std::to_string(u.chunk) + " @" + std::to_string(i);
-        const bool gathers = zero.shards_weights() && has_dp;
-        const int layers = s.pipeline.chunk_layers(m.layers, i, u.chunk);
-        if (u.forward) {
-          if (gs > 0 && fsend[GS - 1][J] < 0) break;
-          if (gs > 0) deps.push_back(fsend[GS - 1][J]);
-          int task = -1, before = -1;
-          for (int l = 0; l < layers; ++l) {
-            const std::string lt = " layer " + std::to_string(l) + " mb " + tag;
-            std::vector<int> d = l == 0 ? deps : std::vector<int>{task};
-            if (gathers) d.push_back(gather("all-gather weights" + lt, before, task));
-            lower::span t = lc.forward;
-            std::vector<int> produces{tensor(i, "layer activations", layer_bytes[I])};
-            layer_t[I][U(u)].push_back(produces.back());
-            if (l == 0 && gs == 0) {
-              t = lc.embedding_forward.then(t);
-              produces.push_back(tensor(i, "embedding activations", embed_bytes));
-              held[I][U(u)].push_back(produces.back());
-            }
-            if (until_bytes[I] > 0) {
-              produces.push_back(tensor(i, "until the loss", until_bytes[I]));
-              until[I][U(u)].push_back(produces.back());
-            }
-            if (l == 0 && next[I] == 0) produces.push_back(states[I]);
-            before = task;
-            task = compute_task(i, "forward" + lt, t, std::move(d), task_class::compute,
-                                std::move(produces));
-            if (comm_fwd > seconds{})
-              task = compute_task(i, "collectives" + lt, comm_span(comm_fwd), {task},
-                                  task_class::communication);
-          }
-          if (gs == vp - 1) {
-            // the head and the loss: the caches die with the forward, the loss's forward working
-            // set with this task; what the head's backward needs stays
-            const auto& x = terms[I];
-            const int kept = tensor(i, "head activations", x.head);
-            (vocab_parallel ? held[I][U(u)] : loss[I][U(u)]).push_back(kept);
-            const int casts = tensor(i, "head weight copies", x.head_casts);
-            loss[I][U(u)].push_back(casts);
-            const int logits = tensor(i, "logits", x.held_logits);
-            held[I][U(u)].push_back(logits);
-            task =
-                compute_task(i, "head mb " + tag, lc.head_forward, {task}, task_class::compute,
-                             {kept, casts, logits, tensor(i, "loss (forward)", x.forward_logits)},
-                             until[I][U(u)]);
-          } else if (!until[I][U(u)].empty()) {
-            until_free.push_back(compute_task(i, "free caches mb " + tag, {}, {task},
-                                              task_class::compute, {}, until[I][U(u)]));
-          }
-          fdone[GS][J] = task;
-          last[I] = task;
-          if (gs + 1 < vp) fsend[GS][J] = send(i, (gs + 1) % p, "send activations " + tag, task);
-        } else {
-          if (gs + 1 < vp && bsend[GS + 1][J] < 0) break;
-          if (gs + 1 < vp) deps.push_back(bsend[GS + 1][J]);
-          deps.push_back(fdone[GS][J]);
-          // ZeRO-0/1: the stage's last backward releases the gradient buckets layer group by
-          // layer group (all of them after it, without overlap)
-          const bool reduce_here =
-              next[I] + 1 == prog[I].size() && !zero.shards_gradients() && has_dp;
-          int released = 0;
-          auto reduce_bucket = [&](int after) {
-            // each bucket is a call of its own
-            parallel::calls_per_step per_bucket = calls;
-            per_bucket.reduces = o.buckets;
-            const analytic::data_collective_costs bucket =
-                analytic::data_collectives_of(s, c, tr, n, tn, per_bucket);
-            std::vector<int> d{after};
-            if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
-            prev_dp[I] =
-                dp_flow(i, "reduce gradients bucket " + std::to_string(released++),
-                        (1.0 / o.buckets) *
-                            (zero.shards_optimizer() ? bucket.reduce_scatter : bucket.all_reduce),
-                        d);
-            pending[I].push_back(prev_dp[I]);
-          };
-          int task = -1, before = -1;
-          if (gs == vp - 1) {  // the head's backward frees the loss's working set
-            task = compute_task(i, "head backward mb " + tag, lc.head_backward, deps,
-                                task_class::compute,
-                                {tensor(i, "loss (backward)", terms[I].logits)}, loss[I][U(u)]);
-            deps = {task};
-          }
-          auto& unit_held = held[I][U(u)];
-          for (int l = layers - 1; l >= 0; --l) {
-            const std::string lt = " layer " + std::to_string(l) + " mb " + tag;
-            std::vector<int> d = l == layers - 1 ? deps : std::vector<int>{task};
-            if (gathers) d.push_back(gather("all-gather weights (backward)" + lt, before, task));
-            lower::span t = spans.recompute.then(lc.backward);
-            if (l == 0 && gs == 0) t = t.then(lc.embedding_backward);
-            std::vector<int> produces{working[I]}, consumes;
-            // gradients made by the backward: the embedding's and head's first, then each layer's
-            // once the next one's backward starts (the last one's by the optimizer step)
-            if (!terms[I].persistent && made_grads[I] < stage_layers) {
-              const bool head_grads = made_grads[I]++ == 0;
-              produces.push_back(tensor(
-                  i, "gradients", head_grads ? terms[I].head_gradients : terms[I].layer_gradients));
-              grads[I].push_back(produces.back());
-            }
-            // with more micro-batches to come the last layer's gradients exist from here on
-            // (they accumulate), not from the optimizer step
-            if (!terms[I].persistent && l == 0 && made_grads[I] == stage_layers &&
-                backward_units[I] > 1) {
-              ++made_grads[I];
-              produces.push_back(tensor(i, "gradients", terms[I].layer_gradients));
-              grads[I].push_back(produces.back());
-            }
-            if (l == 0) --backward_units[I];
-            // the layer's saved tensors (index l of the unit's); the unit's remaining ones with
-            // its last layer
-            consumes.push_back(layer_t[I][U(u)][static_cast<std::size_t>(l)]);
-            if (l == 0) consumes.insert(consumes.end(), unit_held.begin(), unit_held.end());
-            before = task;
-            task = compute_task(i, "backward" + lt, t, std::move(d), task_class::compute,
-                                std::move(produces), std::move(consumes));
-            if (comm_bwd > seconds{})
-              task = compute_task(i, "collectives (backward)" + lt, comm_span(comm_bwd), {task},
-                                  task_class::communication);
-            // bucket k closes once (k + 1) / buckets of the layers are done
-            if (reduce_here && o.overlap)
-              while (released < o.buckets - 1 &&
-                     (layers - l) * o.buckets >= (released + 1) * layers)
-                reduce_bucket(task);
-          }
-          if (reduce_here)
-            while (released < o.buckets) reduce_bucket(task);
-          last[I] = task;
-          if (gs > 0) bsend[GS][J] = send(i, (gs - 1) % p, "send gradients " + tag, task);
-          if (gs > 0) pending[I].push_back(bsend[GS][J]);
-          const auto MB = static_cast<std::size_t>(i * mb + u.micro);
-          if (--remaining_bwd[MB] == 0 && zero.shards_gradients() &&
-              has_dp) {  // micro-batch done here
-            std::vector<int> d{task};
-            if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
-            // the engine's calls (per unit, per bucket) each pay the start-up; hybrid sharding
-            // then all-reduces the shard across the shard groups
-            const int r = dp_flow(i, "reduce-scatter gradients " + std::to_string(u.micro),
-                                  dc.reduce_scatter, d);
-            prev_dp[I] = r;
-            if (!o.overlap) last[I] = r;  // the next micro-batch waits for the reduction
-            pending[I].push_back(r);
-          }
-        }
-        ++next[I];
-        progress = true;
-      }
+
+  /// Each stage's program, and per stage the bytes of a layer's saved tensors and of the caches
+  /// kept until the loss.
+  void prepare_schedule() {
+    // programs and task creation in an order that respects the cross-stage dependencies
+    for (int i = 0; i < p; ++i)
+      prog[static_cast<std::size_t>(i)] = s.pipeline.program(mb, i, o.max_in_flight);
+    for (const auto& x : terms) {
+      layer_bytes.push_back(x.saved + x.casts);
+      until_bytes.push_back(x.until_loss / std::max(1.0, x.layers * x.in_flight));
     }
   }
-  for (std::size_t i = 0; i < static_cast<std::size_t>(p); ++i)
-    if (next[i] < prog[i].size()) throw plan_error("the pipeline schedule deadlocks");
-  // one micro-batch's backward on stage i (with its recomputation): what ZeRO-Offload's
-  // gradient copies hide behind, as in the closed form
-  auto stage_backward = [&](int i) {
+
+  /// Stage i's parameters on the stage.
+  [[nodiscard]] analytic::stage_parameters np(int i) const {
+    return analytic::parameters_on(m, s, i);
+  }
+
+  /// Lowers the stages' programs, each as far as the sends it waits for exist, until all are.
+  void lower_schedule() {
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int i = 0; i < p; ++i)
+        if (lower_stage(pass_of(i))) progress = true;
+    }
+    for (std::size_t i = 0; i < static_cast<std::size_t>(p); ++i)
+      if (next[i] < prog[i].size()) throw plan_error("the pipeline schedule deadlocks");
+  }
+
+  /// Stage i's parameters and the prices of its data-parallel calls.
+  [[nodiscard]] stage_pass pass_of(int i) const {
+    const auto n = np(i);
+    const auto tn = analytic::trained_on(m, s, tr, i);  // what is reduced (LoRA: adapters)
+    const int stage_layers = s.stage_layers(m, i);
+    // ZeRO-3 gathers one layer's weights at a time, one layer ahead of the compute, in the
+    // engine's calls (one per module under DeepSpeed: each pays the start-up)
+    const parallel::calls_per_step calls =
+        analytic::collective_calls(m, s, tr, stage_layers, (tn.dense + tn.expert) * gb);
+    const analytic::data_collective_costs dc =
+        analytic::data_collectives_of(s, c, tr, n, tn, calls);
+    const analytic::call_cost layer_gather = (1.0 / std::max(1, stage_layers)) * dc.all_gather;
+    return {i, static_cast<std::size_t>(i), n, tn, stage_layers, calls, dc, layer_gather};
+  }
+
+  /// Lowers stage sp.i's next units until one waits for a send not made yet; true if any.
+  bool lower_stage(const stage_pass& sp) {
+    bool progress = false;
+    const std::size_t I = sp.I;
+    while (next[I] < prog[I].size()) {
+      const unit_at at = unit_of(sp.i, prog[I][next[I]]);
+      if (!(at.u.forward ? lower_forward(sp, at) : lower_backward(sp, at))) break;
+      ++next[I];
+      progress = true;
+    }
+    return progress;
+  }
+
+  /// Unit u of stage i's program: its virtual stage, indices, tag and layers.
+  [[nodiscard]] unit_at unit_of(int i, const parallel::pipeline_unit& u) const {
+    const int gs = u.chunk * p + i;  // virtual stage
+    return {u,
+            gs,
+            static_cast<std::size_t>(gs),
+            static_cast<std::size_t>(u.micro),
+            static_cast<std::size_t>(u.micro * v + u.chunk),
+            std::to_string(u.micro) + "." + std::to_string(u.chunk) + " @" + std::to_string(i),
+            zero.shards_weights() && has_dp,
+            s.pipeline.chunk_layers(m.layers, i, u.chunk)};
+  }
+
+  /// Stage sp.i's ZeRO-3 all-gather of one layer's weights, after the stage's previous flow.
+  int gather(const stage_pass& sp, const std::string& name, int two_back, int just_before) {
+    // with overlap a layer's gather may start once the layer two back has run (one layer of
+    // prefetch, two gathered at most); without, after the compute just before it
+    std::vector<int> d;
+    if (prev_dp[sp.I] >= 0) d.push_back(prev_dp[sp.I]);
+    const int after = o.overlap ? two_back : just_before >= 0 ? just_before : last[sp.I];
+    if (after >= 0) d.push_back(after);
+    prev_dp[sp.I] = dp_flow(sp.i, name, sp.layer_gather, d);
+    return prev_dp[sp.I];
+  }
+
+  /// Lowers forward unit `at` on stage sp.i: its layers, then the head and loss on the last
+  /// virtual stage or else the send of its activations; false while its input is not sent yet.
+  bool lower_forward(const stage_pass& sp, const unit_at& at) {
+    const int i = sp.i;
+    const std::size_t I = sp.I, GS = at.GS, J = at.J;
+    if (at.gs > 0 && fsend[GS - 1][J] < 0) return false;
+    std::vector<int> deps;
+    if (last[I] >= 0) deps.push_back(last[I]);
+    if (at.gs > 0) deps.push_back(fsend[GS - 1][J]);
+    int task = forward_layers(sp, at, deps);
+    if (at.gs == vp - 1) {
+      task = head_forward(i, at, task);
+    } else if (!until[I][at.U].empty()) {
+      until_free.push_back(compute_task(i, "free caches mb " + at.tag, {}, {task},
+                                        task_class::compute, {}, until[I][at.U]));
+    }
+    fdone[GS][J] = task;
+    last[I] = task;
+    if (at.gs + 1 < vp) fsend[GS][J] = send(i, (at.gs + 1) % p, "send activations " + at.tag, task);
+    return true;
+  }
+
+  /// Unit `at`'s forward layers on stage sp.i after `deps`, each with its weights' gather and
+  /// its collectives, making its saved tensors; returns the last task.
+  int forward_layers(const stage_pass& sp, const unit_at& at, const std::vector<int>& deps) {
+    const int i = sp.i;
+    const std::size_t I = sp.I;
+    int task = -1, before = -1;
+    for (int l = 0; l < at.layers; ++l) {
+      const std::string lt = " layer " + std::to_string(l) + " mb " + at.tag;
+      std::vector<int> d = l == 0 ? deps : std::vector<int>{task};
+      if (at.gathers) d.push_back(gather(sp, "all-gather weights" + lt, before, task));
+      lower::span t = lc.forward;
+      std::vector<int> produces{tensor(i, "layer activations", layer_bytes[I])};
+      layer_t[I][at.U].push_back(produces.back());
+      if (l == 0 && at.gs == 0) {
+        t = lc.embedding_forward.then(t);
+        produces.push_back(tensor(i, "embedding activations", embed_bytes));
+        held[I][at.U].push_back(produces.back());
+      }
+      if (until_bytes[I] > 0) {
+        produces.push_back(tensor(i, "until the loss", until_bytes[I]));
+        until[I][at.U].push_back(produces.back());
+      }
+      if (l == 0 && next[I] == 0) produces.push_back(states[I]);
+      before = task;
+      task = compute_task(i, "forward" + lt, t, std::move(d), task_class::compute,
+                          std::move(produces));
+      if (comm_fwd > seconds{})
+        task = compute_task(i, "collectives" + lt, comm_span(comm_fwd), {task},
+                            task_class::communication);
+    }
+    return task;
+  }
+
+  /// The head and the loss after unit `at`'s last layer (`task`) on the last virtual stage.
+  int head_forward(int i, const unit_at& at, int task) {
+    const auto I = static_cast<std::size_t>(i);
+    // the head and the loss: the caches die with the forward, the loss's forward working
+    // set with this task; what the head's backward needs stays
+    const auto& x = terms[I];
+    const int kept = tensor(i, "head activations", x.head);
+    (vocab_parallel ? held[I][at.U] : loss[I][at.U]).push_back(kept);
+    const int casts = tensor(i, "head weight copies", x.head_casts);
+    loss[I][at.U].push_back(casts);
+    const int logits = tensor(i, "logits", x.held_logits);
+    held[I][at.U].push_back(logits);
+    return compute_task(i, "head mb " + at.tag, lc.head_forward, {task}, task_class::compute,
+                        {kept, casts, logits, tensor(i, "loss (forward)", x.forward_logits)},
+                        until[I][at.U]);
+  }
+
+  /// Lowers backward unit `at` on stage sp.i: the head's backward on the last virtual stage, its
+  /// layers, its gradients' reduction and the send of its gradients; false while its input is
+  /// not sent yet.
+  bool lower_backward(const stage_pass& sp, const unit_at& at) {
+    const int i = sp.i;
+    const std::size_t I = sp.I, GS = at.GS, J = at.J;
+    if (at.gs + 1 < vp && bsend[GS + 1][J] < 0) return false;
+    std::vector<int> deps;
+    if (last[I] >= 0) deps.push_back(last[I]);
+    if (at.gs + 1 < vp) deps.push_back(bsend[GS + 1][J]);
+    deps.push_back(fdone[GS][J]);
+    // ZeRO-0/1: the stage's last backward releases the gradient buckets layer group by
+    // layer group (all of them after it, without overlap)
+    const bool reduce_here = next[I] + 1 == prog[I].size() && !zero.shards_gradients() && has_dp;
+    int released = 0;
+    int task = -1;
+    if (at.gs == vp - 1) {  // the head's backward frees the loss's working set
+      task =
+          compute_task(i, "head backward mb " + at.tag, lc.head_backward, deps, task_class::compute,
+                       {tensor(i, "loss (backward)", terms[I].logits)}, loss[I][at.U]);
+      deps = {task};
+    }
+    task = backward_layers(sp, at, deps, task, reduce_here, released);
+    if (reduce_here)
+      while (released < o.buckets) reduce_bucket(sp, released, task);
+    last[I] = task;
+    if (at.gs > 0) bsend[GS][J] = send(i, (at.gs - 1) % p, "send gradients " + at.tag, task);
+    if (at.gs > 0) pending[I].push_back(bsend[GS][J]);
+    reduce_micro_batch(sp, at.u, task);
+    return true;
+  }
+
+  /// Unit `at`'s backward layers on stage sp.i after `deps` (`task`: the head's backward or -1),
+  /// each with its recomputation, its weights' gather and its collectives, releasing the
+  /// gradient buckets as they close when `reduce_here`; returns the last task.
+  int backward_layers(const stage_pass& sp, const unit_at& at, const std::vector<int>& deps,
+                      int task, bool reduce_here, int& released) {
+    const int i = sp.i;
+    int before = -1;
+    for (int l = at.layers - 1; l >= 0; --l) {
+      const std::string lt = " layer " + std::to_string(l) + " mb " + at.tag;
+      std::vector<int> d = l == at.layers - 1 ? deps : std::vector<int>{task};
+      if (at.gathers) d.push_back(gather(sp, "all-gather weights (backward)" + lt, before, task));
+      lower::span t = spans.recompute.then(lc.backward);
+      if (l == 0 && at.gs == 0) t = t.then(lc.embedding_backward);
+      std::vector<int> produces{working[sp.I]}, consumes;
+      backward_tensors(sp, at, l, produces, consumes);
+      before = task;
+      task = compute_task(i, "backward" + lt, t, std::move(d), task_class::compute,
+                          std::move(produces), std::move(consumes));
+      if (comm_bwd > seconds{})
+        task = compute_task(i, "collectives (backward)" + lt, comm_span(comm_bwd), {task},
+                            task_class::communication);
+      // bucket k closes once (k + 1) / buckets of the layers are done
+      if (reduce_here && o.overlap)
+        while (released < o.buckets - 1 &&
+               (at.layers - l) * o.buckets >= (released + 1) * at.layers)
+          reduce_bucket(sp, released, task);
+    }
+    return task;
+  }
+
+  /// The tensors layer l's backward of unit `at` makes (gradients) and frees (saved tensors).
+  void backward_tensors(const stage_pass& sp, const unit_at& at, int l, std::vector<int>& produces,
+                        std::vector<int>& consumes) {
+    const int i = sp.i;
+    const std::size_t I = sp.I;
+    // gradients made by the backward: the embedding's and head's first, then each layer's
+    // once the next one's backward starts (the last one's by the optimizer step)
+    if (!terms[I].persistent && made_grads[I] < sp.stage_layers) {
+      const bool head_grads = made_grads[I]++ == 0;
+      produces.push_back(
+          tensor(i, "gradients", head_grads ? terms[I].head_gradients : terms[I].layer_gradients));
+      grads[I].push_back(produces.back());
+    }
+    // with more micro-batches to come the last layer's gradients exist from here on
+    // (they accumulate), not from the optimizer step
+    if (!terms[I].persistent && l == 0 && made_grads[I] == sp.stage_layers &&
+        backward_units[I] > 1) {
+      ++made_grads[I];
+      produces.push_back(tensor(i, "gradients", terms[I].layer_gradients));
+      grads[I].push_back(produces.back());
+    }
+    if (l == 0) --backward_units[I];
+    // the layer's saved tensors (index l of the unit's); the unit's remaining ones with
+    // its last layer
+    consumes.push_back(layer_t[I][at.U][static_cast<std::size_t>(l)]);
+    const auto& unit_held = held[I][at.U];
+    if (l == 0) consumes.insert(consumes.end(), unit_held.begin(), unit_held.end());
+  }
+
+  /// ZeRO-0/1: stage sp.i's next gradient bucket, reduced after `after` and the stage's
+  /// previous flow.
+  void reduce_bucket(const stage_pass& sp, int& released, int after) {
+    // each bucket is a call of its own
+    parallel::calls_per_step per_bucket = sp.calls;
+    per_bucket.reduces = o.buckets;
+    const analytic::data_collective_costs bucket =
+        analytic::data_collectives_of(s, c, tr, sp.n, sp.tn, per_bucket);
+    std::vector<int> d{after};
+    if (prev_dp[sp.I] >= 0) d.push_back(prev_dp[sp.I]);
+    prev_dp[sp.I] = dp_flow(
+        sp.i, "reduce gradients bucket " + std::to_string(released++),
+        (1.0 / o.buckets) * (zero.shards_optimizer() ? bucket.reduce_scatter : bucket.all_reduce),
+        d);
+    pending[sp.I].push_back(prev_dp[sp.I]);
+  }
+
+  /// ZeRO-2/3: once micro-batch u's last backward unit on stage sp.i is done (`task`), its
+  /// gradients reduce-scattered (without overlap, before the next micro-batch starts).
+  void reduce_micro_batch(const stage_pass& sp, const parallel::pipeline_unit& u, int task) {
+    const std::size_t I = sp.I;
+    const auto MB = static_cast<std::size_t>(sp.i * mb + u.micro);
+    if (--remaining_bwd[MB] == 0 && zero.shards_gradients() && has_dp) {  // micro-batch done here
+      std::vector<int> d{task};
+      if (prev_dp[I] >= 0) d.push_back(prev_dp[I]);
+      // the engine's calls (per unit, per bucket) each pay the start-up; hybrid sharding
+      // then all-reduces the shard across the shard groups
+      const int r = dp_flow(sp.i, "reduce-scatter gradients " + std::to_string(u.micro),
+                            sp.dc.reduce_scatter, d);
+      prev_dp[I] = r;
+      if (!o.overlap) last[I] = r;  // the next micro-batch waits for the reduction
+      pending[I].push_back(r);
+    }
+  }
+
+  /// One micro-batch's backward on stage i (with its recomputation): what ZeRO-Offload's
+  /// gradient copies hide behind, as in the closed form.
+  [[nodiscard]] seconds stage_backward(int i) const {
     double t = s.stage_layers(m, i) *
                (lc.backward.gpu + (rc == parallel::recompute::full        ? lc.forward.gpu
                                    : rc == parallel::recompute::selective ? lc.attention.gpu
@@ -457,9 +630,17 @@ struct transformer_run {
     if (i == 0) t += lc.embedding_backward.gpu;
     if (i == p - 1) t += lc.head_backward.gpu;
     return seconds{t};
-  };
-  // the optimizer step, then (ZeRO-1/2) the updated weights gathered back
-  for (int i = 0; i < p; ++i) {
+  }
+
+  /// Every stage's optimizer step (`optimizer_step`).
+  void add_optimizer_steps() {
+    // the optimizer step, then (ZeRO-1/2) the updated weights gathered back
+    for (int i = 0; i < p; ++i) optimizer_step(i);
+  }
+
+  /// Stage i's optimizer step after its backward and flows, consuming its gradients, then
+  /// (ZeRO-1/2) the updated weights gathered back.
+  void optimizer_step(int i) {
     const auto I = static_cast<std::size_t>(i);
     std::vector<int> deps = pending[I];
     deps.push_back(last[I]);
@@ -492,7 +673,21 @@ struct transformer_run {
       dp_flow(i, "all-gather updated weights",
               analytic::data_collectives_of(s, c, tr, np(i), n, {}).all_gather, {upd});
   }
-  out.run = g.run();
+};
+
+}  // namespace detail
+
+/// Simulates one iteration of a transformer plan. Checks it like `analytic::evaluate`.
+[[nodiscard]] inline transformer_run simulate(const transformer& m, const parallel::nd& s,
+                                              const cluster& c, const training& tr,
+                                              const device_profile& prof,
+                                              const transformer_options& o = {}) {
+  detail::check_transformer_run(m, s, c, tr, o);
+  transformer_run out;
+  detail::transformer_builder builder(m, s, c, tr, prof, o, out.graph);
+  out.simulated_ranks = builder.p;
+  builder.build();
+  out.run = out.graph.run();
   out.iteration = seconds{out.run.makespan};
   return out;
 }
