@@ -164,106 +164,82 @@ struct transfer {
 
 /// Strategy transformation (§V-B) of a b_total x s x h activation of `full` bytes (the whole
 /// global micro-batch) from layout `a` to layout `z`, by pattern matching.
-inline std::vector<transfer> transform(const layout& a, const layout& z, double full) {
-  std::vector<transfer> out;
-  const auto sorted = [](std::vector<int> v) {
-    std::sort(v.begin(), v.end());
-    return v;
-  };
-  const auto sa = sorted(a.devices), sz = sorted(z.devices);
-  std::vector<int> both;
-  std::set_intersection(sa.begin(), sa.end(), sz.begin(), sz.end(), std::back_inserter(both));
-  const double part_a = full / a.batch;  // bytes of one batch part of `a`
-  if (both.empty()) {                    // pipeline boundary: send/recv
-    layout src = a;
-    // partial sums are reduced first; sequence slices travel as they are when the hidden groups
-    // match (each rank sends its slice), otherwise they are gathered first
-    const bool slices =
-        a.state == lstate::sequence_split && a.hidden == z.hidden && a.batch == z.batch;
-    if (a.state == lstate::partial || (a.state == lstate::sequence_split && !slices)) {
-      auto pre = transform(a, layout{a.devices, a.batch, a.hidden, lstate::replicated}, full);
-      out.insert(out.end(), pre.begin(), pre.end());
-      src.state = lstate::replicated;
-    }
-    if (z.batch % src.batch != 0)
-      throw plan_error(
-          "strategy transformation: across a pipeline boundary the batch may only be "
-          "split further (" +
-          std::to_string(src.batch) + " parts -> " + std::to_string(z.batch) + " parts)");
-    const int ratio = z.batch / src.batch;
-    const double piece = full / z.batch;
-    const bool scatter = src.hidden == z.hidden && z.hidden > 1 && ratio == 1;
-    for (std::size_t k = 0; k < z.devices.size(); ++k) {
-      const int zp = z.part_of(k), t = static_cast<int>(k) % z.hidden;
-      const int ap = zp / ratio;
-      const int from = src.devices[static_cast<std::size_t>(ap * src.hidden + t % src.hidden)];
-      out.push_back({comm::collective::send_recv,
-                     {{from, z.devices[k]}},
-                     scatter ? piece / z.hidden : piece,
-                     "pipeline send"});
-    }
-    // receivers that need the whole part gather the 1/t pieces; sequence-split ones keep theirs
-    if (scatter && z.state != lstate::sequence_split)
-      out.push_back(
-          {comm::collective::all_gather, z.hidden_groups(), piece, "pipeline all-gather"});
-    return out;
-  }
-  if (sa != sz)
-    throw plan_error(
-        "strategy transformation: consecutive modules share some devices but not "
-        "all; their device groups must be equal or disjoint");
-  const bool same_grid = a.batch == z.batch && a.hidden == z.hidden && a.devices == z.devices;
-  if (same_grid) {
-    if (a.state == z.state) return out;
-    if (a.state == lstate::partial && z.state == lstate::replicated)
-      out.push_back({comm::collective::all_reduce, a.hidden_groups(), part_a, "all-reduce"});
-    else if (a.state == lstate::partial && z.state == lstate::sequence_split)
-      out.push_back(
-          {comm::collective::reduce_scatter, a.hidden_groups(), part_a, "reduce-scatter"});
-    else if (a.state == lstate::sequence_split && z.state == lstate::replicated)
-      out.push_back({comm::collective::all_gather, a.hidden_groups(), part_a, "all-gather"});
-    else if (z.state == lstate::partial)
-      throw plan_error("strategy transformation: a consumer cannot need partial sums");
-    // replicated -> sequence-split: each device keeps its slice
-    return out;
-  }
-  // different grids on one device set: first make the source whole on its hidden groups
+inline std::vector<transfer> transform(const layout& a, const layout& z, double full);
+
+/// The transfers across a pipeline boundary (`a` and `z` on disjoint devices): a send/recv per
+/// receiving device, after reducing partial sums (§V-B).
+inline void pipeline_transfers(const layout& a, const layout& z, double full,
+                               std::vector<transfer>& out) {
   layout src = a;
-  if (a.state != lstate::replicated) {
+  // partial sums are reduced first; sequence slices travel as they are when the hidden groups
+  // match (each rank sends its slice), otherwise they are gathered first
+  const bool slices =
+      a.state == lstate::sequence_split && a.hidden == z.hidden && a.batch == z.batch;
+  if (a.state == lstate::partial || (a.state == lstate::sequence_split && !slices)) {
     auto pre = transform(a, layout{a.devices, a.batch, a.hidden, lstate::replicated}, full);
     out.insert(out.end(), pre.begin(), pre.end());
     src.state = lstate::replicated;
   }
-  // which batch interval each device holds (src) and needs (z), in units of 1/L of the batch
-  const int L = std::max(src.batch, z.batch) *
-                (std::max(src.batch, z.batch) % std::min(src.batch, z.batch) == 0
-                     ? 1
-                     : std::min(src.batch, z.batch));
-  auto interval = [&](const layout& l, int dev) {
-    const auto it = std::find(l.devices.begin(), l.devices.end(), dev);
-    const int p = l.part_of(static_cast<std::size_t>(it - l.devices.begin()));
-    const int w = L / l.batch;
-    return std::pair<int, int>{p * w, (p + 1) * w};
-  };
-  bool local = true;
-  for (int d : z.devices) {
-    const auto need = interval(z, d), have = interval(src, d);
-    if (need.first < have.first || need.second > have.second) local = false;
+  if (z.batch % src.batch != 0)
+    throw plan_error(
+        "strategy transformation: across a pipeline boundary the batch may only be "
+        "split further (" +
+        std::to_string(src.batch) + " parts -> " + std::to_string(z.batch) + " parts)");
+  const int ratio = z.batch / src.batch;
+  const double piece = full / z.batch;
+  const bool scatter = src.hidden == z.hidden && z.hidden > 1 && ratio == 1;
+  for (std::size_t k = 0; k < z.devices.size(); ++k) {
+    const int zp = z.part_of(k), t = static_cast<int>(k) % z.hidden;
+    const int ap = zp / ratio;
+    const int from = src.devices[static_cast<std::size_t>(ap * src.hidden + t % src.hidden)];
+    out.push_back({comm::collective::send_recv,
+                   {{from, z.devices[k]}},
+                   scatter ? piece / z.hidden : piece,
+                   "pipeline send"});
   }
-  if (local) {
-    if (z.state == lstate::partial)
-      throw plan_error("strategy transformation: a consumer cannot need partial sums");
-    return out;  // a finer partition: each device slices what it holds
-  }
-  // a coarser partition: all-gather over the devices that need the same interval, if their
-  // held intervals tile it
+  // receivers that need the whole part gather the 1/t pieces; sequence-split ones keep theirs
+  if (scatter && z.state != lstate::sequence_split)
+    out.push_back({comm::collective::all_gather, z.hidden_groups(), piece, "pipeline all-gather"});
+}
+
+/// The collective that changes only the state of a layout on one grid (§V-B): all-reduce,
+/// reduce-scatter, all-gather over the hidden groups, or nothing.
+inline void state_transfers(const layout& a, const layout& z, double full,
+                            std::vector<transfer>& out) {
+  const double part_a = full / a.batch;  // bytes of one batch part of `a`
+  if (a.state == z.state) return;
+  if (a.state == lstate::partial && z.state == lstate::replicated)
+    out.push_back({comm::collective::all_reduce, a.hidden_groups(), part_a, "all-reduce"});
+  else if (a.state == lstate::partial && z.state == lstate::sequence_split)
+    out.push_back({comm::collective::reduce_scatter, a.hidden_groups(), part_a, "reduce-scatter"});
+  else if (a.state == lstate::sequence_split && z.state == lstate::replicated)
+    out.push_back({comm::collective::all_gather, a.hidden_groups(), part_a, "all-gather"});
+  else if (z.state == lstate::partial)
+    throw plan_error("strategy transformation: a consumer cannot need partial sums");
+  // replicated -> sequence-split: each device keeps its slice
+}
+
+/// The batch interval [lo, hi) device `dev` holds in layout `l`, in units of 1/`units` of the
+/// batch.
+[[gnu::always_inline]] [[nodiscard]] inline std::pair<int, int> batch_interval(const layout& l,
+                                                                               int dev, int units) {
+  const auto it = std::find(l.devices.begin(), l.devices.end(), dev);
+  const int p = l.part_of(static_cast<std::size_t>(it - l.devices.begin()));
+  const int w = units / l.batch;
+  return std::pair<int, int>{p * w, (p + 1) * w};
+}
+
+/// For a coarser batch partition: the all-gather groups over the devices that need one interval
+/// of `z`, one member per interval they hold in `src`; false unless the held intervals tile
+/// every needed one.
+inline bool coarser_gather_groups(const layout& src, const layout& z, int units,
+                                  std::vector<std::vector<int>>& groups) {
   std::map<std::pair<int, int>, std::vector<int>> by_need;
-  for (int d : z.devices) by_need[interval(z, d)].push_back(d);
+  for (int d : z.devices) by_need[batch_interval(z, d, units)].push_back(d);
   bool gather = true;
-  std::vector<std::vector<int>> groups;
   for (auto& [need, devs] : by_need) {
     std::vector<std::pair<int, int>> held;
-    for (int d : devs) held.push_back(interval(src, d));
+    for (int d : devs) held.push_back(batch_interval(src, d, units));
     std::sort(held.begin(), held.end());
     held.erase(std::unique(held.begin(), held.end()), held.end());
     int at = need.first;
@@ -282,17 +258,75 @@ inline std::vector<transfer> transform(const layout& a, const layout& z, double 
         for (const auto& h : held) {
           int seen = 0;
           for (int d : devs)
-            if (interval(src, d) == h && seen++ == r) g.push_back(d);
+            if (batch_interval(src, d, units) == h && seen++ == r) g.push_back(d);
         }
         groups.push_back(std::move(g));
       }
     }
   }
-  if (gather && !groups.empty()) {
+  return gather;
+}
+
+/// The transfers between two grids on one device set `sz` (sorted) (§V-B): a local slice for a
+/// finer batch partition, an all-gather for a coarser one, otherwise an all-to-all.
+inline void regrid_transfers(const layout& a, const layout& z, double full,
+                             const std::vector<int>& sz, std::vector<transfer>& out) {
+  // different grids on one device set: first make the source whole on its hidden groups
+  layout src = a;
+  if (a.state != lstate::replicated) {
+    auto pre = transform(a, layout{a.devices, a.batch, a.hidden, lstate::replicated}, full);
+    out.insert(out.end(), pre.begin(), pre.end());
+    src.state = lstate::replicated;
+  }
+  // which batch interval each device holds (src) and needs (z), in units of 1/L of the batch
+  const int L = std::max(src.batch, z.batch) *
+                (std::max(src.batch, z.batch) % std::min(src.batch, z.batch) == 0
+                     ? 1
+                     : std::min(src.batch, z.batch));
+  bool local = true;
+  for (int d : z.devices) {
+    const auto need = batch_interval(z, d, L), have = batch_interval(src, d, L);
+    if (need.first < have.first || need.second > have.second) local = false;
+  }
+  if (local) {
+    if (z.state == lstate::partial)
+      throw plan_error("strategy transformation: a consumer cannot need partial sums");
+    return;  // a finer partition: each device slices what it holds
+  }
+  // a coarser partition: all-gather over the devices that need the same interval, if their
+  // held intervals tile it
+  std::vector<std::vector<int>> groups;
+  if (coarser_gather_groups(src, z, L, groups) && !groups.empty()) {
     out.push_back({comm::collective::all_gather, std::move(groups), full / z.batch, "all-gather"});
-    return out;
+    return;
   }
   out.push_back({comm::collective::all_to_all, {sz}, full, "all-to-all"});
+}
+
+/// Strategy transformation (§V-B), declared above: a pipeline boundary, a change of state on one
+/// grid, or a change of grid on one device set.
+inline std::vector<transfer> transform(const layout& a, const layout& z, double full) {
+  std::vector<transfer> out;
+  const auto sorted = [](std::vector<int> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const auto sa = sorted(a.devices), sz = sorted(z.devices);
+  std::vector<int> both;
+  std::set_intersection(sa.begin(), sa.end(), sz.begin(), sz.end(), std::back_inserter(both));
+  if (both.empty()) {  // pipeline boundary: send/recv
+    pipeline_transfers(a, z, full, out);
+    return out;
+  }
+  if (sa != sz)
+    throw plan_error(
+        "strategy transformation: consecutive modules share some devices but not "
+        "all; their device groups must be equal or disjoint");
+  const bool same_grid = a.batch == z.batch && a.hidden == z.hidden && a.devices == z.devices;
+  if (same_grid)
+    state_transfers(a, z, full, out);
+  else
+    regrid_transfers(a, z, full, sz, out);
   return out;
 }
 
@@ -316,21 +350,55 @@ struct state_bytes {
   double weight = 4, gradient = 4, optimizer = 8, update = 28;
 };
 
-/// The part of the compiler that every model shares: stages, layouts, transformations,
-/// micro-batch programs, gradient synchronization and the optimizer step. `g` holds the
-/// lowered leaves; `out_bytes[k]` is leaf k's output activation for one micro-batch of the
-/// whole model.
-inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
-                                      const std::vector<int>& leaf_lowered,
-                                      const std::vector<bool>& leaf_recompute,
-                                      const std::vector<double>& out_bytes, const state_bytes& sb,
-                                      const device_profile& prof) {
-  const auto leaves = t.leaves();
-  const int L = static_cast<int>(leaves.size());
-  const resolved_schedule sched = t.schedule_of(leaves.front());
-  const int nmb = sched.n_micro_batch;
-  {  // refuse a graph that cannot be built before building it: per micro-batch and leaf, a
-     // forward and a backward on each of its devices and up to 8 collectives per group
+/// The part of the compiler that every model shares, as one build: the lowered leaves of `g`,
+/// the tree, and what the per-device operations are being chained by.
+struct graph_scheduler {
+  execution_graph& g;
+  const strategy_tree& t;
+  const std::vector<int>& leaf_lowered;
+  const std::vector<bool>& leaf_recompute;
+  const std::vector<double>& out_bytes;
+  const state_bytes& sb;
+  const device_profile& prof;
+  std::vector<int> leaves;
+  int L;
+  resolved_schedule sched;
+  int nmb;
+  // stages: runs of leaves on one device set
+  std::vector<std::vector<int>> stage_leaves{}, stage_devices{};
+  int P = 0;
+  // per device: the last operation of the unit being built (data dependencies)
+  std::vector<int> chain{};
+  // per device: control dependencies the next operation there takes on
+  std::vector<std::vector<int>> extra{};
+  // forward op ids per (leaf, mb, device position) to wire the kept tensors
+  std::vector<std::vector<std::vector<int>>> fwd{};
+  std::vector<std::vector<int>> last_bwd{};  // per leaf: backward ops of the last micro-batch
+  // per stage and micro-batch: the chain at the end of its forward / backward unit
+  std::vector<std::vector<std::vector<int>>> fchain{}, bchain{};
+  std::vector<std::vector<int>> first_bwd{};  // control deps
+  std::vector<std::vector<int>> gradient_ops{};
+
+  /// Reads the leaves and the schedule their first one resolves to.
+  graph_scheduler(execution_graph& graph, const strategy_tree& tree,
+                  const std::vector<int>& lowered, const std::vector<bool>& recompute,
+                  const std::vector<double>& out, const state_bytes& bytes,
+                  const device_profile& profile)
+      : g(graph),
+        t(tree),
+        leaf_lowered(lowered),
+        leaf_recompute(recompute),
+        out_bytes(out),
+        sb(bytes),
+        prof(profile),
+        leaves(t.leaves()),
+        L(static_cast<int>(leaves.size())),
+        sched(t.schedule_of(leaves.front())),
+        nmb(sched.n_micro_batch) {}
+
+  /// Refuses a graph that cannot be built before building it: per micro-batch and leaf, a
+  /// forward and a backward on each of its devices and up to 8 collectives per group.
+  void check_size() const {
     double ops = 0;
     for (int l : leaves) ops += 4.0 * static_cast<double>(t.node(l).compute.devices.size());
     ops *= nmb;
@@ -340,67 +408,105 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
                        " operations, more than the 4 million one simulation may hold (use fewer "
                        "micro-batches, devices or modules)");
   }
-  // ---- stages: runs of leaves on one device set ----
-  auto devset = [&](int k) {
-    auto d = t.node(leaves[static_cast<std::size_t>(k)]).compute.devices;
-    std::sort(d.begin(), d.end());
-    return d;
-  };
-  std::vector<int> stage_of(static_cast<std::size_t>(L));
-  std::vector<std::vector<int>> stage_leaves;
-  std::vector<std::vector<int>> stage_devices;
-  for (int k = 0; k < L; ++k) {
-    if (k == 0 || devset(k) != devset(k - 1)) {
-      const auto d = devset(k);
-      for (const auto& e : stage_devices)
-        for (int x : d)
-          if (std::find(e.begin(), e.end(), x) != e.end())
-            throw plan_error("strategy tree node '" + g.leaf_names[static_cast<std::size_t>(k)] +
-                             "': it returns to devices an earlier pipeline stage used (device " +
-                             std::to_string(x) + "); stages need disjoint device groups");
-      stage_leaves.emplace_back();
-      stage_devices.push_back(d);
-    }
-    stage_of[static_cast<std::size_t>(k)] = static_cast<int>(stage_leaves.size()) - 1;
-    stage_leaves.back().push_back(k);
-  }
-  const int P = static_cast<int>(stage_leaves.size());
-  g.stages = P;
 
-  auto node_of = [&](int k) -> const tree_node& {
+  /// Groups the leaves into pipeline stages (runs of leaves on one device set), refusing a
+  /// stage that returns to an earlier stage's devices.
+  void find_stages() {
+    auto devset = [&](int k) {
+      auto d = t.node(leaves[static_cast<std::size_t>(k)]).compute.devices;
+      std::sort(d.begin(), d.end());
+      return d;
+    };
+    std::vector<int> stage_of(static_cast<std::size_t>(L));
+    for (int k = 0; k < L; ++k) {
+      if (k == 0 || devset(k) != devset(k - 1)) {
+        const auto d = devset(k);
+        for (const auto& e : stage_devices)
+          for (int x : d)
+            if (std::find(e.begin(), e.end(), x) != e.end())
+              throw plan_error("strategy tree node '" + g.leaf_names[static_cast<std::size_t>(k)] +
+                               "': it returns to devices an earlier pipeline stage used (device " +
+                               std::to_string(x) + "); stages need disjoint device groups");
+        stage_leaves.emplace_back();
+        stage_devices.push_back(d);
+      }
+      stage_of[static_cast<std::size_t>(k)] = static_cast<int>(stage_leaves.size()) - 1;
+      stage_leaves.back().push_back(k);
+    }
+    P = static_cast<int>(stage_leaves.size());
+    g.stages = P;
+  }
+
+  /// The tree node of leaf `k`.
+  [[gnu::always_inline]] [[nodiscard]] const tree_node& node_of(int k) const {
     return t.node(leaves[static_cast<std::size_t>(k)]);
-  };
-  auto residual = [&](int k) {
+  }
+  /// The lowered leaf that leaf `k` runs.
+  [[gnu::always_inline]] [[nodiscard]] const lowered_leaf& lowered_of(int k) const {
+    return g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
+  }
+  /// The residual layout between the modules of leaf `k`.
+  [[gnu::always_inline]] [[nodiscard]] layout residual(int k) const {
     const auto& n = node_of(k);
     return layout{n.compute.devices, n.compute.batch, n.compute.hidden,
                   n.compute.sequence_parallel ? lstate::sequence_split : lstate::replicated};
-  };
-  auto with_state = [](layout l, lstate s) {
+  }
+  /// Layout `l` in state `s`.
+  [[gnu::always_inline]] [[nodiscard]] static layout with_state(layout l, lstate s) {
     l.state = s;
     return l;
-  };
-
-  // ---- model states ----
-  for (int k = 0; k < L; ++k) {
+  }
+  /// The layout leaf `k` leaves its output in: the vocabulary-split embedding leaves partial sums.
+  [[gnu::always_inline]] [[nodiscard]] layout leaf_output(int k) const {
     const auto& n = node_of(k);
-    const auto& lw = g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
-    const double shards = n.compute.batch;
-    const parallel::sharded_states x = parallel::zero_states(lw.parameters, shards, n.memory.zero,
-                                                             sb.weight, sb.gradient, sb.optimizer);
-    for (int d : n.compute.devices)
-      g.states[static_cast<std::size_t>(d)] += x.weights + x.gradients + x.optimizer;
+    const layout R = residual(k);
+    return n.kind == module_kind::embedding && n.compute.hidden > 1 ? with_state(R, lstate::partial)
+                                                                    : R;
+  }
+  /// Weight replicas (gradient synchronization, ZeRO gathers): the batch groups of a leaf
+  /// (devices with one hidden index).
+  [[nodiscard]] static std::vector<std::vector<int>> batch_groups(const tree_node& n) {
+    std::vector<std::vector<int>> gs(static_cast<std::size_t>(n.compute.hidden));
+    for (std::size_t k = 0; k < n.compute.devices.size(); ++k)
+      gs[k % static_cast<std::size_t>(n.compute.hidden)].push_back(n.compute.devices[k]);
+    return gs;
   }
 
-  // ---- operations ----
-  auto add = [&](exec_op op) {
+  /// Adds each device's model states (weights, gradients, optimizer states after ZeRO).
+  void add_model_states() {
+    for (int k = 0; k < L; ++k) {
+      const auto& n = node_of(k);
+      const auto& lw = lowered_of(k);
+      const double shards = n.compute.batch;
+      const parallel::sharded_states x = parallel::zero_states(
+          lw.parameters, shards, n.memory.zero, sb.weight, sb.gradient, sb.optimizer);
+      for (int d : n.compute.devices)
+        g.states[static_cast<std::size_t>(d)] += x.weights + x.gradients + x.optimizer;
+    }
+  }
+
+  /// Sizes the per-device, per-leaf and per-stage bookkeeping of the units.
+  void start_units() {
+    chain.assign(static_cast<std::size_t>(g.devices), -1);
+    extra.assign(static_cast<std::size_t>(g.devices), {});
+    const auto ku = static_cast<std::size_t>(L);
+    const auto mbu = static_cast<std::size_t>(nmb);
+    fwd.assign(ku, std::vector<std::vector<int>>(mbu));
+    last_bwd.assign(ku, {});
+    fchain.assign(static_cast<std::size_t>(P), std::vector<std::vector<int>>(mbu));
+    bchain = fchain;
+    first_bwd.assign(static_cast<std::size_t>(P), std::vector<int>(mbu, -1));
+    gradient_ops.assign(static_cast<std::size_t>(g.devices), {});
+  }
+
+  /// Appends `op` to the graph and returns its id.
+  [[gnu::always_inline]] int add(exec_op op) {
     g.ops.push_back(std::move(op));
     return static_cast<int>(g.ops.size()) - 1;
-  };
-  // per device: the last operation of the unit being built (data dependencies)
-  std::vector<int> chain(static_cast<std::size_t>(g.devices), -1);
-  // per device: control dependencies the next operation there takes on
-  std::vector<std::vector<int>> extra(static_cast<std::size_t>(g.devices));
-  auto deps_of = [&](const std::vector<int>& devs) {
+  }
+  /// The dependencies of an operation on `devs`: their chains and pending control dependencies
+  /// (which it consumes), sorted and unique.
+  [[gnu::always_inline]] std::vector<int> deps_of(const std::vector<int>& devs) {
     std::vector<int> d;
     for (int x : devs) {
       const auto ux = static_cast<std::size_t>(x);
@@ -411,9 +517,10 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
     std::sort(d.begin(), d.end());
     d.erase(std::unique(d.begin(), d.end()), d.end());
     return d;
-  };
-  auto insert = [&](const std::vector<detail::transfer>& xs, queue q, lower::phase ph, int leaf,
-                    int mb, const std::string& where) {
+  }
+  /// Adds one collective per group of each transfer in `xs`, chained on its devices.
+  void insert(const std::vector<transfer>& xs, queue q, lower::phase ph, int leaf, int mb,
+              const std::string& where) {
     for (const auto& x : xs)
       for (const auto& grp : x.groups) {
         exec_op op;
@@ -428,9 +535,10 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
         const int id = add(std::move(op));
         for (int d : grp) chain[static_cast<std::size_t>(d)] = id;
       }
-  };
-  // Megatron segments of a block with a hidden partition (see the file comment)
-  auto block_collectives = [&](int k, int mb, lower::phase ph, const std::string& who) {
+  }
+  /// The collectives of the Megatron segments of a block with a hidden partition (see the file
+  /// comment).
+  void block_collectives(int k, int mb, lower::phase ph, const std::string& who) {
     const auto& n = node_of(k);
     if (n.kind != module_kind::block || n.compute.hidden < 2) return;
     const layout R = residual(k);
@@ -448,16 +556,10 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
         insert(transform(part, R, out_bytes[uk]), queue::feature, ph, k, mb, what + " dX");
       }
     }
-  };
-  // the vocabulary-split embedding leaves partial sums
-  auto leaf_output = [&](int k) {
-    const auto& n = node_of(k);
-    const layout R = residual(k);
-    return n.kind == module_kind::embedding && n.compute.hidden > 1 ? with_state(R, lstate::partial)
-                                                                    : R;
-  };
-  auto compute = [&](int k, int mb, op_kind kind, int d) {
-    const auto& lw = g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
+  }
+  /// Adds leaf `k`'s forward, backward or recompute of micro-batch `mb` on device `d`.
+  [[gnu::always_inline]] int compute(int k, int mb, op_kind kind, int d) {
+    const auto& lw = lowered_of(k);
     exec_op op;
     const char* what = kind == op_kind::forward    ? "forward"
                        : kind == op_kind::backward ? "backward"
@@ -473,31 +575,21 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
     const int id = add(std::move(op));
     chain[static_cast<std::size_t>(d)] = id;
     return id;
-  };
-  const auto ku = static_cast<std::size_t>(L);
-  const auto mbu = static_cast<std::size_t>(nmb);
-  // forward op ids per (leaf, mb, device position) to wire the kept tensors
-  std::vector<std::vector<std::vector<int>>> fwd(ku, std::vector<std::vector<int>>(mbu));
-  std::vector<std::vector<int>> last_bwd(ku);  // per leaf: backward ops of the last micro-batch
-  // per stage and micro-batch: the chain at the end of its forward / backward unit
-  std::vector<std::vector<std::vector<int>>> fchain(static_cast<std::size_t>(P),
-                                                    std::vector<std::vector<int>>(mbu)),
-      bchain = fchain;
-  std::vector<std::vector<int>> first_bwd(static_cast<std::size_t>(P),
-                                          std::vector<int>(mbu, -1));  // control deps
-  std::vector<std::vector<int>> gradient_ops(static_cast<std::size_t>(g.devices));
+  }
+  /// Under ZeRO-3 (weights sharded over a batch group): the all-gather of leaf `k`'s weights
+  /// before its forward or backward.
+  void gather_weights(int k, int mb, lower::phase ph, const std::string& who) {
+    const auto& n = node_of(k);
+    if (parallel::zero_stage{n.memory.zero}.shards_weights() && n.compute.batch > 1)
+      insert({{comm::collective::all_gather, batch_groups(n), lowered_of(k).parameters * sb.weight,
+               "weights all-gather"}},
+             queue::feature, ph, k, mb, who);
+  }
 
-  // weight replicas (gradient synchronization, ZeRO gathers): groups are the batch groups (devices
-  // with one hidden index)
-  auto batch_groups = [&](const tree_node& n) {
-    std::vector<std::vector<int>> gs(static_cast<std::size_t>(n.compute.hidden));
-    for (std::size_t k = 0; k < n.compute.devices.size(); ++k)
-      gs[k % static_cast<std::size_t>(n.compute.hidden)].push_back(n.compute.devices[k]);
-    return gs;
-  };
-  auto forward_unit = [&](int st, int mb) {
+  /// Starts stage `st`'s forward of micro-batch `mb`: after what the previous stage sent, and
+  /// (the in-flight limit) after the backward of mb - max_ongoing (§V-A).
+  void start_forward(int st, int mb) {
     chain.assign(chain.size(), -1);
-    const auto& ls = stage_leaves[static_cast<std::size_t>(st)];
     if (st > 0)  // what the previous stage sent (its forward unit inserted the sends)
       for (int d : stage_devices[static_cast<std::size_t>(st)])
         chain[static_cast<std::size_t>(d)] =
@@ -510,6 +602,13 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
       for (int d : stage_devices[static_cast<std::size_t>(st)])
         extra[static_cast<std::size_t>(d)].push_back(ctl);
     }
+  }
+
+  /// Stage `st`'s forward unit of micro-batch `mb`: each leaf's input transformation, weight
+  /// gather, forwards and block collectives, then the send to the next stage.
+  void forward_unit(int st, int mb) {
+    start_forward(st, mb);
+    const auto& ls = stage_leaves[static_cast<std::size_t>(st)];
     for (std::size_t i = 0; i < ls.size(); ++i) {
       const int k = ls[i];
       const auto& n = node_of(k);
@@ -519,13 +618,7 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
         insert(transform(leaf_output(ls[i - 1]), residual(k),
                          out_bytes[static_cast<std::size_t>(ls[i - 1])]),
                queue::feature, lower::phase::forward, ls[i - 1], mb, who + " input");
-      if (parallel::zero_stage{n.memory.zero}.shards_weights() && n.compute.batch > 1)
-        insert({{comm::collective::all_gather, batch_groups(n),
-                 g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])]
-                         .parameters *
-                     sb.weight,
-                 "weights all-gather"}},
-               queue::feature, lower::phase::forward, k, mb, who);
+      gather_weights(k, mb, lower::phase::forward, who);
       auto& f = fwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(mb)];
       for (int d : n.compute.devices) f.push_back(compute(k, mb, op_kind::forward, d));
       block_collectives(k, mb, lower::phase::forward, who);
@@ -538,11 +631,12 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
              "mb" + std::to_string(mb) + " stage" + std::to_string(st) + "->" +
                  std::to_string(st + 1));
     fchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = chain;
-  };
-  auto backward_unit = [&](int st, int mb) {
+  }
+
+  /// Starts stage `st`'s backward of micro-batch `mb`: after the gradient the next stage sent
+  /// and this stage's own forward of mb.
+  void start_backward(int st, int mb) {
     chain.assign(chain.size(), -1);
-    const auto& ls = stage_leaves[static_cast<std::size_t>(st)];
-    // the gradient the next stage sent, and this stage's own forward of mb
     for (int d : stage_devices[static_cast<std::size_t>(st)]) {
       const auto ud = static_cast<std::size_t>(d);
       if (st + 1 < P)
@@ -553,81 +647,95 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
       else if (f >= 0)
         extra[ud].push_back(f);
     }
-    bool first = true;
-    for (auto it = ls.rbegin(); it != ls.rend(); ++it) {
-      const int k = *it;
-      const auto& n = node_of(k);
-      const std::string who =
-          g.leaf_names[static_cast<std::size_t>(k)] + " mb" + std::to_string(mb);
-      if (it != ls.rbegin())  // dX of the leaf after it, into this leaf's layout
-        insert(transform(residual(*(it - 1)), residual(k), out_bytes[static_cast<std::size_t>(k)]),
-               queue::feature, lower::phase::backward, *(it - 1), mb, who + " output gradient");
-      if (parallel::zero_stage{n.memory.zero}.shards_weights() && n.compute.batch > 1)
-        insert({{comm::collective::all_gather, batch_groups(n),
-                 g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])]
-                         .parameters *
-                     sb.weight,
-                 "weights all-gather"}},
-               queue::feature, lower::phase::backward, k, mb, who);
-      const auto& fw = fwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(mb)];
-      const auto& lw =
-          g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
-      std::vector<int> rec;
-      if (leaf_recompute[static_cast<std::size_t>(k)] && n.kind == module_kind::block) {
-        // the recompute subgraph runs right before the backward (§V-A)
-        for (int d : n.compute.devices) rec.push_back(compute(k, mb, op_kind::recompute, d));
-        block_collectives(k, mb, lower::phase::forward, who + " recompute");
-      }
-      std::vector<int> bw;
-      for (int d : n.compute.devices) bw.push_back(compute(k, mb, op_kind::backward, d));
-      if (first) {
-        first_bwd[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = bw.front();
-        first = false;
-      }
-      for (std::size_t j = 0; j < bw.size(); ++j) {
-        auto& f = g.ops[static_cast<std::size_t>(fw[j])];
-        f.keeps = lw.kept;
-        if (!rec.empty()) {
-          f.freed_by = rec[j];
-          auto& r = g.ops[static_cast<std::size_t>(rec[j])];
-          r.keeps = lw.recomputed;
-          r.freed_by = bw[j];
-        } else {
-          f.freed_by = bw[j];
-        }
-      }
-      block_collectives(k, mb, lower::phase::backward, who);
-      if (mb == nmb - 1) last_bwd[static_cast<std::size_t>(k)] = bw;
-      // gradient synchronization once the last micro-batch's backward is done
-      if (mb == nmb - 1 && n.compute.batch > 1) {
-        const bool z = parallel::zero_stage{n.memory.zero}.shards_optimizer();
-        const double pbytes = lw.parameters * sb.gradient;
-        const auto groups = batch_groups(n);
-        for (const auto& grp : groups) {
-          exec_op op;
-          op.name = g.leaf_names[static_cast<std::size_t>(k)] +
-                    (z ? " gradient reduce-scatter" : " gradient all-reduce");
-          op.kind = op_kind::collective;
-          op.q = queue::gradient;
-          op.devices = grp;
-          op.leaf = k;
-          op.coll = {"",
-                     z ? comm::collective::reduce_scatter : comm::collective::all_reduce,
-                     lower::comm_axis::tensor,
-                     pbytes,
-                     lower::phase::backward,
-                     1};
-          for (int d : grp) {
-            const auto pos = static_cast<std::size_t>(
-                std::find(n.compute.devices.begin(), n.compute.devices.end(), d) -
-                n.compute.devices.begin());
-            op.deps.push_back(bw[pos]);
-          }
-          const int id = add(std::move(op));
-          for (int d : grp) gradient_ops[static_cast<std::size_t>(d)].push_back(id);
-        }
+  }
+
+  /// Memory of one leaf and micro-batch: each forward keeps its saved tensors until the
+  /// recompute (which keeps the rebuilt set until the backward) or the backward frees them.
+  void wire_kept(const lowered_leaf& lw, const std::vector<int>& fw, const std::vector<int>& rec,
+                 const std::vector<int>& bw) {
+    for (std::size_t j = 0; j < bw.size(); ++j) {
+      auto& f = g.ops[static_cast<std::size_t>(fw[j])];
+      f.keeps = lw.kept;
+      if (!rec.empty()) {
+        f.freed_by = rec[j];
+        auto& r = g.ops[static_cast<std::size_t>(rec[j])];
+        r.keeps = lw.recomputed;
+        r.freed_by = bw[j];
+      } else {
+        f.freed_by = bw[j];
       }
     }
+  }
+
+  /// Gradient synchronization of leaf `k` once the last micro-batch's backwards `bw` are done:
+  /// an all-reduce per batch group, or a reduce-scatter under ZeRO-1/2/3.
+  void sync_gradients(int k, const std::vector<int>& bw) {
+    const auto& n = node_of(k);
+    const auto& lw = lowered_of(k);
+    const bool z = parallel::zero_stage{n.memory.zero}.shards_optimizer();
+    const double pbytes = lw.parameters * sb.gradient;
+    const auto groups = batch_groups(n);
+    for (const auto& grp : groups) {
+      exec_op op;
+      op.name = g.leaf_names[static_cast<std::size_t>(k)] +
+                (z ? " gradient reduce-scatter" : " gradient all-reduce");
+      op.kind = op_kind::collective;
+      op.q = queue::gradient;
+      op.devices = grp;
+      op.leaf = k;
+      op.coll = {"",
+                 z ? comm::collective::reduce_scatter : comm::collective::all_reduce,
+                 lower::comm_axis::tensor,
+                 pbytes,
+                 lower::phase::backward,
+                 1};
+      for (int d : grp) {
+        const auto pos = static_cast<std::size_t>(
+            std::find(n.compute.devices.begin(), n.compute.devices.end(), d) -
+            n.compute.devices.begin());
+        op.deps.push_back(bw[pos]);
+      }
+      const int id = add(std::move(op));
+      for (int d : grp) gradient_ops[static_cast<std::size_t>(d)].push_back(id);
+    }
+  }
+
+  /// Leaf `k`'s part of stage `st`'s backward unit of micro-batch `mb` (`after`: the leaf after
+  /// it in the stage, -1 for the stage's last): the output gradient's transformation, weight
+  /// gather, recompute, backwards, block collectives and gradient synchronization.
+  void backward_leaf(int st, int mb, int k, int after) {
+    const auto& n = node_of(k);
+    const std::string who = g.leaf_names[static_cast<std::size_t>(k)] + " mb" + std::to_string(mb);
+    if (after >= 0)  // dX of the leaf after it, into this leaf's layout
+      insert(transform(residual(after), residual(k), out_bytes[static_cast<std::size_t>(k)]),
+             queue::feature, lower::phase::backward, after, mb, who + " output gradient");
+    gather_weights(k, mb, lower::phase::backward, who);
+    const auto& fw = fwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(mb)];
+    const auto& lw = lowered_of(k);
+    std::vector<int> rec;
+    if (leaf_recompute[static_cast<std::size_t>(k)] && n.kind == module_kind::block) {
+      // the recompute subgraph runs right before the backward (§V-A)
+      for (int d : n.compute.devices) rec.push_back(compute(k, mb, op_kind::recompute, d));
+      block_collectives(k, mb, lower::phase::forward, who + " recompute");
+    }
+    std::vector<int> bw;
+    for (int d : n.compute.devices) bw.push_back(compute(k, mb, op_kind::backward, d));
+    if (after < 0)
+      first_bwd[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = bw.front();
+    wire_kept(lw, fw, rec, bw);
+    block_collectives(k, mb, lower::phase::backward, who);
+    if (mb == nmb - 1) last_bwd[static_cast<std::size_t>(k)] = bw;
+    // gradient synchronization once the last micro-batch's backward is done
+    if (mb == nmb - 1 && n.compute.batch > 1) sync_gradients(k, bw);
+  }
+
+  /// Stage `st`'s backward unit of micro-batch `mb`: its leaves in reverse, then the input
+  /// gradient back to the previous stage.
+  void backward_unit(int st, int mb) {
+    start_backward(st, mb);
+    const auto& ls = stage_leaves[static_cast<std::size_t>(st)];
+    for (auto it = ls.rbegin(); it != ls.rend(); ++it)
+      backward_leaf(st, mb, *it, it != ls.rbegin() ? *(it - 1) : -1);
     if (st > 0)  // the input gradient back to the previous stage, in its layout
       insert(transform(residual(ls.front()),
                        residual(stage_leaves[static_cast<std::size_t>(st - 1)].back()),
@@ -636,132 +744,168 @@ inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
              "mb" + std::to_string(mb) + " stage" + std::to_string(st) + "->" +
                  std::to_string(st - 1) + " gradient");
     bchain[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)] = chain;
-  };
+  }
 
-  // ---- programs: the pipeline policy's (§VI-B's scheduler prefers the forward that enables a
-  // backward): with max_ongoing_micro_batch below the micro-batches, 1F1B with at most that many
-  // in flight (min(limit, P - st) forwards before the first backward); otherwise every forward
-  // first (GPipe) ----
-  const int lim = sched.max_ongoing_micro_batch;
-  const parallel::pipeline_parallel schedule{
-      .degree = P,
-      .kind = lim >= nmb ? parallel::schedule::gpipe : parallel::schedule::one_f_one_b};
-  std::vector<std::vector<std::pair<bool, int>>> prog(static_cast<std::size_t>(P));
-  for (int st = 0; st < P; ++st)
-    for (const parallel::pipeline_unit& u : schedule.program(nmb, st, lim >= nmb ? 0 : lim))
-      prog[static_cast<std::size_t>(st)].push_back({u.forward, u.micro});
-  // Create units in an order that respects the cross-stage dependencies. HTAE serves each
-  // device's communication queues in creation order, so a unit that sends to another stage is
-  // created, where the schedules allow it, only once the receiving stage has created every unit
-  // its program runs before the receiving one: the transfer then sits in the receiver's feature
-  // queue where its program posts it, behind that stage's earlier collectives and ahead of its
-  // later ones (§VI-B: each executor's queues take operators in its own schedule's order). A
-  // unit created before its receiver got there (greedy stages first) would put, e.g., the
-  // gradient of micro-batch 1 ahead of micro-batch 0's tensor-parallel all-reduces in the
-  // previous stage's queue, holding them until the next stage's backward of micro-batch 1 ends.
-  // Where the receiving stage cannot get there first (schedules whose stages wait on each
-  // other's sends, e.g. 1F1B steady states), a unit is created anyway, as before.
-  std::vector<std::size_t> at(static_cast<std::size_t>(P), 0);
-  std::vector<std::vector<char>> fdone(static_cast<std::size_t>(P), std::vector<char>(mbu, 0)),
-      bdone = fdone;
-  std::size_t left = 0;
-  for (const auto& pr : prog) left += pr.size();
-  // true once stage `st`'s program has created every unit before (is_fwd, mb)
-  auto reached = [&](int st, bool is_fwd, int mb) {
-    const auto& pr = prog[static_cast<std::size_t>(st)];
-    const std::size_t i = at[static_cast<std::size_t>(st)];
-    return i >= pr.size() || (pr[i].first == is_fwd && pr[i].second == mb) ||
-           (is_fwd ? fdone : bdone)[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)];
-  };
-  bool strict = true;
-  while (left > 0) {
-    bool progress = false;
-    for (int st = 0; st < P; ++st) {
-      auto& i = at[static_cast<std::size_t>(st)];
-      while (i < prog[static_cast<std::size_t>(st)].size()) {
-        const auto [is_fwd, mb] = prog[static_cast<std::size_t>(st)][i];
-        const auto um = static_cast<std::size_t>(mb);
-        if (is_fwd && st > 0 && !fdone[static_cast<std::size_t>(st - 1)][um]) break;
-        if (!is_fwd && st + 1 < P && !bdone[static_cast<std::size_t>(st + 1)][um]) break;
-        if (strict && is_fwd && st + 1 < P && !reached(st + 1, true, mb)) break;
-        if (strict && !is_fwd && st > 0 && !reached(st - 1, false, mb)) break;
-        strict = true;
-        if (is_fwd) {
-          forward_unit(st, mb);
-          fdone[static_cast<std::size_t>(st)][um] = 1;
-        } else {
-          backward_unit(st, mb);
-          bdone[static_cast<std::size_t>(st)][um] = 1;
+  /// Each stage's program, (forward?, micro-batch) per unit: the pipeline policy's (§VI-B's
+  /// scheduler prefers the forward that enables a backward): with max_ongoing_micro_batch below
+  /// the micro-batches, 1F1B with at most that many in flight (min(limit, P - st) forwards
+  /// before the first backward); otherwise every forward first (GPipe).
+  [[nodiscard]] std::vector<std::vector<std::pair<bool, int>>> programs() const {
+    const int lim = sched.max_ongoing_micro_batch;
+    const parallel::pipeline_parallel schedule{
+        .degree = P,
+        .kind = lim >= nmb ? parallel::schedule::gpipe : parallel::schedule::one_f_one_b};
+    std::vector<std::vector<std::pair<bool, int>>> prog(static_cast<std::size_t>(P));
+    for (int st = 0; st < P; ++st)
+      for (const parallel::pipeline_unit& u : schedule.program(nmb, st, lim >= nmb ? 0 : lim))
+        prog[static_cast<std::size_t>(st)].push_back({u.forward, u.micro});
+    return prog;
+  }
+
+  /// Creates the units of the stages' programs `prog` in an order that respects the
+  /// cross-stage dependencies (see below), refusing a schedule that deadlocks.
+  void create_units(const std::vector<std::vector<std::pair<bool, int>>>& prog) {
+    // HTAE serves each device's communication queues in creation order, so a unit that sends
+    // to another stage is created, where the schedules allow it, only once the receiving stage
+    // has created every unit its program runs before the receiving one: the transfer then sits
+    // in the receiver's feature queue where its program posts it, behind that stage's earlier
+    // collectives and ahead of its later ones (§VI-B: each executor's queues take operators in
+    // its own schedule's order). A unit created before its receiver got there (greedy stages
+    // first) would put, e.g., the gradient of micro-batch 1 ahead of micro-batch 0's
+    // tensor-parallel all-reduces in the previous stage's queue, holding them until the next
+    // stage's backward of micro-batch 1 ends. Where the receiving stage cannot get there first
+    // (schedules whose stages wait on each other's sends, e.g. 1F1B steady states), a unit is
+    // created anyway, as before.
+    const auto mbu = static_cast<std::size_t>(nmb);
+    std::vector<std::size_t> at(static_cast<std::size_t>(P), 0);
+    std::vector<std::vector<char>> fdone(static_cast<std::size_t>(P), std::vector<char>(mbu, 0)),
+        bdone = fdone;
+    std::size_t left = 0;
+    for (const auto& pr : prog) left += pr.size();
+    // true once stage `st`'s program has created every unit before (is_fwd, mb)
+    auto reached = [&](int st, bool is_fwd, int mb) {
+      const auto& pr = prog[static_cast<std::size_t>(st)];
+      const std::size_t i = at[static_cast<std::size_t>(st)];
+      return i >= pr.size() || (pr[i].first == is_fwd && pr[i].second == mb) ||
+             (is_fwd ? fdone : bdone)[static_cast<std::size_t>(st)][static_cast<std::size_t>(mb)];
+    };
+    bool strict = true;
+    while (left > 0) {
+      bool progress = false;
+      for (int st = 0; st < P; ++st) {
+        auto& i = at[static_cast<std::size_t>(st)];
+        while (i < prog[static_cast<std::size_t>(st)].size()) {
+          const auto [is_fwd, mb] = prog[static_cast<std::size_t>(st)][i];
+          const auto um = static_cast<std::size_t>(mb);
+          if (is_fwd && st > 0 && !fdone[static_cast<std::size_t>(st - 1)][um]) break;
+          if (!is_fwd && st + 1 < P && !bdone[static_cast<std::size_t>(st + 1)][um]) break;
+          if (strict && is_fwd && st + 1 < P && !reached(st + 1, true, mb)) break;
+          if (strict && !is_fwd && st > 0 && !reached(st - 1, false, mb)) break;
+          strict = true;
+          if (is_fwd) {
+            forward_unit(st, mb);
+            fdone[static_cast<std::size_t>(st)][um] = 1;
+          } else {
+            backward_unit(st, mb);
+            bdone[static_cast<std::size_t>(st)][um] = 1;
+          }
+          ++i;
+          --left;
+          progress = true;
         }
-        ++i;
-        --left;
-        progress = true;
       }
+      if (!progress && strict) {
+        strict = false;  // no receiver can get there first: let one unit go ahead
+        continue;
+      }
+      if (!progress)
+        throw plan_error("the schedule deadlocks: max_ongoing_micro_batch is too small for " +
+                         std::to_string(P) + " pipeline stages");
     }
-    if (!progress && strict) {
-      strict = false;  // no receiver can get there first: let one unit go ahead
-      continue;
-    }
-    if (!progress)
-      throw plan_error("the schedule deadlocks: max_ongoing_micro_batch is too small for " +
-                       std::to_string(P) + " pipeline stages");
   }
 
-  // ---- optimizer step per device, then ZeRO-1/2's weight all-gather ----
-  for (int d = 0; d < g.devices; ++d) {
-    double params = 0;
-    bool used = false;
-    std::vector<int> deps = gradient_ops[static_cast<std::size_t>(d)];
-    for (int k = 0; k < L; ++k) {
-      const auto& n = node_of(k);
-      const auto& devs = n.compute.devices;
-      const auto it = std::find(devs.begin(), devs.end(), d);
-      if (it == devs.end()) continue;
-      used = true;
-      const auto& lw =
-          g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
-      params += lw.parameters /
-                (parallel::zero_stage{n.memory.zero}.shards_optimizer() ? n.compute.batch : 1);
-      deps.push_back(
-          last_bwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(it - devs.begin())]);
-    }
-    if (!used) continue;
-    exec_op op;
-    op.name = "optimizer step";
-    op.kind = op_kind::optimizer;
-    op.devices = {d};
-    op.seconds = prof.queued(prof.copy).time(sb.update * params);
-    std::sort(deps.begin(), deps.end());
-    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-    op.deps = std::move(deps);
-    add(std::move(op));
-  }
-  std::vector<int> opt_of(static_cast<std::size_t>(g.devices), -1);
-  for (std::size_t i = 0; i < g.ops.size(); ++i)
-    if (g.ops[i].kind == op_kind::optimizer)
-      opt_of[static_cast<std::size_t>(g.ops[i].devices.front())] = static_cast<int>(i);
-  for (int k = 0; k < L; ++k) {
-    const auto& n = node_of(k);
-    if (!parallel::zero_stage{n.memory.zero}.gathers_updated_weights() || n.compute.batch < 2)
-      continue;
-    const auto& lw = g.lowered[static_cast<std::size_t>(leaf_lowered[static_cast<std::size_t>(k)])];
-    for (const auto& grp : batch_groups(n)) {
+  /// The optimizer step per device, after its gradient synchronization and last backwards.
+  void add_optimizer_steps() {
+    for (int d = 0; d < g.devices; ++d) {
+      double params = 0;
+      bool used = false;
+      std::vector<int> deps = gradient_ops[static_cast<std::size_t>(d)];
+      for (int k = 0; k < L; ++k) {
+        const auto& n = node_of(k);
+        const auto& devs = n.compute.devices;
+        const auto it = std::find(devs.begin(), devs.end(), d);
+        if (it == devs.end()) continue;
+        used = true;
+        const auto& lw = lowered_of(k);
+        params += lw.parameters /
+                  (parallel::zero_stage{n.memory.zero}.shards_optimizer() ? n.compute.batch : 1);
+        deps.push_back(
+            last_bwd[static_cast<std::size_t>(k)][static_cast<std::size_t>(it - devs.begin())]);
+      }
+      if (!used) continue;
       exec_op op;
-      op.name = g.leaf_names[static_cast<std::size_t>(k)] + " weights all-gather";
-      op.kind = op_kind::collective;
-      op.q = queue::gradient;
-      op.devices = grp;
-      op.leaf = k;
-      op.coll = {"",
-                 comm::collective::all_gather,
-                 lower::comm_axis::tensor,
-                 lw.parameters * sb.weight,
-                 lower::phase::backward,
-                 1};
-      for (int d : grp) op.deps.push_back(opt_of[static_cast<std::size_t>(d)]);
+      op.name = "optimizer step";
+      op.kind = op_kind::optimizer;
+      op.devices = {d};
+      op.seconds = prof.queued(prof.copy).time(sb.update * params);
+      std::sort(deps.begin(), deps.end());
+      deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+      op.deps = std::move(deps);
       add(std::move(op));
     }
   }
+
+  /// ZeRO-1/2's all-gather of the updated weights over each batch group, after the optimizer
+  /// steps.
+  void add_weight_gathers() {
+    std::vector<int> opt_of(static_cast<std::size_t>(g.devices), -1);
+    for (std::size_t i = 0; i < g.ops.size(); ++i)
+      if (g.ops[i].kind == op_kind::optimizer)
+        opt_of[static_cast<std::size_t>(g.ops[i].devices.front())] = static_cast<int>(i);
+    for (int k = 0; k < L; ++k) {
+      const auto& n = node_of(k);
+      if (!parallel::zero_stage{n.memory.zero}.gathers_updated_weights() || n.compute.batch < 2)
+        continue;
+      const auto& lw = lowered_of(k);
+      for (const auto& grp : batch_groups(n)) {
+        exec_op op;
+        op.name = g.leaf_names[static_cast<std::size_t>(k)] + " weights all-gather";
+        op.kind = op_kind::collective;
+        op.q = queue::gradient;
+        op.devices = grp;
+        op.leaf = k;
+        op.coll = {"",
+                   comm::collective::all_gather,
+                   lower::comm_axis::tensor,
+                   lw.parameters * sb.weight,
+                   lower::phase::backward,
+                   1};
+        for (int d : grp) op.deps.push_back(opt_of[static_cast<std::size_t>(d)]);
+        add(std::move(op));
+      }
+    }
+  }
+};
+
+/// The part of the compiler that every model shares: stages, layouts, transformations,
+/// micro-batch programs, gradient synchronization and the optimizer step. `g` holds the
+/// lowered leaves; `out_bytes[k]` is leaf k's output activation for one micro-batch of the
+/// whole model.
+inline execution_graph schedule_graph(execution_graph g, const strategy_tree& t,
+                                      const std::vector<int>& leaf_lowered,
+                                      const std::vector<bool>& leaf_recompute,
+                                      const std::vector<double>& out_bytes, const state_bytes& sb,
+                                      const device_profile& prof) {
+  graph_scheduler s(g, t, leaf_lowered, leaf_recompute, out_bytes, sb, prof);
+  s.check_size();
+  s.find_stages();
+  s.add_model_states();
+  // ---- operations: the micro-batch units of every stage's program ----
+  s.start_units();
+  s.create_units(s.programs());
+  // ---- optimizer step per device, then ZeRO-1/2's weight all-gather ----
+  s.add_optimizer_steps();
+  s.add_weight_gathers();
   return g;
 }
 
