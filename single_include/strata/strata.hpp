@@ -4956,6 +4956,248 @@ struct on_save {
 template <class F>
 on_save(F) -> on_save<F>;
 
+namespace detail {
+/// What the pieces of a layer's lowering read: the model, the shard, the recipe, the widths
+/// (T tokens, tn of them at the norms, t the tensor degree, h, the k/v width w, the MLP's f) and
+/// the element sizes, as `layer` works them out once.
+struct layer_shape {
+  const transformer& m;
+  const shard& x;
+  const frameworks::recipe& r;
+  bool fwd, hf, ac, swiglu, gpt2, use_cache;
+  double T, tn, t, h, w, f, act, res, mask;
+  double routed, up, gate_elems;  ///< MoE copies per token; up's width; the MLP's kept widths
+};
+
+/// The attention block: the input norm, the Q/K/V projections, rotary embedding, the k/v cache
+/// copies (`transformers`), attention (flash, or the unfused score GEMMs with softmax and
+/// dropout), the output projection and the residual.
+template <class B>
+[[gnu::always_inline]] constexpr void attention_block(const B& k, const layer_shape& L) {
+  k.norm("input norm", L.tn, L.h, L.m.norm, !L.hf);
+  const bool fused_qkv = L.r.fused_qkv || (k.transformers_code() && L.gpt2);  // GPT-2's c_attn
+  const bool qkv_bias = L.m.bias || L.m.qkv_bias;
+  // the norm's output, which the projections read; under autocast each projection keeps its
+  // own 16-bit copy instead (`builder::linear`)
+  if (!L.hf || (!k.autocast() && k.input_kept({"QKV", "Q", "K", "V"})))
+    k.save("QKV input", L.act * L.tn * L.h);
+  if (fused_qkv) {
+    k.linear("QKV", L.T, (L.h + 2 * L.w) / L.t, L.h, qkv_bias ? (L.h + 2 * L.w) / L.t : 0.0, 1,
+             L.hf);
+  } else {
+    k.linear("Q", L.T, L.h / L.t, L.h, qkv_bias ? L.h / L.t : 0.0, 1, L.hf);
+    k.linear("K", L.T, L.w / L.t, L.h, qkv_bias ? L.w / L.t : 0.0, 1, L.hf);
+    k.linear("V", L.T, L.w / L.t, L.h, qkv_bias ? L.w / L.t : 0.0, 1, L.hf);
+    if (L.hf && L.ac)  // the three input gradients summed
+      k.backward_only("QKV input gradient sum", stream_class::elementwise, 12 * L.T * L.h, 2);
+  }
+  if (L.m.positions == position_kind::rotary) {
+    if (!L.hf) {
+      k.pointwise("rotary embedding", stream_class::elementwise,
+                  2 * L.T * (L.h + L.w) / L.t * L.act);
+    } else {  // q cos + rotate_half(q) sin in fp32, for Q and for K
+      for (const double width : {L.h / L.t, L.w / L.t}) {
+        k.forward_only("rotary q cos", stream_class::elementwise, 6 * L.T * width);
+        k.forward_only("rotary neg", stream_class::elementwise, 2 * L.T * width);
+        k.forward_only("rotary cat", stream_class::elementwise, 4 * L.T * width);
+        k.forward_only("rotary rot sin", stream_class::elementwise, 6 * L.T * width);
+        k.forward_only("rotary add", stream_class::elementwise, 12 * L.T * width);
+        k.backward_only("rotary", stream_class::elementwise, 5 * L.T * width, 12);
+      }
+    }
+  }
+  if (L.use_cache) {                       // DynamicCache.update: torch.cat copies of k and v
+    const double kb = L.gpt2 ? 2.0 : 4.0;  // GPT-2's k is bf16, RoPE'd k is fp32
+    k.forward_only("cache k", stream_class::copy, 2 * kb * L.T * L.w / L.t);
+    k.forward_only("cache v", stream_class::copy, 4 * L.T * L.w / L.t);
+    // GPT-2's attention keeps the copies; Llama's fp32 k copy lives until the loss
+    k.save("k cache", (L.gpt2 ? 2.0 : 4.0) * L.T * L.w / L.t,
+           L.gpt2 ? keep_kind::activation : keep_kind::until_loss);
+    if (L.gpt2) k.save("v cache", 2 * L.T * L.w / L.t);
+  }
+  if (L.hf && !L.gpt2 && L.ac) {  // SDPA's autocast casts the fp32 q and k
+    k.forward_only("SDPA q cast", stream_class::copy, 6 * L.T * L.h / L.t);
+    k.forward_only("SDPA k cast", stream_class::copy, 6 * L.T * L.w / L.t);
+    k.backward_only("q gradient to fp32", stream_class::copy, 6 * L.T * L.h / L.t);
+    k.backward_only("k gradient to fp32", stream_class::copy, 6 * L.T * L.w / L.t);
+  }
+  const double heads = L.m.heads / L.t, d = L.m.head_dim();
+  if (k.tr.flash_attention) {
+    kernel_op a{.what = "attention", .part = {}, .kind = kernel_kind::attention};
+    a.batch = L.x.b / L.x.cp;
+    a.heads = heads;
+    a.seq = L.x.seq;
+    a.dim = d;
+    a.backward = !L.fwd;
+    detail::emit(k.v, a);
+    // Q, K, V and the output (16-bit); the fused kernel's log-sum-exp (fp32, per row)
+    k.save("Q, K, V", L.act * L.T * (L.h + 2 * L.w) / L.t);
+    if (L.hf) k.save("attention log-sum-exp", 4 * L.T * heads);
+  } else {  // unfused: Q K^T, softmax, dropout, P V
+    const double rows = L.x.b * heads * L.x.s, scores = rows * L.x.seq;
+    if (L.fwd) {
+      k.gemm("attention scores", {}, rows, L.x.seq, d);
+      k.gemm("attention over V", {}, rows, d, L.x.seq);
+      k.memory("attention softmax", {}, stream_class::softmax, 2 * scores * L.act);
+    } else {
+      k.gemm("attention over V", "backward", rows, d, L.x.seq, 2);
+      k.gemm("attention scores", "backward", rows, L.x.seq, d, 2);
+      k.memory("attention softmax", {}, stream_class::softmax, 3 * scores * L.act);
+    }
+    if (L.m.dropout)
+      k.memory("attention dropout", {}, stream_class::dropout, scores * (2 * L.act + L.mask));
+    k.save("Q, K, V", L.act * L.T * (L.h + 2 * L.w) / L.t);
+    if (L.x.recompute != parallel::recompute::selective)
+      k.save("attention scores", scores * (L.act + (L.m.dropout ? L.mask + L.act : 0.0)));
+  }
+  k.save("attention output", L.act * L.T * L.h / L.t);
+  if (L.r.attention_output_copy) k.save("attention output (contiguous)", L.act * L.T * L.h / L.t);
+  k.linear("attention projection", L.T, L.h, L.h / L.t, L.m.bias ? L.h : 0.0);
+  k.residual(L.tn, L.h, L.mask);
+}
+
+/// `transformers`' MixtralSparseMoeBlock with the default `grouped_mm` experts.
+template <class B>
+constexpr void transformers_moe(const B& k, const layer_shape& L) {
+  // transformers' MixtralSparseMoeBlock with the default `grouped_mm` experts
+  // (integrations/moe.py, docs/huggingface_recipe.md §6): the router in bf16, its softmax, top-k
+  // and renormalization in fp32; the S = k T routed rows sorted by expert and gathered in fp32;
+  // each grouped GEMM on the fp32 weights copies its offsets to the host (a synchronization)
+  // and runs one fp32 GEMM per expert (TF32 unless `training::tf32` is off; each on its own
+  // rows, `expert_load_cv`); SiLU and the gate product; the routing weights,
+  // the gather back and the sum over top_k. Backward: the gathers' index_put with its sort, the
+  // grouped GEMMs' dX and dW (each synchronizing), the router's. Seen in the H100 trace
+  // (test/data/h100_hf_kernels.csv): each grouped GEMM's output is copied on the device and
+  // its sentinel rows zeroed by a masked_fill (306 and 397 us for S x 2f fp32), and so is the
+  // gradient each backward grouped GEMM takes.
+  const double E = L.m.experts, S = L.T * L.m.top_k * L.m.capacity, local = E / L.x.ep;
+  const double rows = S * L.x.ep / E;  // per expert on this rank
+  const double fe = L.f / L.t, ue = L.up / L.t;
+  const auto copy = stream_class::copy, ew = stream_class::elementwise;
+  // each grouped GEMM (forward, dX, dW) first copies its E + 1 group offsets to the host
+  // (`offs.cpu()`, a device-to-host copy the host waits for)
+  auto to_host = [&] { k.memory("expert offsets to host", {}, copy, 4 * (E + 1), 1, true); };
+  // one fp32 GEMM per local expert on its own rows; `shape(rows)` gives its m, n, k
+  auto experts_gemm = [&](std::string_view what, std::string_view part, auto shape) {
+    detail::expert_rows(L.m, rows, local, [&](double own, double times) {
+      const std::array<double, 3> mnk = shape(own);
+      k.gemm(what, part, mnk[0], mnk[1], mnk[2], times, true);
+    });
+  };
+  if (!k.backward) {
+    k.linear("router", L.T, E, L.h, 0.0, 1, true);
+    k.memory("router logits to fp32", {}, copy, 6 * L.T * E);
+    k.memory("router softmax", {}, stream_class::softmax, 8 * L.T * E);
+    k.memory("router top-k, sum, divide", {}, ew, 8 * L.T * E, 3);
+    k.memory("sort by expert", {}, copy, 16 * S, 4);
+    k.memory("token gather", {}, copy, 8 * S * L.h + 16 * S, 2);
+    k.memory("routing bookkeeping", {}, ew, 9 * S, 6);
+    k.memory("sentinel masked_fill", {}, ew, 8 * S * L.h);
+    to_host();
+    experts_gemm("expert up", {}, [&](double own) { return std::array{own, ue, L.h}; });
+    k.memory("expert up output", "copy", copy, 8 * S * ue);
+    k.memory("expert up output", "masked_fill", ew, 8 * S * ue);
+    k.memory("expert SiLU", {}, ew, 8 * S * fe);
+    k.memory("expert gate product", {}, ew, 12 * S * fe);
+    to_host();
+    experts_gemm("expert down", {}, [&](double own) { return std::array{own, L.h, fe}; });
+    k.memory("expert down output", "copy", copy, 8 * S * L.h);
+    k.memory("routing weights, masked_fill, gather back", {}, ew, 8 * S * L.h, 3);
+    k.memory("index bookkeeping", {}, ew, 16 * S, 2);
+    k.memory("sum over top-k", {}, ew, 4 * S * L.h + 4 * L.T * L.h);
+  } else {
+    k.memory("gather back", "backward", copy, 8 * S * L.h + 16 * S, 3);
+    k.memory("routing weights and masked_fill", "backward", ew, 8 * S * L.h, 4);
+    k.memory("expert down output gradient", "copy", copy, 8 * S * L.h);
+    to_host();
+    experts_gemm("expert down", "dX", [&](double own) { return std::array{own, fe, L.h}; });
+    to_host();
+    experts_gemm("expert down", "dW", [&](double own) { return std::array{fe, L.h, own}; });
+    k.memory("expert SiLU and gate product", "backward", ew, 12 * S * fe, 3);
+    k.memory("gate and up halves", "backward", copy, 8 * S * ue);
+    k.memory("expert up output gradient", "copy", copy, 8 * S * ue);
+    k.memory("expert up output gradient", "masked_fill", ew, 8 * S * ue);
+    to_host();
+    experts_gemm("expert up", "dX", [&](double own) { return std::array{own, L.h, ue}; });
+    to_host();
+    experts_gemm("expert up", "dW", [&](double own) { return std::array{ue, L.h, own}; });
+    k.memory("sentinel masked_fill", "backward", copy, 8 * S * L.h);
+    k.memory("sentinel masked_fill", "backward", ew, 8 * S * L.h);
+    k.memory("token gather", "backward", copy, 8 * S * L.h + 16 * S, 4);
+    k.memory("router top-k and softmax", "backward", ew, 8 * L.T * E, 4);
+    k.linear("router", L.T, E, L.h, 0.0, 1, true);
+  }
+  k.save("router probabilities", 4 * L.T * E + 8 * L.T);
+  k.save("expert inputs and outputs", S * (8 * L.h + 16 * fe) + 41 * S / L.m.capacity);
+}
+
+/// The MLP block: the norm, then a dense MLP (GELU, SwiGLU; `transformers`' GPT-2 `gelu_new`)
+/// or MoE (router, permutation, this rank's experts), and the residual.
+template <class B>
+[[gnu::always_inline]] constexpr void mlp_block(const B& k, const layer_shape& L) {
+  k.norm("post-attention norm", L.tn, L.h, L.m.norm, !L.hf);
+  if (!L.hf || (!k.autocast() && k.input_kept({"MLP up", "MLP gate", "expert up"})))
+    k.save("MLP input", L.routed * L.act * L.tn * L.h);
+  if (L.m.moe() && k.transformers_code()) {
+    transformers_moe(k, L);
+  } else if (L.m.moe()) {
+    const double local = static_cast<double>(L.m.experts) / L.x.ep;  // experts on this rank
+    const double rows = L.T * L.m.top_k * L.m.capacity * L.x.ep / L.m.experts;
+    k.linear("router", L.T, L.m.experts, L.h, 0.0);
+    k.pointwise("token permutation", stream_class::copy, 2 * 2 * L.T * L.m.top_k * L.h * L.act);
+    detail::expert_rows(L.m, rows, local, [&](double own, double times) {
+      k.linear("expert up", own, L.up / L.t, L.h, 0.0, times);
+    });
+    k.pointwise("expert activation", stream_class::elementwise,
+                L.gate_elems * rows * local * L.act);
+    detail::expert_rows(L.m, rows, local, [&](double own, double times) {
+      k.linear("expert down", own, L.h, L.f / L.t, 0.0, times);
+    });
+    k.save("MLP activation tensors", L.routed * L.act * L.gate_elems * L.T);
+  } else if (L.hf && !L.gpt2) {
+    // act_fn(gate_proj(x)) * up_proj(x): SiLU keeps the gate output, the product both factors
+    if (L.swiglu) {
+      k.linear("MLP gate", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0, 1, true);
+      k.linear("MLP up", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0, 1, true);
+      if (L.ac)
+        k.backward_only("MLP input gradient sum", stream_class::elementwise, 12 * L.T * L.h);
+      k.pointwise("SiLU", stream_class::elementwise, 4 * L.T * L.f / L.t);
+      k.forward_only("gate product", stream_class::elementwise, 6 * L.T * L.f / L.t);
+      k.backward_only("gate product", stream_class::elementwise, 6 * L.T * L.f / L.t, 2);
+      // the gate output, SiLU's output, the up output and their product
+      k.save("MLP activation tensors", L.act * 4 * L.T * L.f / L.t);
+    } else {
+      k.linear("MLP up", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0, 1, true);
+      k.pointwise("GELU", stream_class::elementwise, 4 * L.T * L.f / L.t);
+      k.save("MLP activation tensors", L.act * 2 * L.T * L.f / L.t);
+    }
+    k.linear("MLP down", L.T, L.h, L.f / L.t, L.m.bias ? L.h : 0.0);
+  } else if (k.transformers_code()) {
+    // GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as written, mostly in
+    // fp32 (pow is an fp32 autocast op): nine kernels forward, about fifteen backward; it keeps
+    // x^3's fp32 input, tanh's output, 0.5 x and 1 + tanh; c_proj casts its fp32 output
+    k.linear("MLP up", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0, 1, true);
+    const double F = L.T * L.f / L.t;
+    for (const double b : {6.0, 8.0, 8.0, 10.0, 8.0, 8.0, 8.0, 4.0, 10.0})
+      k.forward_only("gelu_new", stream_class::elementwise, b * F);
+    k.backward_only("gelu_new", stream_class::elementwise, 8 * F, 15);
+    k.save("gelu_new tensors", 14 * F);
+    k.linear("MLP down", L.T, L.h, L.f / L.t, L.m.bias ? L.h : 0.0, 1, true);
+  } else {
+    if (L.swiglu && !L.r.fused_gate_up) {
+      k.linear("MLP gate", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0);
+      k.linear("MLP up", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0);
+    } else {
+      k.linear("MLP up", L.T, L.up / L.t, L.h, L.m.bias ? L.up / L.t : 0.0);
+    }
+    k.pointwise("MLP activation", stream_class::elementwise, L.gate_elems * L.T * L.act);
+    k.linear("MLP down", L.T, L.h, L.f / L.t, L.m.bias ? L.h : 0.0);
+    k.save("MLP activation tensors", L.routed * L.act * L.gate_elems * L.T);
+  }
+  k.residual(L.tn, L.h, L.mask);
+}
+}  // namespace detail
+
 /// The kernels (issue order) and, forward, the kept tensors of one layer on one rank.
 ///
 /// Under the `transformers` module style (Hugging Face modeling code, see
@@ -4968,231 +5210,37 @@ on_save(F) -> on_save<F>;
 template <class V>
 requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void layer(const transformer& m, const shard& x, const training& tr, phase ph, V&& v) {
-  using parallel::recompute;
   const bool fwd = ph == phase::forward;
-  const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd, x.recompute != recompute::full};
-  const auto& r = tr.framework;
-  const bool hf = k.hf(), ac = k.autocast();
-  const double T = x.tokens(), tn = x.norm_tokens(), t = x.tp, h = m.hidden, w = m.kv_width(),
-               f = m.ffn_size(), act = tr.activation_bytes(), res = tr.residual_bytes();
-  const double mask = m.dropout ? 1.0 : 0.0;
-  const bool swiglu = m.mlp == mlp_kind::swiglu, gpt2 = m.positions == position_kind::learned;
+  const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd,
+                                                      x.recompute != parallel::recompute::full};
+  const bool swiglu = m.mlp == mlp_kind::swiglu;
+  const double t = x.tp, f = m.ffn_size();
+  const detail::layer_shape L{.m = m,
+                              .x = x,
+                              .r = tr.framework,
+                              .fwd = fwd,
+                              .hf = k.hf(),
+                              .ac = k.autocast(),
+                              .swiglu = swiglu,
+                              .gpt2 = m.positions == position_kind::learned,
+                              // `use_cache` (transformers only) is off under checkpointing
+                              .use_cache = k.transformers_code() && k.keep,
+                              .T = x.tokens(),
+                              .tn = x.norm_tokens(),
+                              .t = t,
+                              .h = static_cast<double>(m.hidden),
+                              .w = m.kv_width(),
+                              .f = f,
+                              .act = tr.activation_bytes(),
+                              .res = tr.residual_bytes(),
+                              .mask = m.dropout ? 1.0 : 0.0,
+                              .routed = m.moe() ? m.top_k * m.capacity : 1.0,
+                              .up = swiglu ? 2 * f : f,
+                              .gate_elems = (swiglu ? 3 : 2) * f / t};
   // the layer's input is what a checkpointed layer keeps
-  if (fwd && !k.keep) detail::keep(v, "layer input", res * tn * h);
-  // `use_cache` (transformers only) is off under checkpointing
-  const bool use_cache = k.transformers_code() && k.keep;
-
-  // ---- attention block
-  k.norm("input norm", tn, h, m.norm, !hf);
-  const bool fused_qkv = r.fused_qkv || (k.transformers_code() && gpt2);  // GPT-2's c_attn
-  const bool qkv_bias = m.bias || m.qkv_bias;
-  // the norm's output, which the projections read; under autocast each projection keeps its
-  // own 16-bit copy instead (`builder::linear`)
-  if (!hf || (!k.autocast() && k.input_kept({"QKV", "Q", "K", "V"})))
-    k.save("QKV input", act * tn * h);
-  if (fused_qkv) {
-    k.linear("QKV", T, (h + 2 * w) / t, h, qkv_bias ? (h + 2 * w) / t : 0.0, 1, hf);
-  } else {
-    k.linear("Q", T, h / t, h, qkv_bias ? h / t : 0.0, 1, hf);
-    k.linear("K", T, w / t, h, qkv_bias ? w / t : 0.0, 1, hf);
-    k.linear("V", T, w / t, h, qkv_bias ? w / t : 0.0, 1, hf);
-    if (hf && ac)  // the three input gradients summed
-      k.backward_only("QKV input gradient sum", stream_class::elementwise, 12 * T * h, 2);
-  }
-  if (m.positions == position_kind::rotary) {
-    if (!hf) {
-      k.pointwise("rotary embedding", stream_class::elementwise, 2 * T * (h + w) / t * act);
-    } else {  // q cos + rotate_half(q) sin in fp32, for Q and for K
-      for (const double width : {h / t, w / t}) {
-        k.forward_only("rotary q cos", stream_class::elementwise, 6 * T * width);
-        k.forward_only("rotary neg", stream_class::elementwise, 2 * T * width);
-        k.forward_only("rotary cat", stream_class::elementwise, 4 * T * width);
-        k.forward_only("rotary rot sin", stream_class::elementwise, 6 * T * width);
-        k.forward_only("rotary add", stream_class::elementwise, 12 * T * width);
-        k.backward_only("rotary", stream_class::elementwise, 5 * T * width, 12);
-      }
-    }
-  }
-  if (use_cache) {                       // DynamicCache.update: torch.cat copies of k and v
-    const double kb = gpt2 ? 2.0 : 4.0;  // GPT-2's k is bf16, RoPE'd k is fp32
-    k.forward_only("cache k", stream_class::copy, 2 * kb * T * w / t);
-    k.forward_only("cache v", stream_class::copy, 4 * T * w / t);
-    // GPT-2's attention keeps the copies; Llama's fp32 k copy lives until the loss
-    k.save("k cache", (gpt2 ? 2.0 : 4.0) * T * w / t,
-           gpt2 ? keep_kind::activation : keep_kind::until_loss);
-    if (gpt2) k.save("v cache", 2 * T * w / t);
-  }
-  if (hf && !gpt2 && ac) {  // SDPA's autocast casts the fp32 q and k
-    k.forward_only("SDPA q cast", stream_class::copy, 6 * T * h / t);
-    k.forward_only("SDPA k cast", stream_class::copy, 6 * T * w / t);
-    k.backward_only("q gradient to fp32", stream_class::copy, 6 * T * h / t);
-    k.backward_only("k gradient to fp32", stream_class::copy, 6 * T * w / t);
-  }
-  const double heads = m.heads / t, d = m.head_dim();
-  if (tr.flash_attention) {
-    kernel_op a{.what = "attention", .part = {}, .kind = kernel_kind::attention};
-    a.batch = x.b / x.cp;
-    a.heads = heads;
-    a.seq = x.seq;
-    a.dim = d;
-    a.backward = !fwd;
-    detail::emit(v, a);
-    // Q, K, V and the output (16-bit); the fused kernel's log-sum-exp (fp32, per row)
-    k.save("Q, K, V", act * T * (h + 2 * w) / t);
-    if (hf) k.save("attention log-sum-exp", 4 * T * heads);
-  } else {  // unfused: Q K^T, softmax, dropout, P V
-    const double rows = x.b * heads * x.s, scores = rows * x.seq;
-    if (fwd) {
-      k.gemm("attention scores", {}, rows, x.seq, d);
-      k.gemm("attention over V", {}, rows, d, x.seq);
-      k.memory("attention softmax", {}, stream_class::softmax, 2 * scores * act);
-    } else {
-      k.gemm("attention over V", "backward", rows, d, x.seq, 2);
-      k.gemm("attention scores", "backward", rows, x.seq, d, 2);
-      k.memory("attention softmax", {}, stream_class::softmax, 3 * scores * act);
-    }
-    if (m.dropout)
-      k.memory("attention dropout", {}, stream_class::dropout, scores * (2 * act + mask));
-    k.save("Q, K, V", act * T * (h + 2 * w) / t);
-    if (x.recompute != recompute::selective)
-      k.save("attention scores", scores * (act + (m.dropout ? mask + act : 0.0)));
-  }
-  k.save("attention output", act * T * h / t);
-  if (r.attention_output_copy) k.save("attention output (contiguous)", act * T * h / t);
-  k.linear("attention projection", T, h, h / t, m.bias ? h : 0.0);
-  k.residual(tn, h, mask);
-
-  // ---- MLP block
-  k.norm("post-attention norm", tn, h, m.norm, !hf);
-  const double routed = m.moe() ? m.top_k * m.capacity : 1.0;
-  if (!hf || (!k.autocast() && k.input_kept({"MLP up", "MLP gate", "expert up"})))
-    k.save("MLP input", routed * act * tn * h);
-  const double up = swiglu ? 2 * f : f;
-  const double gate_elems = (swiglu ? 3 : 2) * f / t;
-  if (m.moe() && k.transformers_code()) {
-    // transformers' MixtralSparseMoeBlock with the default `grouped_mm` experts
-    // (integrations/moe.py, docs/huggingface_recipe.md §6): the router in bf16, its softmax, top-k
-    // and renormalization in fp32; the S = k T routed rows sorted by expert and gathered in fp32;
-    // each grouped GEMM on the fp32 weights copies its offsets to the host (a synchronization)
-    // and runs one fp32 GEMM per expert (TF32 unless `training::tf32` is off; each on its own
-    // rows, `expert_load_cv`); SiLU and the gate product; the routing weights,
-    // the gather back and the sum over top_k. Backward: the gathers' index_put with its sort, the
-    // grouped GEMMs' dX and dW (each synchronizing), the router's. Seen in the H100 trace
-    // (test/data/h100_hf_kernels.csv): each grouped GEMM's output is copied on the device and
-    // its sentinel rows zeroed by a masked_fill (306 and 397 us for S x 2f fp32), and so is the
-    // gradient each backward grouped GEMM takes.
-    const double E = m.experts, S = T * m.top_k * m.capacity, local = E / x.ep;
-    const double rows = S * x.ep / E;  // per expert on this rank
-    const double fe = f / t, ue = up / t;
-    const auto copy = stream_class::copy, ew = stream_class::elementwise;
-    // each grouped GEMM (forward, dX, dW) first copies its E + 1 group offsets to the host
-    // (`offs.cpu()`, a device-to-host copy the host waits for)
-    auto to_host = [&] { k.memory("expert offsets to host", {}, copy, 4 * (E + 1), 1, true); };
-    // one fp32 GEMM per local expert on its own rows; `shape(rows)` gives its m, n, k
-    auto experts_gemm = [&](std::string_view what, std::string_view part, auto shape) {
-      detail::expert_rows(m, rows, local, [&](double own, double times) {
-        const std::array<double, 3> mnk = shape(own);
-        k.gemm(what, part, mnk[0], mnk[1], mnk[2], times, true);
-      });
-    };
-    if (!k.backward) {
-      k.linear("router", T, E, h, 0.0, 1, true);
-      k.memory("router logits to fp32", {}, copy, 6 * T * E);
-      k.memory("router softmax", {}, stream_class::softmax, 8 * T * E);
-      k.memory("router top-k, sum, divide", {}, ew, 8 * T * E, 3);
-      k.memory("sort by expert", {}, copy, 16 * S, 4);
-      k.memory("token gather", {}, copy, 8 * S * h + 16 * S, 2);
-      k.memory("routing bookkeeping", {}, ew, 9 * S, 6);
-      k.memory("sentinel masked_fill", {}, ew, 8 * S * h);
-      to_host();
-      experts_gemm("expert up", {}, [&](double own) { return std::array{own, ue, h}; });
-      k.memory("expert up output", "copy", copy, 8 * S * ue);
-      k.memory("expert up output", "masked_fill", ew, 8 * S * ue);
-      k.memory("expert SiLU", {}, ew, 8 * S * fe);
-      k.memory("expert gate product", {}, ew, 12 * S * fe);
-      to_host();
-      experts_gemm("expert down", {}, [&](double own) { return std::array{own, h, fe}; });
-      k.memory("expert down output", "copy", copy, 8 * S * h);
-      k.memory("routing weights, masked_fill, gather back", {}, ew, 8 * S * h, 3);
-      k.memory("index bookkeeping", {}, ew, 16 * S, 2);
-      k.memory("sum over top-k", {}, ew, 4 * S * h + 4 * T * h);
-    } else {
-      k.memory("gather back", "backward", copy, 8 * S * h + 16 * S, 3);
-      k.memory("routing weights and masked_fill", "backward", ew, 8 * S * h, 4);
-      k.memory("expert down output gradient", "copy", copy, 8 * S * h);
-      to_host();
-      experts_gemm("expert down", "dX", [&](double own) { return std::array{own, fe, h}; });
-      to_host();
-      experts_gemm("expert down", "dW", [&](double own) { return std::array{fe, h, own}; });
-      k.memory("expert SiLU and gate product", "backward", ew, 12 * S * fe, 3);
-      k.memory("gate and up halves", "backward", copy, 8 * S * ue);
-      k.memory("expert up output gradient", "copy", copy, 8 * S * ue);
-      k.memory("expert up output gradient", "masked_fill", ew, 8 * S * ue);
-      to_host();
-      experts_gemm("expert up", "dX", [&](double own) { return std::array{own, h, ue}; });
-      to_host();
-      experts_gemm("expert up", "dW", [&](double own) { return std::array{ue, h, own}; });
-      k.memory("sentinel masked_fill", "backward", copy, 8 * S * h);
-      k.memory("sentinel masked_fill", "backward", ew, 8 * S * h);
-      k.memory("token gather", "backward", copy, 8 * S * h + 16 * S, 4);
-      k.memory("router top-k and softmax", "backward", ew, 8 * T * E, 4);
-      k.linear("router", T, E, h, 0.0, 1, true);
-    }
-    k.save("router probabilities", 4 * T * E + 8 * T);
-    k.save("expert inputs and outputs", S * (8 * h + 16 * fe) + 41 * S / m.capacity);
-  } else if (m.moe()) {
-    const double local = static_cast<double>(m.experts) / x.ep;  // experts on this rank
-    const double rows = T * m.top_k * m.capacity * x.ep / m.experts;
-    k.linear("router", T, m.experts, h, 0.0);
-    k.pointwise("token permutation", stream_class::copy, 2 * 2 * T * m.top_k * h * act);
-    detail::expert_rows(m, rows, local, [&](double own, double times) {
-      k.linear("expert up", own, up / t, h, 0.0, times);
-    });
-    k.pointwise("expert activation", stream_class::elementwise, gate_elems * rows * local * act);
-    detail::expert_rows(m, rows, local, [&](double own, double times) {
-      k.linear("expert down", own, h, f / t, 0.0, times);
-    });
-    k.save("MLP activation tensors", routed * act * gate_elems * T);
-  } else if (hf && !gpt2) {
-    // act_fn(gate_proj(x)) * up_proj(x): SiLU keeps the gate output, the product both factors
-    if (swiglu) {
-      k.linear("MLP gate", T, f / t, h, m.bias ? f / t : 0.0, 1, true);
-      k.linear("MLP up", T, f / t, h, m.bias ? f / t : 0.0, 1, true);
-      if (ac) k.backward_only("MLP input gradient sum", stream_class::elementwise, 12 * T * h);
-      k.pointwise("SiLU", stream_class::elementwise, 4 * T * f / t);
-      k.forward_only("gate product", stream_class::elementwise, 6 * T * f / t);
-      k.backward_only("gate product", stream_class::elementwise, 6 * T * f / t, 2);
-      // the gate output, SiLU's output, the up output and their product
-      k.save("MLP activation tensors", act * 4 * T * f / t);
-    } else {
-      k.linear("MLP up", T, f / t, h, m.bias ? f / t : 0.0, 1, true);
-      k.pointwise("GELU", stream_class::elementwise, 4 * T * f / t);
-      k.save("MLP activation tensors", act * 2 * T * f / t);
-    }
-    k.linear("MLP down", T, h, f / t, m.bias ? h : 0.0);
-  } else if (k.transformers_code()) {
-    // GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as written, mostly in
-    // fp32 (pow is an fp32 autocast op): nine kernels forward, about fifteen backward; it keeps
-    // x^3's fp32 input, tanh's output, 0.5 x and 1 + tanh; c_proj casts its fp32 output
-    k.linear("MLP up", T, f / t, h, m.bias ? f / t : 0.0, 1, true);
-    const double F = T * f / t;
-    for (const double b : {6.0, 8.0, 8.0, 10.0, 8.0, 8.0, 8.0, 4.0, 10.0})
-      k.forward_only("gelu_new", stream_class::elementwise, b * F);
-    k.backward_only("gelu_new", stream_class::elementwise, 8 * F, 15);
-    k.save("gelu_new tensors", 14 * F);
-    k.linear("MLP down", T, h, f / t, m.bias ? h : 0.0, 1, true);
-  } else {
-    if (swiglu && !r.fused_gate_up) {
-      k.linear("MLP gate", T, f / t, h, m.bias ? f / t : 0.0);
-      k.linear("MLP up", T, f / t, h, m.bias ? f / t : 0.0);
-    } else {
-      k.linear("MLP up", T, up / t, h, m.bias ? up / t : 0.0);
-    }
-    k.pointwise("MLP activation", stream_class::elementwise, gate_elems * T * act);
-    k.linear("MLP down", T, h, f / t, m.bias ? h : 0.0);
-    k.save("MLP activation tensors", routed * act * gate_elems * T);
-  }
-  k.residual(tn, h, mask);
+  if (fwd && !k.keep) detail::keep(v, "layer input", L.res * L.tn * L.h);
+  detail::attention_block(k, L);
+  detail::mlp_block(k, L);
 }
 
 /// The blocking collectives of one layer's forward or backward: tensor parallelism's two
@@ -9440,11 +9488,12 @@ template <std::same_as<transformer> Model>
         };
         const auto over = [&](bytes mem) { return required(mem) > c.dev.memory; };
         const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps, over).total();
-        if (over(mem)) return;
+        const bytes need = required(mem);
+        if (need > c.dev.memory) return;
         ++out.fitting;
         const ranked_transformer_plan r{
             s, analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc), &data), mem,
-            required(mem)};
+            need};
         detail::keep_best(out.best, space.keep, r);
         const double t = r.time.total().count();
         out.pareto.offer({t, r.required.count(), devices * t / 3600.0}, r);

@@ -248,11 +248,12 @@ template <std::same_as<transformer> Model>
         };
         const auto over = [&](bytes mem) { return required(mem) > c.dev.memory; };
         const bytes mem = analytic::peak_stage_memory(m, s, tr, keeps, over).total();
-        if (over(mem)) return;
+        const bytes need = required(mem);
+        if (need > c.dev.memory) return;
         ++out.fitting;
         const ranked_transformer_plan r{
             s, analytic::iteration(m, s, c, tr, prof, lc, collectives(m, s, c, tr, lc), &data), mem,
-            required(mem)};
+            need};
         detail::keep_best(out.best, space.keep, r);
         const double t = r.time.total().count();
         out.pareto.offer({t, r.required.count(), devices * t / 3600.0}, r);
