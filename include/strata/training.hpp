@@ -248,24 +248,6 @@ struct lora_adapters {
   return fallback;
 }
 
-[[nodiscard]] constexpr std::string_view to_string(base_storage b) {
-  switch (b) {
-    case base_storage::automatic:
-      return "automatic";
-    case base_storage::fp32:
-      return "fp32";
-    case base_storage::bf16:
-      return "bf16";
-    case base_storage::fp16:
-      return "fp16";
-    case base_storage::int8:
-      return "int8";
-    case base_storage::nf4:
-      return "nf4";
-  }
-  return "automatic";
-}
-
 /// Bytes of model state per parameter.
 struct parameter_bytes {
   double weight = 0, gradient = 0, optimizer = 0;
