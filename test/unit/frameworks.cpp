@@ -330,3 +330,28 @@ TEST_CASE("the search ranks plans per framework and never returns one its engine
   CHECK(pipelined > 0);  // with ZeRO-0/1
   CHECK(zero3 > 0);      // without pipelines
 }
+
+TEST_CASE("DeepSpeed ZeRO-3 with parameter offload: one GPU never needs less than two") {
+  // issue 39: Llama-2 7B under DeepSpeed with the optimizer and the parameters on the host needed
+  // 18.13 GiB on one GPU and 19.90 GiB on two, since one rank counted no gather buffers: stage 3
+  // fetches each module (from the host here) and reduces through its bucket on any rank count
+  const transformer m = zoo::llama2_7b();
+  training tr{.batch = 8, .sequence = 2048, .framework = frameworks::deepspeed};
+  tr.framework.data.offload_optimizer = frameworks::offload_device::cpu;
+  tr.framework.data.offload_parameters = frameworks::offload_device::cpu;
+  const auto on = [&](int gpus) {
+    const cluster node = presets::dgx_a100(1);  // part of a DGX A100, with its host link
+    cluster used = make_cluster("part", node.dev, {level{"node", gpus, node.levels[0].pair}});
+    used.host = node.host;
+    return analytic::evaluate(m,
+                              {.data = {.degree = gpus, .zero = 3},
+                               .recomputation = parallel::recompute::full,
+                               .micro_batch = 1},
+                              used, tr);
+  };
+  const auto one = on(1), two = on(2);
+  CHECK(one.memory.weights.count() == 0);  // on the host
+  CHECK(one.memory.buffers.count() > 0);
+  CHECK(one.memory.buffers.count() == Approx(two.memory.buffers.count()));
+  CHECK(one.memory.total().count() >= two.memory.total().count());
+}

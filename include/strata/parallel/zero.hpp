@@ -119,7 +119,8 @@ struct partitioned_modules {
 /// - Megatron: one gradient bucket in flight (ZeRO-0); ZeRO-3 two layers' gathered weights (the
 ///   current and the prefetched);
 /// - DeepSpeed: the contiguous gradient bucket (`reduce_bucket_size`); ZeRO-3 also the module
-///   being used and the prefetch bucket (`stage3_prefetch_bucket_size`) gathered;
+///   being used and the prefetch bucket (`stage3_prefetch_bucket_size`) gathered, on any number
+///   of ranks;
 /// - FSDP: a unit's unsharded 16-bit gradients and their `reduce_dtype` copy before its
 ///   reduce-scatter; FULL_SHARD also two units gathered (the rate limiter's cap).
 template <class Modules>
@@ -134,7 +135,10 @@ template <class Modules>
         return strata::detail::min(x.ddp_bucket, x.trained * gb);
       return 0;
     case frameworks::data_engine::deepspeed: {
-      if (!x.replicated) return 0;
+      // stage 3 runs its partitioning on one rank too (stage3.py: the reduce bucket and the
+      // fetched modules, which ZeRO-Infinity's parameter offload fills from the host), so one
+      // GPU never needs less than two (issue 39)
+      if (!x.replicated && !z.shards_weights()) return 0;
       const double bucket = strata::detail::min(e.reduce_bucket, x.trained * gb);
       if (!z.shards_weights()) return bucket;
       const partitioned_modules w = modules();
