@@ -431,6 +431,10 @@ inline std::vector<std::string> training_defaults(const json& j, const training&
     out.emplace_back(std::string("training.lora.base: ") +
                      (t.weight_bytes() == 4 ? "fp32" : "bf16") +
                      " (the frozen weights stored as the recipe stores parameters)");
+  if (t.lora.quantized() && absent(l, "keeps_inputs"))
+    out.emplace_back(
+        "training.lora.keeps_inputs: false (bitsandbytes 0.43.2 and later keep only the packed "
+        "weight; before, each quantized layer's input too)");
   if (t.lora.quantized() && absent(l, "embeddings"))
     out.emplace_back(
         t.framework.autocast
