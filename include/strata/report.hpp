@@ -50,7 +50,10 @@ enum class memory_moment {
   loss,            ///< the forward is done: every saved tensor and the logits' working set
   first_backward,  ///< the first layer's backward (with its recomputed layer)
   last_backward,   ///< the last layer's backward: almost every gradient exists
-  update           ///< the optimizer step: every gradient
+  update,          ///< the optimizer step: every gradient
+  /// the end of the forward with the previous step's graph still held by the training loop
+  /// (`recipe::keep_logits`) and the tensors it holds outside `save_for_backward`
+  next_forward
 };
 
 [[nodiscard]] constexpr std::string_view to_string(memory_moment m) {
@@ -63,6 +66,8 @@ enum class memory_moment {
       return "last backward";
     case memory_moment::update:
       return "update";
+    case memory_moment::next_forward:
+      return "next forward";
   }
   return "loss";
 }
@@ -87,6 +92,9 @@ struct memory_breakdown {
   bytes paged{};
   memory_moment moment = memory_moment::first_backward;
   int stage = 0;  ///< the pipeline stage this is
+  /// the first step's peak, when lower: no earlier step's graph is held then (`next_forward`);
+  /// zero when every step peaks alike
+  bytes first_step{};
   [[nodiscard]] constexpr bytes model_states() const {
     return weights + gradients + optimizer_states;
   }

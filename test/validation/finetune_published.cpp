@@ -69,12 +69,10 @@ mapped scenario_of(const row& r) {
   const std::string& base = r.at("base_dtype");
   lora["base"] = starts(base, "nf4") ? "nf4" : base;
   if (base == "nf4_dq") lora["double_quant"] = true;
-  // LitGPT's tables before bitsandbytes 0.43.2 (2024-07-23): every quantized layer keeps its
-  // input; the rows added at fd71063c, 2b195c7f and 00af8b0d were measured after it
-  const std::string& notes = r.at("notes");
-  if (fw == "litgpt" && starts(base, "nf4") && !has(notes, "fd71063c") && !has(notes, "2b195c7f") &&
-      !has(notes, "00af8b0d"))
-    lora["keeps_inputs"] = true;
+  // LitGPT pinned bitsandbytes 0.42.0 (0.41 for the 2023 tables) at every commit these rows
+  // come from: each quantized layer keeps its input on its autograd node
+  // (test/data/finetune_published.md, appendix §0)
+  if (fw == "litgpt" && starts(base, "nf4")) lora["keeps_inputs"] = true;
   // LoRA's dropout as each source's configs set it: LitGPT's config hub 0.05 (0.1 for Gemma),
   // torchtune's Llama-2 and Llama-3 builders 0.05 (0.0 from Llama 3.1), PEFT's default 0.0
   const std::string& id = r.at("model_hf_id");
@@ -85,6 +83,11 @@ mapped scenario_of(const row& r) {
   json training{{"batch", std::stoi(r.at("micro_batch"))},
                 {"sequence", std::stoi(r.at("seq_len"))},
                 {"framework", fw}};
+  // torchtune's configs before its 2024-09 README: `self.output(h).float()` and
+  // `torch.nn.CrossEntropyLoss` over the whole logits (CEWithChunkedOutputLoss came later)
+  if (fw == "torchtune" && !starts(src, "torchtune_readme_2024_09") &&
+      !starts(src, "torchtune_readme_2024_11"))
+    training["loss"] = "cross_entropy";
   if (fw == "huggingface") {  // PEFT's benchmark: a bf16 model, fp32 adapters, no autocast
     training["model_dtype"] = "bf16";
     lora["adapters"] = "fp32";
@@ -119,10 +122,13 @@ mapped scenario_of(const row& r) {
 
 /// What the row's measurement counts, from the report: the tensors (max_memory_allocated, and
 /// where a source does not say), with the allocator's slack (max_memory_reserved).
-double predicted_bytes(const json& report, const std::string& kind) {
+/// LitGPT's 2023 resource tables put the longest sample in the first step only (later steps
+/// draw shorter ones): their peak is the first step's, before any earlier graph is held.
+double predicted_bytes(const json& report, const std::string& kind, bool first_step) {
   const json& m = report["memory_GiB"];
-  const double gib =
-      m["peak"].get<double>() + (kind == "max_reserved" ? m["fragmentation"].get<double>() : 0.0);
+  const double peak = first_step && m.contains("first_step") ? m["first_step"].get<double>()
+                                                             : m["peak"].get<double>();
+  const double gib = peak + (kind == "max_reserved" ? m["fragmentation"].get<double>() : 0.0);
   return gib * 1024 * 1024 * 1024;
 }
 
@@ -162,7 +168,8 @@ TEST_CASE("published LoRA and QLoRA runs: every row predicted or skipped with a 
       continue;
     }
     const double measured = std::stod(r.at("peak_memory_GB")) * 1e9;
-    const double predicted = predicted_bytes(report, r.at("memory_kind"));
+    const double predicted = predicted_bytes(report, r.at("memory_kind"),
+                                             r.at("source_id") == "litgpt_resource_tables");
     const double err = predicted / measured - 1;
     INFO(i << " " << r.at("source_id") << " " << r.at("model_hf_id") << " " << r.at("method"));
     CHECK(std::isfinite(err));
@@ -196,10 +203,12 @@ TEST_CASE("published LoRA and QLoRA runs: every row predicted or skipped with a 
   CHECK(errors["lora"].size() == 22);
   CHECK(errors["qlora"].size() == 17);
   CHECK(skipped == 60);
-  CHECK(mean_abs["lora"] == Approx(6.9).margin(0.5));
-  // QLoRA is under-predicted by 2-5 GB whatever the model (LitGPT, torchtune before 2024-09):
-  // the open part of issue 36 (docs/finetuning.md)
-  CHECK(mean_abs["qlora"] == Approx(27.6).margin(0.5));
-  CHECK(mean_abs["litgpt lora"] == Approx(6.2).margin(0.5));
-  CHECK(mean_abs["torchtune lora"] == Approx(8.6).margin(0.5));
+  CHECK(mean_abs["lora"] == Approx(2.1).margin(0.5));
+  // QLoRA: LitGPT's rows within 2 % with bitsandbytes 0.42's kept inputs, its quantized head
+  // and its held logits; torchtune's three are off by 16-45 % (torchao's quantization at load
+  // and torch.compile are not modelled; docs/finetuning.md)
+  CHECK(mean_abs["qlora"] == Approx(6.1).margin(0.5));
+  CHECK(mean_abs["litgpt qlora"] == Approx(1.4).margin(0.5));
+  CHECK(mean_abs["litgpt lora"] == Approx(0.2).margin(0.5));
+  CHECK(mean_abs["torchtune lora"] == Approx(5.9).margin(0.5));
 }

@@ -23,11 +23,19 @@ using parallel::recompute;
 
 /// The bytes of each kind one layer keeps on one rank (`lower::layer`'s kept tensors, one pass).
 struct layer_keeps {
-  double activation = 0, weight_copy = 0, until_loss = 0;
+  double activation = 0, weight_copy = 0, until_loss = 0, graph = 0;
   [[nodiscard]] constexpr double of(lower::keep_kind kind) const {
-    return kind == lower::keep_kind::activation    ? activation
-           : kind == lower::keep_kind::weight_copy ? weight_copy
-                                                   : until_loss;
+    switch (kind) {
+      case lower::keep_kind::activation:
+        return activation;
+      case lower::keep_kind::weight_copy:
+        return weight_copy;
+      case lower::keep_kind::until_loss:
+        return until_loss;
+      case lower::keep_kind::graph:
+        return graph;
+    }
+    return 0;
   }
 };
 template <class Lowering>
@@ -36,7 +44,8 @@ template <class Lowering>
   lowering(lower::on_save{[&](const lower::saved_tensor& t) {
     (t.kind == lower::keep_kind::activation    ? k.activation
      : t.kind == lower::keep_kind::weight_copy ? k.weight_copy
-                                               : k.until_loss) += t.bytes;
+     : t.kind == lower::keep_kind::until_loss  ? k.until_loss
+                                               : k.graph) += t.bytes;
   }});
   return k;
 }
@@ -128,6 +137,14 @@ struct memory_terms {
   double forward_logits = 0;  ///< the same at the forward's end (with `until_loss`)
   double until_loss = 0;      ///< tensors alive until the forward ends
   double held_logits = 0;     ///< logits the training loop keeps
+  /// one layer's tensors its autograd graph holds outside `save_for_backward`
+  /// (`lower::keep_kind::graph`), alive through the whole backward
+  double graph = 0;
+  /// the previous step's graph-held tensors, alive in this step's forward while the training
+  /// loop still holds the previous logits (`recipe::keep_logits`)
+  double previous_graph = 0;
+  double dequant = 0;       ///< a quantized block layer's dequantized copy (one at a time)
+  double head_dequant = 0;  ///< the quantized head's (`recipe::quantizes_head`)
   double update_buffer = 0;   ///< the optimizer step's working copy (`parallel::update_buffer`)
 };
 
@@ -198,8 +215,14 @@ struct plan_keeps {
     // norms in `lora.embeddings`; the adapters train in full in their own type
     const bool z3 = s.data.sharding().shards_weights();
     const double emb = n.embedding / (z3 ? dense_shards : 1.0);
-    mem.weights += bytes{t.frozen_weight_bytes(m.hidden) * (partition_of(s, n, z3) - emb) +
-                         t.frozen_embedding_bytes() * emb};
+    // a head the recipe quantizes with the blocks (`recipe::quantizes_head`)
+    const double qhead =
+        r.quantizes_head && t.lora.quantized() && !m.tied && stage == s.pipeline.degree - 1
+            ? static_cast<double>(m.vocabulary) * m.hidden / s.tensor.degree /
+                  (z3 ? dense_shards : 1.0)
+            : 0.0;
+    mem.weights += bytes{t.frozen_weight_bytes(m.hidden) * (partition_of(s, n, z3) - emb + qhead) +
+                         t.frozen_embedding_bytes() * (emb - qhead)};
     // bitsandbytes pages the states of tensors of 100,000 elements and more only
     // (optim/optimizer.py, `get_state_buffer`: `A.numel() < 1e5` stays in device memory)
     const double trained = trained_on(m, s, t, stage).dense;
@@ -209,14 +232,20 @@ struct plan_keeps {
             ? s.stage_layers(m, stage) * lower::adapter_parameters(m, sh, t, 1e5) / trained
             : 0.0;
     detail::add_states(mem, trained, dense_shards, s.data.zero, t, t.adapter_bytes(), paged);
-    mem.embedding_states = bytes{t.frozen_embedding_bytes() * emb};
+    mem.embedding_states = bytes{t.frozen_embedding_bytes() * (emb - qhead)};
     // bitsandbytes dequantizes a whole weight for each GEMM and frees it after: the largest
     // linear layer's 16-bit copy is alive at any moment (bitsandbytes/autograd/_functions.py,
-    // `MatMul4Bit`: `F.dequantize_4bit(B, quant_state).to(A.dtype)`)
-    if (t.lora.quantized())
-      mem.workspace +=
-          bytes{2.0 * m.hidden * strata::detail::max(m.ffn_size(), static_cast<double>(m.hidden)) /
-                s.tensor.degree};
+    // `MatMul4Bit`: `F.dequantize_4bit(B, quant_state).to(A.dtype)`), with an fp16 quantized
+    // state its fp16 copy too (`recipe::fp16_quant_state`); a quantized head's while the head
+    // runs (`recipe::quantizes_head`)
+    if (t.lora.quantized()) {
+      const double copy = r.fp16_quant_state ? 4.0 : 2.0;
+      x.dequant = copy * m.hidden *
+                  strata::detail::max(m.ffn_size(), static_cast<double>(m.hidden)) /
+                  s.tensor.degree;
+      if (r.quantizes_head && stage == s.pipeline.degree - 1)
+        x.head_dequant = copy * static_cast<double>(m.vocabulary) * m.hidden / s.tensor.degree;
+    }
   } else {
     detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
     detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
@@ -233,6 +262,7 @@ struct plan_keeps {
   x.saved = keeps.layer.activation;
   x.casts = keeps.layer.weight_copy;
   x.until_loss = x.layers * x.in_flight * keeps.layer.until_loss;
+  x.graph = keeps.layer.graph;
   x.full_layer = keeps.full.activation;
   x.full_casts = keeps.full.weight_copy;
   if (sh.recompute == recompute::full) x.rebuilt = x.full_layer;
@@ -253,9 +283,16 @@ struct plan_keeps {
       // that keeps the logits (nanoGPT returns them) holds them through the backward
       x.logits = (r.loss == frameworks::loss_style::chunked ? 4 : 3 * 4) * T * V;
       if (r.loss == frameworks::loss_style::transformers) x.forward_logits = 10 * T * V;
-      x.held_logits = r.keep_logits ? act * T * V : 0.0;
+      x.held_logits = r.keep_logits ? (r.fp32_outputs ? 4 : act) * T * V : 0.0;
+      // Fabric's fp32 copies of the model's outputs beside them at the forward's end, or the
+      // last chunk's quantized head dequantized beside the outputs so far
+      if (r.fp32_outputs)
+        x.forward_logits = strata::detail::max((act + 4) * T * V, act * T * V + x.head_dequant);
     }
   }
+  if (r.keep_logits)
+    x.previous_graph = x.layers * x.in_flight * keeps.layer.graph +
+                       (stage == p - 1 ? keeps.head.graph : 0.0);
   {
     const stage_parameters tn = trained_on(m, s, t, stage, n);
     mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert) +
@@ -275,16 +312,20 @@ struct plan_keeps {
   return x;
 }
 
-/// Memory of pipeline stage `stage` on one rank at its peak, the largest of four moments:
+/// Memory of pipeline stage `stage` on one rank at its peak, the largest of five moments:
 /// - loss: model states, every in-flight micro-batch's saved tensors and weight copies, the
 ///   head's inputs and the loss's working set;
 /// - first backward: the same without the loss's working set (and, unless the recipe keeps them
 ///   through the backward as Megatron's accounting does, the head's inputs), plus the
 ///   recomputed layer (full recomputation, Korthikanti §5) and, when gradients are made in
 ///   backward, the embedding's and head's gradients;
-/// - last backward: every gradient but the layer's own, the layer's saved and rebuilt tensors,
-///   the other in-flight micro-batches;
+/// - the forward's end: the saved tensors with the caches kept until the loss, the outputs
+///   being made (`forward_logits`) and, while the loop still holds the previous step's logits,
+///   that step's graph-held tensors (bitsandbytes before 0.43.2 under LitGPT);
+/// - last backward: every gradient but the layer's own, the layer's saved and rebuilt tensors
+///   (and every layer's graph-held ones), the other in-flight micro-batches;
 /// - update: every gradient.
+/// A quantized base adds one dequantized weight to each moment but the update.
 /// Gradients live all step under Megatron (main_grad buffers) and are made by the backward under
 /// `zero_grad(set_to_none=True)` (PyTorch eager, Hugging Face).
 [[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
@@ -297,36 +338,48 @@ struct plan_keeps {
   const bool all_grads = x.persistent || x.accumulates;
   const double g_always = all_grads ? x.gradients : 0.0;
   const double acts = x.layers * x.in_flight * x.saved, casts = x.layers * x.in_flight * x.casts;
+  // a dequantized copy: the head's from the loss into the first backward, a block layer's else;
+  // at the forward's end the head's is in `forward_logits`
+  const double dq = strata::detail::max(x.dequant, x.head_dequant);
   struct moment {
     memory_moment at;
-    double gradients, activations, weight_casts, stored, logits, buffers = 0;
+    double gradients, activations, weight_casts, stored, logits, buffers = 0, workspace = 0;
     [[nodiscard]] constexpr double total() const {
-      return gradients + activations + weight_casts + stored + logits + buffers;
+      return gradients + activations + weight_casts + stored + logits + buffers + workspace;
     }
   };
   // Megatron's accounting first: on ties the Korthikanti moment is the one reported
   const moment moments[] = {
       {memory_moment::first_backward, all_grads ? x.gradients : x.head_gradients, acts + x.rebuilt,
        casts + (x.rebuilt > 0 ? x.full_casts : 0.0), x.embedding + (vocab_parallel ? x.head : 0.0),
-       x.held_logits},
+       x.held_logits, 0, dq},
       {memory_moment::loss, g_always, acts, casts + x.head_casts, x.embedding + x.head,
-       x.logits + x.held_logits},
-      {memory_moment::loss, g_always, acts + x.until_loss, casts + x.head_casts,
-       x.embedding + x.head, x.forward_logits + x.held_logits},
+       x.logits + x.held_logits, 0, dq},
+      {x.previous_graph > 0 ? memory_moment::next_forward : memory_moment::loss, g_always,
+       acts + x.until_loss + x.previous_graph, casts + x.head_casts, x.embedding + x.head,
+       x.forward_logits + x.held_logits, 0, x.head_dequant > 0 ? 0.0 : x.dequant},
       {memory_moment::last_backward, all_grads ? x.gradients : x.gradients - x.layer_gradients,
-       (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt,
-       (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits},
+       (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt +
+           (x.layers * x.in_flight - 1) * x.graph,
+       (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits, 0,
+       x.dequant},
       {memory_moment::update, x.gradients, 0, 0, 0, 0, x.update_buffer}};
   const moment* top = &moments[0];
-  for (const moment& mo : moments)
+  double first = 0;  // the largest without the previous step's graph
+  for (const moment& mo : moments) {
     if (mo.total() > top->total()) top = &mo;
+    const double own = mo.total() - (mo.at == memory_moment::next_forward ? x.previous_graph : 0);
+    first = strata::detail::max(first, own);
+  }
   memory_breakdown best = x.states;
+  if (first < top->total()) best.first_step = x.states.total() + bytes{first};
   best.moment = top->at;
   best.gradients = bytes{top->gradients};
   best.activations = bytes{top->activations};
   best.weight_casts = bytes{top->weight_casts};
   best.embedding_activations = bytes{top->stored};
   best.logits = bytes{top->logits};
+  best.workspace += bytes{top->workspace};
   best.buffers += bytes{top->buffers};
   return best;
 }

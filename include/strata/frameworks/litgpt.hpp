@@ -14,7 +14,8 @@
 /// - the loss in chunks: LitGPT's `lm_head_chunk_size=128` with `chunked_cross_entropy`,
 ///   torchtune's `CEWithChunkedOutputLoss` (8 chunks) (`frameworks::loss_style::chunked`);
 /// - QLoRA through bitsandbytes' NF4 (`lora_adapters::base`); LitGPT's Fabric plugin quantizes
-///   the head too (a frozen bf16 head is what `lora_adapters::embeddings` describes otherwise).
+///   the head too, from fp16 copies, and LitGPT's loop holds the fp32 logits, and with them the
+///   step's graph, until the next forward (the recipe's fields below say where each is read).
 /// Not modelled: torchtune's `compile: True`, which fuses the norms' and activations' op chains
 /// and keeps fewer tensors (its README: 70.5 -> 59.3 GiB on Llama 3.2 3B), so strata's memory
 /// for compiled torchtune runs is an upper bound.
@@ -31,15 +32,38 @@ struct litgpt : pytorch_eager_modules {
     loss = frameworks::loss_style::chunked;
     batch_bytes_per_token = 16;  // int64 input ids and labels
     fused_qkv = true;            // CausalSelfAttention's one `attn` linear
+    norm_fp32_input = true;      // RMSNorm.forward: `x = x.float()`
+    attention_input_copies = true;
+    lora_zero_pad = true;
+    // finetune/lora.py: `logits = model(input_ids, lm_head_chunk_size=128)`, never deleted, so
+    // the list (and the graph behind it) lives until the next step's forward returns; Fabric
+    // casts it to fp32 (`_FabricModule.forward` -> `precision.convert_output`)
+    head_chunk = 128;
+    keep_logits = true;
+    fp32_outputs = true;
+    // `--quantize bnb.nf4`: Lightning's `BitsandbytesPrecision` swaps every `torch.nn.Linear`,
+    // the head included, and quantizes `weight.to(torch.half)` (plugins/precision/bitsandbytes.py)
+    quantizes_head = true;
+    fp16_quant_state = true;
+    separate_head = true;
   }
 };
 
-/// torchtune's single-device LoRA/QLoRA and full recipes: LitGPT's rules with separate q, k
-/// and v projections (torchtune/modules/attention.py).
+/// torchtune's single-device LoRA/QLoRA and full recipes: LitGPT's modules with separate q, k
+/// and v projections (torchtune/modules/attention.py), the output projection over the whole
+/// sequence, the logits deleted once the loss has them (`del logits` in the recipes), and QLoRA
+/// through torchao's NF4 on the adapted linears only (the output projection stays bf16).
 struct torchtune : litgpt {
   constexpr torchtune() {
     name = "torchtune";
     fused_qkv = false;
+    lora_zero_pad = false;
+    head_chunk = 0;
+    keep_logits = false;
+    fp32_outputs = false;
+    quantizes_head = false;
+    fp16_quant_state = false;
+    separate_head = false;  // a tied model's `TiedLinear` (torchtune/modules/tied_linear.py)
   }
 };
 

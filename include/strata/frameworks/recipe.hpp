@@ -119,8 +119,39 @@ struct recipe {
   /// backward and freed by `zero_grad(set_to_none=True)`
   bool persistent_gradients = true;
   /// the training loop keeps the model's logits through the backward (nanoGPT's forward returns
-  /// them); false: only the loss leaves the model
+  /// them) and, holding them until the next forward rebinds the name, the step's autograd graph
+  /// into the next step; false: only the loss leaves the model
   bool keep_logits = false;
+  /// the model's outputs are cast to fp32 before the loop sees them (Lightning Fabric's
+  /// `precision.convert_output`, to `torch.get_default_dtype()`): the held logits are fp32
+  bool fp32_outputs = false;
+  /// RMSNorm upcasts its input (`x.float()`, LitGPT's and torchtune's own RMSNorm) and autograd
+  /// keeps that fp32 copy; false: the norm keeps its input as the residual stream holds it
+  bool norm_fp32_input = false;
+  /// attention's inputs as LitGPT writes them: q and k rotated into new tensors and, with fewer
+  /// k/v heads than query heads, k and v repeated to every head (`expand` then `reshape`,
+  /// copies); SDPA keeps what it is given, so with one k/v head per query head v stays a view
+  /// of the fused QKV output and keeps it whole
+  bool attention_input_copies = false;
+  /// LitGPT's `LoRAQKVLinear` with some of q, k, v adapted: the adapters' outputs are scattered
+  /// into a zero QKV-wide tensor by an out-of-place `index_copy`, whose backward keeps its source
+  bool lora_zero_pad = false;
+  /// the framework's bitsandbytes plugin replaces every `nn.Linear`, the head too (Lightning's
+  /// `BitsandbytesPrecision`): a quantized base stores the head quantized and dequantizes it
+  /// for each of its GEMMs (LitGPT runs the head per chunk of tokens, dequantizing it per chunk)
+  bool quantizes_head = false;
+  /// the plugin quantizes an fp16 copy of each weight (Lightning: `weight.to(torch.half)`), so
+  /// bitsandbytes' dequantization writes fp16 and `MatMul4Bit` casts it to the activations'
+  /// bf16: 4 B per element live (2 B when the quantized state is in the compute type)
+  bool fp16_quant_state = false;
+  /// the head runs per chunk of this many sequence positions (LitGPT's `lm_head_chunk_size`,
+  /// 128 in its fine-tuning scripts): the same GEMM work in smaller GEMMs, and a quantized head
+  /// dequantized once per chunk; 0: one projection over the whole sequence
+  double head_chunk = 0;
+  /// the framework's model always has its own head matrix: a tied checkpoint's embedding is
+  /// copied into it (LitGPT's scripts/convert_hf_checkpoint.py; its `GPT` never ties them), so a
+  /// plan must describe the model untied (`transformer::tied` false; scenarios untie it and say so)
+  bool separate_head = false;
   double workspace = 0;              ///< bytes of BLAS workspace held by the allocator
   double batch_bytes_per_token = 0;  ///< input ids and labels kept on the GPU
   /// the framework pads the vocabulary to a multiple of this times the tensor degree (Megatron-LM's

@@ -189,6 +189,11 @@ inline std::string transformer_request_table(const transformer_request& q) {
                   "paged_optimizer_states", m["paged_optimizer_states"].get<double>());
     out += line;
   }
+  if (m.contains("first_step")) {
+    std::snprintf(line, sizeof line, "  %-22s %8.2f GiB (%s; the previous step's graph not yet held)\n",
+                  "first_step", m["first_step"].get<double>(), "peak of the first step");
+    out += line;
+  }
   std::snprintf(line, sizeof line, "  %s (margin %.2f GiB)\n",
                 j["fits"].get<bool>() ? "fits" : "does NOT fit", m["margin"].get<double>());
   out += line;

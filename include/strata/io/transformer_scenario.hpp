@@ -274,7 +274,8 @@ inline training parse_transformer_training(const json& j) {
   only_keys(j, p,
             {"batch", "global_batch", "sequence", "precision", "optimizer", "gradients",
              "flash_attention", "reserved_GiB", "framework", "engine", "offload_optimizer",
-             "offload_parameters", "tp_comm_overlap", "lora", "runtime", "tf32", "model_dtype"});
+             "offload_parameters", "tp_comm_overlap", "lora", "runtime", "tf32", "model_dtype",
+             "loss"});
   training t;
   // "batch" as every scenario says it; "global_batch" is the older spelling
   if (j.contains("batch") && j.contains("global_batch"))
@@ -336,6 +337,12 @@ inline training parse_transformer_training(const json& j) {
     t.framework.pure_16bit = true;
     t.framework.autocast = false;
   }
+  // the loss as the run's configuration names it (torchtune's `loss:` component): one
+  // cross-entropy over the whole fp32 logits (`torch.nn.CrossEntropyLoss` on `.float()`
+  // logits), or chunk by chunk (`CEWithChunkedOutputLoss`, LitGPT's `chunked_cross_entropy`)
+  t.framework.loss = enum_field(j, p, "loss", t.framework.loss,
+                                {{"cross_entropy", frameworks::loss_style::eager},
+                                 {"chunked", frameworks::loss_style::chunked}});
   if (j.contains("lora")) {  // LoRA adapters over frozen weights
     const std::string q = p + ".lora";
     const json& l = j["lora"];
@@ -520,6 +527,12 @@ inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
   s.machine = d::parse_cluster(d::require(j, "scenario", "cluster"));
   s.setup = d::parse_transformer_training(d::require(j, "scenario", "training"));
   s.defaults = d::model_defaults(j[key]);
+  if (s.setup.framework.separate_head && s.net.tied) {
+    s.net.tied = false;
+    std::erase_if(s.defaults, [](const std::string& x) { return x.rfind("model.tied:", 0) == 0; });
+    s.defaults.emplace_back("model.tied: false (" + std::string(s.setup.framework.name) +
+                            " copies the tied embedding into a separate head)");
+  }
   for (std::string& x : d::training_defaults(j["training"], s.setup, s.net))
     s.defaults.push_back(std::move(x));
   s.search = j.contains("search");
@@ -622,6 +635,7 @@ inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
                      {"required", to_gib(r.required())},
                      {"capacity", to_gib(r.capacity)},
                      {"margin", to_gib(r.margin())}};
+  if (m.first_step.count() > 0) j["memory_GiB"]["first_step"] = to_gib(m.first_step);
   j["fits"] = r.fits();
   return j;
 }

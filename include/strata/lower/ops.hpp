@@ -81,7 +81,12 @@ struct collective_op {
 enum class keep_kind {
   activation,   ///< saved for backward: from the layer's forward to its backward
   weight_copy,  ///< a 16-bit weight copy autocast made, held until the layer's backward
-  until_loss    ///< alive until the forward ends (a cache, autocast's cache under checkpointing)
+  until_loss,   ///< alive until the forward ends (a cache, autocast's cache under checkpointing)
+  /// held by the autograd graph rather than saved for backward (a custom autograd Function's
+  /// `ctx` attribute, which the backward does not free): alive until the graph dies, which is
+  /// in the next step's forward when the training loop still holds the logits
+  /// (`frameworks::recipe::keep_logits`); also counted as an `activation` when the step uses it
+  graph
 };
 struct saved_tensor {
   std::string_view what;

@@ -35,6 +35,7 @@
 #include <initializer_list>
 #include <type_traits>
 
+#include "strata/detail/cmath.hpp"
 #include "strata/lower/ops.hpp"
 #include "strata/model/transformer.hpp"
 #include "strata/parallel/nd.hpp"
@@ -166,32 +167,46 @@ struct builder {
   ///   leaves that require grad only (aten/src/ATen/autocast_mode.cpp, `cached_cast`), so the
   ///   copy lives while the GEMM keeps it for dX — until the backward, or not at all in a
   ///   recomputed forward.
-  /// The head (never quantized) is stored as the embedding is (`lora_adapters::embeddings`).
+  /// The head is stored as the embedding is (`lora_adapters::embeddings`) unless the recipe
+  /// quantizes it too (`recipe::quantizes_head`); an fp16 quantized state is dequantized to fp16
+  /// and then cast to bf16 (`recipe::fp16_quant_state`).
   /// LLM.int8's forward also quantizes its input row by row (int8 codes and fp32 row maxima
   /// from 16 bits, `MatMul8bitLt`) and waits for the GPU twice to find the outlier columns;
   /// bitsandbytes' own GEMMs for it are not modelled, the dequantized 16-bit GEMM stands in.
   constexpr void frozen_weight(std::string_view what, double elements, double m, double k,
                                double times) const {
     const bool head = what == "output projection";
-    if (tr.lora.quantized() && !head) {
+    if (tr.lora.quantized() && (!head || tr.framework.quantizes_head)) {
       if (tr.lora.base == base_storage::int8 && !backward)
         memory(what, "quantize input", stream_class::copy, 3 * m * k, times, true);
       memory(what, "dequantize", stream_class::copy, (tr.frozen_weight_bytes(k) + 2) * elements,
              times);
+      if (tr.framework.fp16_quant_state)
+        memory(what, "dequantized fp16 to bf16", stream_class::copy, 4 * elements, times);
     } else if (head ? !tr.frozen_head_in_compute_type() : !tr.frozen_in_compute_type()) {
       memory(what, "weight cast", stream_class::copy, 6 * elements, times);
       save("16-bit weight copy", times * 2 * elements, keep_kind::weight_copy);
     }
   }
   /// Whether autograd keeps the input of a linear layer among `whats` (which share it): always
-  /// when its weight trains; under LoRA when an adapter reads it (A's weight gradient), or when
+  /// when its weight trains; under LoRA when an adapter reads it directly (A's weight gradient;
+  /// with `lora.dropout` A reads the dropout's output, which `linear` keeps instead), or when
   /// the base is quantized by a bitsandbytes that keeps every quantized layer's input
   /// (`lora_adapters::keeps_inputs`); a frozen weight alone needs no input for its dX.
   [[nodiscard]] constexpr bool input_kept(std::initializer_list<std::string_view> whats) const {
     if (!tr.lora.on() || (tr.lora.quantized() && tr.lora.keeps_inputs)) return true;
     for (const std::string_view w : whats)
-      if (adapted(w)) return true;
+      if (adapted(w) && tr.lora.dropout == 0) return true;
     return false;
+  }
+  /// A quantized layer's input that bitsandbytes before 0.43.2 stores on its autograd node
+  /// (`MatMul4Bit.forward`: `ctx.tensors = (A, B)`), outside `save_for_backward`: the backward
+  /// does not free it, the graph's end does (`keep_kind::graph`; `input_kept` counts it as an
+  /// activation).
+  constexpr void graph_input(std::string_view what, double bytes) const {
+    if (tr.lora.quantized() && tr.lora.keeps_inputs &&
+        (what != "output projection" || tr.framework.quantizes_head))
+      save("quantized layer input (bitsandbytes ctx)", bytes, keep_kind::graph);
   }
   constexpr void gemm(std::string_view what, std::string_view part, double m, double n, double k,
                       double times = 1, bool fp32 = false, bool sync = false,
@@ -243,7 +258,8 @@ struct builder {
       }
       return;
     }
-    if (tr.lora.quantized() && what != "output projection")  // dequantized again for dX
+    // dequantized again for dX
+    if (tr.lora.quantized() && (what != "output projection" || tr.framework.quantizes_head))
       frozen_weight(what, elements, m, k, times);
     gemm(what, "dX", m, k, n, times, false, false, mis);
     gemm(what, "dW", k, n, m, times, false, false, mis);
@@ -266,7 +282,11 @@ struct builder {
   /// and the row statistics (mean and rstd; RMSNorm rstd only).
   constexpr void norm(std::string_view what, double tokens, double h, norm_kind kind, bool cast,
                       bool keep_input = true) const {
-    if (keep_input) save("norm input", tr.residual_bytes() * tokens * h);
+    // LitGPT's and torchtune's RMSNorm: `x.float()` first, and that copy is what autograd keeps
+    // (with a trained weight the fp32 normalized tensor too, for the weight's gradient)
+    const bool upcast = tr.framework.norm_fp32_input && hf() && !transformers_code();
+    if (keep_input) save("norm input", (upcast ? 4.0 : tr.residual_bytes()) * tokens * h);
+    if (keep_input && upcast && !tr.lora.on()) save("norm fp32 output", 4 * tokens * h);
     if (!hf()) {
       pointwise(what, stream_class::layer_norm, 2 * tokens * h * tr.activation_bytes());
       if (cast && autocast()) memory(what, "cast", stream_class::copy, 6 * tokens * h);
@@ -354,9 +374,14 @@ template <class B>
   // own 16-bit copy instead (`builder::linear`)
   if (!L.hf || (!k.autocast() && k.input_kept({"QKV", "Q", "K", "V"})))
     k.save("QKV input", L.act * L.tn * L.h);
+  k.graph_input("QKV", L.act * L.tn * L.h);
   if (fused_qkv) {
     k.linear("QKV", L.T, (L.h + 2 * L.w) / L.t, L.h, qkv_bias ? (L.h + 2 * L.w) / L.t : 0.0, 1,
              L.hf);
+    // LitGPT's `LoRAQKVLinear.zero_pad` with q and v adapted: the index_copy's source, the
+    // adapters' q and v outputs (litgpt/lora.py)
+    if (L.r.lora_zero_pad && k.tr.lora.on() && k.tr.lora.targets == lora_targets::query_value)
+      k.save("LoRA zero-pad source", L.act * L.T * (L.h + L.w) / L.t);
   } else {
     k.linear("Q", L.T, L.h / L.t, L.h, qkv_bias ? L.h / L.t : 0.0, 1, L.hf);
     k.linear("K", L.T, L.w / L.t, L.h, qkv_bias ? L.w / L.t : 0.0, 1, L.hf);
@@ -395,6 +420,13 @@ template <class B>
     k.backward_only("k gradient to fp32", stream_class::copy, 6 * L.T * L.w / L.t);
   }
   const double heads = L.m.heads / L.t, d = L.m.head_dim();
+  // what SDPA keeps of its inputs (`recipe::attention_input_copies`): q, k and v as projected;
+  // or rotated q and k copies, with k and v repeated to every head under GQA, or else v a view
+  // that keeps the fused QKV output whole
+  const double qkv_kept = !L.r.attention_input_copies ? L.h + 2 * L.w
+                          : L.w < L.h                 ? 3 * L.h
+                          : fused_qkv                 ? 2 * L.h + 3 * L.w
+                                                      : L.h + 2 * L.w;
   if (k.tr.flash_attention) {
     kernel_op a{.what = "attention", .part = {}, .kind = kernel_kind::attention};
     a.batch = L.x.b / L.x.cp;
@@ -404,7 +436,7 @@ template <class B>
     a.backward = !L.fwd;
     detail::emit(k.v, a);
     // Q, K, V and the output (16-bit); the fused kernel's log-sum-exp (fp32, per row)
-    k.save("Q, K, V", L.act * L.T * (L.h + 2 * L.w) / L.t);
+    k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
     if (L.hf) k.save("attention log-sum-exp", 4 * L.T * heads);
   } else {  // unfused: Q K^T, softmax, dropout, P V
     const double rows = L.x.b * heads * L.x.s, scores = rows * L.x.seq;
@@ -419,11 +451,12 @@ template <class B>
     }
     if (L.m.dropout)
       k.memory("attention dropout", {}, stream_class::dropout, scores * (2 * L.act + L.mask));
-    k.save("Q, K, V", L.act * L.T * (L.h + 2 * L.w) / L.t);
+    k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
     if (L.x.recompute != parallel::recompute::selective)
       k.save("attention scores", scores * (L.act + (L.m.dropout ? L.mask + L.act : 0.0)));
   }
   k.save("attention output", L.act * L.T * L.h / L.t);
+  k.graph_input("attention projection", L.act * L.T * L.h / L.t);
   if (L.r.attention_output_copy) k.save("attention output (contiguous)", L.act * L.T * L.h / L.t);
   k.linear("attention projection", L.T, L.h, L.h / L.t, L.m.bias ? L.h : 0.0);
   k.residual(L.tn, L.h, L.mask);
@@ -511,6 +544,7 @@ template <class B>
   k.norm("post-attention norm", L.tn, L.h, L.m.norm, !L.hf);
   if (!L.hf || (!k.autocast() && k.input_kept({"MLP up", "MLP gate", "expert up"})))
     k.save("MLP input", L.routed * L.act * L.tn * L.h);
+  k.graph_input("MLP up", L.routed * L.act * L.tn * L.h);
   if (L.m.moe() && k.transformers_code()) {
     transformers_moe(k, L);
   } else if (L.m.moe()) {
@@ -537,13 +571,16 @@ template <class B>
       k.pointwise("SiLU", stream_class::elementwise, 4 * L.T * L.f / L.t);
       k.forward_only("gate product", stream_class::elementwise, 6 * L.T * L.f / L.t);
       k.backward_only("gate product", stream_class::elementwise, 6 * L.T * L.f / L.t, 2);
-      // the gate output, SiLU's output, the up output and their product
-      k.save("MLP activation tensors", L.act * 4 * L.T * L.f / L.t);
+      // the gate output, SiLU's output and the up output (the product is the down projection's
+      // input: kept when that layer needs it)
+      k.save("MLP activation tensors", L.act * 3 * L.T * L.f / L.t);
     } else {
       k.linear("MLP up", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0, 1, true);
       k.pointwise("GELU", stream_class::elementwise, 4 * L.T * L.f / L.t);
-      k.save("MLP activation tensors", L.act * 2 * L.T * L.f / L.t);
+      k.save("MLP activation tensors", L.act * L.T * L.f / L.t);  // GELU's input
     }
+    if (k.input_kept({"MLP down"})) k.save("MLP down input", L.act * L.T * L.f / L.t);
+    k.graph_input("MLP down", L.act * L.T * L.f / L.t);
     k.linear("MLP down", L.T, L.h, L.f / L.t, L.m.bias ? L.h : 0.0);
   } else if (k.transformers_code()) {
     // GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as written, mostly in
@@ -687,6 +724,14 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
   const bool hf = k.hf();
   const double T = x.tokens(), h = m.hidden, Vt = m.vocabulary / static_cast<double>(x.tp);
   const double logits = T * Vt;
+  // LitGPT's `lm_head_chunk_size`: the projection runs per chunk of positions
+  // (`recipe::head_chunk`), a quantized head dequantized for each
+  const double chunks =
+      tr.framework.head_chunk > 0 ? strata::detail::ceil_of(x.s / tr.framework.head_chunk) : 1.0;
+  const auto project = [&] {
+    k.linear("output projection", T / chunks, Vt, h, 0.0, chunks, hf,
+             tr.framework.vocabulary_padding > 1);
+  };
   if (fwd) {
     if (tr.framework.loss == frameworks::loss_style::vocab_parallel) {
       // Korthikanti et al. §4.3: the final norm's and the projection's inputs split over the
@@ -697,9 +742,12 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
       k.save("fp32 logits", 4 * logits);
     } else {
       k.norm("final norm", x.norm_tokens(), h, m.norm, !hf);
-      if (!hf) k.save("output projection input", tr.activation_bytes() * x.norm_tokens() * h);
+      const double input = tr.activation_bytes() * x.norm_tokens() * h;
+      if (!hf || (tr.framework.quantizes_head && tr.lora.quantized() && tr.lora.keeps_inputs))
+        k.save("output projection input", input);
+      k.graph_input("output projection", input);
     }
-    k.linear("output projection", T, Vt, h, 0.0, 1, hf, tr.framework.vocabulary_padding > 1);
+    project();
     if (!hf) {
       k.memory("cross-entropy (fp32 logits)", {}, stream_class::softmax, 16 * logits);
     } else {
@@ -719,7 +767,7 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
     k.memory("log-softmax", "backward", stream_class::copy, 16 * logits);
     k.memory("logits gradient to bf16", {}, stream_class::copy, 6 * logits);
   }
-  k.linear("output projection", T, Vt, h, 0.0, 1, hf, tr.framework.vocabulary_padding > 1);
+  project();
   if (!hf)
     k.memory("final norm", "backward", stream_class::layer_norm,
              4 * x.norm_tokens() * h * tr.activation_bytes());

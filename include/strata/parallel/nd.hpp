@@ -139,6 +139,10 @@ struct nd {
     pipeline.check(m.layers, micro_batches(t));
     data.check();
     check_engine(t.framework.data, data.zero, pipeline.degree);
+    if (t.framework.separate_head && m.tied)
+      throw plan_error(
+          "transformer.tied: this recipe builds a separate head (LitGPT copies a tied "
+          "embedding into its lm_head): describe the model untied");
   }
 };
 

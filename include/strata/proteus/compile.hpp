@@ -335,7 +335,9 @@ struct collector {
   std::vector<lower::kernel_op>* kernels;
   double kept = 0;
   void kernel(const lower::kernel_op& k) { kernels->push_back(k); }
-  void save(const lower::saved_tensor& t) { kept += t.bytes; }
+  void save(const lower::saved_tensor& t) {
+    if (t.kind != lower::keep_kind::graph) kept += t.bytes;  // graph: counted as activation too
+  }
 };
 
 }  // namespace detail
@@ -1049,7 +1051,9 @@ struct cnn_setup {
       kernels->push_back(k);
       t += lower::gpu_time(k, q, g, false);
     }
-    void save(const lower::saved_tensor& s) { kept += s.bytes; }
+    void save(const lower::saved_tensor& s) {
+      if (s.kind != lower::keep_kind::graph) kept += s.bytes;
+    }
   };
   for (int k = 0; k < L; ++k) {
     const tree_node& n = t.node(leaves[static_cast<std::size_t>(k)]);

@@ -224,8 +224,12 @@ struct transformer_builder {
       const auto x = analytic::stage_terms(m, s, tr, i, keeps);
       terms.push_back(x);
       g.set_memory_capacity(i, c.dev.memory.count());
+      // a quantized base's dequantized weight counted all step (the closed form places it per
+      // moment)
+      const double dq = std::max(x.dequant, x.head_dequant);
       states[static_cast<std::size_t>(i)] =
-          g.add_tensor({"between steps", i, x.states.between_steps.count()});
+          g.add_tensor({dq > 0 ? "between steps and a dequantized weight" : "between steps", i,
+                        x.states.between_steps.count() + dq});
       working[static_cast<std::size_t>(i)] =
           g.add_tensor({"recomputed layer", i,
                         x.rebuilt + (rc == parallel::recompute::full ? x.full_casts : 0.0)});
@@ -466,7 +470,14 @@ struct transformer_builder {
         produces.push_back(tensor(i, "until the loss", until_bytes[I]));
         until[I][at.U].push_back(produces.back());
       }
-      if (l == 0 && next[I] == 0) produces.push_back(states[I]);
+      if (l == 0 && next[I] == 0) {
+        produces.push_back(states[I]);
+        // the previous step's graph, until this step's first forward ends
+        if (terms[I].previous_graph > 0) {
+          produces.push_back(tensor(i, "previous step's graph", terms[I].previous_graph));
+          until[I][at.U].push_back(produces.back());
+        }
+      }
       before = task;
       task = compute_task(i, "forward" + lt, t, std::move(d), task_class::compute,
                           std::move(produces));
