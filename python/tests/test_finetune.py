@@ -46,3 +46,21 @@ def test_bad_fine_tuning_fields_are_named():
     bad["training"]["optimizer"] = "adafactor"
     with pytest.raises(strata.Error, match=r"training\.optimizer: must be one of .*paged_adamw_8bit"):
         strata.evaluate(bad)
+
+
+def test_litgpt_qlora_peaks_in_the_next_forward_and_names_its_first_step():
+    litgpt = json.loads((SCENARIOS / "litgpt_qlora_llama32_1b.json").read_text())
+    r = strata.evaluate(litgpt)
+    m = r["memory_GiB"]
+    assert m["moment"] == "next forward"
+    # the previous step's graph-held inputs (bitsandbytes 0.42): (6 C + 2 I) x 1024 tokens x 16
+    # layers + 2 C x 1024 = 473,956,352 B at most separate the two
+    assert 0 < m["peak"] - m["first_step"] <= 473_956_352 / 2**30
+    assert "model.tied: false (litgpt copies the tied embedding into a separate head)" in r["defaults"]
+    # a cross-entropy over the whole fp32 logits keeps 12 B a logit where the chunks keep 4
+    whole = json.loads(json.dumps(litgpt))
+    whole["training"]["loss"] = "cross_entropy"
+    assert strata.evaluate(whole)["memory_GiB"]["logits"] > m["logits"]
+    whole["training"]["loss"] = "chunky"
+    with pytest.raises(strata.Error, match=r"training\.loss: must be one of"):
+        strata.evaluate(whole)

@@ -1025,7 +1025,10 @@ enum class memory_moment {
   loss,            ///< the forward is done: every saved tensor and the logits' working set
   first_backward,  ///< the first layer's backward (with its recomputed layer)
   last_backward,   ///< the last layer's backward: almost every gradient exists
-  update           ///< the optimizer step: every gradient
+  update,          ///< the optimizer step: every gradient
+  /// the end of the forward with the previous step's graph still held by the training loop
+  /// (`recipe::keep_logits`) and the tensors it holds outside `save_for_backward`
+  next_forward
 };
 
 [[nodiscard]] constexpr std::string_view to_string(memory_moment m) {
@@ -1038,6 +1041,8 @@ enum class memory_moment {
       return "last backward";
     case memory_moment::update:
       return "update";
+    case memory_moment::next_forward:
+      return "next forward";
   }
   return "loss";
 }
@@ -1062,6 +1067,9 @@ struct memory_breakdown {
   bytes paged{};
   memory_moment moment = memory_moment::first_backward;
   int stage = 0;  ///< the pipeline stage this is
+  /// the first step's peak, when lower: no earlier step's graph is held then (`next_forward`);
+  /// zero when every step peaks alike
+  bytes first_step{};
   [[nodiscard]] constexpr bytes model_states() const {
     return weights + gradients + optimizer_states;
   }
@@ -1236,8 +1244,39 @@ struct recipe {
   /// backward and freed by `zero_grad(set_to_none=True)`
   bool persistent_gradients = true;
   /// the training loop keeps the model's logits through the backward (nanoGPT's forward returns
-  /// them); false: only the loss leaves the model
+  /// them) and, holding them until the next forward rebinds the name, the step's autograd graph
+  /// into the next step; false: only the loss leaves the model
   bool keep_logits = false;
+  /// the model's outputs are cast to fp32 before the loop sees them (Lightning Fabric's
+  /// `precision.convert_output`, to `torch.get_default_dtype()`): the held logits are fp32
+  bool fp32_outputs = false;
+  /// RMSNorm upcasts its input (`x.float()`, LitGPT's and torchtune's own RMSNorm) and autograd
+  /// keeps that fp32 copy; false: the norm keeps its input as the residual stream holds it
+  bool norm_fp32_input = false;
+  /// attention's inputs as LitGPT writes them: q and k rotated into new tensors and, with fewer
+  /// k/v heads than query heads, k and v repeated to every head (`expand` then `reshape`,
+  /// copies); SDPA keeps what it is given, so with one k/v head per query head v stays a view
+  /// of the fused QKV output and keeps it whole
+  bool attention_input_copies = false;
+  /// LitGPT's `LoRAQKVLinear` with some of q, k, v adapted: the adapters' outputs are scattered
+  /// into a zero QKV-wide tensor by an out-of-place `index_copy`, whose backward keeps its source
+  bool lora_zero_pad = false;
+  /// the framework's bitsandbytes plugin replaces every `nn.Linear`, the head too (Lightning's
+  /// `BitsandbytesPrecision`): a quantized base stores the head quantized and dequantizes it
+  /// for each of its GEMMs (LitGPT runs the head per chunk of tokens, dequantizing it per chunk)
+  bool quantizes_head = false;
+  /// the plugin quantizes an fp16 copy of each weight (Lightning: `weight.to(torch.half)`), so
+  /// bitsandbytes' dequantization writes fp16 and `MatMul4Bit` casts it to the activations'
+  /// bf16: 4 B per element live (2 B when the quantized state is in the compute type)
+  bool fp16_quant_state = false;
+  /// the head runs per chunk of this many sequence positions (LitGPT's `lm_head_chunk_size`,
+  /// 128 in its fine-tuning scripts): the same GEMM work in smaller GEMMs, and a quantized head
+  /// dequantized once per chunk; 0: one projection over the whole sequence
+  double head_chunk = 0;
+  /// the framework's model always has its own head matrix: a tied checkpoint's embedding is
+  /// copied into it (LitGPT's scripts/convert_hf_checkpoint.py; its `GPT` never ties them), so a
+  /// plan must describe the model untied (`transformer::tied` false; scenarios untie it and say so)
+  bool separate_head = false;
   double workspace = 0;              ///< bytes of BLAS workspace held by the allocator
   double batch_bytes_per_token = 0;  ///< input ids and labels kept on the GPU
   /// the framework pads the vocabulary to a multiple of this times the tensor degree (Megatron-LM's
@@ -3581,7 +3620,12 @@ struct collective_op {
 enum class keep_kind {
   activation,   ///< saved for backward: from the layer's forward to its backward
   weight_copy,  ///< a 16-bit weight copy autocast made, held until the layer's backward
-  until_loss    ///< alive until the forward ends (a cache, autocast's cache under checkpointing)
+  until_loss,   ///< alive until the forward ends (a cache, autocast's cache under checkpointing)
+  /// held by the autograd graph rather than saved for backward (a custom autograd Function's
+  /// `ctx` attribute, which the backward does not free): alive until the graph dies, which is
+  /// in the next step's forward when the training loop still holds the logits
+  /// (`frameworks::recipe::keep_logits`); also counted as an `activation` when the step uses it
+  graph
 };
 struct saved_tensor {
   std::string_view what;
@@ -4613,6 +4657,10 @@ struct nd {
     pipeline.check(m.layers, micro_batches(t));
     data.check();
     check_engine(t.framework.data, data.zero, pipeline.degree);
+    if (t.framework.separate_head && m.tied)
+      throw plan_error(
+          "transformer.tied: this recipe builds a separate head (LitGPT copies a tied "
+          "embedding into its lm_head): describe the model untied");
   }
 };
 
@@ -4779,32 +4827,46 @@ struct builder {
   ///   leaves that require grad only (aten/src/ATen/autocast_mode.cpp, `cached_cast`), so the
   ///   copy lives while the GEMM keeps it for dX — until the backward, or not at all in a
   ///   recomputed forward.
-  /// The head (never quantized) is stored as the embedding is (`lora_adapters::embeddings`).
+  /// The head is stored as the embedding is (`lora_adapters::embeddings`) unless the recipe
+  /// quantizes it too (`recipe::quantizes_head`); an fp16 quantized state is dequantized to fp16
+  /// and then cast to bf16 (`recipe::fp16_quant_state`).
   /// LLM.int8's forward also quantizes its input row by row (int8 codes and fp32 row maxima
   /// from 16 bits, `MatMul8bitLt`) and waits for the GPU twice to find the outlier columns;
   /// bitsandbytes' own GEMMs for it are not modelled, the dequantized 16-bit GEMM stands in.
   constexpr void frozen_weight(std::string_view what, double elements, double m, double k,
                                double times) const {
     const bool head = what == "output projection";
-    if (tr.lora.quantized() && !head) {
+    if (tr.lora.quantized() && (!head || tr.framework.quantizes_head)) {
       if (tr.lora.base == base_storage::int8 && !backward)
         memory(what, "quantize input", stream_class::copy, 3 * m * k, times, true);
       memory(what, "dequantize", stream_class::copy, (tr.frozen_weight_bytes(k) + 2) * elements,
              times);
+      if (tr.framework.fp16_quant_state)
+        memory(what, "dequantized fp16 to bf16", stream_class::copy, 4 * elements, times);
     } else if (head ? !tr.frozen_head_in_compute_type() : !tr.frozen_in_compute_type()) {
       memory(what, "weight cast", stream_class::copy, 6 * elements, times);
       save("16-bit weight copy", times * 2 * elements, keep_kind::weight_copy);
     }
   }
   /// Whether autograd keeps the input of a linear layer among `whats` (which share it): always
-  /// when its weight trains; under LoRA when an adapter reads it (A's weight gradient), or when
+  /// when its weight trains; under LoRA when an adapter reads it directly (A's weight gradient;
+  /// with `lora.dropout` A reads the dropout's output, which `linear` keeps instead), or when
   /// the base is quantized by a bitsandbytes that keeps every quantized layer's input
   /// (`lora_adapters::keeps_inputs`); a frozen weight alone needs no input for its dX.
   [[nodiscard]] constexpr bool input_kept(std::initializer_list<std::string_view> whats) const {
     if (!tr.lora.on() || (tr.lora.quantized() && tr.lora.keeps_inputs)) return true;
     for (const std::string_view w : whats)
-      if (adapted(w)) return true;
+      if (adapted(w) && tr.lora.dropout == 0) return true;
     return false;
+  }
+  /// A quantized layer's input that bitsandbytes before 0.43.2 stores on its autograd node
+  /// (`MatMul4Bit.forward`: `ctx.tensors = (A, B)`), outside `save_for_backward`: the backward
+  /// does not free it, the graph's end does (`keep_kind::graph`; `input_kept` counts it as an
+  /// activation).
+  constexpr void graph_input(std::string_view what, double bytes) const {
+    if (tr.lora.quantized() && tr.lora.keeps_inputs &&
+        (what != "output projection" || tr.framework.quantizes_head))
+      save("quantized layer input (bitsandbytes ctx)", bytes, keep_kind::graph);
   }
   constexpr void gemm(std::string_view what, std::string_view part, double m, double n, double k,
                       double times = 1, bool fp32 = false, bool sync = false,
@@ -4856,7 +4918,8 @@ struct builder {
       }
       return;
     }
-    if (tr.lora.quantized() && what != "output projection")  // dequantized again for dX
+    // dequantized again for dX
+    if (tr.lora.quantized() && (what != "output projection" || tr.framework.quantizes_head))
       frozen_weight(what, elements, m, k, times);
     gemm(what, "dX", m, k, n, times, false, false, mis);
     gemm(what, "dW", k, n, m, times, false, false, mis);
@@ -4879,7 +4942,11 @@ struct builder {
   /// and the row statistics (mean and rstd; RMSNorm rstd only).
   constexpr void norm(std::string_view what, double tokens, double h, norm_kind kind, bool cast,
                       bool keep_input = true) const {
-    if (keep_input) save("norm input", tr.residual_bytes() * tokens * h);
+    // LitGPT's and torchtune's RMSNorm: `x.float()` first, and that copy is what autograd keeps
+    // (with a trained weight the fp32 normalized tensor too, for the weight's gradient)
+    const bool upcast = tr.framework.norm_fp32_input && hf() && !transformers_code();
+    if (keep_input) save("norm input", (upcast ? 4.0 : tr.residual_bytes()) * tokens * h);
+    if (keep_input && upcast && !tr.lora.on()) save("norm fp32 output", 4 * tokens * h);
     if (!hf()) {
       pointwise(what, stream_class::layer_norm, 2 * tokens * h * tr.activation_bytes());
       if (cast && autocast()) memory(what, "cast", stream_class::copy, 6 * tokens * h);
@@ -4967,9 +5034,14 @@ template <class B>
   // own 16-bit copy instead (`builder::linear`)
   if (!L.hf || (!k.autocast() && k.input_kept({"QKV", "Q", "K", "V"})))
     k.save("QKV input", L.act * L.tn * L.h);
+  k.graph_input("QKV", L.act * L.tn * L.h);
   if (fused_qkv) {
     k.linear("QKV", L.T, (L.h + 2 * L.w) / L.t, L.h, qkv_bias ? (L.h + 2 * L.w) / L.t : 0.0, 1,
              L.hf);
+    // LitGPT's `LoRAQKVLinear.zero_pad` with q and v adapted: the index_copy's source, the
+    // adapters' q and v outputs (litgpt/lora.py)
+    if (L.r.lora_zero_pad && k.tr.lora.on() && k.tr.lora.targets == lora_targets::query_value)
+      k.save("LoRA zero-pad source", L.act * L.T * (L.h + L.w) / L.t);
   } else {
     k.linear("Q", L.T, L.h / L.t, L.h, qkv_bias ? L.h / L.t : 0.0, 1, L.hf);
     k.linear("K", L.T, L.w / L.t, L.h, qkv_bias ? L.w / L.t : 0.0, 1, L.hf);
@@ -5008,6 +5080,13 @@ template <class B>
     k.backward_only("k gradient to fp32", stream_class::copy, 6 * L.T * L.w / L.t);
   }
   const double heads = L.m.heads / L.t, d = L.m.head_dim();
+  // what SDPA keeps of its inputs (`recipe::attention_input_copies`): q, k and v as projected;
+  // or rotated q and k copies, with k and v repeated to every head under GQA, or else v a view
+  // that keeps the fused QKV output whole
+  const double qkv_kept = !L.r.attention_input_copies ? L.h + 2 * L.w
+                          : L.w < L.h                 ? 3 * L.h
+                          : fused_qkv                 ? 2 * L.h + 3 * L.w
+                                                      : L.h + 2 * L.w;
   if (k.tr.flash_attention) {
     kernel_op a{.what = "attention", .part = {}, .kind = kernel_kind::attention};
     a.batch = L.x.b / L.x.cp;
@@ -5017,7 +5096,7 @@ template <class B>
     a.backward = !L.fwd;
     detail::emit(k.v, a);
     // Q, K, V and the output (16-bit); the fused kernel's log-sum-exp (fp32, per row)
-    k.save("Q, K, V", L.act * L.T * (L.h + 2 * L.w) / L.t);
+    k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
     if (L.hf) k.save("attention log-sum-exp", 4 * L.T * heads);
   } else {  // unfused: Q K^T, softmax, dropout, P V
     const double rows = L.x.b * heads * L.x.s, scores = rows * L.x.seq;
@@ -5032,11 +5111,12 @@ template <class B>
     }
     if (L.m.dropout)
       k.memory("attention dropout", {}, stream_class::dropout, scores * (2 * L.act + L.mask));
-    k.save("Q, K, V", L.act * L.T * (L.h + 2 * L.w) / L.t);
+    k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
     if (L.x.recompute != parallel::recompute::selective)
       k.save("attention scores", scores * (L.act + (L.m.dropout ? L.mask + L.act : 0.0)));
   }
   k.save("attention output", L.act * L.T * L.h / L.t);
+  k.graph_input("attention projection", L.act * L.T * L.h / L.t);
   if (L.r.attention_output_copy) k.save("attention output (contiguous)", L.act * L.T * L.h / L.t);
   k.linear("attention projection", L.T, L.h, L.h / L.t, L.m.bias ? L.h : 0.0);
   k.residual(L.tn, L.h, L.mask);
@@ -5124,6 +5204,7 @@ template <class B>
   k.norm("post-attention norm", L.tn, L.h, L.m.norm, !L.hf);
   if (!L.hf || (!k.autocast() && k.input_kept({"MLP up", "MLP gate", "expert up"})))
     k.save("MLP input", L.routed * L.act * L.tn * L.h);
+  k.graph_input("MLP up", L.routed * L.act * L.tn * L.h);
   if (L.m.moe() && k.transformers_code()) {
     transformers_moe(k, L);
   } else if (L.m.moe()) {
@@ -5150,13 +5231,16 @@ template <class B>
       k.pointwise("SiLU", stream_class::elementwise, 4 * L.T * L.f / L.t);
       k.forward_only("gate product", stream_class::elementwise, 6 * L.T * L.f / L.t);
       k.backward_only("gate product", stream_class::elementwise, 6 * L.T * L.f / L.t, 2);
-      // the gate output, SiLU's output, the up output and their product
-      k.save("MLP activation tensors", L.act * 4 * L.T * L.f / L.t);
+      // the gate output, SiLU's output and the up output (the product is the down projection's
+      // input: kept when that layer needs it)
+      k.save("MLP activation tensors", L.act * 3 * L.T * L.f / L.t);
     } else {
       k.linear("MLP up", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0, 1, true);
       k.pointwise("GELU", stream_class::elementwise, 4 * L.T * L.f / L.t);
-      k.save("MLP activation tensors", L.act * 2 * L.T * L.f / L.t);
+      k.save("MLP activation tensors", L.act * L.T * L.f / L.t);  // GELU's input
     }
+    if (k.input_kept({"MLP down"})) k.save("MLP down input", L.act * L.T * L.f / L.t);
+    k.graph_input("MLP down", L.act * L.T * L.f / L.t);
     k.linear("MLP down", L.T, L.h, L.f / L.t, L.m.bias ? L.h : 0.0);
   } else if (k.transformers_code()) {
     // GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as written, mostly in
@@ -5300,6 +5384,14 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
   const bool hf = k.hf();
   const double T = x.tokens(), h = m.hidden, Vt = m.vocabulary / static_cast<double>(x.tp);
   const double logits = T * Vt;
+  // LitGPT's `lm_head_chunk_size`: the projection runs per chunk of positions
+  // (`recipe::head_chunk`), a quantized head dequantized for each
+  const double chunks =
+      tr.framework.head_chunk > 0 ? strata::detail::ceil_of(x.s / tr.framework.head_chunk) : 1.0;
+  const auto project = [&] {
+    k.linear("output projection", T / chunks, Vt, h, 0.0, chunks, hf,
+             tr.framework.vocabulary_padding > 1);
+  };
   if (fwd) {
     if (tr.framework.loss == frameworks::loss_style::vocab_parallel) {
       // Korthikanti et al. §4.3: the final norm's and the projection's inputs split over the
@@ -5310,9 +5402,12 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
       k.save("fp32 logits", 4 * logits);
     } else {
       k.norm("final norm", x.norm_tokens(), h, m.norm, !hf);
-      if (!hf) k.save("output projection input", tr.activation_bytes() * x.norm_tokens() * h);
+      const double input = tr.activation_bytes() * x.norm_tokens() * h;
+      if (!hf || (tr.framework.quantizes_head && tr.lora.quantized() && tr.lora.keeps_inputs))
+        k.save("output projection input", input);
+      k.graph_input("output projection", input);
     }
-    k.linear("output projection", T, Vt, h, 0.0, 1, hf, tr.framework.vocabulary_padding > 1);
+    project();
     if (!hf) {
       k.memory("cross-entropy (fp32 logits)", {}, stream_class::softmax, 16 * logits);
     } else {
@@ -5332,7 +5427,7 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
     k.memory("log-softmax", "backward", stream_class::copy, 16 * logits);
     k.memory("logits gradient to bf16", {}, stream_class::copy, 6 * logits);
   }
-  k.linear("output projection", T, Vt, h, 0.0, 1, hf, tr.framework.vocabulary_padding > 1);
+  project();
   if (!hf)
     k.memory("final norm", "backward", stream_class::layer_norm,
              4 * x.norm_tokens() * h * tr.activation_bytes());
@@ -6485,11 +6580,19 @@ using parallel::recompute;
 
 /// The bytes of each kind one layer keeps on one rank (`lower::layer`'s kept tensors, one pass).
 struct layer_keeps {
-  double activation = 0, weight_copy = 0, until_loss = 0;
+  double activation = 0, weight_copy = 0, until_loss = 0, graph = 0;
   [[nodiscard]] constexpr double of(lower::keep_kind kind) const {
-    return kind == lower::keep_kind::activation    ? activation
-           : kind == lower::keep_kind::weight_copy ? weight_copy
-                                                   : until_loss;
+    switch (kind) {
+      case lower::keep_kind::activation:
+        return activation;
+      case lower::keep_kind::weight_copy:
+        return weight_copy;
+      case lower::keep_kind::until_loss:
+        return until_loss;
+      case lower::keep_kind::graph:
+        return graph;
+    }
+    return 0;
   }
 };
 template <class Lowering>
@@ -6498,7 +6601,8 @@ template <class Lowering>
   lowering(lower::on_save{[&](const lower::saved_tensor& t) {
     (t.kind == lower::keep_kind::activation    ? k.activation
      : t.kind == lower::keep_kind::weight_copy ? k.weight_copy
-                                               : k.until_loss) += t.bytes;
+     : t.kind == lower::keep_kind::until_loss  ? k.until_loss
+                                               : k.graph) += t.bytes;
   }});
   return k;
 }
@@ -6590,6 +6694,14 @@ struct memory_terms {
   double forward_logits = 0;  ///< the same at the forward's end (with `until_loss`)
   double until_loss = 0;      ///< tensors alive until the forward ends
   double held_logits = 0;     ///< logits the training loop keeps
+  /// one layer's tensors its autograd graph holds outside `save_for_backward`
+  /// (`lower::keep_kind::graph`), alive through the whole backward
+  double graph = 0;
+  /// the previous step's graph-held tensors, alive in this step's forward while the training
+  /// loop still holds the previous logits (`recipe::keep_logits`)
+  double previous_graph = 0;
+  double dequant = 0;       ///< a quantized block layer's dequantized copy (one at a time)
+  double head_dequant = 0;  ///< the quantized head's (`recipe::quantizes_head`)
   double update_buffer = 0;   ///< the optimizer step's working copy (`parallel::update_buffer`)
 };
 
@@ -6660,8 +6772,14 @@ struct plan_keeps {
     // norms in `lora.embeddings`; the adapters train in full in their own type
     const bool z3 = s.data.sharding().shards_weights();
     const double emb = n.embedding / (z3 ? dense_shards : 1.0);
-    mem.weights += bytes{t.frozen_weight_bytes(m.hidden) * (partition_of(s, n, z3) - emb) +
-                         t.frozen_embedding_bytes() * emb};
+    // a head the recipe quantizes with the blocks (`recipe::quantizes_head`)
+    const double qhead =
+        r.quantizes_head && t.lora.quantized() && !m.tied && stage == s.pipeline.degree - 1
+            ? static_cast<double>(m.vocabulary) * m.hidden / s.tensor.degree /
+                  (z3 ? dense_shards : 1.0)
+            : 0.0;
+    mem.weights += bytes{t.frozen_weight_bytes(m.hidden) * (partition_of(s, n, z3) - emb + qhead) +
+                         t.frozen_embedding_bytes() * (emb - qhead)};
     // bitsandbytes pages the states of tensors of 100,000 elements and more only
     // (optim/optimizer.py, `get_state_buffer`: `A.numel() < 1e5` stays in device memory)
     const double trained = trained_on(m, s, t, stage).dense;
@@ -6671,14 +6789,20 @@ struct plan_keeps {
             ? s.stage_layers(m, stage) * lower::adapter_parameters(m, sh, t, 1e5) / trained
             : 0.0;
     detail::add_states(mem, trained, dense_shards, s.data.zero, t, t.adapter_bytes(), paged);
-    mem.embedding_states = bytes{t.frozen_embedding_bytes() * emb};
+    mem.embedding_states = bytes{t.frozen_embedding_bytes() * (emb - qhead)};
     // bitsandbytes dequantizes a whole weight for each GEMM and frees it after: the largest
     // linear layer's 16-bit copy is alive at any moment (bitsandbytes/autograd/_functions.py,
-    // `MatMul4Bit`: `F.dequantize_4bit(B, quant_state).to(A.dtype)`)
-    if (t.lora.quantized())
-      mem.workspace +=
-          bytes{2.0 * m.hidden * strata::detail::max(m.ffn_size(), static_cast<double>(m.hidden)) /
-                s.tensor.degree};
+    // `MatMul4Bit`: `F.dequantize_4bit(B, quant_state).to(A.dtype)`), with an fp16 quantized
+    // state its fp16 copy too (`recipe::fp16_quant_state`); a quantized head's while the head
+    // runs (`recipe::quantizes_head`)
+    if (t.lora.quantized()) {
+      const double copy = r.fp16_quant_state ? 4.0 : 2.0;
+      x.dequant = copy * m.hidden *
+                  strata::detail::max(m.ffn_size(), static_cast<double>(m.hidden)) /
+                  s.tensor.degree;
+      if (r.quantizes_head && stage == s.pipeline.degree - 1)
+        x.head_dequant = copy * static_cast<double>(m.vocabulary) * m.hidden / s.tensor.degree;
+    }
   } else {
     detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
     detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
@@ -6695,6 +6819,7 @@ struct plan_keeps {
   x.saved = keeps.layer.activation;
   x.casts = keeps.layer.weight_copy;
   x.until_loss = x.layers * x.in_flight * keeps.layer.until_loss;
+  x.graph = keeps.layer.graph;
   x.full_layer = keeps.full.activation;
   x.full_casts = keeps.full.weight_copy;
   if (sh.recompute == recompute::full) x.rebuilt = x.full_layer;
@@ -6715,9 +6840,16 @@ struct plan_keeps {
       // that keeps the logits (nanoGPT returns them) holds them through the backward
       x.logits = (r.loss == frameworks::loss_style::chunked ? 4 : 3 * 4) * T * V;
       if (r.loss == frameworks::loss_style::transformers) x.forward_logits = 10 * T * V;
-      x.held_logits = r.keep_logits ? act * T * V : 0.0;
+      x.held_logits = r.keep_logits ? (r.fp32_outputs ? 4 : act) * T * V : 0.0;
+      // Fabric's fp32 copies of the model's outputs beside them at the forward's end, or the
+      // last chunk's quantized head dequantized beside the outputs so far
+      if (r.fp32_outputs)
+        x.forward_logits = strata::detail::max((act + 4) * T * V, act * T * V + x.head_dequant);
     }
   }
+  if (r.keep_logits)
+    x.previous_graph = x.layers * x.in_flight * keeps.layer.graph +
+                       (stage == p - 1 ? keeps.head.graph : 0.0);
   {
     const stage_parameters tn = trained_on(m, s, t, stage, n);
     mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert) +
@@ -6737,16 +6869,20 @@ struct plan_keeps {
   return x;
 }
 
-/// Memory of pipeline stage `stage` on one rank at its peak, the largest of four moments:
+/// Memory of pipeline stage `stage` on one rank at its peak, the largest of five moments:
 /// - loss: model states, every in-flight micro-batch's saved tensors and weight copies, the
 ///   head's inputs and the loss's working set;
 /// - first backward: the same without the loss's working set (and, unless the recipe keeps them
 ///   through the backward as Megatron's accounting does, the head's inputs), plus the
 ///   recomputed layer (full recomputation, Korthikanti §5) and, when gradients are made in
 ///   backward, the embedding's and head's gradients;
-/// - last backward: every gradient but the layer's own, the layer's saved and rebuilt tensors,
-///   the other in-flight micro-batches;
+/// - the forward's end: the saved tensors with the caches kept until the loss, the outputs
+///   being made (`forward_logits`) and, while the loop still holds the previous step's logits,
+///   that step's graph-held tensors (bitsandbytes before 0.43.2 under LitGPT);
+/// - last backward: every gradient but the layer's own, the layer's saved and rebuilt tensors
+///   (and every layer's graph-held ones), the other in-flight micro-batches;
 /// - update: every gradient.
+/// A quantized base adds one dequantized weight to each moment but the update.
 /// Gradients live all step under Megatron (main_grad buffers) and are made by the backward under
 /// `zero_grad(set_to_none=True)` (PyTorch eager, Hugging Face).
 [[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
@@ -6759,36 +6895,48 @@ struct plan_keeps {
   const bool all_grads = x.persistent || x.accumulates;
   const double g_always = all_grads ? x.gradients : 0.0;
   const double acts = x.layers * x.in_flight * x.saved, casts = x.layers * x.in_flight * x.casts;
+  // a dequantized copy: the head's from the loss into the first backward, a block layer's else;
+  // at the forward's end the head's is in `forward_logits`
+  const double dq = strata::detail::max(x.dequant, x.head_dequant);
   struct moment {
     memory_moment at;
-    double gradients, activations, weight_casts, stored, logits, buffers = 0;
+    double gradients, activations, weight_casts, stored, logits, buffers = 0, workspace = 0;
     [[nodiscard]] constexpr double total() const {
-      return gradients + activations + weight_casts + stored + logits + buffers;
+      return gradients + activations + weight_casts + stored + logits + buffers + workspace;
     }
   };
   // Megatron's accounting first: on ties the Korthikanti moment is the one reported
   const moment moments[] = {
       {memory_moment::first_backward, all_grads ? x.gradients : x.head_gradients, acts + x.rebuilt,
        casts + (x.rebuilt > 0 ? x.full_casts : 0.0), x.embedding + (vocab_parallel ? x.head : 0.0),
-       x.held_logits},
+       x.held_logits, 0, dq},
       {memory_moment::loss, g_always, acts, casts + x.head_casts, x.embedding + x.head,
-       x.logits + x.held_logits},
-      {memory_moment::loss, g_always, acts + x.until_loss, casts + x.head_casts,
-       x.embedding + x.head, x.forward_logits + x.held_logits},
+       x.logits + x.held_logits, 0, dq},
+      {x.previous_graph > 0 ? memory_moment::next_forward : memory_moment::loss, g_always,
+       acts + x.until_loss + x.previous_graph, casts + x.head_casts, x.embedding + x.head,
+       x.forward_logits + x.held_logits, 0, x.head_dequant > 0 ? 0.0 : x.dequant},
       {memory_moment::last_backward, all_grads ? x.gradients : x.gradients - x.layer_gradients,
-       (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt,
-       (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits},
+       (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt +
+           (x.layers * x.in_flight - 1) * x.graph,
+       (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits, 0,
+       x.dequant},
       {memory_moment::update, x.gradients, 0, 0, 0, 0, x.update_buffer}};
   const moment* top = &moments[0];
-  for (const moment& mo : moments)
+  double first = 0;  // the largest without the previous step's graph
+  for (const moment& mo : moments) {
     if (mo.total() > top->total()) top = &mo;
+    const double own = mo.total() - (mo.at == memory_moment::next_forward ? x.previous_graph : 0);
+    first = strata::detail::max(first, own);
+  }
   memory_breakdown best = x.states;
+  if (first < top->total()) best.first_step = x.states.total() + bytes{first};
   best.moment = top->at;
   best.gradients = bytes{top->gradients};
   best.activations = bytes{top->activations};
   best.weight_casts = bytes{top->weight_casts};
   best.embedding_activations = bytes{top->stored};
   best.logits = bytes{top->logits};
+  best.workspace += bytes{top->workspace};
   best.buffers += bytes{top->buffers};
   return best;
 }
@@ -7367,7 +7515,8 @@ inline constexpr recipe huggingface = recipes::huggingface{};
 /// - the loss in chunks: LitGPT's `lm_head_chunk_size=128` with `chunked_cross_entropy`,
 ///   torchtune's `CEWithChunkedOutputLoss` (8 chunks) (`frameworks::loss_style::chunked`);
 /// - QLoRA through bitsandbytes' NF4 (`lora_adapters::base`); LitGPT's Fabric plugin quantizes
-///   the head too (a frozen bf16 head is what `lora_adapters::embeddings` describes otherwise).
+///   the head too, from fp16 copies, and LitGPT's loop holds the fp32 logits, and with them the
+///   step's graph, until the next forward (the recipe's fields below say where each is read).
 /// Not modelled: torchtune's `compile: True`, which fuses the norms' and activations' op chains
 /// and keeps fewer tensors (its README: 70.5 -> 59.3 GiB on Llama 3.2 3B), so strata's memory
 /// for compiled torchtune runs is an upper bound.
@@ -7383,15 +7532,38 @@ struct litgpt : pytorch_eager_modules {
     loss = frameworks::loss_style::chunked;
     batch_bytes_per_token = 16;  // int64 input ids and labels
     fused_qkv = true;            // CausalSelfAttention's one `attn` linear
+    norm_fp32_input = true;      // RMSNorm.forward: `x = x.float()`
+    attention_input_copies = true;
+    lora_zero_pad = true;
+    // finetune/lora.py: `logits = model(input_ids, lm_head_chunk_size=128)`, never deleted, so
+    // the list (and the graph behind it) lives until the next step's forward returns; Fabric
+    // casts it to fp32 (`_FabricModule.forward` -> `precision.convert_output`)
+    head_chunk = 128;
+    keep_logits = true;
+    fp32_outputs = true;
+    // `--quantize bnb.nf4`: Lightning's `BitsandbytesPrecision` swaps every `torch.nn.Linear`,
+    // the head included, and quantizes `weight.to(torch.half)` (plugins/precision/bitsandbytes.py)
+    quantizes_head = true;
+    fp16_quant_state = true;
+    separate_head = true;
   }
 };
 
-/// torchtune's single-device LoRA/QLoRA and full recipes: LitGPT's rules with separate q, k
-/// and v projections (torchtune/modules/attention.py).
+/// torchtune's single-device LoRA/QLoRA and full recipes: LitGPT's modules with separate q, k
+/// and v projections (torchtune/modules/attention.py), the output projection over the whole
+/// sequence, the logits deleted once the loss has them (`del logits` in the recipes), and QLoRA
+/// through torchao's NF4 on the adapted linears only (the output projection stays bf16).
 struct torchtune : litgpt {
   constexpr torchtune() {
     name = "torchtune";
     fused_qkv = false;
+    lora_zero_pad = false;
+    head_chunk = 0;
+    keep_logits = false;
+    fp32_outputs = false;
+    quantizes_head = false;
+    fp16_quant_state = false;
+    separate_head = false;  // a tied model's `TiedLinear` (torchtune/modules/tied_linear.py)
   }
 };
 

@@ -132,7 +132,7 @@ TEST_CASE("PEFT's default targets: the query and value projections") {
   CHECK(r.memory.optimizer_states.count() == Approx(4 * 8'388'608.0));
 }
 
-TEST_CASE("LoRA's dropout keeps a dropped copy of each adapted input") {
+TEST_CASE("LoRA's dropout keeps a dropped copy of each adapted input instead of the input") {
   const transformer m = zoo::llama2_7b();
   const parallel::nd s{.micro_batch = 1};
   training tr = hf_lora(base_storage::bf16);
@@ -140,10 +140,13 @@ TEST_CASE("LoRA's dropout keeps a dropped copy of each adapted input") {
   const auto none = analytic::evaluate(m, s, one_a100(), tr);
   tr.lora.dropout = 0.05;
   const auto dropped = analytic::evaluate(m, s, one_a100(), tr);
-  // per layer: q, k, v, gate, up read 4096 wide inputs, o 4096, down 11008: 2048 tokens x
-  // (6 x 4096 + 11008) x 3 B (bf16 copy and mask) = 218,628,096 B; x 32 layers 6,996,099,072
+  // each adapter's A keeps the dropped copy and the dropout its mask (2 + 1 B) where it kept
+  // the 16-bit input itself (2 B): 1 B more per adapted input for q, k, v, gate, up (4096 wide
+  // each) and down (11008); the output projection's input is attention's output, kept anyway,
+  // so there all 3 B are new. 2048 tokens x (5 x 4096 + 11008 + 3 x 4096) = 89,653,248 B per
+  // layer; x 32 layers 2,868,903,936
   CHECK(dropped.memory.activations.count() - none.memory.activations.count() ==
-        Approx(32.0 * 2048 * (6 * 4096 + 11008) * 3));
+        Approx(32.0 * 2048 * (5 * 4096 + 11008 + 3 * 4096)));
 }
 
 TEST_CASE("fine-tuning inputs a plan cannot run are refused with a sentence") {
@@ -201,4 +204,85 @@ TEST_CASE("a report names each default it applied; the Llama family's defaults a
   s["training"]["lora"]["double_quant"] = true;
   CHECK_THROWS_WITH(io::parse_transformer_scenario(s),
                     Catch::Contains("training.lora.double_quant: quantizes nf4's block maxima"));
+}
+
+TEST_CASE("LitGPT's QLoRA as it ran with bitsandbytes 0.42: the graph outlives the step") {
+  using nlohmann::json;
+  // LitGPT's config-hub row for Llama-3.2-1B (C 2048, I 8192, 16 layers, V 128,256, tied in
+  // the checkpoint): micro-batch 2 x 512 tokens, q and v adapted at rank 32, NF4 base
+  json j = {{"model", {{"hf_id", "meta-llama/Llama-3.2-1B"}}},
+            {"cluster",
+             {{"name", "one"},
+              {"device", "a10g"},
+              {"levels", json::array({{{"fanout", 1}, {"bandwidth_GBps", 100}}})}}},
+            {"training",
+             {{"batch", 2},
+              {"sequence", 512},
+              {"framework", "litgpt"},
+              {"optimizer", "paged_adamw"},
+              {"lora",
+               {{"rank", 32},
+                {"targets", "query_value"},
+                {"dropout", 0.05},
+                {"base", "nf4"},
+                {"keeps_inputs", true}}}}},
+            {"parallel", {{"micro_batch", 2}}}};
+  const auto sc = io::parse_transformer_scenario(j);
+  // LitGPT's converter copies the tied embedding into its own lm_head: the plan is untied, and
+  // the report says so
+  CHECK(!sc.net.tied);
+  CHECK(std::find(sc.defaults.begin(), sc.defaults.end(),
+                  "model.tied: false (litgpt copies the tied embedding into a separate head)") !=
+        sc.defaults.end());
+  const auto x = analytic::stage_terms(sc.net, sc.strategy, sc.setup, 0);
+  const double C = 2048, I = 8192, L = 16, V = 128'256, BT = 1024;
+  // bitsandbytes 0.42 keeps each quantized layer's input on its node: the QKV and MLP inputs
+  // (2 C each), the attention output the projection reads (2 C), the SwiGLU product (2 I), and
+  // the head's input once (2 C): 469,762,048 + 4,194,304 = 473,956,352 B, which LitGPT's held
+  // `logits` carry into the next forward
+  CHECK(x.previous_graph == Approx((6 * C + 2 * I) * BT * L + 2 * C * BT));
+  // the head quantized from fp16: fp16 and bf16 copies, 4 x 128,256 x 2048 = 1,050,673,152 B
+  CHECK(x.head_dequant == Approx(4 * V * C));
+  // Fabric's fp32 logits held (4 B each); at the forward's end the last chunk's head
+  // dequantized beside the bf16 outputs (2 + 4 V C / T V) beats their fp32 copies (6 B)
+  CHECK(x.held_logits == Approx(4 * BT * V));
+  CHECK(x.forward_logits == Approx(2 * BT * V + 4 * V * C));
+  const auto mem = analytic::stage_memory(x, sc.setup);
+  CHECK(mem.moment == memory_moment::next_forward);
+  // the first step holds no earlier graph: that moment's total without it is below the loss's
+  // (P_b: saved tensors, 8 B per logit and the dequantized head)
+  CHECK(mem.first_step.count() > 0);
+  CHECK(mem.total().count() - mem.first_step.count() < x.previous_graph);
+  // without the old bitsandbytes nothing outlives the step, and there is no first-step figure
+  j["training"]["lora"]["keeps_inputs"] = false;
+  const auto fresh = io::parse_transformer_scenario(j);
+  const auto y = analytic::stage_terms(fresh.net, fresh.strategy, fresh.setup, 0);
+  CHECK(y.previous_graph == 0);
+  CHECK(analytic::stage_memory(y, fresh.setup).first_step.count() == 0);
+  // a C++ plan with this recipe must describe the model untied
+  transformer tied = sc.net;
+  tied.tied = true;
+  const parallel::nd s{.micro_batch = 2};
+  CHECK_THROWS_WITH(s.check(tied, sc.setup, 1), Catch::Contains("transformer.tied"));
+}
+
+TEST_CASE("a frozen down projection keeps no input; LitGPT's norms keep an fp32 copy") {
+  const transformer m = zoo::llama2_7b();
+  const lower::shard x{.b = 1, .s = 1024, .seq = 1024};
+  training tr{.batch = 1, .sequence = 1024, .framework = frameworks::litgpt};
+  tr.lora = {.rank = 8, .targets = lora_targets::query_value, .base = base_storage::bf16};
+  const double qv = analytic::layer_saved_bytes(m, x, tr);
+  tr.lora.targets = lora_targets::all_linear;
+  const double all = analytic::layer_saved_bytes(m, x, tr);
+  // all-linear adapters read the attention output (already kept), the QKV and MLP inputs (the
+  // MLP's new: 2 C), the SwiGLU product (2 I) and store their rank-8 A outputs; q, v alone
+  // keep neither the MLP input nor the product: (2 x 4096 + 2 x 11008) x 1024 B, plus the
+  // A outputs of 4 more adapted layers (the projection, gate, up and down: 4 x 2 x 8 x 1024)
+  // and less the zero-pad source q and v keep (2 x 8192 x 1024)
+  CHECK(all - qv ==
+        Approx((2 * 4096 + 2 * 11008) * 1024.0 + 4 * 2 * 8 * 1024.0 - 2 * 8192 * 1024.0));
+  // the two RMSNorms keep their fp32 input copies (4 B), where torch.nn.RMSNorm keeps bf16
+  training plain = tr;
+  plain.framework.norm_fp32_input = false;
+  CHECK(all - analytic::layer_saved_bytes(m, x, plain) == Approx(2 * 2 * 4096 * 1024.0));
 }
