@@ -83,7 +83,8 @@ def test_list_models_equals_the_command():
     by_name = {m["model"]: m for m in models}
     assert by_name["llama3-8b"]["parameters"] == 8_030_261_248
     assert by_name["meta-llama/Llama-3.1-8B"]["parameters"] == 8_030_261_248
-    assert "multi-head latent attention" in by_name["deepseek-ai/DeepSeek-V3"]["refused"]
+    assert by_name["deepseek-ai/DeepSeek-V3"]["parameters"] == 671_026_404_352
+    assert "multi-head latent attention" in by_name["deepseek-ai/DeepSeek-V3"]["not_planned"]
 
 
 def test_gpt3_on_1024_a100():

@@ -3,8 +3,10 @@
 // strata cannot count or price is refused by name.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "strata/io/hf_config.hpp"
 #include "strata/io/transformer_scenario.hpp"
@@ -77,12 +79,11 @@ TEST_CASE("hf_config: missing fields take the configuration class's defaults", "
   CHECK(gpt2.bias);
   CHECK(gpt2.dropout);
   CHECK(gpt2.positions == strata::position_kind::learned);
-  // GemmaConfig() is Gemma 7B (head_dim 256 != 3072 / 16: counted, refused for a plan)
+  // GemmaConfig() is Gemma 7B: head_dim 256 x 16 heads, Q 4096 wide in a 3072-wide model
   const io::hf_model gemma = io::read_hf_config(json{{"model_type", "gemma"}});
   CHECK(count(gemma.net) == 8'537'680'896);
   CHECK(gemma.net.tied);
-  CHECK_THROWS_WITH(io::transformer_from_hf_config(json{{"model_type", "gemma"}}),
-                    Contains("hf_config: gemma has head_dim 256 x 16 heads != hidden_size 3072"));
+  CHECK(io::transformer_from_hf_config(json{{"model_type", "gemma"}}).q_width() == 4096);
   // MistralConfig() slides a 4096-token window over 131072 positions
   CHECK_THROWS_WITH(io::transformer_from_hf_config(json{{"model_type", "mistral"}}),
                     Contains("train at 4096 tokens or fewer"));
@@ -117,9 +118,15 @@ TEST_CASE("hf_config: what strata cannot count or price is refused by name", "[h
       io::read_hf_config(json{{"model_type", "falcon"}}),
       Contains("hf_config: unknown model_type \"falcon\" (supported: llama, mistral"));
   CHECK_THROWS_WITH(io::read_hf_config(json{{"hidden_size", 4096}}), Contains("no model_type"));
-  CHECK_THROWS_WITH(io::read_hf_config(json{{"model_type", "deepseek_v3"}}),
-                    Contains("hf_config: deepseek_v3 uses multi-head latent attention "
-                             "(kv_lora_rank), which strata does not model yet"));
+  // DeepseekV3Config() is DeepSeek-V3: counted (latent attention, a shared expert, three dense
+  // first layers; the hand sum in tools/hf_configs/index.json), refused for a plan
+  CHECK(count(io::read_hf_config(json{{"model_type", "deepseek_v3"}}).net) == 671'026'404'352);
+  CHECK_THROWS_WITH(io::transformer_from_hf_config(json{{"model_type", "deepseek_v3"}}),
+                    Contains("hf_config: deepseek_v3: transformer.kv_lora_rank: multi-head latent "
+                             "attention is counted but not priced yet"));
+  // DeepseekV2Config's num_experts_per_tok is None, which its modeling code cannot route with
+  CHECK_THROWS_WITH(io::read_hf_config(json{{"model_type", "deepseek_v2"}}),
+                    Contains("num_experts_per_tok is None by default"));
   CHECK_THROWS_WITH(io::read_hf_config(json{{"model_type", "llama"},
                                             {"architectures", {"LlamaForSequenceClassification"}}}),
                     Contains("reads model_type llama as LlamaForCausalLM"));
@@ -195,4 +202,55 @@ TEST_CASE("hf_config: scenarios take a Hugging Face model", "[hf_config]") {
   CHECK_THROWS_WITH(
       io::parse_transformer_scenario(scenario({{"hf_id", "Qwen/Qwen2.5-0.5B"}, {"hidden", 1}}, 1)),
       Contains("model.hidden: unknown field"));
+}
+
+TEST_CASE("hf_config: head_dim, Q/K norms and Gemma's post-block norms are lowered",
+          "[hf_config]") {
+  namespace lower = strata::lower;
+  struct seen {
+    double q_n = 0, proj_k = 0, attention_out = 0, norms = 0;
+    constexpr void kernel(const lower::kernel_op& k) {
+      if (k.kind != lower::kernel_kind::gemm || !k.part.empty()) return;
+      if (k.what == "Q") q_n = k.n;
+      if (k.what == "attention projection") proj_k = k.k;
+    }
+    constexpr void save(const lower::saved_tensor& t) {
+      if (t.what == "attention output") attention_out += t.bytes;
+      if (t.what == "norm n and r") norms += 1;  // one per RMSNorm op chain
+    }
+  };
+  const strata::training tr{
+      .batch = 1, .sequence = 512, .framework = strata::frameworks::huggingface};
+  const auto layer = [&](const strata::transformer& m) {
+    seen v;
+    lower::layer(m, lower::shard{.b = 1, .s = 512, .seq = 512}, tr, lower::phase::forward, v);
+    return v;
+  };
+  // Gemma 7B: 16 heads x 256 = 4096 wide Q in a 3072-wide model; the attention's output (bf16,
+  // 2 x 512 x 4096 B) is what the output projection (4096 -> 3072) reads
+  const seen gemma = layer(io::transformer_from_hf_config(shipped("google/gemma-7b")));
+  CHECK(gemma.q_n == 4096);
+  CHECK(gemma.proj_k == 4096);
+  CHECK(gemma.attention_out == 2.0 * 512 * 4096);
+  CHECK(gemma.norms == 2);
+  // Qwen3 8B: per-head norms on Q and K beside the two of the block
+  CHECK(layer(io::transformer_from_hf_config(shipped("Qwen/Qwen3-8B"))).norms == 4);
+  // Gemma 2: norms after the attention and the MLP too; Gemma 3 both
+  CHECK(layer(io::transformer_from_hf_config(shipped("google/gemma-2-2b"), {.sequence = 512}))
+            .norms == 4);
+  CHECK(layer(io::transformer_from_hf_config(shipped("google/gemma-3-1b-pt"), {.sequence = 512}))
+            .norms == 6);
+  // Qwen1.5-MoE-A2.7B: beside its 60 routed experts a shared SwiGLU expert 5632 wide over every
+  // token (gate and up 2048 -> 2 x 5632, down 5632 -> 2048) and its sigmoid gate (2048 -> 1)
+  struct gemms {
+    std::vector<std::array<double, 2>> shared;
+    constexpr void kernel(const lower::kernel_op& k) {
+      if (k.kind == lower::kernel_kind::gemm && k.part.empty() &&
+          k.what.rfind("shared expert", 0) == 0)
+        shared.push_back({k.n, k.k});
+    }
+  } g;
+  lower::layer(io::transformer_from_hf_config(shipped("Qwen/Qwen1.5-MoE-A2.7B")),
+               lower::shard{.b = 1, .s = 512, .seq = 512}, tr, lower::phase::forward, g);
+  CHECK(g.shared == std::vector<std::array<double, 2>>{{2 * 5632, 2048}, {2048, 5632}, {1, 2048}});
 }

@@ -156,9 +156,7 @@ TEST_CASE("published LoRA and QLoRA runs: every row predicted or skipped with a 
         report =
             strata::io::transformer_report_json(strata::io::parse_transformer_scenario(m.scenario));
       } catch (const strata::plan_error& e) {
-        m.why = has(e.what(), "head_dim")
-                    ? "head_dim x heads is not hidden_size (Gemma): not priced"
-                    : e.what();
+        m.why = e.what();
       }
     }
     if (!m.why.empty()) {
@@ -168,8 +166,8 @@ TEST_CASE("published LoRA and QLoRA runs: every row predicted or skipped with a 
       continue;
     }
     const double measured = std::stod(r.at("peak_memory_GB")) * 1e9;
-    const double predicted = predicted_bytes(report, r.at("memory_kind"),
-                                             r.at("source_id") == "litgpt_resource_tables");
+    const double predicted =
+        predicted_bytes(report, r.at("memory_kind"), r.at("source_id") == "litgpt_resource_tables");
     const double err = predicted / measured - 1;
     INFO(i << " " << r.at("source_id") << " " << r.at("model_hf_id") << " " << r.at("method"));
     CHECK(std::isfinite(err));
@@ -200,15 +198,16 @@ TEST_CASE("published LoRA and QLoRA runs: every row predicted or skipped with a 
   }
   // the statistics as they stand (docs/finetuning.md discusses them); a change that moves one
   // by more than half a point is seen here
-  CHECK(errors["lora"].size() == 22);
-  CHECK(errors["qlora"].size() == 17);
-  CHECK(skipped == 60);
-  CHECK(mean_abs["lora"] == Approx(2.1).margin(0.5));
-  // QLoRA: LitGPT's rows within 2 % with bitsandbytes 0.42's kept inputs, its quantized head
-  // and its held logits; torchtune's three are off by 16-45 % (torchao's quantization at load
-  // and torch.compile are not modelled; docs/finetuning.md)
-  CHECK(mean_abs["qlora"] == Approx(6.1).margin(0.5));
-  CHECK(mean_abs["litgpt qlora"] == Approx(1.4).margin(0.5));
-  CHECK(mean_abs["litgpt lora"] == Approx(0.2).margin(0.5));
+  CHECK(errors["lora"].size() == 23);
+  CHECK(errors["qlora"].size() == 20);
+  CHECK(skipped == 56);
+  CHECK(mean_abs["lora"] == Approx(2.3).margin(0.5));
+  // QLoRA: LitGPT's rows within 2 % on average (Gemma 2's within 7 %: its soft-capping is not
+  // priced) with bitsandbytes 0.42's kept inputs, its quantized head and its held logits;
+  // torchtune's three are off by 16-45 % (torchao's quantization at load and torch.compile are
+  // not modelled; docs/finetuning.md)
+  CHECK(mean_abs["qlora"] == Approx(5.9).margin(0.5));
+  CHECK(mean_abs["litgpt qlora"] == Approx(2.0).margin(0.5));
+  CHECK(mean_abs["litgpt lora"] == Approx(0.6).margin(0.5));
   CHECK(mean_abs["torchtune lora"] == Approx(5.9).margin(0.5));
 }

@@ -185,7 +185,7 @@ int list_models(bool as_json) {
     std::string note;
     if (m.contains("refused")) note = m["refused"].get<std::string>();
     if (m.contains("not_planned"))
-      note = "counted, not planned: " + m["not_planned"][0].get<std::string>();
+      note = "counted, not planned: " + m["not_planned"].get<std::string>();
     if (m.contains("sliding_window"))
       note = "sliding window " + std::to_string(m["sliding_window"].get<int>());
     const std::string params =

@@ -143,9 +143,9 @@ struct memory_terms {
   /// the previous step's graph-held tensors, alive in this step's forward while the training
   /// loop still holds the previous logits (`recipe::keep_logits`)
   double previous_graph = 0;
-  double dequant = 0;       ///< a quantized block layer's dequantized copy (one at a time)
-  double head_dequant = 0;  ///< the quantized head's (`recipe::quantizes_head`)
-  double update_buffer = 0;   ///< the optimizer step's working copy (`parallel::update_buffer`)
+  double dequant = 0;        ///< a quantized block layer's dequantized copy (one at a time)
+  double head_dequant = 0;   ///< the quantized head's (`recipe::quantizes_head`)
+  double update_buffer = 0;  ///< the optimizer step's working copy (`parallel::update_buffer`)
 };
 
 /// What the strategy's lowering keeps: a layer (as the strategy recomputes it, and without
@@ -291,8 +291,8 @@ struct plan_keeps {
     }
   }
   if (r.keep_logits)
-    x.previous_graph = x.layers * x.in_flight * keeps.layer.graph +
-                       (stage == p - 1 ? keeps.head.graph : 0.0);
+    x.previous_graph =
+        x.layers * x.in_flight * keeps.layer.graph + (stage == p - 1 ? keeps.head.graph : 0.0);
   {
     const stage_parameters tn = trained_on(m, s, t, stage, n);
     mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert) +

@@ -10,14 +10,16 @@
 ///    attention, shared experts, dense layers in an MoE, attention biases without MLP biases, an
 ///    unknown `model_type`). What it returns has the checkpoint's exact parameter count.
 ///  - `transformer_from_hf_config` (the form a plan uses) also refuses what the count knows but
-///    the lowering (`lower/transformer.hpp`) does not run yet: a head_dim other than
-///    hidden / heads, Q/K norms, Gemma's norms after each block, and a sliding window shorter
-///    than the training sequence (`hf_options::sequence`; within the window attention is full).
+///    the lowering (`lower/transformer.hpp`) does not run yet: a sliding window shorter than the
+///    training sequence (`hf_options::sequence`; within the window attention is full). A
+///    head_dim other than hidden / heads (Q and the output projection heads x head_dim wide),
+///    Q/K norms and Gemma's norms after each block are lowered.
 ///
 /// Not priced, accepted as they are: a partial rotary embedding (GPT-NeoX, Phi-4-mini: the
 /// rotary kernels priced over the whole head), fused QKV or gate/up projections (the recipe's
 /// module style decides the GEMM split), Gemma's embedding scale and Granite's scalar
-/// multipliers (one elementwise multiply each), RoPE scaling (frequencies only). Configs shipped
+/// multipliers (one elementwise multiply each), RoPE scaling (frequencies only), Gemma 2's
+/// attention and final-logit soft-capping (a tanh each). Configs shipped
 /// with strata live in `tools/hf_configs/` (docs/hf_configs.md), found by `hf_config_dirs`.
 /// @code
 /// auto m = strata::io::transformer_from_hf_config(nlohmann::json::parse(R"({
@@ -60,8 +62,6 @@ struct hf_model {
   std::string name;  ///< `_name_or_path`, else the name given, else the model_type
   std::string model_type;
   int sliding_window = 0;  ///< the window of the layers that slide (0: none does)
-  /// What `net` counts but the lowering does not run yet (refused for a plan).
-  std::vector<std::string> unpriced;
 };
 
 namespace detail {
@@ -242,18 +242,18 @@ inline hf_defaults hf_defaults_of(const hf_fields& f, const std::string& type) {
     // None (= heads), max_position_embeddings 2048, tie_word_embeddings False
     return {50304, 4096, 11008, 32, 32};
   }
-  // deepseek_v2, deepseek_v3
-  if (!f.has("kv_lora_rank") || f.integer("kv_lora_rank", 0, 0) > 0)
-    hf_fail(type +
-            " uses multi-head latent attention (kv_lora_rank), which strata does not model yet");
-  hf_fail(type +
-          " uses shared experts and dense first layers (n_shared_experts, "
-          "first_k_dense_replace), which strata does not model yet");
+  if (type == "deepseek_v2") {
+    // DeepseekV2Config: vocab 32000, hidden 4096, intermediate 11008 (the dense layers), 32
+    // layers, 32 heads, KV heads None (= heads), max_position_embeddings 2048, untied
+    return {32000, 4096, 11008, 32, 32};
+  }
+  // DeepseekV3Config: vocab 129280, hidden 7168, intermediate 18432, 61 layers, 128 heads, 128
+  // KV heads, max_position_embeddings 4096, untied
+  return {129280, 7168, 18432, 61, 128, 128, 0, 4096};
 }
 
 /// The dimensions (hidden, layers, heads, vocabulary, positions, KV heads, FFN, head_dim),
-/// each field the file leaves out taken from `d`; a head_dim other than hidden / heads is noted
-/// as unpriced.
+/// each field the file leaves out taken from `d`.
 inline void hf_dimensions(const hf_fields& f, const hf_defaults& d, const std::string& type,
                           bool llama_like, hf_model& out) {
   transformer& m = out.net;
@@ -277,14 +277,8 @@ inline void hf_dimensions(const hf_fields& f, const hf_defaults& d, const std::s
   if (default_head_dim && !f.has("head_dim") && m.hidden % m.heads != 0)
     hf_fail("num_attention_heads (" + std::to_string(m.heads) + ") must divide hidden_size (" +
             std::to_string(m.hidden) + ")");
-  if (static_cast<long long>(head_dim) * m.heads != m.hidden) {
-    m.head_size = head_dim;
-    out.unpriced.push_back(
-        type + " has head_dim " + std::to_string(head_dim) + " x " + std::to_string(m.heads) +
-        " heads != hidden_size " + std::to_string(m.hidden) +
-        ", which strata's lowering does not price yet (it sizes Q and the output projection "
-        "from hidden_size)");
-  }
+  // Q and the output projection heads x head_dim wide (Gemma, Qwen3 0.6B, Mistral NeMo)
+  if (static_cast<long long>(head_dim) * m.heads != m.hidden) m.head_size = head_dim;
 }
 
 /// The biases each modeling file builds; refuses biases on only some linear layers.
@@ -330,18 +324,38 @@ inline bool hf_dropout(const hf_fields& f, const std::string& type) {
   return p > 0;
 }
 
-/// The mixture of experts of Mixtral and Qwen's MoE models; refuses shared experts and dense
+/// The mixture of experts of Mixtral, Qwen's and DeepSeek's MoE models: routed experts, Qwen2-MoE's
+/// gated shared expert, DeepSeek's shared experts and dense first layers; refuses Qwen's dense
 /// layers among the MoE layers.
 inline void hf_experts(const hf_fields& f, const std::string& type, transformer& m) {
   if (type == "mixtral") {
     m.experts = f.integer("num_local_experts", 8);
     m.top_k = f.integer("num_experts_per_tok", 2);
+  } else if (type == "deepseek_v2" || type == "deepseek_v3") {
+    // DeepseekV2/V3Config: n_routed_experts 64 / 256, n_shared_experts 2 / 1,
+    // moe_intermediate_size 1407 / 2048, first_k_dense_replace 0 / 3, num_experts_per_tok None
+    // (V2: its modeling code needs it) / 8; the first_k_dense_replace first layers dense with
+    // intermediate_size, the others MoE with the shared experts as one MLP
+    // (modeling_deepseek_v3.py: `DeepseekV3MLP(config, intermediate_size=moe_intermediate_size
+    // * n_shared_experts)`)
+    const bool v3 = type == "deepseek_v3";
+    if (!v3 && !f.has("num_experts_per_tok"))
+      hf_fail(
+          "deepseek_v2: num_experts_per_tok is None by default, which its modeling code "
+          "cannot route with: give it");
+    const int moe_f = f.integer("moe_intermediate_size", v3 ? 2048 : 1407);
+    m.dense_ffn = m.ffn;  // intermediate_size, read with the dimensions
+    m.experts = f.integer("n_routed_experts", v3 ? 256 : 64);
+    m.top_k = f.integer("num_experts_per_tok", 8);
+    m.ffn = moe_f;
+    m.shared_ffn = f.integer("n_shared_experts", v3 ? 1 : 2, 0) * moe_f;
+    m.dense_layers = f.integer("first_k_dense_replace", v3 ? 3 : 0, 0);
   } else if (type == "qwen2_moe" || type == "qwen3_moe") {
     const bool q2 = type == "qwen2_moe";
-    const int shared = q2 ? f.integer("shared_expert_intermediate_size", 5632, 0) : 0;
-    if (shared > 0)
-      hf_fail("qwen2_moe uses a shared expert (shared_expert_intermediate_size " +
-              std::to_string(shared) + "), which strata does not model yet");
+    // Qwen2MoeSparseMoeBlock: a shared expert of shared_expert_intermediate_size (default 5632)
+    // scaled by sigmoid(shared_expert_gate(x)), a Linear(hidden, 1) without bias
+    m.shared_ffn = q2 ? f.integer("shared_expert_intermediate_size", 5632, 0) : 0;
+    m.shared_gate = m.shared_ffn > 0;
     const bool dense_layers = f.integer("decoder_sparse_step", 1) != 1 ||
                               (f.has("mlp_only_layers") && f.j["mlp_only_layers"].is_array() &&
                                !f.j["mlp_only_layers"].empty());
@@ -356,28 +370,31 @@ inline void hf_experts(const hf_fields& f, const std::string& type, transformer&
   if (m.top_k > m.experts) hf_fail("num_experts_per_tok must not exceed the experts");
 }
 
-/// The norms the lowering does not run yet (Q/K norms, Gemma's norms after each block), set on
-/// the model and noted as unpriced.
+/// Multi-head latent attention (DeepSeek-V2/V3; DeepseekV2/V3Config: kv_lora_rank 512,
+/// q_lora_rank 1536 (null: a plain q_proj, DeepSeek-V2-Lite), qk_rope_head_dim 64,
+/// qk_nope_head_dim 128, v_head_dim 128); attention biases are refused with the other
+/// architectures' (`hf_biases`).
+inline void hf_latent_attention(const hf_fields& f, const std::string& type, transformer& m) {
+  if (type != "deepseek_v2" && type != "deepseek_v3") return;
+  m.kv_lora_rank = f.integer("kv_lora_rank", 512);
+  m.q_lora_rank = f.j.contains("q_lora_rank") && f.j["q_lora_rank"].is_null()
+                      ? 0
+                      : f.integer("q_lora_rank", 1536);
+  m.qk_rope_dim = f.integer("qk_rope_head_dim", 64);
+  m.qk_nope_dim = f.integer("qk_nope_head_dim", 128);
+  m.v_head_dim = f.integer("v_head_dim", 128);
+}
+
+/// The norms beyond the two before each block: Q/K norms (Qwen3, Gemma 3 per head; OLMo 2 over
+/// the projections), Gemma 2 and 3's norms after the attention and the MLP.
 inline void hf_extra_norms(const std::string& type, hf_model& out) {
   transformer& m = out.net;
-  if (type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text") {
-    m.qk_norm = qk_norm_kind::per_head;
-    out.unpriced.push_back(type +
-                           " normalizes Q and K per head (q_norm, k_norm), which strata's "
-                           "lowering does not price yet");
-  } else if (type == "olmo2") {
-    m.qk_norm = qk_norm_kind::per_width;
-    out.unpriced.push_back(
-        "olmo2 normalizes Q and K over their projections (q_norm, k_norm), which strata's "
-        "lowering does not price yet");
-  }
-  if (type == "gemma2" || type == "gemma3_text") {
-    m.sandwich_norms = true;
-    out.unpriced.push_back(type +
-                           " adds norms after the attention and the MLP "
-                           "(post_attention_layernorm, post_feedforward_layernorm), which "
-                           "strata's lowering does not price yet");
-  }
+  if (type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text")
+    m.qk_norm = qk_norm_kind::per_head;  // q_norm, k_norm over head_dim
+  else if (type == "olmo2")
+    m.qk_norm = qk_norm_kind::per_width;  // q_norm, k_norm over the projections
+  // post_attention_layernorm, post_feedforward_layernorm
+  if (type == "gemma2" || type == "gemma3_text") m.sandwich_norms = true;
 }
 
 /// The window of the layers that slide one (0: none does).
@@ -428,9 +445,10 @@ inline hf_model read_hf_config(const nlohmann::json& j, const std::string& fallb
   detail::hf_biases(f, type, m);
   // dropout: any dropout probability the modeling code applies in training
   m.dropout = detail::hf_dropout(f, type);
-  // ---- mixtures of experts
+  // ---- mixtures of experts, latent attention
   detail::hf_experts(f, type, m);
-  // ---- norms the lowering does not run yet
+  detail::hf_latent_attention(f, type, m);
+  // ---- norms beyond the two before each block
   detail::hf_extra_norms(type, out);
   // ---- sliding windows: the window of the layers that use one
   out.sliding_window = detail::hf_sliding_window(f, d, type, m.layers);
@@ -450,7 +468,11 @@ inline hf_model read_hf_config(const nlohmann::json& j, const std::string& fallb
 inline transformer transformer_from_hf_config(const nlohmann::json& j, hf_options o = {},
                                               const std::string& fallback_name = {}) {
   hf_model h = read_hf_config(j, fallback_name);
-  if (!h.unpriced.empty()) detail::hf_fail(h.unpriced.front());
+  try {  // latent attention and dense first layers: counted, not lowered yet
+    h.net.check_lowered();
+  } catch (const plan_error& e) {
+    detail::hf_fail(h.model_type + ": " + e.what());
+  }
   const int seq = o.sequence > 0 ? o.sequence : h.net.sequence;
   if (h.sliding_window > 0 && h.sliding_window < seq)
     detail::hf_fail(h.model_type + " slides a window of " + std::to_string(h.sliding_window) +

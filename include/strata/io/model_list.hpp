@@ -19,7 +19,7 @@ namespace strata::io {
 /// The models as JSON: [{"model", "kind" ("transformer", "cnn" or "hf_id"), "parameters"}],
 /// zoo transformers first, then the CNNs, then the shipped Hugging Face ids (sorted). A shipped
 /// config strata cannot count is "refused" with the reader's sentence; one it counts but cannot
-/// plan yet lists what the lowering does not run under "not_planned"; a sliding window (plans
+/// plan yet (`transformer::check_lowered`) says why under "not_planned"; a sliding window (plans
 /// train within it) is given as "sliding_window".
 inline nlohmann::json model_catalogue_json() {
   nlohmann::json out = nlohmann::json::array();
@@ -35,7 +35,11 @@ inline nlohmann::json model_catalogue_json() {
     try {
       const hf_model m = read_hf_config(hf_shipped_config(id), id);
       row["parameters"] = m.net.parameters();
-      if (!m.unpriced.empty()) row["not_planned"] = m.unpriced;
+      try {
+        m.net.check_lowered();
+      } catch (const plan_error& e) {
+        row["not_planned"] = e.what();
+      }
       if (m.sliding_window > 0) row["sliding_window"] = m.sliding_window;
     } catch (const plan_error& e) {
       row["refused"] = e.what();

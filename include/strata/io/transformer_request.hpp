@@ -190,8 +190,9 @@ inline std::string transformer_request_table(const transformer_request& q) {
     out += line;
   }
   if (m.contains("first_step")) {
-    std::snprintf(line, sizeof line, "  %-22s %8.2f GiB (%s; the previous step's graph not yet held)\n",
-                  "first_step", m["first_step"].get<double>(), "peak of the first step");
+    std::snprintf(line, sizeof line,
+                  "  %-22s %8.2f GiB (%s; the previous step's graph not yet held)\n", "first_step",
+                  m["first_step"].get<double>(), "peak of the first step");
     out += line;
   }
   std::snprintf(line, sizeof line, "  %s (margin %.2f GiB)\n",

@@ -271,11 +271,11 @@ inline parallel::nd parse_nd(const json& j) {
 
 inline training parse_transformer_training(const json& j) {
   const std::string p = "training";
-  only_keys(j, p,
-            {"batch", "global_batch", "sequence", "precision", "optimizer", "gradients",
-             "flash_attention", "reserved_GiB", "framework", "engine", "offload_optimizer",
-             "offload_parameters", "tp_comm_overlap", "lora", "runtime", "tf32", "model_dtype",
-             "loss"});
+  only_keys(
+      j, p,
+      {"batch", "global_batch", "sequence", "precision", "optimizer", "gradients",
+       "flash_attention", "reserved_GiB", "framework", "engine", "offload_optimizer",
+       "offload_parameters", "tp_comm_overlap", "lora", "runtime", "tf32", "model_dtype", "loss"});
   training t;
   // "batch" as every scenario says it; "global_batch" is the older spelling
   if (j.contains("batch") && j.contains("global_batch"))

@@ -358,7 +358,7 @@ struct layer_shape {
   const shard& x;
   const frameworks::recipe& r;
   bool fwd, hf, ac, swiglu, gpt2, use_cache;
-  double T, tn, t, h, w, f, act, res, mask;
+  double T, tn, t, h, q, w, f, act, res, mask;  ///< q: the Q width, heads x head_dim
   double routed, up, gate_elems;  ///< MoE copies per token; up's width; the MLP's kept widths
 };
 
@@ -376,25 +376,34 @@ template <class B>
     k.save("QKV input", L.act * L.tn * L.h);
   k.graph_input("QKV", L.act * L.tn * L.h);
   if (fused_qkv) {
-    k.linear("QKV", L.T, (L.h + 2 * L.w) / L.t, L.h, qkv_bias ? (L.h + 2 * L.w) / L.t : 0.0, 1,
+    k.linear("QKV", L.T, (L.q + 2 * L.w) / L.t, L.h, qkv_bias ? (L.q + 2 * L.w) / L.t : 0.0, 1,
              L.hf);
     // LitGPT's `LoRAQKVLinear.zero_pad` with q and v adapted: the index_copy's source, the
     // adapters' q and v outputs (litgpt/lora.py)
     if (L.r.lora_zero_pad && k.tr.lora.on() && k.tr.lora.targets == lora_targets::query_value)
-      k.save("LoRA zero-pad source", L.act * L.T * (L.h + L.w) / L.t);
+      k.save("LoRA zero-pad source", L.act * L.T * (L.q + L.w) / L.t);
   } else {
-    k.linear("Q", L.T, L.h / L.t, L.h, qkv_bias ? L.h / L.t : 0.0, 1, L.hf);
+    k.linear("Q", L.T, L.q / L.t, L.h, qkv_bias ? L.q / L.t : 0.0, 1, L.hf);
     k.linear("K", L.T, L.w / L.t, L.h, qkv_bias ? L.w / L.t : 0.0, 1, L.hf);
     k.linear("V", L.T, L.w / L.t, L.h, qkv_bias ? L.w / L.t : 0.0, 1, L.hf);
     if (L.hf && L.ac)  // the three input gradients summed
       k.backward_only("QKV input gradient sum", stream_class::elementwise, 12 * L.T * L.h, 2);
   }
+  // Q and K norms (Qwen3, Gemma 3: each head over its width; OLMo 2: the whole projection)
+  if (L.m.qk_norm != qk_norm_kind::none) {
+    const bool per_head = L.m.qk_norm == qk_norm_kind::per_head;
+    const double d = L.m.head_dim();
+    k.norm("Q norm", per_head ? L.T * L.q / d / L.t : L.T, per_head ? d : L.q / L.t, L.m.norm,
+           false);
+    k.norm("K norm", per_head ? L.T * L.w / d / L.t : L.T, per_head ? d : L.w / L.t, L.m.norm,
+           false);
+  }
   if (L.m.positions == position_kind::rotary) {
     if (!L.hf) {
       k.pointwise("rotary embedding", stream_class::elementwise,
-                  2 * L.T * (L.h + L.w) / L.t * L.act);
+                  2 * L.T * (L.q + L.w) / L.t * L.act);
     } else {  // q cos + rotate_half(q) sin in fp32, for Q and for K
-      for (const double width : {L.h / L.t, L.w / L.t}) {
+      for (const double width : {L.q / L.t, L.w / L.t}) {
         k.forward_only("rotary q cos", stream_class::elementwise, 6 * L.T * width);
         k.forward_only("rotary neg", stream_class::elementwise, 2 * L.T * width);
         k.forward_only("rotary cat", stream_class::elementwise, 4 * L.T * width);
@@ -414,19 +423,19 @@ template <class B>
     if (L.gpt2) k.save("v cache", 2 * L.T * L.w / L.t);
   }
   if (L.hf && !L.gpt2 && L.ac) {  // SDPA's autocast casts the fp32 q and k
-    k.forward_only("SDPA q cast", stream_class::copy, 6 * L.T * L.h / L.t);
+    k.forward_only("SDPA q cast", stream_class::copy, 6 * L.T * L.q / L.t);
     k.forward_only("SDPA k cast", stream_class::copy, 6 * L.T * L.w / L.t);
-    k.backward_only("q gradient to fp32", stream_class::copy, 6 * L.T * L.h / L.t);
+    k.backward_only("q gradient to fp32", stream_class::copy, 6 * L.T * L.q / L.t);
     k.backward_only("k gradient to fp32", stream_class::copy, 6 * L.T * L.w / L.t);
   }
   const double heads = L.m.heads / L.t, d = L.m.head_dim();
   // what SDPA keeps of its inputs (`recipe::attention_input_copies`): q, k and v as projected;
   // or rotated q and k copies, with k and v repeated to every head under GQA, or else v a view
   // that keeps the fused QKV output whole
-  const double qkv_kept = !L.r.attention_input_copies ? L.h + 2 * L.w
-                          : L.w < L.h                 ? 3 * L.h
-                          : fused_qkv                 ? 2 * L.h + 3 * L.w
-                                                      : L.h + 2 * L.w;
+  const double qkv_kept = !L.r.attention_input_copies ? L.q + 2 * L.w
+                          : L.w < L.q                 ? 3 * L.q
+                          : fused_qkv                 ? 2 * L.q + 3 * L.w
+                                                      : L.q + 2 * L.w;
   if (k.tr.flash_attention) {
     kernel_op a{.what = "attention", .part = {}, .kind = kernel_kind::attention};
     a.batch = L.x.b / L.x.cp;
@@ -455,10 +464,12 @@ template <class B>
     if (L.x.recompute != parallel::recompute::selective)
       k.save("attention scores", scores * (L.act + (L.m.dropout ? L.mask + L.act : 0.0)));
   }
-  k.save("attention output", L.act * L.T * L.h / L.t);
-  k.graph_input("attention projection", L.act * L.T * L.h / L.t);
-  if (L.r.attention_output_copy) k.save("attention output (contiguous)", L.act * L.T * L.h / L.t);
-  k.linear("attention projection", L.T, L.h, L.h / L.t, L.m.bias ? L.h : 0.0);
+  k.save("attention output", L.act * L.T * L.q / L.t);
+  k.graph_input("attention projection", L.act * L.T * L.q / L.t);
+  if (L.r.attention_output_copy) k.save("attention output (contiguous)", L.act * L.T * L.q / L.t);
+  k.linear("attention projection", L.T, L.h, L.q / L.t, L.m.bias ? L.h : 0.0);
+  // Gemma 2 and 3 normalize the branch's output before the residual add
+  if (L.m.sandwich_norms) k.norm("post-attention output norm", L.tn, L.h, L.m.norm, !L.hf);
   k.residual(L.tn, L.h, L.mask);
 }
 
@@ -537,6 +548,27 @@ constexpr void transformers_moe(const B& k, const layer_shape& L) {
   k.save("expert inputs and outputs", S * (8 * L.h + 16 * fe) + 41 * S / L.m.capacity);
 }
 
+/// The shared expert of an MoE layer (Qwen2-MoE's `shared_expert`, DeepSeek's `shared_experts`):
+/// a SwiGLU MLP `shared_ffn` wide over every token, split over the tensor ranks as a dense MLP;
+/// Qwen2-MoE scales it by sigmoid(x w) (`shared_expert_gate`, h -> 1) before adding it to the
+/// routed experts' output. Keeps the gate and up outputs and SiLU's (and the product where the
+/// down projection needs it), and for the gate its output and the shared expert's.
+template <class B>
+constexpr void shared_expert(const B& k, const layer_shape& L) {
+  const double sf = L.m.shared_ffn / L.t;
+  k.linear("shared expert gate and up", L.T, 2 * sf, L.h, 0.0, 1, L.hf);
+  k.pointwise("shared expert SiLU and product", stream_class::elementwise, 5 * L.T * sf * L.act);
+  k.save("shared expert activation tensors", 3 * L.act * L.T * sf);
+  if (k.input_kept({"shared expert down"})) k.save("shared expert down input", L.act * L.T * sf);
+  k.linear("shared expert down", L.T, L.h, sf, 0.0);
+  if (L.m.shared_gate) {
+    k.linear("shared expert gate", L.T, 1, L.h, 0.0, 1, L.hf);
+    k.pointwise("shared expert sigmoid and scale", stream_class::elementwise,
+                3 * L.T * L.h * L.act);
+    k.save("shared expert output and gate", L.act * L.T * (L.h + 1));
+  }
+}
+
 /// The MLP block: the norm, then a dense MLP (GELU, SwiGLU; `transformers`' GPT-2 `gelu_new`)
 /// or MoE (router, permutation, this rank's experts), and the residual.
 template <class B>
@@ -604,6 +636,8 @@ template <class B>
     k.linear("MLP down", L.T, L.h, L.f / L.t, L.m.bias ? L.h : 0.0);
     k.save("MLP activation tensors", L.routed * L.act * L.gate_elems * L.T);
   }
+  if (L.m.moe() && L.m.shared_ffn > 0) shared_expert(k, L);
+  if (L.m.sandwich_norms) k.norm("post-MLP output norm", L.tn, L.h, L.m.norm, !L.hf);
   k.residual(L.tn, L.h, L.mask);
 }
 }  // namespace detail
@@ -639,6 +673,7 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
                               .tn = x.norm_tokens(),
                               .t = t,
                               .h = static_cast<double>(m.hidden),
+                              .q = m.q_width(),
                               .w = m.kv_width(),
                               .f = f,
                               .act = tr.activation_bytes(),

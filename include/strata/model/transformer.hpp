@@ -60,16 +60,30 @@ struct transformer {
   /// Mixtral-style model at initialisation (test/data/h100_moe_expert_gemms.csv).
   double expert_load_cv = 0;
   // The fields below describe models read from Hugging Face configurations
-  // (`io/hf_config.hpp`). Their defaults leave every count above unchanged. They enter the
-  // parameter counts (and so the weight, gradient and optimizer memory), but the lowering
-  // (`lower/transformer.hpp`) does not run or size them yet: the reader refuses a model that
-  // needs any of them for a plan (`io::transformer_from_hf_config`).
+  // (`io/hf_config.hpp`). Their defaults leave every count above unchanged. The lowering
+  // (`lower/transformer.hpp`) runs the head width, Q/K norms, Gemma's extra norms and the shared
+  // expert; dense first layers and latent attention are counted only (`check_lowered`).
   /// Width of one attention head when it is not hidden / heads (Gemma, Qwen3 0.6B, Mistral NeMo:
   /// Q is then heads x head_dim wide); 0 means hidden / heads.
   int head_size = 0;
   qk_norm_kind qk_norm = qk_norm_kind::none;  ///< norms on Q and K (Qwen3, OLMo 2, Gemma 3)
   /// Norms after the attention and the MLP as well as before them (Gemma 2 and 3: four a layer).
   bool sandwich_norms = false;
+  /// An always-on SwiGLU MLP of this width beside the routed experts of each MoE layer
+  /// (Qwen2-MoE's `shared_expert_intermediate_size`; DeepSeek's `n_shared_experts` x
+  /// `moe_intermediate_size`); 0: none.
+  int shared_ffn = 0;
+  bool shared_gate = false;  ///< the shared expert scaled by a sigmoid gate, h -> 1 (Qwen2-MoE)
+  /// The first layers of an MoE model dense, with a SwiGLU MLP `dense_ffn` wide (DeepSeek's
+  /// `first_k_dense_replace`, `intermediate_size`). Counted; the lowering does not run them yet
+  /// (`check_lowered`).
+  int dense_layers = 0;
+  int dense_ffn = 0;
+  /// Multi-head latent attention (DeepSeek-V2/V3): K and V made from a `kv_lora_rank` latent
+  /// (with a shared rotary key `qk_rope_dim` wide), Q from a `q_lora_rank` latent (0: a plain
+  /// projection), per head `qk_nope_dim + qk_rope_dim` for the scores and `v_head_dim` for the
+  /// values. kv_lora_rank 0: none. Counted; not lowered yet (`check_lowered`).
+  int q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, qk_nope_dim = 0, v_head_dim = 0;
 
   [[nodiscard]] constexpr int kv() const { return kv_heads == 0 ? heads : kv_heads; }
   [[nodiscard]] constexpr double head_dim() const {
@@ -100,10 +114,24 @@ struct transformer {
   /// Width of the K and V projections: kv x d.
   [[nodiscard]] constexpr double kv_width() const { return kv() * head_dim(); }
 
-  /// Q, K, V and output projection weights and biases (q = h unless `head_size` is set).
+  [[nodiscard]] constexpr bool mla() const { return kv_lora_rank > 0; }
+  /// Q, K, V and output projection weights and biases (q = h unless `head_size` is set). Under
+  /// multi-head latent attention (DeepSeek-V2 §2.1): Q's down projection, its norm and up
+  /// projection (or one projection), K and V's joint down projection with the rotary key, its
+  /// norm and up projection, and the output projection from the heads' values.
   [[nodiscard]] constexpr double attention_parameters() const {
     const double h = hidden, q = q_width(), w = kv_width();
+    if (mla()) {
+      const double a = heads, qk = qk_nope_dim + qk_rope_dim, r = q_lora_rank, c = kv_lora_rank;
+      const double query = r > 0 ? h * r + r + r * a * qk : h * a * qk;
+      return query + h * (c + qk_rope_dim) + c + c * a * (qk_nope_dim + v_head_dim) +
+             a * v_head_dim * h;
+    }
     return h * (2 * q + 2 * w) + (bias ? q + h + 2 * w : qkv_bias ? q + 2 * w : 0.0);
+  }
+  /// The shared expert of an MoE layer (`shared_ffn`) and its gate.
+  [[nodiscard]] constexpr double shared_expert_parameters() const {
+    return moe() ? 3.0 * hidden * shared_ffn + (shared_gate ? hidden : 0.0) : 0.0;
   }
   /// The weights of the Q and K norms (`qk_norm`): 2 d per head-wise pair, q + kv d over the
   /// projections' widths.
@@ -126,10 +154,16 @@ struct transformer {
   [[nodiscard]] constexpr double router_parameters() const {
     return moe() ? static_cast<double>(hidden) * experts : 0.0;
   }
-  /// Parameters of one layer outside its experts (attention, norms, router; the MLP when dense).
+  /// Parameters of one layer outside its experts (attention, norms, router and shared expert;
+  /// the MLP when dense).
   [[nodiscard]] constexpr double dense_layer_parameters() const {
     return attention_parameters() + qk_norm_parameters() + layer_norms() * norm_parameters() +
-           router_parameters() + (moe() ? 0.0 : mlp_parameters());
+           router_parameters() + shared_expert_parameters() + (moe() ? 0.0 : mlp_parameters());
+  }
+  /// One of the dense first layers (`dense_layers`): attention, norms and a `dense_ffn` MLP.
+  [[nodiscard]] constexpr double first_dense_layer_parameters() const {
+    return attention_parameters() + qk_norm_parameters() + layer_norms() * norm_parameters() +
+           3.0 * hidden * dense_ffn;
   }
   /// Expert weights of one layer (zero for a dense model).
   [[nodiscard]] constexpr double expert_layer_parameters() const {
@@ -148,23 +182,28 @@ struct transformer {
     return (tied ? 0.0 : static_cast<double>(vocabulary) * hidden) + norm_parameters();
   }
   [[nodiscard]] constexpr double parameters() const {
-    return layers * layer_parameters() + embedding_parameters() + head_parameters();
+    return (layers - dense_layers) * layer_parameters() +
+           dense_layers * first_dense_layer_parameters() + embedding_parameters() +
+           head_parameters();
   }
   /// Parameters one token's forward pass multiplies with (top_k experts of each MoE layer).
   [[nodiscard]] constexpr double active_parameters() const {
-    return layers * (dense_layer_parameters() + (moe() ? top_k * mlp_parameters() : 0.0)) +
-           embedding_parameters() + head_parameters();
+    return (layers - dense_layers) *
+               (dense_layer_parameters() + (moe() ? top_k * mlp_parameters() : 0.0)) +
+           dense_layers * first_dense_layer_parameters() + embedding_parameters() +
+           head_parameters();
   }
 
   /// Forward FLOPs of one layer for one token at sequence length s, counted as Narayanan et
   /// al. (SC'21 §5.1) do: 2 per multiply-add of every weight matrix the token meets (top_k
-  /// experts), plus 4 s q (q = h unless `head_size`) for the attention scores and their product
-  /// with V (no causal discount).
+  /// experts and the shared expert), plus 4 s q (q = h unless `head_size`) for the attention scores
+  /// and their product with V (no causal discount).
   [[nodiscard]] constexpr double layer_forward_flops(double s) const {
     const double h = hidden, q = q_width(), w = kv_width(), f = ffn_size();
     const double attention = 2 * h * (2 * q + 2 * w) + 4 * s * q;
     const double one_mlp = 2 * (mlp == mlp_kind::swiglu ? 3.0 : 2.0) * h * f;
-    const double mlp_flops = moe() ? top_k * one_mlp + 2 * h * experts : one_mlp;
+    const double mlp_flops =
+        moe() ? top_k * one_mlp + 2 * h * experts + 2 * shared_expert_parameters() : one_mlp;
     return attention + mlp_flops;
   }
   /// Forward FLOPs of the vocabulary projection for one token: 2 h V.
@@ -186,11 +225,28 @@ struct transformer {
     if (!(capacity > 0)) throw plan_error("an MoE capacity factor must be positive");
     if (expert_load_cv != 0 && experts < 2)
       throw plan_error("expert_load_cv: a model without experts has no expert load to spread");
+    if (shared_ffn < 0 || dense_layers < 0 || dense_layers >= layers || dense_ffn < 0 ||
+        q_lora_rank < 0 || kv_lora_rank < 0 || qk_rope_dim < 0 || qk_nope_dim < 0 || v_head_dim < 0)
+      throw plan_error(
+          "a transformer's shared_ffn, dense_layers (fewer than its layers), dense_ffn and "
+          "latent attention sizes must not be negative");
     if (!(expert_load_cv >= 0 && expert_load_cv <= max_expert_load_cv(experts)))
       throw plan_error("expert_load_cv must lie between 0 and " +
                        std::to_string(max_expert_load_cv(experts)) + " for " +
                        std::to_string(experts) +
                        " experts (beyond it the least loaded expert would get no tokens)");
+  }
+  /// What a plan needs beyond `check`: the parts the lowering runs (`lower/transformer.hpp`
+  /// does not run dense first layers or latent attention yet; their parameters are counted).
+  constexpr void check_lowered() const {
+    check();
+    if (mla())
+      throw plan_error(
+          "transformer.kv_lora_rank: multi-head latent attention is counted but not priced yet");
+    if (dense_layers > 0)
+      throw plan_error(
+          "transformer.dense_layers: dense first layers among MoE layers are counted but not "
+          "priced yet (the lowering runs one kind of layer)");
   }
 };
 

@@ -117,7 +117,7 @@ struct nd {
   /// The limits of a transformer plan on `devices` ranks (see `limits.hpp`): each policy's own,
   /// then the ones the composition adds (devices, batch divisibility, positions).
   constexpr void check(const transformer& m, const training& t, int devices) const {
-    m.check();
+    m.check_lowered();
     t.check_transformer();
     strata::detail::check_degrees(
         {tensor.degree, context.degree, expert.degree, pipeline.degree, data.degree});

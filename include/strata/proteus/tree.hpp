@@ -176,7 +176,7 @@ class strategy_tree {
 
   /// Checks the tree against a transformer, its training and a cluster of `devices` devices.
   void check(const transformer& m, const training& tr, int devices) const {
-    m.check();
+    m.check_lowered();
     tr.check_transformer();
     check_structure(devices);
     // every module exactly once, in model order

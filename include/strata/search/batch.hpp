@@ -72,7 +72,7 @@ struct batch_options {
                                                  batch_options opt = {}) {
   if (opt.threads < 0)
     throw plan_error("batch evaluation: threads must be 0 (one per hardware thread) or more");
-  m.check();
+  m.check_lowered();
   tr.check_transformer();
   const auto n = static_cast<Eigen::Index>(plans.size());
   for (std::size_t i = 0; i < plans.size(); ++i) {
