@@ -212,6 +212,18 @@ def test_cost_worked_by_hand():
     assert one["cost"]["money"] == pytest.approx(2.0 * one["cost"]["gpu_hours"])
 
 
+def test_sweep_columns_skip_the_degrees_the_model_refuses():
+    # issue 39: tensor 16 does not divide Llama-3 70B's 8 key/value heads; every path skips it
+    # (the batch path once raised "plans[240]: tensor parallelism: the degree must divide ...")
+    s = json.loads(LLAMA_SEARCH.read_text())
+    s["search"]["tensor"] = [1, 2, 4, 8, 16]
+    report = strata.evaluate(s)
+    c = strata.sweep(s, columns=True)
+    assert len(c["tensor"]) == report["candidates"]
+    assert 16 not in set(c["tensor"].tolist())
+    assert int(c["fits"].sum()) == report["fitting"]
+
+
 def test_sweep_columns_agree_with_the_ranked_plans():
     report = strata.evaluate(LLAMA_SEARCH)
     c = strata.sweep(LLAMA_SEARCH, columns=True)

@@ -3015,16 +3015,30 @@ struct transformer {
   /// Mixtral-style model at initialisation (test/data/h100_moe_expert_gemms.csv).
   double expert_load_cv = 0;
   // The fields below describe models read from Hugging Face configurations
-  // (`io/hf_config.hpp`). Their defaults leave every count above unchanged. They enter the
-  // parameter counts (and so the weight, gradient and optimizer memory), but the lowering
-  // (`lower/transformer.hpp`) does not run or size them yet: the reader refuses a model that
-  // needs any of them for a plan (`io::transformer_from_hf_config`).
+  // (`io/hf_config.hpp`). Their defaults leave every count above unchanged. The lowering
+  // (`lower/transformer.hpp`) runs the head width, Q/K norms, Gemma's extra norms and the shared
+  // expert; dense first layers and latent attention are counted only (`check_lowered`).
   /// Width of one attention head when it is not hidden / heads (Gemma, Qwen3 0.6B, Mistral NeMo:
   /// Q is then heads x head_dim wide); 0 means hidden / heads.
   int head_size = 0;
   qk_norm_kind qk_norm = qk_norm_kind::none;  ///< norms on Q and K (Qwen3, OLMo 2, Gemma 3)
   /// Norms after the attention and the MLP as well as before them (Gemma 2 and 3: four a layer).
   bool sandwich_norms = false;
+  /// An always-on SwiGLU MLP of this width beside the routed experts of each MoE layer
+  /// (Qwen2-MoE's `shared_expert_intermediate_size`; DeepSeek's `n_shared_experts` x
+  /// `moe_intermediate_size`); 0: none.
+  int shared_ffn = 0;
+  bool shared_gate = false;  ///< the shared expert scaled by a sigmoid gate, h -> 1 (Qwen2-MoE)
+  /// The first layers of an MoE model dense, with a SwiGLU MLP `dense_ffn` wide (DeepSeek's
+  /// `first_k_dense_replace`, `intermediate_size`). Counted; the lowering does not run them yet
+  /// (`check_lowered`).
+  int dense_layers = 0;
+  int dense_ffn = 0;
+  /// Multi-head latent attention (DeepSeek-V2/V3): K and V made from a `kv_lora_rank` latent
+  /// (with a shared rotary key `qk_rope_dim` wide), Q from a `q_lora_rank` latent (0: a plain
+  /// projection), per head `qk_nope_dim + qk_rope_dim` for the scores and `v_head_dim` for the
+  /// values. kv_lora_rank 0: none. Counted; not lowered yet (`check_lowered`).
+  int q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, qk_nope_dim = 0, v_head_dim = 0;
 
   [[nodiscard]] constexpr int kv() const { return kv_heads == 0 ? heads : kv_heads; }
   [[nodiscard]] constexpr double head_dim() const {
@@ -3055,10 +3069,24 @@ struct transformer {
   /// Width of the K and V projections: kv x d.
   [[nodiscard]] constexpr double kv_width() const { return kv() * head_dim(); }
 
-  /// Q, K, V and output projection weights and biases (q = h unless `head_size` is set).
+  [[nodiscard]] constexpr bool mla() const { return kv_lora_rank > 0; }
+  /// Q, K, V and output projection weights and biases (q = h unless `head_size` is set). Under
+  /// multi-head latent attention (DeepSeek-V2 §2.1): Q's down projection, its norm and up
+  /// projection (or one projection), K and V's joint down projection with the rotary key, its
+  /// norm and up projection, and the output projection from the heads' values.
   [[nodiscard]] constexpr double attention_parameters() const {
     const double h = hidden, q = q_width(), w = kv_width();
+    if (mla()) {
+      const double a = heads, qk = qk_nope_dim + qk_rope_dim, r = q_lora_rank, c = kv_lora_rank;
+      const double query = r > 0 ? h * r + r + r * a * qk : h * a * qk;
+      return query + h * (c + qk_rope_dim) + c + c * a * (qk_nope_dim + v_head_dim) +
+             a * v_head_dim * h;
+    }
     return h * (2 * q + 2 * w) + (bias ? q + h + 2 * w : qkv_bias ? q + 2 * w : 0.0);
+  }
+  /// The shared expert of an MoE layer (`shared_ffn`) and its gate.
+  [[nodiscard]] constexpr double shared_expert_parameters() const {
+    return moe() ? 3.0 * hidden * shared_ffn + (shared_gate ? hidden : 0.0) : 0.0;
   }
   /// The weights of the Q and K norms (`qk_norm`): 2 d per head-wise pair, q + kv d over the
   /// projections' widths.
@@ -3081,10 +3109,16 @@ struct transformer {
   [[nodiscard]] constexpr double router_parameters() const {
     return moe() ? static_cast<double>(hidden) * experts : 0.0;
   }
-  /// Parameters of one layer outside its experts (attention, norms, router; the MLP when dense).
+  /// Parameters of one layer outside its experts (attention, norms, router and shared expert;
+  /// the MLP when dense).
   [[nodiscard]] constexpr double dense_layer_parameters() const {
     return attention_parameters() + qk_norm_parameters() + layer_norms() * norm_parameters() +
-           router_parameters() + (moe() ? 0.0 : mlp_parameters());
+           router_parameters() + shared_expert_parameters() + (moe() ? 0.0 : mlp_parameters());
+  }
+  /// One of the dense first layers (`dense_layers`): attention, norms and a `dense_ffn` MLP.
+  [[nodiscard]] constexpr double first_dense_layer_parameters() const {
+    return attention_parameters() + qk_norm_parameters() + layer_norms() * norm_parameters() +
+           3.0 * hidden * dense_ffn;
   }
   /// Expert weights of one layer (zero for a dense model).
   [[nodiscard]] constexpr double expert_layer_parameters() const {
@@ -3103,23 +3137,28 @@ struct transformer {
     return (tied ? 0.0 : static_cast<double>(vocabulary) * hidden) + norm_parameters();
   }
   [[nodiscard]] constexpr double parameters() const {
-    return layers * layer_parameters() + embedding_parameters() + head_parameters();
+    return (layers - dense_layers) * layer_parameters() +
+           dense_layers * first_dense_layer_parameters() + embedding_parameters() +
+           head_parameters();
   }
   /// Parameters one token's forward pass multiplies with (top_k experts of each MoE layer).
   [[nodiscard]] constexpr double active_parameters() const {
-    return layers * (dense_layer_parameters() + (moe() ? top_k * mlp_parameters() : 0.0)) +
-           embedding_parameters() + head_parameters();
+    return (layers - dense_layers) *
+               (dense_layer_parameters() + (moe() ? top_k * mlp_parameters() : 0.0)) +
+           dense_layers * first_dense_layer_parameters() + embedding_parameters() +
+           head_parameters();
   }
 
   /// Forward FLOPs of one layer for one token at sequence length s, counted as Narayanan et
   /// al. (SC'21 §5.1) do: 2 per multiply-add of every weight matrix the token meets (top_k
-  /// experts), plus 4 s q (q = h unless `head_size`) for the attention scores and their product
-  /// with V (no causal discount).
+  /// experts and the shared expert), plus 4 s q (q = h unless `head_size`) for the attention scores
+  /// and their product with V (no causal discount).
   [[nodiscard]] constexpr double layer_forward_flops(double s) const {
     const double h = hidden, q = q_width(), w = kv_width(), f = ffn_size();
     const double attention = 2 * h * (2 * q + 2 * w) + 4 * s * q;
     const double one_mlp = 2 * (mlp == mlp_kind::swiglu ? 3.0 : 2.0) * h * f;
-    const double mlp_flops = moe() ? top_k * one_mlp + 2 * h * experts : one_mlp;
+    const double mlp_flops =
+        moe() ? top_k * one_mlp + 2 * h * experts + 2 * shared_expert_parameters() : one_mlp;
     return attention + mlp_flops;
   }
   /// Forward FLOPs of the vocabulary projection for one token: 2 h V.
@@ -3141,11 +3180,28 @@ struct transformer {
     if (!(capacity > 0)) throw plan_error("an MoE capacity factor must be positive");
     if (expert_load_cv != 0 && experts < 2)
       throw plan_error("expert_load_cv: a model without experts has no expert load to spread");
+    if (shared_ffn < 0 || dense_layers < 0 || dense_layers >= layers || dense_ffn < 0 ||
+        q_lora_rank < 0 || kv_lora_rank < 0 || qk_rope_dim < 0 || qk_nope_dim < 0 || v_head_dim < 0)
+      throw plan_error(
+          "a transformer's shared_ffn, dense_layers (fewer than its layers), dense_ffn and "
+          "latent attention sizes must not be negative");
     if (!(expert_load_cv >= 0 && expert_load_cv <= max_expert_load_cv(experts)))
       throw plan_error("expert_load_cv must lie between 0 and " +
                        std::to_string(max_expert_load_cv(experts)) + " for " +
                        std::to_string(experts) +
                        " experts (beyond it the least loaded expert would get no tokens)");
+  }
+  /// What a plan needs beyond `check`: the parts the lowering runs (`lower/transformer.hpp`
+  /// does not run dense first layers or latent attention yet; their parameters are counted).
+  constexpr void check_lowered() const {
+    check();
+    if (mla())
+      throw plan_error(
+          "transformer.kv_lora_rank: multi-head latent attention is counted but not priced yet");
+    if (dense_layers > 0)
+      throw plan_error(
+          "transformer.dense_layers: dense first layers among MoE layers are counted but not "
+          "priced yet (the lowering runs one kind of layer)");
   }
 };
 
@@ -4635,7 +4691,7 @@ struct nd {
   /// The limits of a transformer plan on `devices` ranks (see `limits.hpp`): each policy's own,
   /// then the ones the composition adds (devices, batch divisibility, positions).
   constexpr void check(const transformer& m, const training& t, int devices) const {
-    m.check();
+    m.check_lowered();
     t.check_transformer();
     strata::detail::check_degrees(
         {tensor.degree, context.degree, expert.degree, pipeline.degree, data.degree});
@@ -5018,7 +5074,7 @@ struct layer_shape {
   const shard& x;
   const frameworks::recipe& r;
   bool fwd, hf, ac, swiglu, gpt2, use_cache;
-  double T, tn, t, h, w, f, act, res, mask;
+  double T, tn, t, h, q, w, f, act, res, mask;  ///< q: the Q width, heads x head_dim
   double routed, up, gate_elems;  ///< MoE copies per token; up's width; the MLP's kept widths
 };
 
@@ -5036,25 +5092,34 @@ template <class B>
     k.save("QKV input", L.act * L.tn * L.h);
   k.graph_input("QKV", L.act * L.tn * L.h);
   if (fused_qkv) {
-    k.linear("QKV", L.T, (L.h + 2 * L.w) / L.t, L.h, qkv_bias ? (L.h + 2 * L.w) / L.t : 0.0, 1,
+    k.linear("QKV", L.T, (L.q + 2 * L.w) / L.t, L.h, qkv_bias ? (L.q + 2 * L.w) / L.t : 0.0, 1,
              L.hf);
     // LitGPT's `LoRAQKVLinear.zero_pad` with q and v adapted: the index_copy's source, the
     // adapters' q and v outputs (litgpt/lora.py)
     if (L.r.lora_zero_pad && k.tr.lora.on() && k.tr.lora.targets == lora_targets::query_value)
-      k.save("LoRA zero-pad source", L.act * L.T * (L.h + L.w) / L.t);
+      k.save("LoRA zero-pad source", L.act * L.T * (L.q + L.w) / L.t);
   } else {
-    k.linear("Q", L.T, L.h / L.t, L.h, qkv_bias ? L.h / L.t : 0.0, 1, L.hf);
+    k.linear("Q", L.T, L.q / L.t, L.h, qkv_bias ? L.q / L.t : 0.0, 1, L.hf);
     k.linear("K", L.T, L.w / L.t, L.h, qkv_bias ? L.w / L.t : 0.0, 1, L.hf);
     k.linear("V", L.T, L.w / L.t, L.h, qkv_bias ? L.w / L.t : 0.0, 1, L.hf);
     if (L.hf && L.ac)  // the three input gradients summed
       k.backward_only("QKV input gradient sum", stream_class::elementwise, 12 * L.T * L.h, 2);
   }
+  // Q and K norms (Qwen3, Gemma 3: each head over its width; OLMo 2: the whole projection)
+  if (L.m.qk_norm != qk_norm_kind::none) {
+    const bool per_head = L.m.qk_norm == qk_norm_kind::per_head;
+    const double d = L.m.head_dim();
+    k.norm("Q norm", per_head ? L.T * L.q / d / L.t : L.T, per_head ? d : L.q / L.t, L.m.norm,
+           false);
+    k.norm("K norm", per_head ? L.T * L.w / d / L.t : L.T, per_head ? d : L.w / L.t, L.m.norm,
+           false);
+  }
   if (L.m.positions == position_kind::rotary) {
     if (!L.hf) {
       k.pointwise("rotary embedding", stream_class::elementwise,
-                  2 * L.T * (L.h + L.w) / L.t * L.act);
+                  2 * L.T * (L.q + L.w) / L.t * L.act);
     } else {  // q cos + rotate_half(q) sin in fp32, for Q and for K
-      for (const double width : {L.h / L.t, L.w / L.t}) {
+      for (const double width : {L.q / L.t, L.w / L.t}) {
         k.forward_only("rotary q cos", stream_class::elementwise, 6 * L.T * width);
         k.forward_only("rotary neg", stream_class::elementwise, 2 * L.T * width);
         k.forward_only("rotary cat", stream_class::elementwise, 4 * L.T * width);
@@ -5074,19 +5139,19 @@ template <class B>
     if (L.gpt2) k.save("v cache", 2 * L.T * L.w / L.t);
   }
   if (L.hf && !L.gpt2 && L.ac) {  // SDPA's autocast casts the fp32 q and k
-    k.forward_only("SDPA q cast", stream_class::copy, 6 * L.T * L.h / L.t);
+    k.forward_only("SDPA q cast", stream_class::copy, 6 * L.T * L.q / L.t);
     k.forward_only("SDPA k cast", stream_class::copy, 6 * L.T * L.w / L.t);
-    k.backward_only("q gradient to fp32", stream_class::copy, 6 * L.T * L.h / L.t);
+    k.backward_only("q gradient to fp32", stream_class::copy, 6 * L.T * L.q / L.t);
     k.backward_only("k gradient to fp32", stream_class::copy, 6 * L.T * L.w / L.t);
   }
   const double heads = L.m.heads / L.t, d = L.m.head_dim();
   // what SDPA keeps of its inputs (`recipe::attention_input_copies`): q, k and v as projected;
   // or rotated q and k copies, with k and v repeated to every head under GQA, or else v a view
   // that keeps the fused QKV output whole
-  const double qkv_kept = !L.r.attention_input_copies ? L.h + 2 * L.w
-                          : L.w < L.h                 ? 3 * L.h
-                          : fused_qkv                 ? 2 * L.h + 3 * L.w
-                                                      : L.h + 2 * L.w;
+  const double qkv_kept = !L.r.attention_input_copies ? L.q + 2 * L.w
+                          : L.w < L.q                 ? 3 * L.q
+                          : fused_qkv                 ? 2 * L.q + 3 * L.w
+                                                      : L.q + 2 * L.w;
   if (k.tr.flash_attention) {
     kernel_op a{.what = "attention", .part = {}, .kind = kernel_kind::attention};
     a.batch = L.x.b / L.x.cp;
@@ -5115,10 +5180,12 @@ template <class B>
     if (L.x.recompute != parallel::recompute::selective)
       k.save("attention scores", scores * (L.act + (L.m.dropout ? L.mask + L.act : 0.0)));
   }
-  k.save("attention output", L.act * L.T * L.h / L.t);
-  k.graph_input("attention projection", L.act * L.T * L.h / L.t);
-  if (L.r.attention_output_copy) k.save("attention output (contiguous)", L.act * L.T * L.h / L.t);
-  k.linear("attention projection", L.T, L.h, L.h / L.t, L.m.bias ? L.h : 0.0);
+  k.save("attention output", L.act * L.T * L.q / L.t);
+  k.graph_input("attention projection", L.act * L.T * L.q / L.t);
+  if (L.r.attention_output_copy) k.save("attention output (contiguous)", L.act * L.T * L.q / L.t);
+  k.linear("attention projection", L.T, L.h, L.q / L.t, L.m.bias ? L.h : 0.0);
+  // Gemma 2 and 3 normalize the branch's output before the residual add
+  if (L.m.sandwich_norms) k.norm("post-attention output norm", L.tn, L.h, L.m.norm, !L.hf);
   k.residual(L.tn, L.h, L.mask);
 }
 
@@ -5197,6 +5264,27 @@ constexpr void transformers_moe(const B& k, const layer_shape& L) {
   k.save("expert inputs and outputs", S * (8 * L.h + 16 * fe) + 41 * S / L.m.capacity);
 }
 
+/// The shared expert of an MoE layer (Qwen2-MoE's `shared_expert`, DeepSeek's `shared_experts`):
+/// a SwiGLU MLP `shared_ffn` wide over every token, split over the tensor ranks as a dense MLP;
+/// Qwen2-MoE scales it by sigmoid(x w) (`shared_expert_gate`, h -> 1) before adding it to the
+/// routed experts' output. Keeps the gate and up outputs and SiLU's (and the product where the
+/// down projection needs it), and for the gate its output and the shared expert's.
+template <class B>
+constexpr void shared_expert(const B& k, const layer_shape& L) {
+  const double sf = L.m.shared_ffn / L.t;
+  k.linear("shared expert gate and up", L.T, 2 * sf, L.h, 0.0, 1, L.hf);
+  k.pointwise("shared expert SiLU and product", stream_class::elementwise, 5 * L.T * sf * L.act);
+  k.save("shared expert activation tensors", 3 * L.act * L.T * sf);
+  if (k.input_kept({"shared expert down"})) k.save("shared expert down input", L.act * L.T * sf);
+  k.linear("shared expert down", L.T, L.h, sf, 0.0);
+  if (L.m.shared_gate) {
+    k.linear("shared expert gate", L.T, 1, L.h, 0.0, 1, L.hf);
+    k.pointwise("shared expert sigmoid and scale", stream_class::elementwise,
+                3 * L.T * L.h * L.act);
+    k.save("shared expert output and gate", L.act * L.T * (L.h + 1));
+  }
+}
+
 /// The MLP block: the norm, then a dense MLP (GELU, SwiGLU; `transformers`' GPT-2 `gelu_new`)
 /// or MoE (router, permutation, this rank's experts), and the residual.
 template <class B>
@@ -5264,6 +5352,8 @@ template <class B>
     k.linear("MLP down", L.T, L.h, L.f / L.t, L.m.bias ? L.h : 0.0);
     k.save("MLP activation tensors", L.routed * L.act * L.gate_elems * L.T);
   }
+  if (L.m.moe() && L.m.shared_ffn > 0) shared_expert(k, L);
+  if (L.m.sandwich_norms) k.norm("post-MLP output norm", L.tn, L.h, L.m.norm, !L.hf);
   k.residual(L.tn, L.h, L.mask);
 }
 }  // namespace detail
@@ -5299,6 +5389,7 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
                               .tn = x.norm_tokens(),
                               .t = t,
                               .h = static_cast<double>(m.hidden),
+                              .q = m.q_width(),
                               .w = m.kv_width(),
                               .f = f,
                               .act = tr.activation_bytes(),
@@ -6700,9 +6791,9 @@ struct memory_terms {
   /// the previous step's graph-held tensors, alive in this step's forward while the training
   /// loop still holds the previous logits (`recipe::keep_logits`)
   double previous_graph = 0;
-  double dequant = 0;       ///< a quantized block layer's dequantized copy (one at a time)
-  double head_dequant = 0;  ///< the quantized head's (`recipe::quantizes_head`)
-  double update_buffer = 0;   ///< the optimizer step's working copy (`parallel::update_buffer`)
+  double dequant = 0;        ///< a quantized block layer's dequantized copy (one at a time)
+  double head_dequant = 0;   ///< the quantized head's (`recipe::quantizes_head`)
+  double update_buffer = 0;  ///< the optimizer step's working copy (`parallel::update_buffer`)
 };
 
 /// What the strategy's lowering keeps: a layer (as the strategy recomputes it, and without
@@ -6848,8 +6939,8 @@ struct plan_keeps {
     }
   }
   if (r.keep_logits)
-    x.previous_graph = x.layers * x.in_flight * keeps.layer.graph +
-                       (stage == p - 1 ? keeps.head.graph : 0.0);
+    x.previous_graph =
+        x.layers * x.in_flight * keeps.layer.graph + (stage == p - 1 ? keeps.head.graph : 0.0);
   {
     const stage_parameters tn = trained_on(m, s, t, stage, n);
     mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert) +
@@ -9508,7 +9599,7 @@ template <class Visit>
 void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                    const device_profile& prof, const transformer_space& space, Visit&& visit,
                    sweep_part part = {}) {
-  m.check();
+  m.check_lowered();
   tr.check_transformer();
   if (part.parts < 1 || part.part < 0 || part.part >= part.parts)
     throw plan_error("search: the part to run must lie in [0, parts)");

@@ -516,7 +516,8 @@ int run_calibrate(const calibrate_options& o) {
             "--steps", [&] { return strata::calibrate::read_steps(f); });
         steps.insert(steps.end(), rows.begin(), rows.end());
       }
-      const auto dispatch = strata::calibrate::fit_dispatch(steps, fit.profile);
+      const auto dispatch = strata::calibrate::detail::labelled(
+          "--steps", [&] { return strata::calibrate::fit_dispatch(steps, fit.profile); });
       fit.profile.dispatch = dispatch.dispatch;
       fit.report.push_back(dispatch.report);
     }

@@ -3,6 +3,7 @@
 // operation trace of one worker, or the one-GPU replay of a PyTorch profiler trace
 // (docs/cli.md, "replay-ps"; docs/li.md).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -60,7 +61,17 @@ inline CLI::App* add_replay_ps(CLI::App& app, replay_ps_options& o) {
       ->check(CLI::Range(1, 1000));
   c->add_option("--variation", o.variation, "step-to-step variation with --model")
       ->check(CLI::Range(0.0, 0.9));
-  c->add_option("--seed", o.seed, "sampling seed");
+  // CLI11 reads "-1" and 2^64 into an unsigned by wrapping: take only what fits
+  c->add_option("--seed", o.seed, "sampling seed, an integer in [0, 2^64)")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            unsigned long long v = 0;
+            const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+            return ec == std::errc{} && end == s.data() + s.size()
+                       ? ""
+                       : "must be an integer in [0, 2^64) (got " + s + ")";
+          },
+          "UINT64"));
   c->add_flag("--synchronous", o.synchronous, "a step waits for every worker's previous step");
   c->add_flag("--partition", o.partition,
               "with --model: cut every layer over all servers (BytePS-style)");

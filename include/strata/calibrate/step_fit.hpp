@@ -189,7 +189,9 @@ inline dispatch_model fit_host(const std::vector<lowered_step>& steps, double ke
     double best_err = -1;
     for (double floor : {1e-6, 2e-6, 3e-6, 4e-6, 6e-6, 8e-6}) {
       const auto lowered = detail::lower_steps(rows, p, floor);
-      if (lowered.size() < 3) throw plan_error("fit_dispatch: needs at least 3 measured steps");
+      if (lowered.size() < 3)
+        throw plan_error("the host costs need at least 3 measured steps that ran (got " +
+                         std::to_string(lowered.size()) + ")");
       double err = 0;
       const dispatch_model d = detail::fit_host(lowered, floor, &err);
       if (best_err < 0 || err < best_err) {

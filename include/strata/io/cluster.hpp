@@ -109,7 +109,7 @@ inline cluster parse_cluster(const json& j) {
   const json& lv = require(j, "cluster", "levels");
   if (!lv.is_array() || lv.empty() || lv.size() > max_levels)
     fail("cluster.levels", "must be an array of 1 to 5 levels");
-  cluster c{"custom", dev, {}, 0};
+  cluster c{intern(str_field(j, "cluster", "name", "custom")), dev, {}, 0};
   long long total = 1;  // devices so far: each fan-out is at most 2^24, so no overflow
   for (std::size_t i = 0; i < lv.size(); ++i) {
     const std::string path = "cluster.levels[" + std::to_string(i) + "]";
@@ -117,7 +117,7 @@ inline cluster parse_cluster(const json& j) {
               {"name", "fanout", "alpha_us", "bandwidth_GBps", "oversubscription", "rails", "kind",
                "switch_reduction"});
     level l;
-    l.name = "level";
+    l.name = intern(str_field(lv[i], path, "name", "level"));
     l.fanout = int_field(lv[i], path, "fanout", 1, max_degree, 1, true);
     l.pair.alpha = seconds{num_field(lv[i], path, "alpha_us", 0.0, 1e6, 0.0) * 1e-6};
     if (!lv[i].contains("bandwidth_GBps")) fail(path + ".bandwidth_GBps", "missing (required)");
@@ -149,6 +149,10 @@ inline cluster parse_cluster(const json& j) {
     c.host.optimizer = num_field(*h, path, "cpu_adam_params_per_s", 0.0, 1e15,
                                  h->contains("pcie_GBps") ? cpu_adam_rate : 0.0);
     c.host.nvme = byte_rate{num_field(*h, path, "nvme_GBps", 0.0, 1e4, 0.0) * 1e9};
+    // left out: the host's memory is not checked; given, it must hold something
+    if (h->contains("dram_GiB") && !(num_field(*h, path, "dram_GiB", 0.0, 1e7, 0.0) > 0))
+      fail(path + ".dram_GiB",
+           "must be a positive number of GiB (leave it out to skip the host-memory check)");
     c.host.capacity = bytes{num_field(*h, path, "dram_GiB", 0.0, 1e7, 0.0) * 1024.0 * 1024 * 1024};
   }
   return c;

@@ -164,6 +164,9 @@ inline nlohmann::json run_dlrm_scenario(const nlohmann::json& j,
   const cluster machine = j.contains("cluster")
                               ? parse_cluster(j["cluster"])
                               : parse_cluster(json{{"preset", "dgx-h100"}, {"devices", 1}});
+  // Lin et al.'s DLRM model prices GPU kernels (SM-count waves, HBM): a CPU-only server is
+  // refused as transformer plans refuse it
+  if (machine.dev.sms < 1) fail("cluster.device", "has no SM count: DLRM plans need a GPU");
   // a preset rounds up to whole nodes: by default use the devices asked for
   int asked = j.contains("cluster") ? machine.devices() : 1;
   if (j.contains("cluster") && j["cluster"].is_object() && j["cluster"].contains("devices"))
@@ -178,11 +181,11 @@ inline nlohmann::json run_dlrm_scenario(const nlohmann::json& j,
   const embedding_bag_model el = j.contains("embedding_model")
                                      ? parse_embedding_model(j["embedding_model"])
                                      : h100_embedding_bag;
-  device_profile prof = datasheet_profile(machine.dev, machine.dev.sms > 0 ? machine.dev.sms : 1);
+  device_profile prof = datasheet_profile(machine.dev, machine.dev.sms);
   std::string profile_name = "datasheet " + std::string(machine.dev.name);
   if (!profile_text.empty()) {
     const stored_profile sp = profile_from_text(profile_text);
-    prof = machine.dev.sms > 0 ? rescale_profile(sp.profile, machine.dev) : sp.profile;
+    prof = rescale_profile(sp.profile, machine.dev);
     profile_name = sp.name;
   }
   json out{{"model",

@@ -64,6 +64,10 @@ inline scenario_evaluation evaluate_scenario(const nlohmann::json& j, const eval
       throw plan_error(n + "time-limit: stops a parameter-server search, not " + what);
   };
   scenario_evaluation out;
+  // a scenario for the other command, named as such (not as an "unknown field")
+  if (j.is_object() && j.contains("strategy_tree"))
+    throw plan_error(
+        "scenario: this is a strategy-tree (Proteus) scenario: run it with `strata simulate`");
   switch (kind_of(j)) {
     case scenario_kind::dlrm:
     case scenario_kind::step: {

@@ -180,8 +180,8 @@ inline void hf_check_model_type(const hf_fields& f, const std::string& type) {
 }
 
 /// The configuration class's defaults of `type` (src/transformers/models/<type>/
-/// configuration_*.py); refuses DeepSeek's multi-head latent attention and shared experts.
-inline hf_defaults hf_defaults_of(const hf_fields& f, const std::string& type) {
+/// configuration_*.py).
+inline hf_defaults hf_defaults_of(const std::string& type) {
   if (type == "llama" || type == "granite") {
     // LlamaConfig / GraniteConfig: vocab 32000, hidden 4096, intermediate 11008, 32 layers,
     // 32 heads, num_key_value_heads None (= heads), head_dim None (= hidden / heads),
@@ -433,7 +433,7 @@ inline hf_model read_hf_config(const nlohmann::json& j, const std::string& fallb
   const bool llama_like = type != "gpt2" && type != "gpt_neox";
 
   // ---- the configuration classes' defaults (src/transformers/models/<type>/configuration_*.py)
-  const detail::hf_defaults d = detail::hf_defaults_of(f, type);
+  const detail::hf_defaults d = detail::hf_defaults_of(type);
   // ---- dimensions
   detail::hf_dimensions(f, d, type, llama_like, out);
   // ---- layer kinds

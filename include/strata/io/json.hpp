@@ -98,6 +98,12 @@ inline std::string read_file(const std::string& path, const std::string& field,
   std::istream* in = nullptr;
   std::ifstream f;
   if (path == "-") {
+#if defined(__linux__) || defined(__APPLE__)
+    // a directory redirected to standard input reads as nothing at all
+    std::error_code ec;
+    if (std::filesystem::is_directory("/dev/stdin", ec))
+      throw plan_error(field + ": standard input is a directory, not a " + what);
+#endif
     in = &std::cin;
   } else {
     std::error_code ec;
@@ -123,6 +129,7 @@ inline std::string read_file(const std::string& path, const std::string& field,
   } catch (const std::ios_base::failure&) {
     throw plan_error(field + ": cannot read '" + cut(path) + "'");
   }
+  if (path == "-" && out.empty()) throw plan_error(field + ": standard input is empty");
   return out;
 }
 

@@ -197,14 +197,29 @@ inline double gradient_bytes(const nlohmann::json& args, const std::string& who)
 }
 
 /// A CUDA kernel, memset, copy or runtime call of a PyTorch trace: where it sits in
-/// `traceEvents`, its stream, kind, start and duration (seconds), bytes and launch link.
+/// `traceEvents`, its stream, kind, start and duration (seconds), bytes and launch link, and its
+/// start and end in whole nanoseconds (`pytorch_ns`), which order the ops.
 struct raw_event {
   std::size_t index;  // in traceEvents
   std::string name, stream, kind;
   double ts, dur, bytes = 0;
   long long correlation = -1;
   bool gpu = false;
+  double ts_ns = 0, end_ns = 0;
 };
+
+/// A time of a PyTorch trace, in microseconds, as whole nanoseconds (an integer-valued double).
+/// Kineto writes every `ts` and `dur` as integer nanoseconds printed as microseconds with three
+/// decimals (libkineto/src/output_json.cpp, `"ts": {}.{:03}`), so rounding the parsed value to
+/// the nearest nanosecond recovers the written one while a double resolves a nanosecond (below
+/// 2^43 us, about 100 days of the profiler's clock), and sums and comparisons of these are exact
+/// (below 2^53 ns). Seconds are not: `ts * 1e-6 + dur * 1e-6` of one call and `ts * 1e-6` of the
+/// call that starts at its end can round either way. The integer part is split off first so that
+/// its product by 1000 is exact and only the fraction rounds.
+inline double pytorch_ns(double us) {
+  const double whole = std::floor(us);
+  return whole * 1e3 + std::nearbyint((us - whole) * 1e3);
+}
 
 /// What the scan of a PyTorch trace's events collects besides memory samples.
 struct pytorch_events {
@@ -248,9 +263,11 @@ inline void pytorch_accumulate(const nlohmann::json& e, const std::string& name,
 /// (on its host thread; "sync" when it synchronises) of event `i`, category `cat`.
 inline raw_event pytorch_raw_event(const nlohmann::json& e, std::size_t i, const std::string& cat,
                                    const std::string& name, const std::string& who, bool gpu) {
-  raw_event r{
-      i, name, "", "", pytorch_number(e, "ts", who) * 1e-6, pytorch_number(e, "dur", who) * 1e-6};
+  const double ts_us = pytorch_number(e, "ts", who), dur_us = pytorch_number(e, "dur", who);
+  raw_event r{i, name, "", "", ts_us * 1e-6, dur_us * 1e-6};
   r.gpu = gpu;
+  r.ts_ns = pytorch_ns(ts_us);
+  r.end_ns = r.ts_ns + pytorch_ns(dur_us);
   const nlohmann::json args = e.contains("args") ? e["args"] : nlohmann::json::object();
   if (!args.is_object()) fail(who + ".args", "must be a JSON object");
   if (args.contains("correlation")) {
@@ -317,17 +334,20 @@ inline void pytorch_event(const nlohmann::json& e, std::size_t i, pytorch_events
 }
 
 /// An op of a PyTorch trace before its stream and dependencies are known, with the key that
-/// orders the ops (where it may begin; a synchronisation at its end).
+/// orders the ops (where it may begin; a synchronisation at its end) and its end, both in whole
+/// nanoseconds of the trace's clock (`pytorch_ns`), so that equal times compare equal.
 struct pytorch_pending {
   sim::trace_op op;
-  double key;
+  double key, end;
   int order;       // host before GPU at equal keys
   long long wait;  // GPU op: its launch's part 1 (raw index); sync: -2
   std::size_t raw_index;
 };
 
 /// The ops, times from `t0`: GPU ops, and each runtime call (launches split where their GPU op
-/// may begin), in the order they may begin (host before GPU at equal keys).
+/// may begin), in the order they may begin: host before GPU at equal keys, then the one that
+/// ends first (a synchronisation, listed at its end, before the call that starts there), then
+/// trace order.
 inline std::vector<pytorch_pending> pytorch_pending_ops(const std::vector<raw_event>& raw,
                                                         double t0) {
   // launches: correlation -> runtime call
@@ -335,13 +355,15 @@ inline std::vector<pytorch_pending> pytorch_pending_ops(const std::vector<raw_ev
   for (std::size_t k = 0; k < raw.size(); ++k)
     if (!raw[k].gpu && raw[k].correlation >= 0) launch_of[raw[k].correlation] = k;
   std::vector<pytorch_pending> ps;
-  std::map<long long, double> split;  // correlation -> where the launch's first part ends
+  std::map<long long, double> split;     // correlation -> where the launch's first part ends
+  std::map<long long, double> split_ns;  // the same point in time, in nanoseconds (`pytorch_ns`)
   for (const auto& r : raw)
     if (r.gpu) {
       const auto l = launch_of.find(r.correlation);
       if (l == launch_of.end()) continue;  // launched before the trace began: no dependency
       const auto& c = raw[l->second];
       split[r.correlation] = std::clamp(r.ts - c.ts, 0.0, c.dur);
+      split_ns[r.correlation] = std::clamp(r.ts_ns, c.ts_ns, c.end_ns);
     }
   for (std::size_t k = 0; k < raw.size(); ++k) {
     const auto& r = raw[k];
@@ -354,14 +376,13 @@ inline std::vector<pytorch_pending> pytorch_pending_ops(const std::vector<raw_ev
     op.id = "traceEvents[" + std::to_string(r.index) + "]";
     if (r.gpu) {
       const auto l = launch_of.find(r.correlation);
-      double key = op.start;
+      double key = r.ts_ns;
       long long wait = -1;
-      if (l != launch_of.end()) {
-        const auto& c = raw[l->second];
-        key = std::max(op.start, c.ts - t0 + split[r.correlation]);
+      if (l != launch_of.end()) {  // not before its launch's first part ends
+        key = std::max(key, split_ns[r.correlation]);
         wait = static_cast<long long>(l->second);
       }
-      ps.push_back({std::move(op), key, 1, wait, k});
+      ps.push_back({std::move(op), key, r.end_ns, 1, wait, k});
       continue;
     }
     const auto sp = split.find(r.correlation);
@@ -372,16 +393,21 @@ inline std::vector<pytorch_pending> pytorch_pending_ops(const std::vector<raw_ev
       rest.id += " return";
       rest.start = op.start + sp->second;
       rest.duration = r.dur - sp->second;
-      ps.push_back({std::move(op), r.ts - t0, 0, -1, k});
-      ps.push_back({std::move(rest), r.ts - t0 + sp->second, 0, -1, k});
+      const double at = split_ns[r.correlation];
+      ps.push_back({std::move(op), r.ts_ns, at, 0, -1, k});
+      ps.push_back({std::move(rest), at, r.end_ns, 0, -1, k});
     } else {
       // a synchronisation is listed at its end, after the GPU ops it waited for
       const bool sync = r.kind == "sync";
-      ps.push_back({std::move(op), r.ts - t0 + (sync ? r.dur : 0.0), 0, sync ? -2 : -1, k});
+      ps.push_back({std::move(op), sync ? r.end_ns : r.ts_ns, r.end_ns, 0, sync ? -2 : -1, k});
     }
   }
+  // exact comparisons of whole nanoseconds: a call that starts where a synchronisation ends ties
+  // with it and follows it (it ends later), whatever their order in traceEvents
   std::stable_sort(ps.begin(), ps.end(), [](const pytorch_pending& a, const pytorch_pending& b) {
-    return a.key != b.key ? a.key < b.key : a.order < b.order;
+    if (a.key != b.key) return a.key < b.key;
+    if (a.order != b.order) return a.order < b.order;
+    return a.end < b.end;
   });
   return ps;
 }

@@ -70,6 +70,11 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
     if (o.trace) out.trace = proteus_trace(g, run);
     return out;
   }
+  // a scenario for the other command, named as such (not as an "unknown field")
+  if (j.is_object() && (j.contains("dlrm") || j.contains("step")))
+    throw plan_error(std::string("scenario: this is a ") +
+                     (j.contains("dlrm") ? "DLRM" : "one-GPU step") +
+                     " scenario: evaluate it with `strata FILE`, not `strata simulate`");
   if (is_transformer_scenario(j)) {
     if (o.schedule)
       throw plan_error(n + "schedule: a transformer scenario sets its schedule in " +

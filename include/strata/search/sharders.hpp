@@ -38,6 +38,12 @@ inline std::string gib(double b) {
   std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
   return buf;
 }
+/// A fraction as a percentage a reader expects: "80 %", "62.5 %".
+inline std::string percent(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g %%", 100 * f);
+  return buf;
+}
 }  // namespace detail
 
 /// Lin et al. Table III.
@@ -211,8 +217,8 @@ struct sharding_selection {
   other += 2 * all_dim * setup.batch * size_of(setup.precision);
   const double capacity = memory_fraction * machine.dev.memory.count() - other;
   if (capacity <= 0)
-    throw plan_error("DLRM: the MLPs, activations and buffers alone fill " +
-                     std::to_string(memory_fraction * 100) + " % of a device's memory");
+    throw plan_error("DLRM: the MLPs, activations and buffers alone fill the " +
+                     detail::percent(memory_fraction) + " of a device's memory the tables may use");
   return capacity;
 }
 
