@@ -477,3 +477,41 @@ TEST_CASE("TensorFlow timeline converter: a two-layer step, worked by hand", "[t
   CHECK_THROWS_WITH(io::parse_tensor_sizes(R"({"fc": -1})"),
                     "sizes.fc: must be a number of bytes, >= 0 (got -1)");
 }
+
+TEST_CASE("profiled steps split in one pass, dependencies kept within their step") {
+  using strata::sim::trace_op;
+  // three steps of a worker op and its uplink; each uplink waits for its own step's op
+  strata::sim::op_trace t{.streams = {"worker", "uplink"}};
+  for (int k = 0; k < 3; ++k) {
+    const int at = static_cast<int>(t.ops.size());
+    t.ops.push_back(trace_op{.id = "fwd" + std::to_string(k),
+                             .stream = 0,
+                             .start = k * 1.0,
+                             .duration = 0.5,
+                             .step = k});
+    t.ops.push_back(trace_op{.id = "up" + std::to_string(k),
+                             .stream = 1,
+                             .start = k + 0.5,
+                             .bytes = 1e6,
+                             .step = k,
+                             .deps = {at}});
+  }
+  const auto steps = strata::sim::to_ps_steps(t);
+  REQUIRE(steps.size() == 3);
+  for (const auto& s : steps) {
+    REQUIRE(s.ops.size() == 2);
+    CHECK(s.ops[1].deps == std::vector<int>{0});  // the step's own first op
+    CHECK(s.ops[1].bytes == 1e6);
+  }
+  CHECK(strata::sim::to_ps_step(t, 2).ops[0].id == "fwd2");
+  // a dependency across steps, and a step no op names, are named
+  auto across = t;
+  across.ops[3].deps = {0};
+  CHECK_THROWS_WITH(strata::sim::to_ps_steps(across),
+                    Catch::Contains("op 'up1': depends on op 'fwd0' of another step"));
+  auto gap = t;
+  for (auto& o : gap.ops)
+    if (o.step == 1) o.step = 2;
+  gap.ops[3].deps = {2};
+  CHECK_THROWS_WITH(strata::sim::to_ps_steps(gap), Catch::Contains("no ops in step 1"));
+}

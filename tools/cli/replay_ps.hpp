@@ -196,11 +196,14 @@ inline nlohmann::json run_replay_ps(const replay_ps_options& o, const std::strin
   if (o.warmup >= o.steps) throw plan_error("--warmup: must be smaller than --steps");
   std::size_t largest = 0;
   for (const auto& st : job.steps) largest = std::max(largest, st.ops.size());
-  const double tasks = static_cast<double>(o.workers) * o.steps * static_cast<double>(largest);
+  // every worker count from 1 to N is simulated: w x steps x ops tasks each, N (N + 1) / 2
+  // worker-runs in all
+  const double runs = 0.5 * o.workers * (o.workers + 1.0);
+  const double tasks = runs * o.steps * static_cast<double>(largest);
   if (tasks > 4e6)
-    throw plan_error("--steps: the simulation would need about " +
-                     std::to_string(static_cast<long long>(tasks)) +
-                     " tasks (at most 4 million: fewer workers or steps)");
+    throw plan_error("--steps: the simulations of 1 to " + std::to_string(o.workers) +
+                     " workers would need about " + std::to_string(static_cast<long long>(tasks)) +
+                     " tasks (at most 4 million in all: fewer workers or steps)");
   sim::ps_config c{.bandwidth = o.bandwidth_gbps * 1.25e8,
                    .flow_control = !o.no_flow_control,
                    .window = o.window_mb * 1e6,

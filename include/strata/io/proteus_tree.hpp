@@ -51,9 +51,11 @@ inline proteus::schedule_config parse_schedule(const json& j, const std::string&
 }
 
 /// A node (and its subtree) under `parent`; "module": "blocks" with "first" and "count" adds
-/// one leaf per block with the same configs.
+/// one leaf per block with the same configs. `leaves_left`: the model's modules not yet given a
+/// leaf (a tree may name each once), checked before a leaf is made so that a small file cannot
+/// expand into millions of leaves (issue 39: a 24 KB tree reached 5.7 GB).
 inline void parse_tree_node(const json& j, const std::string& p, proteus::strategy_tree& t,
-                            int parent) {
+                            int parent, long long& leaves_left) {
   if (!j.is_object()) fail(p, "must be an object (a tree node)");
   const std::string name = str_field(j, p, "name", nullptr);
   if (j.contains("children")) {
@@ -65,7 +67,7 @@ inline void parse_tree_node(const json& j, const std::string& p, proteus::strate
     const json& cs = j["children"];
     if (!cs.is_array() || cs.empty()) fail(p + ".children", "must be a non-empty array of nodes");
     for (std::size_t i = 0; i < cs.size(); ++i)
-      parse_tree_node(cs[i], p + ".children[" + std::to_string(i) + "]", t, id);
+      parse_tree_node(cs[i], p + ".children[" + std::to_string(i) + "]", t, id, leaves_left);
     return;
   }
   only_keys(j, p,
@@ -81,16 +83,26 @@ inline void parse_tree_node(const json& j, const std::string& p, proteus::strate
   for (std::size_t i = 0; i < d.size(); ++i)
     c.devices.push_back(get_int(d[i], p + ".devices[" + std::to_string(i) + "]", 0, max_degree));
   const proteus::memory_config mem{int_field(j, p, "zero", 0, 3, 0)};
+  const auto take = [&](long long n) {
+    if (n > leaves_left)
+      fail(p,
+           "the tree names more modules than the model has (the embedding, each block and "
+           "the head, one leaf each)");
+    leaves_left -= n;
+  };
   if (module == "embedding" || module == "head") {
+    take(1);
     t.add_leaf(parent, name,
                module == "head" ? proteus::module_kind::head : proteus::module_kind::embedding, 0,
                c, mem);
   } else if (module == "block") {
+    take(1);
     t.add_leaf(parent, name, proteus::module_kind::block,
                int_field(j, p, "index", 0, 1 << 20, 0, true), c, mem);
   } else if (module == "blocks") {
     const int first = int_field(j, p, "first", 0, 1 << 20, 0, true);
     const int count = int_field(j, p, "count", 1, 1 << 20, 0, true);
+    take(count);
     for (int k = first; k < first + count; ++k)
       t.add_leaf(parent, name + "." + std::to_string(k), proteus::module_kind::block, k, c, mem);
   } else {
@@ -124,8 +136,9 @@ inline proteus::strategy_tree parse_strategy_tree(const json& j, const transform
                                                   : proteus::schedule_config{});
   const json& cs = j["children"];
   if (!cs.is_array() || cs.empty()) fail(p + ".children", "must be a non-empty array of nodes");
+  long long leaves_left = static_cast<long long>(m.layers) + 2;
   for (std::size_t i = 0; i < cs.size(); ++i)
-    parse_tree_node(cs[i], p + ".children[" + std::to_string(i) + "]", t, 0);
+    parse_tree_node(cs[i], p + ".children[" + std::to_string(i) + "]", t, 0, leaves_left);
   return t;
 }
 

@@ -118,9 +118,9 @@ struct partitioned_modules {
 /// plan facts `x`; `modules()` gives DeepSpeed's partitioned modules (asked only under its ZeRO-3):
 /// - Megatron: one gradient bucket in flight (ZeRO-0); ZeRO-3 two layers' gathered weights (the
 ///   current and the prefetched);
-/// - DeepSpeed: the contiguous gradient bucket (`reduce_bucket_size`); ZeRO-3 also the module
-///   being used and the prefetch bucket (`stage3_prefetch_bucket_size`) gathered, on any number
-///   of ranks;
+/// - DeepSpeed: the contiguous gradient bucket (`reduce_bucket_size`; under ZeRO-1/2/3 on any
+///   number of ranks); ZeRO-3 also the module being used and the prefetch bucket
+///   (`stage3_prefetch_bucket_size`) gathered;
 /// - FSDP: a unit's unsharded 16-bit gradients and their `reduce_dtype` copy before its
 ///   reduce-scatter; FULL_SHARD also two units gathered (the rate limiter's cap).
 template <class Modules>
@@ -135,10 +135,13 @@ template <class Modules>
         return strata::detail::min(x.ddp_bucket, x.trained * gb);
       return 0;
     case frameworks::data_engine::deepspeed: {
-      // stage 3 runs its partitioning on one rank too (stage3.py: the reduce bucket and the
-      // fetched modules, which ZeRO-Infinity's parameter offload fills from the host), so one
-      // GPU never needs less than two (issue 39)
-      if (!x.replicated && !z.shards_weights()) return 0;
+      // ZeRO's optimizers run on one rank too, so one GPU never needs less than two (issue 39):
+      // stages 1 and 2 allocate the contiguous gradient bucket in every backward
+      // (stage_1_and_2.py, `backward`: `torch.empty(reduce_bucket_size)` when
+      // `contiguous_gradients`), stage 3 also fetches modules (stage3.py), which
+      // ZeRO-Infinity's parameter offload fills from the host; without ZeRO, one rank reduces
+      // nothing
+      if (!x.replicated && !z.shards_optimizer()) return 0;
       const double bucket = strata::detail::min(e.reduce_bucket, x.trained * gb);
       if (!z.shards_weights()) return bucket;
       const partitioned_modules w = modules();

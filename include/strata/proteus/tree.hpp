@@ -29,6 +29,7 @@
 #include <array>
 #include <cstddef>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -280,22 +281,23 @@ class strategy_tree {
           throw plan_error(who + ": CNN layers are partitioned along the batch only");
       }
     }
-    // siblings: device groups equal or disjoint
+    // siblings: device groups equal or disjoint. Each child's group once; equal groups are one;
+    // a device in two different groups breaks the rule. Linear in the devices named (a pairwise
+    // check took 575 s for 100,000 blocks, issue 39).
     for (const auto& n : nodes_) {
       if (n.leaf) continue;
-      for (std::size_t a = 0; a < n.children.size(); ++a) {
-        const auto ga = devgroup(n.children[a]);
-        for (std::size_t b = a + 1; b < n.children.size(); ++b) {
-          const auto gb = devgroup(n.children[b]);
-          if (ga == gb) continue;
-          std::vector<int> both;
-          std::set_intersection(ga.begin(), ga.end(), gb.begin(), gb.end(),
-                                std::back_inserter(both));
-          if (!both.empty())
+      std::map<std::vector<int>, std::size_t> distinct;  // a group -> the first child with it
+      std::map<int, std::size_t> owner;  // a device -> the first child whose group holds it
+      for (std::size_t b = 0; b < n.children.size(); ++b) {
+        const auto [it, fresh] = distinct.try_emplace(devgroup(n.children[b]), b);
+        if (!fresh) continue;
+        for (const int d : it->first) {
+          const auto [o, first] = owner.try_emplace(d, b);
+          if (!first)
             throw plan_error("strategy tree node '" + n.name + "': children '" +
-                             node(n.children[a]).name + "' and '" + node(n.children[b]).name +
-                             "' share some devices but not all (device " +
-                             std::to_string(both.front()) +
+                             node(n.children[o->second]).name + "' and '" +
+                             node(n.children[b]).name +
+                             "' share some devices but not all (device " + std::to_string(d) +
                              "): device groups at one level must be equal or disjoint");
         }
       }
