@@ -315,3 +315,13 @@ def test_list_gpus_equals_the_command():
     r = strata.evaluate({"model": "gpt2-124m", "cluster": {"device": g, "levels": [
         {"fanout": 1, "bandwidth_GBps": 32}]}, "training": {"batch": 8, "sequence": 1024}})
     assert r["memory_GiB"]["capacity"] == pytest.approx(24.0)
+
+
+def test_a_search_names_the_values_it_could_not_use():
+    # issue 38: requested micro-batches that divide no replica's share of the batch were
+    # dropped silently; the report lists them (and the values the search did use are not listed)
+    s = json.loads(LLAMA_SEARCH.read_text())
+    s["search"]["micro_batch"] = [1, 2, 3, 4]
+    unused = strata.evaluate(s)["unused"]
+    assert unused == ["micro_batch 3: it divides no data-parallel replica's share of the batch "
+                      "in any plan"]

@@ -189,12 +189,12 @@ TEST_CASE("each bad datasheet field is one named error") {
   CHECK(without("memory_bandwidth_GBps") == "device.memory_bandwidth_GBps: missing (required)");
   CHECK(without("tflops") == "device.tflops: missing (required)");
   CHECK(rate("fp32", 0) == "device.tflops.fp32: must lie in [1e-06, 1000000.0] TFLOP/s (got 0)");
-  CHECK(rate("fp4", 1) == "device.tflops.fp4: unknown field");
+  CHECK(rate("fp4", 1) == "device.tflops.fp4: unknown field (did you mean \"fp8\"?)");
   CHECK(with("sms", 1.5) == "device.sms: must be an integer (got 1.5)");
   CHECK(with("compute_capability", "sm_89") ==
         "device.compute_capability: must be a CUDA compute capability \"major.minor\" such as "
         "\"8.9\" (got \"sm_89\")");
-  CHECK(with("memory", 24) == "device.memory: unknown field");
+  CHECK(with("memory", 24) == "device.memory: unknown field (did you mean \"memory_GB\"?)");
   CHECK(with("name", "") == "device.name: must have 1 to 64 characters");
   CHECK(with("link_GBps", -1) == "device.link_GBps: must lie in [0.0, 1000000.0] GB/s (got -1)");
   CHECK_THROWS_WITH(io::detail::parse_device(json(5), "profile.datasheet"),

@@ -481,7 +481,8 @@ TEST_CASE("TensorFlow timeline converter: a two-layer step, worked by hand", "[t
 TEST_CASE("profiled steps split in one pass, dependencies kept within their step") {
   using strata::sim::trace_op;
   // three steps of a worker op and its uplink; each uplink waits for its own step's op
-  strata::sim::op_trace t{.streams = {"worker", "uplink"}};
+  strata::sim::op_trace t;
+  t.streams = {"worker", "uplink"};
   for (int k = 0; k < 3; ++k) {
     const int at = static_cast<int>(t.ops.size());
     t.ops.push_back(trace_op{.id = "fwd" + std::to_string(k),

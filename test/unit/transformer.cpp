@@ -119,10 +119,12 @@ TEST_CASE("misuse of a transformer plan names the mistake") {
   const training t{.batch = 64};
   auto check = [&](parallel::nd s, int devices) { s.check(m, t, devices); };
   CHECK_THROWS_WITH(check({.tensor = {.degree = 5}}, 5), limits::tensor_degree_must_divide_heads);
-  CHECK_THROWS_WITH(check({.tensor = {.degree = 2}}, 4), limits::degrees_must_match_devices);
+  CHECK_THROWS_WITH(check({.tensor = {.degree = 2}}, 4),
+                    Catch::StartsWith(limits::degrees_must_match_devices));
   CHECK_THROWS_WITH(check({.data = {.degree = 4}, .micro_batch = 3}, 4),
-                    limits::micro_batch_must_divide_replica_batch);
-  CHECK_THROWS_WITH(check({.data = {.degree = 3}}, 3), limits::global_batch_must_divide_replicas);
+                    Catch::StartsWith(limits::micro_batch_must_divide_replica_batch));
+  CHECK_THROWS_WITH(check({.data = {.degree = 3}}, 3),
+                    Catch::StartsWith(limits::global_batch_must_divide_replicas));
   CHECK_THROWS_WITH(check({.pipeline = {.degree = 16}}, 16),
                     limits::pipeline_degree_exceeds_transformer_layers);
   CHECK_THROWS_WITH(check({.pipeline = {.degree = 5}}, 5),

@@ -30,11 +30,12 @@ static_assert(std::is_trivially_copyable_v<search::ranked_transformer_plan> &&
 // One rank's result as bytes: counts, then the best plans, then the front's entries.
 struct header {
   long long candidates, fitting, best, front;
+  search::space_usage usage;
 };
 
 std::vector<char> pack(const search::transformer_sweep_result& r) {
   const header h{r.candidates, r.fitting, static_cast<long long>(r.best.size()),
-                 static_cast<long long>(r.pareto.entries.size())};
+                 static_cast<long long>(r.pareto.entries.size()), r.usage};
   std::vector<char> out(sizeof h + r.best.size() * sizeof(search::ranked_transformer_plan) +
                         r.pareto.entries.size() * sizeof(entry));
   char* at = out.data();
@@ -54,6 +55,7 @@ search::transformer_sweep_result unpack(const char* at) {
   search::transformer_sweep_result r;
   r.candidates = h.candidates;
   r.fitting = h.fitting;
+  r.usage = h.usage;
   r.best.resize(static_cast<std::size_t>(h.best));
   if (h.best > 0) std::memcpy(r.best.data(), at, r.best.size() * sizeof r.best[0]);
   at += r.best.size() * sizeof(search::ranked_transformer_plan);

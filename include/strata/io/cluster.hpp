@@ -8,6 +8,7 @@
 /// @endcode
 
 #include <string>
+#include <string_view>
 
 #include "strata/hardware/cluster.hpp"
 #include "strata/hardware/presets.hpp"
@@ -77,10 +78,13 @@ inline cluster preset_cluster(const json& j) {
   if (p == "mi300x-x8") return sized(presets::mi300x_platform(nodes_of(8)));
   if (p == "l40s-x8") return sized(presets::l40s_server(nodes_of(8)));
   if (p == "gh200-x4") return sized(presets::gh200_quad(nodes_of(4)));
-  fail("cluster.preset", "unknown preset \"" + cut(p) +
-                             "\" (known: abci, hc1, hc2, hc3, dgx1-v100, dgx-a100, "
-                             "dgx-a100-40gb, dgx-h100, dgx-h200, dgx-b200, mi300x-x8, l40s-x8, "
-                             "gh200-x4, yan-e5-2450)");
+  static constexpr std::string_view known[] = {
+      "abci",     "hc1",      "hc2",      "hc3",       "dgx1-v100", "dgx-a100", "dgx-a100-40gb",
+      "dgx-h100", "dgx-h200", "dgx-b200", "mi300x-x8", "l40s-x8",   "gh200-x4", "yan-e5-2450"};
+  std::string list;
+  for (const std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+  fail("cluster.preset",
+       "unknown preset \"" + cut(p) + "\" (known: " + list + did_you_mean(p, known) + ")");
 }
 
 inline cluster parse_cluster(const json& j) {

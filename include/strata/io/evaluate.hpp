@@ -18,6 +18,7 @@
 
 #include "strata/error.hpp"
 #include "strata/io/dlrm_scenario.hpp"
+#include "strata/io/model_list.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/io/step_scenario.hpp"
 #include "strata/io/transformer_request.hpp"
@@ -91,6 +92,7 @@ inline scenario_evaluation evaluate_scenario(const nlohmann::json& j, const eval
     case scenario_kind::cnn:
       break;
   }
+  detail::check_model_name(j);
   scenario s = parse_scenario(j);
   const bool search = s.ps && s.ps->search;
   if (!search) no_limit("this scenario's evaluation");

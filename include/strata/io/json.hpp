@@ -11,6 +11,7 @@
 /// const int p = int_field(j, "strategy", "p", 1, max_degree, 1, true);
 /// @endcode
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <exception>
@@ -24,6 +25,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -133,6 +135,65 @@ inline std::string read_file(const std::string& path, const std::string& field,
   return out;
 }
 
+/// A name as compared with the names an input may give: lower case, '-', '.' and ' ' as '_'.
+inline std::string spelling(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c == '-' || c == ' ' || c == '.') c = '_';
+  }
+  return out;
+}
+
+/// The edit distance between `a` and `b`: insertions, deletions, substitutions and swaps of
+/// two neighbouring letters ("bf61" is one from "bf16"; the optimal-string-alignment distance).
+inline std::size_t edit_distance(std::string_view a, std::string_view b) {
+  const std::size_t n = a.size(), m = b.size();
+  std::vector<std::size_t> d((n + 1) * (m + 1));
+  auto at = [&](std::size_t i, std::size_t j) -> std::size_t& { return d[i * (m + 1) + j]; };
+  for (std::size_t i = 0; i <= n; ++i) at(i, 0) = i;
+  for (std::size_t j = 0; j <= m; ++j) at(0, j) = j;
+  for (std::size_t i = 1; i <= n; ++i)
+    for (std::size_t j = 1; j <= m; ++j) {
+      at(i, j) = std::min(
+          {at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        at(i, j) = std::min(at(i, j), at(i - 2, j - 2) + 1);
+    }
+  return at(n, m);
+}
+
+/// The name among `names` closest to `s` in spelling (`spelling`, `edit_distance`), when it is
+/// close enough to be what was meant (at most a third of the longer name's letters, and 3), or
+/// the one `s` starts or ends with; "" otherwise.
+template <class Names>
+std::string closest_name(std::string_view s, const Names& names) {
+  const std::string want = spelling(s.substr(0, 64));
+  std::string best;
+  std::size_t best_d = static_cast<std::size_t>(-1);
+  for (const auto& n : names) {
+    const std::string have = spelling(std::string_view(n));
+    const std::size_t d = edit_distance(want, have);
+    const std::size_t room = std::min<std::size_t>(3, std::max(want.size(), have.size()) / 3);
+    const bool part =
+        have.size() >= 4 && (want.rfind(have, 0) == 0 ||
+                             (want.size() >= have.size() &&
+                              want.compare(want.size() - have.size(), have.size(), have) == 0));
+    if ((d <= room || part) && d < best_d) {
+      best = std::string(std::string_view(n));
+      best_d = d;
+    }
+  }
+  return best;
+}
+
+/// "; did you mean \"x\"?" for the closest of `names`, or "".
+template <class Names>
+std::string did_you_mean(std::string_view s, const Names& names) {
+  const std::string c = closest_name(s, names);
+  return c.empty() ? std::string() : "; did you mean \"" + c + "\"?";
+}
+
 inline std::string show(const json& j) {
   if (j.is_string()) return json(cut(j.get_ref<const std::string&>(), 37)).dump();
   std::string s = j.dump();
@@ -154,12 +215,27 @@ E enum_field(const json& obj, const std::string& path, const char* key, E fallba
   auto it = obj.find(key);
   if (it == obj.end()) return fallback;
   std::string known;
-  if (it->is_string())
+  std::vector<std::string_view> names;
+  if (it->is_string()) {
+    // the value as written, in any case and with '-' for '_' ("AdamW", "paged-adamw"), or a
+    // common name of a number format ("bfloat16", "float16", "float32", as torch spells them)
+    std::string got = spelling(it->get<std::string>());
+    if (got.rfind("torch_", 0) == 0) got = got.substr(6);
+    static constexpr std::pair<const char*, const char*> aliases[] = {
+        {"bfloat16", "bf16"}, {"float16", "fp16"}, {"half", "fp16"},
+        {"float32", "fp32"},  {"float", "fp32"},   {"float8", "fp8"}};
+    for (const auto& [alias, name] : aliases)
+      if (got == alias) got = name;
     for (const auto& [n, v] : values)
-      if (it->get<std::string>() == n) return v;
-  for (const auto& [n, v] : values)
+      if (got == spelling(n)) return v;
+  }
+  for (const auto& [n, v] : values) {
     known += (known.empty() ? "\"" : ", \"") + std::string(n) + "\"";
-  fail(path + "." + key, "must be one of " + known + " (got " + show(*it) + ")");
+    names.push_back(n);
+  }
+  fail(path + "." + key,
+       "must be one of " + known + " (got " + show(*it) +
+           (it->is_string() ? did_you_mean(it->get<std::string>(), names) : std::string()) + ")");
 }
 
 inline const json& require(const json& obj, const std::string& path, const char* key) {
@@ -174,7 +250,11 @@ inline void only_keys(const json& obj, const std::string& path,
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     bool ok = false;
     for (std::string_view a : allowed) ok = ok || it.key() == a;
-    if (!ok) fail(path + "." + cut(it.key()), "unknown field");
+    if (!ok) {
+      const std::string hint = closest_name(it.key(), allowed);
+      fail(path + "." + cut(it.key()),
+           "unknown field" + (hint.empty() ? std::string() : " (did you mean \"" + hint + "\"?)"));
+    }
   }
 }
 

@@ -16,6 +16,36 @@
 
 namespace strata::io {
 
+namespace detail {
+/// Refuses a scenario whose "model" names no zoo model, listing both zoos and the closest name
+/// (a zoo transformer, a CNN or a shipped Hugging Face id, which goes in {"hf_id": ...}).
+inline void check_model_name(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_string()) return;
+  const std::string name = j["model"].get<std::string>();
+  std::vector<std::string> transformers, cnns;
+  for (const zoo_entry& e : transformer_zoo) transformers.emplace_back(e.key);
+  for (const char* c : cnn_zoo) cnns.emplace_back(c);
+  for (const auto* zoo : {&transformers, &cnns})
+    for (const std::string& k : *zoo)
+      if (k == name) return;
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+    return out;
+  };
+  std::vector<std::string> all = transformers;
+  all.insert(all.end(), cnns.begin(), cnns.end());
+  std::string hint = did_you_mean(name, all);
+  if (hint.empty()) {
+    const std::string id = closest_name(name, hf_shipped_ids());
+    if (!id.empty()) hint = "; did you mean {\"hf_id\": \"" + id + "\"}?";
+  }
+  fail("model", "unknown model \"" + cut(name) + "\" (transformers: " + join(transformers) +
+                    "; CNNs: " + join(cnns) + "; Hugging Face ids: strata --list-models" + hint +
+                    ")");
+}
+}  // namespace detail
+
 /// The models as JSON: [{"model", "kind" ("transformer", "cnn" or "hf_id"), "parameters"}],
 /// zoo transformers first, then the CNNs, then the shipped Hugging Face ids (sorted). A shipped
 /// config strata cannot count is "refused" with the reader's sentence; one it counts but cannot

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "strata/io/model_list.hpp"
 #include "strata/io/proteus_tree.hpp"
 #include "strata/io/scenario.hpp"
 #include "strata/io/simulation.hpp"
@@ -108,6 +109,7 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
     out.transformer = std::move(ts);
     return out;
   }
+  detail::check_model_name(j);
   const scenario s = parse_scenario(j);
   if (s.ps) throw plan_error("strategy: simulate runs the ParaDL strategies");
   // what each strategy's graph has: micro-batches (pipeline), a gradient all-reduce in buckets

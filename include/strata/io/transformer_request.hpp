@@ -98,6 +98,9 @@ inline nlohmann::json search_report_json(const transformer_request& q,
                    {"candidates", r.candidates},
                    {"fitting", r.fitting}};
   if (!s.defaults.empty()) j["defaults"] = s.defaults;
+  // the requested values no plan could use, said rather than dropped
+  if (const auto unused = search::unused_values(s.space, r.usage); !unused.empty())
+    j["unused"] = unused;
   nlohmann::json best = nlohmann::json::array(), front = nlohmann::json::array();
   for (const auto& p : r.best) best.push_back(detail::ranked_json(q, p));
   for (const auto& e : r.pareto.entries) front.push_back(detail::ranked_json(q, e.item));
@@ -146,6 +149,8 @@ inline std::string transformer_request_table(const transformer_request& q) {
     std::snprintf(line, sizeof line, "%lld candidates, %lld fit\n",
                   j["candidates"].get<long long>(), j["fitting"].get<long long>());
     out += line;
+    if (j.contains("unused"))
+      for (const auto& u : j["unused"]) out += "  not used: " + u.get<std::string>() + "\n";
     out +=
         "  plan (tensor, context, expert, pipeline, virtual, data, ZeRO, micro-batch, "
         "recompute)      iteration   peak GiB  required GiB\n";

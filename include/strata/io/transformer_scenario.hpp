@@ -457,6 +457,7 @@ inline search::transformer_space parse_space(const json& j) {
   if (j.is_boolean()) {
     if (!j.get<bool>())
       fail(p, "must be true or an object of candidate lists (for one plan, give \"parallel\")");
+    sp.listed = 0;  // the default lists only
     return sp;
   }
   only_keys(j, p,
@@ -495,6 +496,18 @@ inline search::transformer_space parse_space(const json& j) {
     sp.sequence_parallel = b ? std::vector<bool>{false, true} : std::vector<bool>{false};
   }
   sp.keep = static_cast<std::size_t>(int_field(j, p, "keep", 1, 10000, 10));
+  // the lists given, whose values no plan uses are reported
+  using u = search::space_usage;
+  sp.listed = 0;
+  const std::pair<const char*, u::axis> axes[] = {{"tensor", u::tensor},
+                                                  {"pipeline", u::pipeline},
+                                                  {"micro_batch", u::micro_batch},
+                                                  {"virtual_stages", u::virtual_stages},
+                                                  {"expert", u::expert},
+                                                  {"context", u::context},
+                                                  {"zero", u::zero}};
+  for (const auto& [key, a] : axes)
+    if (j.contains(key)) sp.listed |= 1U << a;
   return sp;
 }
 

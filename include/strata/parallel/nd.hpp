@@ -22,6 +22,7 @@
 /// @endcode
 
 #include <array>
+#include <string>
 #include <string_view>
 
 #include "strata/comm/placement.hpp"
@@ -125,7 +126,13 @@ struct nd {
       for (std::size_t j = i + 1; j < order.size(); ++j)
         if (order[i] == order[j])
           throw plan_error("the rank order must name each of the five axes once");
-    if (this->devices() != devices) throw plan_error(limits::degrees_must_match_devices);
+    if (this->devices() != devices)
+      throw plan_error(std::string(limits::degrees_must_match_devices) + " (tensor " +
+                       std::to_string(tensor.degree) + " x pipeline " +
+                       std::to_string(pipeline.degree) + " x data " + std::to_string(data.degree) +
+                       " x context " + std::to_string(context.degree) + " x expert " +
+                       std::to_string(expert.degree) + " = " + std::to_string(this->devices()) +
+                       "; the cluster has " + std::to_string(devices) + ")");
     tensor.check(m);
     expert.check(m);
     const int s = t.sequence_or(m.sequence);
@@ -133,9 +140,15 @@ struct nd {
       throw plan_error(limits::sequence_exceeds_positions);
     context.check(s);
     if (micro_batch < 1) throw plan_error(limits::degree_below_one);
-    if (t.batch % replicas() != 0) throw plan_error(limits::global_batch_must_divide_replicas);
+    if (t.batch % replicas() != 0)
+      throw plan_error(std::string(limits::global_batch_must_divide_replicas) + " (batch " +
+                       std::to_string(t.batch) + " over " + std::to_string(replicas()) +
+                       " replicas)");
     if ((t.batch / replicas()) % micro_batch != 0)
-      throw plan_error(limits::micro_batch_must_divide_replica_batch);
+      throw plan_error(std::string(limits::micro_batch_must_divide_replica_batch) +
+                       " (micro-batch " + std::to_string(micro_batch) + ", a replica's share " +
+                       std::to_string(t.batch / replicas()) + " = batch " +
+                       std::to_string(t.batch) + " / " + std::to_string(replicas()) + " replicas)");
     pipeline.check(m.layers, micro_batches(t));
     data.check();
     check_engine(t.framework.data, data.zero, pipeline.degree);

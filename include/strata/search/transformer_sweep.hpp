@@ -21,6 +21,8 @@
 
 #include <array>
 #include <concepts>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "strata/analytic/iteration.hpp"
@@ -44,6 +46,9 @@ struct transformer_space {
   std::vector<int> expert{1};   ///< expert degrees (those dividing the experts are tried)
   std::vector<int> context{1};  ///< context degrees (those whose double divides the sequence)
   std::size_t keep = 10;        ///< best plans kept
+  /// The axes whose lists the user gave (a bit per `space_usage::axis`): their values no plan
+  /// used are reported (`unused_values`); the defaults' are not.
+  unsigned listed = ~0U;
 };
 
 struct ranked_transformer_plan {
@@ -64,13 +69,70 @@ struct sweep_part {
 /// (bytes: the peak and the runtime's headroom) and GPU-hours per iteration.
 using transformer_front = pareto_front<ranked_transformer_plan, 3>;
 
+/// Which of a space's listed values some valid plan used, per axis (bit i: the axis list's i-th
+/// value; a list's values past the 64th count as used): a requested value no plan could use is
+/// reported, never dropped silently (`unused_values`).
+struct space_usage {
+  enum axis { tensor, pipeline, micro_batch, virtual_stages, expert, context, zero, axes };
+  std::array<std::uint64_t, axes> used{};
+  constexpr void mark(axis a, const std::vector<int>& values, int v) {
+    for (std::size_t i = 0; i < values.size() && i < 64; ++i)
+      if (values[i] == v) used[a] |= std::uint64_t{1} << i;
+  }
+  constexpr void mark(const transformer_space& sp, const parallel::nd& s) {
+    mark(tensor, sp.tensor, s.tensor.degree);
+    mark(pipeline, sp.pipeline, s.pipeline.degree);
+    mark(micro_batch, sp.micro_batch, s.micro_batch);
+    mark(virtual_stages, sp.virtual_stages, s.pipeline.virtual_stages);
+    mark(expert, sp.expert, s.expert.degree);
+    mark(context, sp.context, s.context.degree);
+    mark(zero, sp.zero, s.data.zero);
+  }
+  constexpr void merge(const space_usage& o) {
+    for (std::size_t a = 0; a < axes; ++a) used[a] |= o.used[a];
+  }
+};
+
 struct transformer_sweep_result {
   std::vector<ranked_transformer_plan> best;  ///< fastest first
   long long candidates = 0;                   ///< valid plans considered
   long long fitting = 0;                      ///< plans within the device memory (timed)
   transformer_front pareto;  ///< the plans that fit and that no other beats on time, memory and
                              ///< GPU-hours (`pareto_front`), fastest first
+  space_usage usage;         ///< the listed values the valid plans used
 };
+
+/// The values `space` lists that no valid plan used, as "axis value" with why such a value can
+/// fail ("micro_batch 3", ...).
+[[nodiscard]] inline std::vector<std::string> unused_values(const transformer_space& sp,
+                                                            const space_usage& u) {
+  struct listed {
+    const char* name;
+    const std::vector<int>* values;
+  };
+  const listed lists[] = {{"tensor", &sp.tensor},
+                          {"pipeline", &sp.pipeline},
+                          {"micro_batch", &sp.micro_batch},
+                          {"virtual_stages", &sp.virtual_stages},
+                          {"expert", &sp.expert},
+                          {"context", &sp.context},
+                          {"zero", &sp.zero}};
+  static constexpr const char* why[] = {
+      "the model, the node or the devices admit no plan with it",
+      "it splits the layers or the devices of no plan",
+      "it divides no data-parallel replica's share of the batch in any plan",
+      "no pipeline of the search interleaves with it",
+      "it divides no plan's experts and devices",
+      "it splits the sequence or the devices of no plan",
+      "no plan shards over data-parallel ranks with it (or its engine refuses it)"};
+  std::vector<std::string> out;
+  for (std::size_t a = 0; a < space_usage::axes; ++a)
+    for (std::size_t i = 0; (sp.listed >> a & 1U) && i < lists[a].values->size() && i < 64; ++i)
+      if (!(u.used[a] >> i & 1))
+        out.push_back(std::string(lists[a].name) + " " + std::to_string((*lists[a].values)[i]) +
+                      ": " + why[a]);
+  return out;
+}
 
 namespace detail {
 inline std::vector<int> divisors(int n, int limit) {
@@ -219,6 +281,7 @@ template <std::same_as<transformer_sweep_result> Result>
   for (const auto& r : parts) {
     out.candidates += r.candidates;
     out.fitting += r.fitting;
+    out.usage.merge(r.usage);
     for (const auto& p : r.best) detail::keep_best(out.best, keep, p);
     out.pareto.merge(r.pareto);
   }
@@ -242,6 +305,7 @@ template <std::same_as<transformer> Model>
       [&](const parallel::nd& s, const analytic::layer_compute& lc,
           const analytic::plan_keeps& keeps) {
         ++out.candidates;
+        out.usage.mark(space, s);
         // the headroom grows with the tensors' peak, so one stage over the card rules a plan out
         const auto required = [&](bytes mem) {
           return mem + analytic::headroom_of(s, tr.runtime, mem).total();
