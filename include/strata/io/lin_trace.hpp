@@ -38,6 +38,7 @@
 
 #include "strata/comm/collectives.hpp"
 #include "strata/io/cluster.hpp"
+#include "strata/io/simulation.hpp"
 #include "strata/model/embedding_bag.hpp"
 #include "strata/sim/lin.hpp"
 
@@ -246,6 +247,7 @@ inline nlohmann::json to_json(const sim::lin_result& r) {
 
 /// The replay's timeline as a Chrome trace: one process per rank, its two streams as threads.
 inline nlohmann::json chrome_trace(const sim::lin_result& r) {
+  check_trace_size(r.events.size());
   nlohmann::json ev = nlohmann::json::array();
   for (std::size_t i = 0; i < r.rank_time.size(); ++i) {
     ev.push_back({{"ph", "M"},

@@ -50,6 +50,7 @@
 
 #include "strata/analytic/step.hpp"
 #include "strata/io/json.hpp"
+#include "strata/io/simulation.hpp"
 #include "strata/sim/op_trace.hpp"
 #include "strata/sim/ps.hpp"
 
@@ -872,6 +873,7 @@ inline sim::ps_job to_ps_job(const sim::op_trace& t, double batch, int servers =
 /// Chrome / Perfetto timeline: one process per worker, one thread per resource (a downlink's
 /// parsing on a thread of its own, whether it ran on WORKER or the host CPU).
 inline nlohmann::json chrome_trace(const sim::ps_job& job, const sim::ps_result& r) {
+  check_trace_size(r.events.size());
   nlohmann::json ev = nlohmann::json::array();
   const int W = static_cast<int>(r.step_end.size());
   const char* names[] = {"downlink", "worker", "uplink", "ps", "parsing (downlinks)"};

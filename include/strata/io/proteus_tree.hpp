@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "strata/io/simulation.hpp"
 #include "strata/io/transformer_scenario.hpp"
 #include "strata/proteus/htae.hpp"
 
@@ -227,6 +228,7 @@ inline nlohmann::json proteus_report_json(const proteus_scenario& s,
 /// The HTAE timeline as Chrome-trace JSON: one process per device, three threads (compute,
 /// feature communication, gradient communication, §VI-B), one event per operation; times in us.
 inline nlohmann::json proteus_trace(const proteus::execution_graph& g, const proteus::htae_run& r) {
+  check_trace_size(g.ops.size());
   nlohmann::json events = nlohmann::json::array();
   std::vector<bool> used(static_cast<std::size_t>(g.devices), false);
   for (const auto& op : g.ops)

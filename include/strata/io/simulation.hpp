@@ -9,18 +9,36 @@
 /// @endcode
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "strata/error.hpp"
 #include "strata/sim/core.hpp"
 
 namespace strata::io {
 
+/// The most events a timeline holds. A timeline is built as JSON in memory at 3-4.4 KB an event
+/// (issue 39: GPT-3 at batch 98,304, 2.56 M tasks, ran out of 8 GiB with `--trace`), so a
+/// quarter of a million events is about 1 GB; the simulations themselves take up to 4 million
+/// tasks without a trace.
+inline constexpr std::size_t max_trace_events = 250'000;
+
+/// Refuses a timeline of `events` events above `max_trace_events`, before it is built.
+inline void check_trace_size(std::size_t events) {
+  if (events <= max_trace_events) return;
+  throw plan_error("trace: the timeline would hold " + std::to_string(events) + " events (about " +
+                   std::to_string(events * 4 / 1000000) +
+                   " GB as JSON); a trace holds at most 250,000: simulate fewer micro-batches, "
+                   "layers, workers or steps");
+}
+
 /// Chrome trace event format ("X" complete events, "C" counters, "M" names); times in us.
 inline nlohmann::json chrome_trace(const sim::simulator& g, const sim::result& r) {
+  check_trace_size(g.tasks().size());
   nlohmann::json events = nlohmann::json::array();
   const auto& res = g.resources();
   auto pid_of = [&](int resource) {
