@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <cmath>
 #include <new>
 #include <optional>
@@ -149,9 +150,11 @@ json checked(json j) {
 
 // ---- evaluate --------------------------------------------------------------------------------
 
-py::object evaluate(py::handle scenario, const std::string& format) {
+py::object evaluate(py::handle scenario, const std::string& format, double time_limit) {
   if (format != "json" && format != "table")
     throw python_error("format: must be \"json\" or \"table\"");
+  if (!(time_limit >= 0) || !std::isfinite(time_limit))
+    throw python_error("time_limit: must be a number of seconds (0: none)");
   const json j = guarded("scenario", [&] { return scenario_json(scenario); });
   auto text = [](const std::string& t) {
     strata::io::check_finite_text(t);
@@ -159,9 +162,23 @@ py::object evaluate(py::handle scenario, const std::string& format) {
   };
   return guarded("scenario", [&]() -> py::object {
     namespace io = strata::io;  // io/evaluate.hpp: as the command line evaluates it
-    const io::evaluate_request req{
+    io::evaluate_request req{
         .format = format == "table" ? io::report_format::table : io::report_format::json,
+        .time_limit = time_limit > 0,
         .names = ""};
+    // a parameter-server search reports its progress: it stops at the time limit, and on
+    // Ctrl-C (Python's signal handlers run here, with the GIL held)
+    const auto start = std::chrono::steady_clock::now();
+    req.progress = [start, time_limit](double f) {
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      const double spent =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (time_limit > 0 && spent > time_limit)
+        throw strata::plan_error("time_limit: the search stopped after " +
+                                 nlohmann::json(time_limit).dump() + " s, " +
+                                 std::to_string(static_cast<int>(f * 100)) + " % done");
+      return true;
+    };
     const auto r = io::evaluate_scenario(j, req, strata_cli::h100_sxm_profile);
     if (req.format == io::report_format::table) return text(r.table);
     return to_python(checked(r.report));
@@ -308,8 +325,11 @@ PYBIND11_MODULE(_strata, m) {
                           std::to_string(STRATA_VERSION_PATCH);
   py::register_exception<python_error>(m, "Error", PyExc_ValueError);
   m.def("evaluate", &evaluate, py::arg("scenario"), py::arg("format") = "json",
+        py::arg("time_limit") = 0.0,
         R"(Evaluates a scenario (dict, JSON text, file path or strata.Scenario) as `strata FILE`
-does; returns the report as a dict (format="table": the table as text).)");
+does; returns the report as a dict (format="table": the table as text). A parameter-server
+search stops after time_limit seconds (0: none) with strata.Error, as `--time-limit` does, and
+on Ctrl-C.)");
   m.def("sweep", &sweep, py::arg("scenario"), py::arg("columns") = false, py::arg("front") = false,
         py::arg("threads") = 0,
         R"(Runs the scenario's "search": the ranked plans (dicts, fastest first), the Pareto

@@ -325,3 +325,13 @@ def test_a_search_names_the_values_it_could_not_use():
     unused = strata.evaluate(s)["unused"]
     assert unused == ["micro_batch 3: it divides no data-parallel replica's share of the batch "
                       "in any plan"]
+
+
+def test_a_parameter_server_search_stops_at_its_time_limit():
+    # issue 39: Python calls had no time limit; evaluate(time_limit=S) stops a long search as
+    # `strata FILE --time-limit S` does
+    search = SCENARIOS / "parameter_server_search.json"
+    with pytest.raises(strata.Error, match=r"time_limit: the search stopped after 1e-09 s"):
+        strata.evaluate(search, time_limit=1e-9)
+    with pytest.raises(strata.Error, match=r"time_limit: must be a number of seconds"):
+        strata.evaluate(search, time_limit=-1)
