@@ -268,6 +268,13 @@ py::object sweep(py::handle scenario, bool columns, bool front, int threads) {
   return guarded("scenario", [&]() -> py::object {
     if (columns) return sweep_columns(q, threads);
     const json report = checked(strata::io::transformer_request_json(q));
+    // the requested values no plan could use, said (a UserWarning) rather than dropped:
+    // `evaluate` lists them under "unused"
+    if (report.contains("unused"))
+      for (const auto& u : report["unused"]) {
+        const std::string w = "search: not used: " + u.get<std::string>();
+        if (PyErr_WarnEx(PyExc_UserWarning, w.c_str(), 1) != 0) throw py::error_already_set();
+      }
     return to_python(report[front ? "pareto" : "best"]);
   });
 }
@@ -334,7 +341,8 @@ on Ctrl-C.)");
         py::arg("threads") = 0,
         R"(Runs the scenario's "search": the ranked plans (dicts, fastest first), the Pareto
 front (front=True), or every candidate as NumPy columns (columns=True, batch-evaluated on
-`threads` threads, 0: one per core).)");
+`threads` threads, 0: one per core). A listed value no plan could use is a UserWarning
+("search: not used: micro_batch 3: ..."), as `evaluate` lists it under "unused".)");
   m.def(
       "list_gpus", [] { return to_python(strata::io::device_catalogue_json()); },
       R"(The device presets as datasheets (dicts: name, key, memory, memory_bandwidth_GBps,

@@ -335,3 +335,11 @@ def test_a_parameter_server_search_stops_at_its_time_limit():
         strata.evaluate(search, time_limit=1e-9)
     with pytest.raises(strata.Error, match=r"time_limit: must be a number of seconds"):
         strata.evaluate(search, time_limit=-1)
+
+
+def test_sweep_warns_of_the_values_it_could_not_use():
+    s = json.loads(LLAMA_SEARCH.read_text())
+    s["search"]["micro_batch"] = [1, 2, 3]
+    with pytest.warns(UserWarning, match=r"search: not used: micro_batch 3: it divides no"):
+        best = strata.sweep(s)
+    assert best  # the other values still rank
