@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -129,6 +130,15 @@ inline json plan_json(const dlrm& m, const analytic::dlrm_report& r) {
           {"ranks", ranks}};
 }
 
+/// The profile a DLRM plan is priced with and its name: `profile_text` (a stored profile)
+/// carried to `dev` with `rescale_profile`, or the device's datasheet profile when empty.
+inline std::pair<device_profile, std::string> dlrm_profile(const device& dev,
+                                                           std::string_view profile_text) {
+  if (profile_text.empty())
+    return {datasheet_profile(dev, dev.sms), "datasheet " + std::string(dev.name)};
+  const stored_profile sp = profile_from_text(profile_text);
+  return {rescale_profile(sp.profile, dev), sp.name};
+}
 }  // namespace detail
 
 /// Runs a DLRM scenario and returns its report. `profile_text`: a stored device profile
@@ -181,13 +191,7 @@ inline nlohmann::json run_dlrm_scenario(const nlohmann::json& j,
   const embedding_bag_model el = j.contains("embedding_model")
                                      ? parse_embedding_model(j["embedding_model"])
                                      : h100_embedding_bag;
-  device_profile prof = datasheet_profile(machine.dev, machine.dev.sms);
-  std::string profile_name = "datasheet " + std::string(machine.dev.name);
-  if (!profile_text.empty()) {
-    const stored_profile sp = profile_from_text(profile_text);
-    prof = rescale_profile(sp.profile, machine.dev);
-    profile_name = sp.name;
-  }
+  const auto [prof, profile_name] = dlrm_profile(machine.dev, profile_text);
   json out{{"model",
             {{"tables", m.tables.size()},
              {"dense_parameters", m.dense_parameters()},

@@ -534,26 +534,6 @@ inline std::vector<std::filesystem::path> hf_config_dirs() {
   return out;
 }
 
-namespace detail {
-/// Levenshtein distance of two ids, case-insensitively.
-inline std::size_t hf_distance(std::string_view a, std::string_view b) {
-  auto low = [](char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c); };
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t k = 0; k <= b.size(); ++k) row[k] = k;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t k = 1; k <= b.size(); ++k) {
-      const std::size_t up = row[k];
-      row[k] =
-          std::min({row[k] + 1, row[k - 1] + 1, diag + (low(a[i - 1]) == low(b[k - 1]) ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-}  // namespace detail
-
 /// The model ids of the shipped configurations (from their file names), sorted.
 inline std::vector<std::string> hf_shipped_ids() {
   std::vector<std::string> ids;
@@ -588,8 +568,15 @@ inline nlohmann::json hf_shipped_config(std::string_view id) {
     }
   }
   auto ids = hf_shipped_ids();
+  // ids compared in any case, their separators kept (they tell versions from sizes)
+  auto lower = [](std::string x) {
+    for (char& c : x)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return x;
+  };
+  const std::string want = lower(std::string(id));
   std::stable_sort(ids.begin(), ids.end(), [&](const std::string& a, const std::string& b) {
-    return detail::hf_distance(a, id) < detail::hf_distance(b, id);
+    return detail::edit_distance(lower(a), want) < detail::edit_distance(lower(b), want);
   });
   std::string close;
   for (std::size_t i = 0; i < ids.size() && i < 5; ++i) close += (i ? ", " : "") + ids[i];

@@ -269,6 +269,40 @@ inline parallel::nd parse_nd(const json& j) {
   return s;
 }
 
+/// `training.lora`: LoRA adapters over frozen weights.
+inline lora_adapters parse_lora(const json& l) {
+  lora_adapters lora;
+  const std::string q = "training.lora";
+  if (!l.is_object()) fail(q, "must be an object");
+  only_keys(l, q,
+            {"rank", "targets", "base", "double_quant", "embeddings", "adapters", "dropout",
+             "keeps_inputs"});
+  lora.rank = int_field(l, q, "rank", 1, 1 << 16, 0, true);
+  lora.targets = enum_field(l, q, "targets", lora_targets::all_linear,
+                            {{"query_value", lora_targets::query_value},
+                             {"attention", lora_targets::attention},
+                             {"all_linear", lora_targets::all_linear}});
+  lora.base = enum_field(l, q, "base", base_storage::automatic,
+                         {{"fp32", base_storage::fp32},
+                          {"bf16", base_storage::bf16},
+                          {"fp16", base_storage::fp16},
+                          {"int8", base_storage::int8},
+                          {"nf4", base_storage::nf4}});
+  lora.double_quant = flag_field(l, q, "double_quant", false);
+  if (lora.double_quant && lora.base != base_storage::nf4)
+    fail(q + ".double_quant", "quantizes nf4's block maxima: give \"base\": \"nf4\"");
+  lora.embeddings = enum_field(
+      l, q, "embeddings", base_storage::automatic,
+      {{"fp32", base_storage::fp32}, {"bf16", base_storage::bf16}, {"fp16", base_storage::fp16}});
+  lora.adapters = enum_field(l, q, "adapters", adapter_storage::automatic,
+                             {{"fp32", adapter_storage::fp32}, {"bf16", adapter_storage::bf16}});
+  lora.dropout = num_field(l, q, "dropout", 0.0, 0.99, 0.0);
+  lora.keeps_inputs = flag_field(l, q, "keeps_inputs", false);
+  if (lora.keeps_inputs && !lora.quantized())
+    fail(q + ".keeps_inputs", "describes bitsandbytes' quantized layers: give an int8 or nf4 base");
+  return lora;
+}
+
 inline training parse_transformer_training(const json& j) {
   const std::string p = "training";
   only_keys(
@@ -343,39 +377,7 @@ inline training parse_transformer_training(const json& j) {
   t.framework.loss = enum_field(j, p, "loss", t.framework.loss,
                                 {{"cross_entropy", frameworks::loss_style::eager},
                                  {"chunked", frameworks::loss_style::chunked}});
-  if (j.contains("lora")) {  // LoRA adapters over frozen weights
-    const std::string q = p + ".lora";
-    const json& l = j["lora"];
-    if (!l.is_object()) fail(q, "must be an object");
-    only_keys(l, q,
-              {"rank", "targets", "base", "double_quant", "embeddings", "adapters", "dropout",
-               "keeps_inputs"});
-    t.lora.rank = int_field(l, q, "rank", 1, 1 << 16, 0, true);
-    t.lora.targets = enum_field(l, q, "targets", lora_targets::all_linear,
-                                {{"query_value", lora_targets::query_value},
-                                 {"attention", lora_targets::attention},
-                                 {"all_linear", lora_targets::all_linear}});
-    t.lora.base = enum_field(l, q, "base", base_storage::automatic,
-                             {{"fp32", base_storage::fp32},
-                              {"bf16", base_storage::bf16},
-                              {"fp16", base_storage::fp16},
-                              {"int8", base_storage::int8},
-                              {"nf4", base_storage::nf4}});
-    t.lora.double_quant = flag_field(l, q, "double_quant", false);
-    if (t.lora.double_quant && t.lora.base != base_storage::nf4)
-      fail(q + ".double_quant", "quantizes nf4's block maxima: give \"base\": \"nf4\"");
-    t.lora.embeddings = enum_field(
-        l, q, "embeddings", base_storage::automatic,
-        {{"fp32", base_storage::fp32}, {"bf16", base_storage::bf16}, {"fp16", base_storage::fp16}});
-    t.lora.adapters =
-        enum_field(l, q, "adapters", adapter_storage::automatic,
-                   {{"fp32", adapter_storage::fp32}, {"bf16", adapter_storage::bf16}});
-    t.lora.dropout = num_field(l, q, "dropout", 0.0, 0.99, 0.0);
-    t.lora.keeps_inputs = flag_field(l, q, "keeps_inputs", false);
-    if (t.lora.keeps_inputs && !t.lora.quantized())
-      fail(q + ".keeps_inputs",
-           "describes bitsandbytes' quantized layers: give an int8 or nf4 base");
-  }
+  if (j.contains("lora")) t.lora = parse_lora(j["lora"]);  // adapters over frozen weights
   if (j.contains("runtime")) {  // the headroom beside the tensors (`runtime_memory`)
     const std::string q = p + ".runtime";
     const json& r = j["runtime"];
