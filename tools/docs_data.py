@@ -46,6 +46,7 @@ VALIDATION_TESTS = [  # Catch2 test names (wildcards allowed), each run on its o
     "Lin et al.'s model predicts held-out all-reduce sizes",
     "published framework runs*",
     "published LoRA and QLoRA runs*",
+    "LoRA and QLoRA steps measured on an H200*",
     "data parallelism from the sample trace agrees with the closed form",
 ]
 TIMELINES = {  # docs/img/<name>.svg from docs/examples/<scenario>
@@ -263,6 +264,18 @@ def tables(out):
         e = [float(r["error_pct"]) for r in rows if r["method"] == method]
         lines.append(f"| all | {method} | {len(e)} | {sum(e) / len(e):+.1f} % | {sum(map(abs, e)) / len(e):.1f} % |")
     t["finetune_summary"] = lines
+    rows = read(out, "validation/finetune_measured.csv")
+    lines = ["| model | base | checkpointing | measured GiB | strata GiB | error | kernels ms | "
+             "strata GPU ms | error | step ms | strata step ms | error |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['base']} | {r['checkpointing']} | "
+                     f"{float(r['measured_GiB']):.2f} | {float(r['predicted_GiB']):.2f} | "
+                     f"{float(r['memory_error_pct']):+.1f} % | {float(r['kernel_ms']):.1f} | "
+                     f"{float(r['predicted_gpu_ms']):.1f} | {float(r['gpu_error_pct']):+.1f} % | "
+                     f"{float(r['step_ms']):.1f} | {float(r['predicted_step_ms']):.1f} | "
+                     f"{float(r['step_error_pct']):+.1f} % |")
+    t["finetune_measured"] = lines
     rows = read(out, "validation/finetune_skipped.csv")
     why = {}
     for r in rows:

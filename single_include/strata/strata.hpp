@@ -4850,6 +4850,25 @@ struct builder {
   [[nodiscard]] constexpr bool transformers_code() const {
     return tr.framework.modules == frameworks::module_style::transformers;
   }
+  /// bitsandbytes' `Linear4bit` and `Linear8bitLt` cast their input to the compute type and
+  /// their output back to the input's type (bitsandbytes 0.49.2 `nn/modules.py`): beside fp32
+  /// norms (`prepare_model_for_kbit_training`) under autocast the layers that read a norm take
+  /// and give fp32, and so do the MLP's gate and up outputs, SiLU and their product.
+  [[nodiscard]] constexpr bool quantized_fp32_io() const {
+    return hf() && autocast() && tr.lora.quantized() && tr.frozen_embedding_bytes() == 4.0;
+  }
+  /// Bytes per element of the copy of its input that an adapter's A keeps of its own (0: none,
+  /// A keeps the layer's input itself). PEFT casts x to the adapters' type
+  /// (`_cast_input_dtype`; its bitsandbytes layers only without autocast, `lora/bnb.py`): A keeps
+  /// that copy, or under autocast the 16-bit copy autocast casts it back to (`adapter_casts`).
+  /// A layer whose input is fp32 under autocast keeps its autocast copy in `linear`.
+  [[nodiscard]] constexpr double adapter_input_copy(std::string_view what) const {
+    if (!adapted(what) || tr.lora.dropout > 0 || !transformers_code()) return 0.0;
+    const double a = tr.adapter_bytes().weight;
+    if (autocast()) return !tr.lora.quantized() && a == 4.0 ? 2.0 : 0.0;
+    return a != tr.activation_bytes() ? a : 0.0;
+  }
+
   constexpr void save(std::string_view what, double bytes,
                       keep_kind kind = keep_kind::activation) const {
     if (!backward && (keep || kind == keep_kind::until_loss) && bytes > 0)
@@ -4930,6 +4949,16 @@ struct builder {
       if (adapted(w) && tr.lora.dropout == 0) return true;
     return false;
   }
+  /// Whether the input `whats` share is kept itself: `input_kept`, unless every adapter among
+  /// them keeps a copy of its own instead (`adapter_input_copy`).
+  [[nodiscard]] constexpr bool shared_input_kept(
+      std::initializer_list<std::string_view> whats) const {
+    if (!input_kept(whats)) return false;
+    if (!tr.lora.on() || (tr.lora.quantized() && tr.lora.keeps_inputs)) return true;
+    for (const std::string_view w : whats)
+      if (adapted(w) && adapter_input_copy(w) == 0) return true;
+    return false;
+  }
   /// A quantized layer's input that bitsandbytes before 0.43.2 stores on its autograd node
   /// (`MatMul4Bit.forward`: `ctx.tensors = (A, B)`), outside `save_for_backward`: the backward
   /// does not free it, the graph's end does (`keep_kind::graph`; `input_kept` counts it as an
@@ -4949,6 +4978,49 @@ struct builder {
     op.misaligned = misaligned;
     op.sync = sync;
     emit(v, op);
+  }
+  /// What an adapter does around its two GEMMs besides them: result + B(A(x)) x scaling is one
+  /// multiply and one add over the m x n output in every LoRA (PEFT's `lora.Linear.forward`,
+  /// LitGPT's `LoRALinear`, torchtune's `LoRALinear`); backward the scaling again on the
+  /// output's gradient.
+  /// With a quantized base and an fp32 input (`quantized_fp32_io`) the base layer's output is
+  /// cast back to fp32, PEFT's `lora.Linear4bit` clones it, and the sum is fp32 (its gradient
+  /// cast to 16 bits for each side backward).
+  constexpr void adapter_sum(std::string_view what, double m, double n, double times,
+                             bool fp32_in) const {
+    const double act = tr.activation_bytes();
+    const bool fp32 = fp32_in && quantized_fp32_io();
+    memory(what, "LoRA scaling", stream_class::elementwise, 2 * act * m * n, times);
+    if (!backward) {
+      if (fp32) memory(what, "output to input type", stream_class::copy, 6 * m * n, times);
+      if (fp32) memory(what, "PEFT result clone", stream_class::copy, 8 * m * n, times);
+      memory(what, "LoRA add", stream_class::elementwise, (fp32 ? 10 : 3 * act) * m * n, times);
+    } else if (fp32) {
+      memory(what, "output gradient casts", stream_class::copy, 6 * m * n, times * 2);
+    }
+  }
+  /// PEFT under autocast (`lora.Linear.forward`): `_cast_input_dtype(x, lora_A.weight.dtype)`
+  /// copies x into the adapters' type when they differ (a bf16 input to fp32 adapters, PEFT's
+  /// default; its bitsandbytes layers skip this under autocast, `lora/bnb.py`), and autocast
+  /// casts A's fp32 input back to 16 bits, a copy of its own (casts of tensors that are not
+  /// leaves are never cached), which A keeps. Backward: each cast's
+  /// gradient cast back, and the adapter's input gradient added to the base layer's. `fp32_in`:
+  /// the layer's input is fp32 (`linear`'s `cast_input`).
+  constexpr void adapter_casts(std::string_view what, double m, double k, double times,
+                               bool fp32_in) const {
+    const double x = fp32_in ? 4.0 : tr.activation_bytes(), a = tr.adapter_bytes().weight;
+    if (!autocast()) {  // PEFT's cast alone; its gradient cast back
+      if (adapter_input_copy(what) > 0)
+        memory(what, "LoRA input to adapter type", stream_class::copy, (x + a) * m * k, times);
+      return;
+    }
+    const bool cast = x != a && !tr.lora.quantized();  // bitsandbytes' layers skip it
+    if (cast)
+      memory(what, "LoRA input to adapter type", stream_class::copy, (x + a) * m * k, times);
+    if ((cast ? a : x) == 4.0)
+      memory(what, "LoRA A input cast", stream_class::copy, 6 * m * k, times);
+    if (backward)
+      memory(what, "LoRA input gradient add", stream_class::elementwise, 3 * x * m * k, times);
   }
   /// y = x W^T (+ b) with W of n x k over m rows: one GEMM forward, dX and dW backward. Under
   /// autocast the weight (and bias) is cast to 16 bits before (held until backward; with
@@ -4978,6 +5050,7 @@ struct builder {
       gemm(what, {}, m, n, k, times, false, false, mis);
       if (adapted(what)) {  // x A^T, then (x A^T) B^T added to y; A's output kept for dB
         const double r = tr.lora.rank;
+        adapter_casts(what, m, k, times, in);
         if (tr.lora.dropout > 0) {  // PEFT's lora_dropout(x): its output and mask kept for A
           memory(what, "LoRA dropout", stream_class::dropout,
                  (2 * tr.activation_bytes() + 1) * m * k, times);
@@ -4986,6 +5059,9 @@ struct builder {
         gemm(what, "LoRA A", m, r, k, times, false, false);
         gemm(what, "LoRA B", m, n, r, times, false, false);
         save("LoRA A output", times * tr.activation_bytes() * m * r);
+        adapter_sum(what, m, n, times, in);
+        if (!in && adapter_input_copy(what) > 0)
+          save("LoRA A input copy", times * adapter_input_copy(what) * m * k);
       }
       return;
     }
@@ -5000,6 +5076,8 @@ struct builder {
       gemm(what, "LoRA dX B", m, r, n, times, false, false);
       gemm(what, "LoRA dA", r, k, m, times, false, false);
       gemm(what, "LoRA dX A", m, k, r, times, false, false);
+      adapter_sum(what, m, n, times, in);
+      adapter_casts(what, m, k, times, in);
     }
     if (autocast() && !tr.lora.on())
       memory(what, "gradient to fp32", stream_class::copy, 6 * elements, times);
@@ -5036,7 +5114,11 @@ struct builder {
       memory(what, "rsqrt", stream_class::elementwise, 8 * tokens);
       memory(what, "x r", stream_class::elementwise, 8 * tokens * h);
       memory(what, "w n", stream_class::elementwise, 8 * tokens * h);
-      save("norm n and r", 4 * tokens * h + 4 * tokens);
+      // w n keeps n for the weight's gradient: none when LoRA freezes the weight
+      if (tr.lora.on())
+        save("norm r", 4 * tokens);
+      else
+        save("norm n and r", 4 * tokens * h + 4 * tokens);
     } else {
       memory(what, "backward", stream_class::elementwise, 10 * tokens * h, 11);
       memory(what, "backward (rows)", stream_class::elementwise, 8 * tokens, 3);
@@ -5103,7 +5185,7 @@ template <class B>
   const bool qkv_bias = L.m.bias || L.m.qkv_bias;
   // the norm's output, which the projections read; under autocast each projection keeps its
   // own 16-bit copy instead (`builder::linear`)
-  if (!L.hf || (!k.autocast() && k.input_kept({"QKV", "Q", "K", "V"})))
+  if (!L.hf || (!k.autocast() && k.shared_input_kept({"QKV", "Q", "K", "V"})))
     k.save("QKV input", L.act * L.tn * L.h);
   k.graph_input("QKV", L.act * L.tn * L.h);
   if (fused_qkv) {
@@ -5290,7 +5372,8 @@ constexpr void shared_expert(const B& k, const layer_shape& L) {
   k.linear("shared expert gate and up", L.T, 2 * sf, L.h, 0.0, 1, L.hf);
   k.pointwise("shared expert SiLU and product", stream_class::elementwise, 5 * L.T * sf * L.act);
   k.save("shared expert activation tensors", 3 * L.act * L.T * sf);
-  if (k.input_kept({"shared expert down"})) k.save("shared expert down input", L.act * L.T * sf);
+  if (k.shared_input_kept({"shared expert down"}))
+    k.save("shared expert down input", L.act * L.T * sf);
   k.linear("shared expert down", L.T, L.h, sf, 0.0);
   if (L.m.shared_gate) {
     k.linear("shared expert gate", L.T, 1, L.h, 0.0, 1, L.hf);
@@ -5305,7 +5388,7 @@ constexpr void shared_expert(const B& k, const layer_shape& L) {
 template <class B>
 [[gnu::always_inline]] constexpr void mlp_block(const B& k, const layer_shape& L) {
   k.norm("post-attention norm", L.tn, L.h, L.m.norm, !L.hf);
-  if (!L.hf || (!k.autocast() && k.input_kept({"MLP up", "MLP gate", "expert up"})))
+  if (!L.hf || (!k.autocast() && k.shared_input_kept({"MLP up", "MLP gate", "expert up"})))
     k.save("MLP input", L.routed * L.act * L.tn * L.h);
   k.graph_input("MLP up", L.routed * L.act * L.tn * L.h);
   if (L.m.moe() && k.transformers_code()) {
@@ -5325,26 +5408,30 @@ template <class B>
     });
     k.save("MLP activation tensors", L.routed * L.act * L.gate_elems * L.T);
   } else if (L.hf && !L.gpt2) {
-    // act_fn(gate_proj(x)) * up_proj(x): SiLU keeps the gate output, the product both factors
+    // act_fn(gate_proj(x)) * up_proj(x): SiLU keeps the gate output, the product both factors;
+    // all in fp32 behind a quantized base's fp32 outputs (`quantized_fp32_io`)
+    const bool fp32 = k.quantized_fp32_io();
+    const double e = fp32 ? 4.0 : L.act, F = L.T * L.f / L.t;
     if (L.swiglu) {
       k.linear("MLP gate", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0, 1, true);
       k.linear("MLP up", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0, 1, true);
       if (L.ac)
         k.backward_only("MLP input gradient sum", stream_class::elementwise, 12 * L.T * L.h);
-      k.pointwise("SiLU", stream_class::elementwise, 4 * L.T * L.f / L.t);
-      k.forward_only("gate product", stream_class::elementwise, 6 * L.T * L.f / L.t);
-      k.backward_only("gate product", stream_class::elementwise, 6 * L.T * L.f / L.t, 2);
+      k.pointwise("SiLU", stream_class::elementwise, 2 * e * F);
+      k.forward_only("gate product", stream_class::elementwise, 3 * e * F);
+      k.backward_only("gate product", stream_class::elementwise, 3 * e * F, 2);
       // the gate output, SiLU's output and the up output (the product is the down projection's
       // input: kept when that layer needs it)
-      k.save("MLP activation tensors", L.act * 3 * L.T * L.f / L.t);
+      k.save("MLP activation tensors", e * 3 * F);
     } else {
       k.linear("MLP up", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0, 1, true);
-      k.pointwise("GELU", stream_class::elementwise, 4 * L.T * L.f / L.t);
-      k.save("MLP activation tensors", L.act * L.T * L.f / L.t);  // GELU's input
+      k.pointwise("GELU", stream_class::elementwise, 2 * e * F);
+      k.save("MLP activation tensors", e * F);  // GELU's input
     }
-    if (k.input_kept({"MLP down"})) k.save("MLP down input", L.act * L.T * L.f / L.t);
-    k.graph_input("MLP down", L.act * L.T * L.f / L.t);
-    k.linear("MLP down", L.T, L.h, L.f / L.t, L.m.bias ? L.h : 0.0);
+    // the product, unless the down projection's own casts keep a copy instead
+    if (k.shared_input_kept({"MLP down"}) && !fp32) k.save("MLP down input", L.act * F);
+    k.graph_input("MLP down", L.act * F);
+    k.linear("MLP down", L.T, L.h, L.f / L.t, L.m.bias ? L.h : 0.0, 1, fp32);
   } else if (k.transformers_code()) {
     // GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) as written, mostly in
     // fp32 (pow is an fp32 autocast op): nine kernels forward, about fifteen backward; it keeps
