@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <fstream>
 #include <strata/calibrate/embedding_fit.hpp>
+#include <strata/calibrate/readers.hpp>
 
 using namespace strata;
 
@@ -107,4 +108,34 @@ TEST_CASE("the shipped H100 EL constants are the fit on all rows", "[embedding][
   const auto e = calibrate::embedding_errors(h, all);
   print("shipped constants, all rows", e);
   CHECK(e.forward_backward.gmae <= 0.06);
+}
+
+TEST_CASE("kernel-only EmbeddingBag times: one forward kernel, calls bound by the host",
+          "[embedding][validation]") {
+  // test/data/h200_embedding_bag_kernels.csv (this project, one H200, 2026-11-27): the 36 shapes
+  // of h100_embedding_bag.csv under torch.profiler. What the EL model's forward rests on holds
+  // there: each forward is ONE GPU operation (no sort, no radix pass), lasting 4.4-15.6 us,
+  // under half of the same call timed between CUDA events (35-86 us): the call's time is the
+  // host's (`floor_forward`), the kernel's only its floor. The backward is 34-35 operations
+  // (the sort, the segment reduction, the dense gradient's zero-fill, ...); SGD adds 1, 2 and
+  // 16 of them at E = 1e5, 1e6 and 1e7.
+  std::ifstream in(STRATA_TEST_DATA_DIR "/h200_embedding_bag_kernels.csv");
+  REQUIRE(in);
+  const auto table = calibrate::read_csv(in);
+  REQUIRE(table.rows.size() == 36);
+  double longest = 0, largest_share = 0;
+  for (const auto& r : table.rows) {
+    CHECK(r.at("fwd_ops") == "1");
+    const double kernel = std::stod(r.at("fwd_kernel_ms")), call = std::stod(r.at("fwd_ms"));
+    longest = std::max(longest, kernel);
+    largest_share = std::max(largest_share, kernel / call);
+    const int backward_ops = std::stoi(r.at("fwdbwd_ops")) - 1;
+    CHECK((backward_ops == 34 || backward_ops == 35));
+    const double E = std::stod(r.at("rows_E"));
+    CHECK(std::stoi(r.at("fwdbwd_sgd_ops")) - std::stoi(r.at("fwdbwd_ops")) == (E < 1e6   ? 1
+                                                                                : E < 1e7 ? 2
+                                                                                          : 16));
+  }
+  CHECK(longest * 1e3 == Approx(15.55).margin(0.05));
+  CHECK(largest_share < 0.45);
 }
