@@ -37,7 +37,8 @@ using parallel::recompute;
 /// (`lower::span`).
 struct layer_compute {
   lower::span forward, backward;
-  lower::span attention;  ///< the attention core's forward (recomputed under selective)
+  lower::span attention;  ///< the attention core's forward (recomputed under selective), fused
+                          ///< (flash) or not
   lower::span embedding_forward, embedding_backward;  ///< first stage
   lower::span head_forward, head_backward;            ///< last stage: norm, logits, loss
   double attention_backward = 0;  ///< s of GPU time (what ring attention hides behind)
@@ -57,10 +58,16 @@ struct pricer {
   double gpu = 0, attention_gpu = 0;
   lower::span total{}, attention{};  ///< with host costs only
 
+  /// The unfused attention core's kernels (`lower::detail::attention_block` without flash
+  /// attention): what selective recomputation runs again (Korthikanti et al. §4.2).
+  [[nodiscard]] static constexpr bool unfused_core(std::string_view what) {
+    return what == "attention scores" || what == "attention over V" ||
+           what == "attention softmax" || what == "attention dropout";
+  }
   [[gnu::always_inline]] constexpr void kernel(const lower::kernel_op& k) {  // see lower::emit
     const double t = lower::gpu_time(k, p, g, fp32_attention);
     gpu += t;
-    const bool core = k.kind == lower::kernel_kind::attention;
+    const bool core = k.kind == lower::kernel_kind::attention || unfused_core(k.what);
     if (core) attention_gpu += t;
     if (per_kernel <= 0 && k.host <= 0) return;
     lower::span one = lower::span::kernel(per_kernel, t / k.times).repeat(k.times);
