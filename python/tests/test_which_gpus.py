@@ -42,6 +42,16 @@ def test_which_gpus_rows():
         "datasheet of L40S-48GB, GEMM efficiency fitted on H100-SXM5-80GB"
 
 
+def test_which_gpus_tight():
+    # at micro-batch 2 the tensors (22.66 GiB) and the 0.5 GiB context fit a 24 GiB card, the
+    # 1.38 GiB allocator slack does not: "tight", and the 12 GiB TITAN Xp "does not fit"
+    by = {r["device"]: r for r in strata.which_gpus(SCENARIOS / "fit_tight.json")}
+    assert by["rtx4090"]["verdict"] == "tight"
+    assert by["rtx4090"]["fits"] is False
+    assert by["titan-xp"]["verdict"] == "does not fit"
+    assert by["a100-80gb"]["verdict"] == "fits"
+
+
 def test_which_gpus_equals_the_command():
     if not CLI:
         pytest.skip("STRATA_CLI is not set (ctest sets it)")

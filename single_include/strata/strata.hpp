@@ -1088,6 +1088,19 @@ struct memory_headroom {
   [[nodiscard]] constexpr bytes total() const { return context + communicators + fragmentation; }
 };
 
+/// Whether a plan's memory fits its device (`report::verdict`):
+/// - `fits`: the tensors and all of the headroom, the allocator's slack included;
+/// - `tight`: the tensors, the context and the communicators fit, the slack does not: the plan
+///   runs if PyTorch's caching allocator frees its cached blocks and retries before failing
+///   (it does, once, on every allocation that would fail) or `expandable_segments` keeps the
+///   fragmentation down, and slows where it has to;
+/// - `does_not_fit`: the tensors, context and communicators alone exceed the card.
+enum class memory_verdict { fits, tight, does_not_fit };
+
+[[nodiscard]] constexpr std::string_view to_string(memory_verdict v) {
+  return v == memory_verdict::fits ? "fits" : v == memory_verdict::tight ? "tight" : "does not fit";
+}
+
 /// What `evaluate` returns for every plan.
 struct report {
   std::string_view strategy;  ///< the strategy's name ("data", "filter", ...; "nd")
@@ -1122,6 +1135,13 @@ struct report {
   /// Capacity left over (negative: out of memory by that much).
   [[nodiscard]] constexpr bytes margin() const { return capacity - required(); }
   [[nodiscard]] constexpr bool fits() const { return required() <= capacity; }
+  /// Three states (`memory_verdict`): `tight` where only the allocator's slack does not fit.
+  [[nodiscard]] constexpr memory_verdict verdict() const {
+    if (fits()) return memory_verdict::fits;
+    return memory.total() + headroom.context + headroom.communicators <= capacity
+               ? memory_verdict::tight
+               : memory_verdict::does_not_fit;
+  }
 };
 
 }  // namespace strata

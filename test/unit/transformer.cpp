@@ -524,3 +524,23 @@ TEST_CASE("every zoo model sweeps to finite plans on 64 H100") {
     }
   }
 }
+
+TEST_CASE("the memory verdict has three states: fits, tight, does not fit") {
+  // 20 GiB of tensors, a 0.5 GiB context, 1 GiB of NCCL buffers and 1.22 GiB of allocator slack
+  // (6.1 % of the tensors): 22.72 GiB required, 21.5 GiB without the slack
+  report r;
+  const double gib = 1024.0 * 1024 * 1024;
+  r.memory.activations = bytes{20 * gib};
+  r.headroom = {.context = bytes{0.5 * gib},
+                .communicators = bytes{1 * gib},
+                .fragmentation = bytes{1.22 * gib}};
+  r.capacity = bytes{24 * gib};
+  CHECK(r.verdict() == memory_verdict::fits);
+  r.capacity = bytes{22 * gib};  // 21.5 <= 22 < 22.72
+  CHECK(!r.fits());
+  CHECK(r.verdict() == memory_verdict::tight);
+  CHECK(to_string(r.verdict()) == "tight");
+  r.capacity = bytes{21 * gib};  // 21.5 > 21
+  CHECK(r.verdict() == memory_verdict::does_not_fit);
+  CHECK(to_string(r.verdict()) == "does not fit");
+}

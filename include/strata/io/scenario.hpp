@@ -353,6 +353,7 @@ inline nlohmann::json to_json(const scenario& s, const report& r) {
                        {"peak", m.total().count()},
                        {"capacity", r.capacity.count()}};
   j["fits"] = r.fits();
+  j["verdict"] = to_string(r.verdict());
   return j;
 }
 

@@ -200,8 +200,16 @@ inline std::string transformer_request_table(const transformer_request& q) {
                   m["first_step"].get<double>(), "peak of the first step");
     out += line;
   }
-  std::snprintf(line, sizeof line, "  %s (margin %.2f GiB)\n",
-                j["fits"].get<bool>() ? "fits" : "does NOT fit", m["margin"].get<double>());
+  const std::string verdict = j["verdict"].get<std::string>();
+  if (verdict == "tight")
+    std::snprintf(line, sizeof line,
+                  "  tight: fits only if the caching allocator gives back its cached blocks "
+                  "(margin %.2f GiB, %.2f GiB without the slack)\n",
+                  m["margin"].get<double>(),
+                  m["margin"].get<double>() + m["fragmentation"].get<double>());
+  else
+    std::snprintf(line, sizeof line, "  %s (margin %.2f GiB)\n",
+                  verdict == "fits" ? "fits" : "does NOT fit", m["margin"].get<double>());
   out += line;
   return out;
 }

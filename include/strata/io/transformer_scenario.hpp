@@ -652,6 +652,7 @@ inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
                      {"margin", to_gib(r.margin())}};
   if (m.first_step.count() > 0) j["memory_GiB"]["first_step"] = to_gib(m.first_step);
   j["fits"] = r.fits();
+  j["verdict"] = to_string(r.verdict());
   return j;
 }
 
