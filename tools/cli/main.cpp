@@ -26,6 +26,7 @@
 #include "strata/io/lin_trace.hpp"
 #include "strata/io/messages.hpp"
 #include "strata/io/model_list.hpp"
+#include "strata/io/one_line.hpp"
 #include "strata/io/profile.hpp"
 #include "strata/io/proteus_tree.hpp"
 #include "strata/io/scenario.hpp"
@@ -154,8 +155,9 @@ bool read_text(const std::string& path, std::string& out, const char* field = "s
 // ---- strata [FILE | -]: evaluate a scenario, or list what a scenario can name ----------------
 struct main_options {
   std::string input, format = "json";
-  bool print_default = false, list_gpus = false, list_models = false;
+  bool print_default = false, list_gpus = false, list_models = false, print_scenario = false;
   double time_limit = 0;
+  strata::io::one_line question;  // the one-line flags (io/one_line.hpp)
 };
 
 void add_main_options(CLI::App& app, main_options& o) {
@@ -171,6 +173,45 @@ void add_main_options(CLI::App& app, main_options& o) {
   app.add_option("--time-limit", o.time_limit,
                  "stop a parameter-server search after this many seconds (0: no limit)")
       ->check(CLI::Range(0.0, 1e9));
+  // a transformer question in one line (io/one_line.hpp): the scenario a file would hold
+  strata::io::one_line& q = o.question;
+  const char* one = "One-line question (instead of a scenario file)";
+  app.add_option("--model", q.model, "a zoo transformer or a Hugging Face id (--list-models)")
+      ->group(one);
+  app.add_option("--gpus", q.gpus, "N x a device preset, e.g. 8xh100 (--list-gpus)")->group(one);
+  app.add_option("--batch", q.batch, "global batch, sequences")
+      ->group(one)
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seq", q.sequence, "sequence length, tokens")
+      ->group(one)
+      ->check(CLI::PositiveNumber);
+  app.add_option("--tp", q.tensor, "tensor-parallel degree")
+      ->group(one)
+      ->check(CLI::PositiveNumber);
+  app.add_option("--pp", q.pipeline, "pipeline-parallel degree")
+      ->group(one)
+      ->check(CLI::PositiveNumber);
+  app.add_option("--dp", q.data, "data-parallel degree (default: the GPUs --tp x --pp leave)")
+      ->group(one)
+      ->check(CLI::PositiveNumber);
+  app.add_option("--zero", q.zero, "ZeRO stage")->group(one)->check(CLI::Range(0, 3));
+  app.add_option("--micro-batch", q.micro_batch, "sequences per micro-batch")
+      ->group(one)
+      ->check(CLI::PositiveNumber);
+  app.add_option("--recompute", q.recompute, "none, selective or full")->group(one);
+  app.add_option("--framework", q.framework, "megatron, huggingface, deepspeed, fsdp, ...")
+      ->group(one);
+  app.add_option("--precision", q.precision, "bf16, fp16, fp8, fp32, ...")->group(one);
+  app.add_option("--lora", q.lora, "LoRA rank (adapters on every linear layer)")
+      ->group(one)
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--search", q.search,
+               "search every plan (the default on several GPUs without "
+               "--tp/--pp/--dp)")
+      ->group(one);
+  app.add_flag("--print-scenario", o.print_scenario,
+               "print the scenario the flags build (a file to keep) and exit")
+      ->group(one);
 }
 
 // --list-models (io/model_list.hpp): a table, or JSON.
@@ -230,6 +271,9 @@ int refuse_main_options(const CLI::App& app, const main_options& o) {
     if (!o.input.empty())
       return error_line("scenario", "'" + o.input + "' comes before the " + name +
                                         " subcommand, which takes its own input");
+    if (o.question.given() || o.print_scenario)
+      return error_line("--model", "the one-line flags ask the main command; " + name +
+                                       " takes a scenario file (--print-scenario writes one)");
   }
   return 0;
 }
@@ -238,7 +282,24 @@ int refuse_main_options(const CLI::App& app, const main_options& o) {
 // evaluate it; a long parameter-server search shows its progress and honours --time-limit.
 int run_scenario(const main_options& o, bool limit_given) {
   std::string text;
-  if (o.input.empty()) {
+  if (o.question.given() || o.print_scenario) {
+    if (!o.input.empty())
+      return error_line("scenario",
+                        "give a scenario file or the one-line flags (--model, "
+                        "--gpus, ...), not both");
+    strata::io::one_line_scenario q;
+    if (guarded("scenario", [&] {
+          q = strata::io::scenario_from_flags(o.question);
+          return 0;
+        }) != 0)
+      return 2;
+    for (const std::string& n : q.notes) std::cerr << "strata: note: " << n << '\n';
+    if (o.print_scenario) {
+      std::cout << q.scenario.dump(2) << '\n';
+      return 0;
+    }
+    text = q.scenario.dump();
+  } else if (o.input.empty()) {
     text = strata::io::default_scenario;
   } else if (!read_text(o.input, text)) {
     return 2;
