@@ -211,6 +211,22 @@ inline std::string transformer_request_table(const transformer_request& q) {
     std::snprintf(line, sizeof line, "  %s (margin %.2f GiB)\n",
                   verdict == "fits" ? "fits" : "does NOT fit", m["margin"].get<double>());
   out += line;
+  // how far runs like this one were (io/validation_bands.hpp), or that none was checked
+  if (j.contains("validation")) {
+    const nlohmann::json& v = j["validation"];
+    std::string band = "checked against " + v["of"].get<std::string>() + ":";
+    bool any = false;
+    for (const char* metric : {"time", "memory"}) {
+      if (!v.contains(metric)) continue;
+      const nlohmann::json& b = v[metric];
+      std::snprintf(line, sizeof line, "%s %s median %+.1f %%, 90 %% within %.1f %% (%d runs)",
+                    any ? ";" : "", metric, b["median_pct"].get<double>(),
+                    b["within_pct"].get<double>(), b["rows"].get<int>());
+      band += line;
+      any = true;
+    }
+    out += "  " + (any ? band : "no " + v["of"].get<std::string>() + " were checked") + "\n";
+  }
   return out;
 }
 

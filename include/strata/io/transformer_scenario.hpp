@@ -33,6 +33,7 @@
 #include "strata/io/hf_config.hpp"
 #include "strata/io/profile.hpp"
 #include "strata/io/profile_choice.hpp"
+#include "strata/io/validation_bands.hpp"
 #include "strata/model/transformer_zoo.hpp"
 #include "strata/search/transformer_sweep.hpp"
 
@@ -607,6 +608,22 @@ inline nlohmann::json time_json(const time_breakdown& t) {
 }  // namespace detail
 
 /// The report of a scenario's one plan as JSON.
+namespace detail {
+/// How far runs like this one were from strata (`validation_bands`): `of` says which runs;
+/// `time` and `memory` each give `rows`, `median_pct` and `within_pct` (90 % of |error|), or are
+/// absent where no such run was checked.
+inline nlohmann::json band_json(std::string_view framework, bool many, bool lora) {
+  nlohmann::json j{{"of", std::string(lora ? "LoRA fine-tuning runs of " : "runs of ") +
+                              std::string(framework) +
+                              (many ? " on several GPUs" : " on one GPU")}};
+  for (const validation_band& b : validation_bands)
+    if (b.framework == framework && b.many_gpus == many && b.lora == lora)
+      j[std::string(b.metric)] = {
+          {"rows", b.rows}, {"median_pct", b.median_pct}, {"within_pct", b.within_pct}};
+  return j;
+}
+}  // namespace detail
+
 inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
   nlohmann::json j{{"model", s.name},
                    {"parameters", s.net.parameters()},
@@ -653,6 +670,8 @@ inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
   if (m.first_step.count() > 0) j["memory_GiB"]["first_step"] = to_gib(m.first_step);
   j["fits"] = r.fits();
   j["verdict"] = to_string(r.verdict());
+  j["validation"] =
+      detail::band_json(s.setup.framework.name, s.machine.devices() > 1, s.setup.lora.on());
   return j;
 }
 
