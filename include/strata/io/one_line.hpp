@@ -26,7 +26,7 @@ namespace strata::io {
 
 /// The flags of a one-line question; 0 (-1 for `zero`) or empty: not given.
 struct one_line {
-  std::string model, gpus, framework, recompute, precision;
+  std::string model{}, gpus{}, framework{}, recompute{}, precision{};
   int batch = 0, sequence = 0, tensor = 0, pipeline = 0, data = 0, zero = -1, micro_batch = 0;
   int lora = 0;  ///< LoRA rank
   bool search = false;

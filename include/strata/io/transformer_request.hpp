@@ -107,8 +107,29 @@ inline nlohmann::json search_report_json(const transformer_request& q,
   j["best"] = best;
   j["pareto"] = front;
   if (q.cost.given) j["cost"] = detail::cost_json(q.cost);
+  j["validation"] =
+      detail::band_json(s.setup.framework.name, s.machine.devices() > 1, s.setup.lora.on());
   return j;
 }
+
+namespace detail {
+/// The report's validation band as one line (`band_json`), or that no such run was checked.
+inline std::string band_line(const nlohmann::json& v) {
+  std::string band = "checked against " + v["of"].get<std::string>() + ":";
+  bool any = false;
+  char line[160];
+  for (const char* metric : {"time", "memory"}) {
+    if (!v.contains(metric)) continue;
+    const nlohmann::json& b = v[metric];
+    std::snprintf(line, sizeof line, "%s %s median %+.1f %%, 90 %% within %.1f %% (%d runs)",
+                  any ? ";" : "", metric, b["median_pct"].get<double>(),
+                  b["within_pct"].get<double>(), b["rows"].get<int>());
+    band += line;
+    any = true;
+  }
+  return "  " + (any ? band : "no " + v["of"].get<std::string>() + " were checked") + "\n";
+}
+}  // namespace detail
 
 /// The report of a request: a plan's report (`transformer_report_json`, with its "cost" when
 /// asked), or a search's (`search_report_json` over one sweep of the whole space).
@@ -167,6 +188,7 @@ inline std::string transformer_request_table(const transformer_request& q) {
           p["required_GiB"].get<double>());
       out += line;
     }
+    out += detail::band_line(j["validation"]);
     return out;
   }
   const auto& t = j["time"];
@@ -212,21 +234,7 @@ inline std::string transformer_request_table(const transformer_request& q) {
                   verdict == "fits" ? "fits" : "does NOT fit", m["margin"].get<double>());
   out += line;
   // how far runs like this one were (io/validation_bands.hpp), or that none was checked
-  if (j.contains("validation")) {
-    const nlohmann::json& v = j["validation"];
-    std::string band = "checked against " + v["of"].get<std::string>() + ":";
-    bool any = false;
-    for (const char* metric : {"time", "memory"}) {
-      if (!v.contains(metric)) continue;
-      const nlohmann::json& b = v[metric];
-      std::snprintf(line, sizeof line, "%s %s median %+.1f %%, 90 %% within %.1f %% (%d runs)",
-                    any ? ";" : "", metric, b["median_pct"].get<double>(),
-                    b["within_pct"].get<double>(), b["rows"].get<int>());
-      band += line;
-      any = true;
-    }
-    out += "  " + (any ? band : "no " + v["of"].get<std::string>() + " were checked") + "\n";
-  }
+  out += detail::band_line(j["validation"]);
   return out;
 }
 
