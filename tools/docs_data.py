@@ -250,6 +250,14 @@ def tables(out):
         seen.add(key)
         lines.append(f"| {r['source']} | {r['framework']} | {names[r['metric']]} | {r['why']} |")
     t["published_skipped"] = lines
+    counts = {}
+    for r in read(out, "validation/published_frameworks_verdicts.csv"):
+        key = (r["source"], r["framework"], r["verdict"])
+        counts[key] = counts.get(key, 0) + 1
+    lines = ["| source | framework | verdict | rows that ran |", "|---|---|---|---|"]
+    for (src, fw, verdict), n in sorted(counts.items()):
+        lines.append(f"| {src} | {fw} | {verdict} | {n} |")
+    t["published_verdicts"] = lines
     rows = read(out, "validation/finetune.csv")
     lines = ["| source | model | method | base | r | GPU | sequence x batch | checkpointing | metric | "
              "published GB | strata GB | error | published tokens/s | strata tokens/s |",
