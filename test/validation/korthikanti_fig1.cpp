@@ -9,6 +9,7 @@
 #include <strata/strata.hpp>
 #include <string>
 
+#include "korthikanti.hpp"
 #include "record.hpp"
 
 using namespace strata;
@@ -19,30 +20,8 @@ TEST_CASE("Korthikanti et al. Fig. 1: model states and activations per GPU withi
   const auto table = calibrate::read_csv(in);
   REQUIRE(table.rows.size() == 12);
   for (const auto& row : table.rows) {
-    auto num = [&](const char* k) { return std::stoi(row.at(k)); };
-    const transformer m{.name = "GPT",
-                        .layers = num("layers"),
-                        .hidden = num("hidden"),
-                        .heads = num("heads"),
-                        .ffn = num("ffn_hidden"),
-                        .vocabulary = 51200,
-                        .sequence = num("seq_len")};
-    const int t = num("tp"), p = num("pp"), v = num("vp_interleave"), d = num("dp");
-    const bool sp = row.at("sequence_parallel") == "yes";
-    const auto rc = row.at("recompute") == "selective" ? parallel::recompute::selective
-                                                       : parallel::recompute::none;
-    const parallel::nd s{.tensor = {.degree = t, .sequence = sp},
-                         .pipeline = {.degree = p,
-                                      .virtual_stages = v,
-                                      .kind = v > 1 ? parallel::schedule::interleaved
-                                                    : parallel::schedule::one_f_one_b},
-                         .data = {.degree = d},
-                         .recomputation = rc,
-                         .micro_batch = num("micro_batch")};
-    const training tr{.batch = num("global_batch"),
-                      .precision = precision_mode::fp16_mixed,
-                      .flash_attention = false};
-    s.check(m, tr, num("gpus"));
+    const auto [m, s, tr] = strata_test::korthikanti_row(row);
+    s.check(m, tr, std::stoi(row.at("gpus")));
     const auto mem = analytic::stage_memory(m, s, tr, 0);
     const double gib = std::stod(row.at("value")) * 1024 * 1024 * 1024;
     const std::string metric = row.at("metric");

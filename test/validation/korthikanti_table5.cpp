@@ -10,6 +10,7 @@
 #include <strata/strata.hpp>
 #include <string>
 
+#include "korthikanti.hpp"
 #include "record.hpp"
 
 using namespace strata;
@@ -22,29 +23,10 @@ TEST_CASE("Korthikanti et al. Table 5: iteration time with and without selective
   const device_profile a100 = datasheet_profile(presets::a100_sxm4_80gb, h100_fitted_gemm);
   double sum = 0, worst = 0;
   for (const auto& row : table.rows) {
-    auto num = [&](const char* k) { return std::stoi(row.at(k)); };
-    const transformer m{.name = "GPT",
-                        .layers = num("layers"),
-                        .hidden = num("hidden"),
-                        .heads = num("heads"),
-                        .ffn = num("ffn_hidden"),
-                        .vocabulary = 51200,
-                        .sequence = num("seq_len")};
-    const int v = num("vp_interleave");
+    const auto [m, s, t] = strata_test::korthikanti_row(row);
     const bool selective = row.at("recompute") == "selective";
-    const parallel::nd s{
-        .tensor = {.degree = num("tp"), .sequence = row.at("sequence_parallel") == "yes"},
-        .pipeline = {.degree = num("pp"),
-                     .virtual_stages = v,
-                     .kind =
-                         v > 1 ? parallel::schedule::interleaved : parallel::schedule::one_f_one_b},
-        .data = {.degree = num("dp")},
-        .recomputation = selective ? parallel::recompute::selective : parallel::recompute::full,
-        .micro_batch = num("micro_batch")};
-    const training t{.batch = num("global_batch"),
-                     .precision = precision_mode::fp16_mixed,
-                     .flash_attention = false};
-    const auto r = analytic::evaluate(m, s, presets::dgx_a100(num("gpus") / 8), t, a100);
+    const auto r =
+        analytic::evaluate(m, s, presets::dgx_a100(std::stoi(row.at("gpus")) / 8), t, a100);
     const double published = std::stod(row.at("iteration_s"));
     const double err = 100 * (r.iteration_time().count() / published - 1);
     INFO(row.at("model") << " " << row.at("mode") << ": " << r.iteration_time().count()
