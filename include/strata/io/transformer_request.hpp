@@ -19,9 +19,11 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "strata/io/human.hpp"
 #include "strata/io/transformer_scenario.hpp"
 #include "strata/search/pareto.hpp"
 #include "strata/search/transformer_sweep.hpp"
@@ -191,24 +193,62 @@ inline std::string transformer_request_table(const transformer_request& q) {
     out += detail::band_line(j["validation"]);
     return out;
   }
-  const auto& t = j["time"];
+  // the plan as evaluated, then the time and memory terms a plan has (the zero ones left out;
+  // JSON keeps every term)
+  const auto& x = j["parallel"];
   std::snprintf(line, sizeof line,
-                "iteration %.3f s, %.0f tokens/s, %.1f TFLOP/s per device, MFU %.1f %%\n",
-                j["iteration_time_s"].get<double>(), j["tokens_per_s"].get<double>(),
+                "plan: t=%d%s c=%d e=%d p=%d v=%d d=%d zero=%d b=%d recompute=%s; batch %s x "
+                "sequence %s; %s; profile %s\n",
+                x["tensor"].get<int>(), x["sequence_parallel"].get<bool>() ? "+sp" : "",
+                x["context"].get<int>(), x["expert"].get<int>(), x["pipeline"].get<int>(),
+                x["virtual_stages"].get<int>(), x["data"].get<int>(), x["zero"].get<int>(),
+                x["micro_batch"].get<int>(), x["recompute"].get<std::string>().c_str(),
+                human_count(s.setup.batch).c_str(),
+                human_count(s.setup.sequence_or(s.net.sequence)).c_str(),
+                j["framework"].get<std::string>().c_str(), s.profile_name.c_str());
+  out += line;
+  std::snprintf(line, sizeof line,
+                "iteration %s, %s tokens/s, %.1f TFLOP/s per device, MFU %.1f %%\n",
+                human_duration(j["iteration_time_s"].get<double>()).c_str(),
+                human_count(j["tokens_per_s"].get<double>()).c_str(),
                 j["tflops_per_device"].get<double>(), 100 * j["mfu"].get<double>());
   out += line;
-  for (const char* k : {"forward_s", "backward_s", "recompute_s", "tensor_comm_s", "context_comm_s",
-                        "expert_comm_s", "pipeline_bubble_s", "pipeline_p2p_s", "data_comm_s",
-                        "optimizer_s", "host_s"}) {
-    std::snprintf(line, sizeof line, "  %-18s %10.4f s\n", k, t[k].get<double>());
+  out += "time per iteration\n";
+  const auto& t = j["time"];
+  static constexpr std::pair<const char*, const char*> times[] = {
+      {"forward_s", "forward"},
+      {"backward_s", "backward"},
+      {"recompute_s", "recomputation"},
+      {"tensor_comm_s", "tensor-parallel comm"},
+      {"context_comm_s", "context-parallel comm"},
+      {"expert_comm_s", "expert all-to-all"},
+      {"pipeline_bubble_s", "pipeline bubble"},
+      {"pipeline_p2p_s", "pipeline sends"},
+      {"data_comm_s", "data-parallel comm"},
+      {"optimizer_s", "optimizer step"},
+      {"host_s", "host (GPU waiting)"}};
+  for (const auto& [key, label] : times) {
+    if (t[key].get<double>() <= 0) continue;
+    std::snprintf(line, sizeof line, "  %-22s %12s\n", label,
+                  human_duration(t[key].get<double>()).c_str());
     out += line;
   }
   const auto& m = j["memory_GiB"];
+  std::snprintf(line, sizeof line, "memory per GPU (stage %d at its peak: %s)\n",
+                m["stage"].get<int>(), m["moment"].get<std::string>().c_str());
+  out += line;
   for (const char* k :
        {"weights", "gradients", "optimizer_states", "activations", "embedding_activations",
         "weight_casts", "logits", "batch", "workspace", "buffers", "other", "peak", "context",
         "communicators", "fragmentation", "required", "capacity"}) {
-    std::snprintf(line, sizeof line, "  %-22s %8.2f GiB\n", k, m[k].get<double>());
+    const double v = m[k].get<double>();
+    const bool always = std::string_view(k) == "peak" || std::string_view(k) == "required" ||
+                        std::string_view(k) == "capacity";
+    if (v <= 0 && !always) continue;
+    std::string label = k;  // "optimizer_states" -> "optimizer states"
+    for (char& c : label)
+      if (c == '_') c = ' ';
+    std::snprintf(line, sizeof line, "  %-22s %8.2f GiB\n", label.c_str(), v);
     out += line;
   }
   if (m["paged_optimizer_states"].get<double>() > 0) {

@@ -1,0 +1,46 @@
+#pragma once
+/// @file io/human.hpp
+/// @brief Numbers for people: durations in the unit that reads best (us, ms, s, min, h, days)
+/// and counts with thousands separators. The tables use them; JSON keeps plain numbers.
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace strata::io {
+
+/// `s` seconds as "850 us", "12.3 ms", "2.851 s", "4.2 min", "3.5 h" or "2.1 days".
+[[nodiscard]] inline std::string human_duration(double s) {
+  char buf[48];
+  const double a = std::fabs(s);
+  if (a == 0)
+    std::snprintf(buf, sizeof buf, "0 s");
+  else if (a < 1e-3)
+    std::snprintf(buf, sizeof buf, "%.0f us", s * 1e6);
+  else if (a < 1)
+    std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
+  else if (a < 120)
+    std::snprintf(buf, sizeof buf, "%.3f s", s);
+  else if (a < 2 * 3600)
+    std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+  else if (a < 2 * 86400)
+    std::snprintf(buf, sizeof buf, "%.1f h", s / 3600);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f days", s / 86400);
+  return buf;
+}
+
+/// `x` rounded to a whole number with a comma every three digits: 1463441 -> "1,463,441".
+[[nodiscard]] inline std::string human_count(double x) {
+  if (!std::isfinite(x)) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.0f", std::fabs(x));
+  const std::string digits = buf;
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (x < 0 && out != "0" ? "-" : "") + out;
+}
+
+}  // namespace strata::io
