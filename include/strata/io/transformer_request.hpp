@@ -174,21 +174,31 @@ inline std::string transformer_request_table(const transformer_request& q) {
     out += line;
     if (j.contains("unused"))
       for (const auto& u : j["unused"]) out += "  not used: " + u.get<std::string>() + "\n";
-    out +=
-        "  plan (tensor, context, expert, pipeline, virtual, data, ZeRO, micro-batch, "
-        "recompute)      iteration   peak GiB  required GiB\n";
+    // one row a plan, the columns aligned whatever the degrees' digits; cost when asked
+    const bool money = q.cost.given && q.cost.tokens > 0 && q.cost.price_per_gpu_hour > 0;
+    std::snprintf(line, sizeof line, "  %-58s %12s %12s %10s %13s%s\n",
+                  "plan: t c e p v d zero b recompute", "iteration", "tokens/s", "peak GiB",
+                  "required GiB", money ? "          cost" : "");
+    out += line;
     for (const auto& p : j["best"]) {
       const auto& x = p["parallel"];
-      std::snprintf(
-          line, sizeof line,
-          "  t=%d%s c=%d e=%d p=%d v=%d d=%d zero=%d b=%d recompute=%-9s %8.3f s %10.1f %13.1f\n",
-          x["tensor"].get<int>(), x["sequence_parallel"].get<bool>() ? "+sp" : "",
-          x["context"].get<int>(), x["expert"].get<int>(), x["pipeline"].get<int>(),
-          x["virtual_stages"].get<int>(), x["data"].get<int>(), x["zero"].get<int>(),
-          x["micro_batch"].get<int>(), x["recompute"].get<std::string>().c_str(),
-          p["iteration_s"].get<double>(), p["peak_GiB"].get<double>(),
-          p["required_GiB"].get<double>());
+      char plan[128];
+      std::snprintf(plan, sizeof plan, "t=%d%s c=%d e=%d p=%d v=%d d=%d zero=%d b=%d recompute=%s",
+                    x["tensor"].get<int>(), x["sequence_parallel"].get<bool>() ? "+sp" : "",
+                    x["context"].get<int>(), x["expert"].get<int>(), x["pipeline"].get<int>(),
+                    x["virtual_stages"].get<int>(), x["data"].get<int>(), x["zero"].get<int>(),
+                    x["micro_batch"].get<int>(), x["recompute"].get<std::string>().c_str());
+      std::snprintf(line, sizeof line, "  %-58s %12s %12s %10.1f %13.1f", plan,
+                    human_duration(p["iteration_s"].get<double>()).c_str(),
+                    human_count(p["tokens_per_s"].get<double>()).c_str(),
+                    p["peak_GiB"].get<double>(), p["required_GiB"].get<double>());
       out += line;
+      if (money && p.contains("cost")) {
+        std::snprintf(line, sizeof line, " %13s",
+                      ("$" + human_count(p["cost"].get<double>())).c_str());
+        out += line;
+      }
+      out += "\n";
     }
     out += detail::band_line(j["validation"]);
     return out;
