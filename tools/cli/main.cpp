@@ -155,7 +155,8 @@ bool read_text(const std::string& path, std::string& out, const char* field = "s
 // ---- strata [FILE | -]: evaluate a scenario, or list what a scenario can name ----------------
 struct main_options {
   std::string input, format = "json";
-  bool print_default = false, list_gpus = false, list_models = false, print_scenario = false;
+  bool print_default = false, list_gpus = false, list_models = false, list_presets = false,
+       print_scenario = false;
   double time_limit = 0;
   strata::io::one_line question;  // the one-line flags (io/one_line.hpp)
 };
@@ -167,6 +168,8 @@ void add_main_options(CLI::App& app, main_options& o) {
   app.add_flag("--print-default", o.print_default, "print the built-in scenario and exit");
   app.add_flag("--list-gpus", o.list_gpus,
                "list the device presets (a table; --format json: their datasheets) and exit");
+  app.add_flag("--list-presets", o.list_presets,
+               "list the cluster presets (node device, GPUs per node, links) and exit");
   app.add_flag("--list-models", o.list_models,
                "list the models a scenario can name: zoo transformers and CNNs, shipped Hugging "
                "Face ids (a table; --format json) and exit");
@@ -253,6 +256,26 @@ int list_gpus(bool as_json) {
                 std::string(d.name).c_str(), d.memory.count() / 1073741824.0,
                 d.memory_bandwidth.count() / 1e12, d.peak(strata::dtype::bf16).count() / 1e12,
                 std::string(e.source).c_str());
+  }
+  return 0;
+}
+
+// --list-presets: the cluster presets (`{"preset": name, "devices": n}`), one node of each: its
+// device, GPUs per node and the bandwidth a pair sees inside the node and across nodes.
+int list_presets() {
+  namespace io = strata::io;
+  std::printf("%-15s %-20s %9s %14s %14s\n", "preset", "device", "per node", "in-node GB/s",
+              "across GB/s");
+  for (const std::string_view p : io::detail::cluster_presets) {
+    const bool fixed = p == "hc1" || p == "hc2" || p == "hc3";
+    nlohmann::json j{{"preset", p}};
+    if (!fixed) j["devices"] = p == "abci" || p == "gh200-x4" ? 8 : p == "yan-e5-2450" ? 20 : 16;
+    const strata::cluster c = io::detail::parse_cluster(j);
+    const auto bw = [](const strata::level& l) { return l.pair.bandwidth.count() / 1e9; };
+    char across[32] = "-";
+    if (c.depth > 1) std::snprintf(across, sizeof across, "%.1f", bw(c.levels[1]));
+    std::printf("%-15s %-20s %9d %14.1f %14s\n", std::string(p).c_str(),
+                std::string(c.dev.name).c_str(), c.levels[0].fanout, bw(c.levels[0]), across);
   }
   return 0;
 }
@@ -636,6 +659,7 @@ int main(int argc, char** argv) {
   }
   if (opt.list_models) return list_models(as_json);
   if (opt.list_gpus) return list_gpus(as_json);
+  if (opt.list_presets) return list_presets();
   if (const int rc = refuse_main_options(app, opt); rc != 0) return rc;
   if (cal_cmd->parsed()) return run_calibrate(cal);
   if (fit_cmd->parsed()) return run_fit(fit);

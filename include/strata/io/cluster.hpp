@@ -41,6 +41,11 @@ inline device parse_device(const json& j, const std::string& path) {
                  "; or a datasheet: an object, or the path of a .json file)");
 }
 
+/// The names `{"preset": ...}` takes (`strata --list-presets`).
+inline constexpr std::string_view cluster_presets[] = {
+    "abci",     "hc1",      "hc2",      "hc3",       "dgx1-v100", "dgx-a100", "dgx-a100-40gb",
+    "dgx-h100", "dgx-h200", "dgx-b200", "mi300x-x8", "l40s-x8",   "gh200-x4", "yan-e5-2450"};
+
 /// `{"preset": name, "devices": n}` as the preset builds it.
 inline cluster preset_cluster(const json& j) {
   const std::string p = str_field(j, "cluster", "preset", nullptr);
@@ -78,13 +83,11 @@ inline cluster preset_cluster(const json& j) {
   if (p == "mi300x-x8") return sized(presets::mi300x_platform(nodes_of(8)));
   if (p == "l40s-x8") return sized(presets::l40s_server(nodes_of(8)));
   if (p == "gh200-x4") return sized(presets::gh200_quad(nodes_of(4)));
-  static constexpr std::string_view known[] = {
-      "abci",     "hc1",      "hc2",      "hc3",       "dgx1-v100", "dgx-a100", "dgx-a100-40gb",
-      "dgx-h100", "dgx-h200", "dgx-b200", "mi300x-x8", "l40s-x8",   "gh200-x4", "yan-e5-2450"};
   std::string list;
-  for (const std::string_view k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-  fail("cluster.preset",
-       "unknown preset \"" + cut(p) + "\" (known: " + list + did_you_mean(p, known) + ")");
+  for (const std::string_view k : cluster_presets)
+    list += (list.empty() ? "" : ", ") + std::string(k);
+  fail("cluster.preset", "unknown preset \"" + cut(p) + "\" (known: " + list +
+                             did_you_mean(p, cluster_presets) + ")");
 }
 
 inline cluster parse_cluster(const json& j) {
