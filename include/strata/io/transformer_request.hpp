@@ -154,77 +154,46 @@ inline nlohmann::json transformer_request_json(const transformer_request& q) {
   return j;
 }
 
-/// A request's report (`transformer_request_json`) as a table for people. Memory columns say
-/// which figure they show: `peak`, the tensors at the fullest stage's peak, or `required`, that
-/// plus the runtime's headroom, on which "fits" is judged.
-inline std::string transformer_request_table(const transformer_request& q) {
-  const transformer_scenario& s = q.scenario;
-  const nlohmann::json j = transformer_request_json(q);
-  std::string out;
-  char line[256];
-  std::snprintf(line, sizeof line, "%s (%.2fB parameters) on %d x %s\n", s.name.c_str(),
-                s.net.parameters() / 1e9, s.machine.devices(),
-                std::string(s.machine.dev.name).c_str());
-  out += line;
-  if (j.contains("defaults"))
-    for (const auto& d : j["defaults"]) out += "  default " + d.get<std::string>() + "\n";
-  if (s.search) {
-    std::snprintf(line, sizeof line, "%lld candidates, %lld fit\n",
-                  j["candidates"].get<long long>(), j["fitting"].get<long long>());
-    out += line;
-    if (j.contains("unused"))
-      for (const auto& u : j["unused"]) out += "  not used: " + u.get<std::string>() + "\n";
-    // one row a plan, the columns aligned whatever the degrees' digits; cost when asked
-    const bool money = q.cost.given && q.cost.tokens > 0 && q.cost.price_per_gpu_hour > 0;
-    std::snprintf(line, sizeof line, "  %-58s %12s %12s %10s %13s%s\n",
-                  "plan: t c e p v d zero b recompute", "iteration", "tokens/s", "peak GiB",
-                  "required GiB", money ? "          cost" : "");
-    out += line;
-    for (const auto& p : j["best"]) {
-      const auto& x = p["parallel"];
-      char plan[128];
-      std::snprintf(plan, sizeof plan, "t=%d%s c=%d e=%d p=%d v=%d d=%d zero=%d b=%d recompute=%s",
-                    x["tensor"].get<int>(), x["sequence_parallel"].get<bool>() ? "+sp" : "",
-                    x["context"].get<int>(), x["expert"].get<int>(), x["pipeline"].get<int>(),
-                    x["virtual_stages"].get<int>(), x["data"].get<int>(), x["zero"].get<int>(),
-                    x["micro_batch"].get<int>(), x["recompute"].get<std::string>().c_str());
-      std::snprintf(line, sizeof line, "  %-58s %12s %12s %10.1f %13.1f", plan,
-                    human_duration(p["iteration_s"].get<double>()).c_str(),
-                    human_count(p["tokens_per_s"].get<double>()).c_str(),
-                    p["peak_GiB"].get<double>(), p["required_GiB"].get<double>());
-      out += line;
-      if (money && p.contains("cost")) {
-        std::snprintf(line, sizeof line, " %13s",
-                      ("$" + human_count(p["cost"].get<double>())).c_str());
-        out += line;
-      }
-      out += "\n";
-    }
-    out += detail::band_line(j["validation"]);
-    return out;
-  }
-  // the plan as evaluated, then the time and memory terms a plan has (the zero ones left out;
-  // JSON keeps every term)
-  const auto& x = j["parallel"];
-  std::snprintf(line, sizeof line,
-                "plan: t=%d%s c=%d e=%d p=%d v=%d d=%d zero=%d b=%d recompute=%s; batch %s x "
-                "sequence %s; %s; profile %s\n",
+namespace detail {
+/// A plan's degrees (`nd_json`) as "t=4+sp c=1 e=1 p=2 v=1 d=8 zero=1 b=2 recompute=none".
+inline std::string plan_text(const nlohmann::json& x) {
+  char plan[160];
+  std::snprintf(plan, sizeof plan, "t=%d%s c=%d e=%d p=%d v=%d d=%d zero=%d b=%d recompute=%s",
                 x["tensor"].get<int>(), x["sequence_parallel"].get<bool>() ? "+sp" : "",
                 x["context"].get<int>(), x["expert"].get<int>(), x["pipeline"].get<int>(),
                 x["virtual_stages"].get<int>(), x["data"].get<int>(), x["zero"].get<int>(),
-                x["micro_batch"].get<int>(), x["recompute"].get<std::string>().c_str(),
-                human_count(s.setup.batch).c_str(),
-                human_count(s.setup.sequence_or(s.net.sequence)).c_str(),
-                j["framework"].get<std::string>().c_str(), s.profile_name.c_str());
+                x["micro_batch"].get<int>(), x["recompute"].get<std::string>().c_str());
+  return plan;
+}
+
+/// A search's ranked plans (`search_report_json`): one row a plan, the columns aligned whatever
+/// the degrees' digits; a cost column when the scenario gives a budget.
+inline std::string search_rows(const nlohmann::json& j, bool money) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-58s %12s %12s %10s %13s%s\n",
+                "plan: t c e p v d zero b recompute", "iteration", "tokens/s", "peak GiB",
+                "required GiB", money ? "          cost" : "");
   out += line;
-  std::snprintf(line, sizeof line,
-                "iteration %s, %s tokens/s, %.1f TFLOP/s per device, MFU %.1f %%\n",
-                human_duration(j["iteration_time_s"].get<double>()).c_str(),
-                human_count(j["tokens_per_s"].get<double>()).c_str(),
-                j["tflops_per_device"].get<double>(), 100 * j["mfu"].get<double>());
-  out += line;
-  out += "time per iteration\n";
-  const auto& t = j["time"];
+  for (const auto& p : j["best"]) {
+    std::snprintf(line, sizeof line, "  %-58s %12s %12s %10.1f %13.1f",
+                  plan_text(p["parallel"]).c_str(),
+                  human_duration(p["iteration_s"].get<double>()).c_str(),
+                  human_count(p["tokens_per_s"].get<double>()).c_str(), p["peak_GiB"].get<double>(),
+                  p["required_GiB"].get<double>());
+    out += line;
+    if (money && p.contains("cost")) {
+      std::snprintf(line, sizeof line, " %13s",
+                    ("$" + human_count(p["cost"].get<double>())).c_str());
+      out += line;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+/// A plan's time terms (the zero ones left out; JSON keeps every term), in words.
+inline std::string time_lines(const nlohmann::json& t) {
   static constexpr std::pair<const char*, const char*> times[] = {
       {"forward_s", "forward"},
       {"backward_s", "backward"},
@@ -237,13 +206,22 @@ inline std::string transformer_request_table(const transformer_request& q) {
       {"data_comm_s", "data-parallel comm"},
       {"optimizer_s", "optimizer step"},
       {"host_s", "host (GPU waiting)"}};
+  std::string out = "time per iteration\n";
+  char line[128];
   for (const auto& [key, label] : times) {
     if (t[key].get<double>() <= 0) continue;
     std::snprintf(line, sizeof line, "  %-22s %12s\n", label,
                   human_duration(t[key].get<double>()).c_str());
     out += line;
   }
+  return out;
+}
+
+/// A plan's memory terms at its peak (the zero ones left out but the totals), then the verdict.
+inline std::string memory_lines(const nlohmann::json& j) {
   const auto& m = j["memory_GiB"];
+  std::string out;
+  char line[256];
   std::snprintf(line, sizeof line, "memory per GPU (stage %d at its peak: %s)\n",
                 m["stage"].get<int>(), m["moment"].get<std::string>().c_str());
   out += line;
@@ -252,10 +230,9 @@ inline std::string transformer_request_table(const transformer_request& q) {
         "weight_casts", "logits", "batch", "workspace", "buffers", "other", "peak", "context",
         "communicators", "fragmentation", "required", "capacity"}) {
     const double v = m[k].get<double>();
-    const bool always = std::string_view(k) == "peak" || std::string_view(k) == "required" ||
-                        std::string_view(k) == "capacity";
-    if (v <= 0 && !always) continue;
-    std::string label = k;  // "optimizer_states" -> "optimizer states"
+    const std::string_view key = k;
+    if (v <= 0 && key != "peak" && key != "required" && key != "capacity") continue;
+    std::string label(key);  // "optimizer_states" -> "optimizer states"
     for (char& c : label)
       if (c == '_') c = ' ';
     std::snprintf(line, sizeof line, "  %-22s %8.2f GiB\n", label.c_str(), v);
@@ -282,10 +259,49 @@ inline std::string transformer_request_table(const transformer_request& q) {
   else
     std::snprintf(line, sizeof line, "  %s (margin %.2f GiB)\n",
                   verdict == "fits" ? "fits" : "does NOT fit", m["margin"].get<double>());
+  return out + line;
+}
+}  // namespace detail
+
+/// A request's report (`transformer_request_json`) as a table for people. Memory columns say
+/// which figure they show: `peak`, the tensors at the fullest stage's peak, or `required`, that
+/// plus the runtime's headroom, on which "fits" is judged. Both end with the validation band.
+inline std::string transformer_request_table(const transformer_request& q) {
+  const transformer_scenario& s = q.scenario;
+  const nlohmann::json j = transformer_request_json(q);
+  std::string out;
+  char line[384];
+  std::snprintf(line, sizeof line, "%s (%.2fB parameters) on %d x %s\n", s.name.c_str(),
+                s.net.parameters() / 1e9, s.machine.devices(),
+                std::string(s.machine.dev.name).c_str());
   out += line;
+  if (j.contains("defaults"))
+    for (const auto& d : j["defaults"]) out += "  default " + d.get<std::string>() + "\n";
+  if (s.search) {
+    std::snprintf(line, sizeof line, "%lld candidates, %lld fit\n",
+                  j["candidates"].get<long long>(), j["fitting"].get<long long>());
+    out += line;
+    if (j.contains("unused"))
+      for (const auto& u : j["unused"]) out += "  not used: " + u.get<std::string>() + "\n";
+    out +=
+        detail::search_rows(j, q.cost.given && q.cost.tokens > 0 && q.cost.price_per_gpu_hour > 0);
+    return out + detail::band_line(j["validation"]);
+  }
+  // the plan as evaluated, then its time and memory terms
+  std::snprintf(line, sizeof line, "plan: %s; batch %s x sequence %s; %s; profile %s\n",
+                detail::plan_text(j["parallel"]).c_str(), human_count(s.setup.batch).c_str(),
+                human_count(s.setup.sequence_or(s.net.sequence)).c_str(),
+                j["framework"].get<std::string>().c_str(), s.profile_name.c_str());
+  out += line;
+  std::snprintf(line, sizeof line,
+                "iteration %s, %s tokens/s, %.1f TFLOP/s per device, MFU %.1f %%\n",
+                human_duration(j["iteration_time_s"].get<double>()).c_str(),
+                human_count(j["tokens_per_s"].get<double>()).c_str(),
+                j["tflops_per_device"].get<double>(), 100 * j["mfu"].get<double>());
+  out += line;
+  out += detail::time_lines(j["time"]) + detail::memory_lines(j);
   // how far runs like this one were (io/validation_bands.hpp), or that none was checked
-  out += detail::band_line(j["validation"]);
-  return out;
+  return out + detail::band_line(j["validation"]);
 }
 
 }  // namespace strata::io
