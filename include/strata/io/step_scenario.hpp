@@ -1,8 +1,11 @@
 #pragma once
 /// @file io/step_scenario.hpp
 /// @brief A single-GPU training step as a scenario: `{"step": {"model": "gpt2" | "resnet50" |
-/// "vgg16", ...}, "profile": ...}` (docs/cli.md), predicted by the kernel-level lowering of
-/// `analytic/step.hpp` (the one-GPU plan). The command line and the Python module both call it.
+/// "vgg16", "device": ..., ...}, "profile": ...}` (docs/cli.md), a shorthand for the one-GPU
+/// plan of that model in PyTorch eager (`analytic::gpt2_model`, `gpt2_training`,
+/// `gpt2_strategy`: the same lowering a one-GPU transformer scenario runs), reported kernel by
+/// kernel (`analytic/step.hpp`). `"device"` and `"profile"` mean what they mean in every
+/// scenario. The command line and the Python module both call it.
 
 #include <string>
 #include <string_view>
@@ -12,6 +15,7 @@
 #include "strata/analytic/step.hpp"
 #include "strata/io/cluster.hpp"
 #include "strata/io/profile.hpp"
+#include "strata/io/profile_choice.hpp"
 #include "strata/model/zoo.hpp"
 
 namespace strata::io {
@@ -24,7 +28,7 @@ inline nlohmann::json step_report_json(const nlohmann::json& j, std::string_view
   d::only_keys(j, "scenario", {"step", "profile"});
   const json& st = d::require(j, "scenario", "step");
   d::only_keys(st, "step",
-               {"model", "layers", "hidden", "heads", "sequence", "batch", "vocabulary",
+               {"model", "device", "layers", "hidden", "heads", "sequence", "batch", "vocabulary",
                 "precision", "checkpoint", "keep_logits"});
   const std::string model = d::str_field(st, "step", "model", nullptr);
   if (model != "gpt2" && model != "resnet50" && model != "vgg16")
@@ -56,21 +60,18 @@ inline nlohmann::json step_report_json(const nlohmann::json& j, std::string_view
     if (!st["keep_logits"].is_boolean()) d::fail("step.keep_logits", "must be true or false");
     c.keep_logits = st["keep_logits"].get<bool>();
   }
-  // the profile: "h100" (shipped), a datasheet device {"datasheet": name, "sms": n}, or a file
-  stored_profile prof;
-  const json pj = j.contains("profile") ? j["profile"] : json("h100");
-  if (pj.is_string() && pj.get<std::string>() == "h100") {
-    prof = profile_from_text(shipped);
-  } else if (pj.is_string()) {
-    prof = profile_from_text(d::read_file(pj.get<std::string>(), "profile", "profile file"));
-  } else if (pj.is_object()) {
-    d::only_keys(pj, "profile", {"datasheet", "sms"});
-    const device dev = d::parse_device(d::require(pj, "profile", "datasheet"), "profile.datasheet");
-    prof.profile = datasheet_profile(dev, d::int_field(pj, "profile", "sms", 1, 100000, 1, true));
-    prof.name = std::string(dev.name);
-  } else {
-    d::fail("profile", "must be \"h100\", a profile file, or {\"datasheet\": name, \"sms\": n}");
-  }
+  // the GPU (a name, a datasheet or a device file, as a cluster's "device") and "profile" in
+  // the one grammar of every scenario (io/profile_choice.hpp; default "auto": the shipped H100
+  // fit on an H100, the fitted-GEMM datasheet profile on any other GPU)
+  const device dev = st.contains("device") ? d::parse_device(st["device"], "step.device")
+                                           : presets::h100_sxm5_80gb;
+  if (j.contains("profile") && j["profile"].is_object())
+    d::fail("profile",
+            "a step names its GPU in \"step.device\" (a name, a datasheet or a device file) "
+            "and its profile as every scenario does: \"auto\", \"fitted-gemm\", "
+            "\"datasheet\", \"h100\" or a file");
+  const chosen_profile prof =
+      choose_profile(j.contains("profile") ? j["profile"] : json(), dev, shipped, "auto");
   // the model's lowering, kernel by kernel (analytic/step.hpp)
   const auto step = analytic::named_step(model, c, prof.profile);
   const auto mem = analytic::named_step_memory(model, c);
@@ -78,7 +79,7 @@ inline nlohmann::json step_report_json(const nlohmann::json& j, std::string_view
                         : model == "vgg16"  ? total_params(zoo::vgg16().view())
                                             : analytic::gpt2_parameters(c);
   return {{"model", model},
-          {"device", prof.name},
+          {"device", std::string(dev.name)},
           {"parameters", params},
           {"step_time_s", step.time()},
           {"kernel_time_s", step.kernel_time()},
