@@ -731,6 +731,92 @@ struct cluster {
 
 }  // namespace strata
 
+// ---- strata/comm/placement.hpp -----------------------------------------------------------------
+/// @file comm/placement.hpp
+/// @brief Where a communicator's ranks sit on the cluster, and what its collectives see there.
+///
+/// A group is the ranks first, first + stride, ... (size of them). Its view records how many
+/// members share a node, the level that holds the whole group, the node-internal link, what a
+/// node can drive across the levels the group spans (pair bandwidth x rails, the NICs or NCCL
+/// channels it uses in parallel) and the over-subscription it meets there.
+/// @code
+/// constexpr auto c = strata::presets::dgx_a100(2);
+/// constexpr auto v = strata::comm::view(c, {.first = 0, .size = 16});
+/// static_assert(v.local == 8 && v.nodes == 2);
+/// @endcode
+
+
+
+namespace strata {
+
+/// Consecutive ranks first, first + stride, ...: how a communicator is laid out on the cluster.
+struct group {
+  int first = 0;
+  int size = 1;
+  int stride = 1;
+  [[nodiscard]] constexpr int last() const { return first + (size - 1) * stride; }
+};
+
+namespace comm {
+
+/// What a group's collectives see of the cluster.
+struct group_view {
+  int p = 1;           ///< members
+  int local = 1;       ///< members per node (level-0 group)
+  int nodes = 1;       ///< nodes the group spans
+  int top = -1;        ///< level whose group holds all members (-1: a single rank)
+  interconnect intra;  ///< a pair inside one node
+  interconnect inter;  ///< across nodes: alpha of the slowest pair; bandwidth a node drives
+  double oversubscription = 1;  ///< the largest over-subscription among the crossed levels
+  interconnect ring;            ///< the slowest hop of a ring over the group (ParaDL §IV)
+};
+
+/// The view of group `g` on cluster `c`. Groups are assumed regular: every node holds as many
+/// members as the first one.
+[[nodiscard]] constexpr group_view view(const cluster& c, group g) {
+  if (g.size < 1 || g.stride < 1 || g.first < 0)
+    throw plan_error("a communication group needs size >= 1, stride >= 1 and first >= 0");
+  if (g.last() >= c.devices()) throw plan_error(limits::plan_exceeds_cluster);
+  group_view v;
+  v.p = g.size;
+  const level& node = c.levels[0];
+  v.intra = node.pair;
+  v.intra.bandwidth = node.pair.bandwidth * static_cast<double>(node.rails);
+  const int n0 = c.span(0);
+  const int room = n0 - g.first % n0;  // node slots from `first` to the end of its node
+  v.local = g.stride >= n0 ? 1 : (room + g.stride - 1) / g.stride;
+  if (v.local > g.size) v.local = g.size;
+  v.nodes = (g.size + v.local - 1) / v.local;
+  v.top = g.size == 1 ? -1 : c.common_level(g.first, g.last());
+  v.ring = v.intra;
+  v.inter = v.intra;
+  if (v.top >= 1) {
+    const level& topl = c.levels[static_cast<std::size_t>(v.top)];
+    v.inter.alpha = topl.pair.alpha;
+    v.ring.alpha = topl.pair.alpha;
+    byte_rate across = topl.pair.bandwidth * static_cast<double>(topl.rails);
+    for (int j = 1; j <= v.top; ++j) {
+      const level& l = c.levels[static_cast<std::size_t>(j)];
+      const int rails = l.rails < v.local ? l.rails : v.local;
+      const byte_rate b = l.pair.bandwidth * static_cast<double>(rails);
+      if (b < across) across = b;
+      if (l.oversubscription > v.oversubscription) v.oversubscription = l.oversubscription;
+    }
+    v.inter.bandwidth = across;
+    v.ring.bandwidth = v.local > 1 ? min(v.intra.bandwidth, across) : across;
+  }
+  return v;
+}
+
+/// The link every step of a ring over `g` is charged: the slowest pair's start-up and the
+/// narrowest of the links the ring uses (ParaDL §IV: "each step costs its slowest pair").
+[[nodiscard]] constexpr interconnect ring_link(const cluster& c, group g) {
+  return view(c, g).ring;
+}
+
+}  // namespace comm
+}  // namespace strata
+
 // ---- strata/model/layer.hpp --------------------------------------------------------------------
 /// @file model/layer.hpp
 /// @brief Layers in ParaDL's notation and the policy types that produce them.
@@ -1903,6 +1989,36 @@ struct context {
 
 /// A parallel strategy: how many devices it occupies, the limits it must respect, and the cost
 /// of one iteration (its compute scaling, the collectives it inserts, its memory rule).
+namespace parallel {
+struct spatial;
+}
+
+/// What one rank of a ParaDL strategy (all but the pipeline) runs, as the strategy answers it
+/// (`rank(batch)`): `samples` samples with compute divided `split` ways and activations
+/// `act_split` ways; `wu_share` of the weight update; the layer-wise collectives of filter and
+/// channel parallelism on `lgroup`; the halo exchange of `tiles` on `hgroup`; the gradient
+/// all-reduce of `gshare` of the weights on `ggroup`. `lower::cnn_rank` lowers it.
+struct rank_shape {
+  double samples = 1;
+  double split = 1;
+  double act_split = 1;
+  double wu_share = 1;
+  bool layerwise = false;
+  group lgroup{};
+  const parallel::spatial* tiles = nullptr;  ///< the strategy's own tiling (it outlives the shape)
+  group hgroup{};
+  bool gradients = false;
+  group ggroup{};
+  double gshare = 1;
+};
+
+/// A ParaDL strategy whose ranks are alike (or alike by symmetry): one `rank_shape` says what
+/// each runs.
+template <class S>
+concept RankStrategy = requires(const S& s, double batch) {
+  { s.rank(batch) } -> std::same_as<rank_shape>;
+};
+
 template <class S>
 concept Strategy = requires(const S& s, const context& c) {
   { S::name } -> std::convertible_to<std::string_view>;
@@ -1911,92 +2027,6 @@ concept Strategy = requires(const S& s, const context& c) {
   { s.cost(c) } -> std::same_as<cost_breakdown>;
 };
 
-}  // namespace strata
-
-// ---- strata/comm/placement.hpp -----------------------------------------------------------------
-/// @file comm/placement.hpp
-/// @brief Where a communicator's ranks sit on the cluster, and what its collectives see there.
-///
-/// A group is the ranks first, first + stride, ... (size of them). Its view records how many
-/// members share a node, the level that holds the whole group, the node-internal link, what a
-/// node can drive across the levels the group spans (pair bandwidth x rails, the NICs or NCCL
-/// channels it uses in parallel) and the over-subscription it meets there.
-/// @code
-/// constexpr auto c = strata::presets::dgx_a100(2);
-/// constexpr auto v = strata::comm::view(c, {.first = 0, .size = 16});
-/// static_assert(v.local == 8 && v.nodes == 2);
-/// @endcode
-
-
-
-namespace strata {
-
-/// Consecutive ranks first, first + stride, ...: how a communicator is laid out on the cluster.
-struct group {
-  int first = 0;
-  int size = 1;
-  int stride = 1;
-  [[nodiscard]] constexpr int last() const { return first + (size - 1) * stride; }
-};
-
-namespace comm {
-
-/// What a group's collectives see of the cluster.
-struct group_view {
-  int p = 1;           ///< members
-  int local = 1;       ///< members per node (level-0 group)
-  int nodes = 1;       ///< nodes the group spans
-  int top = -1;        ///< level whose group holds all members (-1: a single rank)
-  interconnect intra;  ///< a pair inside one node
-  interconnect inter;  ///< across nodes: alpha of the slowest pair; bandwidth a node drives
-  double oversubscription = 1;  ///< the largest over-subscription among the crossed levels
-  interconnect ring;            ///< the slowest hop of a ring over the group (ParaDL §IV)
-};
-
-/// The view of group `g` on cluster `c`. Groups are assumed regular: every node holds as many
-/// members as the first one.
-[[nodiscard]] constexpr group_view view(const cluster& c, group g) {
-  if (g.size < 1 || g.stride < 1 || g.first < 0)
-    throw plan_error("a communication group needs size >= 1, stride >= 1 and first >= 0");
-  if (g.last() >= c.devices()) throw plan_error(limits::plan_exceeds_cluster);
-  group_view v;
-  v.p = g.size;
-  const level& node = c.levels[0];
-  v.intra = node.pair;
-  v.intra.bandwidth = node.pair.bandwidth * static_cast<double>(node.rails);
-  const int n0 = c.span(0);
-  const int room = n0 - g.first % n0;  // node slots from `first` to the end of its node
-  v.local = g.stride >= n0 ? 1 : (room + g.stride - 1) / g.stride;
-  if (v.local > g.size) v.local = g.size;
-  v.nodes = (g.size + v.local - 1) / v.local;
-  v.top = g.size == 1 ? -1 : c.common_level(g.first, g.last());
-  v.ring = v.intra;
-  v.inter = v.intra;
-  if (v.top >= 1) {
-    const level& topl = c.levels[static_cast<std::size_t>(v.top)];
-    v.inter.alpha = topl.pair.alpha;
-    v.ring.alpha = topl.pair.alpha;
-    byte_rate across = topl.pair.bandwidth * static_cast<double>(topl.rails);
-    for (int j = 1; j <= v.top; ++j) {
-      const level& l = c.levels[static_cast<std::size_t>(j)];
-      const int rails = l.rails < v.local ? l.rails : v.local;
-      const byte_rate b = l.pair.bandwidth * static_cast<double>(rails);
-      if (b < across) across = b;
-      if (l.oversubscription > v.oversubscription) v.oversubscription = l.oversubscription;
-    }
-    v.inter.bandwidth = across;
-    v.ring.bandwidth = v.local > 1 ? min(v.intra.bandwidth, across) : across;
-  }
-  return v;
-}
-
-/// The link every step of a ring over `g` is charged: the slowest pair's start-up and the
-/// narrowest of the links the ring uses (ParaDL §IV: "each step costs its slowest pair").
-[[nodiscard]] constexpr interconnect ring_link(const cluster& c, group g) {
-  return view(c, g).ring;
-}
-
-}  // namespace comm
 }  // namespace strata
 
 // ---- strata/detail/cmath.hpp -------------------------------------------------------------------
@@ -2484,6 +2514,7 @@ struct serial {
   static constexpr std::string_view name = "serial";
   [[nodiscard]] constexpr int devices() const { return 1; }
   constexpr void check(const context&) const {}
+  [[nodiscard]] constexpr rank_shape rank(double B) const { return {.samples = B}; }
 
   /// Per iteration: B sum(FW_l + BW_l) + sum WU_l; memory 2 delta sum(B(|x|+|y|) + |w|).
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
@@ -2506,6 +2537,11 @@ struct data {
   constexpr void check(const context& c) const {
     strata::detail::check_degree(p);
     if (p > c.setup.batch) throw plan_error(limits::data_degree_exceeds_batch);
+  }
+
+  /// Each replica: B/p samples, the whole gradient all-reduced over the p replicas.
+  [[nodiscard]] constexpr rank_shape rank(double B) const {
+    return {.samples = B / p, .gradients = true, .ggroup = {0, p, 1}};
   }
 
   /// Per iteration, ParaDL eq. (5): (B/p) sum(FW_l + BW_l) + sum WU_l;
@@ -2591,6 +2627,15 @@ struct filter {
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
     return detail::model_horizontal_cost(c, p);
   }
+  /// Each device: every sample, 1/p of the compute and of the update, the layer-wise
+  /// collectives over the p devices.
+  [[nodiscard]] constexpr rank_shape rank(double B) const {
+    return {.samples = B,
+            .split = double(p),
+            .wu_share = 1.0 / p,
+            .layerwise = true,
+            .lgroup = {0, p, 1}};
+  }
 };
 
 /// Channel parallelism: every layer's C input channels split over p devices. The first layer's
@@ -2609,6 +2654,15 @@ struct channel {
   }
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
     return detail::model_horizontal_cost(c, p);
+  }
+  /// Each device: every sample, 1/p of the compute and of the update, the layer-wise
+  /// collectives over the p devices.
+  [[nodiscard]] constexpr rank_shape rank(double B) const {
+    return {.samples = B,
+            .split = double(p),
+            .wu_share = 1.0 / p,
+            .layerwise = true,
+            .lgroup = {0, p, 1}};
   }
 };
 
@@ -2654,6 +2708,19 @@ struct spatial {
   /// classifier tail is not a limit; ParaDL §V-A splits the early layers and gathers before it).
   [[nodiscard]] static constexpr bool splits(const layer& l) {
     return l.kind != layer_kind::linear && l.in.spatial() > 1.0;
+  }
+
+  /// Each tile: every sample, 1/p of the compute and of the activations, the halo exchange and
+  /// the whole gradient all-reduced over the p tiles.
+  [[nodiscard]] constexpr rank_shape rank(double B) const {
+    const group tiles_group{0, devices(), 1};
+    return {.samples = B,
+            .split = double(devices()),
+            .act_split = double(devices()),
+            .tiles = this,
+            .hgroup = tiles_group,
+            .gradients = true,
+            .ggroup = tiles_group};
   }
 
   /// ParaDL Table III: p = pw x ph (x pd) <= min_l (W_l x H_l); each factor fits its dimension.
@@ -2728,6 +2795,19 @@ struct data_filter {
     filter{p2}.check(c);
   }
 
+  /// Each device: B/p1 samples, 1/p2 of the compute and of the update, the layer-wise
+  /// collectives inside its group, its 1/p2 of the gradient all-reduced across the groups.
+  [[nodiscard]] constexpr rank_shape rank(double B) const {
+    return {.samples = B / p1,
+            .split = double(p2),
+            .wu_share = 1.0 / p2,
+            .layerwise = true,
+            .lgroup = {0, p2, 1},
+            .gradients = true,
+            .ggroup = {0, p1, p2},
+            .gshare = 1.0 / p2};
+  }
+
   /// Per iteration. Eq. (21): (B/p) sum(FW_l + BW_l) + sum WU_l / p2. Eq. (22):
   /// 3 (p2 - 1) sum_{l<G} (alpha + B|y_l| delta beta / p) inside groups, plus
   /// T_ar(p1, delta sum|w_l| / p2) between them. Eq. (20): 2 delta sum((B/p1)(|x|+|y|) + |w|/p2).
@@ -2760,6 +2840,18 @@ struct data_spatial {
     data{p1}.check(c);
     inner.check(c);
     strata::detail::check_degrees({p1, inner.devices()});
+  }
+
+  /// Each device: B/p1 samples, 1/p2 of the compute and of the activations, the halo exchange
+  /// inside its group, the whole gradient all-reduced over all p devices.
+  [[nodiscard]] constexpr rank_shape rank(double B) const {
+    return {.samples = B / p1,
+            .split = double(inner.devices()),
+            .act_split = double(inner.devices()),
+            .tiles = &inner,
+            .hgroup = {0, inner.devices(), 1},
+            .gradients = true,
+            .ggroup = {0, devices(), 1}};
   }
 
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
@@ -3664,6 +3756,9 @@ struct kernel_op {
   /// a GEMM with a dimension that is no multiple of 16 bytes' elements (an unpadded vocabulary
   /// such as GPT-2's 50257): cuBLAS cannot use its vectorized kernels
   bool misaligned = false;
+  /// a kernel of the unfused attention core (Q K^T, softmax, dropout, P V): what selective
+  /// recomputation runs again (Korthikanti et al. §4.2)
+  bool attention_core = false;
 
   /// FLOPs as counted in reports: 2 m n k per GEMM; attention forward 2 b a s^2 d (causal),
   /// backward 2.5 x that.
@@ -3881,6 +3976,12 @@ struct context_parallel {
   /// K/V block transfers per layer: c - 1 forward, 2 (c - 1) backward.
   [[nodiscard]] constexpr double transfers(bool backward) const {
     return (backward ? 2.0 : 1.0) * (degree - 1);
+  }
+  /// What context parallelism adds to an iteration: ring attention's K/V exchange not hidden
+  /// behind attention, `forward` and `backward` per layer pass, over `layer_passes` passes.
+  [[nodiscard]] constexpr seconds time(double layer_passes, seconds forward,
+                                       seconds backward) const {
+    return layer_passes * (forward + backward);
   }
   /// The limits for a sequence of `sequence` tokens, each once (`check` throws, the search asks
   /// `admits`).
@@ -4250,12 +4351,12 @@ struct data_parallel {
   struct collective_times {
     seconds all_reduce{}, reduce_scatter{}, all_gather{};
   };
-  /// Their time not hidden behind compute, per iteration of m micro-batches of `forward` and
+  /// What data parallelism and its ZeRO stage add to an iteration: the collectives' time not
+  /// hidden behind compute, per iteration of m micro-batches of `forward` and
   /// `backward` seconds each; `layer_share` = 1 / the stage's layers, `bucket_share` = one bucket
   /// over the stage's gradients.
-  [[nodiscard]] constexpr seconds exposed(int m, collective_times c, seconds forward,
-                                          seconds backward, double layer_share,
-                                          double bucket_share) const {
+  [[nodiscard]] constexpr seconds time(int m, collective_times c, seconds forward, seconds backward,
+                                       double layer_share, double bucket_share) const {
     const double ov = overlap;
     const zero_stage z{zero};
     seconds t{};
@@ -4307,6 +4408,11 @@ struct expert_parallel {
   int degree = 1;
 
   static constexpr int all_to_alls = 2;  ///< per MoE layer and pass: dispatch, combine
+  /// What expert parallelism adds to an iteration: the dispatch and combine of each layer pass,
+  /// `per_pass` in each of the forward and the backward, over `layer_passes` passes.
+  [[nodiscard]] constexpr seconds time(double layer_passes, seconds per_pass) const {
+    return layer_passes * 2.0 * per_pass;
+  }
   /// The limits, each once (`check` throws, the search asks `admits`).
   enum class rule { ok, degree_below_one, experts, load_cv };
   [[nodiscard]] constexpr rule broken(const transformer& m) const {
@@ -4441,6 +4547,17 @@ struct pipeline_parallel {
     return degree > 1 ? 2.0 * (virtual_stages * micro_batches + degree - 1) : 0.0;
   }
 
+  /// What the pipeline adds to an iteration of `micro_batches`: the fill-and-drain bubble of the
+  /// stages' per-micro-batch times (`all_stages` summed, `slowest`) and the sends a stage waits
+  /// for, `send` each.
+  struct time_terms {
+    seconds bubble{}, sends{};
+  };
+  [[nodiscard]] constexpr time_terms time(seconds all_stages, seconds slowest, int micro_batches,
+                                          seconds send) const {
+    return {bubble(all_stages, slowest), sends(micro_batches) * send};
+  }
+
   /// The program of stage i with m micro-batches, in Megatron's order: GPipe runs every forward
   /// then every backward; 1F1B p - i - 1 warm-up forwards, then one forward one backward, then the
   /// drain; interleaved 1F1B (p - i - 1) 2 + (v - 1) p warm-up units, unit k running chunk
@@ -4567,6 +4684,12 @@ struct tensor_parallel {
     if (sequence)
       return {{{comm::collective::all_gather, 2}, {comm::collective::reduce_scatter, 2}}};
     return {{{comm::collective::all_reduce, 2}, {comm::collective::all_reduce, 0}}};
+  }
+  /// What tensor parallelism adds to an iteration: its blocking collectives, `forward` and
+  /// `backward` per layer pass, over `layer_passes` passes (micro-batches x the stage's layers).
+  [[nodiscard]] constexpr seconds time(double layer_passes, seconds forward,
+                                       seconds backward) const {
+    return layer_passes * (forward + backward);
   }
   /// Tokens the norms, dropouts and residuals of one rank see.
   [[nodiscard]] constexpr double norm_tokens(double tokens) const {
@@ -4858,6 +4981,7 @@ struct builder {
   const training& tr;
   bool backward;
   bool keep = true;
+  bool attention_core = false;  ///< its kernels are the unfused attention core's
 
   [[nodiscard]] constexpr bool autocast() const { return tr.framework.autocast && tr.mixed(); }
   /// Modules written as op chains (`transformers`, plain eager modules): separate projections
@@ -4898,6 +5022,7 @@ struct builder {
   constexpr void memory(std::string_view what, std::string_view part, stream_class c, double bytes,
                         double times = 1, bool sync = false) const {
     kernel_op k{.what = what, .part = part, .kind = kernel_kind::memory, .stream = c};
+    k.attention_core = attention_core;
     k.bytes = bytes;
     k.times = times;
     k.sync = sync;
@@ -4996,6 +5121,7 @@ struct builder {
     op.times = times;
     op.fp32 = fp32;
     op.misaligned = misaligned;
+    op.attention_core = attention_core;
     op.sync = sync;
     emit(v, op);
   }
@@ -5282,17 +5408,19 @@ template <class B>
     if (L.hf) k.save("attention log-sum-exp", 4 * L.T * heads);
   } else {  // unfused: Q K^T, softmax, dropout, P V
     const double rows = L.x.b * heads * L.x.s, scores = rows * L.x.seq;
+    B core = k;
+    core.attention_core = true;
     if (L.fwd) {
-      k.gemm("attention scores", {}, rows, L.x.seq, d);
-      k.gemm("attention over V", {}, rows, d, L.x.seq);
-      k.memory("attention softmax", {}, stream_class::softmax, 2 * scores * L.act);
+      core.gemm("attention scores", {}, rows, L.x.seq, d);
+      core.gemm("attention over V", {}, rows, d, L.x.seq);
+      core.memory("attention softmax", {}, stream_class::softmax, 2 * scores * L.act);
     } else {
-      k.gemm("attention over V", "backward", rows, d, L.x.seq, 2);
-      k.gemm("attention scores", "backward", rows, L.x.seq, d, 2);
-      k.memory("attention softmax", {}, stream_class::softmax, 3 * scores * L.act);
+      core.gemm("attention over V", "backward", rows, d, L.x.seq, 2);
+      core.gemm("attention scores", "backward", rows, L.x.seq, d, 2);
+      core.memory("attention softmax", {}, stream_class::softmax, 3 * scores * L.act);
     }
     if (L.m.dropout)
-      k.memory("attention dropout", {}, stream_class::dropout, scores * (2 * L.act + L.mask));
+      core.memory("attention dropout", {}, stream_class::dropout, scores * (2 * L.act + L.mask));
     k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
     if (L.x.recompute != parallel::recompute::selective)
       k.save("attention scores", scores * (L.act + (L.m.dropout ? L.mask + L.act : 0.0)));
@@ -6154,6 +6282,31 @@ using parallel::recompute;
 /// Time of one layer for one micro-batch on one rank: `lower::layer`'s kernels priced with the
 /// device profile (queued back to back) and, for eager recipes, the host's dispatch
 /// (`lower::span`).
+/// What a layer (or the embedding, or the head) keeps per micro-batch, by kind.
+struct layer_keeps {
+  double activation = 0, weight_copy = 0, until_loss = 0, graph = 0;
+  [[nodiscard]] constexpr double of(lower::keep_kind kind) const {
+    switch (kind) {
+      case lower::keep_kind::activation:
+        return activation;
+      case lower::keep_kind::weight_copy:
+        return weight_copy;
+      case lower::keep_kind::until_loss:
+        return until_loss;
+      case lower::keep_kind::graph:
+        return graph;
+    }
+    return 0;
+  }
+  /// Counts a saved tensor under its kind.
+  constexpr void add(const lower::saved_tensor& t) {
+    (t.kind == lower::keep_kind::activation    ? activation
+     : t.kind == lower::keep_kind::weight_copy ? weight_copy
+     : t.kind == lower::keep_kind::until_loss  ? until_loss
+                                               : graph) += t.bytes;
+  }
+};
+
 struct layer_compute {
   lower::span forward, backward;
   lower::span attention;  ///< the attention core's forward (recomputed under selective), fused
@@ -6164,6 +6317,9 @@ struct layer_compute {
   double checkpoint_host = 0;     ///< host time to re-enter a checkpointed layer
   double per_kernel = 0;          ///< host time per kernel (eager recipes)
   double per_tensor = 0;          ///< host time per parameter tensor in the optimizer step
+  /// what the forward lowerings keep (`keeps_of` of the same shard): a layer, the embedding, the
+  /// head
+  layer_keeps keeps{}, embedding_keeps{}, head_keeps{};
 };
 
 namespace detail {
@@ -6171,22 +6327,18 @@ namespace detail {
 /// Without host costs the span is the kernels' sum (what a queued stream runs).
 struct pricer {
   const device_profile& p;
-  gemm_model g;
+  const gemm_model& g;
   bool fp32_attention = false;
   double per_kernel = 0;
   double gpu = 0, attention_gpu = 0;
   lower::span total{}, attention{};  ///< with host costs only
+  layer_keeps kept{};                ///< what the lowering saved (forward)
 
-  /// The unfused attention core's kernels (`lower::detail::attention_block` without flash
-  /// attention): what selective recomputation runs again (Korthikanti et al. §4.2).
-  [[nodiscard]] static constexpr bool unfused_core(std::string_view what) {
-    return what == "attention scores" || what == "attention over V" ||
-           what == "attention softmax" || what == "attention dropout";
-  }
   [[gnu::always_inline]] constexpr void kernel(const lower::kernel_op& k) {  // see lower::emit
     const double t = lower::gpu_time(k, p, g, fp32_attention);
     gpu += t;
-    const bool core = k.kind == lower::kernel_kind::attention || unfused_core(k.what);
+    // the attention core: what selective recomputation runs again
+    const bool core = k.kind == lower::kernel_kind::attention || k.attention_core;
     if (core) attention_gpu += t;
     if (per_kernel <= 0 && k.host <= 0) return;
     lower::span one = lower::span::kernel(per_kernel, t / k.times).repeat(k.times);
@@ -6195,6 +6347,7 @@ struct pricer {
     total = total.then(one);
     if (core) attention = attention.then(one);
   }
+  constexpr void save(const lower::saved_tensor& t) { kept.add(t); }
   [[nodiscard]] constexpr lower::span result() const {
     return per_kernel > 0 ? total : lower::span::kernel(0, gpu);
   }
@@ -6236,6 +6389,9 @@ struct pricer {
   c.embedding_backward = eb.result();
   c.head_forward = hf.result();
   c.head_backward = hb.result();
+  c.keeps = f.kept;
+  c.embedding_keeps = ef.kept;
+  c.head_keeps = hf.kept;
   return c;
 }
 
@@ -6651,7 +6807,7 @@ class data_collectives_memo {
 /// @brief The closed-form time of one iteration of a transformer plan: the stages' spans priced by
 /// `analytic/price.hpp` folded over the pipeline schedule (`parallel::pipeline_parallel::bubble`
 /// and its sends), the data-parallel engine's exposed collectives
-/// (`parallel::data_parallel::exposed`), the optimizer step and the host's exposed dispatch.
+/// (`parallel::data_parallel::time`), the optimizer step and the host's exposed dispatch.
 
 
 namespace strata::analytic {
@@ -6710,17 +6866,21 @@ using parallel::recompute;
   T.backward = mb * seconds{lcrit * lc.backward.gpu + (first ? lc.embedding_backward.gpu : 0.0) +
                             (last ? lc.head_backward.gpu : 0.0)};
   T.recompute = mb * lcrit * seconds{sp.recompute.gpu};
-  T.tensor_comm = mb * lcrit * (lcoll.tensor + lcoll.tensor_backward);
-  T.context_comm = mb * lcrit * (lcoll.context_forward + lcoll.context_backward);
-  T.expert_comm = mb * lcrit * 2.0 * lcoll.expert;
-  T.pipeline_bubble = s.pipeline.bubble(sum, worst);
+  // each policy adds its term: the fold over the plan's policies
+  const double passes = mb * lcrit;  // layer passes of the critical stage
+  T.tensor_comm = s.tensor.time(passes, lcoll.tensor, lcoll.tensor_backward);
+  T.context_comm = s.context.time(passes, lcoll.context_forward, lcoll.context_backward);
+  T.expert_comm = s.expert.time(passes, lcoll.expert);
+  // each forward and backward step waits for its send of b s h / t (Megatron's scatter/gather:
+  // each tensor-parallel rank sends its 1/t)
+  seconds send{};
   if (p > 1) {
-    // each forward and backward step waits for its send of b s h / t (Megatron's scatter/gather:
-    // each tensor-parallel rank sends its 1/t)
-    const group g = s.group_of(axis::pipeline);
-    const interconnect link = c.between(0, g.stride);
-    T.pipeline_p2p = s.pipeline.sends(mb) * link.transfer(bytes{b * sl * h * act / tp});
+    const interconnect link = c.between(0, s.group_of(axis::pipeline).stride);
+    send = link.transfer(bytes{b * sl * h * act / tp});
   }
+  const auto pipeline_terms = s.pipeline.time(sum, worst, mb, send);
+  T.pipeline_bubble = pipeline_terms.bubble;
+  T.pipeline_p2p = pipeline_terms.sends;
 
   // data parallelism and ZeRO on the critical stage's parameters: every weight is gathered,
   // the trained ones (LoRA: the adapters) reduced and updated
@@ -6754,7 +6914,7 @@ using parallel::recompute;
     const parallel::data_parallel::collective_times dp{dc.all_reduce.total(),
                                                        dc.reduce_scatter.total(), ag};
     T.data_comm =
-        s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / strata::detail::max(1.0, lcrit), bucket_fraction);
+        s.data.time(mb, dp, f_mb, b_mb, 1.0 / strata::detail::max(1.0, lcrit), bucket_fraction);
   }
   if (e.offload_optimizer != frameworks::offload_device::none) {
     T.optimizer = offloaded_update(c, tr, partition, b_mb);
@@ -6799,31 +6959,10 @@ using parallel::recompute;
 // ---- activation memory (Korthikanti et al. 2022) -------------------------------------------
 
 /// The bytes of each kind one layer keeps on one rank (`lower::layer`'s kept tensors, one pass).
-struct layer_keeps {
-  double activation = 0, weight_copy = 0, until_loss = 0, graph = 0;
-  [[nodiscard]] constexpr double of(lower::keep_kind kind) const {
-    switch (kind) {
-      case lower::keep_kind::activation:
-        return activation;
-      case lower::keep_kind::weight_copy:
-        return weight_copy;
-      case lower::keep_kind::until_loss:
-        return until_loss;
-      case lower::keep_kind::graph:
-        return graph;
-    }
-    return 0;
-  }
-};
 template <class Lowering>
 [[nodiscard]] constexpr layer_keeps keeps_by(Lowering&& lowering) {
   layer_keeps k;
-  lowering(lower::on_save{[&](const lower::saved_tensor& t) {
-    (t.kind == lower::keep_kind::activation    ? k.activation
-     : t.kind == lower::keep_kind::weight_copy ? k.weight_copy
-     : t.kind == lower::keep_kind::until_loss  ? k.until_loss
-                                               : k.graph) += t.bytes;
-  }});
+  lowering(lower::on_save{[&](const lower::saved_tensor& t) { k.add(t); }});
   return k;
 }
 [[nodiscard]] constexpr layer_keeps keeps_of(const transformer& m, const lower::shard& x,
@@ -6941,6 +7080,22 @@ struct plan_keeps {
                keeps_by([&](auto&& v) { lower::embedding(m, sh, t, phase::forward, v); }),
                keeps_by([&](auto&& v) { lower::head(m, sh, t, phase::forward, v); }),
                parameters_of(m)};
+  if (sh.recompute == recompute::full) {
+    lower::shard whole = sh;
+    whole.recompute = recompute::none;
+    k.full = keeps_of(m, whole, t);
+  } else {
+    k.full = k.layer;
+  }
+  return k;
+}
+/// `keeps_of` from the plan's lowering already priced (`lower_layer` of `lower::shard_of(m, s,
+/// t)`, whose forward lowerings collected the same saves): only the layer without recomputation
+/// is lowered again, under full recomputation.
+[[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
+                                            const training& t, const layer_compute& lc) {
+  plan_keeps k{lc.keeps, {}, lc.embedding_keeps, lc.head_keeps, parameters_of(m)};
+  const lower::shard sh = lower::shard_of(m, s, t);
   if (sh.recompute == recompute::full) {
     lower::shard whole = sh;
     whole.recompute = recompute::none;
@@ -7225,7 +7380,8 @@ namespace strata::analytic {
 /// The report of a plan: its time (`iteration`), its peak memory (`peak_stage_memory`), FLOPs.
 [[nodiscard]] constexpr report evaluate(const transformer& m, const parallel::nd& s,
                                         const cluster& c, const training& tr,
-                                        const device_profile& prof, const layer_compute& lc) {
+                                        const device_profile& prof, const layer_compute& lc,
+                                        const plan_keeps* keeps = nullptr) {
   report r;
   r.strategy = parallel::nd::name;
   r.devices = s.devices();
@@ -7238,7 +7394,7 @@ namespace strata::analytic {
   r.tokens = tr.batch * seq;
   r.model_flops = model_flops(m, tr.batch, seq);
   r.hardware_flops = hardware_flops(m, tr.batch, seq, s.recomputation);
-  r.memory = peak_stage_memory(m, s, tr);
+  r.memory = keeps ? peak_stage_memory(m, s, tr, *keeps) : peak_stage_memory(m, s, tr);
   r.headroom = headroom_of(s, tr.runtime, r.memory.total());
   r.time = iteration(m, s, c, tr, prof, lc);
   return r;
@@ -7249,7 +7405,9 @@ namespace strata::analytic {
                                         const cluster& c, const training& tr,
                                         const device_profile& prof) {
   s.check(m, tr, c.devices());
-  return evaluate(m, s, c, tr, prof, lower_layer(m, prof, tr, lower::shard_of(m, s, tr)));
+  const layer_compute lc = lower_layer(m, prof, tr, lower::shard_of(m, s, tr));
+  const plan_keeps keeps = keeps_of(m, s, tr, lc);
+  return evaluate(m, s, c, tr, prof, lc, &keeps);
 }
 
 /// Evaluates with the device's datasheet peaks and the GEMM efficiency fitted on the H100
@@ -8365,6 +8523,125 @@ constexpr void cnn_layer(std::span<const strata::layer> layers, std::size_t i, d
     default:
       break;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ParaDL's strategies lowered: what one rank (or one pipeline stage) runs, in program order, from
+// the per-layer times FW_l, BW_l, WU_l of the plan's `context` (profiled, or `cnn_layer` priced).
+// The simulator (`sim/paradl.hpp`) turns these operations into tasks; the closed form
+// (`Strategy::cost`) is their sum with nothing overlapped.
+
+/// A ParaDL rank's communication: ParaDL §IV's ring all-gather and all-reduce, or one send.
+enum class cnn_comm { all_gather, all_reduce, send };
+
+/// Where the gradient buckets of `buckets` (at least 1) about equal shares of the weights close,
+/// going backward: bucket k closes after the backward of layer `[k]` (the last one after layer 0).
+inline std::vector<std::size_t> gradient_bucket_ends(const context& c, int buckets) {
+  std::vector<std::size_t> bucket_end;
+  const std::size_t L = c.size();
+  const int nb = buckets > 1 ? buckets : 1;
+  const double per = c.sum_w / nb;
+  double acc = 0;
+  for (std::size_t l = L; l-- > 0;) {
+    acc += c.layers[l].params;
+    if (acc >= per * (static_cast<double>(bucket_end.size()) + 1) - 1e-9 &&
+        static_cast<int>(bucket_end.size()) < nb - 1)
+      bucket_end.push_back(l);
+  }
+  bucket_end.push_back(0);
+  return bucket_end;
+}
+
+/// One rank of a ParaDL strategy, as `rank_shape` says (`Strategy::rank`), lowered for a
+/// visitor with
+///  - `state(bytes)`: the weights, gradients and optimizer states it holds all iteration;
+///  - `activation(l, bytes)`: layer l's kept tensors, 2 delta B'(|x_l| + |y_l|) (ParaDL's memory);
+///  - `compute(phase, l, seconds)`: layer l's forward or backward for its samples;
+///  - `comm(op, what, l, group, bytes)`: a blocking collective of layer l (the halo exchange,
+///    ParaDL eq. (10); filter/channel parallelism's all-gather of y and all-reduce of dx,
+///    eq. (22));
+///  - `gradient(k, l, group, bytes)`: gradient bucket k, ready after layer l's backward (eq. (6));
+///  - `update(seconds)`: the weight update, last.
+template <class V>
+void cnn_rank(const context& c, const rank_shape& rp, int buckets, V&& v) {
+  const double d = c.delta();
+  const std::size_t L = c.size();
+  const int states = states_per_param(c.setup.cnn_optimizer());
+  v.state(c.sum_w * rp.wu_share * d * (2 + states));
+  for (std::size_t l = 0; l < L; ++l)
+    v.activation(l, 2.0 * d * rp.samples * (c.layers[l].x() + c.layers[l].y()) / rp.act_split);
+  std::size_t last_weighted = L;
+  for (std::size_t l = 0; l < L; ++l)
+    if (c.layers[l].has_weights()) last_weighted = l;
+  // ParaDL eq. (10): a tile sends floor(K/2) rows of `sh` to each of its two neighbours.
+  auto halo = [&](const shape& sh, int kernel, std::string_view what, std::size_t l) {
+    if (!rp.tiles) return;
+    const double h = rp.tiles->halo(sh, kernel);
+    if (h > 0)
+      for (int k = 0; k < 2; ++k) v.comm(cnn_comm::send, what, l, rp.hgroup, rp.samples * h * d);
+  };
+  const bool layerwise = rp.layerwise;
+  for (std::size_t l = 0; l < L; ++l) {
+    const strata::layer& ly = c.layers[l];
+    halo(ly.in, ly.kernel, "halo x", l);
+    v.compute(phase::forward, l, rp.samples * c.time(l).fw.count() / rp.split);
+    if (layerwise && ly.has_weights() && l < last_weighted)
+      v.comm(cnn_comm::all_gather, "all-gather y", l, rp.lgroup, rp.samples * ly.y() * d);
+  }
+  const std::vector<std::size_t> bucket_end = gradient_bucket_ends(c, buckets);
+  std::vector<std::pair<double, std::size_t>> closed;  // (weights, closing layer) per bucket
+  double bucket_w = 0;
+  std::size_t next_bucket = 0;
+  for (std::size_t l = L; l-- > 0;) {
+    const strata::layer& ly = c.layers[l];
+    halo(ly.out, ly.kernel, "halo dy", l);
+    v.compute(phase::backward, l, rp.samples * c.time(l).bw.count() / rp.split);
+    if (layerwise && ly.has_weights() && l < last_weighted)
+      v.comm(cnn_comm::all_reduce, "all-reduce dx", l, rp.lgroup, rp.samples * ly.y() * d);
+    bucket_w += ly.params;
+    if (next_bucket < bucket_end.size() && l == bucket_end[next_bucket]) {
+      closed.push_back({bucket_w, l});
+      bucket_w = 0;
+      ++next_bucket;
+    }
+  }
+  if (rp.gradients)
+    for (std::size_t k = 0; k < closed.size(); ++k)
+      v.gradient(k, closed[k].second, rp.ggroup, closed[k].first * rp.gshare * d);
+  v.update(c.sum_wu.count() * rp.wu_share);
+}
+
+/// One pipeline stage of ParaDL's layer parallelism for micro-batches of `micro` samples: its
+/// per-micro-batch forward and backward times, its update, the state it holds, one micro-batch's
+/// kept tensors and the bytes it sends to the next stage (its last layer's output).
+struct cnn_stage {
+  double forward = 0, backward = 0, update = 0;
+  double state = 0, activations = 0, send = 0;
+};
+
+/// The stages of `pp` lowered (ParaDL eqs. 11-14's per-stage sums).
+inline std::vector<cnn_stage> cnn_stages(const context& c, const parallel::pipeline& pp) {
+  const double d = c.delta(), mb = c.batch() / pp.segments;
+  const int states = states_per_param(c.setup.cnn_optimizer());
+  std::vector<cnn_stage> out;
+  pp.for_each_stage(c, [&](parallel::stage st) {
+    double fw = 0, bw = 0, wu = 0, w = 0, xy = 0;
+    for (std::size_t l = st.first; l <= st.last; ++l) {
+      const layer_time t = c.time(l);
+      fw += t.fw.count();
+      bw += t.bw.count();
+      wu += t.wu.count();
+      w += c.layers[l].params;
+      xy += c.layers[l].x() + c.layers[l].y();
+    }
+    out.push_back({.forward = mb * fw,
+                   .backward = mb * bw,
+                   .update = wu,
+                   .state = w * d * (2 + states),
+                   .activations = 2.0 * d * mb * xy,
+                   .send = mb * c.layers[st.last].y() * d});
+  });
+  return out;
 }
 
 }  // namespace strata::lower

@@ -135,3 +135,91 @@ TEST_CASE("overlapping collectives share their link") {
     if (run.graph.resources()[k].kind == sim::discipline::fair_share) link_busy += run.run.busy[k];
   CHECK(link_busy * bw >= wire * (1 - 1e-9));  // the link was busy long enough for every byte
 }
+
+TEST_CASE("each ParaDL strategy says what one rank runs; lower::cnn_rank lowers it") {
+  // data+filter on 4 x 2 devices, B = 64: B/p1 = 16 samples, compute and update split 2 ways, the
+  // layer-wise collectives inside a group of 2, 1/2 of the gradient all-reduced across 4 groups
+  // at stride 2 (ParaDL eqs. (20)-(22))
+  const rank_shape r = parallel::data_filter{.p1 = 4, .p2 = 2}.rank(64);
+  CHECK(r.samples == 16);
+  CHECK(r.split == 2);
+  CHECK(r.wu_share == 0.5);
+  CHECK(r.layerwise);
+  CHECK(r.lgroup.size == 2);
+  CHECK(r.gradients);
+  CHECK(r.ggroup.size == 4);
+  CHECK(r.ggroup.stride == 2);
+  CHECK(r.gshare == 0.5);
+  // spatial 2 x 2: every sample, compute and activations split 4 ways, its own tiles for the halo
+  const parallel::spatial sp{.ph = 2, .pw = 2};
+  const rank_shape t = sp.rank(32);
+  CHECK(t.tiles == &sp);
+  CHECK(t.act_split == 4);
+  CHECK(t.hgroup.size == 4);
+  CHECK_FALSE(t.layerwise);
+
+  // data parallelism over 8 on ResNet-50, two buckets: the lowering's operations in order
+  const auto net = zoo::resnet50();
+  const context c = make_context(net.view(), presets::abci(8), {.batch = 64});
+  struct counter {
+    double state = 0, activations = 0, forward = 0, backward = 0, update = 0, gradient_bytes = 0;
+    int computes = 0, comms = 0, gradients = 0;
+    std::size_t last_backward = 99;
+  } n;
+  struct visitor {
+    counter& n;
+    void state(double b) { n.state += b; }
+    void activation(std::size_t, double b) { n.activations += b; }
+    void compute(lower::phase ph, std::size_t l, double t) {
+      ++n.computes;
+      (ph == lower::phase::forward ? n.forward : n.backward) += t;
+      if (ph == lower::phase::backward) n.last_backward = l;
+    }
+    void comm(lower::cnn_comm, std::string_view, std::size_t, group, double) { ++n.comms; }
+    void gradient(std::size_t, std::size_t, group g, double b) {
+      ++n.gradients;
+      n.gradient_bytes += b;
+      CHECK(g.size == 8);
+    }
+    void update(double t) { n.update += t; }
+  } v{n};
+  lower::cnn_rank(c, parallel::data{.p = 8}.rank(64), 2, v);
+  const double L = static_cast<double>(c.size());
+  CHECK(n.computes == 2 * L);  // a forward and a backward per layer
+  CHECK(n.comms == 0);         // data parallelism has no layer-wise collective nor halo
+  CHECK(n.gradients == 2);     // two buckets
+  CHECK(n.last_backward == 0);
+  // 8 samples of sum FW_l and sum BW_l; the whole update; 4-byte gradients of every weight
+  CHECK(n.forward == Approx(8 * c.sum_fw.count()));
+  CHECK(n.backward == Approx(8 * c.sum_bw.count()));
+  CHECK(n.update == Approx(c.sum_wu.count()));
+  CHECK(n.gradient_bytes == Approx(4 * c.sum_w));
+  // ParaDL eq. (7): 2 delta (B/p) sum(|x_l| + |y_l|) of activations; the weights, their
+  // gradients and the optimizer's states all iteration
+  CHECK(n.activations == Approx(2 * 4 * 8 * c.sum_xy));
+  CHECK(n.state ==
+        Approx(c.memory(1.0, 8, 1.0).weights.count() + c.memory(1.0, 8, 1.0).gradients.count() +
+               c.memory(1.0, 8, 1.0).optimizer_states.count()));
+}
+
+TEST_CASE("the transformer policies add their terms to an iteration") {
+  // Narayanan et al. SC'21 §2.2: p = 4 stages of 10 ms each, m = 8 micro-batches, v = 1: the
+  // bubble is the other three stages' 30 ms; 2 (v m + p - 1) = 22 sends of 1 ms
+  const parallel::pipeline_parallel pp{.degree = 4};
+  const auto t = pp.time(seconds{0.040}, seconds{0.010}, 8, seconds{0.001});
+  CHECK(t.bubble.count() == Approx(0.030));
+  CHECK(t.sends.count() == Approx(0.022));
+  // interleaved over v = 2: the bubble halves, the sends are 2 (2 x 8 + 3) = 38
+  const parallel::pipeline_parallel iv{
+      .degree = 4, .virtual_stages = 2, .kind = parallel::schedule::interleaved};
+  const auto ti = iv.time(seconds{0.040}, seconds{0.010}, 8, seconds{0.001});
+  CHECK(ti.bubble.count() == Approx(0.015));
+  CHECK(ti.sends.count() == Approx(0.038));
+  // 8 micro-batches x 12 layers of 1 ms forward and 2 ms backward collectives
+  CHECK(parallel::tensor_parallel{.degree = 8}.time(96, seconds{1e-3}, seconds{2e-3}).count() ==
+        Approx(0.288));
+  CHECK(parallel::context_parallel{.degree = 2}.time(96, seconds{1e-3}, seconds{0}).count() ==
+        Approx(0.096));
+  // dispatch and combine in both passes: 2 x 96 x 0.5 ms
+  CHECK(parallel::expert_parallel{.degree = 4}.time(96, seconds{5e-4}).count() == Approx(0.096));
+}

@@ -3,7 +3,7 @@
 /// @brief The closed-form time of one iteration of a transformer plan: the stages' spans priced by
 /// `analytic/price.hpp` folded over the pipeline schedule (`parallel::pipeline_parallel::bubble`
 /// and its sends), the data-parallel engine's exposed collectives
-/// (`parallel::data_parallel::exposed`), the optimizer step and the host's exposed dispatch.
+/// (`parallel::data_parallel::time`), the optimizer step and the host's exposed dispatch.
 
 #include "strata/analytic/parameters.hpp"
 #include "strata/analytic/price.hpp"
@@ -74,17 +74,21 @@ using parallel::recompute;
   T.backward = mb * seconds{lcrit * lc.backward.gpu + (first ? lc.embedding_backward.gpu : 0.0) +
                             (last ? lc.head_backward.gpu : 0.0)};
   T.recompute = mb * lcrit * seconds{sp.recompute.gpu};
-  T.tensor_comm = mb * lcrit * (lcoll.tensor + lcoll.tensor_backward);
-  T.context_comm = mb * lcrit * (lcoll.context_forward + lcoll.context_backward);
-  T.expert_comm = mb * lcrit * 2.0 * lcoll.expert;
-  T.pipeline_bubble = s.pipeline.bubble(sum, worst);
+  // each policy adds its term: the fold over the plan's policies
+  const double passes = mb * lcrit;  // layer passes of the critical stage
+  T.tensor_comm = s.tensor.time(passes, lcoll.tensor, lcoll.tensor_backward);
+  T.context_comm = s.context.time(passes, lcoll.context_forward, lcoll.context_backward);
+  T.expert_comm = s.expert.time(passes, lcoll.expert);
+  // each forward and backward step waits for its send of b s h / t (Megatron's scatter/gather:
+  // each tensor-parallel rank sends its 1/t)
+  seconds send{};
   if (p > 1) {
-    // each forward and backward step waits for its send of b s h / t (Megatron's scatter/gather:
-    // each tensor-parallel rank sends its 1/t)
-    const group g = s.group_of(axis::pipeline);
-    const interconnect link = c.between(0, g.stride);
-    T.pipeline_p2p = s.pipeline.sends(mb) * link.transfer(bytes{b * sl * h * act / tp});
+    const interconnect link = c.between(0, s.group_of(axis::pipeline).stride);
+    send = link.transfer(bytes{b * sl * h * act / tp});
   }
+  const auto pipeline_terms = s.pipeline.time(sum, worst, mb, send);
+  T.pipeline_bubble = pipeline_terms.bubble;
+  T.pipeline_p2p = pipeline_terms.sends;
 
   // data parallelism and ZeRO on the critical stage's parameters: every weight is gathered,
   // the trained ones (LoRA: the adapters) reduced and updated
@@ -118,7 +122,7 @@ using parallel::recompute;
     const parallel::data_parallel::collective_times dp{dc.all_reduce.total(),
                                                        dc.reduce_scatter.total(), ag};
     T.data_comm =
-        s.data.exposed(mb, dp, f_mb, b_mb, 1.0 / strata::detail::max(1.0, lcrit), bucket_fraction);
+        s.data.time(mb, dp, f_mb, b_mb, 1.0 / strata::detail::max(1.0, lcrit), bucket_fraction);
   }
   if (e.offload_optimizer != frameworks::offload_device::none) {
     T.optimizer = offloaded_update(c, tr, partition, b_mb);

@@ -6,6 +6,7 @@
 /// moments of a stage whose largest is its peak (`stage_memory`, `peak_stage_memory`).
 
 #include "strata/analytic/parameters.hpp"
+#include "strata/analytic/price.hpp"
 #include "strata/detail/algorithm.hpp"
 #include "strata/lower/transformer.hpp"
 #include "strata/model/transformer.hpp"
@@ -22,31 +23,10 @@ using parallel::recompute;
 // ---- activation memory (Korthikanti et al. 2022) -------------------------------------------
 
 /// The bytes of each kind one layer keeps on one rank (`lower::layer`'s kept tensors, one pass).
-struct layer_keeps {
-  double activation = 0, weight_copy = 0, until_loss = 0, graph = 0;
-  [[nodiscard]] constexpr double of(lower::keep_kind kind) const {
-    switch (kind) {
-      case lower::keep_kind::activation:
-        return activation;
-      case lower::keep_kind::weight_copy:
-        return weight_copy;
-      case lower::keep_kind::until_loss:
-        return until_loss;
-      case lower::keep_kind::graph:
-        return graph;
-    }
-    return 0;
-  }
-};
 template <class Lowering>
 [[nodiscard]] constexpr layer_keeps keeps_by(Lowering&& lowering) {
   layer_keeps k;
-  lowering(lower::on_save{[&](const lower::saved_tensor& t) {
-    (t.kind == lower::keep_kind::activation    ? k.activation
-     : t.kind == lower::keep_kind::weight_copy ? k.weight_copy
-     : t.kind == lower::keep_kind::until_loss  ? k.until_loss
-                                               : k.graph) += t.bytes;
-  }});
+  lowering(lower::on_save{[&](const lower::saved_tensor& t) { k.add(t); }});
   return k;
 }
 [[nodiscard]] constexpr layer_keeps keeps_of(const transformer& m, const lower::shard& x,
@@ -164,6 +144,22 @@ struct plan_keeps {
                keeps_by([&](auto&& v) { lower::embedding(m, sh, t, phase::forward, v); }),
                keeps_by([&](auto&& v) { lower::head(m, sh, t, phase::forward, v); }),
                parameters_of(m)};
+  if (sh.recompute == recompute::full) {
+    lower::shard whole = sh;
+    whole.recompute = recompute::none;
+    k.full = keeps_of(m, whole, t);
+  } else {
+    k.full = k.layer;
+  }
+  return k;
+}
+/// `keeps_of` from the plan's lowering already priced (`lower_layer` of `lower::shard_of(m, s,
+/// t)`, whose forward lowerings collected the same saves): only the layer without recomputation
+/// is lowered again, under full recomputation.
+[[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
+                                            const training& t, const layer_compute& lc) {
+  plan_keeps k{lc.keeps, {}, lc.embedding_keeps, lc.head_keeps, parameters_of(m)};
+  const lower::shard sh = lower::shard_of(m, s, t);
   if (sh.recompute == recompute::full) {
     lower::shard whole = sh;
     whole.recompute = recompute::none;

@@ -35,6 +35,31 @@ using parallel::recompute;
 /// Time of one layer for one micro-batch on one rank: `lower::layer`'s kernels priced with the
 /// device profile (queued back to back) and, for eager recipes, the host's dispatch
 /// (`lower::span`).
+/// What a layer (or the embedding, or the head) keeps per micro-batch, by kind.
+struct layer_keeps {
+  double activation = 0, weight_copy = 0, until_loss = 0, graph = 0;
+  [[nodiscard]] constexpr double of(lower::keep_kind kind) const {
+    switch (kind) {
+      case lower::keep_kind::activation:
+        return activation;
+      case lower::keep_kind::weight_copy:
+        return weight_copy;
+      case lower::keep_kind::until_loss:
+        return until_loss;
+      case lower::keep_kind::graph:
+        return graph;
+    }
+    return 0;
+  }
+  /// Counts a saved tensor under its kind.
+  constexpr void add(const lower::saved_tensor& t) {
+    (t.kind == lower::keep_kind::activation    ? activation
+     : t.kind == lower::keep_kind::weight_copy ? weight_copy
+     : t.kind == lower::keep_kind::until_loss  ? until_loss
+                                               : graph) += t.bytes;
+  }
+};
+
 struct layer_compute {
   lower::span forward, backward;
   lower::span attention;  ///< the attention core's forward (recomputed under selective), fused
@@ -45,6 +70,9 @@ struct layer_compute {
   double checkpoint_host = 0;     ///< host time to re-enter a checkpointed layer
   double per_kernel = 0;          ///< host time per kernel (eager recipes)
   double per_tensor = 0;          ///< host time per parameter tensor in the optimizer step
+  /// what the forward lowerings keep (`keeps_of` of the same shard): a layer, the embedding, the
+  /// head
+  layer_keeps keeps{}, embedding_keeps{}, head_keeps{};
 };
 
 namespace detail {
@@ -52,22 +80,18 @@ namespace detail {
 /// Without host costs the span is the kernels' sum (what a queued stream runs).
 struct pricer {
   const device_profile& p;
-  gemm_model g;
+  const gemm_model& g;
   bool fp32_attention = false;
   double per_kernel = 0;
   double gpu = 0, attention_gpu = 0;
   lower::span total{}, attention{};  ///< with host costs only
+  layer_keeps kept{};                ///< what the lowering saved (forward)
 
-  /// The unfused attention core's kernels (`lower::detail::attention_block` without flash
-  /// attention): what selective recomputation runs again (Korthikanti et al. §4.2).
-  [[nodiscard]] static constexpr bool unfused_core(std::string_view what) {
-    return what == "attention scores" || what == "attention over V" ||
-           what == "attention softmax" || what == "attention dropout";
-  }
   [[gnu::always_inline]] constexpr void kernel(const lower::kernel_op& k) {  // see lower::emit
     const double t = lower::gpu_time(k, p, g, fp32_attention);
     gpu += t;
-    const bool core = k.kind == lower::kernel_kind::attention || unfused_core(k.what);
+    // the attention core: what selective recomputation runs again
+    const bool core = k.kind == lower::kernel_kind::attention || k.attention_core;
     if (core) attention_gpu += t;
     if (per_kernel <= 0 && k.host <= 0) return;
     lower::span one = lower::span::kernel(per_kernel, t / k.times).repeat(k.times);
@@ -76,6 +100,7 @@ struct pricer {
     total = total.then(one);
     if (core) attention = attention.then(one);
   }
+  constexpr void save(const lower::saved_tensor& t) { kept.add(t); }
   [[nodiscard]] constexpr lower::span result() const {
     return per_kernel > 0 ? total : lower::span::kernel(0, gpu);
   }
@@ -117,6 +142,9 @@ struct pricer {
   c.embedding_backward = eb.result();
   c.head_forward = hf.result();
   c.head_backward = hb.result();
+  c.keeps = f.kept;
+  c.embedding_keeps = ef.kept;
+  c.head_keeps = hf.kept;
   return c;
 }
 

@@ -35,7 +35,8 @@ namespace strata::analytic {
 /// The report of a plan: its time (`iteration`), its peak memory (`peak_stage_memory`), FLOPs.
 [[nodiscard]] constexpr report evaluate(const transformer& m, const parallel::nd& s,
                                         const cluster& c, const training& tr,
-                                        const device_profile& prof, const layer_compute& lc) {
+                                        const device_profile& prof, const layer_compute& lc,
+                                        const plan_keeps* keeps = nullptr) {
   report r;
   r.strategy = parallel::nd::name;
   r.devices = s.devices();
@@ -48,7 +49,7 @@ namespace strata::analytic {
   r.tokens = tr.batch * seq;
   r.model_flops = model_flops(m, tr.batch, seq);
   r.hardware_flops = hardware_flops(m, tr.batch, seq, s.recomputation);
-  r.memory = peak_stage_memory(m, s, tr);
+  r.memory = keeps ? peak_stage_memory(m, s, tr, *keeps) : peak_stage_memory(m, s, tr);
   r.headroom = headroom_of(s, tr.runtime, r.memory.total());
   r.time = iteration(m, s, c, tr, prof, lc);
   return r;
@@ -59,7 +60,9 @@ namespace strata::analytic {
                                         const cluster& c, const training& tr,
                                         const device_profile& prof) {
   s.check(m, tr, c.devices());
-  return evaluate(m, s, c, tr, prof, lower_layer(m, prof, tr, lower::shard_of(m, s, tr)));
+  const layer_compute lc = lower_layer(m, prof, tr, lower::shard_of(m, s, tr));
+  const plan_keeps keeps = keeps_of(m, s, tr, lc);
+  return evaluate(m, s, c, tr, prof, lc, &keeps);
 }
 
 /// Evaluates with the device's datasheet peaks and the GEMM efficiency fitted on the H100

@@ -25,11 +25,17 @@
 ///   strata::lower::cnn_layer(net.view(), i, 32, true, strata::lower::phase::forward, v);
 /// @endcode
 
+#include <cstddef>
 #include <span>
+#include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "strata/lower/ops.hpp"
 #include "strata/model/layer.hpp"
+#include "strata/parallel/cnn/context.hpp"
+#include "strata/parallel/cnn/pipeline.hpp"
+#include "strata/parallel/cnn/spatial.hpp"
 
 namespace strata::lower {
 
@@ -134,6 +140,125 @@ constexpr void cnn_layer(std::span<const strata::layer> layers, std::size_t i, d
     default:
       break;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ParaDL's strategies lowered: what one rank (or one pipeline stage) runs, in program order, from
+// the per-layer times FW_l, BW_l, WU_l of the plan's `context` (profiled, or `cnn_layer` priced).
+// The simulator (`sim/paradl.hpp`) turns these operations into tasks; the closed form
+// (`Strategy::cost`) is their sum with nothing overlapped.
+
+/// A ParaDL rank's communication: ParaDL §IV's ring all-gather and all-reduce, or one send.
+enum class cnn_comm { all_gather, all_reduce, send };
+
+/// Where the gradient buckets of `buckets` (at least 1) about equal shares of the weights close,
+/// going backward: bucket k closes after the backward of layer `[k]` (the last one after layer 0).
+inline std::vector<std::size_t> gradient_bucket_ends(const context& c, int buckets) {
+  std::vector<std::size_t> bucket_end;
+  const std::size_t L = c.size();
+  const int nb = buckets > 1 ? buckets : 1;
+  const double per = c.sum_w / nb;
+  double acc = 0;
+  for (std::size_t l = L; l-- > 0;) {
+    acc += c.layers[l].params;
+    if (acc >= per * (static_cast<double>(bucket_end.size()) + 1) - 1e-9 &&
+        static_cast<int>(bucket_end.size()) < nb - 1)
+      bucket_end.push_back(l);
+  }
+  bucket_end.push_back(0);
+  return bucket_end;
+}
+
+/// One rank of a ParaDL strategy, as `rank_shape` says (`Strategy::rank`), lowered for a
+/// visitor with
+///  - `state(bytes)`: the weights, gradients and optimizer states it holds all iteration;
+///  - `activation(l, bytes)`: layer l's kept tensors, 2 delta B'(|x_l| + |y_l|) (ParaDL's memory);
+///  - `compute(phase, l, seconds)`: layer l's forward or backward for its samples;
+///  - `comm(op, what, l, group, bytes)`: a blocking collective of layer l (the halo exchange,
+///    ParaDL eq. (10); filter/channel parallelism's all-gather of y and all-reduce of dx,
+///    eq. (22));
+///  - `gradient(k, l, group, bytes)`: gradient bucket k, ready after layer l's backward (eq. (6));
+///  - `update(seconds)`: the weight update, last.
+template <class V>
+void cnn_rank(const context& c, const rank_shape& rp, int buckets, V&& v) {
+  const double d = c.delta();
+  const std::size_t L = c.size();
+  const int states = states_per_param(c.setup.cnn_optimizer());
+  v.state(c.sum_w * rp.wu_share * d * (2 + states));
+  for (std::size_t l = 0; l < L; ++l)
+    v.activation(l, 2.0 * d * rp.samples * (c.layers[l].x() + c.layers[l].y()) / rp.act_split);
+  std::size_t last_weighted = L;
+  for (std::size_t l = 0; l < L; ++l)
+    if (c.layers[l].has_weights()) last_weighted = l;
+  // ParaDL eq. (10): a tile sends floor(K/2) rows of `sh` to each of its two neighbours.
+  auto halo = [&](const shape& sh, int kernel, std::string_view what, std::size_t l) {
+    if (!rp.tiles) return;
+    const double h = rp.tiles->halo(sh, kernel);
+    if (h > 0)
+      for (int k = 0; k < 2; ++k) v.comm(cnn_comm::send, what, l, rp.hgroup, rp.samples * h * d);
+  };
+  const bool layerwise = rp.layerwise;
+  for (std::size_t l = 0; l < L; ++l) {
+    const strata::layer& ly = c.layers[l];
+    halo(ly.in, ly.kernel, "halo x", l);
+    v.compute(phase::forward, l, rp.samples * c.time(l).fw.count() / rp.split);
+    if (layerwise && ly.has_weights() && l < last_weighted)
+      v.comm(cnn_comm::all_gather, "all-gather y", l, rp.lgroup, rp.samples * ly.y() * d);
+  }
+  const std::vector<std::size_t> bucket_end = gradient_bucket_ends(c, buckets);
+  std::vector<std::pair<double, std::size_t>> closed;  // (weights, closing layer) per bucket
+  double bucket_w = 0;
+  std::size_t next_bucket = 0;
+  for (std::size_t l = L; l-- > 0;) {
+    const strata::layer& ly = c.layers[l];
+    halo(ly.out, ly.kernel, "halo dy", l);
+    v.compute(phase::backward, l, rp.samples * c.time(l).bw.count() / rp.split);
+    if (layerwise && ly.has_weights() && l < last_weighted)
+      v.comm(cnn_comm::all_reduce, "all-reduce dx", l, rp.lgroup, rp.samples * ly.y() * d);
+    bucket_w += ly.params;
+    if (next_bucket < bucket_end.size() && l == bucket_end[next_bucket]) {
+      closed.push_back({bucket_w, l});
+      bucket_w = 0;
+      ++next_bucket;
+    }
+  }
+  if (rp.gradients)
+    for (std::size_t k = 0; k < closed.size(); ++k)
+      v.gradient(k, closed[k].second, rp.ggroup, closed[k].first * rp.gshare * d);
+  v.update(c.sum_wu.count() * rp.wu_share);
+}
+
+/// One pipeline stage of ParaDL's layer parallelism for micro-batches of `micro` samples: its
+/// per-micro-batch forward and backward times, its update, the state it holds, one micro-batch's
+/// kept tensors and the bytes it sends to the next stage (its last layer's output).
+struct cnn_stage {
+  double forward = 0, backward = 0, update = 0;
+  double state = 0, activations = 0, send = 0;
+};
+
+/// The stages of `pp` lowered (ParaDL eqs. 11-14's per-stage sums).
+inline std::vector<cnn_stage> cnn_stages(const context& c, const parallel::pipeline& pp) {
+  const double d = c.delta(), mb = c.batch() / pp.segments;
+  const int states = states_per_param(c.setup.cnn_optimizer());
+  std::vector<cnn_stage> out;
+  pp.for_each_stage(c, [&](parallel::stage st) {
+    double fw = 0, bw = 0, wu = 0, w = 0, xy = 0;
+    for (std::size_t l = st.first; l <= st.last; ++l) {
+      const layer_time t = c.time(l);
+      fw += t.fw.count();
+      bw += t.bw.count();
+      wu += t.wu.count();
+      w += c.layers[l].params;
+      xy += c.layers[l].x() + c.layers[l].y();
+    }
+    out.push_back({.forward = mb * fw,
+                   .backward = mb * bw,
+                   .update = wu,
+                   .state = w * d * (2 + states),
+                   .activations = 2.0 * d * mb * xy,
+                   .send = mb * c.layers[st.last].y() * d});
+  });
+  return out;
 }
 
 }  // namespace strata::lower

@@ -49,6 +49,9 @@ struct kernel_op {
   /// a GEMM with a dimension that is no multiple of 16 bytes' elements (an unpadded vocabulary
   /// such as GPT-2's 50257): cuBLAS cannot use its vectorized kernels
   bool misaligned = false;
+  /// a kernel of the unfused attention core (Q K^T, softmax, dropout, P V): what selective
+  /// recomputation runs again (Korthikanti et al. §4.2)
+  bool attention_core = false;
 
   /// FLOPs as counted in reports: 2 m n k per GEMM; attention forward 2 b a s^2 d (causal),
   /// backward 2.5 x that.

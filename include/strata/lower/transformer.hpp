@@ -107,6 +107,7 @@ struct builder {
   const training& tr;
   bool backward;
   bool keep = true;
+  bool attention_core = false;  ///< its kernels are the unfused attention core's
 
   [[nodiscard]] constexpr bool autocast() const { return tr.framework.autocast && tr.mixed(); }
   /// Modules written as op chains (`transformers`, plain eager modules): separate projections
@@ -147,6 +148,7 @@ struct builder {
   constexpr void memory(std::string_view what, std::string_view part, stream_class c, double bytes,
                         double times = 1, bool sync = false) const {
     kernel_op k{.what = what, .part = part, .kind = kernel_kind::memory, .stream = c};
+    k.attention_core = attention_core;
     k.bytes = bytes;
     k.times = times;
     k.sync = sync;
@@ -245,6 +247,7 @@ struct builder {
     op.times = times;
     op.fp32 = fp32;
     op.misaligned = misaligned;
+    op.attention_core = attention_core;
     op.sync = sync;
     emit(v, op);
   }
@@ -531,17 +534,19 @@ template <class B>
     if (L.hf) k.save("attention log-sum-exp", 4 * L.T * heads);
   } else {  // unfused: Q K^T, softmax, dropout, P V
     const double rows = L.x.b * heads * L.x.s, scores = rows * L.x.seq;
+    B core = k;
+    core.attention_core = true;
     if (L.fwd) {
-      k.gemm("attention scores", {}, rows, L.x.seq, d);
-      k.gemm("attention over V", {}, rows, d, L.x.seq);
-      k.memory("attention softmax", {}, stream_class::softmax, 2 * scores * L.act);
+      core.gemm("attention scores", {}, rows, L.x.seq, d);
+      core.gemm("attention over V", {}, rows, d, L.x.seq);
+      core.memory("attention softmax", {}, stream_class::softmax, 2 * scores * L.act);
     } else {
-      k.gemm("attention over V", "backward", rows, d, L.x.seq, 2);
-      k.gemm("attention scores", "backward", rows, L.x.seq, d, 2);
-      k.memory("attention softmax", {}, stream_class::softmax, 3 * scores * L.act);
+      core.gemm("attention over V", "backward", rows, d, L.x.seq, 2);
+      core.gemm("attention scores", "backward", rows, L.x.seq, d, 2);
+      core.memory("attention softmax", {}, stream_class::softmax, 3 * scores * L.act);
     }
     if (L.m.dropout)
-      k.memory("attention dropout", {}, stream_class::dropout, scores * (2 * L.act + L.mask));
+      core.memory("attention dropout", {}, stream_class::dropout, scores * (2 * L.act + L.mask));
     k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
     if (L.x.recompute != parallel::recompute::selective)
       k.save("attention scores", scores * (L.act + (L.m.dropout ? L.mask + L.act : 0.0)));

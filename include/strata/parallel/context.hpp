@@ -14,6 +14,7 @@
 #include "strata/error.hpp"
 #include "strata/limits.hpp"
 #include "strata/parallel/slot.hpp"
+#include "strata/units.hpp"
 
 namespace strata::parallel {
 
@@ -24,6 +25,12 @@ struct context_parallel {
   /// K/V block transfers per layer: c - 1 forward, 2 (c - 1) backward.
   [[nodiscard]] constexpr double transfers(bool backward) const {
     return (backward ? 2.0 : 1.0) * (degree - 1);
+  }
+  /// What context parallelism adds to an iteration: ring attention's K/V exchange not hidden
+  /// behind attention, `forward` and `backward` per layer pass, over `layer_passes` passes.
+  [[nodiscard]] constexpr seconds time(double layer_passes, seconds forward,
+                                       seconds backward) const {
+    return layer_passes * (forward + backward);
   }
   /// The limits for a sequence of `sequence` tokens, each once (`check` throws, the search asks
   /// `admits`).

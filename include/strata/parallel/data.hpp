@@ -40,12 +40,12 @@ struct data_parallel {
   struct collective_times {
     seconds all_reduce{}, reduce_scatter{}, all_gather{};
   };
-  /// Their time not hidden behind compute, per iteration of m micro-batches of `forward` and
+  /// What data parallelism and its ZeRO stage add to an iteration: the collectives' time not
+  /// hidden behind compute, per iteration of m micro-batches of `forward` and
   /// `backward` seconds each; `layer_share` = 1 / the stage's layers, `bucket_share` = one bucket
   /// over the stage's gradients.
-  [[nodiscard]] constexpr seconds exposed(int m, collective_times c, seconds forward,
-                                          seconds backward, double layer_share,
-                                          double bucket_share) const {
+  [[nodiscard]] constexpr seconds time(int m, collective_times c, seconds forward, seconds backward,
+                                       double layer_share, double bucket_share) const {
     const double ov = overlap;
     const zero_stage z{zero};
     seconds t{};

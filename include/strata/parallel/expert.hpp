@@ -15,6 +15,7 @@
 #include "strata/limits.hpp"
 #include "strata/model/transformer.hpp"
 #include "strata/parallel/slot.hpp"
+#include "strata/units.hpp"
 
 namespace strata::parallel {
 
@@ -23,6 +24,11 @@ struct expert_parallel {
   int degree = 1;
 
   static constexpr int all_to_alls = 2;  ///< per MoE layer and pass: dispatch, combine
+  /// What expert parallelism adds to an iteration: the dispatch and combine of each layer pass,
+  /// `per_pass` in each of the forward and the backward, over `layer_passes` passes.
+  [[nodiscard]] constexpr seconds time(double layer_passes, seconds per_pass) const {
+    return layer_passes * 2.0 * per_pass;
+  }
   /// The limits, each once (`check` throws, the search asks `admits`).
   enum class rule { ok, degree_below_one, experts, load_cv };
   [[nodiscard]] constexpr rule broken(const transformer& m) const {

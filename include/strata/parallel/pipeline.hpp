@@ -114,6 +114,17 @@ struct pipeline_parallel {
     return degree > 1 ? 2.0 * (virtual_stages * micro_batches + degree - 1) : 0.0;
   }
 
+  /// What the pipeline adds to an iteration of `micro_batches`: the fill-and-drain bubble of the
+  /// stages' per-micro-batch times (`all_stages` summed, `slowest`) and the sends a stage waits
+  /// for, `send` each.
+  struct time_terms {
+    seconds bubble{}, sends{};
+  };
+  [[nodiscard]] constexpr time_terms time(seconds all_stages, seconds slowest, int micro_batches,
+                                          seconds send) const {
+    return {bubble(all_stages, slowest), sends(micro_batches) * send};
+  }
+
   /// The program of stage i with m micro-batches, in Megatron's order: GPipe runs every forward
   /// then every backward; 1F1B p - i - 1 warm-up forwards, then one forward one backward, then the
   /// drain; interleaved 1F1B (p - i - 1) 2 + (v - 1) p warm-up units, unit k running chunk

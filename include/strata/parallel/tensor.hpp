@@ -20,6 +20,7 @@
 #include "strata/limits.hpp"
 #include "strata/model/transformer.hpp"
 #include "strata/parallel/slot.hpp"
+#include "strata/units.hpp"
 
 namespace strata::parallel {
 
@@ -37,6 +38,12 @@ struct tensor_parallel {
     if (sequence)
       return {{{comm::collective::all_gather, 2}, {comm::collective::reduce_scatter, 2}}};
     return {{{comm::collective::all_reduce, 2}, {comm::collective::all_reduce, 0}}};
+  }
+  /// What tensor parallelism adds to an iteration: its blocking collectives, `forward` and
+  /// `backward` per layer pass, over `layer_passes` passes (micro-batches x the stage's layers).
+  [[nodiscard]] constexpr seconds time(double layer_passes, seconds forward,
+                                       seconds backward) const {
+    return layer_passes * (forward + backward);
   }
   /// Tokens the norms, dropouts and residuals of one rank see.
   [[nodiscard]] constexpr double norm_tokens(double tokens) const {

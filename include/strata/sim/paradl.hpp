@@ -1,19 +1,21 @@
 #pragma once
 /// @file sim/paradl.hpp
-/// @brief The plan executor: a ParaDL plan lowered to per-rank tasks on the event core.
+/// @brief The plan executor: a ParaDL plan, lowered by `lower::cnn_rank` / `lower::cnn_stages`
+/// (each strategy says what one of its ranks runs, `Strategy::rank`), run as tasks on the event
+/// core.
 ///
 /// Each simulated rank has a compute stream (fifo); its communication runs as flows on
 /// fair-share links, one per level its groups span, so collectives that overlap share bandwidth.
 /// Per layer: forward and backward tasks; blocking layer-wise collectives (filter, channel,
 /// data+filter) and halo exchanges (spatial, data+spatial) between them; the gradient all-reduce
 /// (data, spatial, hybrids) in `buckets` buckets, one after another, overlapping the rest of the
-/// backward pass when `overlap` is on; the weight update last. Pipelines run GPipe: S
-/// micro-batches forward through the stages, then backward, or 1F1B (with an optional limit on
-/// micro-batches in flight per stage, Proteus's max_ongoing_micro_batch), with the activation
-/// (gradient) sends blocking the sending stage unless `overlap` is on. Collective and send times
-/// come from `comm` (ParaDL's alpha-beta ring on the group's placement). Memory: weights, gradients
-/// and optimizer states live through the iteration; each layer's activations from its forward to
-/// its backward task (ParaDL's 2 delta B (|x| + |y|)).
+/// backward pass when `overlap` is on; the weight update last. Pipelines run the pipeline
+/// policy's program (`parallel::pipeline_parallel::program`): GPipe or 1F1B (with an optional
+/// limit on micro-batches in flight per stage, Proteus's max_ongoing_micro_batch), with the
+/// activation (gradient) sends blocking the sending stage unless `overlap` is on. Collective and
+/// send times come from `comm` (ParaDL's alpha-beta ring on the group's placement). Memory:
+/// weights, gradients and optimizer states live through the iteration; each layer's activations
+/// from its forward to its backward task (ParaDL's 2 delta B (|x| + |y|)).
 ///
 /// Ranks that are identical by symmetry (every rank of data, spatial, filter and channel
 /// parallelism and of the hybrids; the replicas of a stage) are simulated once.
@@ -36,9 +38,11 @@
 #include "strata/comm/collectives.hpp"
 #include "strata/error.hpp"
 #include "strata/limits.hpp"
+#include "strata/lower/cnn.hpp"
 #include "strata/parallel/pipeline.hpp"
 #include "strata/parallel/strategy.hpp"
 #include "strata/sim/core.hpp"
+#include "strata/sim/program.hpp"
 
 namespace strata::sim {
 
@@ -69,41 +73,6 @@ struct streams {
   int compute, comm, device;
 };
 
-/// One rank of the non-pipeline strategies: `samples` samples, compute divided `split` ways,
-/// the layer-wise collectives on `lgroup`, halo on `hgroup` with tile `tiles`, the gradient
-/// all-reduce over `ggroup` of `gshare` of the weights.
-struct rank_plan {
-  double samples = 1;
-  double split = 1;      ///< compute divided this many ways
-  double act_split = 1;  ///< activations divided this many ways (spatial tiles)
-  double wu_share = 1;
-  bool layerwise = false;
-  group lgroup{};
-  const parallel::spatial* tiles = nullptr;
-  group hgroup{};
-  bool gradients = false;
-  group ggroup{};
-  double gshare = 1;
-};
-
-/// Where the gradient buckets of `buckets` (at least 1) about equal shares of the weights close,
-/// going backward: bucket k closes after the backward of layer `[k]` (the last one after layer 0).
-inline std::vector<std::size_t> gradient_bucket_ends(const context& c, int buckets) {
-  std::vector<std::size_t> bucket_end;
-  const std::size_t L = c.size();
-  const int nb = std::max(1, buckets);
-  const double per = c.sum_w / nb;
-  double acc = 0;
-  for (std::size_t l = L; l-- > 0;) {
-    acc += c.layers[l].params;
-    if (acc >= per * (static_cast<double>(bucket_end.size()) + 1) - 1e-9 &&
-        static_cast<int>(bucket_end.size()) < nb - 1)
-      bucket_end.push_back(l);
-  }
-  bucket_end.push_back(0);
-  return bucket_end;
-}
-
 /// The fair-share link resource of group view `v`: one per (level, bandwidth), made on first use.
 inline int link_resource(simulator& s, std::vector<std::pair<std::pair<int, double>, int>>& links,
                          const comm::group_view& v) {
@@ -119,26 +88,35 @@ inline int link_resource(simulator& s, std::vector<std::pair<std::pair<int, doub
   return res;
 }
 
-inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_options& o) {
-  plan_run out;
-  simulator& s = out.graph;
-  s.set_overlap_factor(o.gamma);
-  const int compute_stream = s.add_resource({"compute", discipline::fifo, 1, 0, 0});
-  const double d = c.delta();
-  const std::size_t L = c.size();
-  const int states = states_per_param(c.setup.cnn_optimizer());
-  const int weights = s.add_tensor(
-      {"weights, gradients, optimizer states", 0, c.sum_w * rp.wu_share * d * (2 + states)});
-  std::vector<int> acts(L);
-  for (std::size_t l = 0; l < L; ++l)
-    acts[l] =
-        s.add_tensor({"activations " + std::to_string(l), 0,
-                      2.0 * d * rp.samples * (c.layers[l].x() + c.layers[l].y()) / rp.act_split});
-  std::size_t last_weighted = L;
-  for (std::size_t l = 0; l < L; ++l)
-    if (c.layers[l].has_weights()) last_weighted = l;
-  auto compute = [&](const std::string& name, double t, std::vector<int> deps,
-                     std::vector<int> produces = {}, std::vector<int> consumes = {}) {
+/// The executor of one lowered ParaDL rank (`lower::cnn_rank`): each operation becomes a task on
+/// the rank's compute stream, one after another, or a flow on the links its group crosses.
+/// Communication runs as flows on one fair-share link per (level, bandwidth) a group spans, so
+/// concurrent collectives on the same link share it: a collective of `steps` alpha-beta steps
+/// moving `wire` bytes per rank waits steps x alpha, then streams its bytes; alone on its link
+/// that is exactly the closed form.
+struct rank_executor {
+  const context& c;
+  const plan_options& o;
+  simulator& s;
+  int compute_stream = -1;
+  int weights = -1;
+  std::vector<int> acts;
+  std::vector<std::pair<std::pair<int, double>, int>> links;
+  int prev = -1;
+  std::vector<int> backward_of;  ///< each layer's backward task
+  std::vector<int> exchanges;
+
+  rank_executor(const context& ctx, const plan_options& opts, simulator& graph)
+      : c(ctx), o(opts), s(graph), acts(ctx.size()), backward_of(ctx.size(), -1) {
+    s.set_overlap_factor(o.gamma);
+    compute_stream = s.add_resource({"compute", discipline::fifo, 1, 0, 0});
+  }
+
+  [[nodiscard]] std::vector<int> after() const {
+    return prev < 0 ? std::vector<int>{} : std::vector<int>{prev};
+  }
+  int task(const std::string& name, double t, std::vector<int> deps, std::vector<int> produces = {},
+           std::vector<int> consumes = {}) {
     return s.add_task({.name = name,
                        .resources = {compute_stream},
                        .work = t,
@@ -147,14 +125,13 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
                        .device = 0,
                        .produces = std::move(produces),
                        .consumes = std::move(consumes)});
-  };
-  // Communication runs as flows on the links it crosses, one fair-share link per (level,
-  // bandwidth) a group spans: concurrent collectives on the same link share it. A collective of
-  // `steps` alpha-beta steps moving `wire` bytes per rank waits steps x alpha, then streams its
-  // bytes; alone on its link that is exactly the closed form.
-  std::vector<std::pair<std::pair<int, double>, int>> links;
-  auto flow = [&](const std::string& name, group g, double steps, double wire,
-                  std::vector<int> deps) {
+  }
+  // ParaDL §IV's ring and p2p, split into start-ups and bytes on the wire.
+  int flow(const std::string& name, lower::cnn_comm op, group g, double m, std::vector<int> deps) {
+    const double p = g.size;
+    double steps = 1, wire = m;
+    if (op == lower::cnn_comm::all_gather) steps = p - 1, wire = m * (p - 1) / p;
+    if (op == lower::cnn_comm::all_reduce) steps = 2 * (p - 1), wire = 2 * m * (p - 1) / p;
     const comm::group_view v = comm::view(c.machine, g);
     const int res = link_resource(s, links, v);
     return s.add_task({.name = name,
@@ -164,138 +141,79 @@ inline plan_run lower_rank(const context& c, const rank_plan& rp, const plan_opt
                        .cls = task_class::communication,
                        .device = 0,
                        .latency = steps * v.ring.alpha.count()});
-  };
-  // ParaDL §IV's ring and p2p, split into start-ups and bytes on the wire.
-  auto all_gather = [&](const std::string& name, group g, double m, std::vector<int> deps) {
-    const double p = g.size;
-    return flow(name, g, p - 1, m * (p - 1) / p, std::move(deps));
-  };
-  auto all_reduce = [&](const std::string& name, group g, double m, std::vector<int> deps) {
-    const double p = g.size;
-    return flow(name, g, 2 * (p - 1), 2 * m * (p - 1) / p, std::move(deps));
-  };
-  auto send = [&](const std::string& name, group g, double m, std::vector<int> deps) {
-    return flow(name, g, 1, m, std::move(deps));
-  };
-  int prev = -1;
-  auto after = [&]() { return prev < 0 ? std::vector<int>{} : std::vector<int>{prev}; };
-  // ParaDL eq. (10): a tile sends floor(K/2) rows of `sh` to each of its two neighbours.
-  auto halo = [&](const shape& sh, int kernel, const std::string& name) {
-    if (!rp.tiles) return;
-    const double h = rp.tiles->halo(sh, kernel);
-    if (h > 0)
-      for (int k = 0; k < 2; ++k) prev = send(name, rp.hgroup, rp.samples * h * d, after());
-  };
-  // forward
-  for (std::size_t l = 0; l < L; ++l) {
-    const layer& ly = c.layers[l];
-    halo(ly.in, ly.kernel, "halo x " + std::to_string(l));
-    std::vector<int> produces{acts[l]};
-    if (l == 0) produces.push_back(weights);
-    prev = compute("forward " + std::to_string(l), rp.samples * c.time(l).fw.count() / rp.split,
-                   after(), produces);
-    if (rp.layerwise && ly.has_weights() && l < last_weighted)
-      prev = all_gather("all-gather y " + std::to_string(l), rp.lgroup, rp.samples * ly.y() * d,
-                        after());
   }
-  // backward, with the gradient buckets
-  const std::vector<std::size_t> bucket_end = gradient_bucket_ends(c, o.buckets);
-  struct bucket {
-    double weights;
-    int after;  // the backward task that completes it
-  };
-  std::vector<bucket> buckets;
-  double bucket_w = 0;
-  std::size_t next_bucket = 0;
-  for (std::size_t l = L; l-- > 0;) {
-    const layer& ly = c.layers[l];
-    halo(ly.out, ly.kernel, "halo dy " + std::to_string(l));
-    prev = compute("backward " + std::to_string(l), rp.samples * c.time(l).bw.count() / rp.split,
-                   after(), {}, {acts[l]});
-    const int bw = prev;
-    if (rp.layerwise && ly.has_weights() && l < last_weighted)
-      prev = all_reduce("all-reduce dx " + std::to_string(l), rp.lgroup, rp.samples * ly.y() * d,
-                        after());
-    bucket_w += ly.params;
-    if (next_bucket < bucket_end.size() && l == bucket_end[next_bucket]) {
-      buckets.push_back({bucket_w, bw});
-      bucket_w = 0;
-      ++next_bucket;
+
+  void state(double b) { weights = s.add_tensor({"weights, gradients, optimizer states", 0, b}); }
+  void activation(std::size_t l, double b) {
+    acts[l] = s.add_tensor({"activations " + std::to_string(l), 0, b});
+  }
+  void compute(lower::phase ph, std::size_t l, double t) {
+    if (ph == lower::phase::forward) {
+      std::vector<int> produces{acts[l]};
+      if (l == 0) produces.push_back(weights);
+      prev = task("forward " + std::to_string(l), t, after(), produces);
+    } else {
+      prev = task("backward " + std::to_string(l), t, after(), {}, {acts[l]});
+      backward_of[l] = prev;
     }
   }
-  // Gradient all-reduce per bucket, in bucket order (one stream): right after its last backward
-  // task when overlapping, after the whole backward pass otherwise.
-  std::vector<int> exchanges;
-  if (rp.gradients)
-    for (std::size_t k = 0; k < buckets.size(); ++k) {
-      std::vector<int> deps{o.overlap ? buckets[k].after : prev};
-      if (!exchanges.empty()) deps.push_back(exchanges.back());
-      exchanges.push_back(all_reduce("gradient all-reduce " + std::to_string(k), rp.ggroup,
-                                     buckets[k].weights * rp.gshare * d, std::move(deps)));
-    }
-  std::vector<int> before_update{prev};
-  for (int e : exchanges) before_update.push_back(e);
-  compute("weight update", c.sum_wu.count() * rp.wu_share, before_update, {}, {weights});
+  void comm(lower::cnn_comm op, std::string_view what, std::size_t l, group g, double b) {
+    prev = flow(std::string(what) + " " + std::to_string(l), op, g, b, after());
+  }
+  // gradient all-reduce per bucket, in bucket order (one stream): right after its last backward
+  // task when overlapping, after the whole backward pass otherwise
+  void gradient(std::size_t k, std::size_t l, group g, double b) {
+    std::vector<int> deps{o.overlap ? backward_of[l] : prev};
+    if (!exchanges.empty()) deps.push_back(exchanges.back());
+    exchanges.push_back(flow("gradient all-reduce " + std::to_string(k),
+                             lower::cnn_comm::all_reduce, g, b, std::move(deps)));
+  }
+  void update(double t) {
+    std::vector<int> before_update{prev};
+    for (int e : exchanges) before_update.push_back(e);
+    task("weight update", t, before_update, {}, {weights});
+  }
+};
+
+inline plan_run execute_rank(const context& c, const rank_shape& rp, const plan_options& o) {
+  plan_run out;
+  rank_executor e(c, o, out.graph);
+  lower::cnn_rank(c, rp, o.buckets, e);
   return out;
 }
 
-/// One pipeline stage's per-sample forward, backward and update times, weights and kept
-/// elements (the sums over its layers).
-struct stage_cost {
-  double fw = 0, bw = 0, wu = 0, w = 0, xy = 0;
-};
-inline std::vector<stage_cost> stage_costs(const context& c,
-                                           const std::vector<parallel::stage>& stages) {
-  std::vector<stage_cost> sc(stages.size());
-  for (std::size_t i = 0; i < stages.size(); ++i)
-    for (std::size_t l = stages[i].first; l <= stages[i].last; ++l) {
-      auto& x = sc[i];
-      const layer_time t = c.time(l);
-      x.fw += t.fw.count();
-      x.bw += t.bw.count();
-      x.wu += t.wu.count();
-      x.w += c.layers[l].params;
-      x.xy += c.layers[l].x() + c.layers[l].y();
-    }
-  return sc;
-}
-
-/// Each of `p` stages' program of (forward?, micro-batch) units for `S` micro-batches, as the
-/// pipeline policy orders them (`parallel::pipeline_parallel::program`).
-inline std::vector<std::vector<std::pair<bool, int>>> stage_programs(int p, int S,
-                                                                     const plan_options& o) {
+/// Each of `p` stages' program for `S` micro-batches, as the pipeline policy orders them
+/// (`parallel::pipeline_parallel::program`).
+inline std::vector<std::vector<parallel::pipeline_unit>> stage_programs(int p, int S,
+                                                                        const plan_options& o) {
   const parallel::pipeline_parallel schedule{.degree = p,
                                              .kind = o.schedule == pipeline_schedule::gpipe
                                                          ? parallel::schedule::gpipe
                                                          : parallel::schedule::one_f_one_b};
-  std::vector<std::vector<std::pair<bool, int>>> order(static_cast<std::size_t>(p));
-  for (int i = 0; i < p; ++i)
-    for (const parallel::pipeline_unit& u : schedule.program(S, i, o.max_in_flight))
-      order[static_cast<std::size_t>(i)].push_back({u.forward, u.micro});
+  std::vector<std::vector<parallel::pipeline_unit>> order;
+  for (int i = 0; i < p; ++i) order.push_back(schedule.program(S, i, o.max_in_flight));
   return order;
 }
 
-/// GPipe over the stages of `pp`: S micro-batches forward through every stage, then backward;
-/// each stage sends its micro-batch's output (forward) or input gradient (backward) to the next
-/// one, blocking the sender unless overlapping; weight update after the stage's last backward.
-inline plan_run lower_pipeline(const context& c, const parallel::pipeline& pp,
-                               const plan_options& o) {
+/// The executor of ParaDL's lowered pipeline stages (`lower::cnn_stages`) under the pipeline
+/// policy's program: each stage sends its micro-batch's output (forward) or input gradient
+/// (backward) to its neighbour, blocking the sender unless overlapping; weight update after the
+/// stage's last backward.
+inline plan_run execute_pipeline(const context& c, const parallel::pipeline& pp,
+                                 const plan_options& o) {
   plan_run out;
   simulator& s = out.graph;
   s.set_overlap_factor(o.gamma);
-  const double d = c.delta(), mb = c.batch() / pp.segments;
-  std::vector<parallel::stage> stages;
-  pp.for_each_stage(c, [&](parallel::stage st) { stages.push_back(st); });
-  const int p = static_cast<int>(stages.size()), S = pp.segments;
+  const std::vector<lower::cnn_stage> sc = lower::cnn_stages(c, pp);
+  const int p = static_cast<int>(sc.size()), S = pp.segments;
   out.simulated_ranks = p;
   std::vector<streams> r;
   for (int i = 0; i < p; ++i)
     r.push_back({s.add_resource({"compute", discipline::fifo, 1, 0, i}),
                  s.add_resource({"communication", discipline::fifo, 1, 0, i}), i});
-  const std::vector<stage_cost> sc = stage_costs(c, stages);
   auto send_time = [&](int i) {  // stage i <-> i + 1
-    const bytes m{mb * c.layers[stages[static_cast<std::size_t>(i)].last].y() * d};
-    return comm::p2p(m, c.machine.between(i, i + 1)).count();
+    return comm::p2p(bytes{sc[static_cast<std::size_t>(i)].send}, c.machine.between(i, i + 1))
+        .count();
   };
   // Each stream runs its tasks in program order (micro-batch by micro-batch), not in the order
   // they happen to become ready.
@@ -317,16 +235,14 @@ inline plan_run lower_pipeline(const context& c, const parallel::pipeline& pp,
                        .consumes = std::move(consumes)});
     return last;
   };
-  const int states = states_per_param(c.setup.cnn_optimizer());
   std::vector<int> weights(static_cast<std::size_t>(p));
   std::vector<std::vector<int>> acts(static_cast<std::size_t>(p));
   for (int i = 0; i < p; ++i) {
     const auto& x = sc[static_cast<std::size_t>(i)];
     weights[static_cast<std::size_t>(i)] =
-        s.add_tensor({"weights " + std::to_string(i), i, x.w * d * (2 + states)});
+        s.add_tensor({"weights " + std::to_string(i), i, x.state});
     for (int j = 0; j < S; ++j)
-      acts[static_cast<std::size_t>(i)].push_back(
-          s.add_tensor({"activations", i, 2.0 * d * mb * x.xy}));
+      acts[static_cast<std::size_t>(i)].push_back(s.add_tensor({"activations", i, x.activations}));
   }
   // Program order of each stage: the pipeline policy's (GPipe: every forward, then every
   // backward; 1F1B: p - i - 1 forwards, fewer under an in-flight limit, then alternating, then
@@ -336,50 +252,39 @@ inline plan_run lower_pipeline(const context& c, const parallel::pipeline& pp,
   std::vector<std::vector<int>> fwd(P, std::vector<int>(SS, -1)),
       fsend(P, std::vector<int>(SS, -1)), bsend(P, std::vector<int>(SS, -1));
   std::vector<std::vector<int>> bws(P);
-  std::vector<std::size_t> next(P, 0);
-  // Create tasks in an order that respects the cross-stage dependencies.
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int i = 0; i < p; ++i) {
-      const auto I = static_cast<std::size_t>(i);
-      while (next[I] < order[I].size()) {
-        const auto [forward, j] = order[I][next[I]];
-        const auto J = static_cast<std::size_t>(j);
-        if (forward) {
-          if (i > 0 && fsend[I - 1][J] < 0) break;
-          std::vector<int> deps;
-          if (i > 0) deps.push_back(fsend[I - 1][J]);
-          std::vector<int> produces{acts[I][J]};
-          if (j == 0) produces.push_back(weights[I]);
-          fwd[I][J] =
-              task(i, false, "forward mb " + std::to_string(j), mb * sc[I].fw, deps, produces);
-          if (i + 1 < p)
-            fsend[I][J] = task(i, o.overlap, "send activations mb " + std::to_string(j),
-                               send_time(i), {fwd[I][J]});
-        } else {
-          if (i + 1 < p && bsend[I + 1][J] < 0) break;
-          std::vector<int> deps{fwd[I][J]};
-          if (i + 1 < p) deps.push_back(bsend[I + 1][J]);
-          const int bw = task(i, false, "backward mb " + std::to_string(j), mb * sc[I].bw, deps, {},
-                              {acts[I][J]});
-          bws[I].push_back(bw);
-          if (i > 0)
-            bsend[I][J] = task(i, o.overlap, "send gradients mb " + std::to_string(j),
-                               send_time(i - 1), {bw});
-        }
-        ++next[I];
-        progress = true;
-      }
+  // Tasks in an order that respects the cross-stage dependencies (`lower_programs`).
+  lower_programs(order, [&](std::size_t I, std::size_t, const parallel::pipeline_unit& u) {
+    const int i = static_cast<int>(I), j = u.micro;
+    const auto J = static_cast<std::size_t>(j);
+    if (u.forward) {
+      if (i > 0 && fsend[I - 1][J] < 0) return false;
+      std::vector<int> deps;
+      if (i > 0) deps.push_back(fsend[I - 1][J]);
+      std::vector<int> produces{acts[I][J]};
+      if (j == 0) produces.push_back(weights[I]);
+      fwd[I][J] = task(i, false, "forward mb " + std::to_string(j), sc[I].forward, deps, produces);
+      if (i + 1 < p)
+        fsend[I][J] = task(i, o.overlap, "send activations mb " + std::to_string(j), send_time(i),
+                           {fwd[I][J]});
+      return true;
     }
-  }
-  for (std::size_t i = 0; i < P; ++i)
-    if (next[i] < order[i].size()) throw plan_error("the pipeline schedule deadlocks");
+    if (i + 1 < p && bsend[I + 1][J] < 0) return false;
+    std::vector<int> deps{fwd[I][J]};
+    if (i + 1 < p) deps.push_back(bsend[I + 1][J]);
+    const int bw =
+        task(i, false, "backward mb " + std::to_string(j), sc[I].backward, deps, {}, {acts[I][J]});
+    bws[I].push_back(bw);
+    if (i > 0)
+      bsend[I][J] =
+          task(i, o.overlap, "send gradients mb " + std::to_string(j), send_time(i - 1), {bw});
+    return true;
+  });
   for (int i = 0; i < p; ++i) {
     std::vector<int> deps = bws[static_cast<std::size_t>(i)];
     for (int j = 0; j < S; ++j)
       if (bsend[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] >= 0)
         deps.push_back(bsend[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
-    task(i, false, "weight update", sc[static_cast<std::size_t>(i)].wu, deps, {},
+    task(i, false, "weight update", sc[static_cast<std::size_t>(i)].update, deps, {},
          {weights[static_cast<std::size_t>(i)]});
   }
   return out;
@@ -409,59 +314,18 @@ template <Strategy S>
                        "micro-batches, buckets or layers)");
   }
   plan_run out;
-  detail::rank_plan rp;
-  const double B = c.batch();
   if constexpr (std::is_same_v<S, parallel::pipeline>) {
     if (o.max_in_flight > 0 && o.schedule == pipeline_schedule::gpipe &&
         o.max_in_flight < strategy.segments)
       throw plan_error(
           "a limit on in-flight micro-batches needs the 1F1B schedule: GPipe runs every forward "
           "before any backward");
-    out = detail::lower_pipeline(c, strategy, o);
-    out.run = out.graph.run();
-    out.iteration = seconds{out.run.makespan};
-    return out;
+    out = detail::execute_pipeline(c, strategy, o);
   } else {
-    if constexpr (std::is_same_v<S, parallel::serial>) {
-      rp.samples = B;
-    } else if constexpr (std::is_same_v<S, parallel::data>) {
-      rp.samples = B / strategy.p;
-      rp.gradients = true;
-      rp.ggroup = {0, strategy.p, 1};
-    } else if constexpr (std::is_same_v<S, parallel::spatial>) {
-      rp.samples = B;
-      rp.split = strategy.devices();
-      rp.act_split = strategy.devices();
-      rp.tiles = &strategy;
-      rp.hgroup = {0, strategy.devices(), 1};
-      rp.gradients = true;
-      rp.ggroup = rp.hgroup;
-    } else if constexpr (std::is_same_v<S, parallel::filter> ||
-                         std::is_same_v<S, parallel::channel>) {
-      rp.samples = B;
-      rp.split = strategy.p;
-      rp.wu_share = 1.0 / strategy.p;
-      rp.layerwise = true;
-      rp.lgroup = {0, strategy.p, 1};
-    } else if constexpr (std::is_same_v<S, parallel::data_filter>) {
-      rp.samples = B / strategy.p1;
-      rp.split = strategy.p2;
-      rp.wu_share = 1.0 / strategy.p2;
-      rp.layerwise = true;
-      rp.lgroup = {0, strategy.p2, 1};
-      rp.gradients = true;
-      rp.ggroup = {0, strategy.p1, strategy.p2};
-      rp.gshare = 1.0 / strategy.p2;
-    } else if constexpr (std::is_same_v<S, parallel::data_spatial>) {
-      rp.samples = B / strategy.p1;
-      rp.split = strategy.inner.devices();
-      rp.act_split = strategy.inner.devices();
-      rp.tiles = &strategy.inner;
-      rp.hgroup = {0, strategy.inner.devices(), 1};
-      rp.gradients = true;
-      rp.ggroup = {0, strategy.devices(), 1};
-    }
-    out = detail::lower_rank(c, rp, o);
+    static_assert(RankStrategy<S>,
+                  "a ParaDL strategy other than the pipeline says what one "
+                  "rank runs: rank_shape rank(double batch) const");
+    out = detail::execute_rank(c, strategy.rank(c.batch()), o);
   }
   out.run = out.graph.run();
   out.iteration = seconds{out.run.makespan};

@@ -39,6 +39,7 @@
 #include "strata/analytic/price.hpp"
 #include "strata/comm/collectives.hpp"
 #include "strata/sim/core.hpp"
+#include "strata/sim/program.hpp"
 
 namespace strata::sim {
 
@@ -102,6 +103,8 @@ struct unit_at {
   std::string tag;       ///< "micro.chunk @stage"
   bool gathers;          ///< ZeRO-3 gathers each layer's weights
   int layers;            ///< the chunk's layers
+  std::size_t k;         ///< its place in the stage's program
+  bool last;             ///< the program's last unit
 };
 
 /// The event graph of one transformer iteration as `simulate` builds it: the plan's prices, the
@@ -149,7 +152,6 @@ struct transformer_builder {
   std::vector<std::vector<int>> fsend = std::vector<std::vector<int>>(
       static_cast<std::size_t>(p * v), std::vector<int>(static_cast<std::size_t>(mb), -1));
   std::vector<std::vector<int>> bsend = fsend, fdone = fsend;
-  std::vector<std::size_t> next = std::vector<std::size_t>(static_cast<std::size_t>(p), 0);
   // the stage's previous compute task
   std::vector<int> last = std::vector<int>(static_cast<std::size_t>(p), -1);
   std::vector<int> prev_dp = std::vector<int>(static_cast<std::size_t>(p), -1);
@@ -362,15 +364,16 @@ struct transformer_builder {
     return analytic::parameters_on(m, s, i);
   }
 
-  /// Lowers the stages' programs, each as far as the sends it waits for exist, until all are.
+  /// Lowers the stages' programs, each as far as the sends it waits for exist, until all are
+  /// (`sim::lower_programs`, the walk every pipeline executor shares).
   void lower_schedule() {
-    for (bool progress = true; progress;) {
-      progress = false;
-      for (int i = 0; i < p; ++i)
-        if (lower_stage(pass_of(i))) progress = true;
-    }
-    for (std::size_t i = 0; i < static_cast<std::size_t>(p); ++i)
-      if (next[i] < prog[i].size()) throw plan_error("the pipeline schedule deadlocks");
+    std::vector<stage_pass> passes;
+    for (int i = 0; i < p; ++i) passes.push_back(pass_of(i));
+    lower_programs(prog, [&](std::size_t i, std::size_t k, const parallel::pipeline_unit& u) {
+      const stage_pass& sp = passes[i];
+      const unit_at at = unit_of(sp.i, u, k);
+      return at.u.forward ? lower_forward(sp, at) : lower_backward(sp, at);
+    });
   }
 
   /// Stage i's parameters and the prices of its data-parallel calls.
@@ -388,21 +391,8 @@ struct transformer_builder {
     return {i, static_cast<std::size_t>(i), n, tn, stage_layers, calls, dc, layer_gather};
   }
 
-  /// Lowers stage sp.i's next units until one waits for a send not made yet; true if any.
-  bool lower_stage(const stage_pass& sp) {
-    bool progress = false;
-    const std::size_t I = sp.I;
-    while (next[I] < prog[I].size()) {
-      const unit_at at = unit_of(sp.i, prog[I][next[I]]);
-      if (!(at.u.forward ? lower_forward(sp, at) : lower_backward(sp, at))) break;
-      ++next[I];
-      progress = true;
-    }
-    return progress;
-  }
-
-  /// Unit u of stage i's program: its virtual stage, indices, tag and layers.
-  [[nodiscard]] unit_at unit_of(int i, const parallel::pipeline_unit& u) const {
+  /// Unit u, the k-th of stage i's program: its virtual stage, indices, tag and layers.
+  [[nodiscard]] unit_at unit_of(int i, const parallel::pipeline_unit& u, std::size_t k) const {
     const int gs = u.chunk * p + i;  // virtual stage
     return {u,
             gs,
@@ -411,7 +401,9 @@ struct transformer_builder {
             static_cast<std::size_t>(u.micro * v + u.chunk),
             std::to_string(u.micro) + "." + std::to_string(u.chunk) + " @" + std::to_string(i),
             zero.shards_weights() && has_dp,
-            s.pipeline.chunk_layers(m.layers, i, u.chunk)};
+            s.pipeline.chunk_layers(m.layers, i, u.chunk),
+            k,
+            k + 1 == prog[static_cast<std::size_t>(i)].size()};
   }
 
   /// Stage sp.i's ZeRO-3 all-gather of one layer's weights, after the stage's previous flow.
@@ -470,7 +462,7 @@ struct transformer_builder {
         produces.push_back(tensor(i, "until the loss", until_bytes[I]));
         until[I][at.U].push_back(produces.back());
       }
-      if (l == 0 && next[I] == 0) {
+      if (l == 0 && at.k == 0) {
         produces.push_back(states[I]);
         // the previous step's graph, until this step's first forward ends
         if (terms[I].previous_graph > 0) {
@@ -518,7 +510,7 @@ struct transformer_builder {
     deps.push_back(fdone[GS][J]);
     // ZeRO-0/1: the stage's last backward releases the gradient buckets layer group by
     // layer group (all of them after it, without overlap)
-    const bool reduce_here = next[I] + 1 == prog[I].size() && !zero.shards_gradients() && has_dp;
+    const bool reduce_here = at.last && !zero.shards_gradients() && has_dp;
     int released = 0;
     int task = -1;
     if (at.gs == vp - 1) {  // the head's backward frees the loss's working set

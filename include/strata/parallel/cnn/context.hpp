@@ -12,6 +12,7 @@
 #include <span>
 #include <string_view>
 
+#include "strata/comm/placement.hpp"
 #include "strata/error.hpp"
 #include "strata/hardware/cluster.hpp"
 #include "strata/limits.hpp"
@@ -101,6 +102,36 @@ struct context {
 
 /// A parallel strategy: how many devices it occupies, the limits it must respect, and the cost
 /// of one iteration (its compute scaling, the collectives it inserts, its memory rule).
+namespace parallel {
+struct spatial;
+}
+
+/// What one rank of a ParaDL strategy (all but the pipeline) runs, as the strategy answers it
+/// (`rank(batch)`): `samples` samples with compute divided `split` ways and activations
+/// `act_split` ways; `wu_share` of the weight update; the layer-wise collectives of filter and
+/// channel parallelism on `lgroup`; the halo exchange of `tiles` on `hgroup`; the gradient
+/// all-reduce of `gshare` of the weights on `ggroup`. `lower::cnn_rank` lowers it.
+struct rank_shape {
+  double samples = 1;
+  double split = 1;
+  double act_split = 1;
+  double wu_share = 1;
+  bool layerwise = false;
+  group lgroup{};
+  const parallel::spatial* tiles = nullptr;  ///< the strategy's own tiling (it outlives the shape)
+  group hgroup{};
+  bool gradients = false;
+  group ggroup{};
+  double gshare = 1;
+};
+
+/// A ParaDL strategy whose ranks are alike (or alike by symmetry): one `rank_shape` says what
+/// each runs.
+template <class S>
+concept RankStrategy = requires(const S& s, double batch) {
+  { s.rank(batch) } -> std::same_as<rank_shape>;
+};
+
 template <class S>
 concept Strategy = requires(const S& s, const context& c) {
   { S::name } -> std::convertible_to<std::string_view>;

@@ -18,6 +18,7 @@ struct serial {
   static constexpr std::string_view name = "serial";
   [[nodiscard]] constexpr int devices() const { return 1; }
   constexpr void check(const context&) const {}
+  [[nodiscard]] constexpr rank_shape rank(double B) const { return {.samples = B}; }
 
   /// Per iteration: B sum(FW_l + BW_l) + sum WU_l; memory 2 delta sum(B(|x|+|y|) + |w|).
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
@@ -40,6 +41,11 @@ struct data {
   constexpr void check(const context& c) const {
     strata::detail::check_degree(p);
     if (p > c.setup.batch) throw plan_error(limits::data_degree_exceeds_batch);
+  }
+
+  /// Each replica: B/p samples, the whole gradient all-reduced over the p replicas.
+  [[nodiscard]] constexpr rank_shape rank(double B) const {
+    return {.samples = B / p, .gradients = true, .ggroup = {0, p, 1}};
   }
 
   /// Per iteration, ParaDL eq. (5): (B/p) sum(FW_l + BW_l) + sum WU_l;

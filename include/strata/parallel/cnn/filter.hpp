@@ -69,6 +69,15 @@ struct filter {
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
     return detail::model_horizontal_cost(c, p);
   }
+  /// Each device: every sample, 1/p of the compute and of the update, the layer-wise
+  /// collectives over the p devices.
+  [[nodiscard]] constexpr rank_shape rank(double B) const {
+    return {.samples = B,
+            .split = double(p),
+            .wu_share = 1.0 / p,
+            .layerwise = true,
+            .lgroup = {0, p, 1}};
+  }
 };
 
 /// Channel parallelism: every layer's C input channels split over p devices. The first layer's
@@ -87,6 +96,15 @@ struct channel {
   }
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
     return detail::model_horizontal_cost(c, p);
+  }
+  /// Each device: every sample, 1/p of the compute and of the update, the layer-wise
+  /// collectives over the p devices.
+  [[nodiscard]] constexpr rank_shape rank(double B) const {
+    return {.samples = B,
+            .split = double(p),
+            .wu_share = 1.0 / p,
+            .layerwise = true,
+            .lgroup = {0, p, 1}};
   }
 };
 

@@ -36,6 +36,19 @@ struct data_filter {
     filter{p2}.check(c);
   }
 
+  /// Each device: B/p1 samples, 1/p2 of the compute and of the update, the layer-wise
+  /// collectives inside its group, its 1/p2 of the gradient all-reduced across the groups.
+  [[nodiscard]] constexpr rank_shape rank(double B) const {
+    return {.samples = B / p1,
+            .split = double(p2),
+            .wu_share = 1.0 / p2,
+            .layerwise = true,
+            .lgroup = {0, p2, 1},
+            .gradients = true,
+            .ggroup = {0, p1, p2},
+            .gshare = 1.0 / p2};
+  }
+
   /// Per iteration. Eq. (21): (B/p) sum(FW_l + BW_l) + sum WU_l / p2. Eq. (22):
   /// 3 (p2 - 1) sum_{l<G} (alpha + B|y_l| delta beta / p) inside groups, plus
   /// T_ar(p1, delta sum|w_l| / p2) between them. Eq. (20): 2 delta sum((B/p1)(|x|+|y|) + |w|/p2).
@@ -68,6 +81,18 @@ struct data_spatial {
     data{p1}.check(c);
     inner.check(c);
     strata::detail::check_degrees({p1, inner.devices()});
+  }
+
+  /// Each device: B/p1 samples, 1/p2 of the compute and of the activations, the halo exchange
+  /// inside its group, the whole gradient all-reduced over all p devices.
+  [[nodiscard]] constexpr rank_shape rank(double B) const {
+    return {.samples = B / p1,
+            .split = double(inner.devices()),
+            .act_split = double(inner.devices()),
+            .tiles = &inner,
+            .hgroup = {0, inner.devices(), 1},
+            .gradients = true,
+            .ggroup = {0, devices(), 1}};
   }
 
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {

@@ -45,6 +45,19 @@ struct spatial {
     return l.kind != layer_kind::linear && l.in.spatial() > 1.0;
   }
 
+  /// Each tile: every sample, 1/p of the compute and of the activations, the halo exchange and
+  /// the whole gradient all-reduced over the p tiles.
+  [[nodiscard]] constexpr rank_shape rank(double B) const {
+    const group tiles_group{0, devices(), 1};
+    return {.samples = B,
+            .split = double(devices()),
+            .act_split = double(devices()),
+            .tiles = this,
+            .hgroup = tiles_group,
+            .gradients = true,
+            .ggroup = tiles_group};
+  }
+
   /// ParaDL Table III: p = pw x ph (x pd) <= min_l (W_l x H_l); each factor fits its dimension.
   constexpr void check(const context& c) const {
     strata::detail::check_degrees({ph, pw, pd});
