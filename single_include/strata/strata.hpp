@@ -3324,13 +3324,30 @@ struct transformer {
 /// @brief Activation recomputation (Korthikanti et al. 2022 §5): `none` keeps every saved tensor;
 /// `selective` recomputes the attention core (its s^2 scores are not kept); `full` keeps each
 /// layer's input only and runs the layer's forward again before its backward (Chen et al. 2016's
-/// checkpointing, one checkpoint per layer). What a layer keeps under each is
-/// `lower::layer`'s `keep_kind::activation` tensors.
+/// checkpointing, one checkpoint per layer). Its rules, each once: what it keeps
+/// (`rebuilds_layer`, `drops_attention_core`, which `lower::layer`'s kept tensors and
+/// `analytic::stage_terms` ask) and what it runs again (`recomputed`, which the closed form's
+/// spans and the simulator ask); the typed policy is `recomputation<R>` (`parallel/policy.hpp`).
 
 
 namespace strata::parallel {
 
 enum class recompute { none, selective, full };
+
+/// Whether a layer keeps only its input and rebuilds the rest before its backward (full).
+[[nodiscard]] constexpr bool rebuilds_layer(recompute r) { return r == recompute::full; }
+/// Whether the attention core's tensors (scores, softmax, dropout) are dropped and the core run
+/// again before the backward (selective).
+[[nodiscard]] constexpr bool drops_attention_core(recompute r) { return r == recompute::selective; }
+/// What `r` runs again before a layer's backward, given the layer's whole forward and its
+/// attention core (as spans or seconds): the whole forward (full), the core (selective) or
+/// nothing.
+template <class T>
+[[nodiscard]] constexpr T recomputed(recompute r, const T& whole, const T& attention_core) {
+  if (rebuilds_layer(r)) return whole;
+  if (drops_attention_core(r)) return attention_core;
+  return T{};
+}
 
 [[nodiscard]] constexpr std::string_view to_string(recompute r) {
   switch (r) {
@@ -5422,7 +5439,7 @@ template <class B>
     if (L.m.dropout)
       core.memory("attention dropout", {}, stream_class::dropout, scores * (2 * L.act + L.mask));
     k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
-    if (L.x.recompute != parallel::recompute::selective)
+    if (!parallel::drops_attention_core(L.x.recompute))
       k.save("attention scores", scores * (L.act + (L.m.dropout ? L.mask + L.act : 0.0)));
   }
   k.save("attention output", L.act * L.T * L.q / L.t);
@@ -5622,7 +5639,7 @@ requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void layer(const transformer& m, const shard& x, const training& tr, phase ph, V&& v) {
   const bool fwd = ph == phase::forward;
   const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd,
-                                                      x.recompute != parallel::recompute::full};
+                                                      !parallel::rebuilds_layer(x.recompute)};
   const bool swiglu = m.mlp == mlp_kind::swiglu;
   const double t = x.tp, f = m.ffn_size();
   const detail::layer_shape L{.m = m,
@@ -6613,10 +6630,13 @@ struct stage_spans {
   const lower::span comm_f = lower::span::kernel(0, lcoll.forward().count());
   const lower::span comm_b = lower::span::kernel(0, lcoll.backward().count());
   out.forward_layer = lc.forward.then(comm_f);
-  if (rc == recompute::full)
-    out.recompute = lower::span::kernel(lc.checkpoint_host, 0).then(lc.forward).then(comm_f);
-  else if (rc == recompute::selective)
-    out.recompute = lc.attention;
+  // full: the checkpointed layer re-entered, its forward and collectives again; selective: the
+  // attention core
+  const lower::span whole =
+      parallel::rebuilds_layer(rc)
+          ? lower::span::kernel(lc.checkpoint_host, 0).then(lc.forward).then(comm_f)
+          : lower::span{};
+  out.recompute = parallel::recomputed(rc, whole, lc.attention);
   out.backward_layer = out.recompute.then(lc.backward).then(comm_b);
   return out;
 }
@@ -7080,7 +7100,7 @@ struct plan_keeps {
                keeps_by([&](auto&& v) { lower::embedding(m, sh, t, phase::forward, v); }),
                keeps_by([&](auto&& v) { lower::head(m, sh, t, phase::forward, v); }),
                parameters_of(m)};
-  if (sh.recompute == recompute::full) {
+  if (parallel::rebuilds_layer(sh.recompute)) {
     lower::shard whole = sh;
     whole.recompute = recompute::none;
     k.full = keeps_of(m, whole, t);
@@ -7096,7 +7116,7 @@ struct plan_keeps {
                                             const training& t, const layer_compute& lc) {
   plan_keeps k{lc.keeps, {}, lc.embedding_keeps, lc.head_keeps, parameters_of(m)};
   const lower::shard sh = lower::shard_of(m, s, t);
-  if (sh.recompute == recompute::full) {
+  if (parallel::rebuilds_layer(sh.recompute)) {
     lower::shard whole = sh;
     whole.recompute = recompute::none;
     k.full = keeps_of(m, whole, t);
@@ -7197,7 +7217,7 @@ struct plan_keeps {
   x.graph = keeps.layer.graph;
   x.full_layer = keeps.full.activation;
   x.full_casts = keeps.full.weight_copy;
-  if (sh.recompute == recompute::full) x.rebuilt = x.full_layer;
+  if (parallel::rebuilds_layer(sh.recompute)) x.rebuilt = x.full_layer;
   x.layer_gradients =
       (mem.gradients.count() - x.head_gradients) / strata::detail::max(x.layers, 1.0);
   if (stage == 0) x.embedding = x.in_flight * keeps.embedding.activation;

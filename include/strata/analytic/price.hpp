@@ -366,10 +366,13 @@ struct stage_spans {
   const lower::span comm_f = lower::span::kernel(0, lcoll.forward().count());
   const lower::span comm_b = lower::span::kernel(0, lcoll.backward().count());
   out.forward_layer = lc.forward.then(comm_f);
-  if (rc == recompute::full)
-    out.recompute = lower::span::kernel(lc.checkpoint_host, 0).then(lc.forward).then(comm_f);
-  else if (rc == recompute::selective)
-    out.recompute = lc.attention;
+  // full: the checkpointed layer re-entered, its forward and collectives again; selective: the
+  // attention core
+  const lower::span whole =
+      parallel::rebuilds_layer(rc)
+          ? lower::span::kernel(lc.checkpoint_host, 0).then(lc.forward).then(comm_f)
+          : lower::span{};
+  out.recompute = parallel::recomputed(rc, whole, lc.attention);
   out.backward_layer = out.recompute.then(lc.backward).then(comm_b);
   return out;
 }

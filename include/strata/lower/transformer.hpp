@@ -548,7 +548,7 @@ template <class B>
     if (L.m.dropout)
       core.memory("attention dropout", {}, stream_class::dropout, scores * (2 * L.act + L.mask));
     k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
-    if (L.x.recompute != parallel::recompute::selective)
+    if (!parallel::drops_attention_core(L.x.recompute))
       k.save("attention scores", scores * (L.act + (L.m.dropout ? L.mask + L.act : 0.0)));
   }
   k.save("attention output", L.act * L.T * L.q / L.t);
@@ -748,7 +748,7 @@ requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void layer(const transformer& m, const shard& x, const training& tr, phase ph, V&& v) {
   const bool fwd = ph == phase::forward;
   const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd,
-                                                      x.recompute != parallel::recompute::full};
+                                                      !parallel::rebuilds_layer(x.recompute)};
   const bool swiglu = m.mlp == mlp_kind::swiglu;
   const double t = x.tp, f = m.ffn_size();
   const detail::layer_shape L{.m = m,

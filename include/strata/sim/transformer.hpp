@@ -232,9 +232,8 @@ struct transformer_builder {
       states[static_cast<std::size_t>(i)] =
           g.add_tensor({dq > 0 ? "between steps and a dequantized weight" : "between steps", i,
                         x.states.between_steps.count() + dq});
-      working[static_cast<std::size_t>(i)] =
-          g.add_tensor({"recomputed layer", i,
-                        x.rebuilt + (rc == parallel::recompute::full ? x.full_casts : 0.0)});
+      working[static_cast<std::size_t>(i)] = g.add_tensor(
+          {"recomputed layer", i, x.rebuilt + (parallel::rebuilds_layer(rc) ? x.full_casts : 0.0)});
     }
   }
 
@@ -627,9 +626,7 @@ struct transformer_builder {
   /// gradient copies hide behind, as in the closed form.
   [[nodiscard]] seconds stage_backward(int i) const {
     double t = s.stage_layers(m, i) *
-               (lc.backward.gpu + (rc == parallel::recompute::full        ? lc.forward.gpu
-                                   : rc == parallel::recompute::selective ? lc.attention.gpu
-                                                                          : 0.0));
+               (lc.backward.gpu + parallel::recomputed(rc, lc.forward.gpu, lc.attention.gpu));
     if (i == 0) t += lc.embedding_backward.gpu;
     if (i == p - 1) t += lc.head_backward.gpu;
     return seconds{t};
