@@ -3324,28 +3324,44 @@ struct transformer {
 /// @brief Activation recomputation (Korthikanti et al. 2022 §5): `none` keeps every saved tensor;
 /// `selective` recomputes the attention core (its s^2 scores are not kept); `full` keeps each
 /// layer's input only and runs the layer's forward again before its backward (Chen et al. 2016's
-/// checkpointing, one checkpoint per layer). Its rules, each once: what it keeps
-/// (`rebuilds_layer`, `drops_attention_core`, which `lower::layer`'s kept tensors and
-/// `analytic::stage_terms` ask) and what it runs again (`recomputed`, which the closed form's
-/// spans and the simulator ask); the typed policy is `recomputation<R>` (`parallel/policy.hpp`).
+/// checkpointing, one checkpoint per layer); `per_op` checkpoints each layer too but caches the
+/// outputs of some operators so the recomputation skips them (PyTorch's selective activation
+/// checkpointing as torchtitan's "op" policy uses it). Its rules, each once: what it keeps
+/// (`rebuilds_layer`, `checkpoints_layer`, `saves_op_outputs`, `drops_attention_core`, which
+/// `lower::layer`'s kept tensors and `analytic::stage_terms` ask) and what it runs again
+/// (`recomputed`, which the closed form's spans and the simulator ask); the typed policy is
+/// `recomputation<R>` (`parallel/policy.hpp`).
 
 
 namespace strata::parallel {
 
-enum class recompute { none, selective, full };
+enum class recompute { none, selective, full, per_op };
 
-/// Whether a layer keeps only its input and rebuilds the rest before its backward (full).
+/// Whether a layer runs its whole forward again before its backward (full).
 [[nodiscard]] constexpr bool rebuilds_layer(recompute r) { return r == recompute::full; }
+/// Whether the layer is checkpointed: autograd keeps its input only, and what the policy caches
+/// (full: nothing; per_op: the outputs of the operators it saves).
+[[nodiscard]] constexpr bool checkpoints_layer(recompute r) {
+  return r == recompute::full || r == recompute::per_op;
+}
+/// Whether per-operator checkpointing caches operators' outputs (torchtitan's selective "op"
+/// policy, `torchtitan/parallelisms/parallelize_llama.py` `_save_list` at 9dec370: the output of
+/// every other `aten.mm` — the first, third, ... of a layer — and of the fused attention kernel;
+/// with sequence parallelism the reduce-scatters' too; everything else is recomputed).
+[[nodiscard]] constexpr bool saves_op_outputs(recompute r) { return r == recompute::per_op; }
 /// Whether the attention core's tensors (scores, softmax, dropout) are dropped and the core run
 /// again before the backward (selective).
 [[nodiscard]] constexpr bool drops_attention_core(recompute r) { return r == recompute::selective; }
-/// What `r` runs again before a layer's backward, given the layer's whole forward and its
-/// attention core (as spans or seconds): the whole forward (full), the core (selective) or
-/// nothing.
+/// What `r` runs again before a layer's backward, given the layer's whole forward, its
+/// attention core and its forward without the operators per-op checkpointing caches (as spans
+/// or seconds): the whole forward (full), the core (selective), the uncached operators (per_op)
+/// or nothing.
 template <class T>
-[[nodiscard]] constexpr T recomputed(recompute r, const T& whole, const T& attention_core) {
+[[nodiscard]] constexpr T recomputed(recompute r, const T& whole, const T& attention_core,
+                                     const T& uncached) {
   if (rebuilds_layer(r)) return whole;
   if (drops_attention_core(r)) return attention_core;
+  if (saves_op_outputs(r)) return uncached;
   return T{};
 }
 
@@ -3357,6 +3373,8 @@ template <class T>
       return "selective";
     case recompute::full:
       return "full";
+    case recompute::per_op:
+      return "op";
   }
   return "none";
 }
@@ -3381,13 +3399,28 @@ using parallel::recompute;
   return 3 * batch * s * (m.layers * m.layer_forward_flops(s) + m.head_forward_flops());
 }
 
+/// The matmul FLOPs per token that per-operator checkpointing runs again in a dense layer: the
+/// second, fourth, ... of its separate projections in issue order (Q, K, V, the output
+/// projection, then gate and up, or up alone, then down), whose outputs it does not cache.
+[[nodiscard]] constexpr double uncached_matmul_flops(const transformer& m) {
+  const double h = m.hidden, q = m.q_width(), w = m.kv_width(), f = m.ffn_size();
+  const bool swiglu = m.mlp == mlp_kind::swiglu;
+  const double per_token[] = {2 * h * q, 2 * h * w, 2 * h * w, 2 * q * h,
+                              2 * h * f, 2 * h * f, 2 * f * h};
+  // without SwiGLU the MLP is up then down: up is cached (5th), down (6th) recomputed
+  return swiglu ? per_token[1] + per_token[3] + per_token[5]
+                : per_token[1] + per_token[3] + 2 * f * h;
+}
+
 /// FLOPs the hardware runs: model FLOPs plus the recomputed forward (full: every layer, giving
-/// SC'21's 96 B s l h^2 (1 + s/6h + V/16lh); selective: the attention core, 4 s h per token).
+/// SC'21's 96 B s l h^2 (1 + s/6h + V/16lh); selective: the attention core, 4 s h per token;
+/// per-operator checkpointing: the matmuls whose outputs it does not cache).
 [[nodiscard]] constexpr double hardware_flops(const transformer& m, double batch, double s,
                                               recompute r) {
   const double base = model_flops(m, batch, s);
   if (r == recompute::full) return base + batch * s * m.layers * m.layer_forward_flops(s);
   if (r == recompute::selective) return base + batch * s * m.layers * 4 * s * m.hidden;
+  if (r == recompute::per_op) return base + batch * s * m.layers * uncached_matmul_flops(m);
   return base;
 }
 
@@ -3776,6 +3809,9 @@ struct kernel_op {
   /// a kernel of the unfused attention core (Q K^T, softmax, dropout, P V): what selective
   /// recomputation runs again (Korthikanti et al. §4.2)
   bool attention_core = false;
+  /// its output is cached by per-operator checkpointing (`parallel::saves_op_outputs`): the
+  /// recomputation skips it
+  bool op_saved = false;
 
   /// FLOPs as counted in reports: 2 m n k per GEMM; attention forward 2 b a s^2 d (causal),
   /// backward 2.5 x that.
@@ -4886,6 +4922,12 @@ struct nd {
                        std::to_string(t.batch / replicas()) + " = batch " +
                        std::to_string(t.batch) + " / " + std::to_string(replicas()) + " replicas)");
     pipeline.check(m.layers, micro_batches(t));
+    // per-operator checkpointing counts a layer's matmuls: LoRA's adapters and MoE's experts add
+    // matmuls whose order the policy's count has not been modelled for
+    if (saves_op_outputs(recomputation) && (t.lora.on() || m.moe()))
+      throw plan_error(
+          "strategy.recompute: \"op\" (per-operator checkpointing) is modelled for dense layers "
+          "without LoRA adapters; use \"full\" or \"selective\"");
     data.check();
     check_engine(t.framework.data, data.zero, pipeline.degree);
     if (t.framework.separate_head && m.tied)
@@ -4998,9 +5040,21 @@ struct builder {
   const training& tr;
   bool backward;
   bool keep = true;
+  /// per-operator checkpointing (`parallel::saves_op_outputs`): every other matmul's output and
+  /// the fused attention's are cached
+  bool op_sac = false;
+  bool swiglu = true;           ///< the layer's MLP (which of its projections are cached)
   bool attention_core = false;  ///< its kernels are the unfused attention core's
 
   [[nodiscard]] constexpr bool autocast() const { return tr.framework.autocast && tr.mixed(); }
+  /// Whether per-operator checkpointing caches the output of projection `what`: torchtitan
+  /// counts a layer's `aten.mm` calls and caches the odd ones (`forward_mm_count % 2`), which
+  /// over the separate projections of a dense layer (Q, K, V, output, gate, up, down; without
+  /// SwiGLU up, down) are Q, V, gate and down (up without SwiGLU).
+  [[nodiscard]] constexpr bool cached(std::string_view what) const {
+    return op_sac && (what == "Q" || what == "V" || what == (swiglu ? "MLP gate" : "MLP up") ||
+                      (swiglu && what == "MLP down"));
+  }
   /// Modules written as op chains (`transformers`, plain eager modules): separate projections
   /// that cast their inputs, fp32 residual adds, rotate-half RoPE and gates kernel by kernel.
   [[nodiscard]] constexpr bool hf() const {
@@ -5132,13 +5186,14 @@ struct builder {
   }
   constexpr void gemm(std::string_view what, std::string_view part, double m, double n, double k,
                       double times = 1, bool fp32 = false, bool sync = false,
-                      bool misaligned = false) const {
+                      bool misaligned = false, bool op_saved = false) const {
     if (tr.lora.on() && part == "dW") return;  // LoRA freezes every pretrained weight
     kernel_op op{.what = what, .part = part, .kind = kernel_kind::gemm, .m = m, .n = n, .k = k};
     op.times = times;
     op.fp32 = fp32;
     op.misaligned = misaligned;
     op.attention_core = attention_core;
+    op.op_saved = op_saved;
     op.sync = sync;
     emit(v, op);
   }
@@ -5210,7 +5265,10 @@ struct builder {
              keep ? keep_kind::weight_copy
                   : (hf() ? keep_kind::until_loss : keep_kind::weight_copy));
       }
-      gemm(what, {}, m, n, k, times, false, false, mis);
+      const bool keep_output = cached(what);  // per-operator checkpointing
+      gemm(what, {}, m, n, k, times, false, false, mis, keep_output);
+      if (keep_output)
+        detail::keep(v, "cached matmul output", times * tr.activation_bytes() * m * n);
       if (adapted(what)) {  // x A^T, then (x A^T) B^T added to y; A's output kept for dB
         const double r = tr.lora.rank;
         adapter_casts(what, m, k, times, in);
@@ -5344,7 +5402,9 @@ struct layer_shape {
 template <class B>
 [[gnu::always_inline]] constexpr void attention_block(const B& k, const layer_shape& L) {
   k.norm("input norm", L.tn, L.h, L.m.norm, !L.hf);
-  const bool fused_qkv = L.r.fused_qkv || (k.transformers_code() && L.gpt2);  // GPT-2's c_attn
+  // GPT-2's c_attn fuses them; per-operator checkpointing runs over torchtitan's Llama, whose
+  // projections are separate `nn.Linear`s (each an `aten.mm` the policy counts)
+  const bool fused_qkv = (L.r.fused_qkv && !k.op_sac) || (k.transformers_code() && L.gpt2);
   const bool qkv_bias = L.m.bias || L.m.qkv_bias;
   // the norm's output, which the projections read; under autocast each projection keeps its
   // own 16-bit copy instead (`builder::linear`)
@@ -5419,7 +5479,13 @@ template <class B>
     a.seq = L.x.seq;
     a.dim = d;
     a.backward = !L.fwd;
+    a.op_saved = k.op_sac;
     detail::emit(k.v, a);
+    // per-operator checkpointing caches the fused kernel's output and its log-sum-exp (fp32)
+    if (k.op_sac && L.fwd) {
+      detail::keep(k.v, "cached attention output", L.act * L.T * L.q / L.t);
+      detail::keep(k.v, "cached attention log-sum-exp", 4 * L.T * heads);
+    }
     // Q, K, V and the output (16-bit); the fused kernel's log-sum-exp (fp32, per row)
     k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
     if (L.hf) k.save("attention log-sum-exp", 4 * L.T * heads);
@@ -5609,7 +5675,7 @@ template <class B>
     k.save("gelu_new tensors", 14 * F);
     k.linear("MLP down", L.T, L.h, L.f / L.t, L.m.bias ? L.h : 0.0, 1, true);
   } else {
-    if (L.swiglu && !L.r.fused_gate_up) {
+    if (L.swiglu && (!L.r.fused_gate_up || k.op_sac)) {
       k.linear("MLP gate", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0);
       k.linear("MLP up", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0);
     } else {
@@ -5638,9 +5704,13 @@ template <class V>
 requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void layer(const transformer& m, const shard& x, const training& tr, phase ph, V&& v) {
   const bool fwd = ph == phase::forward;
-  const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd,
-                                                      !parallel::rebuilds_layer(x.recompute)};
   const bool swiglu = m.mlp == mlp_kind::swiglu;
+  const detail::builder<std::remove_reference_t<V>> k{v,
+                                                      tr,
+                                                      !fwd,
+                                                      !parallel::checkpoints_layer(x.recompute),
+                                                      parallel::saves_op_outputs(x.recompute),
+                                                      swiglu};
   const double t = x.tp, f = m.ffn_size();
   const detail::layer_shape L{.m = m,
                               .x = x,
@@ -5669,6 +5739,9 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
   if (fwd && !k.keep) detail::keep(v, "layer input", L.res * L.tn * L.h);
   detail::attention_block(k, L);
   detail::mlp_block(k, L);
+  // per-operator checkpointing also caches the sequence-parallel reduce-scatters' outputs
+  if (fwd && k.op_sac && x.tp > 1 && x.sp)
+    detail::keep(v, "cached reduce-scatter outputs", 2 * L.act * L.tn * L.h);
 }
 
 /// The blocking collectives of one layer's forward or backward: tensor parallelism's two
@@ -6328,6 +6401,7 @@ struct layer_compute {
   lower::span forward, backward;
   lower::span attention;  ///< the attention core's forward (recomputed under selective), fused
                           ///< (flash) or not
+  lower::span uncached;   ///< the forward without what per-operator checkpointing caches
   lower::span embedding_forward, embedding_backward;  ///< first stage
   lower::span head_forward, head_backward;            ///< last stage: norm, logits, loss
   double attention_backward = 0;  ///< s of GPU time (what ring attention hides behind)
@@ -6350,6 +6424,9 @@ struct pricer {
   double gpu = 0, attention_gpu = 0;
   lower::span total{}, attention{};  ///< with host costs only
   layer_keeps kept{};                ///< what the lowering saved (forward)
+  /// per-operator checkpointing: the GPU time and the number of the kernels whose outputs it
+  /// caches (its recomputation runs the others)
+  double cached_gpu = 0, cached_kernels = 0;
 
   [[gnu::always_inline]] constexpr void kernel(const lower::kernel_op& k) {  // see lower::emit
     const double t = lower::gpu_time(k, p, g, fp32_attention);
@@ -6357,6 +6434,7 @@ struct pricer {
     // the attention core: what selective recomputation runs again
     const bool core = k.kind == lower::kernel_kind::attention || k.attention_core;
     if (core) attention_gpu += t;
+    if (k.op_saved) cached_gpu += t, cached_kernels += k.times;
     if (per_kernel <= 0 && k.host <= 0) return;
     lower::span one = lower::span::kernel(per_kernel, t / k.times).repeat(k.times);
     if (k.host > 0) one = lower::span::kernel(k.host, 0).then(one);
@@ -6367,6 +6445,12 @@ struct pricer {
   constexpr void save(const lower::saved_tensor& t) { kept.add(t); }
   [[nodiscard]] constexpr lower::span result() const {
     return per_kernel > 0 ? total : lower::span::kernel(0, gpu);
+  }
+  /// The forward without the kernels per-operator checkpointing caches: their GPU time, and
+  /// with host costs the host's issue of the others.
+  [[nodiscard]] constexpr lower::span uncached_result() const {
+    const double host = per_kernel > 0 ? total.host - per_kernel * cached_kernels : 0.0;
+    return lower::span::kernel(host, gpu - cached_gpu);
   }
   [[nodiscard]] constexpr lower::span attention_result() const {
     return per_kernel > 0 ? attention : lower::span::kernel(0, attention_gpu);
@@ -6400,6 +6484,7 @@ struct pricer {
   lower::head(m, x, tr, phase::backward, hb);
   c.forward = f.result();
   c.attention = f.attention_result();
+  c.uncached = f.uncached_result();
   c.backward = b.result();
   c.attention_backward = b.attention_gpu;
   c.embedding_forward = ef.result();
@@ -6631,12 +6716,15 @@ struct stage_spans {
   const lower::span comm_b = lower::span::kernel(0, lcoll.backward().count());
   out.forward_layer = lc.forward.then(comm_f);
   // full: the checkpointed layer re-entered, its forward and collectives again; selective: the
-  // attention core
+  // attention core; per_op: the layer re-entered, the kernels whose outputs are not cached and
+  // the collectives (all of them: an upper bound where sequence parallelism's reduce-scatters
+  // are cached)
+  const lower::span entered = lower::span::kernel(lc.checkpoint_host, 0);
   const lower::span whole =
-      parallel::rebuilds_layer(rc)
-          ? lower::span::kernel(lc.checkpoint_host, 0).then(lc.forward).then(comm_f)
-          : lower::span{};
-  out.recompute = parallel::recomputed(rc, whole, lc.attention);
+      parallel::rebuilds_layer(rc) ? entered.then(lc.forward).then(comm_f) : lower::span{};
+  const lower::span uncached =
+      parallel::saves_op_outputs(rc) ? entered.then(lc.uncached).then(comm_f) : lower::span{};
+  out.recompute = parallel::recomputed(rc, whole, lc.attention, uncached);
   out.backward_layer = out.recompute.then(lc.backward).then(comm_b);
   return out;
 }
@@ -7100,7 +7188,7 @@ struct plan_keeps {
                keeps_by([&](auto&& v) { lower::embedding(m, sh, t, phase::forward, v); }),
                keeps_by([&](auto&& v) { lower::head(m, sh, t, phase::forward, v); }),
                parameters_of(m)};
-  if (parallel::rebuilds_layer(sh.recompute)) {
+  if (parallel::checkpoints_layer(sh.recompute)) {
     lower::shard whole = sh;
     whole.recompute = recompute::none;
     k.full = keeps_of(m, whole, t);
@@ -7116,7 +7204,7 @@ struct plan_keeps {
                                             const training& t, const layer_compute& lc) {
   plan_keeps k{lc.keeps, {}, lc.embedding_keeps, lc.head_keeps, parameters_of(m)};
   const lower::shard sh = lower::shard_of(m, s, t);
-  if (parallel::rebuilds_layer(sh.recompute)) {
+  if (parallel::checkpoints_layer(sh.recompute)) {
     lower::shard whole = sh;
     whole.recompute = recompute::none;
     k.full = keeps_of(m, whole, t);
@@ -7217,7 +7305,11 @@ struct plan_keeps {
   x.graph = keeps.layer.graph;
   x.full_layer = keeps.full.activation;
   x.full_casts = keeps.full.weight_copy;
+  // what a checkpointed layer rebuilds while its backward runs: the whole layer, or what the
+  // per-operator policy does not cache (its cached outputs are in `saved` already)
   if (parallel::rebuilds_layer(sh.recompute)) x.rebuilt = x.full_layer;
+  if (parallel::saves_op_outputs(sh.recompute))
+    x.rebuilt = strata::detail::max(0.0, x.full_layer - x.saved);
   x.layer_gradients =
       (mem.gradients.count() - x.head_gradients) / strata::detail::max(x.layers, 1.0);
   if (stage == 0) x.embedding = x.in_flight * keeps.embedding.activation;

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <strata/analytic/evaluate.hpp>
 #include <strata/analytic/step.hpp>
+#include <strata/frameworks/fsdp.hpp>
 #include <strata/frameworks/huggingface.hpp>
 #include <strata/frameworks/pytorch_eager.hpp>
 #include <strata/hardware/presets.hpp>
@@ -232,4 +233,34 @@ TEST_CASE("an uneven expert load: each expert's GEMMs on its own rows, the same 
   CHECK(rows.front() == Approx(2048 * 0.419538).epsilon(1e-5));
   CHECK(rows.back() == Approx(2048 * 1.580462).epsilon(1e-5));
   CHECK(spread.kernel_time() != Approx(flat.kernel_time()).epsilon(1e-4));
+}
+
+TEST_CASE("per-operator checkpointing keeps what torchtitan's op policy caches") {
+  // torchtitan's selective "op" policy (parallelize_llama.py at 9dec370): inside a checkpointed
+  // block the outputs of the 1st, 3rd, 5th and 7th aten.mm (wq, wv, w1, w2) and of flash
+  // attention are cached, the rest recomputed. Llama 3.1 8B (h 4096, 8 KV heads of 128, ffn
+  // 14336, 32 heads) under FSDP's bf16 parameters, per token of a layer:
+  //   block input 2 h = 8192, wq 2 h = 8192, wv 2 x 1024 = 2048, attention output 2 h = 8192,
+  //   its log-sum-exp 4 x 32 = 128, w1 2 x 14336 = 28672, w2 2 h = 8192: 63,616 bytes
+  const transformer m = zoo::llama3_8b();
+  training tr{.batch = 8, .sequence = 8192};
+  tr.framework = frameworks::fsdp;
+  const lower::shard x{1, 8192, 8192, 1, false, 1, 1, parallel::recompute::per_op};
+  CHECK(analytic::layer_saved_bytes(m, x, tr) == 63'616.0 * 8192);
+  // the other kinds are all recomputed: no weight copies, nothing kept until the loss
+  CHECK(analytic::layer_saved_bytes(m, x, tr, lower::keep_kind::weight_copy) == 0);
+  // the recomputation runs the uncached kernels: less than the whole forward, more than the
+  // matmuls it recomputes (wk, wo, w3: 2 x 4096 x (1024 + 4096 + 14336) flops a token)
+  const auto prof = datasheet_profile(presets::h100_sxm5_80gb, h100_fitted_gemm);
+  const auto lc = analytic::lower_layer(m, prof, tr, x);
+  CHECK(lc.uncached.gpu < lc.forward.gpu);
+  CHECK(analytic::uncached_matmul_flops(m) == 2.0 * 4096 * (1024 + 4096 + 14336));
+  CHECK(lc.uncached.gpu > 8192 * analytic::uncached_matmul_flops(m) /
+                              presets::h100_sxm5_80gb.peak(dtype::bf16).count());
+  // per-op checkpointing with LoRA or MoE is refused, not guessed
+  parallel::nd s{.data = {.degree = 8, .zero = 3}, .recomputation = parallel::recompute::per_op};
+  training lora = tr;
+  lora.lora.rank = 16;
+  CHECK_THROWS_WITH(s.check(m, lora, 8), Catch::Contains("\"op\" (per-operator checkpointing)"));
+  CHECK_NOTHROW(s.check(m, tr, 8));
 }

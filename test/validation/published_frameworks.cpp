@@ -161,9 +161,13 @@ outcome predict(const std::map<std::string, std::string>& r) {
                  .data = {.degree = d, .zero = zero, .shard_group = shard_group},
                  .micro_batch = r.at("micro_batch").empty() ? 1 : std::stoi(r.at("micro_batch"))};
   const std::string rc = r.at("recompute");
-  s.recomputation = rc == "full"        ? parallel::recompute::full
-                    : rc == "selective" ? parallel::recompute::selective
-                                        : parallel::recompute::none;
+  // torchtitan's "selective" is its per-operator policy ('op' in train_configs/llama3_*.toml at
+  // 9dec370, test/data/published_frameworks.md)
+  const bool torchtitan = r.at("source") == "torchtitan-bench";
+  s.recomputation = rc == "full"                      ? parallel::recompute::full
+                    : rc == "selective" && torchtitan ? parallel::recompute::per_op
+                    : rc == "selective"               ? parallel::recompute::selective
+                                                      : parallel::recompute::none;
   // layers that do not split evenly: fewer on the first and last stages, which also hold the
   // embedding and the head (Megatron's --decoder-first/last-pipeline-num-layers; DeepSpeed's
   // parameter-balanced partition does the same)
@@ -261,11 +265,12 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   // OOM rows predicted to fit are a memory shortfall, not the slack's
   WARN("runs that ran: " << ran[memory_verdict::fits] << " fit, " << ran[memory_verdict::tight]
                          << " tight, " << ran[memory_verdict::does_not_fit] << " do not fit");
-  CHECK(ran[memory_verdict::tight] == 4);
-  CHECK(ran[memory_verdict::does_not_fit] == 28);
+  // (torchtitan's per-operator checkpointing modelled: 28 -> 23 do not fit, 4 -> 2 tight)
+  CHECK(ran[memory_verdict::tight] == 2);
+  CHECK(ran[memory_verdict::does_not_fit] == 23);
   CHECK(100 * median(errors["megatron"]) == Approx(13.2).margin(0.5));
   CHECK(100 * median(errors["megatron_deepspeed"]) == Approx(18.7).margin(0.5));
-  CHECK(100 * median(errors["fsdp"]) == Approx(24.9).margin(0.5));
+  CHECK(100 * median(errors["fsdp"]) == Approx(21.7).margin(0.5));
   CHECK(100 * median(errors["deepspeed"]) == Approx(58.1).margin(0.5));
-  CHECK(100 * median(errors["memory"]) == Approx(20.5).margin(0.5));
+  CHECK(100 * median(errors["memory"]) == Approx(17.8).margin(0.5));
 }

@@ -144,7 +144,7 @@ struct plan_keeps {
                keeps_by([&](auto&& v) { lower::embedding(m, sh, t, phase::forward, v); }),
                keeps_by([&](auto&& v) { lower::head(m, sh, t, phase::forward, v); }),
                parameters_of(m)};
-  if (parallel::rebuilds_layer(sh.recompute)) {
+  if (parallel::checkpoints_layer(sh.recompute)) {
     lower::shard whole = sh;
     whole.recompute = recompute::none;
     k.full = keeps_of(m, whole, t);
@@ -160,7 +160,7 @@ struct plan_keeps {
                                             const training& t, const layer_compute& lc) {
   plan_keeps k{lc.keeps, {}, lc.embedding_keeps, lc.head_keeps, parameters_of(m)};
   const lower::shard sh = lower::shard_of(m, s, t);
-  if (parallel::rebuilds_layer(sh.recompute)) {
+  if (parallel::checkpoints_layer(sh.recompute)) {
     lower::shard whole = sh;
     whole.recompute = recompute::none;
     k.full = keeps_of(m, whole, t);
@@ -261,7 +261,11 @@ struct plan_keeps {
   x.graph = keeps.layer.graph;
   x.full_layer = keeps.full.activation;
   x.full_casts = keeps.full.weight_copy;
+  // what a checkpointed layer rebuilds while its backward runs: the whole layer, or what the
+  // per-operator policy does not cache (its cached outputs are in `saved` already)
   if (parallel::rebuilds_layer(sh.recompute)) x.rebuilt = x.full_layer;
+  if (parallel::saves_op_outputs(sh.recompute))
+    x.rebuilt = strata::detail::max(0.0, x.full_layer - x.saved);
   x.layer_gradients =
       (mem.gradients.count() - x.head_gradients) / strata::detail::max(x.layers, 1.0);
   if (stage == 0) x.embedding = x.in_flight * keeps.embedding.activation;

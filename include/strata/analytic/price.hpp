@@ -64,6 +64,7 @@ struct layer_compute {
   lower::span forward, backward;
   lower::span attention;  ///< the attention core's forward (recomputed under selective), fused
                           ///< (flash) or not
+  lower::span uncached;   ///< the forward without what per-operator checkpointing caches
   lower::span embedding_forward, embedding_backward;  ///< first stage
   lower::span head_forward, head_backward;            ///< last stage: norm, logits, loss
   double attention_backward = 0;  ///< s of GPU time (what ring attention hides behind)
@@ -86,6 +87,9 @@ struct pricer {
   double gpu = 0, attention_gpu = 0;
   lower::span total{}, attention{};  ///< with host costs only
   layer_keeps kept{};                ///< what the lowering saved (forward)
+  /// per-operator checkpointing: the GPU time and the number of the kernels whose outputs it
+  /// caches (its recomputation runs the others)
+  double cached_gpu = 0, cached_kernels = 0;
 
   [[gnu::always_inline]] constexpr void kernel(const lower::kernel_op& k) {  // see lower::emit
     const double t = lower::gpu_time(k, p, g, fp32_attention);
@@ -93,6 +97,7 @@ struct pricer {
     // the attention core: what selective recomputation runs again
     const bool core = k.kind == lower::kernel_kind::attention || k.attention_core;
     if (core) attention_gpu += t;
+    if (k.op_saved) cached_gpu += t, cached_kernels += k.times;
     if (per_kernel <= 0 && k.host <= 0) return;
     lower::span one = lower::span::kernel(per_kernel, t / k.times).repeat(k.times);
     if (k.host > 0) one = lower::span::kernel(k.host, 0).then(one);
@@ -103,6 +108,12 @@ struct pricer {
   constexpr void save(const lower::saved_tensor& t) { kept.add(t); }
   [[nodiscard]] constexpr lower::span result() const {
     return per_kernel > 0 ? total : lower::span::kernel(0, gpu);
+  }
+  /// The forward without the kernels per-operator checkpointing caches: their GPU time, and
+  /// with host costs the host's issue of the others.
+  [[nodiscard]] constexpr lower::span uncached_result() const {
+    const double host = per_kernel > 0 ? total.host - per_kernel * cached_kernels : 0.0;
+    return lower::span::kernel(host, gpu - cached_gpu);
   }
   [[nodiscard]] constexpr lower::span attention_result() const {
     return per_kernel > 0 ? attention : lower::span::kernel(0, attention_gpu);
@@ -136,6 +147,7 @@ struct pricer {
   lower::head(m, x, tr, phase::backward, hb);
   c.forward = f.result();
   c.attention = f.attention_result();
+  c.uncached = f.uncached_result();
   c.backward = b.result();
   c.attention_backward = b.attention_gpu;
   c.embedding_forward = ef.result();
@@ -367,12 +379,15 @@ struct stage_spans {
   const lower::span comm_b = lower::span::kernel(0, lcoll.backward().count());
   out.forward_layer = lc.forward.then(comm_f);
   // full: the checkpointed layer re-entered, its forward and collectives again; selective: the
-  // attention core
+  // attention core; per_op: the layer re-entered, the kernels whose outputs are not cached and
+  // the collectives (all of them: an upper bound where sequence parallelism's reduce-scatters
+  // are cached)
+  const lower::span entered = lower::span::kernel(lc.checkpoint_host, 0);
   const lower::span whole =
-      parallel::rebuilds_layer(rc)
-          ? lower::span::kernel(lc.checkpoint_host, 0).then(lc.forward).then(comm_f)
-          : lower::span{};
-  out.recompute = parallel::recomputed(rc, whole, lc.attention);
+      parallel::rebuilds_layer(rc) ? entered.then(lc.forward).then(comm_f) : lower::span{};
+  const lower::span uncached =
+      parallel::saves_op_outputs(rc) ? entered.then(lc.uncached).then(comm_f) : lower::span{};
+  out.recompute = parallel::recomputed(rc, whole, lc.attention, uncached);
   out.backward_layer = out.recompute.then(lc.backward).then(comm_b);
   return out;
 }

@@ -250,7 +250,8 @@ inline parallel::nd parse_nd(const json& j) {
   s.recomputation = enum_field(j, p, "recompute", parallel::recompute::none,
                                {{"none", parallel::recompute::none},
                                 {"selective", parallel::recompute::selective},
-                                {"full", parallel::recompute::full}});
+                                {"full", parallel::recompute::full},
+                                {"op", parallel::recompute::per_op}});
   s.micro_batch = int_field(j, p, "micro_batch", 1, 1 << 20, 1);
   if (j.contains("order")) {
     const json& o = j["order"];
@@ -492,7 +493,8 @@ inline search::transformer_space parse_space(const json& j) {
                                         parallel::recompute::none,
                                         {{"none", parallel::recompute::none},
                                          {"selective", parallel::recompute::selective},
-                                         {"full", parallel::recompute::full}}));
+                                         {"full", parallel::recompute::full},
+                                         {"op", parallel::recompute::per_op}}));
   }
   if (j.contains("sequence_parallel")) {
     const bool b = flag_field(j, p, "sequence_parallel", false);

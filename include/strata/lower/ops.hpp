@@ -52,6 +52,9 @@ struct kernel_op {
   /// a kernel of the unfused attention core (Q K^T, softmax, dropout, P V): what selective
   /// recomputation runs again (Korthikanti et al. §4.2)
   bool attention_core = false;
+  /// its output is cached by per-operator checkpointing (`parallel::saves_op_outputs`): the
+  /// recomputation skips it
+  bool op_saved = false;
 
   /// FLOPs as counted in reports: 2 m n k per GEMM; attention forward 2 b a s^2 d (causal),
   /// backward 2.5 x that.

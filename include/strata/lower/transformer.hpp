@@ -107,9 +107,21 @@ struct builder {
   const training& tr;
   bool backward;
   bool keep = true;
+  /// per-operator checkpointing (`parallel::saves_op_outputs`): every other matmul's output and
+  /// the fused attention's are cached
+  bool op_sac = false;
+  bool swiglu = true;           ///< the layer's MLP (which of its projections are cached)
   bool attention_core = false;  ///< its kernels are the unfused attention core's
 
   [[nodiscard]] constexpr bool autocast() const { return tr.framework.autocast && tr.mixed(); }
+  /// Whether per-operator checkpointing caches the output of projection `what`: torchtitan
+  /// counts a layer's `aten.mm` calls and caches the odd ones (`forward_mm_count % 2`), which
+  /// over the separate projections of a dense layer (Q, K, V, output, gate, up, down; without
+  /// SwiGLU up, down) are Q, V, gate and down (up without SwiGLU).
+  [[nodiscard]] constexpr bool cached(std::string_view what) const {
+    return op_sac && (what == "Q" || what == "V" || what == (swiglu ? "MLP gate" : "MLP up") ||
+                      (swiglu && what == "MLP down"));
+  }
   /// Modules written as op chains (`transformers`, plain eager modules): separate projections
   /// that cast their inputs, fp32 residual adds, rotate-half RoPE and gates kernel by kernel.
   [[nodiscard]] constexpr bool hf() const {
@@ -241,13 +253,14 @@ struct builder {
   }
   constexpr void gemm(std::string_view what, std::string_view part, double m, double n, double k,
                       double times = 1, bool fp32 = false, bool sync = false,
-                      bool misaligned = false) const {
+                      bool misaligned = false, bool op_saved = false) const {
     if (tr.lora.on() && part == "dW") return;  // LoRA freezes every pretrained weight
     kernel_op op{.what = what, .part = part, .kind = kernel_kind::gemm, .m = m, .n = n, .k = k};
     op.times = times;
     op.fp32 = fp32;
     op.misaligned = misaligned;
     op.attention_core = attention_core;
+    op.op_saved = op_saved;
     op.sync = sync;
     emit(v, op);
   }
@@ -319,7 +332,10 @@ struct builder {
              keep ? keep_kind::weight_copy
                   : (hf() ? keep_kind::until_loss : keep_kind::weight_copy));
       }
-      gemm(what, {}, m, n, k, times, false, false, mis);
+      const bool keep_output = cached(what);  // per-operator checkpointing
+      gemm(what, {}, m, n, k, times, false, false, mis, keep_output);
+      if (keep_output)
+        detail::keep(v, "cached matmul output", times * tr.activation_bytes() * m * n);
       if (adapted(what)) {  // x A^T, then (x A^T) B^T added to y; A's output kept for dB
         const double r = tr.lora.rank;
         adapter_casts(what, m, k, times, in);
@@ -453,7 +469,9 @@ struct layer_shape {
 template <class B>
 [[gnu::always_inline]] constexpr void attention_block(const B& k, const layer_shape& L) {
   k.norm("input norm", L.tn, L.h, L.m.norm, !L.hf);
-  const bool fused_qkv = L.r.fused_qkv || (k.transformers_code() && L.gpt2);  // GPT-2's c_attn
+  // GPT-2's c_attn fuses them; per-operator checkpointing runs over torchtitan's Llama, whose
+  // projections are separate `nn.Linear`s (each an `aten.mm` the policy counts)
+  const bool fused_qkv = (L.r.fused_qkv && !k.op_sac) || (k.transformers_code() && L.gpt2);
   const bool qkv_bias = L.m.bias || L.m.qkv_bias;
   // the norm's output, which the projections read; under autocast each projection keeps its
   // own 16-bit copy instead (`builder::linear`)
@@ -528,7 +546,13 @@ template <class B>
     a.seq = L.x.seq;
     a.dim = d;
     a.backward = !L.fwd;
+    a.op_saved = k.op_sac;
     detail::emit(k.v, a);
+    // per-operator checkpointing caches the fused kernel's output and its log-sum-exp (fp32)
+    if (k.op_sac && L.fwd) {
+      detail::keep(k.v, "cached attention output", L.act * L.T * L.q / L.t);
+      detail::keep(k.v, "cached attention log-sum-exp", 4 * L.T * heads);
+    }
     // Q, K, V and the output (16-bit); the fused kernel's log-sum-exp (fp32, per row)
     k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
     if (L.hf) k.save("attention log-sum-exp", 4 * L.T * heads);
@@ -718,7 +742,7 @@ template <class B>
     k.save("gelu_new tensors", 14 * F);
     k.linear("MLP down", L.T, L.h, L.f / L.t, L.m.bias ? L.h : 0.0, 1, true);
   } else {
-    if (L.swiglu && !L.r.fused_gate_up) {
+    if (L.swiglu && (!L.r.fused_gate_up || k.op_sac)) {
       k.linear("MLP gate", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0);
       k.linear("MLP up", L.T, L.f / L.t, L.h, L.m.bias ? L.f / L.t : 0.0);
     } else {
@@ -747,9 +771,13 @@ template <class V>
 requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void layer(const transformer& m, const shard& x, const training& tr, phase ph, V&& v) {
   const bool fwd = ph == phase::forward;
-  const detail::builder<std::remove_reference_t<V>> k{v, tr, !fwd,
-                                                      !parallel::rebuilds_layer(x.recompute)};
   const bool swiglu = m.mlp == mlp_kind::swiglu;
+  const detail::builder<std::remove_reference_t<V>> k{v,
+                                                      tr,
+                                                      !fwd,
+                                                      !parallel::checkpoints_layer(x.recompute),
+                                                      parallel::saves_op_outputs(x.recompute),
+                                                      swiglu};
   const double t = x.tp, f = m.ffn_size();
   const detail::layer_shape L{.m = m,
                               .x = x,
@@ -778,6 +806,9 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
   if (fwd && !k.keep) detail::keep(v, "layer input", L.res * L.tn * L.h);
   detail::attention_block(k, L);
   detail::mlp_block(k, L);
+  // per-operator checkpointing also caches the sequence-parallel reduce-scatters' outputs
+  if (fwd && k.op_sac && x.tp > 1 && x.sp)
+    detail::keep(v, "cached reduce-scatter outputs", 2 * L.act * L.tn * L.h);
 }
 
 /// The blocking collectives of one layer's forward or backward: tensor parallelism's two

@@ -150,6 +150,12 @@ struct nd {
                        std::to_string(t.batch / replicas()) + " = batch " +
                        std::to_string(t.batch) + " / " + std::to_string(replicas()) + " replicas)");
     pipeline.check(m.layers, micro_batches(t));
+    // per-operator checkpointing counts a layer's matmuls: LoRA's adapters and MoE's experts add
+    // matmuls whose order the policy's count has not been modelled for
+    if (saves_op_outputs(recomputation) && (t.lora.on() || m.moe()))
+      throw plan_error(
+          "strategy.recompute: \"op\" (per-operator checkpointing) is modelled for dense layers "
+          "without LoRA adapters; use \"full\" or \"selective\"");
     data.check();
     check_engine(t.framework.data, data.zero, pipeline.degree);
     if (t.framework.separate_head && m.tied)

@@ -626,7 +626,8 @@ struct transformer_builder {
   /// gradient copies hide behind, as in the closed form.
   [[nodiscard]] seconds stage_backward(int i) const {
     double t = s.stage_layers(m, i) *
-               (lc.backward.gpu + parallel::recomputed(rc, lc.forward.gpu, lc.attention.gpu));
+               (lc.backward.gpu +
+                parallel::recomputed(rc, lc.forward.gpu, lc.attention.gpu, lc.uncached.gpu));
     if (i == 0) t += lc.embedding_backward.gpu;
     if (i == p - 1) t += lc.head_backward.gpu;
     return seconds{t};
