@@ -146,13 +146,19 @@ outcome predict(const std::map<std::string, std::string>& r) {
         tr.framework.data.offload_parameters = frameworks::offload_device::cpu;
     }
   }
+  // torchtitan's tensor parallelism is always sequence-parallel (its norms are SequenceParallel)
+  // and computes the loss over the vocabulary shards (loss parallel, on unless
+  // --training.disable_loss_parallel): torchtitan/parallelisms/parallelize_llama.py at 9dec370
+  const bool torchtitan = r.at("source") == "torchtitan-bench";
+  if (torchtitan && std::stoi(r.at("tp")) > 1)
+    tr.framework.loss = frameworks::loss_style::vocab_parallel;
   // Megatron-Core's userbuffers and torchtitan's async TP overlap the tensor-parallel collectives
   tr.framework.tp_comm_overlap =
       has(mode, "TP comm overlap") || has(mode, "tp-comm-overlap") || has(mode, "async TP");
   if (has(mode, "grad_sync_dtype bf16")) tr.gradients = dtype::bf16;
   const int t = std::stoi(r.at("tp")), p = std::stoi(r.at("pp")), d = std::stoi(r.at("dp"));
   const int cp = number_after(mode, "CP", 1), v = number_after(mode, "VP", 1);
-  parallel::nd s{.tensor = {.degree = t, .sequence = t > 1 && has(mode, "sequence")},
+  parallel::nd s{.tensor = {.degree = t, .sequence = t > 1 && (has(mode, "sequence") || torchtitan)},
                  .context = {.degree = cp},
                  .pipeline = {.degree = p,
                               .virtual_stages = v,
@@ -163,7 +169,6 @@ outcome predict(const std::map<std::string, std::string>& r) {
   const std::string rc = r.at("recompute");
   // torchtitan's "selective" is its per-operator policy ('op' in train_configs/llama3_*.toml at
   // 9dec370, test/data/published_frameworks.md)
-  const bool torchtitan = r.at("source") == "torchtitan-bench";
   s.recomputation = rc == "full"                      ? parallel::recompute::full
                     : rc == "selective" && torchtitan ? parallel::recompute::per_op
                     : rc == "selective"               ? parallel::recompute::selective
@@ -265,12 +270,13 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   // OOM rows predicted to fit are a memory shortfall, not the slack's
   WARN("runs that ran: " << ran[memory_verdict::fits] << " fit, " << ran[memory_verdict::tight]
                          << " tight, " << ran[memory_verdict::does_not_fit] << " do not fit");
-  // (torchtitan's per-operator checkpointing modelled: 28 -> 23 do not fit, 4 -> 2 tight)
+  // (torchtitan's per-operator checkpointing modelled: 28 -> 23 do not fit, 4 -> 2 tight; its
+  // sequence and loss parallelism: 23 -> 19, every torchtitan run that ran now fits)
   CHECK(ran[memory_verdict::tight] == 2);
-  CHECK(ran[memory_verdict::does_not_fit] == 23);
+  CHECK(ran[memory_verdict::does_not_fit] == 19);
   CHECK(100 * median(errors["megatron"]) == Approx(13.2).margin(0.5));
   CHECK(100 * median(errors["megatron_deepspeed"]) == Approx(18.7).margin(0.5));
-  CHECK(100 * median(errors["fsdp"]) == Approx(21.7).margin(0.5));
+  CHECK(100 * median(errors["fsdp"]) == Approx(27.1).margin(0.5));
   CHECK(100 * median(errors["deepspeed"]) == Approx(58.1).margin(0.5));
   CHECK(100 * median(errors["memory"]) == Approx(17.8).margin(0.5));
 }
