@@ -158,14 +158,15 @@ outcome predict(const std::map<std::string, std::string>& r) {
   if (has(mode, "grad_sync_dtype bf16")) tr.gradients = dtype::bf16;
   const int t = std::stoi(r.at("tp")), p = std::stoi(r.at("pp")), d = std::stoi(r.at("dp"));
   const int cp = number_after(mode, "CP", 1), v = number_after(mode, "VP", 1);
-  parallel::nd s{.tensor = {.degree = t, .sequence = t > 1 && (has(mode, "sequence") || torchtitan)},
-                 .context = {.degree = cp},
-                 .pipeline = {.degree = p,
-                              .virtual_stages = v,
-                              .kind = v > 1 ? parallel::schedule::interleaved
-                                            : parallel::schedule::one_f_one_b},
-                 .data = {.degree = d, .zero = zero, .shard_group = shard_group},
-                 .micro_batch = r.at("micro_batch").empty() ? 1 : std::stoi(r.at("micro_batch"))};
+  parallel::nd s{
+      .tensor = {.degree = t, .sequence = t > 1 && (has(mode, "sequence") || torchtitan)},
+      .context = {.degree = cp},
+      .pipeline = {.degree = p,
+                   .virtual_stages = v,
+                   .kind =
+                       v > 1 ? parallel::schedule::interleaved : parallel::schedule::one_f_one_b},
+      .data = {.degree = d, .zero = zero, .shard_group = shard_group},
+      .micro_batch = r.at("micro_batch").empty() ? 1 : std::stoi(r.at("micro_batch"))};
   const std::string rc = r.at("recompute");
   // torchtitan's "selective" is its per-operator policy ('op' in train_configs/llama3_*.toml at
   // 9dec370, test/data/published_frameworks.md)
