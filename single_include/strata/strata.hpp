@@ -4922,6 +4922,13 @@ struct nd {
                        std::to_string(t.batch / replicas()) + " = batch " +
                        std::to_string(t.batch) + " / " + std::to_string(replicas()) + " replicas)");
     pipeline.check(m.layers, micro_batches(t));
+    // Megatron refuses --tp-comm-overlap without --sequence-parallel
+    // (megatron/training/arguments.py, `validate_args`); torchtitan's async TP is sequence-parallel
+    if (t.framework.tp_comm_overlap && tensor.degree > 1 && !tensor.sequence)
+      throw plan_error(
+          "strategy.tensor: overlapping the tensor-parallel communication with the GEMMs "
+          "(tp_comm_overlap) needs sequence parallelism (Megatron: --tp-comm-overlap requires "
+          "--sequence-parallel)");
     // per-operator checkpointing counts a layer's matmuls: LoRA's adapters and MoE's experts add
     // matmuls whose order the policy's count has not been modelled for
     if (saves_op_outputs(recomputation) && (t.lora.on() || m.moe()))
@@ -10203,14 +10210,20 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                 !parallel::expert_parallel{.degree = e}.admits(m) ||
                 !parallel::context_parallel{.degree = cx}.admits(seq) || b < 1)
               continue;
+            // TP communication overlap needs sequence parallelism (nd::check)
+            if (tr.framework.tp_comm_overlap && t > 1 && !sp) continue;
             if (++group % part.parts != part.part) continue;
-            // recipes whose kernels change under checkpointing lower once per recomputation
+            // recipes whose kernels change under checkpointing lower once per recomputation, and
+            // per-operator checkpointing always (it marks the kernels it caches)
             const bool per_rc = tr.framework.modules != frameworks::module_style::fused;
-            std::array<analytic::layer_compute, 3> lcs{};
-            std::array<analytic::plan_keeps, 3> keeps{};  // what a layer keeps, per recompute
+            const auto lowered_as = [&](parallel::recompute rc) {
+              return per_rc || parallel::saves_op_outputs(rc) ? rc : space.recompute.front();
+            };
+            std::array<analytic::layer_compute, 4> lcs{};
+            std::array<analytic::plan_keeps, 4> keeps{};  // what a layer keeps, per recompute
             for (const auto rc : space.recompute) {
               const auto r = static_cast<std::size_t>(rc);
-              if (per_rc || rc == space.recompute.front())
+              if (lowered_as(rc) == rc)
                 lcs[r] = analytic::lower_layer(m, prof, tr, t, sp, cx, e, b, rc);
               keeps[r] = analytic::keeps_of(m,
                                             {.tensor = {.degree = t, .sequence = sp},
@@ -10235,8 +10248,10 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                 if (!pipe.admits(m.layers, micro)) continue;
                 for (const auto rc : space.recompute)
                   for (const int z : space.zero) {
+                    // per-operator checkpointing as nd::check admits it: dense, without LoRA
+                    if (parallel::saves_op_outputs(rc) && (tr.lora.on() || m.moe())) continue;
                     const analytic::layer_compute& lc =
-                        lcs[static_cast<std::size_t>(per_rc ? rc : space.recompute.front())];
+                        lcs[static_cast<std::size_t>(lowered_as(rc))];
                     if (z > 0 && d * e * cx == 1) continue;  // nothing to shard
                     // plans the framework's engine refuses (DeepSpeed's ZeRO-2/3 with pipelines)
                     if (parallel::engine_refuses(tr.framework.data, z, p) != nullptr) continue;

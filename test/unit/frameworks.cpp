@@ -312,6 +312,45 @@ TEST_CASE("tensor-parallel communication overlap hides all but one chunk behind 
   CHECK(overlapped.time.tensor_comm < 0.5 * blocking.time.tensor_comm);
   CHECK(overlapped.time.tensor_comm >= blocking.time.tensor_comm / 8.0 * 0.999);
   CHECK(overlapped.time.forward == blocking.time.forward);
+  // Megatron refuses --tp-comm-overlap without --sequence-parallel (arguments.py), and so does
+  // strata; the search never proposes it
+  parallel::nd no_sp = s;
+  no_sp.tensor.sequence = false;
+  CHECK_THROWS_WITH(analytic::evaluate(m, no_sp, presets::dgx_h100(16), tr),
+                    Catch::Contains("needs sequence parallelism"));
+  search::transformer_space space;
+  space.keep = 200;
+  space.tensor = {8};
+  const cluster c = presets::dgx_h100(16);
+  const auto found = search::sweep(m, c, tr, datasheet_profile(c.dev, h100_fitted_gemm), space);
+  REQUIRE(!found.best.empty());
+  for (const auto& r : found.best) CHECK(r.strategy.tensor.sequence);
+}
+
+TEST_CASE("a search over per-operator checkpointing lowers it on its own") {
+  // "op" beside the other modes: each mode's plans priced from their own lowering (a fused-module
+  // recipe lowers once for the others), and per-op plans equal to evaluating them alone
+  const transformer m = zoo::llama3_8b();
+  training tr{.batch = 16, .sequence = 8192, .framework = frameworks::fsdp};
+  search::transformer_space space;
+  space.keep = 1000;
+  space.tensor = {1};
+  space.pipeline = {1};
+  space.zero = {3};
+  space.micro_batch = {2};
+  space.recompute = {parallel::recompute::full, parallel::recompute::per_op};
+  const cluster c = presets::dgx_h100(1);
+  const auto prof = datasheet_profile(c.dev, h100_fitted_gemm);
+  const auto found = search::sweep(m, c, tr, prof, space);
+  int per_op = 0;
+  for (const auto& r : found.best) {
+    if (r.strategy.recomputation != parallel::recompute::per_op) continue;
+    ++per_op;
+    const report alone = analytic::evaluate(m, r.strategy, c, tr, prof);
+    CHECK(r.time.total().count() == Approx(alone.iteration_time().count()));
+    CHECK(r.memory.count() == Approx(alone.memory.total().count()));
+  }
+  CHECK(per_op == 1);
 }
 
 TEST_CASE("the search ranks plans per framework and never returns one its engine refuses") {

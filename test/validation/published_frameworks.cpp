@@ -152,21 +152,24 @@ outcome predict(const std::map<std::string, std::string>& r) {
   const bool torchtitan = r.at("source") == "torchtitan-bench";
   if (torchtitan && std::stoi(r.at("tp")) > 1)
     tr.framework.loss = frameworks::loss_style::vocab_parallel;
-  // Megatron-Core's userbuffers and torchtitan's async TP overlap the tensor-parallel collectives
+  // Megatron-Core's userbuffers and torchtitan's async TP overlap the tensor-parallel collectives,
+  // which needs sequence parallelism (Megatron refuses --tp-comm-overlap without
+  // --sequence-parallel: megatron/training/arguments.py, `validate_args`)
   tr.framework.tp_comm_overlap =
       has(mode, "TP comm overlap") || has(mode, "tp-comm-overlap") || has(mode, "async TP");
   if (has(mode, "grad_sync_dtype bf16")) tr.gradients = dtype::bf16;
   const int t = std::stoi(r.at("tp")), p = std::stoi(r.at("pp")), d = std::stoi(r.at("dp"));
   const int cp = number_after(mode, "CP", 1), v = number_after(mode, "VP", 1);
-  parallel::nd s{
-      .tensor = {.degree = t, .sequence = t > 1 && (has(mode, "sequence") || torchtitan)},
-      .context = {.degree = cp},
-      .pipeline = {.degree = p,
-                   .virtual_stages = v,
-                   .kind =
-                       v > 1 ? parallel::schedule::interleaved : parallel::schedule::one_f_one_b},
-      .data = {.degree = d, .zero = zero, .shard_group = shard_group},
-      .micro_batch = r.at("micro_batch").empty() ? 1 : std::stoi(r.at("micro_batch"))};
+  parallel::nd s{.tensor = {.degree = t,
+                            .sequence = t > 1 && (has(mode, "sequence") || torchtitan ||
+                                                  tr.framework.tp_comm_overlap)},
+                 .context = {.degree = cp},
+                 .pipeline = {.degree = p,
+                              .virtual_stages = v,
+                              .kind = v > 1 ? parallel::schedule::interleaved
+                                            : parallel::schedule::one_f_one_b},
+                 .data = {.degree = d, .zero = zero, .shard_group = shard_group},
+                 .micro_batch = r.at("micro_batch").empty() ? 1 : std::stoi(r.at("micro_batch"))};
   const std::string rc = r.at("recompute");
   // torchtitan's "selective" is its per-operator policy ('op' in train_configs/llama3_*.toml at
   // 9dec370, test/data/published_frameworks.md)
@@ -272,10 +275,11 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   WARN("runs that ran: " << ran[memory_verdict::fits] << " fit, " << ran[memory_verdict::tight]
                          << " tight, " << ran[memory_verdict::does_not_fit] << " do not fit");
   // (torchtitan's per-operator checkpointing modelled: 28 -> 23 do not fit, 4 -> 2 tight; its
-  // sequence and loss parallelism: 23 -> 19, every torchtitan run that ran now fits)
+  // sequence and loss parallelism: 23 -> 19, every torchtitan run that ran now fits; sequence
+  // parallelism under TP communication overlap, as Megatron requires it: 19 -> 13)
   CHECK(ran[memory_verdict::tight] == 2);
-  CHECK(ran[memory_verdict::does_not_fit] == 19);
-  CHECK(100 * median(errors["megatron"]) == Approx(13.2).margin(0.5));
+  CHECK(ran[memory_verdict::does_not_fit] == 13);
+  CHECK(100 * median(errors["megatron"]) == Approx(17.6).margin(0.5));
   CHECK(100 * median(errors["megatron_deepspeed"]) == Approx(18.7).margin(0.5));
   CHECK(100 * median(errors["fsdp"]) == Approx(27.1).margin(0.5));
   CHECK(100 * median(errors["deepspeed"]) == Approx(58.1).margin(0.5));

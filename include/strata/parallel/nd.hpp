@@ -150,6 +150,13 @@ struct nd {
                        std::to_string(t.batch / replicas()) + " = batch " +
                        std::to_string(t.batch) + " / " + std::to_string(replicas()) + " replicas)");
     pipeline.check(m.layers, micro_batches(t));
+    // Megatron refuses --tp-comm-overlap without --sequence-parallel
+    // (megatron/training/arguments.py, `validate_args`); torchtitan's async TP is sequence-parallel
+    if (t.framework.tp_comm_overlap && tensor.degree > 1 && !tensor.sequence)
+      throw plan_error(
+          "strategy.tensor: overlapping the tensor-parallel communication with the GEMMs "
+          "(tp_comm_overlap) needs sequence parallelism (Megatron: --tp-comm-overlap requires "
+          "--sequence-parallel)");
     // per-operator checkpointing counts a layer's matmuls: LoRA's adapters and MoE's experts add
     // matmuls whose order the policy's count has not been modelled for
     if (saves_op_outputs(recomputation) && (t.lora.on() || m.moe()))
