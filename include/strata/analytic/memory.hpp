@@ -135,39 +135,38 @@ struct plan_keeps {
   layer_keeps layer, full, embedding, head;
   model_parameters parameters{};
 };
+namespace detail {
+/// A plan's keeps from what its layer, embedding and head keep; a checkpointed layer is lowered
+/// once more without recomputation, for what it rebuilds in its backward.
+[[nodiscard]] constexpr plan_keeps with_whole_layer(const transformer& m, const lower::shard& sh,
+                                                    const training& t, const layer_keeps& layer,
+                                                    const layer_keeps& embedding,
+                                                    const layer_keeps& head) {
+  plan_keeps k{layer, layer, embedding, head, parameters_of(m)};
+  if (parallel::checkpoints_layer(sh.recompute)) {
+    lower::shard whole = sh;
+    whole.recompute = recompute::none;
+    k.full = keeps_of(m, whole, t);
+  }
+  return k;
+}
+}  // namespace detail
 [[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
                                             const training& t) {
   using lower::phase;
   const lower::shard sh = lower::shard_of(m, s, t);
-  plan_keeps k{keeps_of(m, sh, t),
-               {},
-               keeps_by([&](auto&& v) { lower::embedding(m, sh, t, phase::forward, v); }),
-               keeps_by([&](auto&& v) { lower::head(m, sh, t, phase::forward, v); }),
-               parameters_of(m)};
-  if (parallel::checkpoints_layer(sh.recompute)) {
-    lower::shard whole = sh;
-    whole.recompute = recompute::none;
-    k.full = keeps_of(m, whole, t);
-  } else {
-    k.full = k.layer;
-  }
-  return k;
+  return detail::with_whole_layer(
+      m, sh, t, keeps_of(m, sh, t),
+      keeps_by([&](auto&& v) { lower::embedding(m, sh, t, phase::forward, v); }),
+      keeps_by([&](auto&& v) { lower::head(m, sh, t, phase::forward, v); }));
 }
 /// `keeps_of` from the plan's lowering already priced (`lower_layer` of `lower::shard_of(m, s,
 /// t)`, whose forward lowerings collected the same saves): only the layer without recomputation
-/// is lowered again, under full recomputation.
+/// is lowered again, under checkpointing.
 [[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
                                             const training& t, const layer_compute& lc) {
-  plan_keeps k{lc.keeps, {}, lc.embedding_keeps, lc.head_keeps, parameters_of(m)};
-  const lower::shard sh = lower::shard_of(m, s, t);
-  if (parallel::checkpoints_layer(sh.recompute)) {
-    lower::shard whole = sh;
-    whole.recompute = recompute::none;
-    k.full = keeps_of(m, whole, t);
-  } else {
-    k.full = k.layer;
-  }
-  return k;
+  return detail::with_whole_layer(m, lower::shard_of(m, s, t), t, lc.keeps, lc.embedding_keeps,
+                                  lc.head_keeps);
 }
 /// DeepSpeed's pipeline engine on stage `stage` (runtime/pipe/engine.py; `recipe::pipe_buffers`):
 /// `TrainSchedule.num_pipe_buffers` = max(2, min(p - stage, m)) slots, each holding the received

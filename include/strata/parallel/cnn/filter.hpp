@@ -97,15 +97,8 @@ struct channel {
   [[nodiscard]] constexpr cost_breakdown cost(const context& c) const {
     return detail::model_horizontal_cost(c, p);
   }
-  /// Each device: every sample, 1/p of the compute and of the update, the layer-wise
-  /// collectives over the p devices.
-  [[nodiscard]] constexpr rank_shape rank(double B) const {
-    return {.samples = B,
-            .split = double(p),
-            .wu_share = 1.0 / p,
-            .layerwise = true,
-            .lgroup = {0, p, 1}};
-  }
+  /// Each device: what a filter-parallel one runs (the same splits and collectives).
+  [[nodiscard]] constexpr rank_shape rank(double B) const { return filter{p}.rank(B); }
 };
 
 }  // namespace strata::parallel
