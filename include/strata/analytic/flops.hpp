@@ -4,6 +4,8 @@
 /// generalized per token by `transformer::layer_forward_flops` to GQA, SwiGLU and MoE) and the
 /// hardware's, which adds what recomputation runs again.
 
+#include <string_view>
+
 #include "strata/model/transformer.hpp"
 #include "strata/parallel/recompute.hpp"
 
@@ -24,11 +26,18 @@ using parallel::recompute;
 [[nodiscard]] constexpr double uncached_matmul_flops(const transformer& m) {
   const double h = m.hidden, q = m.q_width(), w = m.kv_width(), f = m.ffn_size();
   const bool swiglu = m.mlp == mlp_kind::swiglu;
-  const double per_token[] = {2 * h * q, 2 * h * w, 2 * h * w, 2 * q * h,
-                              2 * h * f, 2 * h * f, 2 * f * h};
-  // without SwiGLU the MLP is up then down: up is cached (5th), down (6th) recomputed
-  return swiglu ? per_token[1] + per_token[3] + per_token[5]
-                : per_token[1] + per_token[3] + 2 * f * h;
+  struct projection {
+    std::string_view name;
+    double flops;  // per token
+  };
+  const projection layer[] = {{"Q", 2 * h * q},        {"K", 2 * h * w},
+                              {"V", 2 * h * w},        {"attention projection", 2 * q * h},
+                              {"MLP gate", 2 * h * f}, {"MLP up", 2 * h * f},
+                              {"MLP down", 2 * f * h}};
+  double again = 0;
+  for (const projection& p : layer)
+    if ((swiglu || p.name != "MLP gate") && !parallel::op_caches(p.name, swiglu)) again += p.flops;
+  return again;
 }
 
 /// FLOPs the hardware runs: model FLOPs plus the recomputed forward (full: every layer, giving

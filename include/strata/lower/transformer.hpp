@@ -114,13 +114,10 @@ struct builder {
   bool attention_core = false;  ///< its kernels are the unfused attention core's
 
   [[nodiscard]] constexpr bool autocast() const { return tr.framework.autocast && tr.mixed(); }
-  /// Whether per-operator checkpointing caches the output of projection `what`: torchtitan
-  /// counts a layer's `aten.mm` calls and caches the odd ones (`forward_mm_count % 2`), which
-  /// over the separate projections of a dense layer (Q, K, V, output, gate, up, down; without
-  /// SwiGLU up, down) are Q, V, gate and down (up without SwiGLU).
+  /// Whether per-operator checkpointing caches the output of projection `what`
+  /// (`parallel::op_caches`).
   [[nodiscard]] constexpr bool cached(std::string_view what) const {
-    return op_sac && (what == "Q" || what == "V" || what == (swiglu ? "MLP gate" : "MLP up") ||
-                      (swiglu && what == "MLP down"));
+    return op_sac && parallel::op_caches(what, swiglu);
   }
   /// Modules written as op chains (`transformers`, plain eager modules): separate projections
   /// that cast their inputs, fp32 residual adds, rotate-half RoPE and gates kernel by kernel.

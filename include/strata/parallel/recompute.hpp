@@ -29,6 +29,14 @@ enum class recompute { none, selective, full, per_op };
 /// every other `aten.mm` — the first, third, ... of a layer — and of the fused attention kernel;
 /// with sequence parallelism the reduce-scatters' too; everything else is recomputed).
 [[nodiscard]] constexpr bool saves_op_outputs(recompute r) { return r == recompute::per_op; }
+/// Which projections of a dense layer per-operator checkpointing caches, by the lowering's names:
+/// torchtitan counts a layer's `aten.mm` calls and caches the odd ones (`forward_mm_count % 2`),
+/// which over its separate projections (Q, K, V, output, gate, up, down; without SwiGLU up,
+/// down) are Q, V, gate and down (up without SwiGLU).
+[[nodiscard]] constexpr bool op_caches(std::string_view projection, bool swiglu) {
+  return projection == "Q" || projection == "V" || projection == (swiglu ? "MLP gate" : "MLP up") ||
+         (swiglu && projection == "MLP down");
+}
 /// Whether the attention core's tensors (scores, softmax, dropout) are dropped and the core run
 /// again before the backward (selective).
 [[nodiscard]] constexpr bool drops_attention_core(recompute r) { return r == recompute::selective; }
