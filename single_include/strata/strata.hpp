@@ -3342,6 +3342,14 @@ enum class recompute { none, selective, full, per_op };
 /// every other `aten.mm` — the first, third, ... of a layer — and of the fused attention kernel;
 /// with sequence parallelism the reduce-scatters' too; everything else is recomputed).
 [[nodiscard]] constexpr bool saves_op_outputs(recompute r) { return r == recompute::per_op; }
+/// Which projections of a dense layer per-operator checkpointing caches, by the lowering's names:
+/// torchtitan counts a layer's `aten.mm` calls and caches the odd ones (`forward_mm_count % 2`),
+/// which over its separate projections (Q, K, V, output, gate, up, down; without SwiGLU up,
+/// down) are Q, V, gate and down (up without SwiGLU).
+[[nodiscard]] constexpr bool op_caches(std::string_view projection, bool swiglu) {
+  return projection == "Q" || projection == "V" || projection == (swiglu ? "MLP gate" : "MLP up") ||
+         (swiglu && projection == "MLP down");
+}
 /// Whether the attention core's tensors (scores, softmax, dropout) are dropped and the core run
 /// again before the backward (selective).
 [[nodiscard]] constexpr bool drops_attention_core(recompute r) { return r == recompute::selective; }
@@ -3381,6 +3389,7 @@ template <class T>
 /// hardware's, which adds what recomputation runs again.
 
 
+
 namespace strata::analytic {
 
 using parallel::recompute;
@@ -3398,11 +3407,18 @@ using parallel::recompute;
 [[nodiscard]] constexpr double uncached_matmul_flops(const transformer& m) {
   const double h = m.hidden, q = m.q_width(), w = m.kv_width(), f = m.ffn_size();
   const bool swiglu = m.mlp == mlp_kind::swiglu;
-  const double per_token[] = {2 * h * q, 2 * h * w, 2 * h * w, 2 * q * h,
-                              2 * h * f, 2 * h * f, 2 * f * h};
-  // without SwiGLU the MLP is up then down: up is cached (5th), down (6th) recomputed
-  return swiglu ? per_token[1] + per_token[3] + per_token[5]
-                : per_token[1] + per_token[3] + 2 * f * h;
+  struct projection {
+    std::string_view name;
+    double flops;  // per token
+  };
+  const projection layer[] = {{"Q", 2 * h * q},        {"K", 2 * h * w},
+                              {"V", 2 * h * w},        {"attention projection", 2 * q * h},
+                              {"MLP gate", 2 * h * f}, {"MLP up", 2 * h * f},
+                              {"MLP down", 2 * f * h}};
+  double again = 0;
+  for (const projection& p : layer)
+    if ((swiglu || p.name != "MLP gate") && !parallel::op_caches(p.name, swiglu)) again += p.flops;
+  return again;
 }
 
 /// FLOPs the hardware runs: model FLOPs plus the recomputed forward (full: every layer, giving
@@ -5047,13 +5063,10 @@ struct builder {
   bool attention_core = false;  ///< its kernels are the unfused attention core's
 
   [[nodiscard]] constexpr bool autocast() const { return tr.framework.autocast && tr.mixed(); }
-  /// Whether per-operator checkpointing caches the output of projection `what`: torchtitan
-  /// counts a layer's `aten.mm` calls and caches the odd ones (`forward_mm_count % 2`), which
-  /// over the separate projections of a dense layer (Q, K, V, output, gate, up, down; without
-  /// SwiGLU up, down) are Q, V, gate and down (up without SwiGLU).
+  /// Whether per-operator checkpointing caches the output of projection `what`
+  /// (`parallel::op_caches`).
   [[nodiscard]] constexpr bool cached(std::string_view what) const {
-    return op_sac && (what == "Q" || what == "V" || what == (swiglu ? "MLP gate" : "MLP up") ||
-                      (swiglu && what == "MLP down"));
+    return op_sac && parallel::op_caches(what, swiglu);
   }
   /// Modules written as op chains (`transformers`, plain eager modules): separate projections
   /// that cast their inputs, fp32 residual adds, rotate-half RoPE and gates kernel by kernel.

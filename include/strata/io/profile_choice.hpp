@@ -40,16 +40,18 @@ struct chosen_profile {
   std::string efficiencies;
 };
 
-/// Resolves `"profile"` (`pj`; null: `fallback`) for device `dev`; `shipped` is the text of the
-/// shipped H100 profile (empty: none in this build).
+/// Resolves `"profile"` (`pj`; null: `fallback`) for device `dev`, the device of `owner` (a
+/// "cluster", or a "step"); `shipped` is the text of the shipped H100 profile (empty: none in this
+/// build).
 inline chosen_profile choose_profile(const nlohmann::json& pj, const device& dev,
-                                     std::string_view shipped, std::string_view fallback = "auto") {
+                                     std::string_view shipped, std::string_view fallback = "auto",
+                                     const std::string& owner = "cluster") {
   namespace d = detail;
   const nlohmann::json given = pj.is_null() ? nlohmann::json(std::string(fallback)) : pj;
   if (!given.is_string())
     d::fail("profile", "must be \"auto\", \"fitted-gemm\", \"datasheet\", \"h100\" or a file");
   std::string pn = given.get<std::string>();
-  if (dev.sms < 1) d::fail("cluster.device", "has no SM count: transformer plans need a GPU");
+  if (dev.sms < 1) d::fail(owner + ".device", "has no SM count: transformer plans need a GPU");
   if (pn == "auto")
     pn = dev.name == presets::h100_sxm5_80gb.name && !shipped.empty() ? "h100" : "fitted-gemm";
   chosen_profile out;
@@ -80,10 +82,10 @@ inline chosen_profile choose_profile(const nlohmann::json& pj, const device& dev
   // silently (the shipped "h100" fit is carried on purpose, and says so).
   if (pn != "h100" && !same)
     d::fail("profile", "'" + d::cut(pn) + "' describes \"" + d::cut(sp.name) + "\" (" +
-                           describe_figures(p.dev) + ") but the cluster's device is \"" + on +
-                           "\" (" + describe_figures(dev) +
-                           "): give the cluster that device (a name, a datasheet or its "
-                           ".json file) or a profile measured on its own");
+                           describe_figures(p.dev) + ") but the " + owner + "'s device is \"" + on +
+                           "\" (" + describe_figures(dev) + "): give the " + owner +
+                           " that device (a name, a datasheet or its .json file) or a profile "
+                           "measured on its own");
   out.profile = p.dev.name == dev.name ? p : rescale_profile(p, dev);
   out.efficiencies = "fitted on " + sp.name +
                      (same ? std::string(" (profile ") + (pn == "h100" ? "h100" : "file") + ")"

@@ -71,7 +71,7 @@ inline nlohmann::json step_report_json(const nlohmann::json& j, std::string_view
             "and its profile as every scenario does: \"auto\", \"fitted-gemm\", "
             "\"datasheet\", \"h100\" or a file");
   const chosen_profile prof =
-      choose_profile(j.contains("profile") ? j["profile"] : json(), dev, shipped, "auto");
+      choose_profile(j.contains("profile") ? j["profile"] : json(), dev, shipped, "auto", "step");
   // the model's lowering, kernel by kernel (analytic/step.hpp)
   const auto step = analytic::named_step(model, c, prof.profile);
   const auto mem = analytic::named_step_memory(model, c);
@@ -80,6 +80,9 @@ inline nlohmann::json step_report_json(const nlohmann::json& j, std::string_view
                                             : analytic::gpt2_parameters(c);
   return {{"model", model},
           {"device", std::string(dev.name)},
+          // the profile and where its efficiencies come from, given or defaulted
+          {"profile", prof.name},
+          {"efficiencies", prof.efficiencies},
           {"parameters", params},
           {"step_time_s", step.time()},
           {"kernel_time_s", step.kernel_time()},
