@@ -8,10 +8,44 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <new>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
+
+#if __has_include(<dlfcn.h>)
+#include <dlfcn.h>
+#endif
+
+// The shipped Hugging Face configs an "hf_id" names (io/hf_config.hpp searches the folder
+// STRATA_HF_CONFIGS_DIR names after $STRATA_HF_CONFIGS): `hf_configs` next to this module, where
+// an installed package has it (pip, `cmake --install`), else the source tree's
+// (STRATA_PYTHON_SOURCE_HF_CONFIGS, compiled in for the build tree; python/CMakeLists.txt).
+namespace strata_python {
+inline std::filesystem::path hf_configs_dir() {
+  static const std::filesystem::path dir = [] {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+#if __has_include(<dlfcn.h>)
+    static const char anchor = 0;  // an address inside this module
+    Dl_info info{};
+    if (dladdr(&anchor, &info) != 0 && info.dli_fname != nullptr) {
+      const fs::path here = fs::absolute(info.dli_fname, ec).parent_path() / "hf_configs";
+      if (!ec && fs::is_directory(here, ec)) return here;
+    }
+#endif
+#ifdef STRATA_PYTHON_SOURCE_HF_CONFIGS
+    return fs::path(STRATA_PYTHON_SOURCE_HF_CONFIGS);
+#else
+    return fs::path();  // none: hf_config.hpp skips an empty path
+#endif
+  }();
+  return dir;
+}
+}  // namespace strata_python
+#define STRATA_HF_CONFIGS_DIR ::strata_python::hf_configs_dir()
 
 #include "shipped_profiles.hpp"
 #include "strata/io/device_file.hpp"
@@ -151,8 +185,8 @@ json checked(json j) {
 // ---- evaluate --------------------------------------------------------------------------------
 
 py::object evaluate(py::handle scenario, const std::string& format, double time_limit) {
-  if (format != "json" && format != "table")
-    throw python_error("format: must be \"json\" or \"table\"");
+  if (format != "json" && format != "table" && format != "csv")
+    throw python_error("format: must be \"json\", \"table\" or \"csv\"");
   if (!(time_limit >= 0) || !std::isfinite(time_limit))
     throw python_error("time_limit: must be a number of seconds (0: none)");
   const json j = guarded("scenario", [&] { return scenario_json(scenario); });
@@ -163,7 +197,9 @@ py::object evaluate(py::handle scenario, const std::string& format, double time_
   return guarded("scenario", [&]() -> py::object {
     namespace io = strata::io;  // io/evaluate.hpp: as the command line evaluates it
     io::evaluate_request req{
-        .format = format == "table" ? io::report_format::table : io::report_format::json,
+        .format = format == "table" ? io::report_format::table
+                  : format == "csv"   ? io::report_format::csv
+                                      : io::report_format::json,
         .time_limit = time_limit > 0,
         .names = ""};
     // a parameter-server search reports its progress: it stops at the time limit, and on
@@ -180,7 +216,7 @@ py::object evaluate(py::handle scenario, const std::string& format, double time_
       return true;
     };
     const auto r = io::evaluate_scenario(j, req, strata_cli::h100_sxm_profile);
-    if (req.format == io::report_format::table) return text(r.table);
+    if (req.format != io::report_format::json) return text(r.table);
     return to_python(checked(r.report));
   });
 }
@@ -294,7 +330,7 @@ py::object which_gpus(py::handle scenario) {
 
 py::object simulate(py::handle scenario, bool overlap, std::optional<int> buckets,
                     std::optional<double> gamma, std::optional<std::string> schedule,
-                    std::optional<int> max_in_flight, bool trace) {
+                    std::optional<int> max_in_flight, bool trace, bool details) {
   // the CLI's option checks (strata simulate --buckets, --gamma, --schedule, --max-in-flight)
   if (buckets && (*buckets < 1 || *buckets > (1 << 20)))
     throw python_error("buckets: must be an integer in [1, 1048576]");
@@ -314,6 +350,7 @@ py::object simulate(py::handle scenario, bool overlap, std::optional<int> bucket
                                                     .gamma = gamma,
                                                     .schedule = schedule,
                                                     .trace = trace,
+                                                    .details = details,
                                                     .names = ""},
                                                    strata_cli::h100_sxm_profile);
     strata::io::check_finite(sim.report, "");
@@ -334,7 +371,7 @@ PYBIND11_MODULE(_strata, m) {
   m.def("evaluate", &evaluate, py::arg("scenario"), py::arg("format") = "json",
         py::arg("time_limit") = 0.0,
         R"(Evaluates a scenario (dict, JSON text, file path or strata.Scenario) as `strata FILE`
-does; returns the report as a dict (format="table": the table as text). A parameter-server
+does; returns the report as a dict (format="table" or "csv": the text). A parameter-server
 search stops after time_limit seconds (0: none) with strata.Error, as `--time-limit` does, and
 on Ctrl-C.)");
   m.def("sweep", &sweep, py::arg("scenario"), py::arg("columns") = false, py::arg("front") = false,
@@ -361,7 +398,8 @@ efficiencies), smallest memory first.)");
   m.def("simulate", &simulate, py::arg("scenario"), py::arg("overlap") = false,
         py::arg("buckets") = py::none(), py::arg("gamma") = py::none(),
         py::arg("schedule") = py::none(), py::arg("max_in_flight") = py::none(),
-        py::arg("trace") = false,
+        py::arg("trace") = false, py::arg("details") = false,
         R"(Simulates one iteration event by event as `strata simulate` does; returns the report,
-or (report, trace) with trace=True (a Chrome-trace / Perfetto dict).)");
+or (report, trace) with trace=True (a Chrome-trace / Perfetto dict). details=True adds each
+stream's utilization and the critical path, as `--details` does.)");
 }

@@ -282,6 +282,26 @@ def test_simulate_equals_the_command(tmp_path):
         strata.simulate(GPT3, schedule="1f1b")
 
 
+def test_simulate_details_on_request():
+    """The summary by default; each stream's utilization and the critical path with details."""
+    data = load(SCENARIOS / "data.json")
+    brief = strata.simulate(data)
+    assert "critical_path" not in brief and "utilization" not in brief
+    full = strata.simulate(data, details=True)
+    assert full == json.loads(cli("simulate", SCENARIOS / "data.json", "--details")[1])
+    assert full["iteration_time_s"] == brief["iteration_time_s"]
+    assert len(full["critical_path"]) > 0
+
+
+def test_evaluate_csv_equals_the_command():
+    """format="csv" is the command's --format csv: a search's plans one row each."""
+    text = strata.evaluate(load(SCENARIOS / "llama3_70b_search.json"), format="csv")
+    assert text == cli(SCENARIOS / "llama3_70b_search.json", "--format", "csv")[1]
+    header, first = text.splitlines()[:2]
+    assert header.startswith("rank,") and "mfu" in header.split(",")
+    assert first.startswith("1,")
+
+
 # ---- docs/python.md --------------------------------------------------------------------------
 
 def test_docs_example(capsys, monkeypatch):

@@ -4,8 +4,13 @@
 
 using namespace strata;
 
-TEST_CASE("the default scenario runs") {
-  const io::scenario s = io::parse_scenario_text(io::default_scenario);
+TEST_CASE("a ResNet-50 data-parallel scenario runs") {
+  const io::scenario s = io::parse_scenario_text(R"({
+  "model": "resnet50",
+  "cluster": {"preset": "abci", "devices": 64},
+  "parallel": {"kind": "data", "p": 64},
+  "training": {"batch": 1024, "dataset": 1281167, "precision": "fp32", "optimizer": "sgd",
+               "efficiency": 0.5}})");
   const report r = io::evaluate(s);
   CHECK(r.devices == 64);
   CHECK(r.fits());

@@ -1,5 +1,5 @@
 // strata: evaluate a training scenario (JSON) and print its time and memory report.
-// Usage: strata [FILE | -] [--format json|table]. Without FILE it runs a built-in scenario.
+// Usage: strata [FILE | -] [--format json|table|csv]. Without FILE it runs a built-in scenario.
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -25,13 +25,18 @@ struct main_options {
   bool print_default = false, list_gpus = false, list_models = false, list_presets = false,
        print_scenario = false;
   double time_limit = 0;
+  int explain = 0;
   strata::io::one_line question;  // the one-line flags (io/one_line.hpp)
 };
 
 void add_main_options(CLI::App& app, main_options& o) {
   app.add_option("scenario", o.input, "scenario JSON file, or - for standard input")
       ->option_text("FILE|-");
-  app.add_option("--format", o.format, "report format")->check(CLI::IsMember({"json", "table"}));
+  app.add_option("--format", o.format, "report format: json, table (for people) or csv (a search's plans a row each, else field,value rows)")
+      ->check(CLI::IsMember({"json", "table", "csv"}));
+  app.add_option("--explain", o.explain,
+                 "with a transformer search's table: also print the N-th plan's breakdown")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--print-default", o.print_default, "print the built-in scenario and exit");
   app.add_flag("--list-gpus", o.list_gpus,
                "list the device presets (a table; --format json: their datasheets) and exit");
@@ -153,9 +158,12 @@ int refuse_main_options(const CLI::App& app, const main_options& o) {
   for (const CLI::App* sub : app.get_subcommands()) {
     const std::string name = sub->get_name();
     if (app.count("--format") > 0)
-      return error_line("--format", name == "fit"
-                                        ? "give it after fit (strata fit FILE --format table)"
+      return error_line("--format", name == "fit" || name == "simulate"
+                                        ? "give it after " + name + " (strata " + name +
+                                              " FILE --format table)"
                                         : "sets a scenario's report; " + name + " prints JSON");
+    if (app.count("--explain") > 0)
+      return error_line("--explain", "explains a plan of the main command's search, not " + name);
     if (app.count("--time-limit") > 0)
       return error_line("--time-limit", "stops a parameter-server search, not " + name);
     if (!o.input.empty())
@@ -195,10 +203,12 @@ int run_scenario(const main_options& o, bool limit_given) {
     return 2;
   }
   return guarded("scenario", [&] {
-    strata::io::evaluate_request req{.format = o.format == "table"
-                                                   ? strata::io::report_format::table
+    strata::io::evaluate_request req{.format = o.format == "table" ? strata::io::report_format::table
+                                               : o.format == "csv"
+                                                   ? strata::io::report_format::csv
                                                    : strata::io::report_format::json,
-                                     .time_limit = limit_given};
+                                     .time_limit = limit_given,
+                                     .explain = o.explain};
     auto bar = std::make_shared<progress_bar>();  // a long search: progress on a terminal
     bar->limit_s = o.time_limit;
     req.progress = [bar](double f) {
@@ -210,7 +220,7 @@ int run_scenario(const main_options& o, bool limit_given) {
     };
     const auto r = strata::io::evaluate_scenario(strata::io::detail::parse_json(text), req,
                                                  strata_cli::h100_sxm_profile);
-    if (req.format == strata::io::report_format::table)
+    if (req.format != strata::io::report_format::json)
       print_table(r.table);
     else
       print_json(r.report);

@@ -16,8 +16,8 @@ namespace {
 
 // ---- strata simulate: the same scenario, event by event -----------------------------------
 struct simulate_options {
-  std::string input, trace, svg, memory_svg, schedule = "gpipe";
-  bool overlap = false;
+  std::string input, trace, svg, memory_svg, schedule = "gpipe", format = "json";
+  bool overlap = false, details = false;
   int buckets = 1, max_in_flight = 0;
   double gamma = 0;
 };
@@ -26,6 +26,10 @@ CLI::App* add_simulate(CLI::App& app, simulate_options& o) {
   auto* sim_cmd = app.add_subcommand("simulate", "simulate one iteration event by event");
   sim_cmd->add_option("scenario", o.input, "scenario JSON file, or - for standard input")
       ->required();
+  sim_cmd->add_option("--format", o.format, "report format: json, table (for people) or csv")
+      ->check(CLI::IsMember({"json", "table", "csv"}));
+  sim_cmd->add_flag("--details", o.details,
+                    "also report each stream's utilization and the critical path");
   sim_cmd->add_option("--trace", o.trace, "write a Chrome-trace / Perfetto JSON timeline");
   sim_cmd->add_option("--svg", o.svg, "write the timeline as a self-contained SVG picture");
   sim_cmd->add_option("--memory-svg", o.memory_svg,
@@ -79,6 +83,7 @@ int run_simulate(const CLI::App& sim_cmd, const simulate_options& o) {
     strata::io::simulate_request req;
     req.overlap = o.overlap;
     req.trace = !o.trace.empty();
+    req.details = o.details;
     if (sim_cmd.count("--buckets") > 0) req.buckets = o.buckets;
     if (sim_cmd.count("--max-in-flight") > 0) req.max_in_flight = o.max_in_flight;
     if (sim_cmd.count("--gamma") > 0) req.gamma = o.gamma;
@@ -101,7 +106,12 @@ int run_simulate(const CLI::App& sim_cmd, const simulate_options& o) {
       write_transformer_pictures(sim, o);
     else if (!o.svg.empty())
       write_text("--svg", o.svg, strata::io::timeline_svg(*sim.graph, sim.run));
-    print_json(sim.report);
+    if (o.format == "table")
+      print_table(strata::io::simulation_table(sim.report));
+    else if (o.format == "csv")
+      print_table(strata::io::csv_of(sim.report));
+    else
+      print_json(sim.report);
     return 0;
   });
 }

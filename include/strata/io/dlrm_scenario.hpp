@@ -23,6 +23,7 @@
 #include "strata/analytic/dlrm.hpp"
 #include "strata/hardware/presets.hpp"
 #include "strata/io/cluster.hpp"
+#include "strata/io/human.hpp"
 #include "strata/io/lin_trace.hpp"
 #include "strata/io/profile.hpp"
 #include "strata/model/dlrm.hpp"
@@ -199,7 +200,9 @@ inline nlohmann::json run_dlrm_scenario(const nlohmann::json& j,
            {"batch", static_cast<long long>(setup.batch)},
            {"gpus", gpus},
            {"gradient", grad},
-           {"profile", profile_name}};
+           {"profile", profile_name},
+           {"device", std::string(machine.dev.name)},
+           {"capacity_bytes", machine.dev.memory.count()}};
   // the sharding: a sharder's name, "search", or one rank per table
   const json sj = j.contains("sharding") ? j["sharding"] : json("size_lookup_greedy");
   if (sj.is_string() && sj.get<std::string>() == "search") {
@@ -259,6 +262,77 @@ inline nlohmann::json run_dlrm_scenario(const nlohmann::json& j,
     fail("sharding", "must be a sharder's name, \"search\" or one rank per table");
   }
   out["plan"] = plan_json(m, analytic::dlrm_plan(m, setup, owner, gpus, machine, prof, el));
+  return out;
+}
+
+/// A DLRM report (`run_dlrm_scenario`) as a table for people: the inputs, the iteration and its
+/// terms on the busiest rank, each rank's tables, memory and all-to-all, and for a sharding
+/// search every sharder's time.
+inline std::string dlrm_table(const nlohmann::json& j) {
+  using json = nlohmann::json;
+  const json& p = j["plan"];
+  const json& mj = j["model"];
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "DLRM, %d tables (%s embedding and %s dense parameters) on %d x %s\n",
+                mj["tables"].get<int>(), human_count(mj["embedding_parameters"].get<double>()).c_str(),
+                human_count(mj["dense_parameters"].get<double>()).c_str(), j["gpus"].get<int>(),
+                j["device"].get<std::string>().c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "batch %s; gradient %s; sharding %s; profile %s\n",
+                human_count(j["batch"].get<double>()).c_str(),
+                j["gradient"].get<std::string>().c_str(),
+                (j.contains("chosen") ? j["chosen"] : j["sharding"]).get<std::string>().c_str(),
+                j["profile"].get<std::string>().c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "iteration %s (rank %d is the busiest)\n",
+                human_duration(p["iteration_time_s"].get<double>()).c_str(),
+                p["busiest_rank"].get<int>());
+  out += line;
+  out += "time terms (the busiest rank)\n";
+  static constexpr std::pair<const char*, const char*> terms[] = {
+      {"bottom_mlp_forward", "bottom MLP forward"},
+      {"embedding_forward_busiest", "embedding forward"},
+      {"all_to_all_forward", "all-to-all forward"},
+      {"interaction_top_mlp_forward", "top MLP forward"},
+      {"interaction_top_mlp_backward", "top MLP backward"},
+      {"all_to_all_backward", "all-to-all backward"},
+      {"embedding_backward_busiest", "embedding backward"},
+      {"bottom_mlp_backward", "bottom MLP backward"},
+      {"all_reduce", "dense all-reduce"},
+      {"exposed_communication", "exposed comm"},
+      {"optimizer", "optimizer step"}};
+  for (const auto& [key, label] : terms)
+    if (p["breakdown_s"][key].get<double>() > 0)
+      out += table_row(label, human_duration(p["breakdown_s"][key].get<double>()));
+  out += "memory per GPU\n";
+  const double peak = p["peak_memory_bytes"].get<double>(), cap = j["capacity_bytes"].get<double>();
+  out += table_row("peak (busiest)", human_bytes(peak));
+  out += table_row("capacity", human_bytes(cap), peak <= cap ? "fits" : "does NOT fit");
+  std::snprintf(line, sizeof line, "  %4s %6s %12s %12s %12s %12s %12s\n", "rank", "tables",
+                "tables", "memory", "emb fwd", "emb bwd", "a2a sent");
+  out += line;
+  int r = 0;
+  for (const json& rk : p["ranks"]) {
+    std::snprintf(line, sizeof line, "  %4d %6zu %12s %12s %12s %12s %12s\n", r++,
+                  rk["tables"].size(), human_bytes(rk["table_bytes"].get<double>()).c_str(),
+                  human_bytes(rk["memory_bytes"].get<double>()).c_str(),
+                  human_duration(rk["embedding_forward_s"].get<double>()).c_str(),
+                  human_duration(rk["embedding_backward_s"].get<double>()).c_str(),
+                  human_bytes(rk["all_to_all_sent_bytes"].get<double>()).c_str());
+    out += line;
+  }
+  if (j.contains("candidates")) {
+    out += "sharders tried\n";
+    for (const json& c : j["candidates"]) {
+      const std::string name = c["sharder"].get<std::string>();
+      out += c.contains("iteration_time_s")
+                 ? table_row(name, human_duration(c["iteration_time_s"].get<double>()),
+                             name == j["chosen"].get<std::string>() ? "chosen" : "")
+                 : table_row(name, "-", c["error"].get<std::string>());
+    }
+  }
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "strata/error.hpp"
+#include "strata/io/csv.hpp"
 #include "strata/io/dlrm_scenario.hpp"
 #include "strata/io/model_list.hpp"
 #include "strata/io/scenario.hpp"
@@ -26,8 +27,20 @@
 
 namespace strata::io {
 
-/// A report as JSON (the schema in docs/cli.md) or as a table for people.
-enum class report_format { json, table };
+/// The scenario `strata` runs when given no input: Llama-3 8B on one DGX H100 node (8 GPUs),
+/// Megatron-LM with tensor parallelism 2 (sequence-parallel) and 4-way data parallelism with a
+/// distributed optimizer, 64 sequences of 8,192 tokens per iteration.
+inline constexpr std::string_view default_scenario = R"({
+  "model": "llama3-8b",
+  "cluster": {"preset": "dgx-h100", "devices": 8},
+  "parallel": {"tensor": 2, "sequence_parallel": true, "data": 4, "zero": 1, "micro_batch": 1,
+               "recompute": "selective"},
+  "training": {"batch": 64, "sequence": 8192}
+})";
+
+/// A report as JSON (the schema in docs/cli.md), as a table for people or as CSV for a
+/// spreadsheet (`csv_of`).
+enum class report_format { json, table, csv };
 
 /// How to evaluate: the format, what a parameter-server search reports of its progress (false:
 /// stop it), whether the caller set a time limit (only a parameter-server search takes one), and
@@ -37,9 +50,11 @@ struct evaluate_request {
   std::function<bool(double)> progress{};
   bool time_limit = false;
   std::string names = "--";
+  /// a transformer search's table also explains its N-th best plan (1-based; 0: none)
+  int explain = 0;
 };
 
-/// One evaluated scenario: `report` for JSON, `table` for a table.
+/// One evaluated scenario: `report` for JSON, `table` for a table or CSV.
 struct scenario_evaluation {
   nlohmann::json report;
   std::string table;
@@ -55,34 +70,39 @@ enum class scenario_kind { cnn, transformer, dlrm, step };
   return scenario_kind::cnn;
 }
 
-/// Evaluates scenario `j` (`shipped`: the text of the H100 profile that "auto" names).
-inline scenario_evaluation evaluate_scenario(const nlohmann::json& j, const evaluate_request& o,
-                                             std::string_view shipped) {
+namespace detail {
+/// Evaluates scenario `j` as JSON, or as a table when `table` (`evaluate_scenario`).
+inline scenario_evaluation evaluate_as(const nlohmann::json& j, const evaluate_request& o,
+                                       std::string_view shipped, bool table) {
   const std::string& n = o.names;
-  const bool table = o.format == report_format::table;
   const auto no_limit = [&](const char* what) {
     if (o.time_limit)
       throw plan_error(n + "time-limit: stops a parameter-server search, not " + what);
   };
   scenario_evaluation out;
+  if (o.explain > 0 && !(kind_of(j) == scenario_kind::transformer && j.contains("search") &&
+                         table))
+    throw plan_error(n + "explain: explains a plan of a transformer search's table (\"search\": "
+                         "{...}, " + n + "format table)");
   // a scenario for the other command, named as such (not as an "unknown field")
   if (j.is_object() && j.contains("strategy_tree"))
     throw plan_error(
         "scenario: this is a strategy-tree (Proteus) scenario: run it with `strata simulate`");
   switch (kind_of(j)) {
     case scenario_kind::dlrm:
-    case scenario_kind::step: {
-      const bool dlrm = kind_of(j) == scenario_kind::dlrm;
-      if (table)
-        throw plan_error(n + "format: a " + (dlrm ? "DLRM" : "step") +
-                         " scenario's report is JSON only (" + n + "format json)");
-      no_limit(dlrm ? "a DLRM scenario" : "a step scenario");
-      out.report = dlrm ? run_dlrm_scenario(j, shipped) : step_report_json(j, shipped);
+      no_limit("a DLRM scenario");
+      out.report = run_dlrm_scenario(j, shipped);
+      if (table) out.table = dlrm_table(out.report);
       return out;
-    }
+    case scenario_kind::step:
+      no_limit("a step scenario");
+      out.report = step_report_json(j, shipped);
+      if (table) out.table = step_table(out.report);
+      return out;
     case scenario_kind::transformer: {
       no_limit("a transformer scenario");
-      const transformer_request r = parse_transformer_request(j, shipped);
+      transformer_request r = parse_transformer_request(j, shipped);
+      r.explain = o.explain;
       if (table)
         out.table = transformer_request_table(r);
       else
@@ -92,7 +112,7 @@ inline scenario_evaluation evaluate_scenario(const nlohmann::json& j, const eval
     case scenario_kind::cnn:
       break;
   }
-  detail::check_model_name(j);
+  check_model_name(j);
   scenario s = parse_scenario(j);
   const bool search = s.ps && s.ps->search;
   if (!search) no_limit("this scenario's evaluation");
@@ -101,6 +121,17 @@ inline scenario_evaluation evaluate_scenario(const nlohmann::json& j, const eval
     out.table = report_table(s);
   else
     out.report = report_json(s);
+  return out;
+}
+}  // namespace detail
+
+/// Evaluates scenario `j` (`shipped`: the text of the H100 profile that "auto" names): its
+/// report as JSON, or in `table` as a table or CSV (`o.format`).
+inline scenario_evaluation evaluate_scenario(const nlohmann::json& j, const evaluate_request& o,
+                                             std::string_view shipped) {
+  scenario_evaluation out =
+      detail::evaluate_as(j, o, shipped, o.format == report_format::table);
+  if (o.format == report_format::csv) out.table = csv_of(out.report);
   return out;
 }
 

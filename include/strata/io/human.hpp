@@ -1,10 +1,12 @@
 #pragma once
 /// @file io/human.hpp
 /// @brief Numbers for people: durations in the unit that reads best (us, ms, s, min, h, days)
-/// and counts with thousands separators. The tables use them; JSON keeps plain numbers.
+/// and counts with thousands separators, sizes in KiB, MiB or GiB, and a table's "label  value"
+/// rows. The tables use them; JSON keeps plain numbers.
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace strata::io {
 
@@ -41,6 +43,33 @@ namespace strata::io {
     out += digits[i];
   }
   return (x < 0 && out != "0" ? "-" : "") + out;
+}
+
+/// `b` bytes as "512 B", "12.0 KiB", "340.5 MiB" or "12.34 GiB".
+[[nodiscard]] inline std::string human_bytes(double b) {
+  char buf[48];
+  const double a = std::fabs(b);
+  if (a < 1024)
+    std::snprintf(buf, sizeof buf, "%.0f B", b);
+  else if (a < 1024.0 * 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
+  else if (a < 1024.0 * 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024));
+  else
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+/// One row of a report table: the label in a 22-wide column, the value right-aligned in 12,
+/// then an optional note ("  iteration                 12.3 ms  (note)").
+[[nodiscard]] inline std::string table_row(std::string_view label, const std::string& value,
+                                           std::string_view note = {}) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "  %-22.*s %12s", static_cast<int>(label.size()), label.data(),
+                value.c_str());
+  std::string out = buf;
+  if (!note.empty()) (out += "  ") += note;
+  return out + "\n";
 }
 
 }  // namespace strata::io

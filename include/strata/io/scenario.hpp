@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +25,7 @@
 #include "strata/analytic/evaluate.hpp"
 #include "strata/error.hpp"
 #include "strata/io/cluster.hpp"
+#include "strata/io/human.hpp"
 #include "strata/io/json.hpp"
 #include "strata/io/ps_scenario.hpp"
 #include "strata/model/model.hpp"
@@ -43,16 +45,6 @@ struct scenario {
   std::vector<layer_time> profiled;  ///< optional per-layer FW/BW/WU times
   std::optional<ps_request> ps;      ///< set for the parameter-server strategies
 };
-
-/// The scenario `strata` runs when given no input: ResNet-50, data parallelism on 64 ABCI GPUs,
-/// 16 samples per GPU, one ImageNet epoch.
-inline constexpr std::string_view default_scenario = R"({
-  "model": "resnet50",
-  "cluster": {"preset": "abci", "devices": 64},
-  "parallel": {"kind": "data", "p": 64},
-  "training": {"batch": 1024, "dataset": 1281167, "precision": "fp32", "optimizer": "sgd",
-               "efficiency": 0.5}
-})";
 
 namespace detail {
 
@@ -371,38 +363,41 @@ inline nlohmann::json report_json(const scenario& s) {
 /// The report as an aligned table for people.
 inline std::string to_table(const scenario& s, const report& r) {
   std::string out;
-  char buf[160];
-  auto row = [&](const char* k, double v, const char* unit) {
-    std::snprintf(buf, sizeof buf, "  %-22s %14.6g %s\n", k, v, unit);
-    out += buf;
-  };
-  std::snprintf(buf, sizeof buf, "%s on %s (%d x %s), %s parallelism, batch %d\n",
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%s on %s (%d x %s), %s parallelism, batch %s\n",
                 s.model_name.c_str(), std::string(s.machine.name).c_str(), r.devices,
-                std::string(s.machine.dev.name).c_str(), std::string(r.strategy).c_str(), r.batch);
+                std::string(s.machine.dev.name).c_str(), std::string(r.strategy).c_str(),
+                human_count(r.batch).c_str());
   out += buf;
-  out += "time per iteration\n";
+  std::snprintf(buf, sizeof buf, "iteration %s, %s samples/s", human_duration(r.iteration_time().count()).c_str(),
+                human_count(r.throughput()).c_str());
+  out += buf;
+  if (s.setup.dataset > 0)
+    out += ", epoch " + human_duration(r.epoch_time().count()) + " (" +
+           human_count(r.iterations) + " iterations)";
+  out += "\ntime per iteration\n";
   const time_breakdown& t = r.time;
-  row("forward", t.forward.count(), "s");
-  row("backward", t.backward.count(), "s");
-  row("weight update", t.optimizer.count(), "s");
-  row("gradient exchange", t.data_comm.count(), "s");
-  row("layer collectives", t.tensor_comm.count(), "s");
-  row("halo exchange", t.context_comm.count(), "s");
-  row("pipeline p2p", t.pipeline_p2p.count(), "s");
-  row("iteration", r.iteration_time().count(), "s");
-  if (s.setup.dataset > 0) row("epoch", r.epoch_time().count(), "s");
-  row("throughput", r.throughput(), "samples/s");
+  const std::pair<const char*, seconds> terms[] = {{"forward", t.forward},
+                                                   {"backward", t.backward},
+                                                   {"weight update", t.optimizer},
+                                                   {"gradient exchange", t.data_comm},
+                                                   {"layer collectives", t.tensor_comm},
+                                                   {"halo exchange", t.context_comm},
+                                                   {"pipeline p2p", t.pipeline_p2p}};
+  for (const auto& [label, v] : terms)
+    if (v.count() > 0) out += table_row(label, human_duration(v.count()));
   out += "memory per device\n";
   const memory_breakdown& m = r.memory;
-  row("weights", to_gib(m.weights), "GiB");
-  row("gradients", to_gib(m.gradients), "GiB");
-  row("optimizer states", to_gib(m.optimizer_states), "GiB");
-  row("activations", to_gib(m.activations), "GiB");
-  row("other", to_gib(m.other), "GiB");
-  row("peak", to_gib(m.total()), "GiB");
-  std::snprintf(buf, sizeof buf, "  %-22s %14.6g GiB (%s)\n", "capacity", to_gib(r.capacity),
-                r.fits() ? "fits" : "DOES NOT FIT");
-  out += buf;
+  const std::pair<const char*, bytes> mem[] = {{"weights", m.weights},
+                                               {"gradients", m.gradients},
+                                               {"optimizer states", m.optimizer_states},
+                                               {"activations", m.activations},
+                                               {"other", m.other}};
+  for (const auto& [label, v] : mem)
+    if (v.count() > 0) out += table_row(label, human_bytes(v.count()));
+  out += table_row("peak", human_bytes(m.total().count()));
+  out += table_row("capacity", human_bytes(r.capacity.count()),
+                   r.fits() ? "fits" : "does NOT fit");
   return out;
 }
 
@@ -419,14 +414,14 @@ inline std::string report_table(const scenario& s) {
                 j["strategy"].get<std::string>().c_str(), cfg["workers"].get<int>(),
                 cfg["replicas"].get<int>(), cfg["servers"].get<int>());
   out += buf;
-  for (const char* k : {"compute", "communication", "weight_reads"}) {
-    std::snprintf(buf, sizeof buf, "  %-22s %14.6g s\n", k, j["time_s"][k].get<double>());
-    out += buf;
-  }
-  std::snprintf(buf, sizeof buf, "  %-22s %14.6g s\n  %-22s %14.6g samples/s\n", "epoch",
-                j["epoch_time_s"].get<double>(), "throughput",
-                j["throughput_samples_per_s"].get<double>());
+  std::snprintf(buf, sizeof buf, "epoch %s, %s samples/s\ntime per epoch\n",
+                human_duration(j["epoch_time_s"].get<double>()).c_str(),
+                human_count(j["throughput_samples_per_s"].get<double>()).c_str());
   out += buf;
+  for (const auto& [key, label] : {std::pair<const char*, const char*>{"compute", "compute"},
+                                   {"communication", "communication"},
+                                   {"weight_reads", "weight reads"}})
+    out += table_row(label, human_duration(j["time_s"][key].get<double>()));
   return out;
 }
 

@@ -9,12 +9,15 @@
 /// std::cout << sim.report.dump(2);   // sim.trace when `trace` was asked for
 /// @endcode
 
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "strata/io/csv.hpp"
+#include "strata/io/human.hpp"
 #include "strata/io/model_list.hpp"
 #include "strata/io/proteus_tree.hpp"
 #include "strata/io/scenario.hpp"
@@ -37,6 +40,8 @@ struct simulate_request {
   std::optional<double> gamma;
   std::optional<std::string> schedule;  ///< ParaDL pipelines: "gpipe" (default) or "1f1b"
   bool trace = false;                   ///< build the Chrome/Perfetto timeline
+  /// report each stream's utilization and the critical path (ParaDL and transformer plans)
+  bool details = false;
   std::string names = "--";
 };
 
@@ -92,7 +97,7 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
                                        .max_in_flight = o.max_in_flight.value_or(0),
                                        .gamma = o.gamma.value_or(0.0)};
     auto run = sim::simulate(ts.net, ts.strategy, ts.machine, ts.setup, ts.profile, opt);
-    out.report = summary(run.graph, run.run);
+    out.report = summary(run.graph, run.run, o.details);
     out.report["closed_form_iteration_time_s"] =
         analytic::evaluate(ts.net, ts.strategy, ts.machine, ts.setup, ts.profile)
             .iteration_time()
@@ -137,12 +142,80 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
       throw plan_error(n + "schedule: must be \"gpipe\" or \"1f1b\"");
   }
   auto run = sim::simulate(s.layers, s.strategy, s.machine, s.setup, opt);
-  out.report = summary(run.graph, run.run);
+  out.report = summary(run.graph, run.run, o.details);
   out.report["closed_form_iteration_time_s"] = evaluate(s).iteration_time().count();
   out.report["simulated_ranks"] = run.simulated_ranks;
   if (o.trace) out.trace = chrome_trace(run.graph, run.run);
   out.graph = std::move(run.graph);
   out.run = std::move(run.run);
+  return out;
+}
+
+/// A simulation's report (`simulate_scenario`) as a table for people: the simulated iteration
+/// against the closed form first, then each rank's peak memory and exposed communication, then
+/// (when the report has them: `simulate_request::details`) the streams' utilization and the
+/// critical path.
+inline std::string simulation_table(const nlohmann::json& r) {
+  std::string out;
+  char line[256];
+  const double t = r["iteration_time_s"].get<double>();
+  if (r.contains("stages")) {  // a Proteus strategy tree
+    std::snprintf(line, sizeof line, "%s on %s (%d devices), %d stages x %d micro-batches\n",
+                  r["model"].get<std::string>().c_str(), r["cluster"].get<std::string>().c_str(),
+                  r["devices"].get<int>(), r["stages"].get<int>(), r["n_micro_batch"].get<int>());
+    out += line;
+    std::snprintf(line, sizeof line, "simulated iteration %s, %s samples/s (%s operations)\n",
+                  human_duration(t).c_str(), human_count(r["samples_per_s"].get<double>()).c_str(),
+                  human_count(r["operations"].get<double>()).c_str());
+    out += line;
+    const double gib = 1024.0 * 1024 * 1024;
+    out += table_row("peak memory", human_bytes(r["peak_memory_GiB"].get<double>() * gib));
+    out += table_row("capacity", human_bytes(r["capacity_GiB"].get<double>() * gib));
+  } else {
+    const double cf = r["closed_form_iteration_time_s"].get<double>();
+    const int ranks = r["simulated_ranks"].get<int>();
+    std::snprintf(line, sizeof line,
+                  "simulated iteration %s; closed form %s (%+.1f %%)\n%d rank%s simulated: %s "
+                  "tasks, %s events\n",
+                  human_duration(t).c_str(), human_duration(cf).c_str(),
+                  cf > 0 ? 100 * (t - cf) / cf : 0.0, ranks, ranks == 1 ? "" : "s",
+                  human_count(r["tasks"].get<double>()).c_str(),
+                  human_count(r["events"].get<double>()).c_str());
+    out += line;
+    std::snprintf(line, sizeof line, "  %4s %14s %14s\n", "rank", "peak memory", "exposed comm");
+    out += line;
+    const auto& mem = r["peak_memory_bytes"];
+    const auto& comm = r["exposed_communication_s"];
+    for (std::size_t i = 0; i < mem.size(); ++i) {
+      std::snprintf(line, sizeof line, "  %4zu %14s %14s\n", i,
+                    human_bytes(mem[i].get<double>()).c_str(),
+                    i < comm.size() ? human_duration(comm[i].get<double>()).c_str() : "-");
+      out += line;
+    }
+  }
+  if (r.contains("out_of_memory")) {
+    const auto& o = r["out_of_memory"];
+    std::snprintf(line, sizeof line, "OUT OF MEMORY at %s (%.2f GiB)\n",
+                  (o.contains("task") ? o["task"] : o["operation"]).dump().c_str(),
+                  o["GiB"].get<double>());
+    out += line;
+  }
+  if (r.contains("utilization")) {
+    out += "utilization\n";
+    for (const auto& u : r["utilization"]) {
+      std::snprintf(line, sizeof line, "  rank %-4d %-28s %5.1f %%\n", u["rank"].get<int>(),
+                    u["stream"].get<std::string>().c_str(),
+                    100 * u["utilization"].get<double>());
+      out += line;
+    }
+  }
+  if (r.contains("critical_path")) {
+    out += "critical path (" + human_count(static_cast<double>(r["critical_path"].size())) +
+           " tasks)\n";
+    for (const auto& name : r["critical_path"]) out += "  " + name.get<std::string>() + "\n";
+  } else if (!r.contains("stages")) {
+    out += "(--details adds each stream's utilization and the critical path)\n";
+  }
   return out;
 }
 

@@ -166,9 +166,15 @@ inline std::vector<double> exposed_communication(const sim::simulator& g, const 
   return out;
 }
 
-/// A summary for reports: makespan, per-stream utilization, exposed communication per device,
-/// peak memory per device and the critical path's task names.
-inline nlohmann::json summary(const sim::simulator& g, const sim::result& r) {
+/// A summary for reports: makespan, exposed communication per device, peak memory per device
+/// and, with `details`, per-stream utilization and the critical path's task names.
+inline nlohmann::json summary(const sim::simulator& g, const sim::result& r, bool details = true) {
+  nlohmann::json j{{"iteration_time_s", r.makespan},
+                   {"events", r.events},
+                   {"tasks", g.tasks().size()},
+                   {"exposed_communication_s", exposed_communication(g, r)},
+                   {"peak_memory_bytes", r.peak_memory}};
+  if (!details) return j;
   nlohmann::json util = nlohmann::json::array();
   for (std::size_t i = 0; i < g.resources().size(); ++i)
     util.push_back({{"stream", g.resources()[i].name},
@@ -176,13 +182,9 @@ inline nlohmann::json summary(const sim::simulator& g, const sim::result& r) {
                     {"utilization", r.makespan > 0 ? r.busy[i] / r.makespan : 0.0}});
   nlohmann::json path = nlohmann::json::array();
   for (int i : critical_path(g, r)) path.emplace_back(g.tasks()[static_cast<std::size_t>(i)].name);
-  return {{"iteration_time_s", r.makespan},
-          {"events", r.events},
-          {"tasks", g.tasks().size()},
-          {"utilization", util},
-          {"exposed_communication_s", exposed_communication(g, r)},
-          {"peak_memory_bytes", r.peak_memory},
-          {"critical_path", path}};
+  j["utilization"] = util;
+  j["critical_path"] = path;
+  return j;
 }
 
 }  // namespace strata::io

@@ -14,6 +14,7 @@
 
 #include "strata/analytic/step.hpp"
 #include "strata/io/cluster.hpp"
+#include "strata/io/human.hpp"
 #include "strata/io/profile.hpp"
 #include "strata/io/profile_choice.hpp"
 #include "strata/model/zoo.hpp"
@@ -78,8 +79,11 @@ inline nlohmann::json step_report_json(const nlohmann::json& j, std::string_view
   const double params = model == "resnet50" ? total_params(zoo::resnet50().view())
                         : model == "vgg16"  ? total_params(zoo::vgg16().view())
                                             : analytic::gpt2_parameters(c);
-  return {{"model", model},
+  json out{{"model", model},
           {"device", std::string(dev.name)},
+          {"capacity_bytes", dev.memory.count()},
+          {"batch", c.batch},
+          {"precision", prec},
           // the profile and where its efficiencies come from, given or defaulted
           {"profile", prof.name},
           {"efficiencies", prof.efficiencies},
@@ -99,6 +103,48 @@ inline nlohmann::json step_report_json(const nlohmann::json& j, std::string_view
             {"logits", mem.logits},
             {"batch", mem.batch},
             {"workspace", mem.workspace}}}};
+  if (!cnn) out["sequence"] = c.sequence;
+  return out;
+}
+
+/// A step's report (`step_report_json`) as a table for people: the inputs, the step's time
+/// (the GPU's kernels against the host's dispatch) and its memory at the peak.
+inline std::string step_table(const nlohmann::json& j) {
+  std::string out;
+  char line[256];
+  const std::string seq =
+      j.contains("sequence") ? " x sequence " + human_count(j["sequence"].get<double>()) : "";
+  std::snprintf(line, sizeof line, "%s (%s parameters), one training step on one %s\n",
+                j["model"].get<std::string>().c_str(),
+                human_count(j["parameters"].get<double>()).c_str(),
+                j["device"].get<std::string>().c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "batch %s%s; %s; profile: %s\n",
+                human_count(j["batch"].get<double>()).c_str(), seq.c_str(),
+                j["precision"].get<std::string>().c_str(),
+                j["efficiencies"].get<std::string>().c_str());
+  out += line;
+  out += "time per step\n";
+  out += table_row("kernels (GPU)", human_duration(j["kernel_time_s"].get<double>()),
+                   human_count(j["kernels"].get<double>()) + " kernels");
+  out += table_row("host dispatch", human_duration(j["host_time_s"].get<double>()));
+  out += table_row("step", human_duration(j["step_time_s"].get<double>()),
+                   "host and GPU overlapped, kernel by kernel");
+  out += "memory\n";
+  const nlohmann::json& m = j["memory_bytes"];
+  for (const char* k : {"parameters", "gradients", "optimizer_states", "weight_casts",
+                        "activations", "logits", "batch", "workspace", "peak", "between_steps"}) {
+    const double v = m[k].get<double>();
+    if (v <= 0 && std::string_view(k) != "peak") continue;
+    std::string label(k);
+    for (char& ch : label)
+      if (ch == '_') ch = ' ';
+    out += table_row(label, human_bytes(v));
+  }
+  const double cap = j["capacity_bytes"].get<double>();
+  out += table_row("capacity", human_bytes(cap),
+                   m["peak"].get<double>() <= cap ? "the peak fits" : "the peak does NOT fit");
+  return out;
 }
 
 }  // namespace strata::io

@@ -40,6 +40,8 @@ struct cost_request {
 struct transformer_request {
   transformer_scenario scenario;
   cost_request cost;
+  /// a search's table also prints the breakdown of its `explain`-th best plan (1-based; 0: none)
+  int explain = 0;
 };
 
 /// Parses a transformer scenario (`parse_transformer_scenario`) and its "cost" object.
@@ -70,11 +72,16 @@ inline nlohmann::json ranked_json(const transformer_request& r,
                                   const search::ranked_transformer_plan& p) {
   const transformer_scenario& s = r.scenario;
   const double t = p.time.total().count();
+  // MFU: the model's FLOPs per iteration (SC'21 §5.1) over the devices' peak in that time
+  const double model_flops =
+      analytic::model_flops(s.net, s.setup.batch, analytic::detail::sequence_of(s.net, s.setup));
+  const double peak = s.machine.dev.peak(s.setup.compute()).count();
   const auto cost = search::cost_of(s.machine.devices(), t, tokens_per_iteration(s), r.cost.tokens,
                                     r.cost.price_per_gpu_hour);
   nlohmann::json j{{"parallel", nd_json(p.strategy)},
                    {"iteration_s", t},
                    {"tokens_per_s", tokens_per_iteration(s) / t},
+                   {"mfu", model_flops / (t * s.machine.devices() * peak)},
                    {"peak_GiB", to_gib(p.memory)},
                    {"required_GiB", to_gib(p.required)},
                    {"gpu_hours_per_iteration", cost.gpu_hours_per_iteration}};
@@ -171,15 +178,17 @@ inline std::string plan_text(const nlohmann::json& x) {
 inline std::string search_rows(const nlohmann::json& j, bool money) {
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line, "  %-58s %12s %12s %10s %13s%s\n",
-                "plan: t c e p v d zero b recompute", "iteration", "tokens/s", "peak GiB",
+  std::snprintf(line, sizeof line, "  %3s  %-60s %12s %12s %6s %10s %13s%s\n", "#",
+                "plan: t c e p v d zero b recompute", "iteration", "tokens/s", "MFU", "peak GiB",
                 "required GiB", money ? "          cost" : "");
   out += line;
+  int rank = 0;
   for (const auto& p : j["best"]) {
-    std::snprintf(line, sizeof line, "  %-58s %12s %12s %10.1f %13.1f",
+    std::snprintf(line, sizeof line, "  %3d  %-60s %12s %12s %5.1f%% %10.1f %13.1f", ++rank,
                   plan_text(p["parallel"]).c_str(),
                   human_duration(p["iteration_s"].get<double>()).c_str(),
-                  human_count(p["tokens_per_s"].get<double>()).c_str(), p["peak_GiB"].get<double>(),
+                  human_count(p["tokens_per_s"].get<double>()).c_str(),
+                  100 * p["mfu"].get<double>(), p["peak_GiB"].get<double>(),
                   p["required_GiB"].get<double>());
     out += line;
     if (money && p.contains("cost")) {
@@ -263,33 +272,14 @@ inline std::string memory_lines(const nlohmann::json& j) {
 }
 }  // namespace detail
 
-/// A request's report (`transformer_request_json`) as a table for people. Memory columns say
-/// which figure they show: `peak`, the tensors at the fullest stage's peak, or `required`, that
-/// plus the runtime's headroom, on which "fits" is judged. Both end with the validation band.
-inline std::string transformer_request_table(const transformer_request& q) {
-  const transformer_scenario& s = q.scenario;
-  const nlohmann::json j = transformer_request_json(q);
+namespace detail {
+/// A plan's report (`transformer_report_json`) as a table: the plan as evaluated, its time and
+/// memory terms, how far runs like it were.
+inline std::string plan_table(const transformer_scenario& s, const nlohmann::json& j) {
   std::string out;
   char line[384];
-  std::snprintf(line, sizeof line, "%s (%.2fB parameters) on %d x %s\n", s.name.c_str(),
-                s.net.parameters() / 1e9, s.machine.devices(),
-                std::string(s.machine.dev.name).c_str());
-  out += line;
-  if (j.contains("defaults"))
-    for (const auto& d : j["defaults"]) out += "  default " + d.get<std::string>() + "\n";
-  if (s.search) {
-    std::snprintf(line, sizeof line, "%lld candidates, %lld fit\n",
-                  j["candidates"].get<long long>(), j["fitting"].get<long long>());
-    out += line;
-    if (j.contains("unused"))
-      for (const auto& u : j["unused"]) out += "  not used: " + u.get<std::string>() + "\n";
-    out +=
-        detail::search_rows(j, q.cost.given && q.cost.tokens > 0 && q.cost.price_per_gpu_hour > 0);
-    return out + detail::band_line(j["validation"]);
-  }
-  // the plan as evaluated, then its time and memory terms
   std::snprintf(line, sizeof line, "plan: %s; batch %s x sequence %s; %s; profile %s\n",
-                detail::plan_text(j["parallel"]).c_str(), human_count(s.setup.batch).c_str(),
+                plan_text(j["parallel"]).c_str(), human_count(s.setup.batch).c_str(),
                 human_count(s.setup.sequence_or(s.net.sequence)).c_str(),
                 j["framework"].get<std::string>().c_str(), s.profile_name.c_str());
   out += line;
@@ -299,9 +289,48 @@ inline std::string transformer_request_table(const transformer_request& q) {
                 human_count(j["tokens_per_s"].get<double>()).c_str(),
                 j["tflops_per_device"].get<double>(), 100 * j["mfu"].get<double>());
   out += line;
-  out += detail::time_lines(j["time"]) + detail::memory_lines(j);
-  // how far runs like this one were (io/validation_bands.hpp), or that none was checked
-  return out + detail::band_line(j["validation"]);
+  return out + time_lines(j["time"]) + memory_lines(j);
+}
+}  // namespace detail
+
+/// A request's report (`transformer_request_json`) as a table for people. Memory columns say
+/// which figure they show: `peak`, the tensors at the fullest stage's peak, or `required`, that
+/// plus the runtime's headroom, on which "fits" is judged. Both end with the validation band. A
+/// search with `explain` = N also prints its N-th plan's breakdown.
+inline std::string transformer_request_table(const transformer_request& q) {
+  const transformer_scenario& s = q.scenario;
+  std::string out;
+  char line[384];
+  std::snprintf(line, sizeof line, "%s (%.2fB parameters) on %d x %s\n", s.name.c_str(),
+                s.net.parameters() / 1e9, s.machine.devices(),
+                std::string(s.machine.dev.name).c_str());
+  out += line;
+  for (const auto& d : s.defaults) out += "  default " + d + "\n";
+  if (!s.search) {
+    const nlohmann::json j = transformer_request_json(q);
+    // how far runs like this one were (io/validation_bands.hpp), or that none was checked
+    return out + detail::plan_table(s, j) + detail::band_line(j["validation"]);
+  }
+  const auto r = search::sweep(s.net, s.machine, s.setup, s.profile, s.space);
+  const nlohmann::json j = search_report_json(q, r);
+  std::snprintf(line, sizeof line, "%lld candidates, %lld fit\n", j["candidates"].get<long long>(),
+                j["fitting"].get<long long>());
+  out += line;
+  if (j.contains("unused"))
+    for (const auto& u : j["unused"]) out += "  not used: " + u.get<std::string>() + "\n";
+  out += detail::search_rows(j, q.cost.given && q.cost.tokens > 0 && q.cost.price_per_gpu_hour > 0);
+  out += detail::band_line(j["validation"]);
+  if (q.explain > 0) {
+    if (static_cast<std::size_t>(q.explain) > r.best.size())
+      throw plan_error("explain: plan " + std::to_string(q.explain) + " asked, the search ranks " +
+                       std::to_string(r.best.size()));
+    transformer_scenario one = s;
+    one.search = false;
+    one.strategy = r.best[static_cast<std::size_t>(q.explain - 1)].strategy;
+    std::snprintf(line, sizeof line, "\nplan %d of the search:\n", q.explain);
+    out += line + detail::plan_table(one, transformer_report_json(one));
+  }
+  return out;
 }
 
 }  // namespace strata::io
