@@ -6128,7 +6128,13 @@ struct nccl {
       }
     }
     if (best.time < seconds{0}) detail::unsupported(name, op);
-    best.startup = seconds{model_us(op, u, 0.0, best.algo, best.proto) * 1e-6} + launch;
+    // the start-up: the same call with no bytes (`shape_of(op, u, 0)`: no plateau, no tree
+    // correction column)
+    call_shape empty = k;
+    empty.nbytes = 0;
+    empty.plateau = false;
+    empty.ls = -1;
+    best.startup = seconds{pair_us(empty, u, best.algo, best.proto) * 1e-6} + launch;
     best.time += launch;
     return best;
   }

@@ -156,6 +156,7 @@ inline nlohmann::json transformer_request_json(const transformer_request& q) {
     cj["iterations"] = c.iterations;
     cj["gpu_hours"] = c.gpu_hours;
     cj["money"] = c.money;
+    cj["time_s"] = c.iterations * t;  // the wall-clock time of the budget's iterations
     j["cost"] = cj;
   }
   return j;
@@ -308,8 +309,22 @@ inline std::string transformer_request_table(const transformer_request& q) {
   for (const auto& d : s.defaults) out += "  default " + d + "\n";
   if (!s.search) {
     const nlohmann::json j = transformer_request_json(q);
+    out += detail::plan_table(s, j);
+    if (j.contains("cost") && j["cost"]["tokens"].get<double>() > 0) {
+      const nlohmann::json& c = j["cost"];
+      std::snprintf(line, sizeof line, "training %s tokens: %s iterations, %s, %s GPU-hours",
+                    human_count(c["tokens"].get<double>()).c_str(),
+                    human_count(c["iterations"].get<double>()).c_str(),
+                    human_duration(c["time_s"].get<double>()).c_str(),
+                    human_count(c["gpu_hours"].get<double>()).c_str());
+      out += line;
+      if (c["price_per_gpu_hour"].get<double>() > 0)
+        out += ", $" + human_count(c["money"].get<double>()) + " at $" +
+               nlohmann::json(c["price_per_gpu_hour"].get<double>()).dump() + " per GPU-hour";
+      out += "\n";
+    }
     // how far runs like this one were (io/validation_bands.hpp), or that none was checked
-    return out + detail::plan_table(s, j) + detail::band_line(j["validation"]);
+    return out + detail::band_line(j["validation"]);
   }
   const auto r = search::sweep(s.net, s.machine, s.setup, s.profile, s.space);
   const nlohmann::json j = search_report_json(q, r);
