@@ -35,6 +35,7 @@
 #include "strata/error.hpp"
 #include "strata/hardware/presets.hpp"
 #include "strata/io/evaluate.hpp"
+#include "strata/io/human.hpp"
 #include "strata/io/json.hpp"
 #include "strata/io/transformer_scenario.hpp"
 
@@ -259,7 +260,7 @@ inline fit_row fit_row_of(const presets::named_device& e, const json& r) {
     const bool tight = r.verdict == "tight";
     if (r.fits || tight) {
       std::snprintf(step, sizeof step, "%.3f", r.iteration_s);
-      std::snprintf(rate, sizeof rate, "%.0f", r.tokens_per_s);
+      std::snprintf(rate, sizeof rate, "%s", human_count(r.tokens_per_s).c_str());
     }
     std::snprintf(line, sizeof line, "%-15s %11.2f %13.2f %11.2f %5s %9s %10s  %s\n",
                   r.device.c_str(), r.capacity_GiB, r.required_GiB, r.margin_GiB,

@@ -17,6 +17,7 @@
 #include "strata/io/human.hpp"
 #include "strata/io/profile.hpp"
 #include "strata/io/profile_choice.hpp"
+#include "strata/io/validation.hpp"
 #include "strata/model/zoo.hpp"
 
 namespace strata::io {
@@ -103,7 +104,11 @@ inline nlohmann::json step_report_json(const nlohmann::json& j, std::string_view
             {"logits", mem.logits},
             {"batch", mem.batch},
             {"workspace", mem.workspace}}}};
-  if (!cnn) out["sequence"] = c.sequence;
+  if (!cnn) {
+    out["sequence"] = c.sequence;
+    // the GPT-2 steps measured on an H100 (test/data/h100_steps_gpt2.csv) are PyTorch eager's
+    out["validation"] = detail::band_json("pytorch", false, false);
+  }
   return out;
 }
 
@@ -144,6 +149,7 @@ inline std::string step_table(const nlohmann::json& j) {
   const double cap = j["capacity_bytes"].get<double>();
   out += table_row("capacity", human_bytes(cap),
                    m["peak"].get<double>() <= cap ? "the peak fits" : "the peak does NOT fit");
+  if (j.contains("validation")) out += detail::band_line(j["validation"]);
   return out;
 }
 

@@ -25,6 +25,7 @@
 
 #include "strata/io/human.hpp"
 #include "strata/io/transformer_scenario.hpp"
+#include "strata/io/validation.hpp"
 #include "strata/search/pareto.hpp"
 #include "strata/search/transformer_sweep.hpp"
 
@@ -120,25 +121,6 @@ inline nlohmann::json search_report_json(const transformer_request& q,
       detail::band_json(s.setup.framework.name, s.machine.devices() > 1, s.setup.lora.on());
   return j;
 }
-
-namespace detail {
-/// The report's validation band as one line (`band_json`), or that no such run was checked.
-inline std::string band_line(const nlohmann::json& v) {
-  std::string band = "checked against " + v["of"].get<std::string>() + ":";
-  bool any = false;
-  char line[160];
-  for (const char* metric : {"time", "memory"}) {
-    if (!v.contains(metric)) continue;
-    const nlohmann::json& b = v[metric];
-    std::snprintf(line, sizeof line, "%s %s median %+.1f %%, 90 %% within %.1f %% (%d runs)",
-                  any ? ";" : "", metric, b["median_pct"].get<double>(),
-                  b["within_pct"].get<double>(), b["rows"].get<int>());
-    band += line;
-    any = true;
-  }
-  return "  " + (any ? band : "no " + v["of"].get<std::string>() + " were checked") + "\n";
-}
-}  // namespace detail
 
 /// The report of a request: a plan's report (`transformer_report_json`, with its "cost" when
 /// asked), or a search's (`search_report_json` over one sweep of the whole space).

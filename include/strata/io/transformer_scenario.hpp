@@ -33,7 +33,7 @@
 #include "strata/io/hf_config.hpp"
 #include "strata/io/profile.hpp"
 #include "strata/io/profile_choice.hpp"
-#include "strata/io/validation_bands.hpp"
+#include "strata/io/validation.hpp"
 #include "strata/model/transformer_zoo.hpp"
 #include "strata/search/transformer_sweep.hpp"
 
@@ -610,22 +610,6 @@ inline nlohmann::json time_json(const time_breakdown& t) {
 }  // namespace detail
 
 /// The report of a scenario's one plan as JSON.
-namespace detail {
-/// How far runs like this one were from strata (`validation_bands`): `of` says which runs;
-/// `time` and `memory` each give `rows`, `median_pct` and `within_pct` (90 % of |error|), or are
-/// absent where no such run was checked.
-inline nlohmann::json band_json(std::string_view framework, bool many, bool lora) {
-  nlohmann::json j{{"of", std::string(lora ? "LoRA fine-tuning runs of " : "runs of ") +
-                              std::string(framework) +
-                              (many ? " on several GPUs" : " on one GPU")}};
-  for (const validation_band& b : validation_bands)
-    if (b.framework == framework && b.many_gpus == many && b.lora == lora)
-      j[std::string(b.metric)] = {
-          {"rows", b.rows}, {"median_pct", b.median_pct}, {"within_pct", b.within_pct}};
-  return j;
-}
-}  // namespace detail
-
 inline nlohmann::json transformer_report_json(const transformer_scenario& s) {
   nlohmann::json j{{"model", s.name},
                    {"parameters", s.net.parameters()},
