@@ -15,8 +15,11 @@ unit_tests). Steps:
   4. docs/cli_fields.md is regenerated from the parser (tools/docs_fields.py), the compiler
      error quoted in docs/concepts.md is checked against the source line it quotes, and every
      repository path a page names must exist;
-  5. tools/figures.py (matplotlib) draws the validation figures from the CSVs -> docs/img/*.png.
-Everything in steps 1-4 is deterministic and --check compares it byte for byte; the PNG figures
+  5. every block of docs/*.md and README.md that shows what the CLI prints (a `<!-- strata-output:
+     ... -->` marker before it) is rewritten from a run of build/strata (tools/docs_outputs.py,
+     which needs only the CLI);
+  6. tools/figures.py (matplotlib) draws the validation figures from the CSVs -> docs/img/*.png.
+Everything in steps 1-5 is deterministic and --check compares it byte for byte; the PNG figures
 depend on the matplotlib version, so --check only checks that they exist.
 """
 import argparse
@@ -34,6 +37,7 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import docs_fields  # noqa: E402
+import docs_outputs  # noqa: E402
 
 VALIDATION_TESTS = [  # Catch2 test names (wildcards allowed), each run on its own
     "SC'21 Table 1: TFLOP/s per GPU within 10 % on every row",
@@ -504,6 +508,9 @@ def main():
             if not BANDS_HEADER.exists() or BANDS_HEADER.read_text() != bands:
                 BANDS_HEADER.write_text(bands)
             problems += ["undocumented: " + m for m in docs_fields.undocumented()]
+    # 5. every printed output of the CLI the pages show (tools/docs_outputs.py): rewritten, or checked
+    errors, stale, _, _ = docs_outputs.refresh(build / "strata", check=a.check)
+    problems += errors + stale
     if not a.check and not a.no_figures:
         run(["/usr/bin/python3", ROOT / "tools" / "figures.py"])
     for p in problems:

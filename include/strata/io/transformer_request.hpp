@@ -212,6 +212,7 @@ inline std::string time_lines(const nlohmann::json& t) {
 /// A plan's memory terms at its peak (the zero ones left out but the totals), then the verdict.
 inline std::string memory_lines(const nlohmann::json& j) {
   const auto& m = j["memory_GiB"];
+  constexpr double gib = 1024.0 * 1024 * 1024;
   std::string out;
   char line[256];
   std::snprintf(line, sizeof line, "memory per GPU (stage %d at its peak: %s)\n",
@@ -227,31 +228,23 @@ inline std::string memory_lines(const nlohmann::json& j) {
     std::string label(key);  // "optimizer_states" -> "optimizer states"
     for (char& c : label)
       if (c == '_') c = ' ';
-    std::snprintf(line, sizeof line, "  %-22s %8.2f GiB\n", label.c_str(), v);
-    out += line;
+    out += table_row(label, human_bytes(v * gib));
   }
-  if (m["paged_optimizer_states"].get<double>() > 0) {
-    std::snprintf(line, sizeof line, "  %-22s %8.2f GiB (unified memory, not in required)\n",
-                  "paged_optimizer_states", m["paged_optimizer_states"].get<double>());
-    out += line;
-  }
-  if (m.contains("first_step")) {
-    std::snprintf(line, sizeof line,
-                  "  %-22s %8.2f GiB (%s; the previous step's graph not yet held)\n", "first_step",
-                  m["first_step"].get<double>(), "peak of the first step");
-    out += line;
-  }
+  if (m["paged_optimizer_states"].get<double>() > 0)
+    out += table_row("paged optimizer states",
+                     human_bytes(m["paged_optimizer_states"].get<double>() * gib),
+                     "unified memory, not in required");
+  if (m.contains("first_step"))
+    out += table_row("first step", human_bytes(m["first_step"].get<double>() * gib),
+                     "peak of the first step; the previous step's graph not yet held");
   const std::string verdict = j["verdict"].get<std::string>();
+  const double margin = m["margin"].get<double>() * gib;
   if (verdict == "tight")
-    std::snprintf(line, sizeof line,
-                  "  tight: fits only if the caching allocator gives back its cached blocks "
-                  "(margin %.2f GiB, %.2f GiB without the slack)\n",
-                  m["margin"].get<double>(),
-                  m["margin"].get<double>() + m["fragmentation"].get<double>());
-  else
-    std::snprintf(line, sizeof line, "  %s (margin %.2f GiB)\n",
-                  verdict == "fits" ? "fits" : "does NOT fit", m["margin"].get<double>());
-  return out + line;
+    return out + "  tight: fits only if the caching allocator gives back its cached blocks (margin " +
+           human_bytes(margin) + ", " + human_bytes(margin + m["fragmentation"].get<double>() * gib) +
+           " without the slack)\n";
+  return out + "  " + (verdict == "fits" ? "fits" : "does NOT fit") + " (margin " +
+         human_bytes(margin) + ")\n";
 }
 }  // namespace detail
 
