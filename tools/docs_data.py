@@ -116,6 +116,21 @@ def cli_runs(build, out):
             w.writerow([q["tensor"], int(q["sequence_parallel"]), q["pipeline"], q["virtual_stages"], q["data"],
                         q["zero"], q["micro_batch"], q["recompute"], f"{p['iteration_s']:.6g}",
                         f"{p['peak_GiB']:.6g}", f"{capacity:.6g}"])
+    # the H100 fit of docs/calibration.md: the command that wrote tools/profiles/h100_sxm.json
+    with tempfile.TemporaryDirectory() as tmp:
+        data = ROOT / "test" / "data"
+        cal = json.loads(run([exe, "calibrate", "--gemm", data / "h100_gemm.csv",
+                              "--gemm", data / "h100_gemm_ieee.csv", "--membound", data / "h100_membound.csv",
+                              "--attention", data / "h100_attention.csv",
+                              "--attention-fp32", data / "h100_attention_fp32.csv",
+                              "--steps", data / "h100_steps_gpt2.csv", "--steps", data / "h100_steps_cnn.csv",
+                              "--device", "h100", "--sms", "132", "--output", pathlib.Path(tmp) / "p.json"]))
+    with open(out / "data" / "calibration_h100.csv", "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["op", "points", "mape", "gmae", "held_out_points", "held_out_mape", "held_out_gmae"])
+        for r in cal["report"]:
+            w.writerow([r["op"], r["points"], f"{r['mape']:.6g}", f"{r['gmae']:.6g}", r["held_out_points"],
+                        f"{r['held_out_mape']:.6g}", f"{r['held_out_gmae']:.6g}"])
     base = json.loads((ex / "gpt3_175b_scaling.json").read_text())
     with open(out / "data" / "scaling_gpt3_175b.csv", "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
@@ -145,6 +160,12 @@ def pct(a, b, digits=1):
 def tables(out):
     """The generated tables of docs/validation.md, by name."""
     t = {}
+    lines = ["| op class | points | MAPE | GMAE | held-out points | held-out MAPE | held-out GMAE |",
+             "|---|---|---|---|---|---|---|"]
+    for r in read(out, "calibration_h100.csv"):
+        p = [f"{100 * float(r[k]):.1f} %" for k in ("mape", "gmae", "held_out_mape", "held_out_gmae")]
+        lines.append(f"| {r['op']} | {r['points']} | {p[0]} | {p[1]} | {r['held_out_points']} | {p[2]} | {p[3]} |")
+    t["calibration_h100"] = lines
     rows = read(out, "validation/megatron_sc21.csv")
     lines = ["| model | GPUs | t | p | v | d | b | published TFLOP/s | strata | error | memory GiB |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]

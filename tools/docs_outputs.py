@@ -19,7 +19,9 @@ mkdocs and on GitHub):
 
 - The marker starts its line. The command runs from the repository root with no standard input,
   no shell, LC_ALL=C and no STRATA_* variable: its words are split as a shell would (quotes work,
-  nothing is expanded), the first must be ./build/strata, which stands for the CLI given by --cli.
+  nothing is expanded), the first must be ./build/strata, which stands for the CLI given by --cli,
+  or ./build/examples/example_NAME, a C++ example in the same build folder (skipped, with a note,
+  where the examples are not built).
 - A last word `2>&1` shows standard error too, where it falls among stdout (notes, errors);
   without it the block holds stdout alone.
 - Options go between `strata-output` and the colon, as NAME=VALUE:
@@ -45,6 +47,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CLI_WORD = "./build/strata"
+EXAMPLE_PREFIX = "./build/examples/example_"  # a C++ example's output, beside the CLI in BUILD
 MARKER = re.compile(r"<!-- strata-output(?P<opts>(?:[ \t]+[a-z]+=\S+)*)[ \t]*:[ \t]*(?P<cmd>.*?)[ \t]*-->[ \t]*$")
 FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 SHELL = {"|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>>", "&>"}
@@ -57,7 +60,10 @@ def pages():
 
 
 def rel(path):
-    return path.relative_to(ROOT).as_posix()
+    try:
+        return path.relative_to(ROOT).as_posix()
+    except ValueError:  # outside the tree (a build folder elsewhere)
+        return str(path)
 
 
 class Block:
@@ -144,6 +150,10 @@ def env():
     return e
 
 
+class Skipped(Exception):
+    """A block whose program (a C++ example) is not built: reported, not an error."""
+
+
 def output(block, cli, cache):
     """The block's new content (a list of lines) or raises ValueError with the reason."""
     unknown = set(block.opts) - {"exit", "lines"}
@@ -156,8 +166,13 @@ def output(block, cli, cache):
     merge = bool(words) and words[-1] == "2>&1"
     if merge:
         words = words[:-1]
-    if not words or words[0] != CLI_WORD:
-        raise ValueError(f"the command must start with {CLI_WORD} (it stands for --cli): `{block.cmd}`")
+    if not words or not (words[0] == CLI_WORD or words[0].startswith(EXAMPLE_PREFIX)):
+        raise ValueError(f"the command must start with {CLI_WORD} (it stands for --cli) or "
+                         f"{EXAMPLE_PREFIX}NAME (a C++ example in --cli's build folder): `{block.cmd}`")
+    program = cli if words[0] == CLI_WORD else cli.parent / words[0][len("./build/"):]
+    if not program.is_file():
+        raise Skipped(f"{block.where()}: {rel(program)} "
+                      f"is not built; its output was not checked")
     shell = [w for w in words if w in SHELL or w.startswith(("2>", ">", "<"))]
     if shell:
         raise ValueError(f"`{shell[0]}`: the command runs without a shell (only a last `2>&1` is "
@@ -168,7 +183,7 @@ def output(block, cli, cache):
     key = (tuple(words), merge)
     if key not in cache:
         try:
-            r = subprocess.run([str(cli)] + words[1:], cwd=ROOT, env=env(), stdin=subprocess.DEVNULL,
+            r = subprocess.run([str(program)] + words[1:], cwd=ROOT, env=env(), stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge else subprocess.PIPE,
                                timeout=TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as e:
@@ -226,6 +241,9 @@ def page_diff(block, old, new):
     return "\n".join(out)
 
 
+skipped = []  # the blocks of the last refresh whose program is not built
+
+
 def refresh(cli, check=False):
     """Rewrites (or, with check=True, compares) every marked block of README.md and docs/*.md with
     a run of `cli`. Returns (errors, stale, blocks, pages): errors (a malformed marker, a command
@@ -235,6 +253,7 @@ def refresh(cli, check=False):
     if not cli.is_file():
         return [f"{cli} is missing (cmake --build BUILD --target strata_cli)"], [], 0, []
     errors, stale, cache, total, changed = [], [], {}, 0, []
+    skipped.clear()
     for page in pages():
         blocks, bad = scan(page)
         errors += bad
@@ -244,6 +263,9 @@ def refresh(cli, check=False):
             total += 1
             try:
                 new = output(block, cli, cache)
+            except Skipped as e:
+                skipped.append(str(e))
+                continue
             except ValueError as e:
                 errors.append(f"{block.where()}: {e}")
                 continue
@@ -268,7 +290,7 @@ def main():
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if a block is stale")
     a = ap.parse_args()
     errors, stale, total, changed = refresh(a.cli, a.check)
-    for p in stale + errors:
+    for p in stale + errors + skipped:
         print("docs_outputs: " + p, file=sys.stderr)
     if errors:
         return 2
