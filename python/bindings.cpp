@@ -196,12 +196,11 @@ py::object evaluate(py::handle scenario, const std::string& format, double time_
   };
   return guarded("scenario", [&]() -> py::object {
     namespace io = strata::io;  // io/evaluate.hpp: as the command line evaluates it
-    io::evaluate_request req{
-        .format = format == "table" ? io::report_format::table
-                  : format == "csv"   ? io::report_format::csv
-                                      : io::report_format::json,
-        .time_limit = time_limit > 0,
-        .names = ""};
+    io::evaluate_request req{.format = format == "table" ? io::report_format::table
+                                       : format == "csv" ? io::report_format::csv
+                                                         : io::report_format::json,
+                             .time_limit = time_limit > 0,
+                             .names = ""};
     // a parameter-server search reports its progress: it stops at the time limit, and on
     // Ctrl-C (Python's signal handlers run here, with the GIL held)
     const auto start = std::chrono::steady_clock::now();

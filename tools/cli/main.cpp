@@ -32,7 +32,9 @@ struct main_options {
 void add_main_options(CLI::App& app, main_options& o) {
   app.add_option("scenario", o.input, "scenario JSON file, or - for standard input")
       ->option_text("FILE|-");
-  app.add_option("--format", o.format, "report format: json, table (for people) or csv (a search's plans a row each, else field,value rows)")
+  app.add_option("--format", o.format,
+                 "report format: json, table (for people) or csv (a search's plans a row each, "
+                 "else field,value rows)")
       ->check(CLI::IsMember({"json", "table", "csv"}));
   app.add_option("--explain", o.explain,
                  "with a transformer search's table: also print the N-th plan's breakdown")
@@ -158,10 +160,10 @@ int refuse_main_options(const CLI::App& app, const main_options& o) {
   for (const CLI::App* sub : app.get_subcommands()) {
     const std::string name = sub->get_name();
     if (app.count("--format") > 0)
-      return error_line("--format", name == "fit" || name == "simulate"
-                                        ? "give it after " + name + " (strata " + name +
-                                              " FILE --format table)"
-                                        : "sets a scenario's report; " + name + " prints JSON");
+      return error_line("--format",
+                        name == "fit" || name == "simulate"
+                            ? "give it after " + name + " (strata " + name + " FILE --format table)"
+                            : "sets a scenario's report; " + name + " prints JSON");
     if (app.count("--explain") > 0)
       return error_line("--explain", "explains a plan of the main command's search, not " + name);
     if (app.count("--time-limit") > 0)
@@ -203,12 +205,12 @@ int run_scenario(const main_options& o, bool limit_given) {
     return 2;
   }
   return guarded("scenario", [&] {
-    strata::io::evaluate_request req{.format = o.format == "table" ? strata::io::report_format::table
-                                               : o.format == "csv"
-                                                   ? strata::io::report_format::csv
-                                                   : strata::io::report_format::json,
-                                     .time_limit = limit_given,
-                                     .explain = o.explain};
+    strata::io::evaluate_request req{
+        .format = o.format == "table" ? strata::io::report_format::table
+                  : o.format == "csv" ? strata::io::report_format::csv
+                                      : strata::io::report_format::json,
+        .time_limit = limit_given,
+        .explain = o.explain};
     auto bar = std::make_shared<progress_bar>();  // a long search: progress on a terminal
     bar->limit_s = o.time_limit;
     req.progress = [bar](double f) {

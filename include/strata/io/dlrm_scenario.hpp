@@ -274,11 +274,11 @@ inline std::string dlrm_table(const nlohmann::json& j) {
   const json& mj = j["model"];
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line,
-                "DLRM, %d tables (%s embedding and %s dense parameters) on %d x %s\n",
-                mj["tables"].get<int>(), human_count(mj["embedding_parameters"].get<double>()).c_str(),
-                human_count(mj["dense_parameters"].get<double>()).c_str(), j["gpus"].get<int>(),
-                j["device"].get<std::string>().c_str());
+  std::snprintf(
+      line, sizeof line, "DLRM, %d tables (%s embedding and %s dense parameters) on %d x %s\n",
+      mj["tables"].get<int>(), human_count(mj["embedding_parameters"].get<double>()).c_str(),
+      human_count(mj["dense_parameters"].get<double>()).c_str(), j["gpus"].get<int>(),
+      j["device"].get<std::string>().c_str());
   out += line;
   std::snprintf(line, sizeof line, "batch %s; gradient %s; sharding %s; profile %s\n",
                 human_count(j["batch"].get<double>()).c_str(),

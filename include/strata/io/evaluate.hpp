@@ -80,10 +80,11 @@ inline scenario_evaluation evaluate_as(const nlohmann::json& j, const evaluate_r
       throw plan_error(n + "time-limit: stops a parameter-server search, not " + what);
   };
   scenario_evaluation out;
-  if (o.explain > 0 && !(kind_of(j) == scenario_kind::transformer && j.contains("search") &&
-                         table))
-    throw plan_error(n + "explain: explains a plan of a transformer search's table (\"search\": "
-                         "{...}, " + n + "format table)");
+  if (o.explain > 0 && !(kind_of(j) == scenario_kind::transformer && j.contains("search") && table))
+    throw plan_error(n +
+                     "explain: explains a plan of a transformer search's table (\"search\": "
+                     "{...}, " +
+                     n + "format table)");
   // a scenario for the other command, named as such (not as an "unknown field")
   if (j.is_object() && j.contains("strategy_tree"))
     throw plan_error(
@@ -129,8 +130,7 @@ inline scenario_evaluation evaluate_as(const nlohmann::json& j, const evaluate_r
 /// report as JSON, or in `table` as a table or CSV (`o.format`).
 inline scenario_evaluation evaluate_scenario(const nlohmann::json& j, const evaluate_request& o,
                                              std::string_view shipped) {
-  scenario_evaluation out =
-      detail::evaluate_as(j, o, shipped, o.format == report_format::table);
+  scenario_evaluation out = detail::evaluate_as(j, o, shipped, o.format == report_format::table);
   if (o.format == report_format::csv) out.table = csv_of(out.report);
   return out;
 }

@@ -369,12 +369,13 @@ inline std::string to_table(const scenario& s, const report& r) {
                 std::string(s.machine.dev.name).c_str(), std::string(r.strategy).c_str(),
                 human_count(r.batch).c_str());
   out += buf;
-  std::snprintf(buf, sizeof buf, "iteration %s, %s samples/s", human_duration(r.iteration_time().count()).c_str(),
+  std::snprintf(buf, sizeof buf, "iteration %s, %s samples/s",
+                human_duration(r.iteration_time().count()).c_str(),
                 human_count(r.throughput()).c_str());
   out += buf;
   if (s.setup.dataset > 0)
-    out += ", epoch " + human_duration(r.epoch_time().count()) + " (" +
-           human_count(r.iterations) + " iterations)";
+    out += ", epoch " + human_duration(r.epoch_time().count()) + " (" + human_count(r.iterations) +
+           " iterations)";
   out += "\ntime per iteration\n";
   const time_breakdown& t = r.time;
   const std::pair<const char*, seconds> terms[] = {{"forward", t.forward},
@@ -396,8 +397,7 @@ inline std::string to_table(const scenario& s, const report& r) {
   for (const auto& [label, v] : mem)
     if (v.count() > 0) out += table_row(label, human_bytes(v.count()));
   out += table_row("peak", human_bytes(m.total().count()));
-  out += table_row("capacity", human_bytes(r.capacity.count()),
-                   r.fits() ? "fits" : "does NOT fit");
+  out += table_row("capacity", human_bytes(r.capacity.count()), r.fits() ? "fits" : "does NOT fit");
   return out;
 }
 

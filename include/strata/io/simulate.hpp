@@ -204,8 +204,7 @@ inline std::string simulation_table(const nlohmann::json& r) {
     out += "utilization\n";
     for (const auto& u : r["utilization"]) {
       std::snprintf(line, sizeof line, "  rank %-4d %-28s %5.1f %%\n", u["rank"].get<int>(),
-                    u["stream"].get<std::string>().c_str(),
-                    100 * u["utilization"].get<double>());
+                    u["stream"].get<std::string>().c_str(), 100 * u["utilization"].get<double>());
       out += line;
     }
   }

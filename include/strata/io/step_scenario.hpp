@@ -81,29 +81,29 @@ inline nlohmann::json step_report_json(const nlohmann::json& j, std::string_view
                         : model == "vgg16"  ? total_params(zoo::vgg16().view())
                                             : analytic::gpt2_parameters(c);
   json out{{"model", model},
-          {"device", std::string(dev.name)},
-          {"capacity_bytes", dev.memory.count()},
-          {"batch", c.batch},
-          {"precision", prec},
-          // the profile and where its efficiencies come from, given or defaulted
-          {"profile", prof.name},
-          {"efficiencies", prof.efficiencies},
-          {"parameters", params},
-          {"step_time_s", step.time()},
-          {"kernel_time_s", step.kernel_time()},
-          {"host_time_s", step.host_time()},
-          {"kernels", step.kernels.size()},
-          {"memory_bytes",
-           {{"peak", mem.peak},
-            {"between_steps", mem.between_steps},
-            {"parameters", mem.parameters},
-            {"optimizer_states", mem.optimizer_states},
-            {"gradients", mem.gradients},
-            {"weight_casts", mem.weight_casts},
-            {"activations", mem.activations},
-            {"logits", mem.logits},
-            {"batch", mem.batch},
-            {"workspace", mem.workspace}}}};
+           {"device", std::string(dev.name)},
+           {"capacity_bytes", dev.memory.count()},
+           {"batch", c.batch},
+           {"precision", prec},
+           // the profile and where its efficiencies come from, given or defaulted
+           {"profile", prof.name},
+           {"efficiencies", prof.efficiencies},
+           {"parameters", params},
+           {"step_time_s", step.time()},
+           {"kernel_time_s", step.kernel_time()},
+           {"host_time_s", step.host_time()},
+           {"kernels", step.kernels.size()},
+           {"memory_bytes",
+            {{"peak", mem.peak},
+             {"between_steps", mem.between_steps},
+             {"parameters", mem.parameters},
+             {"optimizer_states", mem.optimizer_states},
+             {"gradients", mem.gradients},
+             {"weight_casts", mem.weight_casts},
+             {"activations", mem.activations},
+             {"logits", mem.logits},
+             {"batch", mem.batch},
+             {"workspace", mem.workspace}}}};
   if (!cnn) {
     out["sequence"] = c.sequence;
     // the GPT-2 steps measured on an H100 (test/data/h100_steps_gpt2.csv) are PyTorch eager's

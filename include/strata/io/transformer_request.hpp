@@ -167,12 +167,11 @@ inline std::string search_rows(const nlohmann::json& j, bool money) {
   out += line;
   int rank = 0;
   for (const auto& p : j["best"]) {
-    std::snprintf(line, sizeof line, "  %3d  %-60s %12s %12s %5.1f%% %10.1f %13.1f", ++rank,
-                  plan_text(p["parallel"]).c_str(),
-                  human_duration(p["iteration_s"].get<double>()).c_str(),
-                  human_count(p["tokens_per_s"].get<double>()).c_str(),
-                  100 * p["mfu"].get<double>(), p["peak_GiB"].get<double>(),
-                  p["required_GiB"].get<double>());
+    std::snprintf(
+        line, sizeof line, "  %3d  %-60s %12s %12s %5.1f%% %10.1f %13.1f", ++rank,
+        plan_text(p["parallel"]).c_str(), human_duration(p["iteration_s"].get<double>()).c_str(),
+        human_count(p["tokens_per_s"].get<double>()).c_str(), 100 * p["mfu"].get<double>(),
+        p["peak_GiB"].get<double>(), p["required_GiB"].get<double>());
     out += line;
     if (money && p.contains("cost")) {
       std::snprintf(line, sizeof line, " %13s",
@@ -240,9 +239,10 @@ inline std::string memory_lines(const nlohmann::json& j) {
   const std::string verdict = j["verdict"].get<std::string>();
   const double margin = m["margin"].get<double>() * gib;
   if (verdict == "tight")
-    return out + "  tight: fits only if the caching allocator gives back its cached blocks (margin " +
-           human_bytes(margin) + ", " + human_bytes(margin + m["fragmentation"].get<double>() * gib) +
-           " without the slack)\n";
+    return out +
+           "  tight: fits only if the caching allocator gives back its cached blocks (margin " +
+           human_bytes(margin) + ", " +
+           human_bytes(margin + m["fragmentation"].get<double>() * gib) + " without the slack)\n";
   return out + "  " + (verdict == "fits" ? "fits" : "does NOT fit") + " (margin " +
          human_bytes(margin) + ")\n";
 }
