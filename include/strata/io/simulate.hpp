@@ -103,6 +103,9 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
             .iteration_time()
             .count();
     out.report["simulated_ranks"] = run.simulated_ranks;
+    out.report["model"] = ts.name;
+    out.report["cluster"] = std::string(ts.machine.name);
+    out.report["devices"] = ts.machine.devices();
     if (run.run.oom)
       out.report["out_of_memory"] = {
           {"stage", run.run.oom->device},
@@ -145,6 +148,9 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
   out.report = summary(run.graph, run.run, o.details);
   out.report["closed_form_iteration_time_s"] = evaluate(s).iteration_time().count();
   out.report["simulated_ranks"] = run.simulated_ranks;
+  out.report["model"] = s.model_name;
+  out.report["cluster"] = std::string(s.machine.name);
+  out.report["devices"] = s.machine.devices();
   if (o.trace) out.trace = chrome_trace(run.graph, run.run);
   out.graph = std::move(run.graph);
   out.run = std::move(run.run);
@@ -172,6 +178,10 @@ inline std::string simulation_table(const nlohmann::json& r) {
     out += table_row("peak memory", human_bytes(r["peak_memory_GiB"].get<double>() * gib));
     out += table_row("capacity", human_bytes(r["capacity_GiB"].get<double>() * gib));
   } else {
+    std::snprintf(line, sizeof line, "%s on %s (%d devices)\n",
+                  r["model"].get<std::string>().c_str(), r["cluster"].get<std::string>().c_str(),
+                  r["devices"].get<int>());
+    out += line;
     const double cf = r["closed_form_iteration_time_s"].get<double>();
     const int ranks = r["simulated_ranks"].get<int>();
     std::snprintf(line, sizeof line,
