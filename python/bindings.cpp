@@ -184,7 +184,9 @@ json checked(json j) {
 
 // ---- evaluate --------------------------------------------------------------------------------
 
-py::object evaluate(py::handle scenario, const std::string& format, double time_limit) {
+py::object evaluate(py::handle scenario, const std::string& format, double time_limit,
+                    int explain) {
+  if (explain < 0) throw python_error("explain: must be a plan's rank, 1 or more (0: none)");
   if (format != "json" && format != "table" && format != "csv")
     throw python_error("format: must be \"json\", \"table\" or \"csv\"");
   if (!(time_limit >= 0) || !std::isfinite(time_limit))
@@ -200,7 +202,8 @@ py::object evaluate(py::handle scenario, const std::string& format, double time_
                                        : format == "csv" ? io::report_format::csv
                                                          : io::report_format::json,
                              .time_limit = time_limit > 0,
-                             .names = ""};
+                             .names = "",
+                             .explain = explain};
     // a parameter-server search reports its progress: it stops at the time limit, and on
     // Ctrl-C (Python's signal handlers run here, with the GIL held)
     const auto start = std::chrono::steady_clock::now();
@@ -368,11 +371,11 @@ PYBIND11_MODULE(_strata, m) {
                           std::to_string(STRATA_VERSION_PATCH);
   py::register_exception<python_error>(m, "Error", PyExc_ValueError);
   m.def("evaluate", &evaluate, py::arg("scenario"), py::arg("format") = "json",
-        py::arg("time_limit") = 0.0,
+        py::arg("time_limit") = 0.0, py::arg("explain") = 0,
         R"(Evaluates a scenario (dict, JSON text, file path or strata.Scenario) as `strata FILE`
 does; returns the report as a dict (format="table" or "csv": the text). A parameter-server
 search stops after time_limit seconds (0: none) with strata.Error, as `--time-limit` does, and
-on Ctrl-C.)");
+on Ctrl-C. explain=N: a search's table also breaks down its N-th plan, as `--explain N` does.)");
   m.def("sweep", &sweep, py::arg("scenario"), py::arg("columns") = false, py::arg("front") = false,
         py::arg("threads") = 0,
         R"(Runs the scenario's "search": the ranked plans (dicts, fastest first), the Pareto

@@ -293,6 +293,16 @@ def test_simulate_details_on_request():
     assert len(full["critical_path"]) > 0
 
 
+def test_evaluate_explain_equals_the_command():
+    """explain=N is the command's --explain N: the search's table, then its N-th plan."""
+    path = SCENARIOS / "llama3_70b_search.json"
+    text = strata.evaluate(load(path), format="table", explain=2)
+    assert text == cli(path, "--format", "table", "--explain", 2)[1]
+    assert "\nplan 2 of the search:\n" in text
+    with pytest.raises(strata.Error, match="^explain: explains a plan of a transformer search"):
+        strata.evaluate(GPT3, format="table", explain=1)
+
+
 def test_evaluate_csv_equals_the_command():
     """format="csv" is the command's --format csv: a search's plans one row each."""
     text = strata.evaluate(load(SCENARIOS / "llama3_70b_search.json"), format="csv")
