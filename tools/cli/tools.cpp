@@ -11,6 +11,7 @@
 #include "replay_ps.hpp"
 #include "shipped_profiles.hpp"
 #include "strata/calibrate/step_fit.hpp"
+#include "strata/io/csv.hpp"
 #include "strata/io/device_file.hpp"
 #include "strata/io/fit.hpp"
 #include "strata/io/lin_trace.hpp"
@@ -30,8 +31,10 @@ CLI::App* add_fit(CLI::App& app, fit_options& o) {
       "fit", "evaluate a transformer scenario on every device preset: which GPUs it fits on");
   fit_cmd->add_option("scenario", o.input, "scenario JSON file, or - for standard input")
       ->required();
-  fit_cmd->add_option("--format", o.format, "report format: JSON or one row per device")
-      ->check(CLI::IsMember({"json", "table"}));
+  fit_cmd
+      ->add_option("--format", o.format,
+                   "report format: json, table (one row per device) or csv (the same rows)")
+      ->check(CLI::IsMember({"json", "table", "csv"}));
   return fit_cmd;
 }
 
@@ -44,6 +47,8 @@ int run_fit(const fit_options& o) {
         strata::io::which_gpus(strata::io::detail::parse_json(text), strata_cli::h100_sxm_profile);
     if (o.format == "table")
       print_table(strata::io::fit_report_table(f));
+    else if (o.format == "csv")
+      print_table(strata::io::csv_of(strata::io::fit_report_json(f)));
     else
       print_json(strata::io::fit_report_json(f));
     return 0;

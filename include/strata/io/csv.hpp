@@ -1,9 +1,9 @@
 #pragma once
 /// @file io/csv.hpp
 /// @brief Any report as CSV for a spreadsheet (`--format csv`): a search's ranked plans one row
-/// each (the `best` list of a transformer search, the `candidates` of a DLRM sharding search),
-/// every other report as `field,value` rows. Nested fields are flattened to dotted paths
-/// ("time.forward_s", "ranks.1.memory_bytes"); the numbers are JSON's, unrounded.
+/// each (the `best` list of a transformer search, the `candidates` of a DLRM sharding search, the
+/// `gpus` of `strata fit`), every other report as `field,value` rows. Nested fields are flattened
+/// to dotted paths ("time.forward_s", "ranks.1.memory_bytes"); the numbers are JSON's, unrounded.
 /// @code
 /// std::cout << strata::io::csv_of(strata::io::evaluate_scenario(j, {}, profile).report);
 /// @endcode
@@ -47,7 +47,7 @@ inline void flatten(const nlohmann::json& j, const std::string& path,
 }
 /// The ranked rows a search report lists, or null for a single plan's report.
 inline const nlohmann::json* ranked_rows(const nlohmann::json& j) {
-  for (const char* key : {"best", "candidates"})
+  for (const char* key : {"best", "candidates", "gpus"})
     if (j.is_object() && j.contains(key) && j[key].is_array() && !j[key].empty() &&
         j[key][0].is_object())
       return &j[key];
@@ -55,7 +55,8 @@ inline const nlohmann::json* ranked_rows(const nlohmann::json& j) {
 }
 }  // namespace detail
 
-/// `report` as CSV: a header and one row per ranked plan for a search, else `field,value` rows.
+/// `report` as CSV: a header and one row per ranked plan (or per GPU of `strata fit`), else
+/// `field,value` rows.
 inline std::string csv_of(const nlohmann::json& report) {
   std::string out;
   if (const nlohmann::json* rows = detail::ranked_rows(report)) {
