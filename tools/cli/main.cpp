@@ -38,7 +38,7 @@ void add_main_options(CLI::App& app, main_options& o) {
       ->check(CLI::IsMember({"json", "table", "csv"}));
   app.add_option("--explain", o.explain,
                  "with a transformer search's table: also print the N-th plan's breakdown")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   app.add_flag("--print-default", o.print_default, "print the built-in scenario and exit");
   app.add_flag("--list-gpus", o.list_gpus,
                "list the device presets (a table; --format json: their datasheets) and exit");
@@ -58,30 +58,30 @@ void add_main_options(CLI::App& app, main_options& o) {
   app.add_option("--gpus", q.gpus, "N x a device preset, e.g. 8xh100 (--list-gpus)")->group(one);
   app.add_option("--batch", q.batch, "global batch, sequences")
       ->group(one)
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   app.add_option("--seq", q.sequence, "sequence length, tokens")
       ->group(one)
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   app.add_option("--tp", q.tensor, "tensor-parallel degree")
       ->group(one)
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   app.add_option("--pp", q.pipeline, "pipeline-parallel degree")
       ->group(one)
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   app.add_option("--dp", q.data, "data-parallel degree (default: the GPUs --tp x --pp leave)")
       ->group(one)
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   app.add_option("--zero", q.zero, "ZeRO stage")->group(one)->check(CLI::Range(0, 3));
   app.add_option("--micro-batch", q.micro_batch, "sequences per micro-batch")
       ->group(one)
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   app.add_option("--recompute", q.recompute, "none, selective or full")->group(one);
   app.add_option("--framework", q.framework, "megatron, huggingface, deepspeed, fsdp, ...")
       ->group(one);
   app.add_option("--precision", q.precision, "bf16, fp16, fp8, fp32, ...")->group(one);
   app.add_option("--lora", q.lora, "LoRA rank (adapters on every linear layer)")
       ->group(one)
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1 << 30));
   app.add_flag("--search", q.search,
                "search every plan (the default on several GPUs without "
                "--tp/--pp/--dp)")
