@@ -60,6 +60,14 @@ namespace strata::io {
   return buf;
 }
 
+/// A JSON key as a table's label: "optimizer_states" -> "optimizer states".
+[[nodiscard]] inline std::string human_label(std::string_view key) {
+  std::string label(key);
+  for (char& c : label)
+    if (c == '_') c = ' ';
+  return label;
+}
+
 /// One row of a report table: the label in a 22-wide column, the value right-aligned in 12,
 /// then an optional note ("  iteration                 12.3 ms  (note)").
 [[nodiscard]] inline std::string table_row(std::string_view label, const std::string& value,

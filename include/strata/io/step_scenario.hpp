@@ -141,10 +141,7 @@ inline std::string step_table(const nlohmann::json& j) {
                         "activations", "logits", "batch", "workspace", "peak", "between_steps"}) {
     const double v = m[k].get<double>();
     if (v <= 0 && std::string_view(k) != "peak") continue;
-    std::string label(k);
-    for (char& ch : label)
-      if (ch == '_') ch = ' ';
-    out += table_row(label, human_bytes(v));
+    out += table_row(human_label(k), human_bytes(v));
   }
   const double cap = j["capacity_bytes"].get<double>();
   out += table_row("capacity", human_bytes(cap),

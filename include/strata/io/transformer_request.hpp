@@ -224,10 +224,7 @@ inline std::string memory_lines(const nlohmann::json& j) {
     const double v = m[k].get<double>();
     const std::string_view key = k;
     if (v <= 0 && key != "peak" && key != "required" && key != "capacity") continue;
-    std::string label(key);  // "optimizer_states" -> "optimizer states"
-    for (char& c : label)
-      if (c == '_') c = ' ';
-    out += table_row(label, human_bytes(v * gib));
+    out += table_row(human_label(key), human_bytes(v * gib));
   }
   if (m["paged_optimizer_states"].get<double>() > 0)
     out += table_row("paged optimizer states",
