@@ -4312,6 +4312,78 @@ template <class Modules>
   return 0;
 }
 
+/// The parameters of one pipeline stage on one rank before ZeRO shards them: dense ones
+/// (replicated over the data, expert and context ranks), expert ones (replicated over the data
+/// and context ranks), and the part of the dense ones in the embedding, head and final norm.
+struct stage_parameters {
+  double dense = 0;  ///< all dense parameters, embedding and head included
+  double expert = 0;
+  double embedding = 0;  ///< the part of `dense` in the embedding, head and final norm
+};
+
+/// What ZeRO's memory rule (`zero_memory_of`) reads of one rank of a stage besides the
+/// parameters it holds.
+struct zero_placement {
+  double dense_shards = 1;   ///< ranks sharding the dense states: shard group x expert x context
+  double expert_shards = 1;  ///< ranks sharding the expert states: shard group x context
+  stage_parameters trained;  ///< what the rank trains: all it holds, or LoRA's adapters (dense)
+  engine_inputs engine;      ///< what the engine's buffer rule reads (`engine_buffers`)
+  /// the share of the optimizer states a paged optimizer puts in unified memory, outside the
+  /// caching allocator (`training::paged_optimizer`)
+  double paged = 0;
+  /// LoRA: the bytes of the frozen base weights the rank stores, and the embedding's part of them
+  double frozen = 0, frozen_embedding = 0;
+};
+
+/// Model states and buffers of one rank of a stage under ZeRO stage `stage`, as the framework's
+/// engine stores them.
+struct zero_memory {
+  double weights = 0, gradients = 0, optimizer = 0;  ///< the trained (and frozen) layers'
+  double paged = 0;             ///< optimizer states a paged optimizer keeps outside the allocator
+  double embedding_states = 0;  ///< the embedding's, head's and final norm's states
+  double head_gradients = 0;    ///< their gradients (made by the first backward)
+  double buffers = 0;           ///< the engine's communication buffers (`engine_buffers`)
+  double update_buffer = 0;     ///< the optimizer step's working copy (`update_buffer`)
+};
+
+/// ZeRO's memory for a stage: the states of the parameters `held` sharded as `x` says
+/// (`engine_states`: full training shards the dense and expert weights; LoRA stores the frozen
+/// base as `x.frozen` and trains the adapters in `training::adapter_bytes`), the engine's buffers
+/// and the optimizer step's working copy. `modules()` as for `engine_buffers`.
+template <class Modules>
+[[nodiscard]] constexpr zero_memory zero_memory_of(int stage, const training& t,
+                                                   const stage_parameters& held,
+                                                   const zero_placement& x, Modules&& modules) {
+  zero_memory z;
+  const auto add = [&](double n, double shards, const parameter_bytes& b, double paged) {
+    const sharded_states s = engine_states(n, shards, stage, t, b);
+    z.weights += s.weights;
+    z.gradients += s.gradients;
+    z.optimizer += (1 - paged) * s.optimizer;
+    z.paged += paged * s.optimizer;
+  };
+  if (t.lora.on()) {
+    z.weights = x.frozen;
+    add(x.trained.dense, x.dense_shards, t.adapter_bytes(), x.paged);
+    z.embedding_states = x.frozen_embedding;
+  } else {
+    const double paged = t.paged_optimizer ? 1.0 : 0.0;
+    add(held.dense, x.dense_shards, t.trained_bytes(), paged);
+    add(held.expert, x.expert_shards, t.trained_bytes(), paged);
+    const sharded_states e = engine_states(held.embedding, x.dense_shards, stage, t);
+    z.embedding_states = e.weights + e.gradients + e.optimizer;
+    z.head_gradients = e.gradients;
+  }
+  const zero_stage zs{stage};
+  z.buffers = engine_buffers(t, zs, x.engine, modules);
+  // the optimizer's partition: what the rank trains, sharded when the optimizer states are
+  const double part = zs.shards_optimizer()
+                          ? x.trained.dense / x.dense_shards + x.trained.expert / x.expert_shards
+                          : x.trained.dense + x.trained.expert;
+  z.update_buffer = update_buffer(part, stage, t);
+  return z;
+}
+
 /// How many calls a step's data-parallel collectives take on one rank, per micro-batch for
 /// ZeRO-2/3 (the engine's rule, `frameworks::sharding`): ZeRO-3 gathers one layer per call
 /// (Megatron, FSDP's units) or one module (DeepSpeed, above the persistence threshold) in each
@@ -5962,13 +6034,9 @@ constexpr int sequence_of(const transformer& m, const training& t) {
 }
 }  // namespace detail
 
-/// Parameters pipeline stage i holds on one rank, split into dense (replicated over data, expert
-/// and context ranks) and expert weights (replicated over data and context ranks).
-struct stage_parameters {
-  double dense = 0;  ///< all dense parameters, embedding and head included
-  double expert = 0;
-  double embedding = 0;  ///< the part of `dense` in the embedding, head and final norm
-};
+/// Parameters pipeline stage i holds on one rank (`parallel::stage_parameters`: dense, expert,
+/// and the embedding's part of the dense ones).
+using parallel::stage_parameters;
 
 /// The model's parameter counts that `parameters_on` splits over the stages, counted once.
 struct model_parameters {
@@ -7138,26 +7206,6 @@ template <class Lowering>
   return h;
 }
 
-namespace detail {
-/// Weights, gradients and optimizer states of `n` parameters sharded over `shards` ranks by
-/// ZeRO stage `zero`, as the framework's engine stores them (`parallel::engine_states`).
-/// `paged`: the share of the states a paged optimizer puts in unified memory, outside the
-/// caching allocator (`training::paged_optimizer`).
-constexpr void add_states(memory_breakdown& mem, double n, double shards, int zero,
-                          const training& t, const parameter_bytes& b, double paged) {
-  const auto z = parallel::engine_states(n, shards, zero, t, b);
-  mem.weights += bytes{z.weights};
-  mem.gradients += bytes{z.gradients};
-  mem.optimizer_states += bytes{(1 - paged) * z.optimizer};
-  mem.paged += bytes{paged * z.optimizer};
-}
-/// Full training: every weight matrix is over bitsandbytes' paging threshold.
-constexpr void add_states(memory_breakdown& mem, double n, double shards, int zero,
-                          const training& t) {
-  add_states(mem, n, shards, zero, t, t.trained_bytes(), t.paged_optimizer ? 1.0 : 0.0);
-}
-}  // namespace detail
-
 /// The pieces of a stage's memory the moments are made of (see `stage_memory`).
 struct memory_terms {
   memory_breakdown states;  ///< model states, buffers, batch, workspace, other
@@ -7248,13 +7296,6 @@ namespace detail {
                      s.context.degree * m.hidden * t.activation_bytes();
   return slots * ((stage > 0 ? act : 0.0) + (stage < p - 1 ? act / s.tensor.degree : 0.0));
 }
-/// The communication buffers the framework's data-parallel engine holds on one rank of a stage
-/// with `params` trained parameters of `weights` in all (`parallel::engine_buffers`).
-[[nodiscard]] constexpr double engine_buffers(const transformer& m, const parallel::nd& s,
-                                              const training& t, double params, double weights) {
-  return parallel::engine_buffers(t, s.data.sharding(), engine_inputs_of(m, s, params, weights),
-                                  partitioned_modules_of(m, s, t));
-}
 /// The terms of pipeline stage `stage` on one rank.
 [[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
                                                  const training& t, int stage,
@@ -7264,33 +7305,32 @@ namespace detail {
   mem.stage = stage;
   const frameworks::recipe& r = t.framework;
   const stage_parameters n = parameters_on(m, s, stage, keeps.parameters);
-  const double dense_shards =
-      static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
-  const double expert_shards = static_cast<double>(s.data.shards()) * s.context.degree;
+  const stage_parameters tn = trained_on(m, s, t, stage, n);
+  parallel::zero_placement place{
+      .dense_shards = static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree,
+      .expert_shards = static_cast<double>(s.data.shards()) * s.context.degree,
+      .trained = tn,
+      .engine = engine_inputs_of(m, s, tn.dense + tn.expert, n.dense + n.expert)};
   if (t.lora.on()) {
     // frozen weights: their storage only (sharded by ZeRO-3), the blocks' linear layers as
     // `lora.base` stores them (quantized with their block statistics), the embedding, head and
     // norms in `lora.embeddings`; the adapters train in full in their own type
     const bool z3 = s.data.sharding().shards_weights();
-    const double emb = n.embedding / (z3 ? dense_shards : 1.0);
+    const double emb = n.embedding / (z3 ? place.dense_shards : 1.0);
     // a head the recipe quantizes with the blocks (`recipe::quantizes_head`)
     const double qhead =
         r.quantizes_head && t.lora.quantized() && !m.tied && stage == s.pipeline.degree - 1
             ? static_cast<double>(m.vocabulary) * m.hidden / s.tensor.degree /
-                  (z3 ? dense_shards : 1.0)
+                  (z3 ? place.dense_shards : 1.0)
             : 0.0;
-    mem.weights += bytes{t.frozen_weight_bytes(m.hidden) * (partition_of(s, n, z3) - emb + qhead) +
-                         t.frozen_embedding_bytes() * (emb - qhead)};
+    place.frozen = t.frozen_weight_bytes(m.hidden) * (partition_of(s, n, z3) - emb + qhead) +
+                   t.frozen_embedding_bytes() * (emb - qhead);
+    place.frozen_embedding = t.frozen_embedding_bytes() * (emb - qhead);
     // bitsandbytes pages the states of tensors of 100,000 elements and more only
     // (optim/optimizer.py, `get_state_buffer`: `A.numel() < 1e5` stays in device memory)
-    const double trained = trained_on(m, s, t, stage).dense;
-    const lower::shard sh = lower::shard_of(m, s, t);
-    const double paged =
-        t.paged_optimizer && trained > 0
-            ? s.stage_layers(m, stage) * lower::adapter_parameters(m, sh, t, 1e5) / trained
-            : 0.0;
-    detail::add_states(mem, trained, dense_shards, s.data.zero, t, t.adapter_bytes(), paged);
-    mem.embedding_states = bytes{t.frozen_embedding_bytes() * (emb - qhead)};
+    if (t.paged_optimizer && tn.dense > 0)
+      place.paged = s.stage_layers(m, stage) *
+                    lower::adapter_parameters(m, lower::shard_of(m, s, t), t, 1e5) / tn.dense;
     // bitsandbytes dequantizes a whole weight for each GEMM and frees it after: the largest
     // linear layer's 16-bit copy is alive at any moment (bitsandbytes/autograd/_functions.py,
     // `MatMul4Bit`: `F.dequantize_4bit(B, quant_state).to(A.dtype)`), with an fp16 quantized
@@ -7304,13 +7344,18 @@ namespace detail {
       if (r.quantizes_head && stage == s.pipeline.degree - 1)
         x.head_dequant = copy * static_cast<double>(m.vocabulary) * m.hidden / s.tensor.degree;
     }
-  } else {
-    detail::add_states(mem, n.dense, dense_shards, s.data.zero, t);
-    detail::add_states(mem, n.expert, expert_shards, s.data.zero, t);
-    const auto e = parallel::engine_states(n.embedding, dense_shards, s.data.zero, t);
-    mem.embedding_states = bytes{e.weights + e.gradients + e.optimizer};
-    x.head_gradients = e.gradients;
   }
+  // ZeRO's states and the engine's buffers (`parallel::zero_memory_of`), the pipeline engine's
+  const parallel::zero_memory z =
+      parallel::zero_memory_of(s.data.zero, t, n, place, partitioned_modules_of(m, s, t));
+  mem.weights = bytes{z.weights};
+  mem.gradients = bytes{z.gradients};
+  mem.optimizer_states = bytes{z.optimizer};
+  mem.paged = bytes{z.paged};
+  mem.embedding_states = bytes{z.embedding_states};
+  mem.buffers = bytes{z.buffers + pipe_buffers(m, s, t, stage)};
+  x.head_gradients = z.head_gradients;
+  x.update_buffer = z.update_buffer;
   const int p = s.pipeline.degree;
   const lower::shard sh = lower::shard_of(m, s, t);
   const double T = sh.tokens(), tp = s.tensor.degree;
@@ -7355,13 +7400,6 @@ namespace detail {
   if (r.keep_logits)
     x.previous_graph =
         x.layers * x.in_flight * keeps.layer.graph + (stage == p - 1 ? keeps.head.graph : 0.0);
-  {
-    const stage_parameters tn = trained_on(m, s, t, stage, n);
-    mem.buffers = bytes{engine_buffers(m, s, t, tn.dense + tn.expert, n.dense + n.expert) +
-                        pipe_buffers(m, s, t, stage)};
-    x.update_buffer = parallel::update_buffer(
-        partition_of(s, tn, s.data.sharding().shards_optimizer()), s.data.zero, t);
-  }
   mem.other = bytes{t.reserved};
   mem.batch = bytes{r.batch_bytes_per_token * T};
   mem.workspace += bytes{r.workspace};

@@ -48,6 +48,45 @@ TEST_CASE("DeepSpeed ZeRO-3: 16 B per parameter over the ranks, its buckets, an 
             .gpu.count() == Approx(18 * P / 8));
 }
 
+TEST_CASE("parallel::zero_memory_of: one stage's states and buffers from its parameters") {
+  // the policy alone, without a model: 1e9 dense parameters (1e8 of them the embedding) and
+  // 4e8 expert ones on a rank whose dense states are sharded 8 ways and expert states 4 ways
+  const parallel::stage_parameters held{.dense = 1e9, .expert = 4e8, .embedding = 1e8};
+  const parallel::zero_placement x{.dense_shards = 8,
+                                   .expert_shards = 4,
+                                   .trained = held,
+                                   .engine = {.unit = 5e7,
+                                              .trained = 1.4e9,
+                                              .weights = 1.4e9,
+                                              .ddp_bucket = 0,
+                                              .replicated = true},
+                                   .paged = 0,
+                                   .frozen = 0,
+                                   .frozen_embedding = 0};
+  const training tr{.batch = 8, .sequence = 1024, .framework = frameworks::deepspeed};
+  const auto modules = [] { return parallel::partitioned_modules{1e7, 4}; };
+  // ZeRO-1 under DeepSpeed: 16-bit weights (2 B) and gradients (2 B) whole, fp32 master and
+  // Adam moments (12 B) sharded: 12 x (1e9 / 8 + 4e8 / 4) = 2.7e9
+  const auto z1 = parallel::zero_memory_of(1, tr, held, x, modules);
+  CHECK(z1.weights == 2 * 1.4e9);
+  CHECK(z1.gradients == 2 * 1.4e9);
+  CHECK(z1.optimizer == Approx(2.7e9));
+  // the embedding's part of the dense ones, once more on its own: 2 + 2 + 12 / 8 = 5.5 B each
+  CHECK(z1.embedding_states == Approx(5.5e8));
+  CHECK(z1.head_gradients == 2e8);
+  // the contiguous gradient bucket: min(5e8 elements x 2 B, 1.4e9 x 2 B) = 1e9 B
+  CHECK(z1.buffers == 1e9);
+  // the step's fp32 copy of the rank's 16-bit gradient partition: 4 x (1.25e8 + 1e8) = 9e8 B
+  CHECK(z1.update_buffer == Approx(9e8));
+  // ZeRO-3 also shards weights and gradients (16 B per parameter over the shards) and gathers
+  // the largest module (1e7 x 2 B) and the prefetch bucket (5e7 elements x 2 B) beside the bucket
+  const auto z3 = parallel::zero_memory_of(3, tr, held, x, modules);
+  CHECK(z3.weights + z3.gradients + z3.optimizer == Approx(16 * (1e9 / 8 + 4e8 / 4)));
+  CHECK(z3.buffers == Approx(1e9 + 2e7 + 1e8));
+  // stage 3 converts one sub_group_size group (1e9 elements) at most: the partition, 2.25e8
+  CHECK(z3.update_buffer == Approx(9e8));
+}
+
 TEST_CASE("FSDP FULL_SHARD: no 16-bit weights at rest, fp32 gradient shards, two units gathered") {
   const auto r = run(frameworks::fsdp, 3);
   CHECK(r.memory.weights.count() == 0);

@@ -22,13 +22,9 @@ constexpr int sequence_of(const transformer& m, const training& t) {
 }
 }  // namespace detail
 
-/// Parameters pipeline stage i holds on one rank, split into dense (replicated over data, expert
-/// and context ranks) and expert weights (replicated over data and context ranks).
-struct stage_parameters {
-  double dense = 0;  ///< all dense parameters, embedding and head included
-  double expert = 0;
-  double embedding = 0;  ///< the part of `dense` in the embedding, head and final norm
-};
+/// Parameters pipeline stage i holds on one rank (`parallel::stage_parameters`: dense, expert,
+/// and the embedding's part of the dense ones).
+using parallel::stage_parameters;
 
 /// The model's parameter counts that `parameters_on` splits over the stages, counted once.
 struct model_parameters {

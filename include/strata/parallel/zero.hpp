@@ -154,6 +154,78 @@ template <class Modules>
   return 0;
 }
 
+/// The parameters of one pipeline stage on one rank before ZeRO shards them: dense ones
+/// (replicated over the data, expert and context ranks), expert ones (replicated over the data
+/// and context ranks), and the part of the dense ones in the embedding, head and final norm.
+struct stage_parameters {
+  double dense = 0;  ///< all dense parameters, embedding and head included
+  double expert = 0;
+  double embedding = 0;  ///< the part of `dense` in the embedding, head and final norm
+};
+
+/// What ZeRO's memory rule (`zero_memory_of`) reads of one rank of a stage besides the
+/// parameters it holds.
+struct zero_placement {
+  double dense_shards = 1;   ///< ranks sharding the dense states: shard group x expert x context
+  double expert_shards = 1;  ///< ranks sharding the expert states: shard group x context
+  stage_parameters trained;  ///< what the rank trains: all it holds, or LoRA's adapters (dense)
+  engine_inputs engine;      ///< what the engine's buffer rule reads (`engine_buffers`)
+  /// the share of the optimizer states a paged optimizer puts in unified memory, outside the
+  /// caching allocator (`training::paged_optimizer`)
+  double paged = 0;
+  /// LoRA: the bytes of the frozen base weights the rank stores, and the embedding's part of them
+  double frozen = 0, frozen_embedding = 0;
+};
+
+/// Model states and buffers of one rank of a stage under ZeRO stage `stage`, as the framework's
+/// engine stores them.
+struct zero_memory {
+  double weights = 0, gradients = 0, optimizer = 0;  ///< the trained (and frozen) layers'
+  double paged = 0;             ///< optimizer states a paged optimizer keeps outside the allocator
+  double embedding_states = 0;  ///< the embedding's, head's and final norm's states
+  double head_gradients = 0;    ///< their gradients (made by the first backward)
+  double buffers = 0;           ///< the engine's communication buffers (`engine_buffers`)
+  double update_buffer = 0;     ///< the optimizer step's working copy (`update_buffer`)
+};
+
+/// ZeRO's memory for a stage: the states of the parameters `held` sharded as `x` says
+/// (`engine_states`: full training shards the dense and expert weights; LoRA stores the frozen
+/// base as `x.frozen` and trains the adapters in `training::adapter_bytes`), the engine's buffers
+/// and the optimizer step's working copy. `modules()` as for `engine_buffers`.
+template <class Modules>
+[[nodiscard]] constexpr zero_memory zero_memory_of(int stage, const training& t,
+                                                   const stage_parameters& held,
+                                                   const zero_placement& x, Modules&& modules) {
+  zero_memory z;
+  const auto add = [&](double n, double shards, const parameter_bytes& b, double paged) {
+    const sharded_states s = engine_states(n, shards, stage, t, b);
+    z.weights += s.weights;
+    z.gradients += s.gradients;
+    z.optimizer += (1 - paged) * s.optimizer;
+    z.paged += paged * s.optimizer;
+  };
+  if (t.lora.on()) {
+    z.weights = x.frozen;
+    add(x.trained.dense, x.dense_shards, t.adapter_bytes(), x.paged);
+    z.embedding_states = x.frozen_embedding;
+  } else {
+    const double paged = t.paged_optimizer ? 1.0 : 0.0;
+    add(held.dense, x.dense_shards, t.trained_bytes(), paged);
+    add(held.expert, x.expert_shards, t.trained_bytes(), paged);
+    const sharded_states e = engine_states(held.embedding, x.dense_shards, stage, t);
+    z.embedding_states = e.weights + e.gradients + e.optimizer;
+    z.head_gradients = e.gradients;
+  }
+  const zero_stage zs{stage};
+  z.buffers = engine_buffers(t, zs, x.engine, modules);
+  // the optimizer's partition: what the rank trains, sharded when the optimizer states are
+  const double part = zs.shards_optimizer()
+                          ? x.trained.dense / x.dense_shards + x.trained.expert / x.expert_shards
+                          : x.trained.dense + x.trained.expert;
+  z.update_buffer = update_buffer(part, stage, t);
+  return z;
+}
+
 /// How many calls a step's data-parallel collectives take on one rank, per micro-batch for
 /// ZeRO-2/3 (the engine's rule, `frameworks::sharding`): ZeRO-3 gathers one layer per call
 /// (Megatron, FSDP's units) or one module (DeepSpeed, above the persistence threshold) in each
