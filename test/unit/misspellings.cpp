@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <strata/io/evaluate.hpp>
+#include "front_door.hpp"
 
 using nlohmann::json;
 
@@ -20,7 +20,7 @@ json base() {
 }
 std::string error_of(const json& j) {
   try {
-    (void)strata::io::evaluate_scenario(j, {}, "");
+    (void)strata_test::evaluate_scenario(j, {}, "");
   } catch (const strata::plan_error& e) {
     return e.what();
   }
@@ -97,12 +97,12 @@ TEST_CASE("common spellings of a format or an optimizer are understood") {
   j["training"]["precision"] = "bfloat16";
   j["training"]["optimizer"] = "AdamW";
   j["training"]["framework"] = "DeepSpeed";
-  const auto as_given = strata::io::evaluate_scenario(j, {}, "").report;
+  const auto as_given = strata_test::evaluate_scenario(j, {}, "").report;
   json k = base();
   k["training"]["precision"] = "bf16";
   k["training"]["optimizer"] = "adamw";
   k["training"]["framework"] = "deepspeed";
-  const auto canonical = strata::io::evaluate_scenario(k, {}, "").report;
+  const auto canonical = strata_test::evaluate_scenario(k, {}, "").report;
   CHECK(as_given["memory_GiB"]["peak"] == canonical["memory_GiB"]["peak"]);
   CHECK(as_given["iteration_time_s"] == canonical["iteration_time_s"]);
   j["training"]["precision"] = "torch.float16";

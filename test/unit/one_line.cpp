@@ -1,7 +1,7 @@
 // The one-line question (io/one_line.hpp): the flags build the scenario a file would hold.
 #include <catch2/catch.hpp>
-#include <strata/io/evaluate.hpp>
 #include <strata/io/one_line.hpp>
+#include "front_door.hpp"
 
 using strata::io::one_line;
 using strata::io::scenario_from_flags;
@@ -23,7 +23,7 @@ TEST_CASE("one-line flags build the scenario a file would hold") {
   REQUIRE(q.notes.size() == 1);
   CHECK(q.notes[0] == "--dp 4: the GPUs that tensor x pipeline (2) leave");
   // the file and the flags are one question: the same report
-  const auto by_flags = strata::io::evaluate_scenario(q.scenario, {}, {});
+  const auto by_flags = strata_test::evaluate_scenario(q.scenario, {}, {});
   CHECK(by_flags.report["iteration_time_s"].get<double>() > 0);
   CHECK(by_flags.report["devices"] == 8);
 
