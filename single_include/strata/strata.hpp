@@ -7345,7 +7345,7 @@ namespace detail {
         x.head_dequant = copy * static_cast<double>(m.vocabulary) * m.hidden / s.tensor.degree;
     }
   }
-  // ZeRO's states and the engine's buffers (`parallel::zero_memory_of`), the pipeline engine's
+  // ZeRO's states and buffers (`parallel::zero_memory_of`), then the pipeline engine's slots
   const parallel::zero_memory z =
       parallel::zero_memory_of(s.data.zero, t, n, place, partitioned_modules_of(m, s, t));
   mem.weights = bytes{z.weights};
