@@ -4321,6 +4321,14 @@ struct stage_parameters {
   double embedding = 0;  ///< the part of `dense` in the embedding, head and final norm
 };
 
+/// The share of `x` one rank holds when sharded over `dense_shards` (dense parameters) and
+/// `expert_shards` (expert ones) ranks; all of `x` when `sharded` is false.
+[[nodiscard]] constexpr double partition(const stage_parameters& x, double dense_shards,
+                                         double expert_shards, bool sharded = true) {
+  if (!sharded) return x.dense + x.expert;
+  return x.dense / dense_shards + x.expert / expert_shards;
+}
+
 /// What ZeRO's memory rule (`zero_memory_of`) reads of one rank of a stage besides the
 /// parameters it holds.
 struct zero_placement {
@@ -4377,10 +4385,8 @@ template <class Modules>
   const zero_stage zs{stage};
   z.buffers = engine_buffers(t, zs, x.engine, modules);
   // the optimizer's partition: what the rank trains, sharded when the optimizer states are
-  const double part = zs.shards_optimizer()
-                          ? x.trained.dense / x.dense_shards + x.trained.expert / x.expert_shards
-                          : x.trained.dense + x.trained.expert;
-  z.update_buffer = update_buffer(part, stage, t);
+  z.update_buffer = update_buffer(
+      partition(x.trained, x.dense_shards, x.expert_shards, zs.shards_optimizer()), stage, t);
   return z;
 }
 
@@ -6089,9 +6095,8 @@ struct model_parameters {
 /// shard group x context ranks; all of `x` when `sharded` is false.
 [[nodiscard]] constexpr double partition_of(const parallel::nd& s, const stage_parameters& x,
                                             bool sharded = true) {
-  if (!sharded) return x.dense + x.expert;
   const double shards = s.data.shards() * static_cast<double>(s.context.degree);
-  return x.dense / (shards * s.expert.degree) + x.expert / shards;
+  return parallel::partition(x, shards * s.expert.degree, shards, sharded);
 }
 
 /// What the data-parallel engine's buffer rule (`parallel::engine_buffers`) reads of plan `s` on

@@ -77,9 +77,8 @@ struct model_parameters {
 /// shard group x context ranks; all of `x` when `sharded` is false.
 [[nodiscard]] constexpr double partition_of(const parallel::nd& s, const stage_parameters& x,
                                             bool sharded = true) {
-  if (!sharded) return x.dense + x.expert;
   const double shards = s.data.shards() * static_cast<double>(s.context.degree);
-  return x.dense / (shards * s.expert.degree) + x.expert / shards;
+  return parallel::partition(x, shards * s.expert.degree, shards, sharded);
 }
 
 /// What the data-parallel engine's buffer rule (`parallel::engine_buffers`) reads of plan `s` on

@@ -163,6 +163,14 @@ struct stage_parameters {
   double embedding = 0;  ///< the part of `dense` in the embedding, head and final norm
 };
 
+/// The share of `x` one rank holds when sharded over `dense_shards` (dense parameters) and
+/// `expert_shards` (expert ones) ranks; all of `x` when `sharded` is false.
+[[nodiscard]] constexpr double partition(const stage_parameters& x, double dense_shards,
+                                         double expert_shards, bool sharded = true) {
+  if (!sharded) return x.dense + x.expert;
+  return x.dense / dense_shards + x.expert / expert_shards;
+}
+
 /// What ZeRO's memory rule (`zero_memory_of`) reads of one rank of a stage besides the
 /// parameters it holds.
 struct zero_placement {
@@ -219,10 +227,8 @@ template <class Modules>
   const zero_stage zs{stage};
   z.buffers = engine_buffers(t, zs, x.engine, modules);
   // the optimizer's partition: what the rank trains, sharded when the optimizer states are
-  const double part = zs.shards_optimizer()
-                          ? x.trained.dense / x.dense_shards + x.trained.expert / x.expert_shards
-                          : x.trained.dense + x.trained.expert;
-  z.update_buffer = update_buffer(part, stage, t);
+  z.update_buffer = update_buffer(
+      partition(x.trained, x.dense_shards, x.expert_shards, zs.shards_optimizer()), stage, t);
   return z;
 }
 
