@@ -11,10 +11,15 @@
 #include <strata/calibrate/kernel_fit.hpp>
 #include <strata/calibrate/readers.hpp>
 #include <strata/calibrate/step_fit.hpp>
+#include <strata/io/lin_trace.hpp>
 #include <strata/io/profile.hpp>
+#include <strata/io/proteus_tree.hpp>
 #include <strata/io/scenario.hpp>
 #include <strata/io/simulation.hpp>
+#include <strata/io/transformer_request.hpp>
 #include <strata/strata.hpp>
+
+namespace unit_bad_input {
 
 using namespace strata;
 using Catch::Contains;
@@ -150,10 +155,6 @@ TEST_CASE("bad input: a profile's rates must be usable") {
   CHECK_THROWS_WITH(io::profile_from_json(k), Contains("profile.device: must be a JSON object"));
 }
 
-#include <strata/io/lin_trace.hpp>
-#include <strata/io/proteus_tree.hpp>
-#include <strata/io/transformer_request.hpp>
-
 TEST_CASE("bad input: settings a run would not use are refused, not ignored") {
   auto j = [](const char* text) { return nlohmann::json::parse(text); };
   // "search": false is not "no search"
@@ -251,3 +252,5 @@ TEST_CASE("bad input: ZeRO-Offload's states must fit the node's host memory") {
   tr.framework.data.offload_optimizer = frameworks::offload_device::nvme;
   CHECK_NOTHROW(analytic::evaluate(zoo::gpt3_175b(), s, presets::dgx_h100(1), tr));
 }
+
+}  // namespace unit_bad_input

@@ -4,6 +4,8 @@
 #include <strata/calibrate/readers.hpp>
 #include <strata/strata.hpp>
 
+namespace unit_calibrate {
+
 using namespace strata;
 using comm::collective;
 
@@ -123,3 +125,5 @@ TEST_CASE("measured curves interpolate in log-log space") {
       comm::measured_curve({{bytes{1e4}, seconds{1e-4}}, {bytes{1e4}, seconds{2e-4}}}),
       Catch::Contains("two points at the same size"));
 }
+
+}  // namespace unit_calibrate

@@ -3,6 +3,8 @@
 #include <strata/strata.hpp>
 #include <vector>
 
+namespace unit_comm {
+
 using namespace strata;
 using comm::collective;
 
@@ -243,3 +245,5 @@ TEST_CASE("NCCL's tuner agrees with the ring at large sizes where the ring is ri
     CHECK(ratio == Approx(r.ratio).epsilon(0.002));
   }
 }
+
+}  // namespace unit_comm

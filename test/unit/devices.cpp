@@ -13,6 +13,8 @@
 #include "strata/io/device_file.hpp"
 #include "strata/io/transformer_scenario.hpp"
 
+namespace unit_devices {
+
 using namespace strata;
 using Catch::Contains;
 using nlohmann::json;
@@ -241,3 +243,5 @@ TEST_CASE("a profile's device: the cluster's, or refused; the report says how ef
   CHECK(r["memory_GiB"]["capacity"].get<double>() == Approx(24.0));
   std::remove(file.c_str());
 }
+
+}  // namespace unit_devices

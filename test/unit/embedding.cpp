@@ -15,6 +15,8 @@
 #include <strata/io/lin_trace.hpp>
 #include <strata/search/sharders.hpp>
 
+namespace unit_embedding {
+
 using namespace strata;
 
 namespace {
@@ -508,3 +510,5 @@ TEST_CASE("EL on held-out H100 rows: the analytical form against Lin et al.'s ML
   std::printf("constant floors with held-out forward GMAE <= 10 %%: %d of %d\n", below, total);
   CHECK(below == 7);
 }
+
+}  // namespace unit_embedding

@@ -5,6 +5,8 @@
 #include <strata/io/transformer_scenario.hpp>
 #include <strata/strata.hpp>
 
+namespace unit_finetune {
+
 using namespace strata;
 using namespace strata::literals;
 
@@ -286,3 +288,5 @@ TEST_CASE("a frozen down projection keeps no input; LitGPT's norms keep an fp32 
   plain.framework.norm_fp32_input = false;
   CHECK(all - analytic::layer_saved_bytes(m, x, plain) == Approx(2 * 2 * 4096 * 1024.0));
 }
+
+}  // namespace unit_finetune

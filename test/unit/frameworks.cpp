@@ -5,6 +5,8 @@
 #include <strata/sim/transformer.hpp>
 #include <strata/strata.hpp>
 
+namespace unit_frameworks {
+
 using namespace strata;
 using namespace strata::literals;
 
@@ -434,3 +436,5 @@ TEST_CASE("DeepSpeed ZeRO-3 with parameter offload: one GPU never needs less tha
   CHECK(one.memory.buffers.count() == Approx(two.memory.buffers.count()));
   CHECK(one.memory.total().count() >= two.memory.total().count());
 }
+
+}  // namespace unit_frameworks

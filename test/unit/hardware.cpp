@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_hardware {
+
 using namespace strata;
 
 TEST_CASE("ABCI pair links follow ParaDL section V-A") {
@@ -140,3 +142,5 @@ TEST_CASE("NVLink meshes: ring bandwidth is the sum over NCCL-style channels") {
   mesh bad{2, {}, 25_GBps, 16_GBps, 0};
   CHECK_THROWS_WITH(bad.connect(0, 0, 1), Catch::Contains("two different GPUs"));
 }
+
+}  // namespace unit_hardware

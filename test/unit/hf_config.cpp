@@ -12,6 +12,8 @@
 #include "strata/io/transformer_scenario.hpp"
 #include "strata/model/transformer_zoo.hpp"
 
+namespace unit_hf_config {
+
 using Catch::Matchers::Contains;
 using nlohmann::json;
 namespace io = strata::io;
@@ -254,3 +256,5 @@ TEST_CASE("hf_config: head_dim, Q/K norms and Gemma's post-block norms are lower
                lower::shard{.b = 1, .s = 512, .seq = 512}, tr, lower::phase::forward, g);
   CHECK(g.shared == std::vector<std::array<double, 2>>{{2 * 5632, 2048}, {2048, 5632}, {1, 2048}});
 }
+
+}  // namespace unit_hf_config

@@ -3,6 +3,8 @@
 #include <limits>
 #include <strata/io/human.hpp>
 
+namespace unit_human {
+
 using strata::io::human_count;
 using strata::io::human_duration;
 
@@ -26,3 +28,5 @@ TEST_CASE("counts with thousands separators") {
   CHECK(human_count(-12'345) == "-12,345");
   CHECK(human_count(std::numeric_limits<double>::infinity()) == "-");
 }
+
+}  // namespace unit_human

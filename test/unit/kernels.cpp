@@ -4,9 +4,12 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <strata/analytic/step.hpp>
 #include <strata/calibrate/kernel_fit.hpp>
 #include <strata/io/profile.hpp>
 #include <strata/strata.hpp>
+
+namespace unit_kernels {
 
 using namespace strata;
 
@@ -153,8 +156,6 @@ TEST_CASE("profiles round-trip and bad profiles name the field") {
                     Catch::Contains("CSV row 2 column ms: 'x' is not a number"));
 }
 
-#include <strata/analytic/step.hpp>
-
 TEST_CASE("a GPT-2 step lowered to kernels has Narayanan's FLOPs") {
   const auto p = datasheet_profile(presets::h100_sxm5_80gb, 132);
   const analytic::gpt2_config c{
@@ -240,3 +241,5 @@ TEST_CASE("a CNN step: implicit GEMMs, and memory worked by hand") {
   // batch-norm running statistics (2 x 4 x 4 B), the 64 MiB of BLAS workspaces
   CHECK(m.between_steps == 8 * 720 + 2048 + 32 + 32 + 64.0 * 1024 * 1024);
 }
+
+}  // namespace unit_kernels

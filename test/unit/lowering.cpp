@@ -15,6 +15,8 @@
 #include <cmath>
 #include <vector>
 
+namespace unit_lowering {
+
 using namespace strata;
 using parallel::recompute;
 
@@ -264,3 +266,5 @@ TEST_CASE("per-operator checkpointing keeps what torchtitan's op policy caches")
   CHECK_THROWS_WITH(s.check(m, lora, 8), Catch::Contains("\"op\" (per-operator checkpointing)"));
   CHECK_NOTHROW(s.check(m, tr, 8));
 }
+
+}  // namespace unit_lowering

@@ -8,6 +8,8 @@
 
 #include "front_door.hpp"
 
+namespace unit_misspellings {
+
 using nlohmann::json;
 
 namespace {
@@ -108,3 +110,5 @@ TEST_CASE("common spellings of a format or an optimizer are understood") {
   j["training"]["precision"] = "torch.float16";
   CHECK(error_of(j).empty());
 }
+
+}  // namespace unit_misspellings

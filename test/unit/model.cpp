@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 #include <strata/strata.hpp>
 
+namespace unit_model {
+
 using namespace strata;
 
 TEST_CASE("zoo parameter counts equal the references") {
@@ -56,3 +58,5 @@ TEST_CASE("bad layers are rejected") {
   CHECK_THROWS_WITH(att.apply(qkv), Catch::Contains("multiple of the head count"));
   CHECK_THROWS_WITH(zoo::cosmoflow(300), Catch::Contains("128 x 2^k"));
 }
+
+}  // namespace unit_model

@@ -3,6 +3,8 @@
 #include <strata/io/one_line.hpp>
 #include "front_door.hpp"
 
+namespace unit_one_line {
+
 using strata::io::one_line;
 using strata::io::scenario_from_flags;
 using json = nlohmann::json;
@@ -72,3 +74,5 @@ TEST_CASE("one-line flags: each mistake names the flag and the fix") {
   CHECK(err({.model = "llama3-8b", .gpus = "8xh100", .batch = 8, .tensor = 2, .search = true})
             .rfind("--search: searches every plan", 0) == 0);
 }
+
+}  // namespace unit_one_line

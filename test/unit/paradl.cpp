@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <strata/strata.hpp>
 
+namespace unit_paradl {
+
 using namespace strata;
 
 namespace {
@@ -166,3 +168,5 @@ TEST_CASE("Table III limits are errors that name the limit") {
       analytic::evaluate(net.view(), parallel::data{.p = 8}, abci, {.batch = 32, .efficiency = 0}),
       Catch::Contains("efficiency"));
 }
+
+}  // namespace unit_paradl

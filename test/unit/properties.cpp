@@ -16,6 +16,8 @@
 #include <strata/sim/transformer.hpp>
 #include <strata/strata.hpp>
 
+namespace unit_properties {
+
 using namespace strata;
 
 namespace {
@@ -284,3 +286,5 @@ TEST_CASE("property: 1T parameters on 100,000 GPUs are finite") {
   CHECK(std::isfinite(rb.memory.total().count()));
   CHECK(rb.memory.total().count() > 0);
 }
+
+}  // namespace unit_properties

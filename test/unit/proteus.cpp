@@ -14,6 +14,8 @@
 #include "strata/model/zoo.hpp"
 #include "strata/proteus/htae.hpp"
 
+namespace unit_proteus {
+
 using namespace strata;
 using Catch::Matchers::Contains;
 
@@ -534,3 +536,5 @@ TEST_CASE("proteus ablation (§VIII-D): data parallelism shares no link, hybrids
   const auto hybrid = both({.dp = 8, .mp = 2});
   CHECK(hybrid.first > 1.02 * hybrid.second);
 }
+
+}  // namespace unit_proteus

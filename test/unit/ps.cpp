@@ -3,6 +3,8 @@
 
 #include "strata/sim/ps.hpp"
 
+namespace unit_ps {
+
 using namespace strata::sim;
 
 namespace {
@@ -173,3 +175,5 @@ TEST_CASE("BytePS-style: synchronous steps, tensors partitioned over summation s
   CHECK(simulate_ps(one, s).step_end[0][0] == Approx(2.0));
   CHECK(simulate_ps(two, s).step_end[0][0] == Approx(1.0));
 }
+
+}  // namespace unit_ps

@@ -2,6 +2,8 @@
 #include <strata/io/scenario.hpp>
 #include <strata/strata.hpp>
 
+namespace unit_scenario {
+
 using namespace strata;
 
 TEST_CASE("a ResNet-50 data-parallel scenario runs") {
@@ -84,3 +86,5 @@ TEST_CASE("bad scenarios name the field") {
       err(R"({"model": {"input": {"c": 3, "h": 4, "w": 4}, "layers": [{"type": "conv", "filters": 2, "kernel": 9, "padding": 0}]}, "strategy": {"kind": "serial"}, "cluster": "hc2", "training": {"batch": 1}})"),
       Catch::Contains("model.layers[0]: a convolution kernel is larger"));
 }
+
+}  // namespace unit_scenario

@@ -4,7 +4,11 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <strata/io/simulation.hpp>
 #include <strata/sim/core.hpp>
+#include <strata/sim/lin.hpp>
+
+namespace unit_sim {
 
 using namespace strata::sim;
 
@@ -315,8 +319,6 @@ TEST_CASE("dependents become ready in task order, a run leaves the graph as it w
   }
 }
 
-#include <strata/io/simulation.hpp>
-
 TEST_CASE("timeline, exposed communication and critical path") {
   // compute 0-1 s, communication 0.5-2 s (after a 0.5 s latency) on device 0: exposed 1-2 s.
   simulator s;
@@ -345,8 +347,6 @@ TEST_CASE("timeline, exposed communication and critical path") {
   CHECK(sum["iteration_time_s"].get<double>() == Approx(2.0));
   CHECK(sum["utilization"][0]["utilization"].get<double>() == Approx(1.25 / 2.0));
 }
-
-#include <strata/sim/lin.hpp>
 
 TEST_CASE("Lin et al. Algorithm 1, worked by hand") {
   // Two ranks, overheads T1 = T3 = 1 us, T2 = T4 = 2 us, T5 = 1 us, kernel gap 0.
@@ -388,3 +388,5 @@ TEST_CASE("bad traces name the op") {
   t.ranks.push_back({{"x", stream::communication, {1e-6}, {}}});
   CHECK_THROWS_WITH(replay(t), Catch::Contains("collectives must match across ranks"));
 }
+
+}  // namespace unit_sim

@@ -5,6 +5,8 @@
 #include <strata/sim/paradl.hpp>
 #include <strata/strata.hpp>
 
+namespace unit_sim_plan {
+
 using namespace strata;
 
 namespace {
@@ -223,3 +225,5 @@ TEST_CASE("the transformer policies add their terms to an iteration") {
   // dispatch and combine in both passes: 2 x 96 x 0.5 ms
   CHECK(parallel::expert_parallel{.degree = 4}.time(96, seconds{5e-4}).count() == Approx(0.096));
 }
+
+}  // namespace unit_sim_plan

@@ -5,6 +5,8 @@
 #include <strata/sim/transformer.hpp>
 #include <strata/strata.hpp>
 
+namespace unit_sim_transformer {
+
 using namespace strata;
 using namespace strata::literals;
 using parallel::recompute;
@@ -179,3 +181,5 @@ TEST_CASE("an interleaved schedule needs at least p micro-batches in flight") {
   const auto free = sim::simulate(m, s, used, tr, a100);
   CHECK(two.iteration.count() >= free.iteration.count());
 }
+
+}  // namespace unit_sim_transformer

@@ -9,6 +9,8 @@
 #include <strata/strata.hpp>
 #include <string>
 
+namespace unit_svg {
+
 using namespace strata;
 using namespace strata::literals;
 
@@ -163,3 +165,5 @@ TEST_CASE("svg: 4 stages, interleaving shrinks the bubble it draws", "[svg]") {
     CHECK(two[static_cast<std::size_t>(i)] < one[static_cast<std::size_t>(i)]);
   }
 }
+
+}  // namespace unit_svg

@@ -2,6 +2,8 @@
 #include <strata/search/paradl_sweep.hpp>
 #include <strata/strata.hpp>
 
+namespace unit_sweep {
+
 using namespace strata;
 
 TEST_CASE("the ParaDL strategy space") {
@@ -38,3 +40,5 @@ TEST_CASE("ranking prunes and sorts") {
                                 /*must_fit=*/false);
   CHECK(all.size() > ranked.size());
 }
+
+}  // namespace unit_sweep

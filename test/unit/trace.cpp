@@ -14,6 +14,8 @@
 #include "strata/model/transformer_zoo.hpp"
 #include "strata/model/zoo.hpp"
 
+namespace unit_trace {
+
 using namespace strata;
 
 namespace {
@@ -516,3 +518,5 @@ TEST_CASE("profiled steps split in one pass, dependencies kept within their step
   gap.ops[3].deps = {2};
   CHECK_THROWS_WITH(strata::sim::to_ps_steps(gap), Catch::Contains("no ops in step 1"));
 }
+
+}  // namespace unit_trace

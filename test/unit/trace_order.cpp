@@ -5,6 +5,8 @@
 
 #include "strata/io/op_trace.hpp"
 
+namespace unit_trace_order {
+
 using namespace strata;
 
 namespace {
@@ -65,3 +67,5 @@ TEST_CASE("PyTorch trace: calls that do not touch keep their order and gaps", "[
   CHECK(t.ops[0].name == "cudaDeviceSynchronize");
   CHECK(sim::replay_one(t).step_time == Approx(216.7e-6).margin(1e-12));
 }
+
+}  // namespace unit_trace_order

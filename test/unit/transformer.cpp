@@ -5,6 +5,8 @@
 #include <strata/strata.hpp>
 #include <type_traits>
 
+namespace unit_transformer {
+
 using namespace strata;
 using namespace strata::literals;
 using parallel::axis;
@@ -544,3 +546,5 @@ TEST_CASE("the memory verdict has three states: fits, tight, does not fit") {
   CHECK(r.verdict() == memory_verdict::does_not_fit);
   CHECK(to_string(r.verdict()) == "does not fit");
 }
+
+}  // namespace unit_transformer

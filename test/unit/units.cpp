@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 #include <strata/strata.hpp>
 
+namespace unit_units {
+
 using namespace strata;
 
 TEST_CASE("literals are in base units") {
@@ -23,3 +25,5 @@ TEST_CASE("dimensions combine") {
   CHECK(max(1_s, 2_s) == 2_s);
   CHECK(to_gib(3_GiB) == 3.0);
 }
+
+}  // namespace unit_units

@@ -5,6 +5,8 @@
 #include <strata/io/transformer_request.hpp>
 #include <strata/io/transformer_scenario.hpp>
 
+namespace unit_validation_band {
+
 using json = nlohmann::json;
 
 namespace {
@@ -41,3 +43,5 @@ TEST_CASE("every transformer report carries the validation band of runs like it"
   CHECK(strata::io::transformer_request_table(q).find(
             "no LoRA fine-tuning runs of megatron on one GPU were checked") != std::string::npos);
 }
+
+}  // namespace unit_validation_band

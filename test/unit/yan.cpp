@@ -7,6 +7,8 @@
 
 #include "yan_table1.hpp"
 
+namespace unit_yan {
+
 using namespace strata;
 
 namespace {
@@ -186,3 +188,5 @@ TEST_CASE("costs from the datasheet and from the canonical loop") {
   CHECK(m.muladd < 1e-7);
   CHECK(m.act > 0);
 }
+
+}  // namespace unit_yan

@@ -10,6 +10,8 @@
 #include <strata/calibrate/readers.hpp>
 #include <string>
 
+namespace validation_deepspeed_estimator {
+
 using namespace strata;
 
 namespace {
@@ -52,3 +54,5 @@ TEST_CASE("DeepSpeed's ZeRO-2 and ZeRO-3 estimates, row by row") {
     }
   }
 }
+
+}  // namespace validation_deepspeed_estimator

@@ -23,6 +23,8 @@
 #include <strata/calibrate/embedding_fit.hpp>
 #include <strata/calibrate/readers.hpp>
 
+namespace validation_embedding_bag {
+
 using namespace strata;
 
 namespace {
@@ -139,3 +141,5 @@ TEST_CASE("kernel-only EmbeddingBag times: one forward kernel, calls bound by th
   CHECK(longest * 1e3 == Approx(15.55).margin(0.05));
   CHECK(largest_share < 0.45);
 }
+
+}  // namespace validation_embedding_bag

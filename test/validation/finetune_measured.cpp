@@ -21,6 +21,8 @@
 
 #include "record.hpp"
 
+namespace validation_finetune_measured {
+
 namespace {
 
 using json = nlohmann::json;
@@ -91,3 +93,5 @@ TEST_CASE("LoRA and QLoRA steps measured on an H200: memory and GPU time") {
   CHECK(worst_gpu["bf16"] < 3.0);
   CHECK(worst_gpu["nf4"] < 9.0);
 }
+
+}  // namespace validation_finetune_measured

@@ -17,6 +17,8 @@
 
 #include "record.hpp"
 
+namespace validation_finetune_published {
+
 namespace {
 
 using row = std::map<std::string, std::string>;
@@ -212,3 +214,5 @@ TEST_CASE("published LoRA and QLoRA runs: every row predicted or skipped with a 
   CHECK(mean_abs["litgpt lora"] == Approx(0.6).margin(0.5));
   CHECK(mean_abs["torchtune lora"] == Approx(5.9).margin(0.5));
 }
+
+}  // namespace validation_finetune_published

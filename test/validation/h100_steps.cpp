@@ -17,6 +17,8 @@
 
 #include "record.hpp"
 
+namespace validation_h100_steps {
+
 using namespace strata;
 
 namespace {
@@ -162,3 +164,5 @@ TEST_CASE("step measurements: bad rows are named") {
       "resnet50,32,fp16,0,1,1,1,0\n");
   CHECK_THROWS_WITH(calibrate::read_steps(prec), Catch::Contains("precision must be bf16 or fp32"));
 }
+
+}  // namespace validation_h100_steps

@@ -22,6 +22,8 @@
 
 #include "record.hpp"
 
+namespace validation_hf_steps {
+
 using namespace strata;
 
 namespace {
@@ -526,3 +528,5 @@ TEST_CASE("Llama-style models in plain eager PyTorch (`pytorch_eager_modules`) o
   const double share = tiny_host / tiny_kernels / (host.at("nanogpt-124M") / 444);
   CHECK(frameworks::pytorch_eager_modules.dispatch_share == Approx(share).margin(0.005));
 }
+
+}  // namespace validation_hf_steps

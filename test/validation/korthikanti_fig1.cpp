@@ -12,6 +12,8 @@
 #include "korthikanti.hpp"
 #include "record.hpp"
 
+namespace validation_korthikanti_fig1 {
+
 using namespace strata;
 
 TEST_CASE("Korthikanti et al. Fig. 1: model states and activations per GPU within 0.5 %") {
@@ -41,3 +43,5 @@ TEST_CASE("Korthikanti et al. Fig. 1: model states and activations per GPU withi
     }
   }
 }
+
+}  // namespace validation_korthikanti_fig1

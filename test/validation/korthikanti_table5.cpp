@@ -13,6 +13,8 @@
 #include "korthikanti.hpp"
 #include "record.hpp"
 
+namespace validation_korthikanti_table5 {
+
 using namespace strata;
 
 TEST_CASE("Korthikanti et al. Table 5: iteration time with and without selective recomputation") {
@@ -45,3 +47,5 @@ TEST_CASE("Korthikanti et al. Table 5: iteration time with and without selective
   CHECK(sum / 8 <= 5.6);
   CHECK(worst <= 9.4);
 }
+
+}  // namespace validation_korthikanti_table5

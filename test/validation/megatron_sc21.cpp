@@ -14,6 +14,8 @@
 
 #include "record.hpp"
 
+namespace validation_megatron_sc21 {
+
 using namespace strata;
 
 namespace {
@@ -75,3 +77,5 @@ TEST_CASE("SC'21 Table 1: TFLOP/s per GPU within 10 % on every row") {
   }
   CHECK(rows == 10);
 }
+
+}  // namespace validation_megatron_sc21

@@ -13,6 +13,8 @@
 
 #include "record.hpp"
 
+namespace validation_nccl_allreduce {
+
 using namespace strata;
 using comm::collective;
 
@@ -114,3 +116,5 @@ TEST_CASE("NCCL's tuner (comm::nccl) against the measured curves, 1 KiB to 8 GiB
     std::printf("nccl tuner %-17s largest error %.1f %%\n", s.name.c_str(), 100 * worst);
   }
 }
+
+}  // namespace validation_nccl_allreduce

@@ -6,6 +6,8 @@
 
 #include "paradl_table8.hpp"
 
+namespace validation_paradl_table8 {
+
 TEST_CASE("ParaDL Table VIII: every projected rank is reproduced") {
   for (std::size_t i = 0; i < table8::paper.size(); ++i) {
     const auto& row = table8::paper[i];
@@ -41,3 +43,5 @@ TEST_CASE("ParaDL Table VIII: values the paper's projection pins") {
     CHECK(per_epoch(r, r.time.communication()) == Approx(table8::paper[i].comm).epsilon(0.02));
   }
 }
+
+}  // namespace validation_paradl_table8

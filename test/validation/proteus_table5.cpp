@@ -15,6 +15,8 @@
 #include "strata/proteus/htae.hpp"
 #include "strata/search/rank.hpp"
 
+namespace validation_proteus_table5 {
+
 using namespace strata;
 
 namespace {
@@ -80,3 +82,5 @@ TEST_CASE("Proteus Table V: GPT-2 strategies on HC1 ranked as measured", "[prote
   CHECK(thr[5] / thr[4] > 1.2);
   CHECK(thr[5] > thr[3]);  // and beat 8-way model parallelism, whose all-reduces cross sockets
 }
+
+}  // namespace validation_proteus_table5

@@ -18,6 +18,8 @@
 
 #include "record.hpp"
 
+namespace validation_published_frameworks {
+
 using namespace strata;
 using namespace strata::literals;
 
@@ -285,3 +287,5 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   CHECK(100 * median(errors["deepspeed"]) == Approx(58.1).margin(0.5));
   CHECK(100 * median(errors["memory"]) == Approx(17.8).margin(0.5));
 }
+
+}  // namespace validation_published_frameworks
