@@ -3660,8 +3660,12 @@ struct device_profile {
   /// `fp32`'s place (`training::tf32`).
   [[nodiscard]] constexpr device_profile with_tf32(bool allowed) const {
     device_profile p = *this;
-    if (!allowed) p.fp32 = p.fp32_ieee;
+    p.allow_tf32(allowed);
     return p;
+  }
+  /// The same in place: fp32 GEMMs at the IEEE rate unless TF32 is `allowed`.
+  constexpr void allow_tf32(bool allowed) {
+    if (!allowed) fp32 = fp32_ieee;
   }
   /// A stream model of this profile as a queued kernel sees it (`queued`).
   [[nodiscard]] constexpr stream_model queued(stream_model s) const {
@@ -3991,8 +3995,10 @@ inline constexpr double misaligned_gemm_peak_fraction = 0.12;
 
 /// What the lowering hands its operations to (`lower::layer`, `embedding`, `head`,
 /// `layer_collectives`): a type with at least one of `kernel(kernel_op)`,
-/// `collective(collective_op)` and `save(saved_tensor)`; the lowering calls those it has. A
-/// visitor with none (a misspelt `kernels`) would see nothing, so it is refused by name.
+/// `collective(collective_op)` and `save(saved_tensor)`; the lowering calls those it has (and,
+/// in a checkpointed layer, `would_save(saved_tensor)` for what the layer would keep without
+/// checkpointing, when the visitor has it). A visitor with none of the three (a misspelt
+/// `kernels`) would see nothing, so it is refused by name.
 template <class V>
 concept LoweringVisitor = requires(V& v, const kernel_op& k) {
   v.kernel(k);
@@ -5175,10 +5181,21 @@ struct builder {
     return a != tr.activation_bytes() ? a : 0.0;
   }
 
+  /// Keeps `bytes` for the backward (forward only) as `kind`; a checkpointed layer keeps only
+  /// what lives until the loss anyway, as `checkpointed` says. There, a visitor with
+  /// `would_save` hears of every call as the layer without checkpointing makes it, so that one
+  /// lowering gives both (`analytic::lower_layer`).
+  constexpr void save(std::string_view what, double bytes, keep_kind kind,
+                      keep_kind checkpointed) const {
+    if (backward || !(bytes > 0)) return;
+    if (keep) return detail::keep(v, what, bytes, kind);
+    if (checkpointed == keep_kind::until_loss) detail::keep(v, what, bytes, checkpointed);
+    if constexpr (requires { v.would_save(saved_tensor{}); })
+      v.would_save(saved_tensor{what, bytes, kind});
+  }
   constexpr void save(std::string_view what, double bytes,
                       keep_kind kind = keep_kind::activation) const {
-    if (!backward && (keep || kind == keep_kind::until_loss) && bytes > 0)
-      detail::keep(v, what, bytes, kind);
+    save(what, bytes, kind, kind);
   }
   /// `times` kernels moving `bytes` each (`sync`: the host waits for the GPU after them).
   constexpr void memory(std::string_view what, std::string_view part, stream_class c, double bytes,
@@ -5352,9 +5369,9 @@ struct builder {
         frozen_weight(what, elements, m, k, times);
       } else if (autocast()) {
         memory(what, "weight cast", stream_class::copy, 6 * elements, times);
-        save("16-bit weight copy", times * 2 * elements,
-             keep ? keep_kind::weight_copy
-                  : (hf() ? keep_kind::until_loss : keep_kind::weight_copy));
+        // checkpointed, an eager module's copy lives until the loss
+        save("16-bit weight copy", times * 2 * elements, keep_kind::weight_copy,
+             hf() ? keep_kind::until_loss : keep_kind::weight_copy);
       }
       const bool keep_output = cached(what);  // per-operator checkpointing
       gemm(what, {}, m, n, k, times, false, false, mis, keep_output);
@@ -6100,11 +6117,12 @@ struct model_parameters {
 }
 
 /// What the data-parallel engine's buffer rule (`parallel::engine_buffers`) reads of plan `s` on
-/// one rank of a stage with `trained` trained and `weights` held parameters.
-[[nodiscard]] constexpr parallel::engine_inputs engine_inputs_of(const transformer& m,
+/// one rank of a stage with `trained` trained and `weights` held parameters, for a model whose
+/// layer has `layer_parameters` (`transformer::layer_parameters`).
+[[nodiscard]] constexpr parallel::engine_inputs engine_inputs_of(double layer_parameters,
                                                                  const parallel::nd& s,
                                                                  double trained, double weights) {
-  return {m.layer_parameters() / s.tensor.degree, trained, weights, s.data.bucket,
+  return {layer_parameters / s.tensor.degree, trained, weights, s.data.bucket,
           s.replicas() * s.context.degree > 1};
 }
 /// DeepSpeed's partitioned modules of one layer of plan `s` (`lower::weight_modules`).
@@ -6503,6 +6521,10 @@ struct layer_compute {
   /// what the forward lowerings keep (`keeps_of` of the same shard): a layer, the embedding, the
   /// head
   layer_keeps keeps{}, embedding_keeps{}, head_keeps{};
+  /// what the layer keeps without recomputation, when the same lowering told it (`whole_known`;
+  /// see `lower_layer`)
+  layer_keeps whole_keeps{};
+  bool whole_known = false;
 };
 
 namespace detail {
@@ -6516,6 +6538,7 @@ struct pricer {
   double gpu = 0, attention_gpu = 0;
   lower::span total{}, attention{};  ///< with host costs only
   layer_keeps kept{};                ///< what the lowering saved (forward)
+  layer_keeps would_keep{};          ///< a checkpointed layer's saves without checkpointing
   /// per-operator checkpointing: the GPU time and the number of the kernels whose outputs it
   /// caches (its recomputation runs the others)
   double cached_gpu = 0, cached_kernels = 0;
@@ -6535,6 +6558,7 @@ struct pricer {
     if (core) attention = attention.then(one);
   }
   constexpr void save(const lower::saved_tensor& t) { kept.add(t); }
+  constexpr void would_save(const lower::saved_tensor& t) { would_keep.add(t); }
   [[nodiscard]] constexpr lower::span result() const {
     return per_kernel > 0 ? total : lower::span::kernel(0, gpu);
   }
@@ -6554,7 +6578,8 @@ struct pricer {
 /// prices them.
 [[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
                                                   const training& tr, const lower::shard& x) {
-  const device_profile q = prof.queued().with_tf32(tr.tf32);
+  device_profile q = prof.queued();
+  q.allow_tf32(tr.tf32);
   gemm_model g = q.gemm(tr.compute());
   if (tr.compute() == dtype::fp8 && q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
     g.peak = q.dev.peak(dtype::fp8).count();
@@ -6586,6 +6611,15 @@ struct pricer {
   c.keeps = f.kept;
   c.embedding_keeps = ef.kept;
   c.head_keeps = hf.kept;
+  // Under full recomputation the forward differs from the layer's without recomputation only in
+  // what it keeps, except in `transformers`' code (no k/v cache under checkpointing): there the
+  // saves it would make are the whole layer's (`builder::save`), and `keeps_of` need not lower
+  // it again.
+  if (x.recompute == recompute::full &&
+      tr.framework.modules != frameworks::module_style::transformers) {
+    c.whole_keeps = f.would_keep;
+    c.whole_known = true;
+  }
   return c;
 }
 
@@ -7281,6 +7315,8 @@ namespace detail {
 /// is lowered again, under checkpointing.
 [[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
                                             const training& t, const layer_compute& lc) {
+  if (lc.whole_known)
+    return {lc.keeps, lc.whole_keeps, lc.embedding_keeps, lc.head_keeps, parameters_of(m)};
   return detail::with_whole_layer(m, lower::shard_of(m, s, t), t, lc.keeps, lc.embedding_keeps,
                                   lc.head_keeps);
 }
@@ -7315,7 +7351,8 @@ namespace detail {
       .dense_shards = static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree,
       .expert_shards = static_cast<double>(s.data.shards()) * s.context.degree,
       .trained = tn,
-      .engine = engine_inputs_of(m, s, tn.dense + tn.expert, n.dense + n.expert)};
+      .engine = engine_inputs_of(keeps.parameters.dense_layer + keeps.parameters.expert_layer, s,
+                                 tn.dense + tn.expert, n.dense + n.expert)};
   if (t.lora.on()) {
     // frozen weights: their storage only (sharded by ZeRO-3), the blocks' linear layers as
     // `lora.base` stores them (quantized with their block statistics), the embedding, head and

@@ -145,6 +145,8 @@ namespace detail {
 /// is lowered again, under checkpointing.
 [[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
                                             const training& t, const layer_compute& lc) {
+  if (lc.whole_known)
+    return {lc.keeps, lc.whole_keeps, lc.embedding_keeps, lc.head_keeps, parameters_of(m)};
   return detail::with_whole_layer(m, lower::shard_of(m, s, t), t, lc.keeps, lc.embedding_keeps,
                                   lc.head_keeps);
 }
@@ -179,7 +181,8 @@ namespace detail {
       .dense_shards = static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree,
       .expert_shards = static_cast<double>(s.data.shards()) * s.context.degree,
       .trained = tn,
-      .engine = engine_inputs_of(m, s, tn.dense + tn.expert, n.dense + n.expert)};
+      .engine = engine_inputs_of(keeps.parameters.dense_layer + keeps.parameters.expert_layer, s,
+                                 tn.dense + tn.expert, n.dense + n.expert)};
   if (t.lora.on()) {
     // frozen weights: their storage only (sharded by ZeRO-3), the blocks' linear layers as
     // `lora.base` stores them (quantized with their block statistics), the embedding, head and

@@ -82,11 +82,12 @@ struct model_parameters {
 }
 
 /// What the data-parallel engine's buffer rule (`parallel::engine_buffers`) reads of plan `s` on
-/// one rank of a stage with `trained` trained and `weights` held parameters.
-[[nodiscard]] constexpr parallel::engine_inputs engine_inputs_of(const transformer& m,
+/// one rank of a stage with `trained` trained and `weights` held parameters, for a model whose
+/// layer has `layer_parameters` (`transformer::layer_parameters`).
+[[nodiscard]] constexpr parallel::engine_inputs engine_inputs_of(double layer_parameters,
                                                                  const parallel::nd& s,
                                                                  double trained, double weights) {
-  return {m.layer_parameters() / s.tensor.degree, trained, weights, s.data.bucket,
+  return {layer_parameters / s.tensor.degree, trained, weights, s.data.bucket,
           s.replicas() * s.context.degree > 1};
 }
 /// DeepSpeed's partitioned modules of one layer of plan `s` (`lower::weight_modules`).

@@ -74,6 +74,10 @@ struct layer_compute {
   /// what the forward lowerings keep (`keeps_of` of the same shard): a layer, the embedding, the
   /// head
   layer_keeps keeps{}, embedding_keeps{}, head_keeps{};
+  /// what the layer keeps without recomputation, when the same lowering told it (`whole_known`;
+  /// see `lower_layer`)
+  layer_keeps whole_keeps{};
+  bool whole_known = false;
 };
 
 namespace detail {
@@ -87,6 +91,7 @@ struct pricer {
   double gpu = 0, attention_gpu = 0;
   lower::span total{}, attention{};  ///< with host costs only
   layer_keeps kept{};                ///< what the lowering saved (forward)
+  layer_keeps would_keep{};          ///< a checkpointed layer's saves without checkpointing
   /// per-operator checkpointing: the GPU time and the number of the kernels whose outputs it
   /// caches (its recomputation runs the others)
   double cached_gpu = 0, cached_kernels = 0;
@@ -106,6 +111,7 @@ struct pricer {
     if (core) attention = attention.then(one);
   }
   constexpr void save(const lower::saved_tensor& t) { kept.add(t); }
+  constexpr void would_save(const lower::saved_tensor& t) { would_keep.add(t); }
   [[nodiscard]] constexpr lower::span result() const {
     return per_kernel > 0 ? total : lower::span::kernel(0, gpu);
   }
@@ -125,7 +131,8 @@ struct pricer {
 /// prices them.
 [[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
                                                   const training& tr, const lower::shard& x) {
-  const device_profile q = prof.queued().with_tf32(tr.tf32);
+  device_profile q = prof.queued();
+  q.allow_tf32(tr.tf32);
   gemm_model g = q.gemm(tr.compute());
   if (tr.compute() == dtype::fp8 && q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
     g.peak = q.dev.peak(dtype::fp8).count();
@@ -157,6 +164,15 @@ struct pricer {
   c.keeps = f.kept;
   c.embedding_keeps = ef.kept;
   c.head_keeps = hf.kept;
+  // Under full recomputation the forward differs from the layer's without recomputation only in
+  // what it keeps, except in `transformers`' code (no k/v cache under checkpointing): there the
+  // saves it would make are the whole layer's (`builder::save`), and `keeps_of` need not lower
+  // it again.
+  if (x.recompute == recompute::full &&
+      tr.framework.modules != frameworks::module_style::transformers) {
+    c.whole_keeps = f.would_keep;
+    c.whole_known = true;
+  }
   return c;
 }
 

@@ -229,8 +229,12 @@ struct device_profile {
   /// `fp32`'s place (`training::tf32`).
   [[nodiscard]] constexpr device_profile with_tf32(bool allowed) const {
     device_profile p = *this;
-    if (!allowed) p.fp32 = p.fp32_ieee;
+    p.allow_tf32(allowed);
     return p;
+  }
+  /// The same in place: fp32 GEMMs at the IEEE rate unless TF32 is `allowed`.
+  constexpr void allow_tf32(bool allowed) {
+    if (!allowed) fp32 = fp32_ieee;
   }
   /// A stream model of this profile as a queued kernel sees it (`queued`).
   [[nodiscard]] constexpr stream_model queued(stream_model s) const {

@@ -225,8 +225,10 @@ inline constexpr double misaligned_gemm_peak_fraction = 0.12;
 
 /// What the lowering hands its operations to (`lower::layer`, `embedding`, `head`,
 /// `layer_collectives`): a type with at least one of `kernel(kernel_op)`,
-/// `collective(collective_op)` and `save(saved_tensor)`; the lowering calls those it has. A
-/// visitor with none (a misspelt `kernels`) would see nothing, so it is refused by name.
+/// `collective(collective_op)` and `save(saved_tensor)`; the lowering calls those it has (and,
+/// in a checkpointed layer, `would_save(saved_tensor)` for what the layer would keep without
+/// checkpointing, when the visitor has it). A visitor with none of the three (a misspelt
+/// `kernels`) would see nothing, so it is refused by name.
 template <class V>
 concept LoweringVisitor = requires(V& v, const kernel_op& k) {
   v.kernel(k);

@@ -148,10 +148,21 @@ struct builder {
     return a != tr.activation_bytes() ? a : 0.0;
   }
 
+  /// Keeps `bytes` for the backward (forward only) as `kind`; a checkpointed layer keeps only
+  /// what lives until the loss anyway, as `checkpointed` says. There, a visitor with
+  /// `would_save` hears of every call as the layer without checkpointing makes it, so that one
+  /// lowering gives both (`analytic::lower_layer`).
+  constexpr void save(std::string_view what, double bytes, keep_kind kind,
+                      keep_kind checkpointed) const {
+    if (backward || !(bytes > 0)) return;
+    if (keep) return detail::keep(v, what, bytes, kind);
+    if (checkpointed == keep_kind::until_loss) detail::keep(v, what, bytes, checkpointed);
+    if constexpr (requires { v.would_save(saved_tensor{}); })
+      v.would_save(saved_tensor{what, bytes, kind});
+  }
   constexpr void save(std::string_view what, double bytes,
                       keep_kind kind = keep_kind::activation) const {
-    if (!backward && (keep || kind == keep_kind::until_loss) && bytes > 0)
-      detail::keep(v, what, bytes, kind);
+    save(what, bytes, kind, kind);
   }
   /// `times` kernels moving `bytes` each (`sync`: the host waits for the GPU after them).
   constexpr void memory(std::string_view what, std::string_view part, stream_class c, double bytes,
@@ -325,9 +336,9 @@ struct builder {
         frozen_weight(what, elements, m, k, times);
       } else if (autocast()) {
         memory(what, "weight cast", stream_class::copy, 6 * elements, times);
-        save("16-bit weight copy", times * 2 * elements,
-             keep ? keep_kind::weight_copy
-                  : (hf() ? keep_kind::until_loss : keep_kind::weight_copy));
+        // checkpointed, an eager module's copy lives until the loss
+        save("16-bit weight copy", times * 2 * elements, keep_kind::weight_copy,
+             hf() ? keep_kind::until_loss : keep_kind::weight_copy);
       }
       const bool keep_output = cached(what);  // per-operator checkpointing
       gemm(what, {}, m, n, k, times, false, false, mis, keep_output);
