@@ -64,3 +64,29 @@ def test_litgpt_qlora_peaks_in_the_next_forward_and_names_its_first_step():
     whole["training"]["loss"] = "chunky"
     with pytest.raises(strata.Error, match=r"training\.loss: must be one of"):
         strata.evaluate(whole)
+
+
+def test_gemma2_soft_capped_attention_runs_as_each_recipe_runs_it():
+    lit = json.loads((SCENARIOS / "gemma2_litgpt.json").read_text())
+    capped = strata.evaluate(lit)
+    # the same config without the caps: LitGPT runs SDPA's fused kernel instead
+    config = json.loads((Path(__file__).resolve().parents[2] / "tools" / "hf_configs"
+                         / "google--gemma-2-2b.json").read_text())
+    config["attn_logit_softcapping"] = None
+    config["final_logit_softcapping"] = None
+    plain = json.loads(json.dumps(lit))
+    plain["model"] = {"hf_config": config}
+    uncapped = strata.evaluate(plain)
+    # per layer the written-out scores keep 8 B each (b 2 x 8 heads x 512 x 512 = 4,194,304
+    # scores: 33,554,432 B) where SDPA kept its fp32 log-sum-exp (4 B x 1,024 tokens x 8 heads =
+    # 32,768 B): 26 layers x 33,521,664 B = 871,563,264 B more
+    more = capped["memory_GiB"]["activations"] - uncapped["memory_GiB"]["activations"]
+    assert more * 2**30 == pytest.approx(871_563_264, rel=1e-9)
+    # transformers' SDPA attention drops the cap, and the report says so
+    hf = json.loads(json.dumps(lit))
+    hf["training"]["framework"] = "huggingface"
+    assert any(d.startswith("model.attention_softcap: dropped") for d in strata.evaluate(hf)["defaults"])
+    lit["training"]["framework"] = "megatron"
+    lit["training"].pop("lora")
+    with pytest.raises(strata.Error, match=r"transformer\.attention_softcap: how the megatron"):
+        strata.evaluate(lit)

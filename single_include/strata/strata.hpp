@@ -1291,6 +1291,13 @@ enum class data_engine {
 /// Where ZeRO-Offload and ZeRO-Infinity keep what they take off the GPU.
 enum class offload_device { none, cpu, nvme };
 
+/// What a framework does with attention whose scores are soft-capped
+/// (`transformer::attention_softcap`, Gemma 2): nothing known (a plan is refused, naming the
+/// recipe); the scores materialized and capped kernel by kernel, since SDPA has no cap (LitGPT,
+/// torchtune, a model written in eager PyTorch); or the cap dropped (`transformers`' SDPA
+/// attention, which takes no `softcap` argument and ignores it, as its warning for Gemma 2 says).
+enum class capped_attention { unknown, materialized, dropped };
+
 /// How a framework's data-parallel engine stores and moves model states (`data_engine`), with
 /// its configuration knobs. The sizes are bytes of 16-bit values, as the engines count elements.
 struct sharding {
@@ -1400,6 +1407,12 @@ struct recipe {
   /// output (`analytic::pipe_buffers`); false: Megatron's schedule, which frees an output's data
   /// once sent (`deallocate_output_tensor`)
   bool pipe_buffers = false;
+  /// soft-capped attention (Gemma 2) as the framework runs it
+  frameworks::capped_attention capped_attention = frameworks::capped_attention::unknown;
+  /// the logits are soft-capped when the model says so (`transformer::final_softcap`): the tanh's
+  /// output kept and three elementwise kernels each way; false: the framework's training forward
+  /// leaves them uncapped
+  bool caps_logits = true;
   /// the data-parallel engine and its configuration (ZeRO, FSDP, offload)
   sharding data{};
 };
@@ -3144,6 +3157,11 @@ struct transformer {
   /// projection), per head `qk_nope_dim + qk_rope_dim` for the scores and `v_head_dim` for the
   /// values. kv_lora_rank 0: none. Counted; not lowered yet (`check_lowered`).
   int q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, qk_nope_dim = 0, v_head_dim = 0;
+  /// Soft-capping (Gemma 2): each attention score s becomes c tanh(s / c) with c =
+  /// `attention_softcap`, and each logit likewise with c = `final_softcap`; 0: none. They count
+  /// no parameters; the lowering runs what the recipe makes of them
+  /// (`frameworks::recipe::capped_attention`, `recipe::caps_logits`).
+  double attention_softcap = 0, final_softcap = 0;
 
   [[nodiscard]] constexpr int kv() const { return kv_heads == 0 ? heads : kv_heads; }
   [[nodiscard]] constexpr double head_dim() const {
@@ -3290,6 +3308,8 @@ struct transformer {
       throw plan_error(
           "a transformer's shared_ffn, dense_layers (fewer than its layers), dense_ffn and "
           "latent attention sizes must not be negative");
+    if (!(attention_softcap >= 0) || !(final_softcap >= 0))
+      throw plan_error("a transformer's attention_softcap and final_softcap must not be negative");
     if (!(expert_load_cv >= 0 && expert_load_cv <= max_expert_load_cv(experts)))
       throw plan_error("expert_load_cv must lie between 0 and " +
                        std::to_string(max_expert_load_cv(experts)) + " for " +
@@ -5034,6 +5054,13 @@ struct nd {
       throw plan_error(
           "transformer.tied: this recipe builds a separate head (LitGPT copies a tied "
           "embedding into its lm_head): describe the model untied");
+    if (m.attention_softcap > 0 &&
+        t.framework.capped_attention == frameworks::capped_attention::unknown)
+      throw plan_error(
+          "transformer.attention_softcap: how the " + std::string(t.framework.name) +
+          " recipe runs soft-capped attention (Gemma 2) is not modelled; the recipes that model "
+          "it: litgpt, torchtune, pytorch, pytorch-modules and fsdp (the scores written out), "
+          "huggingface (its SDPA attention drops the cap)");
   }
 };
 
@@ -5504,6 +5531,65 @@ struct layer_shape {
   double routed, up, gate_elems;  ///< MoE copies per token; up's width; the MLP's kept widths
 };
 
+/// Soft-capped attention scores written out op by op between Q K^T and P V (LitGPT's
+/// `scaled_dot_product_attention` with `attention_logit_softcapping`, `transformers`' eager
+/// Gemma 2 attention, torchtune's Gemma2Attention), each kernel over all `scores` of the full
+/// s x s (no causal skipping) in the activations' type (`act` bytes): the scale, x / c, tanh,
+/// x c, the causal mask's add, then softmax in fp32 (`F.softmax(dtype=torch.float)`: a cast up,
+/// the softmax, a cast back). Backward: the casts and the softmax's backward, then the cap's
+/// multiply, tanh_backward (reading the gradient and the kept output) and divide, and the scale.
+/// The mask's own s x s kernels and the sliding window's are not counted.
+template <class B>
+constexpr void capped_scores(const B& core, double scores, double act) {
+  const double n = scores, cast = act != 4 ? (act + 4) * n : 0.0;
+  if (!core.backward) {
+    for (const std::string_view op : {"score scale", "soft-cap divide", "soft-cap tanh",
+                                      "soft-cap multiply", "causal mask add"})
+      core.memory(op, {}, stream_class::elementwise, 2 * act * n);
+    if (cast > 0) core.memory("scores to fp32", {}, stream_class::copy, cast);
+    core.memory("attention softmax", {}, stream_class::softmax, 8 * n);
+    if (cast > 0) core.memory("probabilities to 16-bit", {}, stream_class::copy, cast);
+    return;
+  }
+  if (cast > 0) core.memory("probabilities gradient to fp32", {}, stream_class::copy, cast);
+  core.memory("attention softmax", "backward", stream_class::softmax, 12 * n);
+  if (cast > 0) core.memory("scores gradient to 16-bit", {}, stream_class::copy, cast);
+  core.memory("soft-cap multiply", "backward", stream_class::elementwise, 2 * act * n);
+  core.memory("soft-cap tanh", "backward", stream_class::elementwise, 3 * act * n);
+  core.memory("soft-cap divide", "backward", stream_class::elementwise, 2 * act * n);
+  core.memory("score scale", "backward", stream_class::elementwise, 2 * act * n);
+}
+
+/// Attention unfused: Q K^T, the softmax (or the soft-capped scores, `capped_scores`), dropout
+/// and P V, each over the full s x s scores of the rank's heads; Q, K and V (`qkv_kept` wide) and
+/// P kept (with dropout its mask and input too), unless selective recomputation drops the core.
+template <class B>
+constexpr void unfused_attention(const B& k, const layer_shape& L, double qkv_kept, bool capped) {
+  const double heads = L.m.heads / L.t, d = L.m.head_dim();
+  const double rows = L.x.b * heads * L.x.s, scores = rows * L.x.seq;
+  B core = k;
+  core.attention_core = true;
+  if (L.fwd) {
+    core.gemm("attention scores", {}, rows, L.x.seq, d);
+    if (capped) detail::capped_scores(core, scores, L.act);
+    core.gemm("attention over V", {}, rows, d, L.x.seq);
+    if (!capped) core.memory("attention softmax", {}, stream_class::softmax, 2 * scores * L.act);
+  } else {
+    core.gemm("attention over V", "backward", rows, d, L.x.seq, 2);
+    if (capped) detail::capped_scores(core, scores, L.act);
+    core.gemm("attention scores", "backward", rows, L.x.seq, d, 2);
+    if (!capped) core.memory("attention softmax", {}, stream_class::softmax, 3 * scores * L.act);
+  }
+  if (L.m.dropout)
+    core.memory("attention dropout", {}, stream_class::dropout, scores * (2 * L.act + L.mask));
+  k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
+  if (!parallel::drops_attention_core(L.x.recompute)) {
+    k.save("attention scores", scores * (L.act + (L.m.dropout ? L.mask + L.act : 0.0)));
+    // the tanh's output (tanh_backward reads it) and the fp32 softmax's, besides P
+    if (capped) k.save("capped scores", scores * (L.act + (L.act != 4 ? 4.0 : 0.0)));
+  }
+}
+
 /// The attention block: the input norm, the Q/K/V projections, rotary embedding, the k/v cache
 /// copies (`transformers`), attention (flash, or the unfused score GEMMs with softmax and
 /// dropout), the output projection and the residual.
@@ -5580,7 +5666,10 @@ template <class B>
                           : L.w < L.q                 ? 3 * L.q
                           : fused_qkv                 ? 2 * L.q + 3 * L.w
                                                       : L.q + 2 * L.w;
-  if (k.tr.flash_attention) {
+  // soft-capped scores that the framework writes out op by op (`recipe::capped_attention`)
+  const bool capped = L.m.attention_softcap > 0 &&
+                      L.r.capped_attention == frameworks::capped_attention::materialized;
+  if (k.tr.flash_attention && !capped) {
     kernel_op a{.what = "attention", .part = {}, .kind = kernel_kind::attention};
     a.batch = L.x.b / L.x.cp;
     a.heads = heads;
@@ -5597,24 +5686,8 @@ template <class B>
     // Q, K, V and the output (16-bit); the fused kernel's log-sum-exp (fp32, per row)
     k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
     if (L.hf) k.save("attention log-sum-exp", 4 * L.T * heads);
-  } else {  // unfused: Q K^T, softmax, dropout, P V
-    const double rows = L.x.b * heads * L.x.s, scores = rows * L.x.seq;
-    B core = k;
-    core.attention_core = true;
-    if (L.fwd) {
-      core.gemm("attention scores", {}, rows, L.x.seq, d);
-      core.gemm("attention over V", {}, rows, d, L.x.seq);
-      core.memory("attention softmax", {}, stream_class::softmax, 2 * scores * L.act);
-    } else {
-      core.gemm("attention over V", "backward", rows, d, L.x.seq, 2);
-      core.gemm("attention scores", "backward", rows, L.x.seq, d, 2);
-      core.memory("attention softmax", {}, stream_class::softmax, 3 * scores * L.act);
-    }
-    if (L.m.dropout)
-      core.memory("attention dropout", {}, stream_class::dropout, scores * (2 * L.act + L.mask));
-    k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
-    if (!parallel::drops_attention_core(L.x.recompute))
-      k.save("attention scores", scores * (L.act + (L.m.dropout ? L.mask + L.act : 0.0)));
+  } else {
+    detail::unfused_attention(k, L, qkv_kept, capped);
   }
   k.save("attention output", L.act * L.T * L.q / L.t);
   k.graph_input("attention projection", L.act * L.T * L.q / L.t);
@@ -5909,6 +5982,26 @@ constexpr void embedding(const transformer& m, const shard& x, const training& t
   if (fwd && m.dropout) detail::keep(v, "embedding dropout mask", x.b * x.s * h / x.tp);
 }
 
+namespace detail {
+/// The logits' soft-cap (`transformer::final_softcap`, `recipe::caps_logits`): x / c, tanh, x c
+/// over the `logits` (transformers' Gemma2ForCausalLM.forward, litgpt/model.py `GPT.forward`),
+/// the tanh's output kept for its backward; backward the three again, tanh_backward reading the
+/// gradient and that output. Out of line: `head` stays small enough to inline.
+template <class B>
+[[gnu::noinline]] constexpr void logit_cap(const B& k, double logits) {
+  const double act = k.tr.activation_bytes();
+  if (!k.backward) {
+    for (const std::string_view op : {"logit cap divide", "logit cap tanh", "logit cap multiply"})
+      k.memory(op, {}, stream_class::elementwise, 2 * act * logits);
+    k.save("logit cap tanh output", act * logits);
+    return;
+  }
+  k.memory("logit cap multiply", "backward", stream_class::elementwise, 2 * act * logits);
+  k.memory("logit cap tanh", "backward", stream_class::elementwise, 3 * act * logits);
+  k.memory("logit cap divide", "backward", stream_class::elementwise, 2 * act * logits);
+}
+}  // namespace detail
+
 /// The head (last stage): the final norm, the vocabulary projection (split over the tensor
 /// ranks) and the loss; backward the loss's gradient, the projection's dX and dW and the norm's
 /// backward. Fused loss (Megatron, nanoGPT): one cross-entropy over fp32 logits (read, write,
@@ -5931,6 +6024,7 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
     k.linear("output projection", T / chunks, Vt, h, 0.0, chunks, hf,
              tr.framework.vocabulary_padding > 1);
   };
+  const bool capped = m.final_softcap > 0 && tr.framework.caps_logits;
   if (fwd) {
     if (tr.framework.loss == frameworks::loss_style::vocab_parallel) {
       // Korthikanti et al. §4.3: the final norm's and the projection's inputs split over the
@@ -5947,6 +6041,7 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
       k.graph_input("output projection", input);
     }
     project();
+    if (capped) detail::logit_cap(k, logits);
     if (!hf) {
       k.memory("cross-entropy (fp32 logits)", {}, stream_class::softmax, 16 * logits);
     } else {
@@ -5966,6 +6061,7 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
     k.memory("log-softmax", "backward", stream_class::copy, 16 * logits);
     k.memory("logits gradient to bf16", {}, stream_class::copy, 6 * logits);
   }
+  if (capped) detail::logit_cap(k, logits);
   project();
   if (!hf)
     k.memory("final norm", "backward", stream_class::layer_norm,
@@ -7931,7 +8027,9 @@ struct pytorch_eager : frameworks::recipe {
                            .persistent_gradients = false,
                            .workspace = 64.0 * 1024 * 1024,
                            .batch_bytes_per_token = 16,
-                           .vocabulary_padding = 1} {}
+                           .vocabulary_padding = 1,
+                           // SDPA has no soft-cap: a capped model is written out op by op
+                           .capped_attention = frameworks::capped_attention::materialized} {}
 };
 
 }  // namespace strata::recipes
@@ -8075,7 +8173,10 @@ struct huggingface : frameworks::recipe {
                            .keep_logits = false,
                            .workspace = 64.0 * 1024 * 1024,
                            .batch_bytes_per_token = 16,
-                           .vocabulary_padding = 1} {}
+                           .vocabulary_padding = 1,
+                           // the default `sdpa` attention drops Gemma 2's cap
+                           // (integrations/sdpa_attention.py takes no `softcap`)
+                           .capped_attention = frameworks::capped_attention::dropped} {}
 };
 
 }  // namespace strata::recipes
@@ -8134,6 +8235,14 @@ struct litgpt : pytorch_eager_modules {
     quantizes_head = true;
     fp16_quant_state = true;
     separate_head = true;
+    // soft-capped attention (Gemma 2): `CausalSelfAttention.scaled_dot_product_attention` skips
+    // SDPA ("with softcapping we cannot use SDPA") and writes q k^T, the cap, the mask, an fp32
+    // softmax and P v out (litgpt/model.py at 2b195c7f and 916a84ca, the config hub's Gemma 2
+    // rows; torchtune's Gemma2Attention likewise, torchtune/models/gemma2/_attention.py); the
+    // inherited `capped_attention::materialized`. The LoRA model's forward returns the chunked
+    // logits before the final cap (litgpt/lora.py `GPT.forward`, `lm_head_chunk_size > 0`), so
+    // the fine-tuning loop trains on uncapped logits
+    caps_logits = false;
   }
 };
 
@@ -8152,6 +8261,9 @@ struct torchtune : litgpt {
     quantizes_head = false;
     fp16_quant_state = false;
     separate_head = false;  // a tied model's `TiedLinear` (torchtune/modules/tied_linear.py)
+    // Gemma 2: `Gemma2FinalNorm` caps the final norm's h-wide output, not the logits
+    // (torchtune/models/gemma2/_component_builders.py; its three small kernels are not counted)
+    caps_logits = false;
   }
 };
 

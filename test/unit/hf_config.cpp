@@ -257,4 +257,64 @@ TEST_CASE("hf_config: head_dim, Q/K norms and Gemma's post-block norms are lower
   CHECK(g.shared == std::vector<std::array<double, 2>>{{2 * 5632, 2048}, {2048, 5632}, {1, 2048}});
 }
 
+// Gemma 2 caps each attention score s to c tanh(s / c), c = 50, and each logit with c = 30
+// (Gemma2Config). Where SDPA cannot cap, LitGPT, torchtune and eager PyTorch write the scores
+// out: autograd then keeps, per score, the tanh's output (2 B in bf16), the fp32 softmax's (4 B)
+// and the probabilities P v reads (2 B); `transformers`' SDPA drops the cap.
+TEST_CASE("Gemma 2's soft-capping: read from the config, run as each recipe runs it",
+          "[hf_config]") {
+  json j = shipped("google/gemma-2-2b");
+  const strata::transformer g = io::transformer_from_hf_config(j, {.sequence = 512});
+  CHECK(g.attention_softcap == 50.0);
+  CHECK(g.final_softcap == 30.0);
+  CHECK(io::transformer_from_hf_config(shipped("google/gemma-3-1b-pt"), {.sequence = 512})
+            .attention_softcap == 0.0);
+  j["attn_logit_softcapping"] = nullptr;  // None: no cap
+  CHECK(io::read_hf_config(j).net.attention_softcap == 0.0);
+  j["attn_logit_softcapping"] = -1;
+  CHECK_THROWS_WITH(io::read_hf_config(j),
+                    Contains("attn_logit_softcapping must be a positive number or null"));
+
+  namespace lower = strata::lower;
+  struct saves {
+    double capped = 0, probabilities = 0, tanh_logits = 0;
+    bool fused = false;
+    constexpr void kernel(const lower::kernel_op& k) {
+      if (k.kind == lower::kernel_kind::attention) fused = true;
+    }
+    constexpr void save(const lower::saved_tensor& t) {
+      if (t.what == "capped scores") capped += t.bytes;
+      if (t.what == "attention scores") probabilities += t.bytes;
+      if (t.what == "logit cap tanh output") tanh_logits += t.bytes;
+    }
+  };
+  const auto forward = [&](const strata::frameworks::recipe& r) {
+    const strata::training tr{.batch = 1, .sequence = 512, .framework = r};
+    const lower::shard x{.b = 1, .s = 512, .seq = 512};
+    saves v;
+    lower::layer(g, x, tr, lower::phase::forward, v);
+    lower::head(g, x, tr, lower::phase::forward, v);
+    return v;
+  };
+  // LitGPT (bf16-true): 8 heads x 512 x 512 = 2,097,152 scores; P 2 B each = 4,194,304 B, the
+  // tanh's output and the fp32 softmax's 2 + 4 B each = 12,582,912 B; its LoRA loop's chunked
+  // head returns the logits uncapped (litgpt/lora.py)
+  const saves lit = forward(strata::frameworks::litgpt);
+  CHECK_FALSE(lit.fused);
+  CHECK(lit.probabilities == 4'194'304.0);
+  CHECK(lit.capped == 12'582'912.0);
+  CHECK(lit.tanh_logits == 0.0);
+  // transformers: SDPA's fused kernel, nothing s x s kept; the logits' tanh output in bf16,
+  // 512 x 256,000 x 2 B = 262,144,000 B
+  const saves hf = forward(strata::frameworks::huggingface);
+  CHECK(hf.fused);
+  CHECK(hf.capped + hf.probabilities == 0.0);
+  CHECK(hf.tanh_logits == 262'144'000.0);
+  // a recipe whose handling is not known refuses the plan, naming the field and the recipes
+  const strata::training megatron{.batch = 8, .sequence = 512};
+  CHECK_THROWS_WITH(strata::parallel::nd{}.check(g, megatron, 1),
+                    Contains("transformer.attention_softcap: how the megatron recipe runs") &&
+                        Contains("litgpt"));
+}
+
 }  // namespace unit_hf_config

@@ -203,15 +203,16 @@ TEST_CASE("published LoRA and QLoRA runs: every row predicted or skipped with a 
   CHECK(errors["lora"].size() == 23);
   CHECK(errors["qlora"].size() == 20);
   CHECK(skipped == 56);
-  CHECK(mean_abs["lora"] == Approx(2.5).margin(0.5));
+  CHECK(mean_abs["lora"] == Approx(2.3).margin(0.5));
   CHECK(mean_abs["peft lora"] == Approx(4.2).margin(0.5));
-  // QLoRA: LitGPT's rows within 2 % on average (Gemma 2's within 7 %: its soft-capping is not
-  // priced) with bitsandbytes 0.42's kept inputs, its quantized head and its held logits;
+  // QLoRA: LitGPT's rows within 1.2 % on average (Gemma 2's too, its soft-capped attention
+  // written out: 8 B kept a score) with bitsandbytes 0.42's kept inputs, its quantized head and
+  // its held logits;
   // torchtune's three are off by 16-45 % (torchao's quantization at load and torch.compile are
   // not modelled; docs/finetuning.md)
-  CHECK(mean_abs["qlora"] == Approx(5.9).margin(0.5));
-  CHECK(mean_abs["litgpt qlora"] == Approx(2.0).margin(0.5));
-  CHECK(mean_abs["litgpt lora"] == Approx(0.6).margin(0.5));
+  CHECK(mean_abs["qlora"] == Approx(5.2).margin(0.5));
+  CHECK(mean_abs["litgpt qlora"] == Approx(1.2).margin(0.5));
+  CHECK(mean_abs["litgpt lora"] == Approx(0.2).margin(0.5));
   CHECK(mean_abs["torchtune lora"] == Approx(5.9).margin(0.5));
 }
 

@@ -53,7 +53,10 @@ struct huggingface : frameworks::recipe {
                            .keep_logits = false,
                            .workspace = 64.0 * 1024 * 1024,
                            .batch_bytes_per_token = 16,
-                           .vocabulary_padding = 1} {}
+                           .vocabulary_padding = 1,
+                           // the default `sdpa` attention drops Gemma 2's cap
+                           // (integrations/sdpa_attention.py takes no `softcap`)
+                           .capped_attention = frameworks::capped_attention::dropped} {}
 };
 
 }  // namespace strata::recipes

@@ -46,6 +46,14 @@ struct litgpt : pytorch_eager_modules {
     quantizes_head = true;
     fp16_quant_state = true;
     separate_head = true;
+    // soft-capped attention (Gemma 2): `CausalSelfAttention.scaled_dot_product_attention` skips
+    // SDPA ("with softcapping we cannot use SDPA") and writes q k^T, the cap, the mask, an fp32
+    // softmax and P v out (litgpt/model.py at 2b195c7f and 916a84ca, the config hub's Gemma 2
+    // rows; torchtune's Gemma2Attention likewise, torchtune/models/gemma2/_attention.py); the
+    // inherited `capped_attention::materialized`. The LoRA model's forward returns the chunked
+    // logits before the final cap (litgpt/lora.py `GPT.forward`, `lm_head_chunk_size > 0`), so
+    // the fine-tuning loop trains on uncapped logits
+    caps_logits = false;
   }
 };
 
@@ -64,6 +72,9 @@ struct torchtune : litgpt {
     quantizes_head = false;
     fp16_quant_state = false;
     separate_head = false;  // a tied model's `TiedLinear` (torchtune/modules/tied_linear.py)
+    // Gemma 2: `Gemma2FinalNorm` caps the final norm's h-wide output, not the logits
+    // (torchtune/models/gemma2/_component_builders.py; its three small kernels are not counted)
+    caps_logits = false;
   }
 };
 

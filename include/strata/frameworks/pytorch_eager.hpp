@@ -35,7 +35,9 @@ struct pytorch_eager : frameworks::recipe {
                            .persistent_gradients = false,
                            .workspace = 64.0 * 1024 * 1024,
                            .batch_bytes_per_token = 16,
-                           .vocabulary_padding = 1} {}
+                           .vocabulary_padding = 1,
+                           // SDPA has no soft-cap: a capped model is written out op by op
+                           .capped_attention = frameworks::capped_attention::materialized} {}
 };
 
 }  // namespace strata::recipes

@@ -60,6 +60,13 @@ enum class data_engine {
 /// Where ZeRO-Offload and ZeRO-Infinity keep what they take off the GPU.
 enum class offload_device { none, cpu, nvme };
 
+/// What a framework does with attention whose scores are soft-capped
+/// (`transformer::attention_softcap`, Gemma 2): nothing known (a plan is refused, naming the
+/// recipe); the scores materialized and capped kernel by kernel, since SDPA has no cap (LitGPT,
+/// torchtune, a model written in eager PyTorch); or the cap dropped (`transformers`' SDPA
+/// attention, which takes no `softcap` argument and ignores it, as its warning for Gemma 2 says).
+enum class capped_attention { unknown, materialized, dropped };
+
 /// How a framework's data-parallel engine stores and moves model states (`data_engine`), with
 /// its configuration knobs. The sizes are bytes of 16-bit values, as the engines count elements.
 struct sharding {
@@ -169,6 +176,12 @@ struct recipe {
   /// output (`analytic::pipe_buffers`); false: Megatron's schedule, which frees an output's data
   /// once sent (`deallocate_output_tensor`)
   bool pipe_buffers = false;
+  /// soft-capped attention (Gemma 2) as the framework runs it
+  frameworks::capped_attention capped_attention = frameworks::capped_attention::unknown;
+  /// the logits are soft-capped when the model says so (`transformer::final_softcap`): the tanh's
+  /// output kept and three elementwise kernels each way; false: the framework's training forward
+  /// leaves them uncapped
+  bool caps_logits = true;
   /// the data-parallel engine and its configuration (ZeRO, FSDP, offload)
   sharding data{};
 };

@@ -18,8 +18,9 @@
 /// Not priced, accepted as they are: a partial rotary embedding (GPT-NeoX, Phi-4-mini: the
 /// rotary kernels priced over the whole head), fused QKV or gate/up projections (the recipe's
 /// module style decides the GEMM split), Gemma's embedding scale and Granite's scalar
-/// multipliers (one elementwise multiply each), RoPE scaling (frequencies only), Gemma 2's
-/// attention and final-logit soft-capping (a tanh each). Configs shipped
+/// multipliers (one elementwise multiply each), RoPE scaling (frequencies only). Gemma 2's
+/// soft-capping is read (`transformer::attention_softcap`, `final_softcap`) and run as the
+/// recipe runs it (`frameworks::recipe::capped_attention`). Configs shipped
 /// with strata live in `tools/hf_configs/` (docs/hf_configs.md), found by `hf_config_dirs`.
 /// @code
 /// auto m = strata::io::transformer_from_hf_config(nlohmann::json::parse(R"({
@@ -132,6 +133,15 @@ struct hf_fields {
     if (!has(key)) return fallback;
     if (!j[key].is_string()) hf_fail(std::string(key) + " must be a string");
     return j[key].get<std::string>();
+  }
+  /// A soft-cap: `fallback` when the field is missing, none (0) when it is null (None), else a
+  /// positive number.
+  [[nodiscard]] double cap(const char* key, double fallback) const {
+    if (!j.contains(key)) return fallback;
+    if (j[key].is_null()) return 0;
+    if (!j[key].is_number() || !(j[key].get<double>() > 0))
+      hf_fail(std::string(key) + " must be a positive number or null");
+    return j[key].get<double>();
   }
   /// A sliding window: `fallback` when the field is missing, none (0) when it is null (None).
   [[nodiscard]] int window(const char* key, int fallback) const {
@@ -397,6 +407,15 @@ inline void hf_extra_norms(const std::string& type, hf_model& out) {
   if (type == "gemma2" || type == "gemma3_text") m.sandwich_norms = true;
 }
 
+/// Soft-capping of the attention scores and the logits: Gemma2Config's attn_logit_softcapping
+/// 50.0 and final_logit_softcapping 30.0, Gemma3TextConfig's None and None.
+inline void hf_softcaps(const hf_fields& f, const std::string& type, transformer& m) {
+  if (type != "gemma2" && type != "gemma3_text") return;
+  const bool gemma2 = type == "gemma2";
+  m.attention_softcap = f.cap("attn_logit_softcapping", gemma2 ? 50.0 : 0.0);
+  m.final_softcap = f.cap("final_logit_softcapping", gemma2 ? 30.0 : 0.0);
+}
+
 /// The window of the layers that slide one (0: none does).
 inline int hf_sliding_window(const hf_fields& f, const hf_defaults& d, const std::string& type,
                              int layers) {
@@ -450,6 +469,7 @@ inline hf_model read_hf_config(const nlohmann::json& j, const std::string& fallb
   detail::hf_latent_attention(f, type, m);
   // ---- norms beyond the two before each block
   detail::hf_extra_norms(type, out);
+  detail::hf_softcaps(f, type, m);
   // ---- sliding windows: the window of the layers that use one
   out.sliding_window = detail::hf_sliding_window(f, d, type, m.layers);
 

@@ -551,6 +551,12 @@ inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
     s.defaults.emplace_back("model.tied: false (" + std::string(s.setup.framework.name) +
                             " copies the tied embedding into a separate head)");
   }
+  // what the framework makes of soft-capped attention, when it is not what the model says
+  if (s.net.attention_softcap > 0 &&
+      s.setup.framework.capped_attention == frameworks::capped_attention::dropped)
+    s.defaults.emplace_back("model.attention_softcap: dropped (" +
+                            std::string(s.setup.framework.name) +
+                            "'s default SDPA attention ignores the cap and runs fused)");
   for (std::string& x : d::training_defaults(j["training"], s.setup, s.net))
     s.defaults.push_back(std::move(x));
   s.search = j.contains("search");

@@ -471,6 +471,65 @@ struct layer_shape {
   double routed, up, gate_elems;  ///< MoE copies per token; up's width; the MLP's kept widths
 };
 
+/// Soft-capped attention scores written out op by op between Q K^T and P V (LitGPT's
+/// `scaled_dot_product_attention` with `attention_logit_softcapping`, `transformers`' eager
+/// Gemma 2 attention, torchtune's Gemma2Attention), each kernel over all `scores` of the full
+/// s x s (no causal skipping) in the activations' type (`act` bytes): the scale, x / c, tanh,
+/// x c, the causal mask's add, then softmax in fp32 (`F.softmax(dtype=torch.float)`: a cast up,
+/// the softmax, a cast back). Backward: the casts and the softmax's backward, then the cap's
+/// multiply, tanh_backward (reading the gradient and the kept output) and divide, and the scale.
+/// The mask's own s x s kernels and the sliding window's are not counted.
+template <class B>
+constexpr void capped_scores(const B& core, double scores, double act) {
+  const double n = scores, cast = act != 4 ? (act + 4) * n : 0.0;
+  if (!core.backward) {
+    for (const std::string_view op : {"score scale", "soft-cap divide", "soft-cap tanh",
+                                      "soft-cap multiply", "causal mask add"})
+      core.memory(op, {}, stream_class::elementwise, 2 * act * n);
+    if (cast > 0) core.memory("scores to fp32", {}, stream_class::copy, cast);
+    core.memory("attention softmax", {}, stream_class::softmax, 8 * n);
+    if (cast > 0) core.memory("probabilities to 16-bit", {}, stream_class::copy, cast);
+    return;
+  }
+  if (cast > 0) core.memory("probabilities gradient to fp32", {}, stream_class::copy, cast);
+  core.memory("attention softmax", "backward", stream_class::softmax, 12 * n);
+  if (cast > 0) core.memory("scores gradient to 16-bit", {}, stream_class::copy, cast);
+  core.memory("soft-cap multiply", "backward", stream_class::elementwise, 2 * act * n);
+  core.memory("soft-cap tanh", "backward", stream_class::elementwise, 3 * act * n);
+  core.memory("soft-cap divide", "backward", stream_class::elementwise, 2 * act * n);
+  core.memory("score scale", "backward", stream_class::elementwise, 2 * act * n);
+}
+
+/// Attention unfused: Q K^T, the softmax (or the soft-capped scores, `capped_scores`), dropout
+/// and P V, each over the full s x s scores of the rank's heads; Q, K and V (`qkv_kept` wide) and
+/// P kept (with dropout its mask and input too), unless selective recomputation drops the core.
+template <class B>
+constexpr void unfused_attention(const B& k, const layer_shape& L, double qkv_kept, bool capped) {
+  const double heads = L.m.heads / L.t, d = L.m.head_dim();
+  const double rows = L.x.b * heads * L.x.s, scores = rows * L.x.seq;
+  B core = k;
+  core.attention_core = true;
+  if (L.fwd) {
+    core.gemm("attention scores", {}, rows, L.x.seq, d);
+    if (capped) detail::capped_scores(core, scores, L.act);
+    core.gemm("attention over V", {}, rows, d, L.x.seq);
+    if (!capped) core.memory("attention softmax", {}, stream_class::softmax, 2 * scores * L.act);
+  } else {
+    core.gemm("attention over V", "backward", rows, d, L.x.seq, 2);
+    if (capped) detail::capped_scores(core, scores, L.act);
+    core.gemm("attention scores", "backward", rows, L.x.seq, d, 2);
+    if (!capped) core.memory("attention softmax", {}, stream_class::softmax, 3 * scores * L.act);
+  }
+  if (L.m.dropout)
+    core.memory("attention dropout", {}, stream_class::dropout, scores * (2 * L.act + L.mask));
+  k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
+  if (!parallel::drops_attention_core(L.x.recompute)) {
+    k.save("attention scores", scores * (L.act + (L.m.dropout ? L.mask + L.act : 0.0)));
+    // the tanh's output (tanh_backward reads it) and the fp32 softmax's, besides P
+    if (capped) k.save("capped scores", scores * (L.act + (L.act != 4 ? 4.0 : 0.0)));
+  }
+}
+
 /// The attention block: the input norm, the Q/K/V projections, rotary embedding, the k/v cache
 /// copies (`transformers`), attention (flash, or the unfused score GEMMs with softmax and
 /// dropout), the output projection and the residual.
@@ -547,7 +606,10 @@ template <class B>
                           : L.w < L.q                 ? 3 * L.q
                           : fused_qkv                 ? 2 * L.q + 3 * L.w
                                                       : L.q + 2 * L.w;
-  if (k.tr.flash_attention) {
+  // soft-capped scores that the framework writes out op by op (`recipe::capped_attention`)
+  const bool capped = L.m.attention_softcap > 0 &&
+                      L.r.capped_attention == frameworks::capped_attention::materialized;
+  if (k.tr.flash_attention && !capped) {
     kernel_op a{.what = "attention", .part = {}, .kind = kernel_kind::attention};
     a.batch = L.x.b / L.x.cp;
     a.heads = heads;
@@ -564,24 +626,8 @@ template <class B>
     // Q, K, V and the output (16-bit); the fused kernel's log-sum-exp (fp32, per row)
     k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
     if (L.hf) k.save("attention log-sum-exp", 4 * L.T * heads);
-  } else {  // unfused: Q K^T, softmax, dropout, P V
-    const double rows = L.x.b * heads * L.x.s, scores = rows * L.x.seq;
-    B core = k;
-    core.attention_core = true;
-    if (L.fwd) {
-      core.gemm("attention scores", {}, rows, L.x.seq, d);
-      core.gemm("attention over V", {}, rows, d, L.x.seq);
-      core.memory("attention softmax", {}, stream_class::softmax, 2 * scores * L.act);
-    } else {
-      core.gemm("attention over V", "backward", rows, d, L.x.seq, 2);
-      core.gemm("attention scores", "backward", rows, L.x.seq, d, 2);
-      core.memory("attention softmax", {}, stream_class::softmax, 3 * scores * L.act);
-    }
-    if (L.m.dropout)
-      core.memory("attention dropout", {}, stream_class::dropout, scores * (2 * L.act + L.mask));
-    k.save("Q, K, V", L.act * L.T * qkv_kept / L.t);
-    if (!parallel::drops_attention_core(L.x.recompute))
-      k.save("attention scores", scores * (L.act + (L.m.dropout ? L.mask + L.act : 0.0)));
+  } else {
+    detail::unfused_attention(k, L, qkv_kept, capped);
   }
   k.save("attention output", L.act * L.T * L.q / L.t);
   k.graph_input("attention projection", L.act * L.T * L.q / L.t);
@@ -876,6 +922,26 @@ constexpr void embedding(const transformer& m, const shard& x, const training& t
   if (fwd && m.dropout) detail::keep(v, "embedding dropout mask", x.b * x.s * h / x.tp);
 }
 
+namespace detail {
+/// The logits' soft-cap (`transformer::final_softcap`, `recipe::caps_logits`): x / c, tanh, x c
+/// over the `logits` (transformers' Gemma2ForCausalLM.forward, litgpt/model.py `GPT.forward`),
+/// the tanh's output kept for its backward; backward the three again, tanh_backward reading the
+/// gradient and that output. Out of line: `head` stays small enough to inline.
+template <class B>
+[[gnu::noinline]] constexpr void logit_cap(const B& k, double logits) {
+  const double act = k.tr.activation_bytes();
+  if (!k.backward) {
+    for (const std::string_view op : {"logit cap divide", "logit cap tanh", "logit cap multiply"})
+      k.memory(op, {}, stream_class::elementwise, 2 * act * logits);
+    k.save("logit cap tanh output", act * logits);
+    return;
+  }
+  k.memory("logit cap multiply", "backward", stream_class::elementwise, 2 * act * logits);
+  k.memory("logit cap tanh", "backward", stream_class::elementwise, 3 * act * logits);
+  k.memory("logit cap divide", "backward", stream_class::elementwise, 2 * act * logits);
+}
+}  // namespace detail
+
 /// The head (last stage): the final norm, the vocabulary projection (split over the tensor
 /// ranks) and the loss; backward the loss's gradient, the projection's dX and dW and the norm's
 /// backward. Fused loss (Megatron, nanoGPT): one cross-entropy over fp32 logits (read, write,
@@ -898,6 +964,7 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
     k.linear("output projection", T / chunks, Vt, h, 0.0, chunks, hf,
              tr.framework.vocabulary_padding > 1);
   };
+  const bool capped = m.final_softcap > 0 && tr.framework.caps_logits;
   if (fwd) {
     if (tr.framework.loss == frameworks::loss_style::vocab_parallel) {
       // Korthikanti et al. §4.3: the final norm's and the projection's inputs split over the
@@ -914,6 +981,7 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
       k.graph_input("output projection", input);
     }
     project();
+    if (capped) detail::logit_cap(k, logits);
     if (!hf) {
       k.memory("cross-entropy (fp32 logits)", {}, stream_class::softmax, 16 * logits);
     } else {
@@ -933,6 +1001,7 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
     k.memory("log-softmax", "backward", stream_class::copy, 16 * logits);
     k.memory("logits gradient to bf16", {}, stream_class::copy, 6 * logits);
   }
+  if (capped) detail::logit_cap(k, logits);
   project();
   if (!hf)
     k.memory("final norm", "backward", stream_class::layer_norm,

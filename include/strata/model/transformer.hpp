@@ -84,6 +84,11 @@ struct transformer {
   /// projection), per head `qk_nope_dim + qk_rope_dim` for the scores and `v_head_dim` for the
   /// values. kv_lora_rank 0: none. Counted; not lowered yet (`check_lowered`).
   int q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, qk_nope_dim = 0, v_head_dim = 0;
+  /// Soft-capping (Gemma 2): each attention score s becomes c tanh(s / c) with c =
+  /// `attention_softcap`, and each logit likewise with c = `final_softcap`; 0: none. They count
+  /// no parameters; the lowering runs what the recipe makes of them
+  /// (`frameworks::recipe::capped_attention`, `recipe::caps_logits`).
+  double attention_softcap = 0, final_softcap = 0;
 
   [[nodiscard]] constexpr int kv() const { return kv_heads == 0 ? heads : kv_heads; }
   [[nodiscard]] constexpr double head_dim() const {
@@ -230,6 +235,8 @@ struct transformer {
       throw plan_error(
           "a transformer's shared_ffn, dense_layers (fewer than its layers), dense_ffn and "
           "latent attention sizes must not be negative");
+    if (!(attention_softcap >= 0) || !(final_softcap >= 0))
+      throw plan_error("a transformer's attention_softcap and final_softcap must not be negative");
     if (!(expert_load_cv >= 0 && expert_load_cv <= max_expert_load_cv(experts)))
       throw plan_error("expert_load_cv must lie between 0 and " +
                        std::to_string(max_expert_load_cv(experts)) + " for " +

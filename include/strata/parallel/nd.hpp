@@ -169,6 +169,13 @@ struct nd {
       throw plan_error(
           "transformer.tied: this recipe builds a separate head (LitGPT copies a tied "
           "embedding into its lm_head): describe the model untied");
+    if (m.attention_softcap > 0 &&
+        t.framework.capped_attention == frameworks::capped_attention::unknown)
+      throw plan_error(
+          "transformer.attention_softcap: how the " + std::string(t.framework.name) +
+          " recipe runs soft-capped attention (Gemma 2) is not modelled; the recipes that model "
+          "it: litgpt, torchtune, pytorch, pytorch-modules and fsdp (the scores written out), "
+          "huggingface (its SDPA attention drops the cap)");
   }
 };
 
