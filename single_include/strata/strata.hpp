@@ -6166,11 +6166,12 @@ struct model_parameters {
           m.head_parameters()};
 }
 
+/// The same for a stage of `l` layers (`parallel::nd::stage_layers`, when the caller has it).
 [[nodiscard]] constexpr stage_parameters parameters_on(const transformer& m, const parallel::nd& s,
-                                                       int stage, const model_parameters& k) {
+                                                       int stage, const model_parameters& k,
+                                                       int l) {
   const double t = s.tensor.degree;
   const int p = s.pipeline.degree;
-  const int l = s.stage_layers(m, stage);
   stage_parameters out;
   out.dense = l * k.dense_layer / t;
   out.expert = l * k.expert_layer / (t * s.expert.degree);
@@ -6182,6 +6183,10 @@ struct model_parameters {
   }
   out.dense += out.embedding;
   return out;
+}
+[[nodiscard]] constexpr stage_parameters parameters_on(const transformer& m, const parallel::nd& s,
+                                                       int stage, const model_parameters& k) {
+  return parameters_on(m, s, stage, k, s.stage_layers(m, stage));
 }
 [[nodiscard]] constexpr stage_parameters parameters_on(const transformer& m, const parallel::nd& s,
                                                        int stage) {
@@ -7441,7 +7446,8 @@ namespace detail {
   memory_breakdown& mem = x.states;
   mem.stage = stage;
   const frameworks::recipe& r = t.framework;
-  const stage_parameters n = parameters_on(m, s, stage, keeps.parameters);
+  const int layers = s.stage_layers(m, stage), micro_batches = s.micro_batches(t);
+  const stage_parameters n = parameters_on(m, s, stage, keeps.parameters, layers);
   const stage_parameters tn = trained_on(m, s, t, stage, n);
   parallel::zero_placement place{
       .dense_shards = static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree,
@@ -7467,8 +7473,8 @@ namespace detail {
     // bitsandbytes pages the states of tensors of 100,000 elements and more only
     // (optim/optimizer.py, `get_state_buffer`: `A.numel() < 1e5` stays in device memory)
     if (t.paged_optimizer && tn.dense > 0)
-      place.paged = s.stage_layers(m, stage) *
-                    lower::adapter_parameters(m, lower::shard_of(m, s, t), t, 1e5) / tn.dense;
+      place.paged =
+          layers * lower::adapter_parameters(m, lower::shard_of(m, s, t), t, 1e5) / tn.dense;
     // bitsandbytes dequantizes a whole weight for each GEMM and frees it after: the largest
     // linear layer's 16-bit copy is alive at any moment (bitsandbytes/autograd/_functions.py,
     // `MatMul4Bit`: `F.dequantize_4bit(B, quant_state).to(A.dtype)`), with an fp16 quantized
@@ -7497,8 +7503,8 @@ namespace detail {
   const int p = s.pipeline.degree;
   const lower::shard sh = lower::shard_of(m, s, t);
   const double T = sh.tokens(), tp = s.tensor.degree;
-  x.layers = s.stage_layers(m, stage);
-  x.in_flight = s.pipeline.in_flight(s.micro_batches(t), stage);
+  x.layers = layers;
+  x.in_flight = s.pipeline.in_flight(micro_batches, stage);
   using lower::keep_kind;
   x.saved = keeps.layer.activation;
   x.casts = keeps.layer.weight_copy;
@@ -7542,7 +7548,7 @@ namespace detail {
   mem.batch = bytes{r.batch_bytes_per_token * T};
   mem.workspace += bytes{r.workspace};
   x.persistent = r.persistent_gradients;
-  x.accumulates = s.micro_batches(t) > 1;
+  x.accumulates = micro_batches > 1;
   x.gradients = mem.gradients.count();
   mem.gradients = bytes{};
   x.fixed = mem.total().count();

@@ -175,7 +175,8 @@ namespace detail {
   memory_breakdown& mem = x.states;
   mem.stage = stage;
   const frameworks::recipe& r = t.framework;
-  const stage_parameters n = parameters_on(m, s, stage, keeps.parameters);
+  const int layers = s.stage_layers(m, stage), micro_batches = s.micro_batches(t);
+  const stage_parameters n = parameters_on(m, s, stage, keeps.parameters, layers);
   const stage_parameters tn = trained_on(m, s, t, stage, n);
   parallel::zero_placement place{
       .dense_shards = static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree,
@@ -201,8 +202,8 @@ namespace detail {
     // bitsandbytes pages the states of tensors of 100,000 elements and more only
     // (optim/optimizer.py, `get_state_buffer`: `A.numel() < 1e5` stays in device memory)
     if (t.paged_optimizer && tn.dense > 0)
-      place.paged = s.stage_layers(m, stage) *
-                    lower::adapter_parameters(m, lower::shard_of(m, s, t), t, 1e5) / tn.dense;
+      place.paged =
+          layers * lower::adapter_parameters(m, lower::shard_of(m, s, t), t, 1e5) / tn.dense;
     // bitsandbytes dequantizes a whole weight for each GEMM and frees it after: the largest
     // linear layer's 16-bit copy is alive at any moment (bitsandbytes/autograd/_functions.py,
     // `MatMul4Bit`: `F.dequantize_4bit(B, quant_state).to(A.dtype)`), with an fp16 quantized
@@ -231,8 +232,8 @@ namespace detail {
   const int p = s.pipeline.degree;
   const lower::shard sh = lower::shard_of(m, s, t);
   const double T = sh.tokens(), tp = s.tensor.degree;
-  x.layers = s.stage_layers(m, stage);
-  x.in_flight = s.pipeline.in_flight(s.micro_batches(t), stage);
+  x.layers = layers;
+  x.in_flight = s.pipeline.in_flight(micro_batches, stage);
   using lower::keep_kind;
   x.saved = keeps.layer.activation;
   x.casts = keeps.layer.weight_copy;
@@ -276,7 +277,7 @@ namespace detail {
   mem.batch = bytes{r.batch_bytes_per_token * T};
   mem.workspace += bytes{r.workspace};
   x.persistent = r.persistent_gradients;
-  x.accumulates = s.micro_batches(t) > 1;
+  x.accumulates = micro_batches > 1;
   x.gradients = mem.gradients.count();
   mem.gradients = bytes{};
   x.fixed = mem.total().count();

@@ -35,11 +35,12 @@ struct model_parameters {
           m.head_parameters()};
 }
 
+/// The same for a stage of `l` layers (`parallel::nd::stage_layers`, when the caller has it).
 [[nodiscard]] constexpr stage_parameters parameters_on(const transformer& m, const parallel::nd& s,
-                                                       int stage, const model_parameters& k) {
+                                                       int stage, const model_parameters& k,
+                                                       int l) {
   const double t = s.tensor.degree;
   const int p = s.pipeline.degree;
-  const int l = s.stage_layers(m, stage);
   stage_parameters out;
   out.dense = l * k.dense_layer / t;
   out.expert = l * k.expert_layer / (t * s.expert.degree);
@@ -51,6 +52,10 @@ struct model_parameters {
   }
   out.dense += out.embedding;
   return out;
+}
+[[nodiscard]] constexpr stage_parameters parameters_on(const transformer& m, const parallel::nd& s,
+                                                       int stage, const model_parameters& k) {
+  return parameters_on(m, s, stage, k, s.stage_layers(m, stage));
 }
 [[nodiscard]] constexpr stage_parameters parameters_on(const transformer& m, const parallel::nd& s,
                                                        int stage) {
