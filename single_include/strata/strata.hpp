@@ -4681,6 +4681,8 @@ struct pipeline_parallel {
   }
   /// Layers of stage `i` (all its virtual chunks together).
   [[nodiscard]] constexpr int stage_layers(int layers, int i) const {
+    if (first_stage_layers == 0 && last_stage_layers == 0 && !accounts())
+      return layers / degree;  // an even split (the common case, asked often)
     if (accounts()) {
       int n = 0;
       for (int k = 0; k < virtual_stages; ++k) n += chunk_layers(layers, i, k);
@@ -4783,8 +4785,12 @@ struct pipeline_parallel {
       const evenly_split e = even_part(layers);
       if (e.stages < 1 ? e.layers != 0 : (e.layers < e.stages || e.layers % e.stages != 0))
         return rule::uneven;
-      for (const int i : {0, 1, p - 1})  // the stages between hold e.layers / e.stages each
-        if (stage_layers(layers, i) % v != 0) return rule::uneven;
+      if (first_stage_layers == 0 && last_stage_layers == 0) {  // every stage e.layers / p
+        if ((e.layers / e.stages) % v != 0) return rule::uneven;
+      } else {
+        for (const int i : {0, 1, p - 1})  // the stages between hold e.layers / e.stages each
+          if (stage_layers(layers, i) % v != 0) return rule::uneven;
+      }
     }
     if (kind == schedule::interleaved && v > 1 && micro_batches % p != 0)
       return rule::micro_batch_multiple;
@@ -6626,6 +6632,8 @@ struct layer_compute {
   /// see `lower_layer`)
   layer_keeps whole_keeps{};
   bool whole_known = false;
+  /// the model's parameter counts (`parameters_of`), which the stages' shares are made from
+  model_parameters parameters{};
 };
 
 namespace detail {
@@ -6712,6 +6720,7 @@ struct pricer {
   c.keeps = f.kept;
   c.embedding_keeps = ef.kept;
   c.head_keeps = hf.kept;
+  c.parameters = parameters_of(m);
   // Under full recomputation the forward differs from the layer's without recomputation only in
   // what it keeps, except in `transformers`' code (no k/v cache under checkpointing): there the
   // saves it would make are the whole layer's (`builder::save`), and `keeps_of` need not lower
@@ -7219,7 +7228,10 @@ using parallel::recompute;
 
   // data parallelism and ZeRO on the critical stage's parameters: every weight is gathered,
   // the trained ones (LoRA: the adapters) reduced and updated
-  const stage_parameters n = parameters_on(m, s, critical), tn = trained_on(m, s, tr, critical, n);
+  // (the counts `lower_layer` worked out; a hand-made `layer_compute` has none)
+  const model_parameters counts = lc.parameters.dense_layer > 0 ? lc.parameters : parameters_of(m);
+  const stage_parameters n = parameters_on(m, s, critical, counts, static_cast<int>(lcrit)),
+                         tn = trained_on(m, s, tr, critical, n);
   const parallel::zero_stage zero = s.data.sharding();
   const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
   const frameworks::sharding& e = tr.framework.data;
@@ -7417,7 +7429,7 @@ namespace detail {
 [[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
                                             const training& t, const layer_compute& lc) {
   if (lc.whole_known)
-    return {lc.keeps, lc.whole_keeps, lc.embedding_keeps, lc.head_keeps, parameters_of(m)};
+    return {lc.keeps, lc.whole_keeps, lc.embedding_keeps, lc.head_keeps, lc.parameters};
   return detail::with_whole_layer(m, lower::shard_of(m, s, t), t, lc.keeps, lc.embedding_keeps,
                                   lc.head_keeps);
 }

@@ -92,7 +92,10 @@ using parallel::recompute;
 
   // data parallelism and ZeRO on the critical stage's parameters: every weight is gathered,
   // the trained ones (LoRA: the adapters) reduced and updated
-  const stage_parameters n = parameters_on(m, s, critical), tn = trained_on(m, s, tr, critical, n);
+  // (the counts `lower_layer` worked out; a hand-made `layer_compute` has none)
+  const model_parameters counts = lc.parameters.dense_layer > 0 ? lc.parameters : parameters_of(m);
+  const stage_parameters n = parameters_on(m, s, critical, counts, static_cast<int>(lcrit)),
+                         tn = trained_on(m, s, tr, critical, n);
   const parallel::zero_stage zero = s.data.sharding();
   const double gb = tr.gradient_bytes(), wb = tr.weight_bytes();
   const frameworks::sharding& e = tr.framework.data;

@@ -146,7 +146,7 @@ namespace detail {
 [[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
                                             const training& t, const layer_compute& lc) {
   if (lc.whole_known)
-    return {lc.keeps, lc.whole_keeps, lc.embedding_keeps, lc.head_keeps, parameters_of(m)};
+    return {lc.keeps, lc.whole_keeps, lc.embedding_keeps, lc.head_keeps, lc.parameters};
   return detail::with_whole_layer(m, lower::shard_of(m, s, t), t, lc.keeps, lc.embedding_keeps,
                                   lc.head_keeps);
 }

@@ -78,6 +78,8 @@ struct layer_compute {
   /// see `lower_layer`)
   layer_keeps whole_keeps{};
   bool whole_known = false;
+  /// the model's parameter counts (`parameters_of`), which the stages' shares are made from
+  model_parameters parameters{};
 };
 
 namespace detail {
@@ -164,6 +166,7 @@ struct pricer {
   c.keeps = f.kept;
   c.embedding_keeps = ef.kept;
   c.head_keeps = hf.kept;
+  c.parameters = parameters_of(m);
   // Under full recomputation the forward differs from the layer's without recomputation only in
   // what it keeps, except in `transformers`' code (no k/v cache under checkpointing): there the
   // saves it would make are the whole layer's (`builder::save`), and `keeps_of` need not lower

@@ -82,6 +82,8 @@ struct pipeline_parallel {
   }
   /// Layers of stage `i` (all its virtual chunks together).
   [[nodiscard]] constexpr int stage_layers(int layers, int i) const {
+    if (first_stage_layers == 0 && last_stage_layers == 0 && !accounts())
+      return layers / degree;  // an even split (the common case, asked often)
     if (accounts()) {
       int n = 0;
       for (int k = 0; k < virtual_stages; ++k) n += chunk_layers(layers, i, k);
@@ -184,8 +186,12 @@ struct pipeline_parallel {
       const evenly_split e = even_part(layers);
       if (e.stages < 1 ? e.layers != 0 : (e.layers < e.stages || e.layers % e.stages != 0))
         return rule::uneven;
-      for (const int i : {0, 1, p - 1})  // the stages between hold e.layers / e.stages each
-        if (stage_layers(layers, i) % v != 0) return rule::uneven;
+      if (first_stage_layers == 0 && last_stage_layers == 0) {  // every stage e.layers / p
+        if ((e.layers / e.stages) % v != 0) return rule::uneven;
+      } else {
+        for (const int i : {0, 1, p - 1})  // the stages between hold e.layers / e.stages each
+          if (stage_layers(layers, i) % v != 0) return rule::uneven;
+      }
     }
     if (kind == schedule::interleaved && v > 1 && micro_batches % p != 0)
       return rule::micro_batch_multiple;
