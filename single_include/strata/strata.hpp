@@ -1294,8 +1294,10 @@ enum class offload_device { none, cpu, nvme };
 /// What a framework does with attention whose scores are soft-capped
 /// (`transformer::attention_softcap`, Gemma 2): nothing known (a plan is refused, naming the
 /// recipe); the scores materialized and capped kernel by kernel, since SDPA has no cap (LitGPT,
-/// torchtune, a model written in eager PyTorch); or the cap dropped (`transformers`' SDPA
-/// attention, which takes no `softcap` argument and ignores it, as its warning for Gemma 2 says).
+/// torchtune, a model written in eager PyTorch); or the cap dropped by the fused attention
+/// (`transformers`' SDPA attention, which takes no `softcap` argument and ignores it, as its
+/// warning for Gemma 2 says) and applied, the scores written out, by the unfused one
+/// (`training::flash_attention` off: `attn_implementation="eager"`).
 enum class capped_attention { unknown, materialized, dropped };
 
 /// How a framework's data-parallel engine stores and moves model states (`data_engine`), with
@@ -5672,9 +5674,12 @@ template <class B>
                           : L.w < L.q                 ? 3 * L.q
                           : fused_qkv                 ? 2 * L.q + 3 * L.w
                                                       : L.q + 2 * L.w;
-  // soft-capped scores that the framework writes out op by op (`recipe::capped_attention`)
+  // soft-capped scores that the framework writes out op by op (`recipe::capped_attention`; a
+  // framework whose fused attention drops the cap applies it in its unfused one)
+  const frameworks::capped_attention how = L.r.capped_attention;
   const bool capped = L.m.attention_softcap > 0 &&
-                      L.r.capped_attention == frameworks::capped_attention::materialized;
+                      (how == frameworks::capped_attention::materialized ||
+                       (how == frameworks::capped_attention::dropped && !k.tr.flash_attention));
   if (k.tr.flash_attention && !capped) {
     kernel_op a{.what = "attention", .part = {}, .kind = kernel_kind::attention};
     a.batch = L.x.b / L.x.cp;

@@ -288,8 +288,9 @@ TEST_CASE("Gemma 2's soft-capping: read from the config, run as each recipe runs
       if (t.what == "logit cap tanh output") tanh_logits += t.bytes;
     }
   };
-  const auto forward = [&](const strata::frameworks::recipe& r) {
-    const strata::training tr{.batch = 1, .sequence = 512, .framework = r};
+  const auto forward = [&](const strata::frameworks::recipe& r, bool flash = true) {
+    strata::training tr{.batch = 1, .sequence = 512, .framework = r};
+    tr.flash_attention = flash;
     const lower::shard x{.b = 1, .s = 512, .seq = 512};
     saves v;
     lower::layer(g, x, tr, lower::phase::forward, v);
@@ -310,6 +311,11 @@ TEST_CASE("Gemma 2's soft-capping: read from the config, run as each recipe runs
   CHECK(hf.fused);
   CHECK(hf.capped + hf.probabilities == 0.0);
   CHECK(hf.tanh_logits == 262'144'000.0);
+  // its eager attention (`attn_implementation="eager"`, flash_attention off) applies the cap
+  // and keeps what LitGPT keeps
+  const saves eager = forward(strata::frameworks::huggingface, false);
+  CHECK(eager.probabilities == 4'194'304.0);
+  CHECK(eager.capped == 12'582'912.0);
   // a recipe whose handling is not known refuses the plan, naming the field and the recipes
   const strata::training megatron{.batch = 8, .sequence = 512};
   CHECK_THROWS_WITH(strata::parallel::nd{}.check(g, megatron, 1),

@@ -63,8 +63,10 @@ enum class offload_device { none, cpu, nvme };
 /// What a framework does with attention whose scores are soft-capped
 /// (`transformer::attention_softcap`, Gemma 2): nothing known (a plan is refused, naming the
 /// recipe); the scores materialized and capped kernel by kernel, since SDPA has no cap (LitGPT,
-/// torchtune, a model written in eager PyTorch); or the cap dropped (`transformers`' SDPA
-/// attention, which takes no `softcap` argument and ignores it, as its warning for Gemma 2 says).
+/// torchtune, a model written in eager PyTorch); or the cap dropped by the fused attention
+/// (`transformers`' SDPA attention, which takes no `softcap` argument and ignores it, as its
+/// warning for Gemma 2 says) and applied, the scores written out, by the unfused one
+/// (`training::flash_attention` off: `attn_implementation="eager"`).
 enum class capped_attention { unknown, materialized, dropped };
 
 /// How a framework's data-parallel engine stores and moves model states (`data_engine`), with
