@@ -1411,6 +1411,14 @@ struct recipe {
   bool pipe_buffers = false;
   /// soft-capped attention (Gemma 2) as the framework runs it
   frameworks::capped_attention capped_attention = frameworks::capped_attention::unknown;
+  /// What runs for soft-capped attention with fused attention on or off
+  /// (`training::flash_attention`): a cap the fused kernel drops is written out by the unfused
+  /// attention.
+  [[nodiscard]] constexpr frameworks::capped_attention capped_run(bool flash_attention) const {
+    if (capped_attention == frameworks::capped_attention::dropped && !flash_attention)
+      return frameworks::capped_attention::materialized;
+    return capped_attention;
+  }
   /// the logits are soft-capped when the model says so (`transformer::final_softcap`): the tanh's
   /// output kept and three elementwise kernels each way; false: the framework's training forward
   /// leaves them uncapped
@@ -5674,12 +5682,9 @@ template <class B>
                           : L.w < L.q                 ? 3 * L.q
                           : fused_qkv                 ? 2 * L.q + 3 * L.w
                                                       : L.q + 2 * L.w;
-  // soft-capped scores that the framework writes out op by op (`recipe::capped_attention`; a
-  // framework whose fused attention drops the cap applies it in its unfused one)
-  const frameworks::capped_attention how = L.r.capped_attention;
-  const bool capped = L.m.attention_softcap > 0 &&
-                      (how == frameworks::capped_attention::materialized ||
-                       (how == frameworks::capped_attention::dropped && !k.tr.flash_attention));
+  // soft-capped scores that the framework writes out op by op (`recipe::capped_run`)
+  const bool capped = L.m.attention_softcap > 0 && L.r.capped_run(k.tr.flash_attention) ==
+                                                       frameworks::capped_attention::materialized;
   if (k.tr.flash_attention && !capped) {
     kernel_op a{.what = "attention", .part = {}, .kind = kernel_kind::attention};
     a.batch = L.x.b / L.x.cp;

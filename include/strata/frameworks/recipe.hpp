@@ -180,6 +180,14 @@ struct recipe {
   bool pipe_buffers = false;
   /// soft-capped attention (Gemma 2) as the framework runs it
   frameworks::capped_attention capped_attention = frameworks::capped_attention::unknown;
+  /// What runs for soft-capped attention with fused attention on or off
+  /// (`training::flash_attention`): a cap the fused kernel drops is written out by the unfused
+  /// attention.
+  [[nodiscard]] constexpr frameworks::capped_attention capped_run(bool flash_attention) const {
+    if (capped_attention == frameworks::capped_attention::dropped && !flash_attention)
+      return frameworks::capped_attention::materialized;
+    return capped_attention;
+  }
   /// the logits are soft-capped when the model says so (`transformer::final_softcap`): the tanh's
   /// output kept and three elementwise kernels each way; false: the framework's training forward
   /// leaves them uncapped

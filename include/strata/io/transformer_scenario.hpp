@@ -552,8 +552,8 @@ inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
                             " copies the tied embedding into a separate head)");
   }
   // what the framework makes of soft-capped attention, when it is not what the model says
-  if (s.net.attention_softcap > 0 && s.setup.flash_attention &&
-      s.setup.framework.capped_attention == frameworks::capped_attention::dropped)
+  if (s.net.attention_softcap > 0 && s.setup.framework.capped_run(s.setup.flash_attention) ==
+                                         frameworks::capped_attention::dropped)
     s.defaults.emplace_back("model.attention_softcap: dropped (" +
                             std::string(s.setup.framework.name) +
                             "'s default SDPA attention ignores the cap and runs fused)");

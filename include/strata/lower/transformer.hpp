@@ -606,12 +606,9 @@ template <class B>
                           : L.w < L.q                 ? 3 * L.q
                           : fused_qkv                 ? 2 * L.q + 3 * L.w
                                                       : L.q + 2 * L.w;
-  // soft-capped scores that the framework writes out op by op (`recipe::capped_attention`; a
-  // framework whose fused attention drops the cap applies it in its unfused one)
-  const frameworks::capped_attention how = L.r.capped_attention;
-  const bool capped = L.m.attention_softcap > 0 &&
-                      (how == frameworks::capped_attention::materialized ||
-                       (how == frameworks::capped_attention::dropped && !k.tr.flash_attention));
+  // soft-capped scores that the framework writes out op by op (`recipe::capped_run`)
+  const bool capped = L.m.attention_softcap > 0 && L.r.capped_run(k.tr.flash_attention) ==
+                                                       frameworks::capped_attention::materialized;
   if (k.tr.flash_attention && !capped) {
     kernel_op a{.what = "attention", .part = {}, .kind = kernel_kind::attention};
     a.batch = L.x.b / L.x.cp;
