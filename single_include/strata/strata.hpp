@@ -3145,7 +3145,7 @@ struct transformer {
   // The fields below describe models read from Hugging Face configurations
   // (`io/hf_config.hpp`). Their defaults leave every count above unchanged. The lowering
   // (`lower/transformer.hpp`) runs the head width, Q/K norms, Gemma's extra norms and the shared
-  // expert; dense first layers and latent attention are counted only (`check_lowered`).
+  // expert, latent attention and the dense first layers (`first_dense`).
   /// Width of one attention head when it is not hidden / heads (Gemma, Qwen3 0.6B, Mistral NeMo:
   /// Q is then heads x head_dim wide); 0 means hidden / heads.
   int head_size = 0;
@@ -3158,14 +3158,15 @@ struct transformer {
   int shared_ffn = 0;
   bool shared_gate = false;  ///< the shared expert scaled by a sigmoid gate, h -> 1 (Qwen2-MoE)
   /// The first layers of an MoE model dense, with a SwiGLU MLP `dense_ffn` wide (DeepSeek's
-  /// `first_k_dense_replace`, `intermediate_size`). Counted; the lowering does not run them yet
-  /// (`check_lowered`).
+  /// `first_k_dense_replace`, `intermediate_size`), lowered as `first_dense()`; a plan keeps
+  /// them on the first pipeline stage (`parallel::nd::check`).
   int dense_layers = 0;
   int dense_ffn = 0;
   /// Multi-head latent attention (DeepSeek-V2/V3): K and V made from a `kv_lora_rank` latent
   /// (with a shared rotary key `qk_rope_dim` wide), Q from a `q_lora_rank` latent (0: a plain
   /// projection), per head `qk_nope_dim + qk_rope_dim` for the scores and `v_head_dim` for the
-  /// values. kv_lora_rank 0: none. Counted; not lowered yet (`check_lowered`).
+  /// values. kv_lora_rank 0: none. Lowered as Megatron-Core runs it (`lower::detail::
+  /// latent_attention`).
   int q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, qk_nope_dim = 0, v_head_dim = 0;
   /// Soft-capping (Gemma 2): each attention score s becomes c tanh(s / c) with c =
   /// `attention_softcap`, and each logit likewise with c = `final_softcap`; 0: none. They count
@@ -3203,6 +3204,16 @@ struct transformer {
   [[nodiscard]] constexpr double kv_width() const { return kv() * head_dim(); }
 
   [[nodiscard]] constexpr bool mla() const { return kv_lora_rank > 0; }
+  /// Under latent attention, a head's width in the scores (`qk_nope_dim + qk_rope_dim`).
+  [[nodiscard]] constexpr double latent_qk_dim() const {
+    return static_cast<double>(qk_nope_dim) + qk_rope_dim;
+  }
+  /// Forward FLOPs per token of the attention core at sequence length s, uncausal: Q K^T and P V,
+  /// 2 s per element of their head widths (4 s q; latent attention: 2 s heads (qk + v), its
+  /// scores and values being of different widths).
+  [[nodiscard]] constexpr double attention_core_flops(double s) const {
+    return mla() ? 2 * s * heads * (latent_qk_dim() + v_head_dim) : 4 * s * q_width();
+  }
   /// Q, K, V and output projection weights and biases (q = h unless `head_size` is set). Under
   /// multi-head latent attention (DeepSeek-V2 §2.1): Q's down projection, its norm and up
   /// projection (or one projection), K and V's joint down projection with the rotary key, its
@@ -3253,6 +3264,20 @@ struct transformer {
     return attention_parameters() + qk_norm_parameters() + layer_norms() * norm_parameters() +
            3.0 * hidden * dense_ffn;
   }
+  /// One of the dense first layers as a layer of its own: this model's attention and norms
+  /// with a `dense_ffn` SwiGLU MLP and no experts (what the lowering runs for them).
+  [[nodiscard]] constexpr transformer first_dense() const {
+    transformer d = *this;
+    d.experts = 1;
+    d.top_k = 1;
+    d.capacity = 1;
+    d.expert_load_cv = 0;
+    d.ffn = dense_ffn;
+    d.shared_ffn = 0;
+    d.shared_gate = false;
+    d.dense_layers = 0;
+    return d;
+  }
   /// Expert weights of one layer (zero for a dense model).
   [[nodiscard]] constexpr double expert_layer_parameters() const {
     return moe() ? experts * mlp_parameters() : 0.0;
@@ -3288,7 +3313,10 @@ struct transformer {
   /// and their product with V (no causal discount).
   [[nodiscard]] constexpr double layer_forward_flops(double s) const {
     const double h = hidden, q = q_width(), w = kv_width(), f = ffn_size();
-    const double attention = 2 * h * (2 * q + 2 * w) + 4 * s * q;
+    // latent attention: 2 per weight of its projections (its norms' weights are not multiplied)
+    const double attention =
+        mla() ? 2 * (attention_parameters() - kv_lora_rank - q_lora_rank) + attention_core_flops(s)
+              : 2 * h * (2 * q + 2 * w) + attention_core_flops(s);
     const double one_mlp = 2 * (mlp == mlp_kind::swiglu ? 3.0 : 2.0) * h * f;
     const double mlp_flops =
         moe() ? top_k * one_mlp + 2 * h * experts + 2 * shared_expert_parameters() : one_mlp;
@@ -3326,17 +3354,13 @@ struct transformer {
                        std::to_string(experts) +
                        " experts (beyond it the least loaded expert would get no tokens)");
   }
-  /// What a plan needs beyond `check`: the parts the lowering runs (`lower/transformer.hpp`
-  /// does not run dense first layers or latent attention yet; their parameters are counted).
+  /// What a plan needs beyond `check`: the parts the lowering runs.
   constexpr void check_lowered() const {
     check();
-    if (mla())
+    if (dense_layers > 0 && (!moe() || mlp != mlp_kind::swiglu || bias))
       throw plan_error(
-          "transformer.kv_lora_rank: multi-head latent attention is counted but not priced yet");
-    if (dense_layers > 0)
-      throw plan_error(
-          "transformer.dense_layers: dense first layers among MoE layers are counted but not "
-          "priced yet (the lowering runs one kind of layer)");
+          "transformer.dense_layers: dense first layers are modelled in front of MoE layers "
+          "with SwiGLU MLPs without biases (DeepSeek's)");
   }
 };
 
@@ -3424,11 +3448,19 @@ namespace strata::analytic {
 
 using parallel::recompute;
 
+/// Forward FLOPs of every layer for one token at sequence length s: the dense first layers'
+/// (`transformer::first_dense`) and the others'.
+[[nodiscard]] constexpr double layers_forward_flops(const transformer& m, double s) {
+  if (m.dense_layers == 0) return m.layers * m.layer_forward_flops(s);
+  return (m.layers - m.dense_layers) * m.layer_forward_flops(s) +
+         m.dense_layers * m.first_dense().layer_forward_flops(s);
+}
+
 /// Model FLOPs of one iteration: forward and backward (3x forward) of every layer and of the
 /// vocabulary projection, for B sequences of s tokens (Narayanan et al. SC'21 eq. (3) without
 /// recomputation, generalized).
 [[nodiscard]] constexpr double model_flops(const transformer& m, double batch, double s) {
-  return 3 * batch * s * (m.layers * m.layer_forward_flops(s) + m.head_forward_flops());
+  return 3 * batch * s * (layers_forward_flops(m, s) + m.head_forward_flops());
 }
 
 /// The matmul FLOPs per token that per-operator checkpointing runs again in a dense layer: the
@@ -3457,8 +3489,11 @@ using parallel::recompute;
 [[nodiscard]] constexpr double hardware_flops(const transformer& m, double batch, double s,
                                               recompute r) {
   const double base = model_flops(m, batch, s);
-  if (r == recompute::full) return base + batch * s * m.layers * m.layer_forward_flops(s);
-  if (r == recompute::selective) return base + batch * s * m.layers * 4 * s * m.hidden;
+  if (r == recompute::full)
+    return m.dense_layers == 0 ? base + batch * s * m.layers * m.layer_forward_flops(s)
+                               : base + batch * s * layers_forward_flops(m, s);
+  if (r == recompute::selective)
+    return base + batch * s * m.layers * (m.mla() ? m.attention_core_flops(s) : 4 * s * m.hidden);
   if (r == recompute::per_op) return base + batch * s * m.layers * uncached_matmul_flops(m);
   return base;
 }
@@ -4958,6 +4993,27 @@ enum class axis { tensor, context, expert, pipeline, data };
   return "tensor";
 }
 
+/// What any plan of model `m` under training setup `t` needs, whatever its degrees: the parts
+/// the lowering runs (`transformer::check_lowered`), run as the recipe runs them.
+constexpr void check_model_setup(const transformer& m, const training& t) {
+  m.check_lowered();
+  if (m.mla() && !t.flash_attention)
+    throw plan_error(
+        "training.flash_attention: multi-head latent attention is modelled with a fused "
+        "attention kernel (Transformer Engine's, as Megatron-Core runs it)");
+  // transformers' DeepseekV3Attention (RoPE as rotate-half op chains, the padded value of its
+  // flash path, its k/v cache) is not what `lower::detail::latent_attention` runs
+  if (m.mla() && t.framework.modules == frameworks::module_style::transformers)
+    throw plan_error(
+        "transformer.kv_lora_rank: multi-head latent attention as transformers' modeling code "
+        "runs it is not modelled; every other recipe runs it as Megatron-Core does "
+        "(megatron, deepspeed, fsdp, ...)");
+  if (m.dense_layers > 0 && t.lora.on())
+    throw plan_error(
+        "training.lora: LoRA adapters on a model with dense first layers (DeepSeek's) are not "
+        "modelled");
+}
+
 /// A transformer strategy: the five axes, recomputation, micro-batch and rank order.
 struct nd {
   static constexpr std::string_view name = "nd";
@@ -5019,7 +5075,7 @@ struct nd {
   /// The limits of a transformer plan on `devices` ranks (see `limits.hpp`): each policy's own,
   /// then the ones the composition adds (devices, batch divisibility, positions).
   constexpr void check(const transformer& m, const training& t, int devices) const {
-    m.check_lowered();
+    check_model_setup(m, t);
     t.check_transformer();
     strata::detail::check_degrees(
         {tensor.degree, context.degree, expert.degree, pipeline.degree, data.degree});
@@ -5051,6 +5107,14 @@ struct nd {
                        std::to_string(t.batch / replicas()) + " = batch " +
                        std::to_string(t.batch) + " / " + std::to_string(replicas()) + " replicas)");
     pipeline.check(m.layers, micro_batches(t));
+    // the dense first layers run on the first stage, in its first chunk
+    // (`analytic::dense_layers_on`, the simulator's first virtual stage)
+    if (const int first = pipeline.chunk_layers(m.layers, 0, 0); m.dense_layers > first)
+      throw plan_error("transformer.dense_layers: the " + std::to_string(m.dense_layers) +
+                       " dense first layers must run on the first pipeline stage's first chunk, "
+                       "which holds " +
+                       std::to_string(first) +
+                       " layers: give it more (pipeline.first_stage_layers) or use fewer stages");
     // Megatron refuses --tp-comm-overlap without --sequence-parallel
     // (megatron/training/arguments.py, `validate_args`); torchtitan's async TP is sequence-parallel
     if (t.framework.tp_comm_overlap && tensor.degree > 1 && !tensor.sequence)
@@ -5060,10 +5124,12 @@ struct nd {
           "--sequence-parallel)");
     // per-operator checkpointing counts a layer's matmuls: LoRA's adapters and MoE's experts add
     // matmuls whose order the policy's count has not been modelled for
-    if (saves_op_outputs(recomputation) && (t.lora.on() || m.moe()))
+    if (saves_op_outputs(recomputation) && (t.lora.on() || m.moe() || m.mla()))
       throw plan_error(
           "strategy.recompute: \"op\" (per-operator checkpointing) is modelled for dense layers "
-          "without LoRA adapters; use \"full\" or \"selective\"");
+          "without LoRA adapters or latent attention; use \"full\" or \"selective\"");
+    // transformers' DeepseekV3Attention (RoPE as rotate-half op chains, the padded value of its
+    // flash path, its k/v cache) is not what `lower::detail::latent_attention` runs
     data.check();
     check_engine(t.framework.data, data.zero, pipeline.degree);
     if (t.framework.separate_head && m.tied)
@@ -5606,11 +5672,66 @@ constexpr void unfused_attention(const B& k, const layer_shape& L, double qkv_ke
   }
 }
 
+/// Multi-head latent attention (DeepSeek-V2 §2.1) as Megatron-Core's `MLASelfAttention` runs it
+/// (megatron/core/transformer/multi_latent_attention.py at d98e8a6; its TE layer spec):
+/// - the down projections, h -> q_lora_rank and h -> kv_lora_rank + qk_rope_dim, are whole on
+///   every tensor rank (`parallel_mode="duplicated"`) over the rank's own tokens (s / t under
+///   sequence parallelism), with no collective of their own; without q_lora_rank, Q is one
+///   column-parallel projection;
+/// - the latents' RMSNorms (fused into the up projections), then the column-parallel up
+///   projections to the rank's heads, r -> a (qk_nope + qk_rope) and c -> a (qk_nope + v), over
+///   every token (`layer_collectives` gathers the latents, not h);
+/// - RoPE on Q's rotary part and on the one shared rotary key, then Q and K assembled (`cat`,
+///   the key's rotary part copied to every head) and V made contiguous;
+/// - the fused attention with score width qk_nope + qk_rope and value width v_head_dim (TE takes
+///   both; its FLOPs are those of a head of their mean), the row-parallel output projection.
+/// It keeps the down projections' input, the latents, Q, K, V, the log-sum-exp and the output.
+template <class B>
+constexpr void latent_attention(const B& k, const layer_shape& L) {
+  const transformer& m = L.m;
+  const double a = m.heads / L.t, rope = m.qk_rope_dim, r = m.q_lora_rank, c = m.kv_lora_rank;
+  const double qk = m.latent_qk_dim(), v = m.v_head_dim, qw = a * qk, vw = a * v;
+  k.norm("input norm", L.tn, L.h, m.norm, !L.hf);
+  if (!L.hf || (!k.autocast() && k.shared_input_kept({"Q down", "Q", "KV down"})))
+    k.save("Q and KV down input", L.act * L.tn * L.h);
+  k.graph_input("KV down", L.act * L.tn * L.h);
+  if (r > 0) {
+    k.linear("Q down", L.tn, r, L.h, 0.0, 1, L.hf);
+  } else {
+    k.linear("Q", L.T, qw, L.h, 0.0, 1, L.hf);
+  }
+  k.linear("KV down", L.tn, c + rope, L.h, 0.0, 1, L.hf);
+  if (r > 0) {
+    k.norm("Q latent norm", L.tn, r, m.norm, false);
+    k.save("Q latent", L.act * L.tn * r);  // the up projection's input
+    k.linear("Q up", L.T, qw, r, 0.0);
+  }
+  k.norm("KV latent norm", L.tn, c, m.norm, false);
+  k.save("KV latent", L.act * L.tn * c);
+  k.linear("KV up", L.T, a * (m.qk_nope_dim + v), c, 0.0);
+  k.pointwise("rotary embedding", stream_class::elementwise, 2 * L.T * (a + 1) * rope * L.act);
+  k.pointwise("Q, K and V assembly", stream_class::copy, 2 * L.T * (2 * qw + vw) * L.act);
+  kernel_op at{.what = "attention", .part = {}, .kind = kernel_kind::attention};
+  at.batch = L.x.b / L.x.cp;
+  at.heads = a;
+  at.seq = L.x.seq;
+  at.dim = (qk + v) / 2;
+  at.backward = !L.fwd;
+  detail::emit(k.v, at);
+  k.save("Q, K, V", L.act * L.T * (2 * qw + vw));
+  k.save("attention log-sum-exp", 4 * L.T * a);
+  k.save("attention output", L.act * L.T * vw);
+  k.graph_input("attention projection", L.act * L.T * vw);
+  k.linear("attention projection", L.T, L.h, vw, 0.0);
+  k.residual(L.tn, L.h, L.mask);
+}
+
 /// The attention block: the input norm, the Q/K/V projections, rotary embedding, the k/v cache
 /// copies (`transformers`), attention (flash, or the unfused score GEMMs with softmax and
 /// dropout), the output projection and the residual.
 template <class B>
 [[gnu::always_inline]] constexpr void attention_block(const B& k, const layer_shape& L) {
+  if (L.m.mla()) return detail::latent_attention(k, L);
   k.norm("input norm", L.tn, L.h, L.m.norm, !L.hf);
   // GPT-2's c_attn fuses them; per-operator checkpointing runs over torchtitan's Llama, whose
   // projections are separate `nn.Linear`s (each an `aten.mm` the policy counts)
@@ -5952,6 +6073,17 @@ constexpr void layer_collectives(const transformer& m, const shard& x, const tra
                                  V&& v) {
   const double act = tr.activation_bytes(), h = m.hidden;
   const double bsh = x.b * x.s * h * act;
+  // latent attention's column-parallel side moves its latents, not h (`latent_attention`): under
+  // sequence parallelism the all-gather of the Q and KV latents and the rotary key (its mirror
+  // backward a reduce-scatter); without, the backward all-reduce of the up projections' input
+  // gradients (the rotary key's is not reduced: Megatron-LM issue #1699)
+  const bool fwd = ph == phase::forward;
+  const comm::collective entry =
+      x.sp ? (fwd ? comm::collective::all_gather : comm::collective::reduce_scatter)
+           : (fwd ? comm::collective::send_recv  // none forward
+                  : comm::collective::all_reduce);
+  const double latents =
+      (m.q_lora_rank > 0 ? m.q_lora_rank : h) + m.kv_lora_rank + (x.sp ? m.qk_rope_dim : 0);
   if (x.tp > 1)
     for (const auto& [op, count] : parallel::tensor_parallel{x.tp, x.sp}.collectives())
       for (int i = 0; i < count; ++i)
@@ -5959,11 +6091,14 @@ constexpr void layer_collectives(const transformer& m, const shard& x, const tra
             v, {op == comm::collective::all_reduce   ? "tensor-parallel all-reduce"
                 : op == comm::collective::all_gather ? "sequence-parallel all-gather"
                                                      : "sequence-parallel reduce-scatter",
-                op, comm_axis::tensor, bsh, ph});
+                op, comm_axis::tensor,
+                m.mla() && op == entry && i == 0 ? x.b * x.s * latents * act : bsh, ph});
   if (x.cp > 1)  // K and V blocks forward; blocks and their gradients backward
-    detail::communicate(v, {"ring attention K/V", comm::collective::send_recv, comm_axis::context,
-                            2 * x.b * x.s * m.kv_width() / x.tp * act, ph,
-                            parallel::context_parallel{x.cp}.transfers(ph == phase::backward)});
+    detail::communicate(
+        v, {"ring attention K/V", comm::collective::send_recv, comm_axis::context,
+            m.mla() ? x.b * x.s * m.heads * (m.latent_qk_dim() + m.v_head_dim) / x.tp * act
+                    : 2 * x.b * x.s * m.kv_width() / x.tp * act,
+            ph, parallel::context_parallel{x.cp}.transfers(ph == phase::backward)});
   if (m.moe() && x.ep > 1)
     for (int i = 0; i < parallel::expert_parallel::all_to_alls; ++i)
       detail::communicate(v, {i == 0 ? "MoE dispatch all-to-all" : "MoE combine all-to-all",
@@ -6176,10 +6311,17 @@ using parallel::stage_parameters;
 /// The model's parameter counts that `parameters_on` splits over the stages, counted once.
 struct model_parameters {
   double dense_layer = 0, expert_layer = 0, embedding = 0, head = 0;
+  double first_dense = 0;  ///< one of the dense first layers (`transformer::dense_layers`)
 };
 [[nodiscard]] constexpr model_parameters parameters_of(const transformer& m) {
   return {m.dense_layer_parameters(), m.expert_layer_parameters(), m.embedding_parameters(),
-          m.head_parameters()};
+          m.head_parameters(), m.dense_layers > 0 ? m.first_dense_layer_parameters() : 0.0};
+}
+
+/// The dense first layers on pipeline stage `stage`: all of them on the first (`nd::check` keeps
+/// them in its first chunk), none elsewhere.
+[[nodiscard]] constexpr int dense_layers_on(const transformer& m, int stage) {
+  return stage == 0 ? m.dense_layers : 0;
 }
 
 /// The same for a stage of `l` layers (`parallel::nd::stage_layers`, when the caller has it).
@@ -6189,8 +6331,14 @@ struct model_parameters {
   const double t = s.tensor.degree;
   const int p = s.pipeline.degree;
   stage_parameters out;
-  out.dense = l * k.dense_layer / t;
-  out.expert = l * k.expert_layer / (t * s.expert.degree);
+  const int d = dense_layers_on(m, stage);  // the dense first layers among the l
+  if (d == 0) {
+    out.dense = l * k.dense_layer / t;
+    out.expert = l * k.expert_layer / (t * s.expert.degree);
+  } else {
+    out.dense = ((l - d) * k.dense_layer + d * k.first_dense) / t;
+    out.expert = (l - d) * k.expert_layer / (t * s.expert.degree);
+  }
   if (stage == 0) out.embedding += k.embedding / t;
   if (stage == p - 1) {
     out.embedding += k.head / t;
@@ -6624,6 +6772,13 @@ struct layer_keeps {
   }
 };
 
+/// One kind of layer's priced kernels and keeps (`layer_compute::dense`).
+struct layer_kind_compute {
+  lower::span forward, backward, attention, uncached;
+  double attention_backward = 0;
+  layer_keeps keeps{}, whole_keeps{};
+};
+
 struct layer_compute {
   lower::span forward, backward;
   lower::span attention;  ///< the attention core's forward (recomputed under selective), fused
@@ -6644,6 +6799,24 @@ struct layer_compute {
   bool whole_known = false;
   /// the model's parameter counts (`parameters_of`), which the stages' shares are made from
   model_parameters parameters{};
+  /// the dense first layers (`transformer::dense_layers`, lowered as `first_dense()`): how many,
+  /// and one of them priced
+  int dense_layers = 0;
+  layer_kind_compute dense{};
+
+  /// The same with a dense first layer's kernels and keeps in place of the layer's.
+  [[nodiscard]] constexpr layer_compute dense_first() const {
+    layer_compute d = *this;
+    d.forward = dense.forward;
+    d.backward = dense.backward;
+    d.attention = dense.attention;
+    d.uncached = dense.uncached;
+    d.attention_backward = dense.attention_backward;
+    d.keeps = dense.keeps;
+    d.whole_keeps = dense.whole_keeps;
+    d.dense_layers = 0;
+    return d;
+  }
 };
 
 namespace detail {
@@ -6739,6 +6912,15 @@ struct pricer {
       tr.framework.modules != frameworks::module_style::transformers) {
     c.whole_keeps = f.would_keep;
     c.whole_known = true;
+  }
+  if (m.dense_layers > 0) {  // one dense first layer, priced the same way
+    const transformer d = m.first_dense();
+    detail::pricer df{q, g, fp32_attention, c.per_kernel}, db = df;
+    lower::layer(d, x, tr, phase::forward, df);
+    lower::layer(d, x, tr, phase::backward, db);
+    c.dense_layers = m.dense_layers;
+    c.dense = {df.result(),      db.result(), df.attention_result(), df.uncached_result(),
+               db.attention_gpu, df.kept,     df.would_keep};
   }
   return c;
 }
@@ -6866,14 +7048,12 @@ struct layer_collectives {
       const bool fwd = op.when == lower::phase::forward;
       switch (op.axis) {
         case lower::comm_axis::tensor:
-          if (fwd) {
-            if (op.op != tp_op || op.bytes != tp_bytes) {
-              tp_op = op.op;
-              tp_bytes = op.bytes;
-              tp_time = comm::nccl::time(op.op, c, s.group_of(axis::tensor), bytes{op.bytes});
-            }
-            out.tensor += tp_time;
+          if (op.op != tp_op || op.bytes != tp_bytes) {
+            tp_op = op.op;
+            tp_bytes = op.bytes;
+            tp_time = comm::nccl::time(op.op, c, s.group_of(axis::tensor), bytes{op.bytes});
           }
+          (fwd ? out.tensor : out.tensor_backward) += tp_time;
           break;
         case lower::comm_axis::context: {
           const seconds ring =
@@ -6893,9 +7073,9 @@ struct layer_collectives {
   } v{c, s, lc};
   const lower::shard x = lower::shard_of(m, s, tr);
   lower::layer_collectives(m, x, tr, lower::phase::forward, v);
-  if (x.cp > 1)  // only ring attention's backward differs from its forward
-    lower::layer_collectives(m, x, tr, lower::phase::backward, v);
-  v.out.tensor_backward = v.out.tensor;
+  // only ring attention's and latent attention's backward differ from their forward
+  if (x.cp > 1 || m.mla()) lower::layer_collectives(m, x, tr, lower::phase::backward, v);
+  if (!m.mla()) v.out.tensor_backward = v.out.tensor;
   if (tr.framework.tp_comm_overlap && x.tp > 1) {
     // the GEMMs are the layer's kernels less its attention core
     v.out.tensor =
@@ -6944,19 +7124,45 @@ class collectives_memo {
 struct stage_spans {
   lower::span forward_layer, backward_layer;  ///< with their collectives and recomputation
   lower::span recompute;                      ///< what `backward_layer` repeats of the forward
+  /// the same for a dense first layer (`layer_compute::dense`), the first stage's first
+  lower::span dense_forward, dense_backward, dense_recompute;
   [[nodiscard]] constexpr lower::span micro_batch(const layer_compute& lc, double layers,
                                                   bool first, bool last) const {
+    const double d = first ? lc.dense_layers : 0;
     lower::span s = first ? lc.embedding_forward : lower::span{};
-    s = s.then(forward_layer.repeat(layers));
+    if (d > 0) s = s.then(dense_forward.repeat(d));
+    s = s.then(forward_layer.repeat(layers - d));
     if (last) s = s.then(lc.head_forward).then(lc.head_backward);
-    s = s.then(backward_layer.repeat(layers));
+    s = s.then(backward_layer.repeat(layers - d));
+    if (d > 0) s = s.then(dense_backward.repeat(d));
     if (first) s = s.then(lc.embedding_backward);
     return s;
   }
 };
 
 [[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
+                                             const layer_collectives& lcoll, recompute rc);
+/// The collectives of a dense first layer: a layer's without the experts' all-to-alls.
+[[nodiscard]] constexpr layer_collectives dense_collectives(layer_collectives lcoll) {
+  lcoll.expert = seconds{};
+  return lcoll;
+}
+
+[[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
                                              const layer_collectives& lcoll, recompute rc) {
+  if (lc.dense_layers > 0) {
+    stage_spans out = spans_of(lc.dense_first(), dense_collectives(lcoll), rc);
+    layer_compute layer = lc;
+    layer.dense_layers = 0;
+    const stage_spans own = spans_of(layer, lcoll, rc);
+    out.dense_forward = out.forward_layer;
+    out.dense_backward = out.backward_layer;
+    out.dense_recompute = out.recompute;
+    out.forward_layer = own.forward_layer;
+    out.backward_layer = own.backward_layer;
+    out.recompute = own.recompute;
+    return out;
+  }
   stage_spans out;
   const lower::span comm_f = lower::span::kernel(0, lcoll.forward().count());
   const lower::span comm_b = lower::span::kernel(0, lcoll.backward().count());
@@ -7168,6 +7374,50 @@ namespace strata::analytic {
 
 using parallel::recompute;
 
+/// One micro-batch's span on the pipeline's critical (slowest) stage, the slowest time and the sum
+/// over the stages.
+struct pipeline_stages {
+  lower::span crit;
+  seconds worst, sum;
+  int critical = 0;
+};
+
+/// Per micro-batch time of each stage of plan `s`; the slowest sets the steady state. The middle
+/// stages are alike, so three stage times give the worst and the sum. Without host costs a span
+/// is its GPU time: a sum (the same algebra, fewer operations).
+[[nodiscard]] constexpr pipeline_stages stages_of(const transformer& m, const parallel::nd& s,
+                                                  const layer_compute& lc, const stage_spans& sp) {
+  const int p = s.pipeline.degree;
+  const bool host_free = lc.per_kernel <= 0 && lc.checkpoint_host <= 0;
+  auto stage_span = [&](int i) {
+    if (!host_free) return sp.micro_batch(lc, s.stage_layers(m, i), i == 0, i == p - 1);
+    const int d = i == 0 ? lc.dense_layers : 0;  // the dense first layers
+    double t = d == 0
+                   ? s.stage_layers(m, i) * (sp.forward_layer.gpu + sp.backward_layer.gpu)
+                   : (s.stage_layers(m, i) - d) * (sp.forward_layer.gpu + sp.backward_layer.gpu) +
+                         d * (sp.dense_forward.gpu + sp.dense_backward.gpu);
+    if (i == 0) t += lc.embedding_forward.gpu + lc.embedding_backward.gpu;
+    if (i == p - 1) t += lc.head_forward.gpu + lc.head_backward.gpu;
+    return lower::span::kernel(0, t);
+  };
+  pipeline_stages out{stage_span(0), {}, {}, 0};
+  out.worst = seconds{out.crit.time};
+  out.sum = out.worst;
+  if (p > 2) {
+    const lower::span middle = stage_span(1);
+    out.sum += (p - 2) * seconds{middle.time};
+    if (seconds{middle.time} > out.worst)
+      out.worst = seconds{middle.time}, out.critical = 1, out.crit = middle;
+  }
+  if (p > 1) {
+    const lower::span last = stage_span(p - 1);
+    out.sum += seconds{last.time};
+    if (seconds{last.time} > out.worst)
+      out.worst = seconds{last.time}, out.critical = p - 1, out.crit = last;
+  }
+  return out;
+}
+
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` and the
 /// layer's collectives `lcoll` from `collectives_of` (pass the same to every strategy that shares
 /// tp, sp, cp, ep and b, and for `lcoll` the same tensor, context and expert groups); a sweep
@@ -7188,43 +7438,32 @@ using parallel::recompute;
 
   const stage_spans sp = spans_of(lc, lcoll, rc);
 
-  // per micro-batch time of each stage; the slowest sets the steady state. The middle stages
-  // are alike, so three stage times give the worst and the sum.
-  // without host costs a span is its GPU time: sum (the same algebra, fewer operations)
-  const bool host_free = lc.per_kernel <= 0 && lc.checkpoint_host <= 0;
-  auto stage_span = [&](int i) {
-    if (!host_free) return sp.micro_batch(lc, s.stage_layers(m, i), i == 0, i == p - 1);
-    double t = s.stage_layers(m, i) * (sp.forward_layer.gpu + sp.backward_layer.gpu);
-    if (i == 0) t += lc.embedding_forward.gpu + lc.embedding_backward.gpu;
-    if (i == p - 1) t += lc.head_forward.gpu + lc.head_backward.gpu;
-    return lower::span::kernel(0, t);
-  };
-  lower::span crit = stage_span(0);
-  seconds worst{crit.time}, sum = worst;
-  int critical = 0;
-  if (p > 2) {
-    const lower::span middle = stage_span(1);
-    sum += (p - 2) * seconds{middle.time};
-    if (seconds{middle.time} > worst) worst = seconds{middle.time}, critical = 1, crit = middle;
-  }
-  if (p > 1) {
-    const lower::span last = stage_span(p - 1);
-    sum += seconds{last.time};
-    if (seconds{last.time} > worst) worst = seconds{last.time}, critical = p - 1, crit = last;
-  }
+  const pipeline_stages stages = stages_of(m, s, lc, sp);
+  const lower::span crit = stages.crit;
+  const seconds worst = stages.worst, sum = stages.sum;
+  const int critical = stages.critical;
   const double lcrit = s.stage_layers(m, critical);
   const bool first = critical == 0, last = critical == p - 1;
+  // a per-layer figure over the critical stage's layers, its dense first layers' `dense` each
+  const double dcrit = first ? lc.dense_layers : 0;
+  const auto over_layers = [&](double layer, double dense) {
+    return dcrit == 0 ? lcrit * layer : (lcrit - dcrit) * layer + dcrit * dense;
+  };
   time_breakdown T;
-  T.forward = mb * seconds{lcrit * lc.forward.gpu + (first ? lc.embedding_forward.gpu : 0.0) +
-                           (last ? lc.head_forward.gpu : 0.0)};
-  T.backward = mb * seconds{lcrit * lc.backward.gpu + (first ? lc.embedding_backward.gpu : 0.0) +
-                            (last ? lc.head_backward.gpu : 0.0)};
-  T.recompute = mb * lcrit * seconds{sp.recompute.gpu};
+  T.forward =
+      mb * seconds{over_layers(lc.forward.gpu, lc.dense.forward.gpu) +
+                   (first ? lc.embedding_forward.gpu : 0.0) + (last ? lc.head_forward.gpu : 0.0)};
+  T.backward =
+      mb * seconds{over_layers(lc.backward.gpu, lc.dense.backward.gpu) +
+                   (first ? lc.embedding_backward.gpu : 0.0) + (last ? lc.head_backward.gpu : 0.0)};
+  T.recompute = dcrit == 0 ? mb * lcrit * seconds{sp.recompute.gpu}
+                           : mb * seconds{over_layers(sp.recompute.gpu, sp.dense_recompute.gpu)};
   // each policy adds its term: the fold over the plan's policies
   const double passes = mb * lcrit;  // layer passes of the critical stage
   T.tensor_comm = s.tensor.time(passes, lcoll.tensor, lcoll.tensor_backward);
   T.context_comm = s.context.time(passes, lcoll.context_forward, lcoll.context_backward);
-  T.expert_comm = s.expert.time(passes, lcoll.expert);
+  // the dense first layers route no tokens
+  T.expert_comm = s.expert.time(mb * (lcrit - dcrit), lcoll.expert);
   // each forward and backward step waits for its send of b s h / t (Megatron's scatter/gather:
   // each tensor-parallel rank sends its 1/t)
   seconds send{};
@@ -7380,7 +7619,8 @@ struct memory_terms {
   double layer_gradients = 0;  ///< one layer's
   double head_gradients = 0;   ///< embedding's and head's (made by the first backward)
   double layers = 0, in_flight = 1;
-  double saved = 0, casts = 0;            ///< one layer's saved tensors and weight copies
+  double saved = 0, casts = 0;  ///< one layer's saved tensors and weight copies
+  double last_saved = 0;        ///< the saved tensors of the stage's last layer to run backward
   double full_layer = 0, full_casts = 0;  ///< the same without recomputation
   double rebuilt = 0;                     ///< a recomputed layer during its backward
   double embedding = 0;       ///< input-embedding tensors of the in-flight micro-batches
@@ -7407,6 +7647,7 @@ struct memory_terms {
 struct plan_keeps {
   layer_keeps layer, full, embedding, head;
   model_parameters parameters{};
+  layer_keeps dense_layer{}, dense_full{};  ///< a dense first layer's (`transformer::dense_layers`)
 };
 namespace detail {
 /// A plan's keeps from what its layer, embedding and head keep; a checkpointed layer is lowered
@@ -7416,10 +7657,13 @@ namespace detail {
                                                     const layer_keeps& embedding,
                                                     const layer_keeps& head) {
   plan_keeps k{layer, layer, embedding, head, parameters_of(m)};
-  if (parallel::checkpoints_layer(sh.recompute)) {
-    lower::shard whole = sh;
-    whole.recompute = recompute::none;
-    k.full = keeps_of(m, whole, t);
+  lower::shard whole = sh;
+  whole.recompute = recompute::none;
+  if (parallel::checkpoints_layer(sh.recompute)) k.full = keeps_of(m, whole, t);
+  if (m.dense_layers > 0) {
+    k.dense_layer = keeps_of(m.first_dense(), sh, t);
+    k.dense_full = parallel::checkpoints_layer(sh.recompute) ? keeps_of(m.first_dense(), whole, t)
+                                                             : k.dense_layer;
   }
   return k;
 }
@@ -7439,7 +7683,8 @@ namespace detail {
 [[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
                                             const training& t, const layer_compute& lc) {
   if (lc.whole_known)
-    return {lc.keeps, lc.whole_keeps, lc.embedding_keeps, lc.head_keeps, lc.parameters};
+    return {lc.keeps,      lc.whole_keeps, lc.embedding_keeps,  lc.head_keeps,
+            lc.parameters, lc.dense.keeps, lc.dense.whole_keeps};
   return detail::with_whole_layer(m, lower::shard_of(m, s, t), t, lc.keeps, lc.embedding_keeps,
                                   lc.head_keeps);
 }
@@ -7460,6 +7705,34 @@ namespace detail {
                      s.context.degree * m.hidden * t.activation_bytes();
   return slots * ((stage > 0 ? act : 0.0) + (stage < p - 1 ? act / s.tensor.degree : 0.0));
 }
+namespace detail {
+/// A stage's per-layer memory terms from what its layers keep (`x.layers` and `x.in_flight` set):
+/// with `d` dense first layers among its `layers`, the per-layer figures on average over the two
+/// kinds, a recomputed layer the larger kind's, and the last backward's layer (layer 0) a dense
+/// one.
+constexpr void layer_terms(memory_terms& x, const plan_keeps& keeps, int layers, int d) {
+  x.saved = keeps.layer.activation;
+  x.casts = keeps.layer.weight_copy;
+  x.until_loss = x.layers * x.in_flight * keeps.layer.until_loss;
+  x.graph = keeps.layer.graph;
+  x.full_layer = keeps.full.activation;
+  x.full_casts = keeps.full.weight_copy;
+  x.last_saved = x.saved;
+  if (d == 0) return;
+  const auto mix = [&](double layer, double dense) {
+    return ((layers - d) * layer + d * dense) / layers;
+  };
+  const layer_keeps &dl = keeps.dense_layer, &df = keeps.dense_full;
+  x.saved = mix(keeps.layer.activation, dl.activation);
+  x.casts = mix(keeps.layer.weight_copy, dl.weight_copy);
+  x.until_loss = x.in_flight * ((layers - d) * keeps.layer.until_loss + d * dl.until_loss);
+  x.graph = mix(keeps.layer.graph, dl.graph);
+  x.full_layer = strata::detail::max(x.full_layer, df.activation);
+  x.full_casts = strata::detail::max(x.full_casts, df.weight_copy);
+  x.last_saved = dl.activation;
+}
+}  // namespace detail
+
 /// The terms of pipeline stage `stage` on one rank.
 [[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
                                                  const training& t, int stage,
@@ -7528,12 +7801,7 @@ namespace detail {
   x.layers = layers;
   x.in_flight = s.pipeline.in_flight(micro_batches, stage);
   using lower::keep_kind;
-  x.saved = keeps.layer.activation;
-  x.casts = keeps.layer.weight_copy;
-  x.until_loss = x.layers * x.in_flight * keeps.layer.until_loss;
-  x.graph = keeps.layer.graph;
-  x.full_layer = keeps.full.activation;
-  x.full_casts = keeps.full.weight_copy;
+  detail::layer_terms(x, keeps, layers, dense_layers_on(m, stage));
   // what a checkpointed layer rebuilds while its backward runs: the whole layer, or what the
   // per-operator policy does not cache (its cached outputs are in `saved` already)
   if (parallel::rebuilds_layer(sh.recompute)) x.rebuilt = x.full_layer;
@@ -7625,7 +7893,7 @@ namespace detail {
        acts + x.until_loss + x.previous_graph, casts + x.head_casts, x.embedding + x.head,
        x.forward_logits + x.held_logits, 0, x.head_dequant > 0 ? 0.0 : x.dequant},
       {memory_moment::last_backward, all_grads ? x.gradients : x.gradients - x.layer_gradients,
-       (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt +
+       (x.in_flight - 1) * x.layers * x.saved + x.last_saved + x.rebuilt +
            (x.layers * x.in_flight - 1) * x.graph,
        (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits, 0,
        x.dequant},
@@ -10415,7 +10683,7 @@ template <class Visit>
 void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                    const device_profile& prof, const transformer_space& space, Visit&& visit,
                    sweep_part part = {}) {
-  m.check_lowered();
+  parallel::check_model_setup(m, tr);
   tr.check_transformer();
   if (part.parts < 1 || part.part < 0 || part.part >= part.parts)
     throw plan_error("search: the part to run must lie in [0, parts)");
@@ -10477,10 +10745,13 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                     .kind =
                         v > 1 ? parallel::schedule::interleaved : parallel::schedule::one_f_one_b};
                 if (!pipe.admits(m.layers, micro)) continue;
+                // the dense first layers in the first stage's first chunk, as nd::check asks
+                if (m.dense_layers > pipe.chunk_layers(m.layers, 0, 0)) continue;
                 for (const auto rc : space.recompute)
                   for (const int z : space.zero) {
                     // per-operator checkpointing as nd::check admits it: dense, without LoRA
-                    if (parallel::saves_op_outputs(rc) && (tr.lora.on() || m.moe())) continue;
+                    if (parallel::saves_op_outputs(rc) && (tr.lora.on() || m.moe() || m.mla()))
+                      continue;
                     const analytic::layer_compute& lc =
                         lcs[static_cast<std::size_t>(lowered_as(rc))];
                     if (z > 0 && d * e * cx == 1) continue;  // nothing to shard

@@ -8,9 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "strata/analytic/parameters.hpp"
+#include "strata/frameworks/huggingface.hpp"
 #include "strata/io/hf_config.hpp"
 #include "strata/io/transformer_scenario.hpp"
 #include "strata/model/transformer_zoo.hpp"
+#include "strata/parallel/nd.hpp"
 
 namespace unit_hf_config {
 
@@ -115,17 +118,51 @@ TEST_CASE("hf_config: the shipped Llama 3 matches the zoo's", "[hf_config]") {
   CHECK(hf.norm == zoo.norm);
 }
 
+TEST_CASE("hf_config: DeepSeek-V3 plans, its dense first layers on the first stage",
+          "[hf_config]") {
+  using namespace strata;
+  const transformer m = io::transformer_from_hf_config(json{{"model_type", "deepseek_v3"}});
+  REQUIRE(m.dense_layers == 3);
+  // two stages of 31 and 30 layers, 32-way expert parallelism: 64 GPUs
+  parallel::nd s{.expert = {.degree = 32}, .pipeline = {.degree = 2}};
+  s.pipeline.first_stage_layers = 31;
+  s.pipeline.last_stage_layers = 30;
+  const training tr{.batch = 64, .sequence = 4096};
+  CHECK_NOTHROW(s.check(m, tr, 64));
+  // per layer, h = 7168: latent attention 187,107,328 (Q down h r + r, Q up r a qk, KV down
+  // h (c + rope) + c, KV up c a (nope + v), output a v h), two norms 14,336; an MoE layer adds
+  // the router h x 256 = 1,835,008 and the shared expert 3 h 2048 = 44,040,192 (232,996,864
+  // outside its experts) and 256 experts of 44,040,192 (11,274,289,152); a dense first layer
+  // the MLP 3 h 18432 = 396,361,728 (583,483,392). Stage 0 on one rank: 28 MoE and 3 dense
+  // layers and the embedding 129280 h = 926,679,040, the experts over 32 ranks
+  const auto first = analytic::parameters_on(m, s, 0);
+  CHECK(first.dense == 28 * 232'996'864.0 + 3 * 583'483'392.0 + 926'679'040.0);
+  CHECK(first.expert == 28 * 11'274'289'152.0 / 32);
+  // the last stage: 30 MoE layers and the head (an untied 129280 h and the final norm)
+  const auto last = analytic::parameters_on(m, s, 1);
+  CHECK(last.dense == 30 * 232'996'864.0 + 926'679'040.0 + 7168);
+  // a first stage too short for the dense layers is refused, naming the field to change
+  s.pipeline.first_stage_layers = 1;
+  s.pipeline.last_stage_layers = 60;
+  CHECK_THROWS_WITH(s.check(m, tr, 64),
+                    Contains("the 3 dense first layers must run on the first pipeline stage's "
+                             "first chunk, which holds 1 layers"));
+  // transformers' own attention is not what the lowering runs
+  training hf = tr;
+  hf.framework = frameworks::huggingface;
+  CHECK_THROWS_WITH((parallel::nd{.expert = {.degree = 64}}).check(m, hf, 64),
+                    Contains("transformer.kv_lora_rank: multi-head latent attention as "
+                             "transformers' modeling code runs it is not modelled"));
+}
+
 TEST_CASE("hf_config: what strata cannot count or price is refused by name", "[hf_config]") {
   CHECK_THROWS_WITH(
       io::read_hf_config(json{{"model_type", "falcon"}}),
       Contains("hf_config: unknown model_type \"falcon\" (supported: llama, mistral"));
   CHECK_THROWS_WITH(io::read_hf_config(json{{"hidden_size", 4096}}), Contains("no model_type"));
   // DeepseekV3Config() is DeepSeek-V3: counted (latent attention, a shared expert, three dense
-  // first layers; the hand sum in tools/hf_configs/index.json), refused for a plan
+  // first layers; the hand sum in tools/hf_configs/index.json) and planned (the next test)
   CHECK(count(io::read_hf_config(json{{"model_type", "deepseek_v3"}}).net) == 671'026'404'352);
-  CHECK_THROWS_WITH(io::transformer_from_hf_config(json{{"model_type", "deepseek_v3"}}),
-                    Contains("hf_config: deepseek_v3: transformer.kv_lora_rank: multi-head latent "
-                             "attention is counted but not priced yet"));
   // DeepseekV2Config's num_experts_per_tok is None, which its modeling code cannot route with
   CHECK_THROWS_WITH(io::read_hf_config(json{{"model_type", "deepseek_v2"}}),
                     Contains("num_experts_per_tok is None by default"));

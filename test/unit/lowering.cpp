@@ -237,6 +237,137 @@ TEST_CASE("an uneven expert load: each expert's GEMMs on its own rows, the same 
   CHECK(spread.kernel_time() != Approx(flat.kernel_time()).epsilon(1e-4));
 }
 
+namespace {
+/// DeepSeek-V3's layer (DeepseekV3Config's defaults) with `layers` MoE layers and no dense ones.
+transformer deepseek_v3_moe_layers(int layers) {
+  transformer m = llama_like(layers, 7168, 128, 0, 2048, 129280);
+  m.experts = 256;
+  m.top_k = 8;
+  m.shared_ffn = 2048;
+  m.q_lora_rank = 1536;
+  m.kv_lora_rank = 512;
+  m.qk_rope_dim = 64;
+  m.qk_nope_dim = 128;
+  m.v_head_dim = 128;
+  return m;
+}
+/// Forward FLOPs and saved bytes of one layer, and its tensor-parallel collectives' bytes.
+struct layer_tally {
+  double gemm = 0, attention = 0, all = 0, saved_to_attention = 0;
+  bool past_attention = false;
+  std::vector<double> tensor_bytes;
+  void kernel(const lower::kernel_op& k) {
+    if (!k.part.empty()) return;  // the forward's GEMMs, not their parts
+    all += k.flops();
+    if (past_attention) return;
+    (k.kind == lower::kernel_kind::attention ? attention : gemm) += k.flops();
+    if (k.what == "attention projection") past_attention = true;
+  }
+  void save(const lower::saved_tensor& t) {
+    if (!past_attention) saved_to_attention += t.bytes;
+  }
+  void collective(const lower::collective_op& c) {
+    if (c.axis == lower::comm_axis::tensor) tensor_bytes.push_back(c.bytes);
+  }
+};
+}  // namespace
+
+TEST_CASE("multi-head latent attention: DeepSeek-V3's layer worked by hand") {
+  const transformer m = deepseek_v3_moe_layers(4);
+  training tr{.batch = 1, .sequence = 4096};
+  // h = 7168, a = 128 heads, r = 1536, c = 512, rope 64, nope 128, v 128 (qk = 192). Per token,
+  // 2 FLOPs per weight: Q down h r = 11,010,048; Q up r a qk = 37,748,736; KV down h (c + rope)
+  // = 4,128,768; KV up c a (nope + v) = 16,777,216; output a v h = 117,440,512: 187,105,280,
+  // 374,210,560 FLOPs.
+  const lower::shard x{.b = 1, .s = 4096, .seq = 4096};
+  layer_tally f;
+  lower::layer(m, x, tr, lower::phase::forward, f);
+  CHECK(f.gemm == 4096 * 374'210'560.0);
+  // causal attention: 2 b a s^2 (qk + v) / 2 = 2 x 128 x 4096^2 x 160 = 687,194,767,360
+  CHECK(f.attention == 687'194'767'360.0);
+  // the whole layer: the model's count (uncausal core 2 s a (qk + v) = 335,544,320 per token)
+  // less the masked half of the core
+  CHECK(m.attention_core_flops(4096) == 335'544'320.0);
+  CHECK(f.all == Approx(4096 * (m.layer_forward_flops(4096) - 335'544'320.0 / 2)).epsilon(1e-12));
+  // Megatron keeps per token to the output projection (bf16): the input norm's input 2h and the
+  // down projections' input 2h; each latent norm's input and output, 2 x 2r and 2 x 2c; Q and
+  // K 2 a qk each and V 2 a v; the log-sum-exp 4a; the output 2 a v:
+  // 28,672 + 6,144 + 2,048 + 131,072 + 512 + 32,768 = 201,216 B
+  const lower::shard one{.b = 1, .s = 1, .seq = 1};
+  layer_tally k;
+  lower::layer(m, one, tr, lower::phase::forward, k);
+  CHECK(k.saved_to_attention == 201'216);
+  // tensor parallelism 8 with sequence parallelism: the attention's all-gather carries the
+  // latents and the rotary key, (r + c + rope) 2 B = 4,224 B per token, the others b s h 2 B;
+  // backward its mirror reduce-scatter; without sequence parallelism the backward all-reduce of
+  // the up projections' input gradients, (r + c) 2 B = 4,096 B
+  for (const bool sp : {true, false}) {
+    const lower::shard t8{.b = 1, .s = 1, .seq = 1, .tp = 8, .sp = sp, .ep = 8};
+    layer_tally fw, bw;
+    lower::layer_collectives(m, t8, tr, lower::phase::forward, fw);
+    lower::layer_collectives(m, t8, tr, lower::phase::backward, bw);
+    const double h = 14'336;
+    if (sp) {
+      CHECK(fw.tensor_bytes == std::vector<double>{4224, h, h, h});
+      CHECK(bw.tensor_bytes == std::vector<double>{h, h, 4224, h});
+    } else {
+      CHECK(fw.tensor_bytes == std::vector<double>{h, h});
+      CHECK(bw.tensor_bytes == std::vector<double>{4096, h});
+    }
+  }
+  // without q_lora_rank (DeepSeek-V2-Lite) Q is one column-parallel projection h -> a qk over
+  // every token: per token 2 h a qk = 352,321,536 FLOPs in place of Q down and up's 97,517,568,
+  // and its side of the all-gather is the layer input h: (h + c + rope) 2 B = 15,488 B
+  transformer lite = m;
+  lite.q_lora_rank = 0;
+  layer_tally fl;
+  lower::layer(lite, x, tr, lower::phase::forward, fl);
+  CHECK(fl.gemm == 4096 * (374'210'560.0 - 97'517'568 + 352'321'536));
+  const lower::shard sp8{.b = 1, .s = 1, .seq = 1, .tp = 8, .sp = true, .ep = 8};
+  layer_tally ag;
+  lower::layer_collectives(lite, sp8, tr, lower::phase::forward, ag);
+  CHECK(ag.tensor_bytes == std::vector<double>{15'488, 14'336, 14'336, 14'336});
+  // transformers' DeepseekV3Attention is not what the lowering runs: refused by name
+  training hf = tr;
+  hf.framework = frameworks::huggingface;
+  CHECK_THROWS_WITH((parallel::nd{}).check(m, hf, 1),
+                    Catch::Contains("multi-head latent attention as transformers' modeling code"));
+}
+
+TEST_CASE("DeepSeek's layers: step, one-GPU plan and simulator give the same time and memory") {
+  // latent attention, MoE with a shared expert; with and without a dense first layer (the
+  // single-GPU step lowers each layer as itself, the plan and the simulator price the two kinds)
+  transformer m = llama_like(4, 1024, 16, 0, 512, 32000);
+  m.experts = 8;
+  m.top_k = 2;
+  m.shared_ffn = 512;
+  m.q_lora_rank = 384;
+  m.kv_lora_rank = 128;
+  m.qk_rope_dim = 32;
+  m.qk_nope_dim = 64;
+  m.v_head_dim = 64;
+  m.dense_ffn = 1536;
+  for (const int dense : {0, 1})
+    for (const auto& recipe : {frameworks::megatron, frameworks::pytorch_eager})
+      for (const auto rc : {recompute::none, recompute::selective, recompute::full}) {
+        m.dense_layers = dense;
+        training tr{.batch = 2, .sequence = 1024};
+        tr.framework = recipe;
+        const parallel::nd s{.recomputation = rc, .micro_batch = 2};
+        INFO(dense << " dense, " << recipe.name << " " << to_string(rc));
+        const auto step = analytic::step_kernels(m, s, tr, h100);
+        const auto plan = analytic::evaluate(m, s, one_h100, tr, h100);
+        const auto run = sim::simulate(m, s, one_h100, tr, h100);
+        // the single-GPU step knows full checkpointing only
+        if (rc != recompute::selective)
+          CHECK(step.time() == Approx(plan.iteration_time().count()).epsilon(1e-9));
+        CHECK(run.iteration.count() == Approx(plan.iteration_time().count()).epsilon(1e-9));
+        CHECK(run.run.peak_memory[0] == Approx(plan.memory.total().count()).epsilon(1e-9));
+        // selective recomputation runs the fused attention again
+        if (rc == recompute::selective) CHECK(plan.time.recompute.count() > 0);
+      }
+}
+
 TEST_CASE("per-operator checkpointing keeps what torchtitan's op policy caches") {
   // torchtitan's selective "op" policy (parallelize_llama.py at 9dec370): inside a checkpointed
   // block the outputs of the 1st, 3rd, 5th and 7th aten.mm (wq, wv, w1, w2) and of flash

@@ -13,11 +13,19 @@ namespace strata::analytic {
 
 using parallel::recompute;
 
+/// Forward FLOPs of every layer for one token at sequence length s: the dense first layers'
+/// (`transformer::first_dense`) and the others'.
+[[nodiscard]] constexpr double layers_forward_flops(const transformer& m, double s) {
+  if (m.dense_layers == 0) return m.layers * m.layer_forward_flops(s);
+  return (m.layers - m.dense_layers) * m.layer_forward_flops(s) +
+         m.dense_layers * m.first_dense().layer_forward_flops(s);
+}
+
 /// Model FLOPs of one iteration: forward and backward (3x forward) of every layer and of the
 /// vocabulary projection, for B sequences of s tokens (Narayanan et al. SC'21 eq. (3) without
 /// recomputation, generalized).
 [[nodiscard]] constexpr double model_flops(const transformer& m, double batch, double s) {
-  return 3 * batch * s * (m.layers * m.layer_forward_flops(s) + m.head_forward_flops());
+  return 3 * batch * s * (layers_forward_flops(m, s) + m.head_forward_flops());
 }
 
 /// The matmul FLOPs per token that per-operator checkpointing runs again in a dense layer: the
@@ -46,8 +54,11 @@ using parallel::recompute;
 [[nodiscard]] constexpr double hardware_flops(const transformer& m, double batch, double s,
                                               recompute r) {
   const double base = model_flops(m, batch, s);
-  if (r == recompute::full) return base + batch * s * m.layers * m.layer_forward_flops(s);
-  if (r == recompute::selective) return base + batch * s * m.layers * 4 * s * m.hidden;
+  if (r == recompute::full)
+    return m.dense_layers == 0 ? base + batch * s * m.layers * m.layer_forward_flops(s)
+                               : base + batch * s * layers_forward_flops(m, s);
+  if (r == recompute::selective)
+    return base + batch * s * m.layers * (m.mla() ? m.attention_core_flops(s) : 4 * s * m.hidden);
   if (r == recompute::per_op) return base + batch * s * m.layers * uncached_matmul_flops(m);
   return base;
 }

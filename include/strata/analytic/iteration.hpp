@@ -22,6 +22,50 @@ namespace strata::analytic {
 
 using parallel::recompute;
 
+/// One micro-batch's span on the pipeline's critical (slowest) stage, the slowest time and the sum
+/// over the stages.
+struct pipeline_stages {
+  lower::span crit;
+  seconds worst, sum;
+  int critical = 0;
+};
+
+/// Per micro-batch time of each stage of plan `s`; the slowest sets the steady state. The middle
+/// stages are alike, so three stage times give the worst and the sum. Without host costs a span
+/// is its GPU time: a sum (the same algebra, fewer operations).
+[[nodiscard]] constexpr pipeline_stages stages_of(const transformer& m, const parallel::nd& s,
+                                                  const layer_compute& lc, const stage_spans& sp) {
+  const int p = s.pipeline.degree;
+  const bool host_free = lc.per_kernel <= 0 && lc.checkpoint_host <= 0;
+  auto stage_span = [&](int i) {
+    if (!host_free) return sp.micro_batch(lc, s.stage_layers(m, i), i == 0, i == p - 1);
+    const int d = i == 0 ? lc.dense_layers : 0;  // the dense first layers
+    double t = d == 0
+                   ? s.stage_layers(m, i) * (sp.forward_layer.gpu + sp.backward_layer.gpu)
+                   : (s.stage_layers(m, i) - d) * (sp.forward_layer.gpu + sp.backward_layer.gpu) +
+                         d * (sp.dense_forward.gpu + sp.dense_backward.gpu);
+    if (i == 0) t += lc.embedding_forward.gpu + lc.embedding_backward.gpu;
+    if (i == p - 1) t += lc.head_forward.gpu + lc.head_backward.gpu;
+    return lower::span::kernel(0, t);
+  };
+  pipeline_stages out{stage_span(0), {}, {}, 0};
+  out.worst = seconds{out.crit.time};
+  out.sum = out.worst;
+  if (p > 2) {
+    const lower::span middle = stage_span(1);
+    out.sum += (p - 2) * seconds{middle.time};
+    if (seconds{middle.time} > out.worst)
+      out.worst = seconds{middle.time}, out.critical = 1, out.crit = middle;
+  }
+  if (p > 1) {
+    const lower::span last = stage_span(p - 1);
+    out.sum += seconds{last.time};
+    if (seconds{last.time} > out.worst)
+      out.worst = seconds{last.time}, out.critical = p - 1, out.crit = last;
+  }
+  return out;
+}
+
 /// One iteration's time on the critical path, with kernel times `lc` from `lower_layer` and the
 /// layer's collectives `lcoll` from `collectives_of` (pass the same to every strategy that shares
 /// tp, sp, cp, ep and b, and for `lcoll` the same tensor, context and expert groups); a sweep
@@ -42,43 +86,32 @@ using parallel::recompute;
 
   const stage_spans sp = spans_of(lc, lcoll, rc);
 
-  // per micro-batch time of each stage; the slowest sets the steady state. The middle stages
-  // are alike, so three stage times give the worst and the sum.
-  // without host costs a span is its GPU time: sum (the same algebra, fewer operations)
-  const bool host_free = lc.per_kernel <= 0 && lc.checkpoint_host <= 0;
-  auto stage_span = [&](int i) {
-    if (!host_free) return sp.micro_batch(lc, s.stage_layers(m, i), i == 0, i == p - 1);
-    double t = s.stage_layers(m, i) * (sp.forward_layer.gpu + sp.backward_layer.gpu);
-    if (i == 0) t += lc.embedding_forward.gpu + lc.embedding_backward.gpu;
-    if (i == p - 1) t += lc.head_forward.gpu + lc.head_backward.gpu;
-    return lower::span::kernel(0, t);
-  };
-  lower::span crit = stage_span(0);
-  seconds worst{crit.time}, sum = worst;
-  int critical = 0;
-  if (p > 2) {
-    const lower::span middle = stage_span(1);
-    sum += (p - 2) * seconds{middle.time};
-    if (seconds{middle.time} > worst) worst = seconds{middle.time}, critical = 1, crit = middle;
-  }
-  if (p > 1) {
-    const lower::span last = stage_span(p - 1);
-    sum += seconds{last.time};
-    if (seconds{last.time} > worst) worst = seconds{last.time}, critical = p - 1, crit = last;
-  }
+  const pipeline_stages stages = stages_of(m, s, lc, sp);
+  const lower::span crit = stages.crit;
+  const seconds worst = stages.worst, sum = stages.sum;
+  const int critical = stages.critical;
   const double lcrit = s.stage_layers(m, critical);
   const bool first = critical == 0, last = critical == p - 1;
+  // a per-layer figure over the critical stage's layers, its dense first layers' `dense` each
+  const double dcrit = first ? lc.dense_layers : 0;
+  const auto over_layers = [&](double layer, double dense) {
+    return dcrit == 0 ? lcrit * layer : (lcrit - dcrit) * layer + dcrit * dense;
+  };
   time_breakdown T;
-  T.forward = mb * seconds{lcrit * lc.forward.gpu + (first ? lc.embedding_forward.gpu : 0.0) +
-                           (last ? lc.head_forward.gpu : 0.0)};
-  T.backward = mb * seconds{lcrit * lc.backward.gpu + (first ? lc.embedding_backward.gpu : 0.0) +
-                            (last ? lc.head_backward.gpu : 0.0)};
-  T.recompute = mb * lcrit * seconds{sp.recompute.gpu};
+  T.forward =
+      mb * seconds{over_layers(lc.forward.gpu, lc.dense.forward.gpu) +
+                   (first ? lc.embedding_forward.gpu : 0.0) + (last ? lc.head_forward.gpu : 0.0)};
+  T.backward =
+      mb * seconds{over_layers(lc.backward.gpu, lc.dense.backward.gpu) +
+                   (first ? lc.embedding_backward.gpu : 0.0) + (last ? lc.head_backward.gpu : 0.0)};
+  T.recompute = dcrit == 0 ? mb * lcrit * seconds{sp.recompute.gpu}
+                           : mb * seconds{over_layers(sp.recompute.gpu, sp.dense_recompute.gpu)};
   // each policy adds its term: the fold over the plan's policies
   const double passes = mb * lcrit;  // layer passes of the critical stage
   T.tensor_comm = s.tensor.time(passes, lcoll.tensor, lcoll.tensor_backward);
   T.context_comm = s.context.time(passes, lcoll.context_forward, lcoll.context_backward);
-  T.expert_comm = s.expert.time(passes, lcoll.expert);
+  // the dense first layers route no tokens
+  T.expert_comm = s.expert.time(mb * (lcrit - dcrit), lcoll.expert);
   // each forward and backward step waits for its send of b s h / t (Megatron's scatter/gather:
   // each tensor-parallel rank sends its 1/t)
   seconds send{};

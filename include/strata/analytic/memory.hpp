@@ -87,7 +87,8 @@ struct memory_terms {
   double layer_gradients = 0;  ///< one layer's
   double head_gradients = 0;   ///< embedding's and head's (made by the first backward)
   double layers = 0, in_flight = 1;
-  double saved = 0, casts = 0;            ///< one layer's saved tensors and weight copies
+  double saved = 0, casts = 0;  ///< one layer's saved tensors and weight copies
+  double last_saved = 0;        ///< the saved tensors of the stage's last layer to run backward
   double full_layer = 0, full_casts = 0;  ///< the same without recomputation
   double rebuilt = 0;                     ///< a recomputed layer during its backward
   double embedding = 0;       ///< input-embedding tensors of the in-flight micro-batches
@@ -114,6 +115,7 @@ struct memory_terms {
 struct plan_keeps {
   layer_keeps layer, full, embedding, head;
   model_parameters parameters{};
+  layer_keeps dense_layer{}, dense_full{};  ///< a dense first layer's (`transformer::dense_layers`)
 };
 namespace detail {
 /// A plan's keeps from what its layer, embedding and head keep; a checkpointed layer is lowered
@@ -123,10 +125,13 @@ namespace detail {
                                                     const layer_keeps& embedding,
                                                     const layer_keeps& head) {
   plan_keeps k{layer, layer, embedding, head, parameters_of(m)};
-  if (parallel::checkpoints_layer(sh.recompute)) {
-    lower::shard whole = sh;
-    whole.recompute = recompute::none;
-    k.full = keeps_of(m, whole, t);
+  lower::shard whole = sh;
+  whole.recompute = recompute::none;
+  if (parallel::checkpoints_layer(sh.recompute)) k.full = keeps_of(m, whole, t);
+  if (m.dense_layers > 0) {
+    k.dense_layer = keeps_of(m.first_dense(), sh, t);
+    k.dense_full = parallel::checkpoints_layer(sh.recompute) ? keeps_of(m.first_dense(), whole, t)
+                                                             : k.dense_layer;
   }
   return k;
 }
@@ -146,7 +151,8 @@ namespace detail {
 [[nodiscard]] constexpr plan_keeps keeps_of(const transformer& m, const parallel::nd& s,
                                             const training& t, const layer_compute& lc) {
   if (lc.whole_known)
-    return {lc.keeps, lc.whole_keeps, lc.embedding_keeps, lc.head_keeps, lc.parameters};
+    return {lc.keeps,      lc.whole_keeps, lc.embedding_keeps,  lc.head_keeps,
+            lc.parameters, lc.dense.keeps, lc.dense.whole_keeps};
   return detail::with_whole_layer(m, lower::shard_of(m, s, t), t, lc.keeps, lc.embedding_keeps,
                                   lc.head_keeps);
 }
@@ -167,6 +173,34 @@ namespace detail {
                      s.context.degree * m.hidden * t.activation_bytes();
   return slots * ((stage > 0 ? act : 0.0) + (stage < p - 1 ? act / s.tensor.degree : 0.0));
 }
+namespace detail {
+/// A stage's per-layer memory terms from what its layers keep (`x.layers` and `x.in_flight` set):
+/// with `d` dense first layers among its `layers`, the per-layer figures on average over the two
+/// kinds, a recomputed layer the larger kind's, and the last backward's layer (layer 0) a dense
+/// one.
+constexpr void layer_terms(memory_terms& x, const plan_keeps& keeps, int layers, int d) {
+  x.saved = keeps.layer.activation;
+  x.casts = keeps.layer.weight_copy;
+  x.until_loss = x.layers * x.in_flight * keeps.layer.until_loss;
+  x.graph = keeps.layer.graph;
+  x.full_layer = keeps.full.activation;
+  x.full_casts = keeps.full.weight_copy;
+  x.last_saved = x.saved;
+  if (d == 0) return;
+  const auto mix = [&](double layer, double dense) {
+    return ((layers - d) * layer + d * dense) / layers;
+  };
+  const layer_keeps &dl = keeps.dense_layer, &df = keeps.dense_full;
+  x.saved = mix(keeps.layer.activation, dl.activation);
+  x.casts = mix(keeps.layer.weight_copy, dl.weight_copy);
+  x.until_loss = x.in_flight * ((layers - d) * keeps.layer.until_loss + d * dl.until_loss);
+  x.graph = mix(keeps.layer.graph, dl.graph);
+  x.full_layer = strata::detail::max(x.full_layer, df.activation);
+  x.full_casts = strata::detail::max(x.full_casts, df.weight_copy);
+  x.last_saved = dl.activation;
+}
+}  // namespace detail
+
 /// The terms of pipeline stage `stage` on one rank.
 [[nodiscard]] constexpr memory_terms stage_terms(const transformer& m, const parallel::nd& s,
                                                  const training& t, int stage,
@@ -235,12 +269,7 @@ namespace detail {
   x.layers = layers;
   x.in_flight = s.pipeline.in_flight(micro_batches, stage);
   using lower::keep_kind;
-  x.saved = keeps.layer.activation;
-  x.casts = keeps.layer.weight_copy;
-  x.until_loss = x.layers * x.in_flight * keeps.layer.until_loss;
-  x.graph = keeps.layer.graph;
-  x.full_layer = keeps.full.activation;
-  x.full_casts = keeps.full.weight_copy;
+  detail::layer_terms(x, keeps, layers, dense_layers_on(m, stage));
   // what a checkpointed layer rebuilds while its backward runs: the whole layer, or what the
   // per-operator policy does not cache (its cached outputs are in `saved` already)
   if (parallel::rebuilds_layer(sh.recompute)) x.rebuilt = x.full_layer;
@@ -332,7 +361,7 @@ namespace detail {
        acts + x.until_loss + x.previous_graph, casts + x.head_casts, x.embedding + x.head,
        x.forward_logits + x.held_logits, 0, x.head_dequant > 0 ? 0.0 : x.dequant},
       {memory_moment::last_backward, all_grads ? x.gradients : x.gradients - x.layer_gradients,
-       (x.in_flight - 1) * x.layers * x.saved + x.saved + x.rebuilt +
+       (x.in_flight - 1) * x.layers * x.saved + x.last_saved + x.rebuilt +
            (x.layers * x.in_flight - 1) * x.graph,
        (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits, 0,
        x.dequant},

@@ -29,10 +29,17 @@ using parallel::stage_parameters;
 /// The model's parameter counts that `parameters_on` splits over the stages, counted once.
 struct model_parameters {
   double dense_layer = 0, expert_layer = 0, embedding = 0, head = 0;
+  double first_dense = 0;  ///< one of the dense first layers (`transformer::dense_layers`)
 };
 [[nodiscard]] constexpr model_parameters parameters_of(const transformer& m) {
   return {m.dense_layer_parameters(), m.expert_layer_parameters(), m.embedding_parameters(),
-          m.head_parameters()};
+          m.head_parameters(), m.dense_layers > 0 ? m.first_dense_layer_parameters() : 0.0};
+}
+
+/// The dense first layers on pipeline stage `stage`: all of them on the first (`nd::check` keeps
+/// them in its first chunk), none elsewhere.
+[[nodiscard]] constexpr int dense_layers_on(const transformer& m, int stage) {
+  return stage == 0 ? m.dense_layers : 0;
 }
 
 /// The same for a stage of `l` layers (`parallel::nd::stage_layers`, when the caller has it).
@@ -42,8 +49,14 @@ struct model_parameters {
   const double t = s.tensor.degree;
   const int p = s.pipeline.degree;
   stage_parameters out;
-  out.dense = l * k.dense_layer / t;
-  out.expert = l * k.expert_layer / (t * s.expert.degree);
+  const int d = dense_layers_on(m, stage);  // the dense first layers among the l
+  if (d == 0) {
+    out.dense = l * k.dense_layer / t;
+    out.expert = l * k.expert_layer / (t * s.expert.degree);
+  } else {
+    out.dense = ((l - d) * k.dense_layer + d * k.first_dense) / t;
+    out.expert = (l - d) * k.expert_layer / (t * s.expert.degree);
+  }
   if (stage == 0) out.embedding += k.embedding / t;
   if (stage == p - 1) {
     out.embedding += k.head / t;

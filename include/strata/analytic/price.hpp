@@ -60,6 +60,13 @@ struct layer_keeps {
   }
 };
 
+/// One kind of layer's priced kernels and keeps (`layer_compute::dense`).
+struct layer_kind_compute {
+  lower::span forward, backward, attention, uncached;
+  double attention_backward = 0;
+  layer_keeps keeps{}, whole_keeps{};
+};
+
 struct layer_compute {
   lower::span forward, backward;
   lower::span attention;  ///< the attention core's forward (recomputed under selective), fused
@@ -80,6 +87,24 @@ struct layer_compute {
   bool whole_known = false;
   /// the model's parameter counts (`parameters_of`), which the stages' shares are made from
   model_parameters parameters{};
+  /// the dense first layers (`transformer::dense_layers`, lowered as `first_dense()`): how many,
+  /// and one of them priced
+  int dense_layers = 0;
+  layer_kind_compute dense{};
+
+  /// The same with a dense first layer's kernels and keeps in place of the layer's.
+  [[nodiscard]] constexpr layer_compute dense_first() const {
+    layer_compute d = *this;
+    d.forward = dense.forward;
+    d.backward = dense.backward;
+    d.attention = dense.attention;
+    d.uncached = dense.uncached;
+    d.attention_backward = dense.attention_backward;
+    d.keeps = dense.keeps;
+    d.whole_keeps = dense.whole_keeps;
+    d.dense_layers = 0;
+    return d;
+  }
 };
 
 namespace detail {
@@ -175,6 +200,15 @@ struct pricer {
       tr.framework.modules != frameworks::module_style::transformers) {
     c.whole_keeps = f.would_keep;
     c.whole_known = true;
+  }
+  if (m.dense_layers > 0) {  // one dense first layer, priced the same way
+    const transformer d = m.first_dense();
+    detail::pricer df{q, g, fp32_attention, c.per_kernel}, db = df;
+    lower::layer(d, x, tr, phase::forward, df);
+    lower::layer(d, x, tr, phase::backward, db);
+    c.dense_layers = m.dense_layers;
+    c.dense = {df.result(),      db.result(), df.attention_result(), df.uncached_result(),
+               db.attention_gpu, df.kept,     df.would_keep};
   }
   return c;
 }
@@ -302,14 +336,12 @@ struct layer_collectives {
       const bool fwd = op.when == lower::phase::forward;
       switch (op.axis) {
         case lower::comm_axis::tensor:
-          if (fwd) {
-            if (op.op != tp_op || op.bytes != tp_bytes) {
-              tp_op = op.op;
-              tp_bytes = op.bytes;
-              tp_time = comm::nccl::time(op.op, c, s.group_of(axis::tensor), bytes{op.bytes});
-            }
-            out.tensor += tp_time;
+          if (op.op != tp_op || op.bytes != tp_bytes) {
+            tp_op = op.op;
+            tp_bytes = op.bytes;
+            tp_time = comm::nccl::time(op.op, c, s.group_of(axis::tensor), bytes{op.bytes});
           }
+          (fwd ? out.tensor : out.tensor_backward) += tp_time;
           break;
         case lower::comm_axis::context: {
           const seconds ring =
@@ -329,9 +361,9 @@ struct layer_collectives {
   } v{c, s, lc};
   const lower::shard x = lower::shard_of(m, s, tr);
   lower::layer_collectives(m, x, tr, lower::phase::forward, v);
-  if (x.cp > 1)  // only ring attention's backward differs from its forward
-    lower::layer_collectives(m, x, tr, lower::phase::backward, v);
-  v.out.tensor_backward = v.out.tensor;
+  // only ring attention's and latent attention's backward differ from their forward
+  if (x.cp > 1 || m.mla()) lower::layer_collectives(m, x, tr, lower::phase::backward, v);
+  if (!m.mla()) v.out.tensor_backward = v.out.tensor;
   if (tr.framework.tp_comm_overlap && x.tp > 1) {
     // the GEMMs are the layer's kernels less its attention core
     v.out.tensor =
@@ -380,19 +412,45 @@ class collectives_memo {
 struct stage_spans {
   lower::span forward_layer, backward_layer;  ///< with their collectives and recomputation
   lower::span recompute;                      ///< what `backward_layer` repeats of the forward
+  /// the same for a dense first layer (`layer_compute::dense`), the first stage's first
+  lower::span dense_forward, dense_backward, dense_recompute;
   [[nodiscard]] constexpr lower::span micro_batch(const layer_compute& lc, double layers,
                                                   bool first, bool last) const {
+    const double d = first ? lc.dense_layers : 0;
     lower::span s = first ? lc.embedding_forward : lower::span{};
-    s = s.then(forward_layer.repeat(layers));
+    if (d > 0) s = s.then(dense_forward.repeat(d));
+    s = s.then(forward_layer.repeat(layers - d));
     if (last) s = s.then(lc.head_forward).then(lc.head_backward);
-    s = s.then(backward_layer.repeat(layers));
+    s = s.then(backward_layer.repeat(layers - d));
+    if (d > 0) s = s.then(dense_backward.repeat(d));
     if (first) s = s.then(lc.embedding_backward);
     return s;
   }
 };
 
 [[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
+                                             const layer_collectives& lcoll, recompute rc);
+/// The collectives of a dense first layer: a layer's without the experts' all-to-alls.
+[[nodiscard]] constexpr layer_collectives dense_collectives(layer_collectives lcoll) {
+  lcoll.expert = seconds{};
+  return lcoll;
+}
+
+[[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
                                              const layer_collectives& lcoll, recompute rc) {
+  if (lc.dense_layers > 0) {
+    stage_spans out = spans_of(lc.dense_first(), dense_collectives(lcoll), rc);
+    layer_compute layer = lc;
+    layer.dense_layers = 0;
+    const stage_spans own = spans_of(layer, lcoll, rc);
+    out.dense_forward = out.forward_layer;
+    out.dense_backward = out.backward_layer;
+    out.dense_recompute = out.recompute;
+    out.forward_layer = own.forward_layer;
+    out.backward_layer = own.backward_layer;
+    out.recompute = own.recompute;
+    return out;
+  }
   stage_spans out;
   const lower::span comm_f = lower::span::kernel(0, lcoll.forward().count());
   const lower::span comm_b = lower::span::kernel(0, lcoll.backward().count());

@@ -159,12 +159,14 @@ struct kernel_list {
     return p;
   };
   const int mb = s.micro_batches(tr);
+  const transformer dense = m.first_dense();  // the dense first layers' (`dense_layers`)
+  const auto layer_at = [&](int l) -> const transformer& { return l < m.dense_layers ? dense : m; };
   for (int micro = 0; micro < mb; ++micro) {
     v.prefix.clear();
     lower::embedding(m, x, tr, phase::forward, v);
     for (int l = 0; l < m.layers; ++l) {
       v.prefix = block(l, "");
-      lower::layer(m, x, tr, phase::forward, v);
+      lower::layer(layer_at(l), x, tr, phase::forward, v);
     }
     v.prefix.clear();
     lower::head(m, x, tr, phase::forward, v);
@@ -173,10 +175,10 @@ struct kernel_list {
       if (s.recomputation == parallel::recompute::full) {
         v.extra_host = lc.checkpoint_host;
         v.prefix = block(l, "recompute ");
-        lower::layer(m, x, tr, phase::forward, v);
+        lower::layer(layer_at(l), x, tr, phase::forward, v);
       }
       v.prefix = block(l, "backward ");
-      lower::layer(m, x, tr, phase::backward, v);
+      lower::layer(layer_at(l), x, tr, phase::backward, v);
     }
     v.prefix.clear();
     lower::embedding(m, x, tr, phase::backward, v);

@@ -13,7 +13,9 @@
 ///    the lowering (`lower/transformer.hpp`) does not run yet: a sliding window shorter than the
 ///    training sequence (`hf_options::sequence`; within the window attention is full). A
 ///    head_dim other than hidden / heads (Q and the output projection heads x head_dim wide),
-///    Q/K norms and Gemma's norms after each block are lowered.
+///    Q/K norms, Gemma's norms after each block, DeepSeek's latent attention and dense first
+///    layers are lowered (latent attention as Megatron-Core runs it, refused for the
+///    `huggingface` recipe's plans: `parallel::check_model_setup`).
 ///
 /// Not priced, accepted as they are: a partial rotary embedding (GPT-NeoX, Phi-4-mini: the
 /// rotary kernels priced over the whole head), fused QKV or gate/up projections (the recipe's
@@ -488,7 +490,7 @@ inline hf_model read_hf_config(const nlohmann::json& j, const std::string& fallb
 inline transformer transformer_from_hf_config(const nlohmann::json& j, hf_options o = {},
                                               const std::string& fallback_name = {}) {
   hf_model h = read_hf_config(j, fallback_name);
-  try {  // latent attention and dense first layers: counted, not lowered yet
+  try {  // what the lowering does not run
     h.net.check_lowered();
   } catch (const plan_error& e) {
     detail::hf_fail(h.model_type + ": " + e.what());

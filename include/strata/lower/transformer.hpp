@@ -530,11 +530,66 @@ constexpr void unfused_attention(const B& k, const layer_shape& L, double qkv_ke
   }
 }
 
+/// Multi-head latent attention (DeepSeek-V2 §2.1) as Megatron-Core's `MLASelfAttention` runs it
+/// (megatron/core/transformer/multi_latent_attention.py at d98e8a6; its TE layer spec):
+/// - the down projections, h -> q_lora_rank and h -> kv_lora_rank + qk_rope_dim, are whole on
+///   every tensor rank (`parallel_mode="duplicated"`) over the rank's own tokens (s / t under
+///   sequence parallelism), with no collective of their own; without q_lora_rank, Q is one
+///   column-parallel projection;
+/// - the latents' RMSNorms (fused into the up projections), then the column-parallel up
+///   projections to the rank's heads, r -> a (qk_nope + qk_rope) and c -> a (qk_nope + v), over
+///   every token (`layer_collectives` gathers the latents, not h);
+/// - RoPE on Q's rotary part and on the one shared rotary key, then Q and K assembled (`cat`,
+///   the key's rotary part copied to every head) and V made contiguous;
+/// - the fused attention with score width qk_nope + qk_rope and value width v_head_dim (TE takes
+///   both; its FLOPs are those of a head of their mean), the row-parallel output projection.
+/// It keeps the down projections' input, the latents, Q, K, V, the log-sum-exp and the output.
+template <class B>
+constexpr void latent_attention(const B& k, const layer_shape& L) {
+  const transformer& m = L.m;
+  const double a = m.heads / L.t, rope = m.qk_rope_dim, r = m.q_lora_rank, c = m.kv_lora_rank;
+  const double qk = m.latent_qk_dim(), v = m.v_head_dim, qw = a * qk, vw = a * v;
+  k.norm("input norm", L.tn, L.h, m.norm, !L.hf);
+  if (!L.hf || (!k.autocast() && k.shared_input_kept({"Q down", "Q", "KV down"})))
+    k.save("Q and KV down input", L.act * L.tn * L.h);
+  k.graph_input("KV down", L.act * L.tn * L.h);
+  if (r > 0) {
+    k.linear("Q down", L.tn, r, L.h, 0.0, 1, L.hf);
+  } else {
+    k.linear("Q", L.T, qw, L.h, 0.0, 1, L.hf);
+  }
+  k.linear("KV down", L.tn, c + rope, L.h, 0.0, 1, L.hf);
+  if (r > 0) {
+    k.norm("Q latent norm", L.tn, r, m.norm, false);
+    k.save("Q latent", L.act * L.tn * r);  // the up projection's input
+    k.linear("Q up", L.T, qw, r, 0.0);
+  }
+  k.norm("KV latent norm", L.tn, c, m.norm, false);
+  k.save("KV latent", L.act * L.tn * c);
+  k.linear("KV up", L.T, a * (m.qk_nope_dim + v), c, 0.0);
+  k.pointwise("rotary embedding", stream_class::elementwise, 2 * L.T * (a + 1) * rope * L.act);
+  k.pointwise("Q, K and V assembly", stream_class::copy, 2 * L.T * (2 * qw + vw) * L.act);
+  kernel_op at{.what = "attention", .part = {}, .kind = kernel_kind::attention};
+  at.batch = L.x.b / L.x.cp;
+  at.heads = a;
+  at.seq = L.x.seq;
+  at.dim = (qk + v) / 2;
+  at.backward = !L.fwd;
+  detail::emit(k.v, at);
+  k.save("Q, K, V", L.act * L.T * (2 * qw + vw));
+  k.save("attention log-sum-exp", 4 * L.T * a);
+  k.save("attention output", L.act * L.T * vw);
+  k.graph_input("attention projection", L.act * L.T * vw);
+  k.linear("attention projection", L.T, L.h, vw, 0.0);
+  k.residual(L.tn, L.h, L.mask);
+}
+
 /// The attention block: the input norm, the Q/K/V projections, rotary embedding, the k/v cache
 /// copies (`transformers`), attention (flash, or the unfused score GEMMs with softmax and
 /// dropout), the output projection and the residual.
 template <class B>
 [[gnu::always_inline]] constexpr void attention_block(const B& k, const layer_shape& L) {
+  if (L.m.mla()) return detail::latent_attention(k, L);
   k.norm("input norm", L.tn, L.h, L.m.norm, !L.hf);
   // GPT-2's c_attn fuses them; per-operator checkpointing runs over torchtitan's Llama, whose
   // projections are separate `nn.Linear`s (each an `aten.mm` the policy counts)
@@ -876,6 +931,17 @@ constexpr void layer_collectives(const transformer& m, const shard& x, const tra
                                  V&& v) {
   const double act = tr.activation_bytes(), h = m.hidden;
   const double bsh = x.b * x.s * h * act;
+  // latent attention's column-parallel side moves its latents, not h (`latent_attention`): under
+  // sequence parallelism the all-gather of the Q and KV latents and the rotary key (its mirror
+  // backward a reduce-scatter); without, the backward all-reduce of the up projections' input
+  // gradients (the rotary key's is not reduced: Megatron-LM issue #1699)
+  const bool fwd = ph == phase::forward;
+  const comm::collective entry =
+      x.sp ? (fwd ? comm::collective::all_gather : comm::collective::reduce_scatter)
+           : (fwd ? comm::collective::send_recv  // none forward
+                  : comm::collective::all_reduce);
+  const double latents =
+      (m.q_lora_rank > 0 ? m.q_lora_rank : h) + m.kv_lora_rank + (x.sp ? m.qk_rope_dim : 0);
   if (x.tp > 1)
     for (const auto& [op, count] : parallel::tensor_parallel{x.tp, x.sp}.collectives())
       for (int i = 0; i < count; ++i)
@@ -883,11 +949,14 @@ constexpr void layer_collectives(const transformer& m, const shard& x, const tra
             v, {op == comm::collective::all_reduce   ? "tensor-parallel all-reduce"
                 : op == comm::collective::all_gather ? "sequence-parallel all-gather"
                                                      : "sequence-parallel reduce-scatter",
-                op, comm_axis::tensor, bsh, ph});
+                op, comm_axis::tensor,
+                m.mla() && op == entry && i == 0 ? x.b * x.s * latents * act : bsh, ph});
   if (x.cp > 1)  // K and V blocks forward; blocks and their gradients backward
-    detail::communicate(v, {"ring attention K/V", comm::collective::send_recv, comm_axis::context,
-                            2 * x.b * x.s * m.kv_width() / x.tp * act, ph,
-                            parallel::context_parallel{x.cp}.transfers(ph == phase::backward)});
+    detail::communicate(
+        v, {"ring attention K/V", comm::collective::send_recv, comm_axis::context,
+            m.mla() ? x.b * x.s * m.heads * (m.latent_qk_dim() + m.v_head_dim) / x.tp * act
+                    : 2 * x.b * x.s * m.kv_width() / x.tp * act,
+            ph, parallel::context_parallel{x.cp}.transfers(ph == phase::backward)});
   if (m.moe() && x.ep > 1)
     for (int i = 0; i < parallel::expert_parallel::all_to_alls; ++i)
       detail::communicate(v, {i == 0 ? "MoE dispatch all-to-all" : "MoE combine all-to-all",

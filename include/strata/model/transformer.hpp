@@ -62,7 +62,7 @@ struct transformer {
   // The fields below describe models read from Hugging Face configurations
   // (`io/hf_config.hpp`). Their defaults leave every count above unchanged. The lowering
   // (`lower/transformer.hpp`) runs the head width, Q/K norms, Gemma's extra norms and the shared
-  // expert; dense first layers and latent attention are counted only (`check_lowered`).
+  // expert, latent attention and the dense first layers (`first_dense`).
   /// Width of one attention head when it is not hidden / heads (Gemma, Qwen3 0.6B, Mistral NeMo:
   /// Q is then heads x head_dim wide); 0 means hidden / heads.
   int head_size = 0;
@@ -75,14 +75,15 @@ struct transformer {
   int shared_ffn = 0;
   bool shared_gate = false;  ///< the shared expert scaled by a sigmoid gate, h -> 1 (Qwen2-MoE)
   /// The first layers of an MoE model dense, with a SwiGLU MLP `dense_ffn` wide (DeepSeek's
-  /// `first_k_dense_replace`, `intermediate_size`). Counted; the lowering does not run them yet
-  /// (`check_lowered`).
+  /// `first_k_dense_replace`, `intermediate_size`), lowered as `first_dense()`; a plan keeps
+  /// them on the first pipeline stage (`parallel::nd::check`).
   int dense_layers = 0;
   int dense_ffn = 0;
   /// Multi-head latent attention (DeepSeek-V2/V3): K and V made from a `kv_lora_rank` latent
   /// (with a shared rotary key `qk_rope_dim` wide), Q from a `q_lora_rank` latent (0: a plain
   /// projection), per head `qk_nope_dim + qk_rope_dim` for the scores and `v_head_dim` for the
-  /// values. kv_lora_rank 0: none. Counted; not lowered yet (`check_lowered`).
+  /// values. kv_lora_rank 0: none. Lowered as Megatron-Core runs it (`lower::detail::
+  /// latent_attention`).
   int q_lora_rank = 0, kv_lora_rank = 0, qk_rope_dim = 0, qk_nope_dim = 0, v_head_dim = 0;
   /// Soft-capping (Gemma 2): each attention score s becomes c tanh(s / c) with c =
   /// `attention_softcap`, and each logit likewise with c = `final_softcap`; 0: none. They count
@@ -120,6 +121,16 @@ struct transformer {
   [[nodiscard]] constexpr double kv_width() const { return kv() * head_dim(); }
 
   [[nodiscard]] constexpr bool mla() const { return kv_lora_rank > 0; }
+  /// Under latent attention, a head's width in the scores (`qk_nope_dim + qk_rope_dim`).
+  [[nodiscard]] constexpr double latent_qk_dim() const {
+    return static_cast<double>(qk_nope_dim) + qk_rope_dim;
+  }
+  /// Forward FLOPs per token of the attention core at sequence length s, uncausal: Q K^T and P V,
+  /// 2 s per element of their head widths (4 s q; latent attention: 2 s heads (qk + v), its
+  /// scores and values being of different widths).
+  [[nodiscard]] constexpr double attention_core_flops(double s) const {
+    return mla() ? 2 * s * heads * (latent_qk_dim() + v_head_dim) : 4 * s * q_width();
+  }
   /// Q, K, V and output projection weights and biases (q = h unless `head_size` is set). Under
   /// multi-head latent attention (DeepSeek-V2 §2.1): Q's down projection, its norm and up
   /// projection (or one projection), K and V's joint down projection with the rotary key, its
@@ -170,6 +181,20 @@ struct transformer {
     return attention_parameters() + qk_norm_parameters() + layer_norms() * norm_parameters() +
            3.0 * hidden * dense_ffn;
   }
+  /// One of the dense first layers as a layer of its own: this model's attention and norms
+  /// with a `dense_ffn` SwiGLU MLP and no experts (what the lowering runs for them).
+  [[nodiscard]] constexpr transformer first_dense() const {
+    transformer d = *this;
+    d.experts = 1;
+    d.top_k = 1;
+    d.capacity = 1;
+    d.expert_load_cv = 0;
+    d.ffn = dense_ffn;
+    d.shared_ffn = 0;
+    d.shared_gate = false;
+    d.dense_layers = 0;
+    return d;
+  }
   /// Expert weights of one layer (zero for a dense model).
   [[nodiscard]] constexpr double expert_layer_parameters() const {
     return moe() ? experts * mlp_parameters() : 0.0;
@@ -205,7 +230,10 @@ struct transformer {
   /// and their product with V (no causal discount).
   [[nodiscard]] constexpr double layer_forward_flops(double s) const {
     const double h = hidden, q = q_width(), w = kv_width(), f = ffn_size();
-    const double attention = 2 * h * (2 * q + 2 * w) + 4 * s * q;
+    // latent attention: 2 per weight of its projections (its norms' weights are not multiplied)
+    const double attention =
+        mla() ? 2 * (attention_parameters() - kv_lora_rank - q_lora_rank) + attention_core_flops(s)
+              : 2 * h * (2 * q + 2 * w) + attention_core_flops(s);
     const double one_mlp = 2 * (mlp == mlp_kind::swiglu ? 3.0 : 2.0) * h * f;
     const double mlp_flops =
         moe() ? top_k * one_mlp + 2 * h * experts + 2 * shared_expert_parameters() : one_mlp;
@@ -243,17 +271,13 @@ struct transformer {
                        std::to_string(experts) +
                        " experts (beyond it the least loaded expert would get no tokens)");
   }
-  /// What a plan needs beyond `check`: the parts the lowering runs (`lower/transformer.hpp`
-  /// does not run dense first layers or latent attention yet; their parameters are counted).
+  /// What a plan needs beyond `check`: the parts the lowering runs.
   constexpr void check_lowered() const {
     check();
-    if (mla())
+    if (dense_layers > 0 && (!moe() || mlp != mlp_kind::swiglu || bias))
       throw plan_error(
-          "transformer.kv_lora_rank: multi-head latent attention is counted but not priced yet");
-    if (dense_layers > 0)
-      throw plan_error(
-          "transformer.dense_layers: dense first layers among MoE layers are counted but not "
-          "priced yet (the lowering runs one kind of layer)");
+          "transformer.dense_layers: dense first layers are modelled in front of MoE layers "
+          "with SwiGLU MLPs without biases (DeepSeek's)");
   }
 };
 

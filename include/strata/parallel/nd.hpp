@@ -57,6 +57,27 @@ enum class axis { tensor, context, expert, pipeline, data };
   return "tensor";
 }
 
+/// What any plan of model `m` under training setup `t` needs, whatever its degrees: the parts
+/// the lowering runs (`transformer::check_lowered`), run as the recipe runs them.
+constexpr void check_model_setup(const transformer& m, const training& t) {
+  m.check_lowered();
+  if (m.mla() && !t.flash_attention)
+    throw plan_error(
+        "training.flash_attention: multi-head latent attention is modelled with a fused "
+        "attention kernel (Transformer Engine's, as Megatron-Core runs it)");
+  // transformers' DeepseekV3Attention (RoPE as rotate-half op chains, the padded value of its
+  // flash path, its k/v cache) is not what `lower::detail::latent_attention` runs
+  if (m.mla() && t.framework.modules == frameworks::module_style::transformers)
+    throw plan_error(
+        "transformer.kv_lora_rank: multi-head latent attention as transformers' modeling code "
+        "runs it is not modelled; every other recipe runs it as Megatron-Core does "
+        "(megatron, deepspeed, fsdp, ...)");
+  if (m.dense_layers > 0 && t.lora.on())
+    throw plan_error(
+        "training.lora: LoRA adapters on a model with dense first layers (DeepSeek's) are not "
+        "modelled");
+}
+
 /// A transformer strategy: the five axes, recomputation, micro-batch and rank order.
 struct nd {
   static constexpr std::string_view name = "nd";
@@ -118,7 +139,7 @@ struct nd {
   /// The limits of a transformer plan on `devices` ranks (see `limits.hpp`): each policy's own,
   /// then the ones the composition adds (devices, batch divisibility, positions).
   constexpr void check(const transformer& m, const training& t, int devices) const {
-    m.check_lowered();
+    check_model_setup(m, t);
     t.check_transformer();
     strata::detail::check_degrees(
         {tensor.degree, context.degree, expert.degree, pipeline.degree, data.degree});
@@ -150,6 +171,14 @@ struct nd {
                        std::to_string(t.batch / replicas()) + " = batch " +
                        std::to_string(t.batch) + " / " + std::to_string(replicas()) + " replicas)");
     pipeline.check(m.layers, micro_batches(t));
+    // the dense first layers run on the first stage, in its first chunk
+    // (`analytic::dense_layers_on`, the simulator's first virtual stage)
+    if (const int first = pipeline.chunk_layers(m.layers, 0, 0); m.dense_layers > first)
+      throw plan_error("transformer.dense_layers: the " + std::to_string(m.dense_layers) +
+                       " dense first layers must run on the first pipeline stage's first chunk, "
+                       "which holds " +
+                       std::to_string(first) +
+                       " layers: give it more (pipeline.first_stage_layers) or use fewer stages");
     // Megatron refuses --tp-comm-overlap without --sequence-parallel
     // (megatron/training/arguments.py, `validate_args`); torchtitan's async TP is sequence-parallel
     if (t.framework.tp_comm_overlap && tensor.degree > 1 && !tensor.sequence)
@@ -159,10 +188,12 @@ struct nd {
           "--sequence-parallel)");
     // per-operator checkpointing counts a layer's matmuls: LoRA's adapters and MoE's experts add
     // matmuls whose order the policy's count has not been modelled for
-    if (saves_op_outputs(recomputation) && (t.lora.on() || m.moe()))
+    if (saves_op_outputs(recomputation) && (t.lora.on() || m.moe() || m.mla()))
       throw plan_error(
           "strategy.recompute: \"op\" (per-operator checkpointing) is modelled for dense layers "
-          "without LoRA adapters; use \"full\" or \"selective\"");
+          "without LoRA adapters or latent attention; use \"full\" or \"selective\"");
+    // transformers' DeepseekV3Attention (RoPE as rotate-half op chains, the padded value of its
+    // flash path, its k/v cache) is not what `lower::detail::latent_attention` runs
     data.check();
     check_engine(t.framework.data, data.zero, pipeline.degree);
     if (t.framework.separate_head && m.tied)

@@ -178,6 +178,12 @@ class strategy_tree {
   /// Checks the tree against a transformer, its training and a cluster of `devices` devices.
   void check(const transformer& m, const training& tr, int devices) const {
     m.check_lowered();
+    // its compiler prices one kind of block (`compile.hpp`)
+    if (m.dense_layers > 0 || m.mla())
+      throw plan_error(
+          "strategy tree: Proteus's compiler prices one kind of block with multi-head (or "
+          "grouped-query) attention; dense first layers and latent attention (DeepSeek's) need "
+          "a parallel plan (\"strategy\")");
     tr.check_transformer();
     check_structure(devices);
     // every module exactly once, in model order

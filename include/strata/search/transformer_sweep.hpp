@@ -172,7 +172,7 @@ template <class Visit>
 void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                    const device_profile& prof, const transformer_space& space, Visit&& visit,
                    sweep_part part = {}) {
-  m.check_lowered();
+  parallel::check_model_setup(m, tr);
   tr.check_transformer();
   if (part.parts < 1 || part.part < 0 || part.part >= part.parts)
     throw plan_error("search: the part to run must lie in [0, parts)");
@@ -234,10 +234,13 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                     .kind =
                         v > 1 ? parallel::schedule::interleaved : parallel::schedule::one_f_one_b};
                 if (!pipe.admits(m.layers, micro)) continue;
+                // the dense first layers in the first stage's first chunk, as nd::check asks
+                if (m.dense_layers > pipe.chunk_layers(m.layers, 0, 0)) continue;
                 for (const auto rc : space.recompute)
                   for (const int z : space.zero) {
                     // per-operator checkpointing as nd::check admits it: dense, without LoRA
-                    if (parallel::saves_op_outputs(rc) && (tr.lora.on() || m.moe())) continue;
+                    if (parallel::saves_op_outputs(rc) && (tr.lora.on() || m.moe() || m.mla()))
+                      continue;
                     const analytic::layer_compute& lc =
                         lcs[static_cast<std::size_t>(lowered_as(rc))];
                     if (z > 0 && d * e * cx == 1) continue;  // nothing to shard

@@ -364,10 +364,11 @@ inline std::vector<std::pair<double, std::size_t>> ddp_assign(const std::vector<
 [[nodiscard]] inline std::vector<double> ready_gradients(const transformer& m,
                                                          const frameworks::recipe& r,
                                                          double bytes = 4) {
-  if (m.moe())
+  if (m.moe() || m.mla())
     throw plan_error(
-        "the order of an MoE layer's gradients is not modelled: pass the parameters' "
-        "gradients as measured (data_parallel_options::gradients)");
+        "the order of an MoE layer's gradients is not modelled, nor a latent attention "
+        "layer's: pass the parameters' gradients as measured "
+        "(data_parallel_options::gradients)");
   const bool hf = r.modules == frameworks::module_style::transformers;
   const bool conv1d = hf && m.positions == position_kind::learned;  // transformers' GPT-2
   const bool fused_qkv = r.fused_qkv || conv1d;

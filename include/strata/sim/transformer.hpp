@@ -126,6 +126,9 @@ struct transformer_builder {
   const int tp = s.tensor.degree;
   const analytic::layer_collectives lcoll = analytic::collectives_of(m, s, c, tr, lc);
   const seconds comm_fwd = lcoll.forward(), comm_bwd = lcoll.backward();
+  // a dense first layer's (`layer_compute::dense`): no experts' all-to-alls
+  const seconds dense_comm_fwd = analytic::dense_collectives(lcoll).forward(),
+                dense_comm_bwd = analytic::dense_collectives(lcoll).backward();
   const parallel::recompute rc = s.recomputation;
   const analytic::stage_spans spans = analytic::spans_of(lc, lcoll, rc);
   // an eager host issues every kernel: each compute task waits for its kernels to be issued
@@ -449,7 +452,8 @@ struct transformer_builder {
       const std::string lt = " layer " + std::to_string(l) + " mb " + at.tag;
       std::vector<int> d = l == 0 ? deps : std::vector<int>{task};
       if (at.gathers) d.push_back(gather(sp, "all-gather weights" + lt, before, task));
-      lower::span t = lc.forward;
+      const bool dense = at.gs == 0 && l < lc.dense_layers;  // a dense first layer
+      lower::span t = dense ? lc.dense.forward : lc.forward;
       std::vector<int> produces{tensor(i, "layer activations", layer_bytes[I])};
       layer_t[I][at.U].push_back(produces.back());
       if (l == 0 && at.gs == 0) {
@@ -472,9 +476,9 @@ struct transformer_builder {
       before = task;
       task = compute_task(i, "forward" + lt, t, std::move(d), task_class::compute,
                           std::move(produces));
-      if (comm_fwd > seconds{})
-        task = compute_task(i, "collectives" + lt, comm_span(comm_fwd), {task},
-                            task_class::communication);
+      if (const seconds comm = dense ? dense_comm_fwd : comm_fwd; comm > seconds{})
+        task =
+            compute_task(i, "collectives" + lt, comm_span(comm), {task}, task_class::communication);
     }
     return task;
   }
@@ -539,15 +543,17 @@ struct transformer_builder {
       const std::string lt = " layer " + std::to_string(l) + " mb " + at.tag;
       std::vector<int> d = l == at.layers - 1 ? deps : std::vector<int>{task};
       if (at.gathers) d.push_back(gather(sp, "all-gather weights (backward)" + lt, before, task));
-      lower::span t = spans.recompute.then(lc.backward);
+      const bool dense = at.gs == 0 && l < lc.dense_layers;  // a dense first layer
+      lower::span t =
+          dense ? spans.dense_recompute.then(lc.dense.backward) : spans.recompute.then(lc.backward);
       if (l == 0 && at.gs == 0) t = t.then(lc.embedding_backward);
       std::vector<int> produces{working[sp.I]}, consumes;
       backward_tensors(sp, at, l, produces, consumes);
       before = task;
       task = compute_task(i, "backward" + lt, t, std::move(d), task_class::compute,
                           std::move(produces), std::move(consumes));
-      if (comm_bwd > seconds{})
-        task = compute_task(i, "collectives (backward)" + lt, comm_span(comm_bwd), {task},
+      if (const seconds comm = dense ? dense_comm_bwd : comm_bwd; comm > seconds{})
+        task = compute_task(i, "collectives (backward)" + lt, comm_span(comm), {task},
                             task_class::communication);
       // bucket k closes once (k + 1) / buckets of the layers are done
       if (reduce_here && o.overlap)
@@ -628,6 +634,13 @@ struct transformer_builder {
     double t = s.stage_layers(m, i) *
                (lc.backward.gpu +
                 parallel::recomputed(rc, lc.forward.gpu, lc.attention.gpu, lc.uncached.gpu));
+    if (const int d = i == 0 ? lc.dense_layers : 0; d > 0) {  // the dense first layers instead
+      const analytic::layer_kind_compute& k = lc.dense;
+      t += d * (k.backward.gpu +
+                parallel::recomputed(rc, k.forward.gpu, k.attention.gpu, k.uncached.gpu) -
+                lc.backward.gpu -
+                parallel::recomputed(rc, lc.forward.gpu, lc.attention.gpu, lc.uncached.gpu));
+    }
     if (i == 0) t += lc.embedding_backward.gpu;
     if (i == p - 1) t += lc.head_backward.gpu;
     return seconds{t};
