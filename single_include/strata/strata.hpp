@@ -5109,7 +5109,8 @@ struct nd {
     pipeline.check(m.layers, micro_batches(t));
     // the dense first layers run on the first stage, in its first chunk
     // (`analytic::dense_layers_on`, the simulator's first virtual stage)
-    if (const int first = pipeline.chunk_layers(m.layers, 0, 0); m.dense_layers > first)
+    if (const int first = m.dense_layers > 0 ? pipeline.chunk_layers(m.layers, 0, 0) : 0;
+        m.dense_layers > first)
       throw plan_error("transformer.dense_layers: the " + std::to_string(m.dense_layers) +
                        " dense first layers must run on the first pipeline stage's first chunk, "
                        "which holds " +
@@ -5294,16 +5295,16 @@ struct builder {
   /// what lives until the loss anyway, as `checkpointed` says. There, a visitor with
   /// `would_save` hears of every call as the layer without checkpointing makes it, so that one
   /// lowering gives both (`analytic::lower_layer`).
-  constexpr void save(std::string_view what, double bytes, keep_kind kind,
-                      keep_kind checkpointed) const {
+  [[gnu::always_inline]] constexpr void save(std::string_view what, double bytes, keep_kind kind,
+                                             keep_kind checkpointed) const {
     if (backward || !(bytes > 0)) return;
     if (keep) return detail::keep(v, what, bytes, kind);
     if (checkpointed == keep_kind::until_loss) detail::keep(v, what, bytes, checkpointed);
     if constexpr (requires { v.would_save(saved_tensor{}); })
       v.would_save(saved_tensor{what, bytes, kind});
   }
-  constexpr void save(std::string_view what, double bytes,
-                      keep_kind kind = keep_kind::activation) const {
+  [[gnu::always_inline]] constexpr void save(std::string_view what, double bytes,
+                                             keep_kind kind = keep_kind::activation) const {
     save(what, bytes, kind, kind);
   }
   /// `times` kernels moving `bytes` each (`sync`: the host waits for the GPU after them).
@@ -5396,7 +5397,7 @@ struct builder {
   /// (`MatMul4Bit.forward`: `ctx.tensors = (A, B)`), outside `save_for_backward`: the backward
   /// does not free it, the graph's end does (`keep_kind::graph`; `input_kept` counts it as an
   /// activation).
-  constexpr void graph_input(std::string_view what, double bytes) const {
+  [[gnu::always_inline]] constexpr void graph_input(std::string_view what, double bytes) const {
     if (tr.lora.quantized() && tr.lora.keeps_inputs &&
         (what != "output projection" || tr.framework.quantizes_head))
       save("quantized layer input (bitsandbytes ctx)", bytes, keep_kind::graph);
@@ -5687,7 +5688,7 @@ constexpr void unfused_attention(const B& k, const layer_shape& L, double qkv_ke
 ///   both; its FLOPs are those of a head of their mean), the row-parallel output projection.
 /// It keeps the down projections' input, the latents, Q, K, V, the log-sum-exp and the output.
 template <class B>
-constexpr void latent_attention(const B& k, const layer_shape& L) {
+[[gnu::noinline]] constexpr void latent_attention(const B& k, const layer_shape& L) {
   const transformer& m = L.m;
   const double a = m.heads / L.t, rope = m.qk_rope_dim, r = m.q_lora_rank, c = m.kv_lora_rank;
   const double qk = m.latent_qk_dim(), v = m.v_head_dim, qw = a * qk, vw = a * v;
@@ -6062,6 +6063,34 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
     detail::keep(v, "cached reduce-scatter outputs", 2 * L.act * L.tn * L.h);
 }
 
+namespace detail {
+constexpr std::string_view tensor_collective_name(comm::collective op) {
+  return op == comm::collective::all_reduce   ? "tensor-parallel all-reduce"
+         : op == comm::collective::all_gather ? "sequence-parallel all-gather"
+                                              : "sequence-parallel reduce-scatter";
+}
+/// Tensor parallelism's collectives around a latent attention layer (`latent_attention`): its
+/// column-parallel side moves the latents, not h. Under sequence parallelism the all-gather of
+/// the Q and KV latents and the rotary key (backward its mirror reduce-scatter); without, the
+/// backward all-reduce of the up projections' input gradients (the rotary key's is not reduced:
+/// Megatron-LM issue #1699). The others move b s h, as a layer's.
+template <class V>
+[[gnu::noinline]] constexpr void latent_tensor_collectives(const transformer& m, const shard& x,
+                                                           const training& tr, phase ph, V& v) {
+  const double act = tr.activation_bytes(), h = m.hidden;
+  const bool fwd = ph == phase::forward;
+  const comm::collective entry =
+      x.sp ? (fwd ? comm::collective::all_gather : comm::collective::reduce_scatter)
+           : (fwd ? comm::collective::send_recv : comm::collective::all_reduce);  // none forward
+  const double latents =
+      (m.q_lora_rank > 0 ? m.q_lora_rank : h) + m.kv_lora_rank + (x.sp ? m.qk_rope_dim : 0);
+  for (const auto& [op, count] : parallel::tensor_parallel{x.tp, x.sp}.collectives())
+    for (int i = 0; i < count; ++i)
+      communicate(v, {tensor_collective_name(op), op, comm_axis::tensor,
+                      (op == entry && i == 0 ? latents : h) * x.b * x.s * act, ph});
+}
+}  // namespace detail
+
 /// The blocking collectives of one layer's forward or backward: tensor parallelism's two
 /// all-reduces per pass of the b s h activation (Shoeybi et al. §3; with sequence parallelism an
 /// all-gather and a reduce-scatter of the same bytes, Korthikanti et al. §4.2.2), ring
@@ -6073,26 +6102,14 @@ constexpr void layer_collectives(const transformer& m, const shard& x, const tra
                                  V&& v) {
   const double act = tr.activation_bytes(), h = m.hidden;
   const double bsh = x.b * x.s * h * act;
-  // latent attention's column-parallel side moves its latents, not h (`latent_attention`): under
-  // sequence parallelism the all-gather of the Q and KV latents and the rotary key (its mirror
-  // backward a reduce-scatter); without, the backward all-reduce of the up projections' input
-  // gradients (the rotary key's is not reduced: Megatron-LM issue #1699)
-  const bool fwd = ph == phase::forward;
-  const comm::collective entry =
-      x.sp ? (fwd ? comm::collective::all_gather : comm::collective::reduce_scatter)
-           : (fwd ? comm::collective::send_recv  // none forward
-                  : comm::collective::all_reduce);
-  const double latents =
-      (m.q_lora_rank > 0 ? m.q_lora_rank : h) + m.kv_lora_rank + (x.sp ? m.qk_rope_dim : 0);
-  if (x.tp > 1)
+  if (x.tp > 1 && m.mla()) {
+    detail::latent_tensor_collectives(m, x, tr, ph, v);
+  } else if (x.tp > 1) {
     for (const auto& [op, count] : parallel::tensor_parallel{x.tp, x.sp}.collectives())
       for (int i = 0; i < count; ++i)
-        detail::communicate(
-            v, {op == comm::collective::all_reduce   ? "tensor-parallel all-reduce"
-                : op == comm::collective::all_gather ? "sequence-parallel all-gather"
-                                                     : "sequence-parallel reduce-scatter",
-                op, comm_axis::tensor,
-                m.mla() && op == entry && i == 0 ? x.b * x.s * latents * act : bsh, ph});
+        detail::communicate(v,
+                            {detail::tensor_collective_name(op), op, comm_axis::tensor, bsh, ph});
+  }
   if (x.cp > 1)  // K and V blocks forward; blocks and their gradients backward
     detail::communicate(
         v, {"ring attention K/V", comm::collective::send_recv, comm_axis::context,
@@ -6311,11 +6328,10 @@ using parallel::stage_parameters;
 /// The model's parameter counts that `parameters_on` splits over the stages, counted once.
 struct model_parameters {
   double dense_layer = 0, expert_layer = 0, embedding = 0, head = 0;
-  double first_dense = 0;  ///< one of the dense first layers (`transformer::dense_layers`)
 };
 [[nodiscard]] constexpr model_parameters parameters_of(const transformer& m) {
   return {m.dense_layer_parameters(), m.expert_layer_parameters(), m.embedding_parameters(),
-          m.head_parameters(), m.dense_layers > 0 ? m.first_dense_layer_parameters() : 0.0};
+          m.head_parameters()};
 }
 
 /// The dense first layers on pipeline stage `stage`: all of them on the first (`nd::check` keeps
@@ -6336,7 +6352,7 @@ struct model_parameters {
     out.dense = l * k.dense_layer / t;
     out.expert = l * k.expert_layer / (t * s.expert.degree);
   } else {
-    out.dense = ((l - d) * k.dense_layer + d * k.first_dense) / t;
+    out.dense = ((l - d) * k.dense_layer + d * m.first_dense_layer_parameters()) / t;
     out.expert = (l - d) * k.expert_layer / (t * s.expert.degree);
   }
   if (stage == 0) out.embedding += k.embedding / t;
@@ -6772,10 +6788,10 @@ struct layer_keeps {
   }
 };
 
-/// One kind of layer's priced kernels and keeps (`layer_compute::dense`).
+/// One kind of layer's priced kernels and keeps (`layer_compute::dense`; a model with dense
+/// first layers has experts, which per-operator checkpointing refuses: no `uncached` forward).
 struct layer_kind_compute {
-  lower::span forward, backward, attention, uncached;
-  double attention_backward = 0;
+  lower::span forward, backward, attention;
   layer_keeps keeps{}, whole_keeps{};
 };
 
@@ -6803,20 +6819,6 @@ struct layer_compute {
   /// and one of them priced
   int dense_layers = 0;
   layer_kind_compute dense{};
-
-  /// The same with a dense first layer's kernels and keeps in place of the layer's.
-  [[nodiscard]] constexpr layer_compute dense_first() const {
-    layer_compute d = *this;
-    d.forward = dense.forward;
-    d.backward = dense.backward;
-    d.attention = dense.attention;
-    d.uncached = dense.uncached;
-    d.attention_backward = dense.attention_backward;
-    d.keeps = dense.keeps;
-    d.whole_keeps = dense.whole_keeps;
-    d.dense_layers = 0;
-    return d;
-  }
 };
 
 namespace detail {
@@ -6864,6 +6866,20 @@ struct pricer {
     return per_kernel > 0 ? attention : lower::span::kernel(0, attention_gpu);
   }
 };
+}  // namespace detail
+
+namespace detail {
+/// One of the dense first layers (`transformer::first_dense`) lowered and priced; out of line,
+/// as only DeepSeek's models have them.
+[[nodiscard, gnu::noinline]] constexpr layer_kind_compute price_dense_layer(
+    const transformer& m, const lower::shard& x, const training& tr, const device_profile& q,
+    const gemm_model& g, bool fp32_attention, double per_kernel) {
+  const transformer d = m.first_dense();
+  pricer f{q, g, fp32_attention, per_kernel}, b = f;
+  lower::layer(d, x, tr, lower::phase::forward, f);
+  lower::layer(d, x, tr, lower::phase::backward, b);
+  return {f.result(), b.result(), f.attention_result(), f.kept, f.would_keep};
+}
 }  // namespace detail
 
 /// Lowers one layer, the embedding and the head for the shard `x` (`lower/transformer.hpp`) and
@@ -6914,13 +6930,8 @@ struct pricer {
     c.whole_known = true;
   }
   if (m.dense_layers > 0) {  // one dense first layer, priced the same way
-    const transformer d = m.first_dense();
-    detail::pricer df{q, g, fp32_attention, c.per_kernel}, db = df;
-    lower::layer(d, x, tr, phase::forward, df);
-    lower::layer(d, x, tr, phase::backward, db);
     c.dense_layers = m.dense_layers;
-    c.dense = {df.result(),      db.result(), df.attention_result(), df.uncached_result(),
-               db.attention_gpu, df.kept,     df.would_keep};
+    c.dense = detail::price_dense_layer(m, x, tr, q, g, fp32_attention, c.per_kernel);
   }
   return c;
 }
@@ -7118,6 +7129,14 @@ class collectives_memo {
   bool priced_ = false;
 };
 
+namespace detail {
+/// One layer's forward with its collectives, its recomputation and its backward with the
+/// recomputation and the collectives (`stage_spans`).
+struct layer_spans {
+  lower::span forward, recompute, backward;
+};
+}  // namespace detail
+
 /// What one micro-batch runs on pipeline stage `i`, in issue order: the embedding (first
 /// stage), each layer's forward, the head's forward and backward (last stage), each layer's
 /// recomputation and backward, the embedding's backward. Blocking collectives count as GPU time.
@@ -7125,59 +7144,65 @@ struct stage_spans {
   lower::span forward_layer, backward_layer;  ///< with their collectives and recomputation
   lower::span recompute;                      ///< what `backward_layer` repeats of the forward
   /// the same for a dense first layer (`layer_compute::dense`), the first stage's first
-  lower::span dense_forward, dense_backward, dense_recompute;
+  detail::layer_spans dense{};
   [[nodiscard]] constexpr lower::span micro_batch(const layer_compute& lc, double layers,
                                                   bool first, bool last) const {
     const double d = first ? lc.dense_layers : 0;
     lower::span s = first ? lc.embedding_forward : lower::span{};
-    if (d > 0) s = s.then(dense_forward.repeat(d));
+    if (d > 0) s = s.then(dense.forward.repeat(d));
     s = s.then(forward_layer.repeat(layers - d));
     if (last) s = s.then(lc.head_forward).then(lc.head_backward);
     s = s.then(backward_layer.repeat(layers - d));
-    if (d > 0) s = s.then(dense_backward.repeat(d));
+    if (d > 0) s = s.then(dense.backward.repeat(d));
     if (first) s = s.then(lc.embedding_backward);
     return s;
   }
 };
 
-[[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
-                                             const layer_collectives& lcoll, recompute rc);
 /// The collectives of a dense first layer: a layer's without the experts' all-to-alls.
 [[nodiscard]] constexpr layer_collectives dense_collectives(layer_collectives lcoll) {
   lcoll.expert = seconds{};
   return lcoll;
 }
 
-[[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
-                                             const layer_collectives& lcoll, recompute rc) {
-  if (lc.dense_layers > 0) {
-    stage_spans out = spans_of(lc.dense_first(), dense_collectives(lcoll), rc);
-    layer_compute layer = lc;
-    layer.dense_layers = 0;
-    const stage_spans own = spans_of(layer, lcoll, rc);
-    out.dense_forward = out.forward_layer;
-    out.dense_backward = out.backward_layer;
-    out.dense_recompute = out.recompute;
-    out.forward_layer = own.forward_layer;
-    out.backward_layer = own.backward_layer;
-    out.recompute = own.recompute;
-    return out;
-  }
-  stage_spans out;
-  const lower::span comm_f = lower::span::kernel(0, lcoll.forward().count());
-  const lower::span comm_b = lower::span::kernel(0, lcoll.backward().count());
-  out.forward_layer = lc.forward.then(comm_f);
+namespace detail {
+[[nodiscard, gnu::always_inline]] constexpr layer_spans spans_of_layer(
+    const lower::span& forward, const lower::span& backward, const lower::span& attention,
+    const lower::span& uncached_forward, double checkpoint_host, seconds comm_forward,
+    seconds comm_backward, recompute rc) {
+  const lower::span comm_f = lower::span::kernel(0, comm_forward.count());
+  const lower::span comm_b = lower::span::kernel(0, comm_backward.count());
+  layer_spans out;
+  out.forward = forward.then(comm_f);
   // full: the checkpointed layer re-entered, its forward and collectives again; selective: the
   // attention core; per_op: the layer re-entered, the kernels whose outputs are not cached and
   // the collectives (all of them: an upper bound where sequence parallelism's reduce-scatters
   // are cached)
-  const lower::span entered = lower::span::kernel(lc.checkpoint_host, 0);
+  const lower::span entered = lower::span::kernel(checkpoint_host, 0);
   const lower::span whole =
-      parallel::rebuilds_layer(rc) ? entered.then(lc.forward).then(comm_f) : lower::span{};
+      parallel::rebuilds_layer(rc) ? entered.then(forward).then(comm_f) : lower::span{};
   const lower::span uncached =
-      parallel::saves_op_outputs(rc) ? entered.then(lc.uncached).then(comm_f) : lower::span{};
-  out.recompute = parallel::recomputed(rc, whole, lc.attention, uncached);
-  out.backward_layer = out.recompute.then(lc.backward).then(comm_b);
+      parallel::saves_op_outputs(rc) ? entered.then(uncached_forward).then(comm_f) : lower::span{};
+  out.recompute = parallel::recomputed(rc, whole, attention, uncached);
+  out.backward = out.recompute.then(backward).then(comm_b);
+  return out;
+}
+}  // namespace detail
+
+[[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
+                                             const layer_collectives& lcoll, recompute rc) {
+  const detail::layer_spans own =
+      detail::spans_of_layer(lc.forward, lc.backward, lc.attention, lc.uncached, lc.checkpoint_host,
+                             lcoll.forward(), lcoll.backward(), rc);
+  stage_spans out{own.forward, own.backward, own.recompute};
+  if (lc.dense_layers > 0) {
+    const layer_kind_compute& d = lc.dense;
+    const layer_collectives dc = dense_collectives(lcoll);
+    const detail::layer_spans dense =
+        detail::spans_of_layer(d.forward, d.backward, d.attention, d.forward, lc.checkpoint_host,
+                               dc.forward(), dc.backward(), rc);
+    out.dense = dense;
+  }
   return out;
 }
 
@@ -7395,7 +7420,7 @@ struct pipeline_stages {
     double t = d == 0
                    ? s.stage_layers(m, i) * (sp.forward_layer.gpu + sp.backward_layer.gpu)
                    : (s.stage_layers(m, i) - d) * (sp.forward_layer.gpu + sp.backward_layer.gpu) +
-                         d * (sp.dense_forward.gpu + sp.dense_backward.gpu);
+                         d * (sp.dense.forward.gpu + sp.dense.backward.gpu);
     if (i == 0) t += lc.embedding_forward.gpu + lc.embedding_backward.gpu;
     if (i == p - 1) t += lc.head_forward.gpu + lc.head_backward.gpu;
     return lower::span::kernel(0, t);
@@ -7446,8 +7471,8 @@ struct pipeline_stages {
   const bool first = critical == 0, last = critical == p - 1;
   // a per-layer figure over the critical stage's layers, its dense first layers' `dense` each
   const double dcrit = first ? lc.dense_layers : 0;
-  const auto over_layers = [&](double layer, double dense) {
-    return dcrit == 0 ? lcrit * layer : (lcrit - dcrit) * layer + dcrit * dense;
+  const auto over_layers = [&](double layer, double dense_layer) {
+    return dcrit == 0 ? lcrit * layer : (lcrit - dcrit) * layer + dcrit * dense_layer;
   };
   time_breakdown T;
   T.forward =
@@ -7457,7 +7482,7 @@ struct pipeline_stages {
       mb * seconds{over_layers(lc.backward.gpu, lc.dense.backward.gpu) +
                    (first ? lc.embedding_backward.gpu : 0.0) + (last ? lc.head_backward.gpu : 0.0)};
   T.recompute = dcrit == 0 ? mb * lcrit * seconds{sp.recompute.gpu}
-                           : mb * seconds{over_layers(sp.recompute.gpu, sp.dense_recompute.gpu)};
+                           : mb * seconds{over_layers(sp.recompute.gpu, sp.dense.recompute.gpu)};
   // each policy adds its term: the fold over the plan's policies
   const double passes = mb * lcrit;  // layer passes of the critical stage
   T.tensor_comm = s.tensor.time(passes, lcoll.tensor, lcoll.tensor_backward);
@@ -7706,6 +7731,22 @@ namespace detail {
   return slots * ((stage > 0 ? act : 0.0) + (stage < p - 1 ? act / s.tensor.degree : 0.0));
 }
 namespace detail {
+/// `layer_terms` with `d` dense first layers among the `layers`; out of line, as only DeepSeek's
+/// models have them.
+[[gnu::noinline]] constexpr void dense_layer_terms(memory_terms& x, const plan_keeps& keeps,
+                                                   int layers, int d) {
+  const auto mix = [&](double layer, double dense) {
+    return ((layers - d) * layer + d * dense) / layers;
+  };
+  const layer_keeps &dl = keeps.dense_layer, &df = keeps.dense_full;
+  x.saved = mix(keeps.layer.activation, dl.activation);
+  x.casts = mix(keeps.layer.weight_copy, dl.weight_copy);
+  x.until_loss = x.in_flight * ((layers - d) * keeps.layer.until_loss + d * dl.until_loss);
+  x.graph = mix(keeps.layer.graph, dl.graph);
+  x.full_layer = strata::detail::max(x.full_layer, df.activation);
+  x.full_casts = strata::detail::max(x.full_casts, df.weight_copy);
+  x.last_saved = dl.activation;
+}
 /// A stage's per-layer memory terms from what its layers keep (`x.layers` and `x.in_flight` set):
 /// with `d` dense first layers among its `layers`, the per-layer figures on average over the two
 /// kinds, a recomputed layer the larger kind's, and the last backward's layer (layer 0) a dense
@@ -7718,18 +7759,7 @@ constexpr void layer_terms(memory_terms& x, const plan_keeps& keeps, int layers,
   x.full_layer = keeps.full.activation;
   x.full_casts = keeps.full.weight_copy;
   x.last_saved = x.saved;
-  if (d == 0) return;
-  const auto mix = [&](double layer, double dense) {
-    return ((layers - d) * layer + d * dense) / layers;
-  };
-  const layer_keeps &dl = keeps.dense_layer, &df = keeps.dense_full;
-  x.saved = mix(keeps.layer.activation, dl.activation);
-  x.casts = mix(keeps.layer.weight_copy, dl.weight_copy);
-  x.until_loss = x.in_flight * ((layers - d) * keeps.layer.until_loss + d * dl.until_loss);
-  x.graph = mix(keeps.layer.graph, dl.graph);
-  x.full_layer = strata::detail::max(x.full_layer, df.activation);
-  x.full_casts = strata::detail::max(x.full_casts, df.weight_copy);
-  x.last_saved = dl.activation;
+  if (d > 0) dense_layer_terms(x, keeps, layers, d);
 }
 }  // namespace detail
 

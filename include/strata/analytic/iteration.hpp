@@ -43,7 +43,7 @@ struct pipeline_stages {
     double t = d == 0
                    ? s.stage_layers(m, i) * (sp.forward_layer.gpu + sp.backward_layer.gpu)
                    : (s.stage_layers(m, i) - d) * (sp.forward_layer.gpu + sp.backward_layer.gpu) +
-                         d * (sp.dense_forward.gpu + sp.dense_backward.gpu);
+                         d * (sp.dense.forward.gpu + sp.dense.backward.gpu);
     if (i == 0) t += lc.embedding_forward.gpu + lc.embedding_backward.gpu;
     if (i == p - 1) t += lc.head_forward.gpu + lc.head_backward.gpu;
     return lower::span::kernel(0, t);
@@ -94,8 +94,8 @@ struct pipeline_stages {
   const bool first = critical == 0, last = critical == p - 1;
   // a per-layer figure over the critical stage's layers, its dense first layers' `dense` each
   const double dcrit = first ? lc.dense_layers : 0;
-  const auto over_layers = [&](double layer, double dense) {
-    return dcrit == 0 ? lcrit * layer : (lcrit - dcrit) * layer + dcrit * dense;
+  const auto over_layers = [&](double layer, double dense_layer) {
+    return dcrit == 0 ? lcrit * layer : (lcrit - dcrit) * layer + dcrit * dense_layer;
   };
   time_breakdown T;
   T.forward =
@@ -105,7 +105,7 @@ struct pipeline_stages {
       mb * seconds{over_layers(lc.backward.gpu, lc.dense.backward.gpu) +
                    (first ? lc.embedding_backward.gpu : 0.0) + (last ? lc.head_backward.gpu : 0.0)};
   T.recompute = dcrit == 0 ? mb * lcrit * seconds{sp.recompute.gpu}
-                           : mb * seconds{over_layers(sp.recompute.gpu, sp.dense_recompute.gpu)};
+                           : mb * seconds{over_layers(sp.recompute.gpu, sp.dense.recompute.gpu)};
   // each policy adds its term: the fold over the plan's policies
   const double passes = mb * lcrit;  // layer passes of the critical stage
   T.tensor_comm = s.tensor.time(passes, lcoll.tensor, lcoll.tensor_backward);

@@ -174,6 +174,22 @@ namespace detail {
   return slots * ((stage > 0 ? act : 0.0) + (stage < p - 1 ? act / s.tensor.degree : 0.0));
 }
 namespace detail {
+/// `layer_terms` with `d` dense first layers among the `layers`; out of line, as only DeepSeek's
+/// models have them.
+[[gnu::noinline]] constexpr void dense_layer_terms(memory_terms& x, const plan_keeps& keeps,
+                                                   int layers, int d) {
+  const auto mix = [&](double layer, double dense) {
+    return ((layers - d) * layer + d * dense) / layers;
+  };
+  const layer_keeps &dl = keeps.dense_layer, &df = keeps.dense_full;
+  x.saved = mix(keeps.layer.activation, dl.activation);
+  x.casts = mix(keeps.layer.weight_copy, dl.weight_copy);
+  x.until_loss = x.in_flight * ((layers - d) * keeps.layer.until_loss + d * dl.until_loss);
+  x.graph = mix(keeps.layer.graph, dl.graph);
+  x.full_layer = strata::detail::max(x.full_layer, df.activation);
+  x.full_casts = strata::detail::max(x.full_casts, df.weight_copy);
+  x.last_saved = dl.activation;
+}
 /// A stage's per-layer memory terms from what its layers keep (`x.layers` and `x.in_flight` set):
 /// with `d` dense first layers among its `layers`, the per-layer figures on average over the two
 /// kinds, a recomputed layer the larger kind's, and the last backward's layer (layer 0) a dense
@@ -186,18 +202,7 @@ constexpr void layer_terms(memory_terms& x, const plan_keeps& keeps, int layers,
   x.full_layer = keeps.full.activation;
   x.full_casts = keeps.full.weight_copy;
   x.last_saved = x.saved;
-  if (d == 0) return;
-  const auto mix = [&](double layer, double dense) {
-    return ((layers - d) * layer + d * dense) / layers;
-  };
-  const layer_keeps &dl = keeps.dense_layer, &df = keeps.dense_full;
-  x.saved = mix(keeps.layer.activation, dl.activation);
-  x.casts = mix(keeps.layer.weight_copy, dl.weight_copy);
-  x.until_loss = x.in_flight * ((layers - d) * keeps.layer.until_loss + d * dl.until_loss);
-  x.graph = mix(keeps.layer.graph, dl.graph);
-  x.full_layer = strata::detail::max(x.full_layer, df.activation);
-  x.full_casts = strata::detail::max(x.full_casts, df.weight_copy);
-  x.last_saved = dl.activation;
+  if (d > 0) dense_layer_terms(x, keeps, layers, d);
 }
 }  // namespace detail
 

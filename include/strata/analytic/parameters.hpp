@@ -29,11 +29,10 @@ using parallel::stage_parameters;
 /// The model's parameter counts that `parameters_on` splits over the stages, counted once.
 struct model_parameters {
   double dense_layer = 0, expert_layer = 0, embedding = 0, head = 0;
-  double first_dense = 0;  ///< one of the dense first layers (`transformer::dense_layers`)
 };
 [[nodiscard]] constexpr model_parameters parameters_of(const transformer& m) {
   return {m.dense_layer_parameters(), m.expert_layer_parameters(), m.embedding_parameters(),
-          m.head_parameters(), m.dense_layers > 0 ? m.first_dense_layer_parameters() : 0.0};
+          m.head_parameters()};
 }
 
 /// The dense first layers on pipeline stage `stage`: all of them on the first (`nd::check` keeps
@@ -54,7 +53,7 @@ struct model_parameters {
     out.dense = l * k.dense_layer / t;
     out.expert = l * k.expert_layer / (t * s.expert.degree);
   } else {
-    out.dense = ((l - d) * k.dense_layer + d * k.first_dense) / t;
+    out.dense = ((l - d) * k.dense_layer + d * m.first_dense_layer_parameters()) / t;
     out.expert = (l - d) * k.expert_layer / (t * s.expert.degree);
   }
   if (stage == 0) out.embedding += k.embedding / t;

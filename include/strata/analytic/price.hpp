@@ -60,10 +60,10 @@ struct layer_keeps {
   }
 };
 
-/// One kind of layer's priced kernels and keeps (`layer_compute::dense`).
+/// One kind of layer's priced kernels and keeps (`layer_compute::dense`; a model with dense
+/// first layers has experts, which per-operator checkpointing refuses: no `uncached` forward).
 struct layer_kind_compute {
-  lower::span forward, backward, attention, uncached;
-  double attention_backward = 0;
+  lower::span forward, backward, attention;
   layer_keeps keeps{}, whole_keeps{};
 };
 
@@ -91,20 +91,6 @@ struct layer_compute {
   /// and one of them priced
   int dense_layers = 0;
   layer_kind_compute dense{};
-
-  /// The same with a dense first layer's kernels and keeps in place of the layer's.
-  [[nodiscard]] constexpr layer_compute dense_first() const {
-    layer_compute d = *this;
-    d.forward = dense.forward;
-    d.backward = dense.backward;
-    d.attention = dense.attention;
-    d.uncached = dense.uncached;
-    d.attention_backward = dense.attention_backward;
-    d.keeps = dense.keeps;
-    d.whole_keeps = dense.whole_keeps;
-    d.dense_layers = 0;
-    return d;
-  }
 };
 
 namespace detail {
@@ -152,6 +138,20 @@ struct pricer {
     return per_kernel > 0 ? attention : lower::span::kernel(0, attention_gpu);
   }
 };
+}  // namespace detail
+
+namespace detail {
+/// One of the dense first layers (`transformer::first_dense`) lowered and priced; out of line,
+/// as only DeepSeek's models have them.
+[[nodiscard, gnu::noinline]] constexpr layer_kind_compute price_dense_layer(
+    const transformer& m, const lower::shard& x, const training& tr, const device_profile& q,
+    const gemm_model& g, bool fp32_attention, double per_kernel) {
+  const transformer d = m.first_dense();
+  pricer f{q, g, fp32_attention, per_kernel}, b = f;
+  lower::layer(d, x, tr, lower::phase::forward, f);
+  lower::layer(d, x, tr, lower::phase::backward, b);
+  return {f.result(), b.result(), f.attention_result(), f.kept, f.would_keep};
+}
 }  // namespace detail
 
 /// Lowers one layer, the embedding and the head for the shard `x` (`lower/transformer.hpp`) and
@@ -202,13 +202,8 @@ struct pricer {
     c.whole_known = true;
   }
   if (m.dense_layers > 0) {  // one dense first layer, priced the same way
-    const transformer d = m.first_dense();
-    detail::pricer df{q, g, fp32_attention, c.per_kernel}, db = df;
-    lower::layer(d, x, tr, phase::forward, df);
-    lower::layer(d, x, tr, phase::backward, db);
     c.dense_layers = m.dense_layers;
-    c.dense = {df.result(),      db.result(), df.attention_result(), df.uncached_result(),
-               db.attention_gpu, df.kept,     df.would_keep};
+    c.dense = detail::price_dense_layer(m, x, tr, q, g, fp32_attention, c.per_kernel);
   }
   return c;
 }
@@ -406,6 +401,14 @@ class collectives_memo {
   bool priced_ = false;
 };
 
+namespace detail {
+/// One layer's forward with its collectives, its recomputation and its backward with the
+/// recomputation and the collectives (`stage_spans`).
+struct layer_spans {
+  lower::span forward, recompute, backward;
+};
+}  // namespace detail
+
 /// What one micro-batch runs on pipeline stage `i`, in issue order: the embedding (first
 /// stage), each layer's forward, the head's forward and backward (last stage), each layer's
 /// recomputation and backward, the embedding's backward. Blocking collectives count as GPU time.
@@ -413,59 +416,65 @@ struct stage_spans {
   lower::span forward_layer, backward_layer;  ///< with their collectives and recomputation
   lower::span recompute;                      ///< what `backward_layer` repeats of the forward
   /// the same for a dense first layer (`layer_compute::dense`), the first stage's first
-  lower::span dense_forward, dense_backward, dense_recompute;
+  detail::layer_spans dense{};
   [[nodiscard]] constexpr lower::span micro_batch(const layer_compute& lc, double layers,
                                                   bool first, bool last) const {
     const double d = first ? lc.dense_layers : 0;
     lower::span s = first ? lc.embedding_forward : lower::span{};
-    if (d > 0) s = s.then(dense_forward.repeat(d));
+    if (d > 0) s = s.then(dense.forward.repeat(d));
     s = s.then(forward_layer.repeat(layers - d));
     if (last) s = s.then(lc.head_forward).then(lc.head_backward);
     s = s.then(backward_layer.repeat(layers - d));
-    if (d > 0) s = s.then(dense_backward.repeat(d));
+    if (d > 0) s = s.then(dense.backward.repeat(d));
     if (first) s = s.then(lc.embedding_backward);
     return s;
   }
 };
 
-[[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
-                                             const layer_collectives& lcoll, recompute rc);
 /// The collectives of a dense first layer: a layer's without the experts' all-to-alls.
 [[nodiscard]] constexpr layer_collectives dense_collectives(layer_collectives lcoll) {
   lcoll.expert = seconds{};
   return lcoll;
 }
 
-[[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
-                                             const layer_collectives& lcoll, recompute rc) {
-  if (lc.dense_layers > 0) {
-    stage_spans out = spans_of(lc.dense_first(), dense_collectives(lcoll), rc);
-    layer_compute layer = lc;
-    layer.dense_layers = 0;
-    const stage_spans own = spans_of(layer, lcoll, rc);
-    out.dense_forward = out.forward_layer;
-    out.dense_backward = out.backward_layer;
-    out.dense_recompute = out.recompute;
-    out.forward_layer = own.forward_layer;
-    out.backward_layer = own.backward_layer;
-    out.recompute = own.recompute;
-    return out;
-  }
-  stage_spans out;
-  const lower::span comm_f = lower::span::kernel(0, lcoll.forward().count());
-  const lower::span comm_b = lower::span::kernel(0, lcoll.backward().count());
-  out.forward_layer = lc.forward.then(comm_f);
+namespace detail {
+[[nodiscard, gnu::always_inline]] constexpr layer_spans spans_of_layer(
+    const lower::span& forward, const lower::span& backward, const lower::span& attention,
+    const lower::span& uncached_forward, double checkpoint_host, seconds comm_forward,
+    seconds comm_backward, recompute rc) {
+  const lower::span comm_f = lower::span::kernel(0, comm_forward.count());
+  const lower::span comm_b = lower::span::kernel(0, comm_backward.count());
+  layer_spans out;
+  out.forward = forward.then(comm_f);
   // full: the checkpointed layer re-entered, its forward and collectives again; selective: the
   // attention core; per_op: the layer re-entered, the kernels whose outputs are not cached and
   // the collectives (all of them: an upper bound where sequence parallelism's reduce-scatters
   // are cached)
-  const lower::span entered = lower::span::kernel(lc.checkpoint_host, 0);
+  const lower::span entered = lower::span::kernel(checkpoint_host, 0);
   const lower::span whole =
-      parallel::rebuilds_layer(rc) ? entered.then(lc.forward).then(comm_f) : lower::span{};
+      parallel::rebuilds_layer(rc) ? entered.then(forward).then(comm_f) : lower::span{};
   const lower::span uncached =
-      parallel::saves_op_outputs(rc) ? entered.then(lc.uncached).then(comm_f) : lower::span{};
-  out.recompute = parallel::recomputed(rc, whole, lc.attention, uncached);
-  out.backward_layer = out.recompute.then(lc.backward).then(comm_b);
+      parallel::saves_op_outputs(rc) ? entered.then(uncached_forward).then(comm_f) : lower::span{};
+  out.recompute = parallel::recomputed(rc, whole, attention, uncached);
+  out.backward = out.recompute.then(backward).then(comm_b);
+  return out;
+}
+}  // namespace detail
+
+[[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
+                                             const layer_collectives& lcoll, recompute rc) {
+  const detail::layer_spans own =
+      detail::spans_of_layer(lc.forward, lc.backward, lc.attention, lc.uncached, lc.checkpoint_host,
+                             lcoll.forward(), lcoll.backward(), rc);
+  stage_spans out{own.forward, own.backward, own.recompute};
+  if (lc.dense_layers > 0) {
+    const layer_kind_compute& d = lc.dense;
+    const layer_collectives dc = dense_collectives(lcoll);
+    const detail::layer_spans dense =
+        detail::spans_of_layer(d.forward, d.backward, d.attention, d.forward, lc.checkpoint_host,
+                               dc.forward(), dc.backward(), rc);
+    out.dense = dense;
+  }
   return out;
 }
 

@@ -152,16 +152,16 @@ struct builder {
   /// what lives until the loss anyway, as `checkpointed` says. There, a visitor with
   /// `would_save` hears of every call as the layer without checkpointing makes it, so that one
   /// lowering gives both (`analytic::lower_layer`).
-  constexpr void save(std::string_view what, double bytes, keep_kind kind,
-                      keep_kind checkpointed) const {
+  [[gnu::always_inline]] constexpr void save(std::string_view what, double bytes, keep_kind kind,
+                                             keep_kind checkpointed) const {
     if (backward || !(bytes > 0)) return;
     if (keep) return detail::keep(v, what, bytes, kind);
     if (checkpointed == keep_kind::until_loss) detail::keep(v, what, bytes, checkpointed);
     if constexpr (requires { v.would_save(saved_tensor{}); })
       v.would_save(saved_tensor{what, bytes, kind});
   }
-  constexpr void save(std::string_view what, double bytes,
-                      keep_kind kind = keep_kind::activation) const {
+  [[gnu::always_inline]] constexpr void save(std::string_view what, double bytes,
+                                             keep_kind kind = keep_kind::activation) const {
     save(what, bytes, kind, kind);
   }
   /// `times` kernels moving `bytes` each (`sync`: the host waits for the GPU after them).
@@ -254,7 +254,7 @@ struct builder {
   /// (`MatMul4Bit.forward`: `ctx.tensors = (A, B)`), outside `save_for_backward`: the backward
   /// does not free it, the graph's end does (`keep_kind::graph`; `input_kept` counts it as an
   /// activation).
-  constexpr void graph_input(std::string_view what, double bytes) const {
+  [[gnu::always_inline]] constexpr void graph_input(std::string_view what, double bytes) const {
     if (tr.lora.quantized() && tr.lora.keeps_inputs &&
         (what != "output projection" || tr.framework.quantizes_head))
       save("quantized layer input (bitsandbytes ctx)", bytes, keep_kind::graph);
@@ -545,7 +545,7 @@ constexpr void unfused_attention(const B& k, const layer_shape& L, double qkv_ke
 ///   both; its FLOPs are those of a head of their mean), the row-parallel output projection.
 /// It keeps the down projections' input, the latents, Q, K, V, the log-sum-exp and the output.
 template <class B>
-constexpr void latent_attention(const B& k, const layer_shape& L) {
+[[gnu::noinline]] constexpr void latent_attention(const B& k, const layer_shape& L) {
   const transformer& m = L.m;
   const double a = m.heads / L.t, rope = m.qk_rope_dim, r = m.q_lora_rank, c = m.kv_lora_rank;
   const double qk = m.latent_qk_dim(), v = m.v_head_dim, qw = a * qk, vw = a * v;
@@ -920,6 +920,34 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
     detail::keep(v, "cached reduce-scatter outputs", 2 * L.act * L.tn * L.h);
 }
 
+namespace detail {
+constexpr std::string_view tensor_collective_name(comm::collective op) {
+  return op == comm::collective::all_reduce   ? "tensor-parallel all-reduce"
+         : op == comm::collective::all_gather ? "sequence-parallel all-gather"
+                                              : "sequence-parallel reduce-scatter";
+}
+/// Tensor parallelism's collectives around a latent attention layer (`latent_attention`): its
+/// column-parallel side moves the latents, not h. Under sequence parallelism the all-gather of
+/// the Q and KV latents and the rotary key (backward its mirror reduce-scatter); without, the
+/// backward all-reduce of the up projections' input gradients (the rotary key's is not reduced:
+/// Megatron-LM issue #1699). The others move b s h, as a layer's.
+template <class V>
+[[gnu::noinline]] constexpr void latent_tensor_collectives(const transformer& m, const shard& x,
+                                                           const training& tr, phase ph, V& v) {
+  const double act = tr.activation_bytes(), h = m.hidden;
+  const bool fwd = ph == phase::forward;
+  const comm::collective entry =
+      x.sp ? (fwd ? comm::collective::all_gather : comm::collective::reduce_scatter)
+           : (fwd ? comm::collective::send_recv : comm::collective::all_reduce);  // none forward
+  const double latents =
+      (m.q_lora_rank > 0 ? m.q_lora_rank : h) + m.kv_lora_rank + (x.sp ? m.qk_rope_dim : 0);
+  for (const auto& [op, count] : parallel::tensor_parallel{x.tp, x.sp}.collectives())
+    for (int i = 0; i < count; ++i)
+      communicate(v, {tensor_collective_name(op), op, comm_axis::tensor,
+                      (op == entry && i == 0 ? latents : h) * x.b * x.s * act, ph});
+}
+}  // namespace detail
+
 /// The blocking collectives of one layer's forward or backward: tensor parallelism's two
 /// all-reduces per pass of the b s h activation (Shoeybi et al. §3; with sequence parallelism an
 /// all-gather and a reduce-scatter of the same bytes, Korthikanti et al. §4.2.2), ring
@@ -931,26 +959,14 @@ constexpr void layer_collectives(const transformer& m, const shard& x, const tra
                                  V&& v) {
   const double act = tr.activation_bytes(), h = m.hidden;
   const double bsh = x.b * x.s * h * act;
-  // latent attention's column-parallel side moves its latents, not h (`latent_attention`): under
-  // sequence parallelism the all-gather of the Q and KV latents and the rotary key (its mirror
-  // backward a reduce-scatter); without, the backward all-reduce of the up projections' input
-  // gradients (the rotary key's is not reduced: Megatron-LM issue #1699)
-  const bool fwd = ph == phase::forward;
-  const comm::collective entry =
-      x.sp ? (fwd ? comm::collective::all_gather : comm::collective::reduce_scatter)
-           : (fwd ? comm::collective::send_recv  // none forward
-                  : comm::collective::all_reduce);
-  const double latents =
-      (m.q_lora_rank > 0 ? m.q_lora_rank : h) + m.kv_lora_rank + (x.sp ? m.qk_rope_dim : 0);
-  if (x.tp > 1)
+  if (x.tp > 1 && m.mla()) {
+    detail::latent_tensor_collectives(m, x, tr, ph, v);
+  } else if (x.tp > 1) {
     for (const auto& [op, count] : parallel::tensor_parallel{x.tp, x.sp}.collectives())
       for (int i = 0; i < count; ++i)
-        detail::communicate(
-            v, {op == comm::collective::all_reduce   ? "tensor-parallel all-reduce"
-                : op == comm::collective::all_gather ? "sequence-parallel all-gather"
-                                                     : "sequence-parallel reduce-scatter",
-                op, comm_axis::tensor,
-                m.mla() && op == entry && i == 0 ? x.b * x.s * latents * act : bsh, ph});
+        detail::communicate(v,
+                            {detail::tensor_collective_name(op), op, comm_axis::tensor, bsh, ph});
+  }
   if (x.cp > 1)  // K and V blocks forward; blocks and their gradients backward
     detail::communicate(
         v, {"ring attention K/V", comm::collective::send_recv, comm_axis::context,

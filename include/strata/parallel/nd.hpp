@@ -173,7 +173,8 @@ struct nd {
     pipeline.check(m.layers, micro_batches(t));
     // the dense first layers run on the first stage, in its first chunk
     // (`analytic::dense_layers_on`, the simulator's first virtual stage)
-    if (const int first = pipeline.chunk_layers(m.layers, 0, 0); m.dense_layers > first)
+    if (const int first = m.dense_layers > 0 ? pipeline.chunk_layers(m.layers, 0, 0) : 0;
+        m.dense_layers > first)
       throw plan_error("transformer.dense_layers: the " + std::to_string(m.dense_layers) +
                        " dense first layers must run on the first pipeline stage's first chunk, "
                        "which holds " +

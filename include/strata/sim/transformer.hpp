@@ -545,7 +545,7 @@ struct transformer_builder {
       if (at.gathers) d.push_back(gather(sp, "all-gather weights (backward)" + lt, before, task));
       const bool dense = at.gs == 0 && l < lc.dense_layers;  // a dense first layer
       lower::span t =
-          dense ? spans.dense_recompute.then(lc.dense.backward) : spans.recompute.then(lc.backward);
+          dense ? spans.dense.recompute.then(lc.dense.backward) : spans.recompute.then(lc.backward);
       if (l == 0 && at.gs == 0) t = t.then(lc.embedding_backward);
       std::vector<int> produces{working[sp.I]}, consumes;
       backward_tensors(sp, at, l, produces, consumes);
@@ -637,7 +637,7 @@ struct transformer_builder {
     if (const int d = i == 0 ? lc.dense_layers : 0; d > 0) {  // the dense first layers instead
       const analytic::layer_kind_compute& k = lc.dense;
       t += d * (k.backward.gpu +
-                parallel::recomputed(rc, k.forward.gpu, k.attention.gpu, k.uncached.gpu) -
+                parallel::recomputed(rc, k.forward.gpu, k.attention.gpu, k.forward.gpu) -
                 lc.backward.gpu -
                 parallel::recomputed(rc, lc.forward.gpu, lc.attention.gpu, lc.uncached.gpu));
     }
