@@ -37,7 +37,8 @@ def load(path):
 # ---- evaluate --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["gpt3_175b", "custom_transformer", "hf_llama", "data",
-                                  "pipeline", "dlrm_plan", "step_gpt2", "step_resnet50"])
+                                  "pipeline", "dlrm_plan", "step_gpt2", "step_resnet50",
+                                  "deepseek_v3"])
 def test_evaluate_equals_the_command(name):
     path = SCENARIOS / f"{name}.json"
     rc, out, _ = cli(path)

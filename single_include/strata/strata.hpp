@@ -7169,7 +7169,15 @@ namespace detail {
 [[nodiscard, gnu::always_inline]] constexpr layer_spans spans_of_layer(
     const lower::span& forward, const lower::span& backward, const lower::span& attention,
     const lower::span& uncached_forward, double checkpoint_host, seconds comm_forward,
-    seconds comm_backward, recompute rc) {
+    seconds comm_backward, recompute rc, bool host_free) {
+  if (host_free) {  // every span a GPU time (`pricer::result`): their sums, as `then` gives them
+    const double cf = comm_forward.count(), f = forward.gpu + cf;
+    const double u = parallel::saves_op_outputs(rc) ? uncached_forward.gpu + cf : 0.0;
+    const double r =
+        parallel::recomputed(rc, parallel::rebuilds_layer(rc) ? f : 0.0, attention.gpu, u);
+    return {lower::span::kernel(0, f), lower::span::kernel(0, r),
+            lower::span::kernel(0, r + backward.gpu + comm_backward.count())};
+  }
   const lower::span comm_f = lower::span::kernel(0, comm_forward.count());
   const lower::span comm_b = lower::span::kernel(0, comm_backward.count());
   layer_spans out;
@@ -7191,16 +7199,17 @@ namespace detail {
 
 [[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
                                              const layer_collectives& lcoll, recompute rc) {
+  const bool host_free = lc.per_kernel <= 0 && lc.checkpoint_host <= 0;
   const detail::layer_spans own =
       detail::spans_of_layer(lc.forward, lc.backward, lc.attention, lc.uncached, lc.checkpoint_host,
-                             lcoll.forward(), lcoll.backward(), rc);
+                             lcoll.forward(), lcoll.backward(), rc, host_free);
   stage_spans out{own.forward, own.backward, own.recompute};
   if (lc.dense_layers > 0) {
     const layer_kind_compute& d = lc.dense;
     const layer_collectives dc = dense_collectives(lcoll);
     const detail::layer_spans dense =
         detail::spans_of_layer(d.forward, d.backward, d.attention, d.forward, lc.checkpoint_host,
-                               dc.forward(), dc.backward(), rc);
+                               dc.forward(), dc.backward(), rc, host_free);
     out.dense = dense;
   }
   return out;
