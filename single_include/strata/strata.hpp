@@ -6064,6 +6064,7 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
 }
 
 namespace detail {
+/// What a report calls tensor parallelism's collective `op`.
 constexpr std::string_view tensor_collective_name(comm::collective op) {
   return op == comm::collective::all_reduce   ? "tensor-parallel all-reduce"
          : op == comm::collective::all_gather ? "sequence-parallel all-gather"
@@ -6096,6 +6097,7 @@ template <class V>
 /// all-gather and a reduce-scatter of the same bytes, Korthikanti et al. §4.2.2), ring
 /// attention's K/V blocks (Liu et al. 2023: c - 1 transfers of the rank's K and V, as one
 /// `send_recv` op of their total), MoE's dispatch and combine all-to-alls of the routed tokens.
+/// Latent attention's tensor-parallel collectives: `detail::latent_tensor_collectives`.
 template <class V>
 requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void layer_collectives(const transformer& m, const shard& x, const training& tr, phase ph,
@@ -6866,9 +6868,7 @@ struct pricer {
     return per_kernel > 0 ? attention : lower::span::kernel(0, attention_gpu);
   }
 };
-}  // namespace detail
 
-namespace detail {
 /// One of the dense first layers (`transformer::first_dense`) lowered and priced; out of line,
 /// as only DeepSeek's models have them.
 [[nodiscard, gnu::noinline]] constexpr layer_kind_compute price_dense_layer(
@@ -7166,6 +7166,11 @@ struct stage_spans {
 }
 
 namespace detail {
+/// A layer's spans from its priced forward, backward, attention core and forward without what
+/// per-operator checkpointing caches, and its collectives: full recomputation re-enters the
+/// layer (`checkpoint_host`) and runs its forward and collectives again, selective the attention
+/// core, per-operator the uncached kernels and the collectives. `host_free`: every span is a GPU
+/// time (no host model), so the spans are sums.
 [[nodiscard, gnu::always_inline]] constexpr layer_spans spans_of_layer(
     const lower::span& forward, const lower::span& backward, const lower::span& attention,
     const lower::span& uncached_forward, double checkpoint_host, seconds comm_forward,

@@ -138,9 +138,7 @@ struct pricer {
     return per_kernel > 0 ? attention : lower::span::kernel(0, attention_gpu);
   }
 };
-}  // namespace detail
 
-namespace detail {
 /// One of the dense first layers (`transformer::first_dense`) lowered and priced; out of line,
 /// as only DeepSeek's models have them.
 [[nodiscard, gnu::noinline]] constexpr layer_kind_compute price_dense_layer(
@@ -438,6 +436,11 @@ struct stage_spans {
 }
 
 namespace detail {
+/// A layer's spans from its priced forward, backward, attention core and forward without what
+/// per-operator checkpointing caches, and its collectives: full recomputation re-enters the
+/// layer (`checkpoint_host`) and runs its forward and collectives again, selective the attention
+/// core, per-operator the uncached kernels and the collectives. `host_free`: every span is a GPU
+/// time (no host model), so the spans are sums.
 [[nodiscard, gnu::always_inline]] constexpr layer_spans spans_of_layer(
     const lower::span& forward, const lower::span& backward, const lower::span& attention,
     const lower::span& uncached_forward, double checkpoint_host, seconds comm_forward,

@@ -921,6 +921,7 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
 }
 
 namespace detail {
+/// What a report calls tensor parallelism's collective `op`.
 constexpr std::string_view tensor_collective_name(comm::collective op) {
   return op == comm::collective::all_reduce   ? "tensor-parallel all-reduce"
          : op == comm::collective::all_gather ? "sequence-parallel all-gather"
@@ -953,6 +954,7 @@ template <class V>
 /// all-gather and a reduce-scatter of the same bytes, Korthikanti et al. §4.2.2), ring
 /// attention's K/V blocks (Liu et al. 2023: c - 1 transfers of the rank's K and V, as one
 /// `send_recv` op of their total), MoE's dispatch and combine all-to-alls of the routed tokens.
+/// Latent attention's tensor-parallel collectives: `detail::latent_tensor_collectives`.
 template <class V>
 requires LoweringVisitor<std::remove_cvref_t<V>>
 constexpr void layer_collectives(const transformer& m, const shard& x, const training& tr, phase ph,
