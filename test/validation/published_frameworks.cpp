@@ -6,6 +6,7 @@
 // pins the error statistics so that a change to the model that moves them is seen.
 #include <catch2/catch.hpp>
 #include <strata/calibrate/readers.hpp>
+#include <strata/sim/transformer.hpp>
 #include <strata/strata.hpp>
 
 #include <algorithm>
@@ -103,20 +104,22 @@ bool cluster_of(const std::map<std::string, std::string>& r, cluster& c, std::st
   return true;
 }
 
-outcome predict(const std::map<std::string, std::string>& r) {
-  outcome o{.source = r.at("source"),
-            .framework = r.at("framework"),
-            .metric = r.at("metric"),
-            .measured = std::stod(r.at("value"))};
-  auto skip = [&](std::string why) {
-    o.skipped = true;
-    o.why = std::move(why);
-    return o;
-  };
+/// A row's plan: its model, cluster, training setup and strategy, or why it cannot be made.
+struct row_plan {
+  transformer m;
+  cluster c;
+  training tr;
+  parallel::nd s;
+  std::string why;  ///< empty: the plan is made
+};
+
+row_plan plan_of(const std::map<std::string, std::string>& r) {
+  row_plan out;
   std::string name;
   const transformer m = model_of(r, name);
+  out.m = m;
   cluster c;
-  if (!cluster_of(r, c, o.why)) return skip(o.why);
+  if (!cluster_of(r, c, out.why)) return out;
   const std::string mode = r.at("stage_or_mode"), fw = r.at("framework");
   training tr{.batch = std::stoi(r.at("global_batch")), .sequence = std::stoi(r.at("seq"))};
   const std::string prec = r.at("precision");
@@ -194,8 +197,30 @@ outcome predict(const std::map<std::string, std::string>& r) {
         break;
       }
   if (s.devices() != c.devices())
-    return skip("tp x pp x dp x cp = " + std::to_string(s.devices()) + " of " +
-                std::to_string(c.devices()) + " GPUs");
+    out.why = "tp x pp x dp x cp = " + std::to_string(s.devices()) + " of " +
+              std::to_string(c.devices()) + " GPUs";
+  out.c = c;
+  out.tr = tr;
+  out.s = s;
+  return out;
+}
+
+outcome predict(const std::map<std::string, std::string>& r) {
+  outcome o{.source = r.at("source"),
+            .framework = r.at("framework"),
+            .metric = r.at("metric"),
+            .measured = std::stod(r.at("value"))};
+  auto skip = [&](std::string why) {
+    o.skipped = true;
+    o.why = std::move(why);
+    return o;
+  };
+  const row_plan p = plan_of(r);
+  if (!p.why.empty()) return skip(p.why);
+  const transformer& m = p.m;
+  const cluster& c = p.c;
+  const training& tr = p.tr;
+  const parallel::nd& s = p.s;
   try {
     const auto rep = analytic::evaluate(m, s, c, tr);
     const double gpus = c.devices();
@@ -211,11 +236,15 @@ outcome predict(const std::map<std::string, std::string>& r) {
   return o;
 }
 
-std::vector<outcome> outcomes() {
+std::vector<std::map<std::string, std::string>> rows_of_csv() {
   std::ifstream in(STRATA_TEST_DATA_DIR "/published_frameworks.csv");
   REQUIRE(in);
+  return calibrate::read_csv(in).rows;
+}
+
+std::vector<outcome> outcomes() {
   std::vector<outcome> out;
-  for (const auto& row : calibrate::read_csv(in).rows) out.push_back(predict(row));
+  for (const auto& row : rows_of_csv()) out.push_back(predict(row));
   return out;
 }
 
@@ -286,6 +315,37 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   CHECK(100 * median(errors["fsdp"]) == Approx(27.1).margin(0.5));
   CHECK(100 * median(errors["deepspeed"]) == Approx(58.1).margin(0.5));
   CHECK(100 * median(errors["memory"]) == Approx(17.8).margin(0.5));
+}
+
+TEST_CASE("published ZeRO-3 runs: the simulator agrees with the closed form within 2 %") {
+  // FSDP and DeepSpeed reduce-scatter each unit's gradients as its backward ends, beside the
+  // next gathers (FSDP's post-backward hook and its own stream: sim/transformer.hpp
+  // `reduce_layer`), which the closed form hides behind the backward but for one layer's share
+  // (`parallel::data_parallel::time`). Before, the simulator reduced a micro-batch's gradients
+  // after its backward, behind the gathers: these rows came out 2-32 % slower than the closed
+  // form (issue 40, "one answer"). ZeRO-2 rows still differ by the updated weights' gather (the
+  // closed form hides it behind the next forward, the simulator exposes it: MPT-1b on 512 GPUs
+  // +2.4 %); Megatron's rows by it and by the buckets under interleaving.
+  int rows = 0;
+  for (const auto& r : rows_of_csv()) {
+    const std::string metric = r.at("metric");
+    if (metric == "oom" || metric == "peak_mem_gib") continue;
+    const row_plan p = plan_of(r);
+    if (!p.why.empty() || p.s.data.zero != 3) continue;
+    INFO(r.at("source") << " " << r.at("model") << " " << r.at("stage_or_mode"));
+    double closed = 0;
+    try {
+      closed = analytic::evaluate(p.m, p.s, p.c, p.tr).iteration_time().count();
+    } catch (const plan_error&) {
+      continue;  // the row the test above skips (OPT-175B's batch over 124 replicas)
+    }
+    const double run =
+        sim::simulate(p.m, p.s, p.c, p.tr, datasheet_profile(p.c.dev, h100_fitted_gemm))
+            .iteration.count();
+    CHECK(std::abs(run / closed - 1) <= 0.02);
+    ++rows;
+  }
+  CHECK(rows == 39);
 }
 
 }  // namespace validation_published_frameworks

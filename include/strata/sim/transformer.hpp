@@ -16,8 +16,9 @@
 /// crosses its sender's and receiver's NIC (fair-share links, so sends that meet on a wire share
 /// it) and a cap at the pair's bandwidth. Data-parallel traffic runs as flows on the same NICs:
 /// ZeRO-0/1 reduce the stage's gradients in `buckets` buckets as the last backward proceeds
-/// (after it, without overlap); ZeRO-2/3 reduce-scatter after every micro-batch (without
-/// overlap, before the next one starts), ZeRO-3 also all-gathers each layer's weights before its
+/// (after it, without overlap); ZeRO-2/3 reduce-scatter each layer's gradients as its backward
+/// ends, beside the gathers (FSDP's post-backward hook; without overlap, a micro-batch's after it,
+/// before the next one starts), ZeRO-3 also all-gathers each layer's weights before its
 /// forward and backward, one layer ahead (without overlap, after the layer before it); the
 /// optimizer step ends the iteration. Memory: model states all iteration, each unit's
 /// activations from its forward to its backward.
@@ -92,7 +93,8 @@ struct stage_pass {
   int stage_layers;
   parallel::calls_per_step calls;
   analytic::data_collective_costs dc;
-  analytic::call_cost layer_gather;  ///< one layer's share of the ZeRO-3 all-gather
+  analytic::call_cost layer_gather;   ///< one layer's share of the ZeRO-3 all-gather
+  analytic::call_cost layer_scatter;  ///< one layer's share of a micro-batch's reduce-scatter
 };
 
 /// A unit (micro-batch, chunk) of a stage's program: where it runs and what it names its tasks.
@@ -158,10 +160,11 @@ struct transformer_builder {
   // the stage's previous compute task
   std::vector<int> last = std::vector<int>(static_cast<std::size_t>(p), -1);
   std::vector<int> prev_dp = std::vector<int>(static_cast<std::size_t>(p), -1);
+  std::vector<int> prev_rs = prev_dp;  ///< the stage's last ZeRO-2/3 reduce-scatter
+  std::vector<int> remaining_bwd = std::vector<int>(static_cast<std::size_t>(p * mb), v);
   // what the update waits on
   std::vector<std::vector<int>> pending =
       std::vector<std::vector<int>>(static_cast<std::size_t>(p));
-  std::vector<int> remaining_bwd = std::vector<int>(static_cast<std::size_t>(p * mb), v);
   const parallel::zero_stage zero = s.data.sharding();
   const bool has_dp = shards > 1;
   const double gb = tr.gradient_bytes();
@@ -389,8 +392,16 @@ struct transformer_builder {
         analytic::collective_calls(m, s, tr, stage_layers, (tn.dense + tn.expert) * gb);
     const analytic::data_collective_costs dc =
         analytic::data_collectives_of(s, c, tr, n, tn, calls);
-    const analytic::call_cost layer_gather = (1.0 / std::max(1, stage_layers)) * dc.all_gather;
-    return {i, static_cast<std::size_t>(i), n, tn, stage_layers, calls, dc, layer_gather};
+    const double share = 1.0 / std::max(1, stage_layers);
+    return {i,
+            static_cast<std::size_t>(i),
+            n,
+            tn,
+            stage_layers,
+            calls,
+            dc,
+            share * dc.all_gather,
+            share * dc.reduce_scatter};
   }
 
   /// Unit u, the k-th of stage i's program: its virtual stage, indices, tag and layers.
@@ -528,7 +539,7 @@ struct transformer_builder {
     last[I] = task;
     if (at.gs > 0) bsend[GS][J] = send(i, (at.gs - 1) % p, "send gradients " + at.tag, task);
     if (at.gs > 0) pending[I].push_back(bsend[GS][J]);
-    reduce_micro_batch(sp, at.u, task);
+    if (!o.overlap) reduce_micro_batch(sp, at.u, task);
     return true;
   }
 
@@ -555,6 +566,7 @@ struct transformer_builder {
       if (const seconds comm = dense ? dense_comm_bwd : comm_bwd; comm > seconds{})
         task = compute_task(i, "collectives (backward)" + lt, comm_span(comm), {task},
                             task_class::communication);
+      if (o.overlap && zero.shards_gradients() && has_dp) reduce_layer(sp, lt, task);
       // bucket k closes once (k + 1) / buckets of the layers are done
       if (reduce_here && o.overlap)
         while (released < o.buckets - 1 &&
@@ -610,8 +622,22 @@ struct transformer_builder {
     pending[sp.I].push_back(prev_dp[sp.I]);
   }
 
-  /// ZeRO-2/3: once micro-batch u's last backward unit on stage sp.i is done (`task`), its
-  /// gradients reduce-scattered (without overlap, before the next micro-batch starts).
+  /// ZeRO-2/3 with overlap: the gradients of the layer whose backward is `task` reduce-scattered
+  /// on stage sp.i once it ends, after the stage's previous reduce-scatter, as FSDP's
+  /// post-backward hook does per unit (DeepSpeed per bucket): a layer's share of the
+  /// micro-batch's calls, on a stream of its own, so that the gathers run beside it and share
+  /// the NICs (FSDP's separate all-gather and reduce-scatter streams).
+  void reduce_layer(const stage_pass& sp, const std::string& layer, int task) {
+    std::vector<int> d{task};
+    if (prev_rs[sp.I] >= 0) d.push_back(prev_rs[sp.I]);
+    // the engine's calls each pay the start-up; hybrid sharding then all-reduces the shard
+    // across the shard groups
+    prev_rs[sp.I] = dp_flow(sp.i, "reduce-scatter gradients" + layer, sp.layer_scatter, d);
+    pending[sp.I].push_back(prev_rs[sp.I]);
+  }
+
+  /// ZeRO-2/3 without overlap: once micro-batch u's last backward unit on stage sp.i is done
+  /// (`task`), its gradients reduce-scattered before the next micro-batch starts.
   void reduce_micro_batch(const stage_pass& sp, const parallel::pipeline_unit& u, int task) {
     const std::size_t I = sp.I;
     const auto MB = static_cast<std::size_t>(sp.i * mb + u.micro);
@@ -623,7 +649,7 @@ struct transformer_builder {
       const int r = dp_flow(sp.i, "reduce-scatter gradients " + std::to_string(u.micro),
                             sp.dc.reduce_scatter, d);
       prev_dp[I] = r;
-      if (!o.overlap) last[I] = r;  // the next micro-batch waits for the reduction
+      last[I] = r;  // the next micro-batch waits for the reduction
       pending[I].push_back(r);
     }
   }
