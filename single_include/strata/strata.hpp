@@ -4993,6 +4993,20 @@ enum class axis { tensor, context, expert, pipeline, data };
   return "tensor";
 }
 
+/// Whether the dense first layers of `m` run on pipeline `p`'s first stage, in its first chunk,
+/// as the lowering's consumers place them (`analytic::dense_layers_on`, the simulator's first
+/// virtual stage).
+constexpr bool holds_dense_layers(const transformer& m, const pipeline_parallel& p) {
+  return m.dense_layers == 0 || m.dense_layers <= p.chunk_layers(m.layers, 0, 0);
+}
+
+/// Whether per-operator checkpointing is modelled for `m` under `t`: its policy counts a dense
+/// layer's matmuls, and LoRA's adapters, MoE's experts and latent attention add matmuls whose
+/// order it has not been modelled for.
+constexpr bool per_op_modelled(const transformer& m, const training& t) {
+  return !t.lora.on() && !m.moe() && !m.mla();
+}
+
 /// What any plan of model `m` under training setup `t` needs, whatever its degrees: the parts
 /// the lowering runs (`transformer::check_lowered`), run as the recipe runs them.
 constexpr void check_model_setup(const transformer& m, const training& t) {
@@ -5107,14 +5121,11 @@ struct nd {
                        std::to_string(t.batch / replicas()) + " = batch " +
                        std::to_string(t.batch) + " / " + std::to_string(replicas()) + " replicas)");
     pipeline.check(m.layers, micro_batches(t));
-    // the dense first layers run on the first stage, in its first chunk
-    // (`analytic::dense_layers_on`, the simulator's first virtual stage)
-    if (const int first = m.dense_layers > 0 ? pipeline.chunk_layers(m.layers, 0, 0) : 0;
-        m.dense_layers > first)
+    if (!holds_dense_layers(m, pipeline))
       throw plan_error("transformer.dense_layers: the " + std::to_string(m.dense_layers) +
                        " dense first layers must run on the first pipeline stage's first chunk, "
                        "which holds " +
-                       std::to_string(first) +
+                       std::to_string(pipeline.chunk_layers(m.layers, 0, 0)) +
                        " layers: give it more (pipeline.first_stage_layers) or use fewer stages");
     // Megatron refuses --tp-comm-overlap without --sequence-parallel
     // (megatron/training/arguments.py, `validate_args`); torchtitan's async TP is sequence-parallel
@@ -5123,14 +5134,10 @@ struct nd {
           "strategy.tensor: overlapping the tensor-parallel communication with the GEMMs "
           "(tp_comm_overlap) needs sequence parallelism (Megatron: --tp-comm-overlap requires "
           "--sequence-parallel)");
-    // per-operator checkpointing counts a layer's matmuls: LoRA's adapters and MoE's experts add
-    // matmuls whose order the policy's count has not been modelled for
-    if (saves_op_outputs(recomputation) && (t.lora.on() || m.moe() || m.mla()))
+    if (saves_op_outputs(recomputation) && !per_op_modelled(m, t))
       throw plan_error(
           "strategy.recompute: \"op\" (per-operator checkpointing) is modelled for dense layers "
           "without LoRA adapters or latent attention; use \"full\" or \"selective\"");
-    // transformers' DeepseekV3Attention (RoPE as rotate-half op chains, the padded value of its
-    // flash path, its k/v cache) is not what `lower::detail::latent_attention` runs
     data.check();
     check_engine(t.framework.data, data.zero, pipeline.degree);
     if (t.framework.separate_head && m.tied)
@@ -10789,12 +10796,10 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                     .kind =
                         v > 1 ? parallel::schedule::interleaved : parallel::schedule::one_f_one_b};
                 if (!pipe.admits(m.layers, micro)) continue;
-                // the dense first layers in the first stage's first chunk, as nd::check asks
-                if (m.dense_layers > pipe.chunk_layers(m.layers, 0, 0)) continue;
+                if (!parallel::holds_dense_layers(m, pipe)) continue;
                 for (const auto rc : space.recompute)
                   for (const int z : space.zero) {
-                    // per-operator checkpointing as nd::check admits it: dense, without LoRA
-                    if (parallel::saves_op_outputs(rc) && (tr.lora.on() || m.moe() || m.mla()))
+                    if (parallel::saves_op_outputs(rc) && !parallel::per_op_modelled(m, tr))
                       continue;
                     const analytic::layer_compute& lc =
                         lcs[static_cast<std::size_t>(lowered_as(rc))];

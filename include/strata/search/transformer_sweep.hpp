@@ -234,12 +234,10 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                     .kind =
                         v > 1 ? parallel::schedule::interleaved : parallel::schedule::one_f_one_b};
                 if (!pipe.admits(m.layers, micro)) continue;
-                // the dense first layers in the first stage's first chunk, as nd::check asks
-                if (m.dense_layers > pipe.chunk_layers(m.layers, 0, 0)) continue;
+                if (!parallel::holds_dense_layers(m, pipe)) continue;
                 for (const auto rc : space.recompute)
                   for (const int z : space.zero) {
-                    // per-operator checkpointing as nd::check admits it: dense, without LoRA
-                    if (parallel::saves_op_outputs(rc) && (tr.lora.on() || m.moe() || m.mla()))
+                    if (parallel::saves_op_outputs(rc) && !parallel::per_op_modelled(m, tr))
                       continue;
                     const analytic::layer_compute& lc =
                         lcs[static_cast<std::size_t>(lowered_as(rc))];
