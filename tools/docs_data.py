@@ -131,6 +131,18 @@ def cli_runs(build, out):
         for r in cal["report"]:
             w.writerow([r["op"], r["points"], f"{r['mape']:.6g}", f"{r['gmae']:.6g}", r["held_out_points"],
                         f"{r['held_out_mape']:.6g}", f"{r['held_out_gmae']:.6g}"])
+    # the V100 and TITAN Xp fits of docs/calibration.md from DeepBench's tables: the commands that
+    # wrote tools/profiles/v100_sxm2.json and titan_xp.json
+    with open(out / "data" / "calibration_deepbench.csv", "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["device", "op", "points", "mape", "gmae", "held_out_points", "held_out_gmae"])
+        for device, gpu in (("v100-16gb", "v100"), ("titan-xp", "titan_xp")):
+            data = ROOT / "test" / "data" / "deepbench"
+            cal = json.loads(run([exe, "calibrate", "--device", device, "--gemm", data / f"{gpu}_gemm.csv",
+                                  "--gemm-min-side", "64", "--conv", data / f"{gpu}_conv.csv"]))
+            for r in cal["report"]:
+                w.writerow([device, r["op"], r["points"], f"{r['mape']:.6g}", f"{r['gmae']:.6g}",
+                            r["held_out_points"], f"{r['held_out_gmae']:.6g}"])
     base = json.loads((ex / "gpt3_175b_scaling.json").read_text())
     with open(out / "data" / "scaling_gpt3_175b.csv", "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
@@ -166,6 +178,12 @@ def tables(out):
         p = [f"{100 * float(r[k]):.1f} %" for k in ("mape", "gmae", "held_out_mape", "held_out_gmae")]
         lines.append(f"| {r['op']} | {r['points']} | {p[0]} | {p[1]} | {r['held_out_points']} | {p[2]} | {p[3]} |")
     t["calibration_h100"] = lines
+    lines = ["| device | op class | points | MAPE | GMAE | held-out GMAE |", "|---|---|---|---|---|---|"]
+    for r in read(out, "calibration_deepbench.csv"):
+        p = [f"{100 * float(r[k]):.1f} %" for k in ("mape", "gmae")]
+        held = f"{100 * float(r['held_out_gmae']):.1f} %" if int(r["held_out_points"]) else "(not fitted)"
+        lines.append(f"| {r['device']} | {r['op']} | {r['points']} | {p[0]} | {p[1]} | {held} |")
+    t["calibration_deepbench"] = lines
     rows = read(out, "validation/megatron_sc21.csv")
     lines = ["| model | GPUs | t | p | v | d | b | published TFLOP/s | strata | error | memory GiB |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]

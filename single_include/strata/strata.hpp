@@ -3658,6 +3658,37 @@ struct stream_model {
   }
 };
 
+/// A 3 x 3 stride-1 convolution pass as Winograd's minimal filtering sees it (Lavin and Gray,
+/// "Fast Algorithms for Convolutional Neural Networks", CVPR 2016): F(m x m, 3 x 3) cuts the output
+/// into m x m tiles and turns the pass into (m + 2)^2 independent GEMMs over them. `tiles2` and
+/// `tiles4` count the 2 x 2 and 4 x 4 tiles over all images, `in` channels are reduced and `out`
+/// produced; the filter gradient (`filter`) reduces over the tiles instead and produces in x out.
+struct winograd_pass {
+  double tiles2 = 0, tiles4 = 0;  ///< 0: a pass Winograd cannot run
+  double in = 0, out = 0;
+  bool filter = false;
+};
+
+/// The faster of cuDNN's two Winograd algorithms for a pass whose own tensors (input, filter,
+/// output, once each) are `traffic` bytes, on the CUDA cores' GEMM model `g`:
+/// - F(2 x 2, 3 x 3) in one fused kernel (cuDNN's WINOGRAD; forward and data gradient): 16 GEMMs
+///   of tiles2 x out x in moving no more than the implicit GEMM;
+/// - F(4 x 4, 3 x 3) with its transforms as kernels of their own (WINOGRAD_NONFUSED; also the
+///   filter gradient): 36 GEMMs of tiles4 x out x in (in x out x tiles4 for the filter), plus the
+///   transformed input, filter and output written and read once each at the `transform` rate.
+/// The (m + 2)^2 GEMMs of a pass run batched, priced as one GEMM of stacked rows. Per output,
+/// F(2, 3) multiplies 16/36 and F(4, 3) 36/144 as often as the direct convolution.
+[[nodiscard]] constexpr double winograd_time(const gemm_model& g, const stream_model& transform,
+                                             const winograd_pass& w, double traffic) {
+  const double transformed = 36 * g.element * (w.tiles4 * (w.in + w.out) + w.in * w.out);
+  const double nonfused =
+      (w.filter ? g.time(36 * w.in, w.out, w.tiles4) : g.time(36 * w.tiles4, w.out, w.in)) +
+      transform.time(traffic + transformed);
+  if (w.filter) return nonfused;
+  const double fused = g.time(16 * w.tiles2, w.out, w.in, traffic);
+  return fused < nonfused ? fused : nonfused;
+}
+
 /// Flash attention (causal): 4 b h s^2 d / 2 FLOPs forward, 3.5 times that forward + backward
 /// (the backward recomputes the scores). Small problems run below the peak rate; the achieved
 /// rate R F / (F + F0) makes the time (F + F0) / R, above a floor.
@@ -3716,6 +3747,11 @@ struct device_profile {
   /// fp32 GEMMs with TF32 off: IEEE fp32 on the CUDA cores, PyTorch's default for matmuls
   /// (`torch.backends.cuda.matmul.allow_tf32 = False`); `training::tf32` = false selects it
   gemm_model fp32_ieee{};
+  /// cuDNN's autotuner may run 3 x 3 stride-1 convolutions on the CUDA cores as Winograd
+  /// transforms (`winograd_time`) where they are faster than the implicit GEMM: set by
+  /// `strata calibrate` when the device's measured convolutions show cuDNN choosing them
+  /// (DeepBench: 28 of 32 such fp32 convolutions on a V100, 24 of 32 on a TITAN Xp)
+  bool winograd = false;
 
   [[nodiscard]] constexpr const gemm_model& gemm(dtype t) const {
     return t == dtype::fp32 || t == dtype::tf32 ? fp32 : bf16;
@@ -3890,6 +3926,9 @@ struct kernel_op {
   /// its output is cached by per-operator checkpointing (`parallel::saves_op_outputs`): the
   /// recomputation skips it
   bool op_saved = false;
+  /// a 3 x 3 stride-1 convolution's pass, which cuDNN may run as Winograd transforms on the
+  /// CUDA cores (`device_profile::winograd`); FLOPs are still counted as the direct convolution's
+  winograd_pass winograd{};
 
   /// FLOPs as counted in reports: 2 m n k per GEMM; attention forward 2 b a s^2 d (causal),
   /// backward 2.5 x that.
@@ -4027,8 +4066,12 @@ inline constexpr double misaligned_gemm_peak_fraction = 0.12;
   switch (op.kind) {
     case kernel_kind::gemm: {
       const gemm_model& gm = op.fp32 ? p.fp32 : g;
-      const double t =
-          op.traffic > 0 ? gm.time(op.m, op.n, op.k, op.traffic) : gm.time(op.m, op.n, op.k);
+      double t = op.traffic > 0 ? gm.time(op.m, op.n, op.k, op.traffic) : gm.time(op.m, op.n, op.k);
+      // Winograd runs on the CUDA cores: it competes with GEMMs there, never with tensor cores
+      if (op.winograd.tiles4 > 0 && p.winograd && !(gm.peak > p.dev.fp32.count())) {
+        const double w = winograd_time(gm, p.copy, op.winograd, op.traffic);
+        t = w < t ? w : t;
+      }
       if (!op.misaligned) return op.times * t;
       const double fallback = 2 * op.m * op.n * op.k / (misaligned_gemm_peak_fraction * gm.peak);
       return op.times * (fallback > t ? fallback : t);
@@ -9119,18 +9162,32 @@ constexpr void cnn_layer(std::span<const strata::layer> layers, std::size_t i, d
       const bool bias = l.params > weights;
       // the tensors an implicit GEMM moves: input, weights, output, each once
       const double traffic = (N * l.x() + weights + N * l.y()) * act;
-      auto gemm = [&](std::string_view part, double m, double n, double kk) {
+      // A 3 x 3 stride-1 convolution (its output as large as its input, or 2 smaller without
+      // padding) may run as Winograd transforms: its tiles over the images' `h` x `w` extent
+      const bool winograd = conv && l.in.d == 1 && l.kernel == 3 &&
+                            (l.kernel_w == 0 || l.kernel_w == 3) && l.in.h - l.out.h <= 2 &&
+                            l.in.w - l.out.w <= 2 && l.out.h <= l.in.h && l.out.w <= l.in.w;
+      auto pass = [&](double h, double w, double in, double out, bool filter) {
+        if (!winograd) return winograd_pass{};
+        auto tiles = [&](double m) {
+          return N * strata::detail::ceil_of(h / m) * strata::detail::ceil_of(w / m);
+        };
+        return winograd_pass{tiles(2), tiles(4), in, out, filter};
+      };
+      auto gemm = [&](std::string_view part, double m, double n, double kk, winograd_pass wp) {
         kernel_op op{.what = to_string(l.kind), .part = part, .kind = kernel_kind::gemm};
         op.m = m;
         op.n = n;
         op.k = kk;
         op.traffic = traffic;
+        op.winograd = wp;
         emit(op);
       };
+      const double in_c = l.in.c, out_c = l.out.c;
       if (!backward) {
         if (autocast && i == 0) memory("input cast", stream_class::copy, 6 * N * l.x());
         if (autocast) memory("weight cast", stream_class::copy, 6 * l.params);
-        gemm({}, positions, l.out.c, ck);
+        gemm({}, positions, l.out.c, ck, pass(l.out.h, l.out.w, in_c, out_c, false));
         // PyTorch adds a convolution's bias in a separate pass over the output
         if (bias && conv) memory("bias", stream_class::elementwise, 2 * N * l.y() * act);
       } else {
@@ -9138,11 +9195,12 @@ constexpr void cnn_layer(std::span<const strata::layer> layers, std::size_t i, d
         // position, a reduction over F k^2 (a linear layer: in features over out features)
         if (i > 0) {
           if (conv)
-            gemm("data", positions, l.in.c, window * l.out.c);
+            gemm("data", positions, l.in.c, window * l.out.c,
+                 pass(l.in.h, l.in.w, out_c, in_c, false));
           else
-            gemm("data", positions, ck, l.out.c);
+            gemm("data", positions, ck, l.out.c, {});
         }
-        gemm("weights", ck, l.out.c, positions);
+        gemm("weights", ck, l.out.c, positions, pass(l.out.h, l.out.w, in_c, out_c, true));
         if (autocast) memory("gradient to fp32", stream_class::copy, 6 * l.params);
         if (bias) memory("bias", stream_class::softmax, N * l.y() * act);  // a reduction of dY
       }

@@ -132,9 +132,10 @@ TEST_CASE("bad input: calibration tables are checked and labelled") {
   CHECK_THROWS_WITH(fit(gemm, membound, "b,heads,s,d,fwd_ms,fwdbwd_ms\n8,12,1024,64,0,0.3\n"),
                     Contains("--attention: CSV row 2 column fwd_ms"));
   // rows of another data type are not left out unseen, and a table with no rows fits nothing
-  CHECK_THROWS_WITH(fit(gemm + "bf16,64,64,64,0.01\n", membound, att),
-                    Contains("--gemm: CSV row 6 column dtype: must be bfloat16, float32 (TF32 "
-                             "allowed) or float32-ieee (TF32 off) (got 'bf16')"));
+  CHECK_THROWS_WITH(
+      fit(gemm + "bf16,64,64,64,0.01\n", membound, att),
+      Contains("--gemm: CSV row 6 column dtype: must be bfloat16, float16, float32 (TF32 "
+               "allowed) or float32-ieee (TF32 off) (got 'bf16')"));
   CHECK_THROWS_WITH(fit("dtype,M,N,K,ms\n", membound, att), Contains("--gemm: no rows to fit"));
   CHECK_THROWS_WITH(fit(gemm, "op,bytes,ms\n", att), Contains("--membound: no rows to fit"));
   CHECK_THROWS_WITH(fit(gemm, membound, "b,heads,s,d,fwd_ms,fwdbwd_ms\n"),

@@ -371,11 +371,11 @@ TEST_CASE("DDP's buckets, as DDP itself reported them on one H200", "[trace]") {
 }
 
 TEST_CASE("the datasheet lowering of Inception-v3 in IEEE fp32, against an H100", "[trace]") {
-  // docs/li.md, Fig. 2: the V100 trace comes from the datasheet lowering in fp32 on the CUDA
-  // cores. test/data/h100_inception_fp32.csv (tools/measure/inception_fp32.py) measures the same
-  // network on an H100 with TF32 off: 38.3, 59.6, 110.0 and 211.0 ms at batch 16-128. The same
-  // lowering on the H100's datasheet predicts 38.4, 52.6, 101.1 and 196.3 ms: within 12 %, and
-  // never above the measurement by more than 0.3 %.
+  // The CNN lowering in fp32 on the CUDA cores (docs/li.md's Fig. 2 runs it on the V100 profile
+  // fitted to DeepBench). test/data/h100_inception_fp32.csv (tools/measure/inception_fp32.py)
+  // measures the same network on an H100 with TF32 off: 38.3, 59.6, 110.0 and 211.0 ms at batch
+  // 16-128. The same lowering on the H100's datasheet predicts 38.4, 52.6, 101.1 and 196.3 ms:
+  // within 12 %, and never above the measurement by more than 0.3 %.
   static constexpr auto net = zoo::inception_v3();
   const auto h100 = datasheet_profile(presets::h100_sxm5_80gb).with_tf32(false);
   int rows = 0;

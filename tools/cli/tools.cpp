@@ -10,6 +10,7 @@
 #include "common.hpp"
 #include "replay_ps.hpp"
 #include "shipped_profiles.hpp"
+#include "strata/calibrate/calibration.hpp"
 #include "strata/calibrate/step_fit.hpp"
 #include "strata/io/csv.hpp"
 #include "strata/io/device_file.hpp"
@@ -106,22 +107,33 @@ int run_replay_ps(const CLI::App& rps_cmd, const strata_cli::replay_ps_options& 
 // ---- strata calibrate: fit a device profile to microbenchmarks ------------------------------
 struct calibrate_options {
   std::vector<std::string> gemm, steps;
-  std::string membound, attention, attention_fp32, device = "h100", output;
+  std::string membound, attention, attention_fp32, conv, device = "h100", output;
   int sms = 0;  // 0: the device's
+  double gemm_min_side = 0;
 };
 
 CLI::App* add_calibrate(CLI::App& app, calibrate_options& o) {
   auto* cal_cmd = app.add_subcommand("calibrate", "fit a device profile to microbenchmark CSVs");
   cal_cmd
       ->add_option("--gemm", o.gemm,
-                   "GEMM timings (dtype,M,N,K,ms; dtype bfloat16, float32 with TF32 allowed or "
-                   "float32-ieee without); repeat for more files with the same columns, whose "
-                   "rows are then numbered on from the previous file's")
+                   "GEMM timings (dtype,M,N,K,ms; dtype bfloat16 or float16, float32 with TF32 "
+                   "allowed or float32-ieee without); repeat for more files with the same "
+                   "columns, whose rows are then numbered on from the previous file's")
       ->required();
-  cal_cmd->add_option("--membound", o.membound, "memory-bound timings (op,bytes,ms)")->required();
-  cal_cmd->add_option("--attention", o.attention, "flash-attention timings")->required();
+  cal_cmd
+      ->add_option("--gemm-min-side", o.gemm_min_side,
+                   "fit only GEMMs whose M and N are at least this (default 0: all); "
+                   "skinnier ones run kernels the tile model does not describe")
+      ->check(CLI::Range(0.0, 1e7));
+  cal_cmd->add_option("--membound", o.membound,
+                      "memory-bound timings (op,bytes,ms); without: the datasheet defaults");
+  cal_cmd->add_option("--attention", o.attention,
+                      "flash-attention timings; without: the datasheet defaults");
   cal_cmd->add_option("--attention-fp32", o.attention_fp32,
                       "fp32 attention timings (the same columns)");
+  cal_cmd->add_option("--conv", o.conv,
+                      "convolution timings (tools/deepbench_csv.py's columns): predicted and "
+                      "reported, not fitted; cuDNN's Winograd choices set the profile's winograd");
   cal_cmd->add_option("--steps", o.steps,
                       "whole training steps (tools/measure/h100_steps.py) to fit the framework's "
                       "dispatch costs; repeatable");
@@ -159,35 +171,49 @@ std::string merged_gemm_files(const std::vector<std::string>& paths) {
   return gemm_text;
 }
 
+// The dispatch costs fitted on the --steps files with the fitted kernels.
+void fit_steps(const calibrate_options& o, strata::calibrate::profile_fit& fit) {
+  namespace d = strata::io::detail;
+  std::vector<strata::calibrate::step_measurement> steps;
+  for (const auto& path : o.steps) {
+    std::istringstream f(d::read_file(path, "--steps"));
+    const auto rows = strata::calibrate::detail::labelled(
+        "--steps", [&] { return strata::calibrate::read_steps(f); });
+    steps.insert(steps.end(), rows.begin(), rows.end());
+  }
+  const auto dispatch = strata::calibrate::detail::labelled(
+      "--steps", [&] { return strata::calibrate::fit_dispatch(steps, fit.profile); });
+  fit.profile.dispatch = dispatch.dispatch;
+  fit.report.push_back(dispatch.report);
+}
+
 int run_calibrate(const calibrate_options& o) {
   return guarded("calibrate", [&] {
     namespace d = strata::io::detail;
-    std::istringstream g(merged_gemm_files(o.gemm)), m(d::read_file(o.membound, "--membound")),
-        a(d::read_file(o.attention, "--attention"));
     const strata::device dev =
         strata::io::detail::parse_device(nlohmann::json(o.device), "--device");
-    std::istringstream a32;
-    if (!o.attention_fp32.empty()) a32.str(d::read_file(o.attention_fp32, "--attention-fp32"));
     const int n_sms = o.sms > 0 ? o.sms : dev.sms;
     if (n_sms <= 0)
       throw strata::plan_error("--sms: the device's SM count is not known; give --sms");
-    auto fit = strata::calibrate::fit_profile(
-        dev, n_sms, g, m, a, o.attention_fp32.empty() ? nullptr : &a32,
-        {"--gemm", "--membound", "--attention", "--attention-fp32"});
-    if (!o.steps.empty()) {
-      std::vector<strata::calibrate::step_measurement> steps;
-      for (const auto& path : o.steps) {
-        std::istringstream f(d::read_file(path, "--steps"));
-        const auto rows = strata::calibrate::detail::labelled(
-            "--steps", [&] { return strata::calibrate::read_steps(f); });
-        steps.insert(steps.end(), rows.begin(), rows.end());
-      }
-      const auto dispatch = strata::calibrate::detail::labelled(
-          "--steps", [&] { return strata::calibrate::fit_dispatch(steps, fit.profile); });
-      fit.profile.dispatch = dispatch.dispatch;
-      fit.report.push_back(dispatch.report);
-    }
-    const nlohmann::json report{{"report", strata::io::to_json(fit.report)}};
+    std::istringstream g(merged_gemm_files(o.gemm)), m, a, a32, c;
+    strata::calibrate::calibration_inputs in;
+    in.gemm = &g;
+    in.gemm_min_side = o.gemm_min_side;
+    in.labels = {"--gemm", "--membound", "--attention", "--attention-fp32", "--conv"};
+    auto optional = [&](const std::string& path, std::istringstream& s, const char* option) {
+      if (path.empty()) return static_cast<std::istream*>(nullptr);
+      s.str(d::read_file(path, option));
+      return static_cast<std::istream*>(&s);
+    };
+    in.membound = optional(o.membound, m, "--membound");
+    in.attention = optional(o.attention, a, "--attention");
+    in.attention_fp32 = optional(o.attention_fp32, a32, "--attention-fp32");
+    in.conv = optional(o.conv, c, "--conv");
+    auto fit = strata::calibrate::fit_profile(dev, n_sms, in);
+    if (!o.steps.empty()) fit_steps(o, fit);
+    nlohmann::json report{{"report", strata::io::to_json(fit.report)}};
+    if (!fit.defaults.empty()) report["datasheet_defaults"] = fit.defaults;
+    if (fit.profile.winograd) report["winograd"] = true;
     check_finite(report, "");
     if (!o.output.empty()) write_json("--output", o.output, strata::io::to_json(fit.profile), 2);
     print_json(report);

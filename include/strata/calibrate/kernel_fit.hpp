@@ -34,11 +34,14 @@ struct csv_labels {
   std::string membound = "membound CSV";
   std::string attention = "attention CSV";
   std::string attention_fp32 = "attention fp32 CSV";
+  std::string conv = "conv CSV";
 };
 
 struct profile_fit {
   device_profile profile;
   std::vector<class_report> report;
+  /// the kernel classes no table measured, which keep `datasheet_profile`'s defaults
+  std::vector<std::string> defaults;
 };
 
 namespace detail {
@@ -172,22 +175,25 @@ inline void check_fit(const std::string& op, std::initializer_list<double> value
       throw plan_error(op + " fit: did not converge to finite parameters (check the timings)");
 }
 
-/// The GEMM fits, one per data type the table has (bfloat16, float32 with TF32 allowed,
-/// float32-ieee), into `p`'s GEMM models; their reports appended to `report`.
-inline void fit_gemms(device_profile& p, std::vector<class_report>& report,
-                      std::istream& gemm_csv) {
+/// The GEMM fits, one per data type the table has (bfloat16 or float16, float32 with TF32
+/// allowed, float32-ieee), into `p`'s GEMM models; their reports appended to `report`. Shapes
+/// with M or N under `min_side` are left out: below the smallest tile cuBLAS runs skinny
+/// kernels of another kind, which the tile model does not describe.
+inline void fit_gemms(device_profile& p, std::vector<class_report>& report, std::istream& gemm_csv,
+                      double min_side = 0) {
   const csv_table g = read_csv(gemm_csv);
   detail::require_columns(g, {"dtype", "M", "N", "K", "ms"});
   if (g.rows.empty()) throw plan_error("no rows to fit");
   for (std::size_t i = 0; i < g.rows.size(); ++i) {  // no row is left out unseen
     const std::string& t = detail::text(g.rows[i], "dtype", static_cast<int>(i) + 2);
-    if (t != "bfloat16" && t != "float32" && t != "float32-ieee")
+    if (t != "bfloat16" && t != "float16" && t != "float32" && t != "float32-ieee")
       throw plan_error("CSV row " + std::to_string(i + 2) +
-                       " column dtype: must be bfloat16, float32 (TF32 allowed) or "
+                       " column dtype: must be bfloat16, float16, float32 (TF32 allowed) or "
                        "float32-ieee (TF32 off) (got '" +
                        t.substr(0, 40) + "')");
   }
-  for (const char* type : {"bfloat16", "float32", "float32-ieee"}) {
+  bool half_fitted = false, ieee_fitted = false, tf32_fitted = false;
+  for (const char* type : {"bfloat16", "float16", "float32", "float32-ieee"}) {
     std::vector<detail::gemm_point> pts;
     for (std::size_t i = 0; i < g.rows.size(); ++i) {
       const auto& row = g.rows[i];
@@ -198,10 +204,19 @@ inline void fit_gemms(device_profile& p, std::vector<class_report>& report,
                                   detail::bounded(row, "N", line, 1, max_dimension, true),
                                   detail::bounded(row, "K", line, 1, max_dimension, true),
                                   detail::bounded(row, "ms", line, 0, detail::max_ms) * 1e-3};
+      if (pt.m < min_side || pt.n < min_side) continue;  // a shape the tiles do not describe
       pts.push_back(pt);
     }
     if (pts.empty()) continue;
     const std::string name = type;
+    // float16 and bfloat16 both run on the 16-bit tensor cores: one model (a device has one of
+    // the two tables, or the first one fitted is kept)
+    const bool half = name == "bfloat16" || name == "float16";
+    if (half && half_fitted)
+      throw plan_error("give bfloat16 or float16 GEMMs, not both: they fit one 16-bit model");
+    half_fitted = half_fitted || half;
+    ieee_fitted = ieee_fitted || name == "float32-ieee";
+    tf32_fitted = tf32_fitted || name == "float32";
     gemm_model& target = name == "float32" ? p.fp32 : name == "float32-ieee" ? p.fp32_ieee : p.bf16;
     const gemm_model base = target;
     auto r = detail::report(
@@ -212,8 +227,16 @@ inline void fit_gemms(device_profile& p, std::vector<class_report>& report,
     detail::check_fit(r.report.op,
                       {r.model.efficiency, r.model.half_area, r.model.floor, r.model.wave});
     target = r.model;
+    // A launch floor far under every measured time is not determined by the rows (the fit
+    // drives it to zero): the datasheet's stays
+    double shortest = pts.front().t;
+    for (const auto& q : pts) shortest = q.t < shortest ? q.t : shortest;
+    if (target.floor < 0.01 * shortest) target.floor = base.floor;
     report.push_back(r.report);
   }
+  // A GPU without TF32 (before Ampere) runs fp32 GEMMs on the CUDA cores whatever PyTorch
+  // allows: the IEEE fit is its fp32 model too
+  if (ieee_fitted && !tf32_fitted && !(p.dev.tf32.count() > 0)) p.fp32 = p.fp32_ieee;
 }
 
 /// The memory-bound kernels' fits, one per class (copy, host transfers, GELU, dropout, layer
@@ -318,35 +341,41 @@ inline attention_model fit_attention(const std::vector<att_point>& v) {
 }
 }  // namespace detail
 
-/// Fits a profile for `dev` (with `sms` SMs) to the three microbenchmark tables.
+/// Fits `target`, an attention class (`name`: "attention" or "attention fp32"), to a table of
+/// attention timings; its report appended to `report`.
+inline void fit_attention_class(attention_model& target, std::vector<class_report>& report,
+                                std::istream& csv, const char* name) {
+  const auto ap = detail::read_attention(csv);
+  if (ap.empty()) throw plan_error("no rows to fit");
+  auto r = detail::report(name, ap, detail::fit_attention,
+                          [](const attention_model& a, const detail::att_point& q) {
+                            return (a.forward_backward(q.b, q.h, q.s, q.d) - q.train) / q.train;
+                          });
+  detail::check_fit(name,
+                    {r.model.forward_rate, r.model.training_rate, r.model.ramp, r.model.floor});
+  target = r.model;
+  report.push_back(r.report);
+}
+
+/// Fits a profile for `dev` (with `sms` SMs) to the three microbenchmark tables (the command's
+/// whole set of inputs, optional ones included: `calibrate/calibration.hpp`).
 inline profile_fit fit_profile(const device& dev, int sms, std::istream& gemm_csv,
                                std::istream& membound_csv, std::istream& attention_csv,
                                std::istream* attention_fp32_csv = nullptr,
                                const csv_labels& labels = {}) {
-  profile_fit out{datasheet_profile(dev, sms), {}};
+  profile_fit out{datasheet_profile(dev, sms), {}, {}};
   device_profile& p = out.profile;
   detail::labelled(labels.gemm, [&] { detail::fit_gemms(p, out.report, gemm_csv); });
   detail::labelled(labels.membound, [&] { detail::fit_membound(p, out.report, membound_csv); });
   // Attention: achieved rates and the floor; bf16 (flash) and, when measured, fp32 (the
   // memory-efficient kernel, no tensor cores)
-  auto attention = [&](std::istream& csv, attention_model& target, const char* name,
-                       const std::string& label) {
-    detail::labelled(label, [&] {
-      const auto ap = detail::read_attention(csv);
-      if (ap.empty()) throw plan_error("no rows to fit");
-      auto r = detail::report(name, ap, detail::fit_attention,
-                              [](const attention_model& a, const detail::att_point& q) {
-                                return (a.forward_backward(q.b, q.h, q.s, q.d) - q.train) / q.train;
-                              });
-      detail::check_fit(name,
-                        {r.model.forward_rate, r.model.training_rate, r.model.ramp, r.model.floor});
-      target = r.model;
-      out.report.push_back(r.report);
-    });
-  };
-  attention(attention_csv, p.attention, "attention", labels.attention);
+  detail::labelled(labels.attention, [&] {
+    fit_attention_class(p.attention, out.report, attention_csv, "attention");
+  });
   if (attention_fp32_csv != nullptr)
-    attention(*attention_fp32_csv, p.attention_fp32, "attention fp32", labels.attention_fp32);
+    detail::labelled(labels.attention_fp32, [&] {
+      fit_attention_class(p.attention_fp32, out.report, *attention_fp32_csv, "attention fp32");
+    });
   return out;
 }
 

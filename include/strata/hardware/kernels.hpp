@@ -162,6 +162,37 @@ struct stream_model {
   }
 };
 
+/// A 3 x 3 stride-1 convolution pass as Winograd's minimal filtering sees it (Lavin and Gray,
+/// "Fast Algorithms for Convolutional Neural Networks", CVPR 2016): F(m x m, 3 x 3) cuts the output
+/// into m x m tiles and turns the pass into (m + 2)^2 independent GEMMs over them. `tiles2` and
+/// `tiles4` count the 2 x 2 and 4 x 4 tiles over all images, `in` channels are reduced and `out`
+/// produced; the filter gradient (`filter`) reduces over the tiles instead and produces in x out.
+struct winograd_pass {
+  double tiles2 = 0, tiles4 = 0;  ///< 0: a pass Winograd cannot run
+  double in = 0, out = 0;
+  bool filter = false;
+};
+
+/// The faster of cuDNN's two Winograd algorithms for a pass whose own tensors (input, filter,
+/// output, once each) are `traffic` bytes, on the CUDA cores' GEMM model `g`:
+/// - F(2 x 2, 3 x 3) in one fused kernel (cuDNN's WINOGRAD; forward and data gradient): 16 GEMMs
+///   of tiles2 x out x in moving no more than the implicit GEMM;
+/// - F(4 x 4, 3 x 3) with its transforms as kernels of their own (WINOGRAD_NONFUSED; also the
+///   filter gradient): 36 GEMMs of tiles4 x out x in (in x out x tiles4 for the filter), plus the
+///   transformed input, filter and output written and read once each at the `transform` rate.
+/// The (m + 2)^2 GEMMs of a pass run batched, priced as one GEMM of stacked rows. Per output,
+/// F(2, 3) multiplies 16/36 and F(4, 3) 36/144 as often as the direct convolution.
+[[nodiscard]] constexpr double winograd_time(const gemm_model& g, const stream_model& transform,
+                                             const winograd_pass& w, double traffic) {
+  const double transformed = 36 * g.element * (w.tiles4 * (w.in + w.out) + w.in * w.out);
+  const double nonfused =
+      (w.filter ? g.time(36 * w.in, w.out, w.tiles4) : g.time(36 * w.tiles4, w.out, w.in)) +
+      transform.time(traffic + transformed);
+  if (w.filter) return nonfused;
+  const double fused = g.time(16 * w.tiles2, w.out, w.in, traffic);
+  return fused < nonfused ? fused : nonfused;
+}
+
 /// Flash attention (causal): 4 b h s^2 d / 2 FLOPs forward, 3.5 times that forward + backward
 /// (the backward recomputes the scores). Small problems run below the peak rate; the achieved
 /// rate R F / (F + F0) makes the time (F + F0) / R, above a floor.
@@ -220,6 +251,11 @@ struct device_profile {
   /// fp32 GEMMs with TF32 off: IEEE fp32 on the CUDA cores, PyTorch's default for matmuls
   /// (`torch.backends.cuda.matmul.allow_tf32 = False`); `training::tf32` = false selects it
   gemm_model fp32_ieee{};
+  /// cuDNN's autotuner may run 3 x 3 stride-1 convolutions on the CUDA cores as Winograd
+  /// transforms (`winograd_time`) where they are faster than the implicit GEMM: set by
+  /// `strata calibrate` when the device's measured convolutions show cuDNN choosing them
+  /// (DeepBench: 28 of 32 such fp32 convolutions on a V100, 24 of 32 on a TITAN Xp)
+  bool winograd = false;
 
   [[nodiscard]] constexpr const gemm_model& gemm(dtype t) const {
     return t == dtype::fp32 || t == dtype::tf32 ? fp32 : bf16;

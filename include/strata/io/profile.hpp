@@ -7,8 +7,9 @@
 /// "host_to_device", "device_to_host", "gelu", "dropout", "layer_norm", "softmax": {bandwidth,
 /// floor}}, "attention": {forward_rate, training_rate, ramp, floor}, "attention_fp32" (optional,
 /// the same fields), "dispatch" (optional):
-/// {per_kernel, per_checkpoint, per_tensor, kernel_floor}}. Times in seconds, rates in per-second
-/// units.
+/// {per_kernel, per_checkpoint, per_tensor, kernel_floor}, "winograd" (optional, false: whether
+/// cuDNN runs 3 x 3 stride-1 convolutions as Winograd transforms)}. Times in seconds, rates in
+/// per-second units.
 
 #include <string>
 
@@ -26,7 +27,8 @@ struct stored_profile {
   device_profile profile;
 };
 
-inline nlohmann::json to_json(const device_profile& p) {
+namespace detail {
+inline nlohmann::json profile_fields(const device_profile& p) {
   auto gemm = [](const gemm_model& g) {
     return nlohmann::json{{"peak", g.peak},           {"efficiency", g.efficiency},
                           {"half_area", g.half_area}, {"floor", g.floor},
@@ -74,14 +76,23 @@ inline nlohmann::json to_json(const device_profile& p) {
         {"per_tensor", p.dispatch.per_tensor},
         {"kernel_floor", p.dispatch.kernel_floor}}}};
 }
+}  // namespace detail
+
+/// The profile as JSON (`profile_from_json` reads it back).
+inline nlohmann::json to_json(const device_profile& p) {
+  nlohmann::json j = detail::profile_fields(p);
+  if (p.winograd) j["winograd"] = true;  // written only when set: older profiles stay as they were
+  return j;
+}
 
 /// Reads a profile; errors name the field.
 inline stored_profile profile_from_json(const nlohmann::json& j) {
   using detail::num_field;
   using detail::require;
   stored_profile out;
-  detail::only_keys(j, "profile",
-                    {"device", "sms", "gemm", "stream", "attention", "attention_fp32", "dispatch"});
+  detail::only_keys(
+      j, "profile",
+      {"device", "sms", "gemm", "stream", "attention", "attention_fp32", "dispatch", "winograd"});
   const auto& d = require(j, "profile", "device");
   detail::only_keys(d, "profile.device",
                     {"name", "fp32", "tf32", "fp16", "bf16", "fp8", "memory", "memory_bandwidth"});
@@ -173,6 +184,10 @@ inline stored_profile profile_from_json(const nlohmann::json& j) {
   out.profile.attention_fp32 = j.contains("attention_fp32")
                                    ? attention(j["attention_fp32"], "profile.attention_fp32")
                                    : datasheet_profile(dev, out.profile.sms).attention_fp32;
+  if (j.contains("winograd")) {
+    if (!j["winograd"].is_boolean()) detail::fail("profile.winograd", "must be true or false");
+    out.profile.winograd = j["winograd"].get<bool>();
+  }
   if (j.contains("dispatch")) {  // older profiles have none: no host model
     const auto& h = j["dispatch"];
     const char* path = "profile.dispatch";

@@ -67,18 +67,32 @@ constexpr void cnn_layer(std::span<const strata::layer> layers, std::size_t i, d
       const bool bias = l.params > weights;
       // the tensors an implicit GEMM moves: input, weights, output, each once
       const double traffic = (N * l.x() + weights + N * l.y()) * act;
-      auto gemm = [&](std::string_view part, double m, double n, double kk) {
+      // A 3 x 3 stride-1 convolution (its output as large as its input, or 2 smaller without
+      // padding) may run as Winograd transforms: its tiles over the images' `h` x `w` extent
+      const bool winograd = conv && l.in.d == 1 && l.kernel == 3 &&
+                            (l.kernel_w == 0 || l.kernel_w == 3) && l.in.h - l.out.h <= 2 &&
+                            l.in.w - l.out.w <= 2 && l.out.h <= l.in.h && l.out.w <= l.in.w;
+      auto pass = [&](double h, double w, double in, double out, bool filter) {
+        if (!winograd) return winograd_pass{};
+        auto tiles = [&](double m) {
+          return N * strata::detail::ceil_of(h / m) * strata::detail::ceil_of(w / m);
+        };
+        return winograd_pass{tiles(2), tiles(4), in, out, filter};
+      };
+      auto gemm = [&](std::string_view part, double m, double n, double kk, winograd_pass wp) {
         kernel_op op{.what = to_string(l.kind), .part = part, .kind = kernel_kind::gemm};
         op.m = m;
         op.n = n;
         op.k = kk;
         op.traffic = traffic;
+        op.winograd = wp;
         emit(op);
       };
+      const double in_c = l.in.c, out_c = l.out.c;
       if (!backward) {
         if (autocast && i == 0) memory("input cast", stream_class::copy, 6 * N * l.x());
         if (autocast) memory("weight cast", stream_class::copy, 6 * l.params);
-        gemm({}, positions, l.out.c, ck);
+        gemm({}, positions, l.out.c, ck, pass(l.out.h, l.out.w, in_c, out_c, false));
         // PyTorch adds a convolution's bias in a separate pass over the output
         if (bias && conv) memory("bias", stream_class::elementwise, 2 * N * l.y() * act);
       } else {
@@ -86,11 +100,12 @@ constexpr void cnn_layer(std::span<const strata::layer> layers, std::size_t i, d
         // position, a reduction over F k^2 (a linear layer: in features over out features)
         if (i > 0) {
           if (conv)
-            gemm("data", positions, l.in.c, window * l.out.c);
+            gemm("data", positions, l.in.c, window * l.out.c,
+                 pass(l.in.h, l.in.w, out_c, in_c, false));
           else
-            gemm("data", positions, ck, l.out.c);
+            gemm("data", positions, ck, l.out.c, {});
         }
-        gemm("weights", ck, l.out.c, positions);
+        gemm("weights", ck, l.out.c, positions, pass(l.out.h, l.out.w, in_c, out_c, true));
         if (autocast) memory("gradient to fp32", stream_class::copy, 6 * l.params);
         if (bias) memory("bias", stream_class::softmax, N * l.y() * act);  // a reduction of dY
       }

@@ -55,6 +55,9 @@ struct kernel_op {
   /// its output is cached by per-operator checkpointing (`parallel::saves_op_outputs`): the
   /// recomputation skips it
   bool op_saved = false;
+  /// a 3 x 3 stride-1 convolution's pass, which cuDNN may run as Winograd transforms on the
+  /// CUDA cores (`device_profile::winograd`); FLOPs are still counted as the direct convolution's
+  winograd_pass winograd{};
 
   /// FLOPs as counted in reports: 2 m n k per GEMM; attention forward 2 b a s^2 d (causal),
   /// backward 2.5 x that.
@@ -192,8 +195,12 @@ inline constexpr double misaligned_gemm_peak_fraction = 0.12;
   switch (op.kind) {
     case kernel_kind::gemm: {
       const gemm_model& gm = op.fp32 ? p.fp32 : g;
-      const double t =
-          op.traffic > 0 ? gm.time(op.m, op.n, op.k, op.traffic) : gm.time(op.m, op.n, op.k);
+      double t = op.traffic > 0 ? gm.time(op.m, op.n, op.k, op.traffic) : gm.time(op.m, op.n, op.k);
+      // Winograd runs on the CUDA cores: it competes with GEMMs there, never with tensor cores
+      if (op.winograd.tiles4 > 0 && p.winograd && !(gm.peak > p.dev.fp32.count())) {
+        const double w = winograd_time(gm, p.copy, op.winograd, op.traffic);
+        t = w < t ? w : t;
+      }
       if (!op.misaligned) return op.times * t;
       const double fallback = 2 * op.m * op.n * op.k / (misaligned_gemm_peak_fraction * gm.peak);
       return op.times * (fallback > t ? fallback : t);
