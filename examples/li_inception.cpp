@@ -47,8 +47,8 @@ int main() {
   const auto v100 = v100_profile();
   // Assumptions (docs/li.md): 20 profiled steps whose computations vary by +-5 %; parsing at
   // 1 ns/B + 100 us per message on the worker's host CPU (GPU workers); 10 Gb/s = 1.25 GB/s.
-  // 200 steps per worker after 20 of warm-up: every curve is then within 3 % of a 400-step run
-  // and flat at the link once saturated (docs/li.md)
+  // 200 steps per worker after 20 of warm-up: every point is then within 1.2 % of a 400-step
+  // run and each curve flat at the link once saturated (docs/li.md)
   const sim::ps_config base{.bandwidth = 1.25e9,
                             .alpha = 1e-9,
                             .beta = 1e-4,

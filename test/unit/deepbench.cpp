@@ -12,6 +12,7 @@
 #include <strata/calibrate/calibration.hpp>
 #include <strata/hardware/presets.hpp>
 #include <strata/io/profile.hpp>
+#include <strata/io/profile_choice.hpp>
 
 namespace unit_deepbench {
 using namespace strata;
@@ -187,6 +188,23 @@ TEST_CASE("calibration inputs: what is optional, what is refused") {
   in.gemm = &four;
   CHECK_THROWS_WITH(calibrate::fit_profile(presets::v100_sxm2_16gb, 80, in),
                     "conv CSV: CSV header: no column 'C'");
+}
+
+TEST_CASE("a profile serves the same GPU with another memory size, and no other GPU") {
+  // fitted on a V100-SXM2-16GB; HC2's V100s have 32 GB: the same rates, so the profile serves,
+  // and capacity comes from the cluster's device
+  const std::string v100 = STRATA_PROFILES_DIR "/v100_sxm2.json";
+  const auto p = io::choose_profile(nlohmann::json(v100), presets::v100_sxm2_32gb, {});
+  CHECK(p.efficiencies ==
+        "fitted on V100-SXM2-16GB (profile file; the same rates, the memory of V100-SXM2-32GB)");
+  CHECK(p.profile.dev.memory.count() == presets::v100_sxm2_32gb.memory.count());
+  CHECK(p.profile.fp32_ieee.efficiency == shipped("v100_sxm2.json").profile.fp32_ieee.efficiency);
+  CHECK(p.profile.winograd);
+  // a TITAN Xp's profile on a V100 is refused, naming both
+  CHECK_THROWS_WITH(
+      io::choose_profile(nlohmann::json(std::string(STRATA_PROFILES_DIR "/titan_xp.json")),
+                         presets::v100_sxm2_32gb, {}),
+      Catch::Contains("describes \"TITAN-Xp\"") && Catch::Contains("\"V100-SXM2-32GB\""));
 }
 
 }  // namespace unit_deepbench

@@ -11,8 +11,10 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "shipped_profiles.hpp"
 #include "strata/hardware/presets.hpp"
 #include "strata/io/op_trace.hpp"
+#include "strata/io/profile.hpp"
 #include "strata/model/zoo.hpp"
 
 namespace strata_cli {
@@ -177,7 +179,7 @@ inline nlohmann::json run_replay_ps(const replay_ps_options& o, const std::strin
     const auto layers = o.model == "inception_v3" ? inception.view()
                         : o.model == "resnet50"   ? resnet.view()
                                                   : vgg.view();
-    t = io::lowered_ps_trace(layers, datasheet_profile(presets::v100_sxm2_16gb),
+    t = io::lowered_ps_trace(layers, io::profile_from_text(v100_sxm2_profile).profile,
                              {.batch = o.batch,
                               .servers = o.servers,
                               .partition = o.partition,

@@ -9,8 +9,9 @@
 /// - `"datasheet"`: the datasheet peaks with default efficiencies;
 /// - `"h100"`: the shipped H100 fit, carried to the device (its rates keep their fraction of the
 ///   peaks, `rescale_profile`);
-/// - any other string: a profile file (`strata calibrate --output`) measured on the device itself;
-///   one measured on another device is refused, never carried silently.
+/// - any other string: a profile file (`strata calibrate --output`) measured on the device itself
+///   (or on one that differs only in memory size, as V100 16 and 32 GB do); one measured on
+///   another device is refused, never carried silently.
 /// A scenario kind names its default (transformer scenarios `"auto"`, strategy trees
 /// `"datasheet"`, Proteus's own setting).
 /// @code
@@ -77,19 +78,26 @@ inline chosen_profile choose_profile(const nlohmann::json& pj, const device& dev
   const stored_profile sp = profile_from_text(text);
   const device_profile& p = sp.profile;
   const bool same = same_figures(p.dev, dev);
+  // The same GPU with more or less memory (V100 16 and 32 GB) runs its kernels at the same
+  // rates: its profile serves, and capacity comes from the cluster's device
+  device other_memory = p.dev;
+  other_memory.memory = dev.memory;
+  const bool same_rates = same_figures(other_memory, dev);
   // A profile file describes the device it was measured on: capacity, the fit verdict and MFU
   // come from the cluster's device, so a file for another device is refused, never carried
   // silently (the shipped "h100" fit is carried on purpose, and says so).
-  if (pn != "h100" && !same)
+  if (pn != "h100" && !same_rates)
     d::fail("profile", "'" + d::cut(pn) + "' describes \"" + d::cut(sp.name) + "\" (" +
                            describe_figures(p.dev) + ") but the " + owner + "'s device is \"" + on +
                            "\" (" + describe_figures(dev) + "): give the " + owner +
                            " that device (a name, a datasheet or its .json file) or a profile "
                            "measured on its own");
   out.profile = p.dev.name == dev.name ? p : rescale_profile(p, dev);
-  out.efficiencies = "fitted on " + sp.name +
-                     (same ? std::string(" (profile ") + (pn == "h100" ? "h100" : "file") + ")"
-                           : ", rescaled to " + on + " (rates keep their fraction of the peaks)");
+  out.efficiencies =
+      "fitted on " + sp.name +
+      (same         ? std::string(" (profile ") + (pn == "h100" ? "h100" : "file") + ")"
+       : same_rates ? " (profile file; the same rates, the memory of " + on + ")"
+                    : ", rescaled to " + on + " (rates keep their fraction of the peaks)");
   return out;
 }
 

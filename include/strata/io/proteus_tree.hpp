@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "strata/io/cnn_zoo.hpp"
 #include "strata/io/simulation.hpp"
 #include "strata/io/transformer_scenario.hpp"
 #include "strata/proteus/htae.hpp"
@@ -30,6 +31,8 @@ namespace strata::io {
 /// A parsed Proteus scenario.
 struct proteus_scenario {
   transformer net;
+  std::vector<layer> cnn;  ///< a zoo CNN's layers, one leaf each (empty: the transformer `net`)
+  proteus::cnn_setup cnn_setup{};
   std::string name;
   cluster machine;
   training setup;
@@ -56,7 +59,7 @@ inline proteus::schedule_config parse_schedule(const json& j, const std::string&
 /// leaf (a tree may name each once), checked before a leaf is made so that a small file cannot
 /// expand into millions of leaves (issue 39: a 24 KB tree reached 5.7 GB).
 inline void parse_tree_node(const json& j, const std::string& p, proteus::strategy_tree& t,
-                            int parent, long long& leaves_left) {
+                            int parent, long long& leaves_left, bool cnn = false) {
   if (!j.is_object()) fail(p, "must be an object (a tree node)");
   const std::string name = str_field(j, p, "name", nullptr);
   if (j.contains("children")) {
@@ -68,12 +71,15 @@ inline void parse_tree_node(const json& j, const std::string& p, proteus::strate
     const json& cs = j["children"];
     if (!cs.is_array() || cs.empty()) fail(p + ".children", "must be a non-empty array of nodes");
     for (std::size_t i = 0; i < cs.size(); ++i)
-      parse_tree_node(cs[i], p + ".children[" + std::to_string(i) + "]", t, id, leaves_left);
+      parse_tree_node(cs[i], p + ".children[" + std::to_string(i) + "]", t, id, leaves_left, cnn);
     return;
   }
-  only_keys(j, p,
-            {"name", "module", "index", "first", "count", "batch", "hidden", "sequence_parallel",
-             "devices", "zero"});
+  if (cnn)  // a CNN layer splits its batch only
+    only_keys(j, p, {"name", "module", "index", "first", "count", "batch", "devices"});
+  else
+    only_keys(j, p,
+              {"name", "module", "index", "first", "count", "batch", "hidden", "sequence_parallel",
+               "devices", "zero"});
   const std::string module = str_field(j, p, "module", nullptr);
   proteus::compute_config c;
   c.batch = int_field(j, p, "batch", 1, max_degree, 1);
@@ -86,11 +92,29 @@ inline void parse_tree_node(const json& j, const std::string& p, proteus::strate
   const proteus::memory_config mem{int_field(j, p, "zero", 0, 3, 0)};
   const auto take = [&](long long n) {
     if (n > leaves_left)
-      fail(p,
-           "the tree names more modules than the model has (the embedding, each block and "
-           "the head, one leaf each)");
+      fail(p, cnn ? "the tree names more layers than the model has (one leaf each)"
+                  : "the tree names more modules than the model has (the embedding, each block "
+                    "and the head, one leaf each)");
     leaves_left -= n;
   };
+  if (cnn) {
+    if (module == "layer") {
+      take(1);
+      t.add_leaf(parent, name, proteus::module_kind::cnn_layer,
+                 int_field(j, p, "index", 0, 1 << 20, 0, true), c, mem);
+    } else if (module == "layers") {
+      const int first = int_field(j, p, "first", 0, 1 << 20, 0, true);
+      const int count = int_field(j, p, "count", 1, 1 << 20, 0, true);
+      take(count);
+      for (int k = first; k < first + count; ++k)
+        t.add_leaf(parent, name + "." + std::to_string(k), proteus::module_kind::cnn_layer, k, c,
+                   mem);
+    } else {
+      fail(p + ".module",
+           "must be \"layer\" or \"layers\" for a CNN (got \"" + cut(module) + "\")");
+    }
+    return;
+  }
   if (module == "embedding" || module == "head") {
     take(1);
     t.add_leaf(parent, name,
@@ -143,36 +167,11 @@ inline proteus::strategy_tree parse_strategy_tree(const json& j, const transform
   return t;
 }
 
-}  // namespace detail
-
-/// Parses a Proteus scenario: "model" (or "transformer"), "cluster", "training", "strategy_tree",
-/// and optionally "profile" (io/profile_choice.hpp; "datasheet" by default), "gamma" and
-/// "gamma_per_level" (one overlap factor per cluster level, innermost first).
-inline proteus_scenario parse_proteus_scenario(const nlohmann::json& j,
-                                               std::string_view shipped = {}) {
+/// A Proteus scenario's "profile" (io/profile_choice.hpp; "datasheet" by default: Proteus
+/// prices its operators from the device's datasheet), "gamma" and "gamma_per_level".
+inline void proteus_profile_and_gamma(const nlohmann::json& j, proteus_scenario& s,
+                                      std::string_view shipped) {
   namespace d = detail;
-  d::only_keys(j, "scenario",
-               {"model", "transformer", "cluster", "training", "strategy_tree", "profile", "gamma",
-                "gamma_per_level"});
-  proteus_scenario s;
-  const char* key = d::transformer_key(j);
-  if (!key) d::fail("model", "must name a transformer (a zoo name or its dimensions)");
-  s.net = d::parse_transformer(d::require(j, "scenario", key), s.name, key);
-  s.net.name = s.name;
-  s.machine = d::parse_cluster(d::require(j, "scenario", "cluster"));
-  const nlohmann::json& tj = d::require(j, "scenario", "training");
-  // what a strategy tree does not model is refused, not ignored: its nodes shard and schedule,
-  // and its memory is every device's own states and activations
-  if (tj.is_object())
-    for (const char* k : {"engine", "offload_optimizer", "offload_parameters", "reserved_GiB",
-                          "runtime", "tp_comm_overlap", "lora", "tf32"})
-      if (tj.contains(k))
-        d::fail(std::string("training.") + k,
-                "not modelled for a strategy tree (its nodes set sharding and schedule); "
-                "use a transformer scenario with \"parallel\"");
-  s.setup = d::parse_transformer_training(tj);
-  // the profile as every scenario reads it (io/profile_choice.hpp), "datasheet" by default:
-  // Proteus prices its operators from the device's datasheet
   s.profile = choose_profile(j.contains("profile") ? j["profile"] : nlohmann::json(), s.machine.dev,
                              shipped, "datasheet")
                   .profile;
@@ -190,6 +189,100 @@ inline proteus_scenario parse_proteus_scenario(const nlohmann::json& j,
       s.gamma_per_level.push_back(g[k].get<double>());
     }
   }
+}
+
+/// A CNN's tree: {"dp": N, "n_micro_batch": k} (data parallelism, one leaf per layer) or nodes
+/// whose leaves are "layer" (an "index") or "layers" ("first", "count").
+inline proteus::strategy_tree parse_cnn_strategy_tree(const json& j, const std::string& name,
+                                                      int layers) {
+  const std::string p = "strategy_tree";
+  if (!j.is_object()) fail(p, "must be an object");
+  if (!j.contains("children")) {
+    for (const char* k : {"mp", "pp", "sequence_parallel", "zero", "recomputation"})
+      if (j.contains(k))
+        fail(p + "." + k,
+             "not modelled for a CNN's strategy tree: its layers split the batch only "
+             "(data parallelism, micro-batches)");
+    only_keys(j, p, {"dp", "n_micro_batch"});
+    return proteus::data_parallel_cnn(name, layers, int_field(j, p, "dp", 1, max_degree, 1),
+                                      int_field(j, p, "n_micro_batch", 1, 1 << 20, 1));
+  }
+  only_keys(j, p, {"name", "schedule", "children"});
+  proteus::strategy_tree t(str_field(j, p, "name", name.c_str()),
+                           j.contains("schedule") ? parse_schedule(j["schedule"], p + ".schedule")
+                                                  : proteus::schedule_config{});
+  const json& cs = j["children"];
+  if (!cs.is_array() || cs.empty()) fail(p + ".children", "must be a non-empty array of nodes");
+  long long leaves_left = layers;
+  for (std::size_t i = 0; i < cs.size(); ++i)
+    parse_tree_node(cs[i], p + ".children[" + std::to_string(i) + "]", t, 0, leaves_left, true);
+  return t;
+}
+
+/// A CNN tree's "training": "batch" (required) and "precision" ("fp32", the default: TF32
+/// convolutions where the device has them; "bf16" or "fp16": autocast).
+inline proteus::cnn_setup parse_cnn_tree_training(const json& j) {
+  const std::string p = "training";
+  if (!j.is_object()) fail(p, "must be an object");
+  only_keys(j, p, {"batch", "precision"});
+  proteus::cnn_setup su;
+  su.batch = int_field(j, p, "batch", 1, 1 << 30, 0, true);
+  const std::string prec = str_field(j, p, "precision", "fp32");
+  if (prec == "fp32")
+    su.precision = dtype::fp32;
+  else if (prec == "bf16")
+    su.precision = dtype::bf16;
+  else if (prec == "fp16")
+    su.precision = dtype::fp16;
+  else
+    fail(p + ".precision",
+         "must be \"fp32\", \"bf16\" or \"fp16\" for a CNN (got \"" + cut(prec) + "\")");
+  return su;
+}
+
+}  // namespace detail
+
+/// Parses a Proteus scenario: "model" (or "transformer"), "cluster", "training", "strategy_tree",
+/// and optionally "profile" (io/profile_choice.hpp; "datasheet" by default), "gamma" and
+/// "gamma_per_level" (one overlap factor per cluster level, innermost first).
+inline proteus_scenario parse_proteus_scenario(const nlohmann::json& j,
+                                               std::string_view shipped = {}) {
+  namespace d = detail;
+  d::only_keys(j, "scenario",
+               {"model", "transformer", "cluster", "training", "strategy_tree", "profile", "gamma",
+                "gamma_per_level"});
+  proteus_scenario s;
+  const bool cnn = j.contains("model") && j["model"].is_string() &&
+                   d::is_cnn_name(j["model"].get<std::string>());
+  if (cnn) {
+    s.name = j["model"].get<std::string>();
+    s.cnn = d::zoo_model(s.name, "model");
+    s.cnn_setup = d::parse_cnn_tree_training(d::require(j, "scenario", "training"));
+    s.setup.batch = s.cnn_setup.batch;
+    s.machine = d::parse_cluster(d::require(j, "scenario", "cluster"));
+    d::proteus_profile_and_gamma(j, s, shipped);
+    s.tree = d::parse_cnn_strategy_tree(d::require(j, "scenario", "strategy_tree"), s.name,
+                                        static_cast<int>(s.cnn.size()));
+    s.tree.check_cnn(static_cast<int>(s.cnn.size()), s.cnn_setup.batch, s.machine.devices());
+    return s;
+  }
+  const char* key = d::transformer_key(j);
+  if (!key) d::fail("model", "must name a transformer (a zoo name or its dimensions) or a zoo CNN");
+  s.net = d::parse_transformer(d::require(j, "scenario", key), s.name, key);
+  s.net.name = s.name;
+  s.machine = d::parse_cluster(d::require(j, "scenario", "cluster"));
+  const nlohmann::json& tj = d::require(j, "scenario", "training");
+  // what a strategy tree does not model is refused, not ignored: its nodes shard and schedule,
+  // and its memory is every device's own states and activations
+  if (tj.is_object())
+    for (const char* k : {"engine", "offload_optimizer", "offload_parameters", "reserved_GiB",
+                          "runtime", "tp_comm_overlap", "lora", "tf32"})
+      if (tj.contains(k))
+        d::fail(std::string("training.") + k,
+                "not modelled for a strategy tree (its nodes set sharding and schedule); "
+                "use a transformer scenario with \"parallel\"");
+  s.setup = d::parse_transformer_training(tj);
+  d::proteus_profile_and_gamma(j, s, shipped);
   s.tree = d::parse_strategy_tree(d::require(j, "scenario", "strategy_tree"), s.net);
   s.tree.check(s.net, s.setup, s.machine.devices());
   return s;

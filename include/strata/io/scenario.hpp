@@ -25,11 +25,11 @@
 #include "strata/analytic/evaluate.hpp"
 #include "strata/error.hpp"
 #include "strata/io/cluster.hpp"
+#include "strata/io/cnn_zoo.hpp"
 #include "strata/io/human.hpp"
 #include "strata/io/json.hpp"
 #include "strata/io/ps_scenario.hpp"
 #include "strata/model/model.hpp"
-#include "strata/model/zoo.hpp"
 #include "strata/parallel/strategy.hpp"
 #include "strata/training.hpp"
 
@@ -47,29 +47,6 @@ struct scenario {
 };
 
 namespace detail {
-
-template <std::size_t N>
-std::vector<layer> to_vector(const model<N>& m) {
-  return {m.layers.begin(), m.layers.end()};
-}
-
-/// The CNNs a scenario names by key (`strata --list-models`).
-inline constexpr const char* cnn_zoo[] = {"resnet50",        "resnet152",     "vgg16",
-                                          "cosmoflow",       "megatron-2.5b", "mnist-adam",
-                                          "imagenet22k-adam"};
-
-inline std::vector<layer> zoo_model(const std::string& name, const std::string& path) {
-  if (name == "resnet50") return to_vector(zoo::resnet50());
-  if (name == "resnet152") return to_vector(zoo::resnet152());
-  if (name == "vgg16") return to_vector(zoo::vgg16());
-  if (name == "cosmoflow") return to_vector(zoo::cosmoflow());
-  if (name == "megatron-2.5b") return to_vector(zoo::megatron_2_5b());
-  if (name == "mnist-adam") return to_vector(zoo::mnist_adam());
-  if (name == "imagenet22k-adam") return to_vector(zoo::imagenet22k_adam());
-  fail(path, "unknown model \"" + cut(name) +
-                 "\" (known CNNs: resnet50, resnet152, vgg16, cosmoflow, megatron-2.5b, "
-                 "mnist-adam, imagenet22k-adam; transformers: docs/cli.md, e.g. gpt3-175b)");
-}
 
 inline layer parse_layer(const json& j, const std::string& path, shape in) {
   const std::string type = str_field(j, path, "type", nullptr);

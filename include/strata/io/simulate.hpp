@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -69,7 +70,10 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
                        "configs");
     auto ps = parse_proteus_scenario(j, shipped);
     if (o.gamma) ps.gamma = *o.gamma;
-    const auto g = proteus::compile(ps.net, ps.tree, ps.machine, ps.setup, ps.profile);
+    const auto g = ps.cnn.empty()
+                       ? proteus::compile(ps.net, ps.tree, ps.machine, ps.setup, ps.profile)
+                       : proteus::compile(std::span<const layer>(ps.cnn), ps.tree, ps.machine,
+                                          ps.cnn_setup, ps.profile);
     const auto run =
         proteus::execute(g, ps.machine, {.gamma = ps.gamma, .gamma_per_level = ps.gamma_per_level});
     out.report = proteus_report_json(ps, g, run);
