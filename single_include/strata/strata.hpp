@@ -4056,9 +4056,24 @@ inline constexpr double misaligned_gemm_peak_fraction = 0.12;
   return static_cast<long long>(elements) % static_cast<long long>(per16) == 0;
 }
 
+namespace detail {
+/// `t`, or the Winograd form of convolution pass `op` where the profile runs it and it is
+/// faster. Winograd runs on the CUDA cores: it competes with GEMMs there, never with tensor
+/// cores. Out of line: the transformer GEMMs never take it, and inlined it slows their pricing.
+[[gnu::noinline]] constexpr double or_winograd(double t, const kernel_op& op,
+                                               const device_profile& p, const gemm_model& gm) {
+  if (!p.winograd || gm.peak > p.dev.fp32.count()) return t;
+  const double w = winograd_time(gm, p.copy, op.winograd, op.traffic);
+  return w < t ? w : t;
+}
+}  // namespace detail
+
 /// Seconds kernel `op` runs on a device, with `p` already `queued()`; `g` is the GEMM model of the
 /// compute type (fp8 GEMMs: the bf16 model at the fp8 peak). Inlined always: see `emit` in
-/// `lower/transformer.hpp`.
+/// `lower/transformer.hpp`. `Convolutions` = false for a lowering that emits none (the
+/// transformer's closed form): its GEMMs then skip the Winograd check, which inlined costs the
+/// GPT-3 evaluation 2 % of its instructions.
+template <bool Convolutions = true>
 [[nodiscard, gnu::always_inline]] constexpr double gpu_time(const kernel_op& op,
                                                             const device_profile& p,
                                                             const gemm_model& g,
@@ -4067,11 +4082,9 @@ inline constexpr double misaligned_gemm_peak_fraction = 0.12;
     case kernel_kind::gemm: {
       const gemm_model& gm = op.fp32 ? p.fp32 : g;
       double t = op.traffic > 0 ? gm.time(op.m, op.n, op.k, op.traffic) : gm.time(op.m, op.n, op.k);
-      // Winograd runs on the CUDA cores: it competes with GEMMs there, never with tensor cores
-      if (op.winograd.tiles4 > 0 && p.winograd && !(gm.peak > p.dev.fp32.count())) {
-        const double w = winograd_time(gm, p.copy, op.winograd, op.traffic);
-        t = w < t ? w : t;
-      }
+      if constexpr (Convolutions)
+        if (op.winograd.tiles4 > 0) [[unlikely]]
+          t = detail::or_winograd(t, op, p, gm);
       if (!op.misaligned) return op.times * t;
       const double fallback = 2 * op.m * op.n * op.k / (misaligned_gemm_peak_fraction * gm.peak);
       return op.times * (fallback > t ? fallback : t);
@@ -6890,7 +6903,7 @@ struct pricer {
   double cached_gpu = 0, cached_kernels = 0;
 
   [[gnu::always_inline]] constexpr void kernel(const lower::kernel_op& k) {  // see lower::emit
-    const double t = lower::gpu_time(k, p, g, fp32_attention);
+    const double t = lower::gpu_time<false>(k, p, g, fp32_attention);        // no convolutions here
     gpu += t;
     // the attention core: what selective recomputation runs again
     const bool core = k.kind == lower::kernel_kind::attention || k.attention_core;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "record.hpp"
 #include "strata/calibrate/readers.hpp"
 #include "strata/hardware/presets.hpp"
 #include "strata/io/profile.hpp"
@@ -55,6 +56,11 @@ double table5_tau(const std::string& hc, std::vector<double>* throughput = nullp
     predicted.push_back(-tr.batch / run.iteration);
     truth.push_back(num("truth_rank"));
     if (throughput) throughput->push_back(tr.batch / run.iteration);
+    strata_test::record("proteus_table5", "cluster,strategy,iteration_s,samples_per_s,truth_rank",
+                        hc,
+                        row.at("dp") + "x" + row.at("mp") + "x" + row.at("pp") + " (" +
+                            row.at("n_micro_batch") + ")",
+                        run.iteration, tr.batch / run.iteration, num("truth_rank"));
     std::printf("%s %sx%sx%s (%s): iteration %.3f s, %.1f samples/s, truth rank %s\n", hc.c_str(),
                 row.at("dp").c_str(), row.at("mp").c_str(), row.at("pp").c_str(),
                 row.at("n_micro_batch").c_str(), run.iteration, tr.batch / run.iteration,

@@ -110,7 +110,7 @@ struct pricer {
   double cached_gpu = 0, cached_kernels = 0;
 
   [[gnu::always_inline]] constexpr void kernel(const lower::kernel_op& k) {  // see lower::emit
-    const double t = lower::gpu_time(k, p, g, fp32_attention);
+    const double t = lower::gpu_time<false>(k, p, g, fp32_attention);        // no convolutions here
     gpu += t;
     // the attention core: what selective recomputation runs again
     const bool core = k.kind == lower::kernel_kind::attention || k.attention_core;

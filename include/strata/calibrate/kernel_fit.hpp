@@ -209,8 +209,7 @@ inline void fit_gemms(device_profile& p, std::vector<class_report>& report, std:
     }
     if (pts.empty()) continue;
     const std::string name = type;
-    // float16 and bfloat16 both run on the 16-bit tensor cores: one model (a device has one of
-    // the two tables, or the first one fitted is kept)
+    // float16 and bfloat16 both run on the 16-bit tensor cores: one model, from one of the two
     const bool half = name == "bfloat16" || name == "float16";
     if (half && half_fitted)
       throw plan_error("give bfloat16 or float16 GEMMs, not both: they fit one 16-bit model");
