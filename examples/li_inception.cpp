@@ -42,6 +42,62 @@ std::pair<std::vector<double>, int> scaling(const sim::ps_job& job, sim::ps_conf
   return {thr, saturated};
 }
 
+// Li et al. Table 1: the downlink end-time errors of Inception-v3 and VGG16.
+void table1(const device_profile& v100) {
+  static constexpr auto net = zoo::inception_v3();
+  // Table 1: end-time errors of HTTP/2-multiplexed downlink streams. "Measured" single-worker
+  // steps are generated with what Li et al. name as their error sources (§3.2.2): WIN drawn
+  // within +-20 % of 28 MB per step, the network within +-5 % of 10 Gb/s, parsing within +-20 %
+  // of 1 ns/B + 100 us. The model predicts every step with the fixed means. Errors of each
+  // downlink's end (parsed), relative to the step's start, over 100 steps.
+  std::printf("downlink end-time errors, model vs 100 generated steps (Li et al. Table 1)\n");
+  static constexpr auto vgg = zoo::vgg16();
+  for (int m = 0; m < 2; ++m) {
+    const auto layers = m == 0 ? net.view() : vgg.view();
+    const auto job = io::to_ps_job(io::lowered_ps_trace(layers, v100, {.batch = 32}), 32);
+    sim::ps_config c{.workers = 1,
+                     .bandwidth = 1.25e9,
+                     .window = 28e6,
+                     .alpha = 1e-9,
+                     .beta = 1e-4,
+                     .parse_on_host = true,
+                     .steps = 1,
+                     .warmup = 0,
+                     .timeline = true};
+    auto ends = [](const sim::ps_result& r, const sim::ps_job& j) {
+      std::vector<double> e(j.steps[0].ops.size(), -1.0);
+      for (const auto& x : r.events) {
+        const auto& op = j.steps[0].ops[static_cast<std::size_t>(x.op)];
+        if (op.res == sim::ps_resource::downlink) e[static_cast<std::size_t>(x.op)] = x.end;
+      }
+      return e;
+    };
+    const auto predicted = ends(sim::simulate_ps(job, c), job);
+    sim::detail::splitmix64 rng{42};
+    auto jitter = [&](double spread) {
+      return 1 + spread * (2 * static_cast<double>(rng.next() >> 11) * 0x1.0p-53 - 1);
+    };
+    std::vector<double> err;
+    for (int k = 0; k < 100; ++k) {
+      auto t = c;
+      t.window *= jitter(0.2);
+      t.bandwidth *= jitter(0.05);
+      t.alpha *= jitter(0.2);
+      t.beta *= jitter(0.2);
+      const auto measured = ends(sim::simulate_ps(job, t), job);
+      for (std::size_t i = 0; i < measured.size(); ++i)
+        if (measured[i] > 0) err.push_back(std::abs(predicted[i] - measured[i]) / measured[i]);
+    }
+    std::sort(err.begin(), err.end());
+    double mean = 0;
+    for (double e : err) mean += e;
+    mean /= static_cast<double>(err.size());
+    std::printf("%-12s average %.2f%%  median %.2f%%  95th %.2f%%  max %.2f%%\n",
+                m == 0 ? "Inception-v3" : "VGG16", 100 * mean, 100 * err[err.size() / 2],
+                100 * err[err.size() * 95 / 100], 100 * err.back());
+  }
+}
+
 int main() {
   static constexpr auto net = zoo::inception_v3();
   const auto v100 = v100_profile();
@@ -96,57 +152,7 @@ int main() {
       128 / one_worker_128, sum_128);
   std::printf("batch 64, one worker: %.1f images/s (Lambda, TensorFlow fp32: 259; %+.1f %%)\n",
               one_worker_64, 100 * (one_worker_64 / 259 - 1));
-  // Table 1: end-time errors of HTTP/2-multiplexed downlink streams. "Measured" single-worker
-  // steps are generated with what Li et al. name as their error sources (§3.2.2): WIN drawn
-  // within +-20 % of 28 MB per step, the network within +-5 % of 10 Gb/s, parsing within +-20 %
-  // of 1 ns/B + 100 us. The model predicts every step with the fixed means. Errors of each
-  // downlink's end (parsed), relative to the step's start, over 100 steps.
-  std::printf("downlink end-time errors, model vs 100 generated steps (Li et al. Table 1)\n");
-  static constexpr auto vgg = zoo::vgg16();
-  for (int m = 0; m < 2; ++m) {
-    const auto layers = m == 0 ? net.view() : vgg.view();
-    const auto job = io::to_ps_job(io::lowered_ps_trace(layers, v100, {.batch = 32}), 32);
-    sim::ps_config c{.workers = 1,
-                     .bandwidth = 1.25e9,
-                     .window = 28e6,
-                     .alpha = 1e-9,
-                     .beta = 1e-4,
-                     .parse_on_host = true,
-                     .steps = 1,
-                     .warmup = 0,
-                     .timeline = true};
-    auto ends = [](const sim::ps_result& r, const sim::ps_job& j) {
-      std::vector<double> e(j.steps[0].ops.size(), -1.0);
-      for (const auto& x : r.events) {
-        const auto& op = j.steps[0].ops[static_cast<std::size_t>(x.op)];
-        if (op.res == sim::ps_resource::downlink) e[static_cast<std::size_t>(x.op)] = x.end;
-      }
-      return e;
-    };
-    const auto predicted = ends(sim::simulate_ps(job, c), job);
-    sim::detail::splitmix64 rng{42};
-    auto jitter = [&](double spread) {
-      return 1 + spread * (2 * static_cast<double>(rng.next() >> 11) * 0x1.0p-53 - 1);
-    };
-    std::vector<double> err;
-    for (int k = 0; k < 100; ++k) {
-      auto t = c;
-      t.window *= jitter(0.2);
-      t.bandwidth *= jitter(0.05);
-      t.alpha *= jitter(0.2);
-      t.beta *= jitter(0.2);
-      const auto measured = ends(sim::simulate_ps(job, t), job);
-      for (std::size_t i = 0; i < measured.size(); ++i)
-        if (measured[i] > 0) err.push_back(std::abs(predicted[i] - measured[i]) / measured[i]);
-    }
-    std::sort(err.begin(), err.end());
-    double mean = 0;
-    for (double e : err) mean += e;
-    mean /= static_cast<double>(err.size());
-    std::printf("%-12s average %.2f%%  median %.2f%%  95th %.2f%%  max %.2f%%\n",
-                m == 0 ? "Inception-v3" : "VGG16", 100 * mean, 100 * err[err.size() / 2],
-                100 * err[err.size() * 95 / 100], 100 * err.back());
-  }
+  table1(v100);
   // BytePS-style: synchronous steps, every tensor cut over one CPU summation server per worker
   // machine, against synchronous training through one parameter server
   std::printf("synchronous, batch 64: one PS vs BytePS-style summation servers (one per worker)\n");
