@@ -97,42 +97,29 @@ inline void parse_tree_node(const json& j, const std::string& p, proteus::strate
                     "and the head, one leaf each)");
     leaves_left -= n;
   };
-  if (cnn) {
-    if (module == "layer") {
-      take(1);
-      t.add_leaf(parent, name, proteus::module_kind::cnn_layer,
-                 int_field(j, p, "index", 0, 1 << 20, 0, true), c, mem);
-    } else if (module == "layers") {
-      const int first = int_field(j, p, "first", 0, 1 << 20, 0, true);
-      const int count = int_field(j, p, "count", 1, 1 << 20, 0, true);
-      take(count);
-      for (int k = first; k < first + count; ++k)
-        t.add_leaf(parent, name + "." + std::to_string(k), proteus::module_kind::cnn_layer, k, c,
-                   mem);
-    } else {
-      fail(p + ".module",
-           "must be \"layer\" or \"layers\" for a CNN (got \"" + cut(module) + "\")");
-    }
-    return;
-  }
-  if (module == "embedding" || module == "head") {
+  // a CNN's leaves are its layers ("layer", "layers"), a transformer's its embedding, blocks
+  // ("block", "blocks") and head
+  const std::string one = cnn ? "layer" : "block", many = one + "s";
+  const auto kind = cnn ? proteus::module_kind::cnn_layer : proteus::module_kind::block;
+  if (!cnn && (module == "embedding" || module == "head")) {
     take(1);
     t.add_leaf(parent, name,
                module == "head" ? proteus::module_kind::head : proteus::module_kind::embedding, 0,
                c, mem);
-  } else if (module == "block") {
+  } else if (module == one) {
     take(1);
-    t.add_leaf(parent, name, proteus::module_kind::block,
-               int_field(j, p, "index", 0, 1 << 20, 0, true), c, mem);
-  } else if (module == "blocks") {
+    t.add_leaf(parent, name, kind, int_field(j, p, "index", 0, 1 << 20, 0, true), c, mem);
+  } else if (module == many) {
     const int first = int_field(j, p, "first", 0, 1 << 20, 0, true);
     const int count = int_field(j, p, "count", 1, 1 << 20, 0, true);
     take(count);
     for (int k = first; k < first + count; ++k)
-      t.add_leaf(parent, name + "." + std::to_string(k), proteus::module_kind::block, k, c, mem);
+      t.add_leaf(parent, name + "." + std::to_string(k), kind, k, c, mem);
   } else {
-    fail(p + ".module", "must be one of \"embedding\", \"block\", \"blocks\", \"head\" (got \"" +
-                            cut(module) + "\")");
+    fail(p + ".module",
+         cnn ? "must be \"layer\" or \"layers\" for a CNN (got \"" + cut(module) + "\")"
+             : "must be one of \"embedding\", \"block\", \"blocks\", \"head\" (got \"" +
+                   cut(module) + "\")");
   }
 }
 
