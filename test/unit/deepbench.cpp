@@ -190,6 +190,24 @@ TEST_CASE("calibration inputs: what is optional, what is refused") {
                     "conv CSV: CSV header: no column 'C'");
 }
 
+TEST_CASE("DeepBench's all-reduce on a dual-socket Broadwell box, as docs/proteus.md quotes it") {
+  // 64.5 M floats (258 MB) on 2, 4 and 8 GTX 1080 Ti under two E5-2690 v4 sockets (HC1's
+  // platform): 21.14, 35.11 and 51.82 ms; bus bandwidth = 2 (n - 1) / n x 258 MB / t
+  std::ifstream f(STRATA_TEST_DATA_DIR "/deepbench/gtx1080ti_allreduce.csv");
+  REQUIRE(f);
+  const auto t = calibrate::read_csv(f);
+  std::vector<double> busbw;
+  for (const auto& row : t.rows)
+    if (row.at("floats") == "64500000" && row.at("nodes") == "1") {
+      const double n = std::stod(row.at("gpus")), ms = std::stod(row.at("ms"));
+      busbw.push_back(2 * (n - 1) / n * 64.5e6 * 4 / (ms * 1e-3) / 1e9);
+    }
+  REQUIRE(busbw.size() == 3);
+  CHECK(busbw[0] == Approx(12.2).margin(0.05));
+  CHECK(busbw[1] == Approx(11.0).margin(0.05));
+  CHECK(busbw[2] == Approx(8.7).margin(0.05));
+}
+
 TEST_CASE("a profile serves the same GPU with another memory size, and no other GPU") {
   // fitted on a V100-SXM2-16GB; HC2's V100s have 32 GB: the same rates, so the profile serves,
   // and capacity comes from the cluster's device
