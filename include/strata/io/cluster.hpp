@@ -28,6 +28,18 @@ inline std::string known_devices() {
 /// A scenario's `"device"`: a preset's name (`presets::device_catalogue`), a datasheet object, or
 /// the path of a datasheet file (a string ending in ".json", relative to the working folder); the
 /// datasheet's schema is in `io/device_file.hpp` and docs/devices.md.
+/// The compute type field `key` of object `j` (at `path`) names, fp32 by default: "fp32" (TF32
+/// where the device allows it), "bf16" or "fp16" (autocast), as DLRM scenarios and CNN strategy
+/// trees take it; anything else is an error at `error_path`.
+inline dtype compute_type(const json& j, const std::string& path, const char* key,
+                          const std::string& error_path) {
+  const std::string prec = str_field(j, path, key, "fp32");
+  if (prec == "fp32") return dtype::fp32;
+  if (prec == "bf16") return dtype::bf16;
+  if (prec == "fp16") return dtype::fp16;
+  fail(error_path, "must be \"fp32\", \"bf16\" or \"fp16\" (got \"" + cut(prec) + "\")");
+}
+
 inline device parse_device(const json& j, const std::string& path) {
   if (j.is_object()) return device_from_json(j, path);
   if (!j.is_string())

@@ -154,15 +154,7 @@ inline nlohmann::json run_dlrm_scenario(const nlohmann::json& j,
              "memory_fraction", "seed", "embedding_model"});
   analytic::dlrm_setup setup;
   setup.batch = int_field(j, "scenario", "batch", 1, 1 << 30, 0, true);
-  const std::string prec = str_field(j, "scenario", "precision", "fp32");
-  if (prec == "fp32")
-    setup.precision = dtype::fp32;
-  else if (prec == "bf16")
-    setup.precision = dtype::bf16;
-  else if (prec == "fp16")
-    setup.precision = dtype::fp16;
-  else
-    fail("precision", "must be \"fp32\", \"bf16\" or \"fp16\" (got \"" + prec + "\")");
+  setup.precision = compute_type(j, "scenario", "precision", "precision");
   const std::string grad = str_field(j, "scenario", "gradient", "fused");
   if (grad == "fused")
     setup.gradient = embedding_gradient::fused;

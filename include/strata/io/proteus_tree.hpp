@@ -214,16 +214,7 @@ inline proteus::cnn_setup parse_cnn_tree_training(const json& j) {
   only_keys(j, p, {"batch", "precision"});
   proteus::cnn_setup su;
   su.batch = int_field(j, p, "batch", 1, 1 << 30, 0, true);
-  const std::string prec = str_field(j, p, "precision", "fp32");
-  if (prec == "fp32")
-    su.precision = dtype::fp32;
-  else if (prec == "bf16")
-    su.precision = dtype::bf16;
-  else if (prec == "fp16")
-    su.precision = dtype::fp16;
-  else
-    fail(p + ".precision",
-         "must be \"fp32\", \"bf16\" or \"fp16\" for a CNN (got \"" + cut(prec) + "\")");
+  su.precision = compute_type(j, p, "precision", p + ".precision");
   return su;
 }
 
