@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <new>
 #include <optional>
 #include <string>
@@ -184,13 +185,31 @@ json checked(json j) {
 
 // ---- evaluate --------------------------------------------------------------------------------
 
+/// What a search (a transformer's plans, a parameter-server system) reports its progress to:
+/// it stops after `time_limit` s (0: none) and, when it holds the GIL (`signals`), on Ctrl-C
+/// (Python's signal handlers run here).
+std::function<bool(double)> search_progress(double time_limit, bool signals) {
+  if (!(time_limit >= 0) || !std::isfinite(time_limit))
+    throw python_error("time_limit: must be a number of seconds (0: none)");
+  const auto start = std::chrono::steady_clock::now();
+  return [start, time_limit, signals](double f) {
+    if (signals && PyErr_CheckSignals() != 0) throw py::error_already_set();
+    const double spent =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (time_limit > 0 && spent > time_limit)
+      throw strata::plan_error("time_limit: the search stopped after " +
+                               nlohmann::json(time_limit).dump() + " s, " +
+                               std::to_string(static_cast<int>(f * 100)) + " % done");
+    return true;
+  };
+}
+
 py::object evaluate(py::handle scenario, const std::string& format, double time_limit,
                     int explain) {
   if (explain < 0) throw python_error("explain: must be a plan's rank, 1 or more (0: none)");
   if (format != "json" && format != "table" && format != "csv")
     throw python_error("format: must be \"json\", \"table\" or \"csv\"");
-  if (!(time_limit >= 0) || !std::isfinite(time_limit))
-    throw python_error("time_limit: must be a number of seconds (0: none)");
+  auto progress = search_progress(time_limit, true);
   const json j = guarded("scenario", [&] { return scenario_json(scenario); });
   auto text = [](const std::string& t) {
     strata::io::check_finite_text(t);
@@ -204,19 +223,7 @@ py::object evaluate(py::handle scenario, const std::string& format, double time_
                              .time_limit = time_limit > 0,
                              .names = "",
                              .explain = explain};
-    // a parameter-server search reports its progress: it stops at the time limit, and on
-    // Ctrl-C (Python's signal handlers run here, with the GIL held)
-    const auto start = std::chrono::steady_clock::now();
-    req.progress = [start, time_limit](double f) {
-      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-      const double spent =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (time_limit > 0 && spent > time_limit)
-        throw strata::plan_error("time_limit: the search stopped after " +
-                                 nlohmann::json(time_limit).dump() + " s, " +
-                                 std::to_string(static_cast<int>(f * 100)) + " % done");
-      return true;
-    };
+    req.progress = std::move(progress);
     const auto r = io::evaluate_scenario(j, req, strata_cli::h100_sxm_profile);
     if (req.format != io::report_format::json) return text(r.table);
     return to_python(checked(r.report));
@@ -299,10 +306,13 @@ py::dict sweep_columns(const strata::io::transformer_request& q, int threads) {
   return out;
 }
 
-py::object sweep(py::handle scenario, bool columns, bool front, int threads) {
+py::object sweep(py::handle scenario, bool columns, bool front, int threads, double time_limit) {
   if (threads < 0) throw python_error("threads: must be 0 (one per core) or more");
   if (columns && front) throw python_error("columns: give either columns=True or front=True");
-  const auto q = guarded("scenario", [&] { return search_request(scenario); });
+  // the columns' enumeration runs without the GIL: no Ctrl-C there
+  auto progress = search_progress(time_limit, !columns);
+  auto q = guarded("scenario", [&] { return search_request(scenario); });
+  q.scenario.space.progress = std::move(progress);
   return guarded("scenario", [&]() -> py::object {
     if (columns) return sweep_columns(q, threads);
     const json report = checked(strata::io::transformer_request_json(q));
@@ -373,15 +383,17 @@ PYBIND11_MODULE(_strata, m) {
   m.def("evaluate", &evaluate, py::arg("scenario"), py::arg("format") = "json",
         py::arg("time_limit") = 0.0, py::arg("explain") = 0,
         R"(Evaluates a scenario (dict, JSON text, file path or strata.Scenario) as `strata FILE`
-does; returns the report as a dict (format="table" or "csv": the text). A parameter-server
-search stops after time_limit seconds (0: none) with strata.Error, as `--time-limit` does, and
-on Ctrl-C. explain=N: a search's table also breaks down its N-th plan, as `--explain N` does.)");
+does; returns the report as a dict (format="table" or "csv": the text). A search (a
+transformer's plans, a parameter-server system) stops after time_limit seconds (0: none) with
+strata.Error, as `--time-limit` does, and on Ctrl-C. explain=N: a search's table also breaks down its N-th plan, as `--explain N` does.)");
   m.def("sweep", &sweep, py::arg("scenario"), py::arg("columns") = false, py::arg("front") = false,
-        py::arg("threads") = 0,
+        py::arg("threads") = 0, py::arg("time_limit") = 0.0,
         R"(Runs the scenario's "search": the ranked plans (dicts, fastest first), the Pareto
 front (front=True), or every candidate as NumPy columns (columns=True, batch-evaluated on
 `threads` threads, 0: one per core). A listed value no plan could use is a UserWarning
-("search: not used: micro_batch 3: ..."), as `evaluate` lists it under "unused".)");
+("search: not used: micro_batch 3: ..."), as `evaluate` lists it under "unused". The search
+stops after time_limit seconds (0: none) with strata.Error, and on Ctrl-C (not while columns
+are enumerated).)");
   m.def(
       "list_gpus", [] { return to_python(strata::io::device_catalogue_json()); },
       R"(The device presets as datasheets (dicts: name, key, memory, memory_bandwidth_GBps,

@@ -368,6 +368,21 @@ def test_a_parameter_server_search_stops_at_its_time_limit():
         strata.evaluate(search, time_limit=-1)
 
 
+def test_a_transformer_search_stops_at_its_time_limit():
+    # issue 39: evaluate, sweep and the batch columns stop a transformer search as `strata FILE
+    # --time-limit S` and `strata-mpi --time-limit S` do; without a limit the same search ranks
+    stopped = r"time_limit: the search stopped after 1e-09 s, 0 % done"
+    with pytest.raises(strata.Error, match=stopped):
+        strata.evaluate(LLAMA_SEARCH, time_limit=1e-9)
+    with pytest.raises(strata.Error, match=stopped):
+        strata.sweep(LLAMA_SEARCH, time_limit=1e-9)
+    with pytest.raises(strata.Error, match=stopped):
+        strata.sweep(LLAMA_SEARCH, columns=True, time_limit=1e-9)
+    with pytest.raises(strata.Error, match=r"time_limit: must be a number of seconds"):
+        strata.sweep(LLAMA_SEARCH, time_limit=float("nan"))
+    assert strata.sweep(LLAMA_SEARCH, time_limit=600)
+
+
 def test_sweep_warns_of_the_values_it_could_not_use():
     s = json.loads(LLAMA_SEARCH.read_text())
     s["search"]["micro_batch"] = [1, 2, 3]

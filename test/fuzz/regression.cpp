@@ -15,8 +15,8 @@
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: fuzz_regression scenario|transformer|lin_trace|nccl_tests|csv|op_trace "
-                 "DIR...\n");
+                 "usage: fuzz_regression scenario|transformer|lin_trace|nccl_tests|csv|op_trace|"
+                 "front_door DIR...\n");
     return 2;
   }
   const std::string target = argv[1];
@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   if (target == "nccl_tests") run = strata_fuzz::nccl_tests;
   if (target == "csv") run = strata_fuzz::csv;
   if (target == "op_trace") run = strata_fuzz::op_trace;
+  if (target == "front_door") run = strata_fuzz::front_door;
   if (run == nullptr) {
     std::fprintf(stderr, "fuzz_regression: unknown target '%s'\n", target.c_str());
     return 2;

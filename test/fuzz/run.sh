@@ -9,7 +9,7 @@ build=${2:-build-fuzz}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE= \
   -DSTRATA_FUZZ=ON -DSTRATA_BUILD_BENCH=OFF -DSTRATA_BUILD_EXAMPLES=OFF >/dev/null
-targets=(scenario transformer lin_trace nccl_tests csv op_trace)
+targets=(scenario transformer lin_trace nccl_tests csv op_trace front_door)
 cmake --build "$build" --target "${targets[@]/#/fuzz_}"
 work="$build/fuzz-work"
 rm -rf "$work" && mkdir -p "$work/artifacts"

@@ -15,12 +15,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "shipped_profiles.hpp"
 #include "strata/calibrate/kernel_fit.hpp"
 #include "strata/calibrate/readers.hpp"
 #include "strata/calibrate/step_fit.hpp"
+#include "strata/io/evaluate.hpp"
 #include "strata/io/lin_trace.hpp"
 #include "strata/io/op_trace.hpp"
 #include "strata/io/scenario.hpp"
+#include "strata/io/simulate.hpp"
 #include "strata/io/transformer_request.hpp"
 #include "strata/sim/lin.hpp"
 #include "strata/sim/paradl.hpp"
@@ -64,6 +67,48 @@ inline int transformer(const std::uint8_t* data, std::size_t size) {
     if (q.scenario.search) return 0;
     (void)strata::io::transformer_request_json(q).dump();
     (void)strata::io::transformer_request_table(q);
+  } catch (const strata::plan_error&) {
+  }
+  return 0;
+}
+
+namespace detail {
+/// Whether every number in `j` lies within [-limit, limit] (a small plan: cheap to simulate).
+inline bool small_numbers(const nlohmann::json& j, double limit) {
+  if (j.is_number()) return j.get<double>() >= -limit && j.get<double>() <= limit;
+  if (j.is_structured())
+    for (const auto& v : j)
+      if (!small_numbers(v, limit)) return false;
+  return true;
+}
+}  // namespace detail
+
+/// Any scenario through the front door the CLI, Python and strata-mpi share (issue 39): every
+/// family (ParaDL, transformer plans and searches, DLRM, single-GPU steps, parameter servers,
+/// Hugging Face configs and device files given inline) through `io::evaluate_scenario`, as JSON,
+/// a table or CSV (the first byte picks); searches stop after 50 progress reports. With a
+/// trailing 's', `io::simulate_scenario` with overlap and the timeline (strategy trees and
+/// transformer plans included), for scenarios whose numbers are all at most 1024 (a bound on
+/// the work of one input under the sanitizers).
+inline int front_door(const std::uint8_t* data, std::size_t size) {
+  if (size < 1 || size > (1u << 20)) return -1;
+  const bool simulate = data[size - 1] == 's';
+  try {
+    const nlohmann::json j = strata::io::detail::parse_json(text(data, simulate ? size - 1 : size));
+    if (simulate) {
+      if (!detail::small_numbers(j, 1024)) return -1;
+      strata::io::simulate_request req;
+      req.overlap = req.trace = true;
+      const auto r = strata::io::simulate_scenario(j, req, strata_cli::h100_sxm_profile);
+      (void)r.report.dump();
+      (void)r.trace.dump();
+      return 0;
+    }
+    int calls = 0;
+    strata::io::evaluate_request req{.format = static_cast<strata::io::report_format>(data[0] % 3),
+                                     .progress = [&calls](double) { return ++calls < 50; }};
+    const auto r = strata::io::evaluate_scenario(j, req, strata_cli::h100_sxm_profile);
+    (void)r.report.dump();
   } catch (const strata::plan_error&) {
   }
   return 0;

@@ -115,6 +115,42 @@ TEST_CASE("a sweep split into parts and merged gives the whole sweep's answer", 
   }
 }
 
+TEST_CASE(
+    "a sweep reports its progress and stops when told; degrees that cannot divide the "
+    "devices cost nothing",
+    "[search]") {
+  // GPT-3 175B on 1024 A100s: the default space has 4 tensor degrees x 2 x 1 x 1 x 4
+  // micro-batches = 32 layer groups; each group asks once, with the share done before it
+  search::transformer_space space;
+  std::vector<double> seen;
+  space.progress = [&](double f) {
+    seen.push_back(f);
+    return true;
+  };
+  const auto plans = gpt3_plans(space);
+  REQUIRE(seen.size() >= 2);
+  CHECK(seen.front() == 0.0);
+  CHECK(std::is_sorted(seen.begin(), seen.end()));
+  CHECK(seen.back() < 1.0);
+  // told to stop at the third group: a plan_error naming the share done (2 of 32)
+  int calls = 0;
+  space.progress = [&](double) { return ++calls < 3; };
+  CHECK_THROWS_WITH(gpt3_plans(space), "search: stopped at its time limit after 6 % of the space");
+  // thousands of listed degrees that cannot divide the devices change nothing: the same plans
+  // in the same order
+  search::transformer_space wide;
+  wide.tensor = {1, 2, 4, 8};
+  wide.pipeline = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 96};
+  const auto base = gpt3_plans(wide);
+  for (int odd = 97; odd < 10000; odd += 2) {  // 1024 GPUs: no odd degree above 1 divides them
+    wide.tensor.push_back(odd);
+    wide.pipeline.push_back(odd);
+  }
+  const auto same = gpt3_plans(wide);
+  REQUIRE(same.size() == base.size());
+  for (std::size_t i = 0; i < base.size(); ++i) CHECK(same_plan(same[i], base[i]));
+}
+
 TEST_CASE("batch evaluation equals the scalar closed form, plan by plan", "[batch]") {
   const transformer m = zoo::gpt3_175b();
   const cluster c = presets::dgx_a100(128);

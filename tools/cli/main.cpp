@@ -48,7 +48,8 @@ void add_main_options(CLI::App& app, main_options& o) {
                "list the models a scenario can name: zoo transformers and CNNs, shipped Hugging "
                "Face ids (a table; --format json) and exit");
   app.add_option("--time-limit", o.time_limit,
-                 "stop a parameter-server search after this many seconds (0: no limit)")
+                 "stop a search (a transformer's plans, a parameter-server system) after this "
+                 "many seconds (0: no limit)")
       ->check(CLI::Range(0.0, 1e9));
   // a transformer question in one line (io/one_line.hpp): the scenario a file would hold
   strata::io::one_line& q = o.question;
@@ -167,7 +168,7 @@ int refuse_main_options(const CLI::App& app, const main_options& o) {
     if (app.count("--explain") > 0)
       return error_line("--explain", "explains a plan of the main command's search, not " + name);
     if (app.count("--time-limit") > 0)
-      return error_line("--time-limit", "stops a parameter-server search, not " + name);
+      return error_line("--time-limit", "stops a search, not " + name);
     if (!o.input.empty())
       return error_line("scenario", "'" + o.input + "' comes before the " + name +
                                         " subcommand, which takes its own input");
@@ -179,7 +180,8 @@ int refuse_main_options(const CLI::App& app, const main_options& o) {
 }
 
 // The scenario (or the built-in one) through io/evaluate.hpp, as Python and the MPI search
-// evaluate it; a long parameter-server search shows its progress and honours --time-limit.
+// evaluate it; a long search (a transformer's plans, a parameter-server system) shows its
+// progress and honours --time-limit.
 int run_scenario(const main_options& o, bool limit_given) {
   std::string text;
   if (o.question.given() || o.print_scenario) {

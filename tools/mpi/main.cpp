@@ -1,5 +1,5 @@
 // strata-mpi: a transformer search ("search" in the scenario) split over MPI ranks.
-// Usage: mpirun -n R strata-mpi FILE [--timing]
+// Usage: mpirun -n R strata-mpi FILE [--timing] [--time-limit S]
 //
 // Rank 0 reads the scenario and broadcasts it; rank r sweeps the lowered-layer groups g with
 // g % R == r (search::sweep_part), keeping its best plans and its Pareto front; rank 0 gathers
@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -70,22 +71,48 @@ int fail(int rank, const std::string& field, const std::string& what) {
   return 2;
 }
 
-// Whether every rank got here without an error (a collective: all ranks call it together).
-bool all_ok(bool ok) {
-  int mine = ok ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all == 1;
+// The error of the first rank that has one (empty: none), on rank 0; every rank learns whether
+// there was one (a collective: all ranks call it together). The sentence travels to rank 0, so
+// a limit hit or a mistake found on rank 3 reads the same as on rank 0.
+bool first_error(int rank, int ranks, std::string& error) {
+  const int mine = error.empty() ? ranks : rank;
+  int first = ranks;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == ranks) return false;
+  if (first != 0) {
+    if (rank == first) {
+      const int n = static_cast<int>(error.size());
+      MPI_Send(&n, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
+      MPI_Send(error.data(), n, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+      int n = 0;
+      MPI_Recv(&n, 1, MPI_INT, first, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      error.resize(static_cast<std::size_t>(n));
+      MPI_Recv(error.data(), n, MPI_CHAR, first, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+  }
+  return true;
 }
 
 int run(int rank, int ranks, int argc, char** argv) {
   std::string path;
   bool timing = false;
+  double limit = 0;  // seconds; 0: none
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--timing")
       timing = true;
-    else if (a == "--help" || a == "-h") {
-      if (rank == 0) std::cout << "usage: mpirun -n R strata-mpi FILE|- [--timing]\n";
+    else if (a == "--time-limit") {
+      // the same range and sentence as `strata --time-limit`
+      char* end = nullptr;
+      const char* v = i + 1 < argc ? argv[++i] : "";
+      limit = std::strtod(v, &end);
+      if (*v == '\0' || *end != '\0' || !(limit >= 0 && limit <= 1e9))
+        return fail(rank, "--time-limit",
+                    "must be a number of seconds in [0, 1e9] (got \"" + std::string(v) + "\")");
+    } else if (a == "--help" || a == "-h") {
+      if (rank == 0)
+        std::cout << "usage: mpirun -n R strata-mpi FILE|- [--timing] [--time-limit S]\n";
       return 0;
     } else if (path.empty())
       path = a;
@@ -118,12 +145,21 @@ int run(int rank, int ranks, int argc, char** argv) {
     if (!strata::io::is_transformer_scenario(j) || !j.contains("search"))
       throw strata::plan_error("search: strata-mpi runs a transformer scenario with \"search\"");
     q = strata::io::parse_transformer_request(j, strata_cli::h100_sxm_profile);
-    const auto& s = q.scenario;
+    auto& s = q.scenario;
+    // each rank stops its part at the time limit, counted from the start
+    if (limit > 0)
+      s.space.progress = [start, limit](double f) {
+        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > limit)
+          throw strata::plan_error("--time-limit: the search stopped after " +
+                                   nlohmann::json(limit).dump() + " s, " +
+                                   std::to_string(static_cast<int>(f * 100)) + " % done");
+        return true;
+      };
     mine = search::sweep(s.net, s.machine, s.setup, s.profile, s.space, {rank, ranks});
   } catch (const std::exception& e) {
     error = e.what();
   }
-  if (!all_ok(error.empty())) return fail(rank, "scenario", error.empty() ? "failed" : error);
+  if (first_error(rank, ranks, error)) return fail(rank, "scenario", error);
 
   // rank 0 gathers the parts and merges them
   const std::vector<char> bytes = pack(mine);

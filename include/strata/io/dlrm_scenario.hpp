@@ -31,6 +31,10 @@
 
 namespace strata::io {
 
+/// The most GPUs a DLRM plan may use: its report lists every rank (2^16 ranks are about 17 MB
+/// of JSON and under a second; 2^20 were 279 MB and 2.4 GB of memory).
+inline constexpr int max_dlrm_gpus = 1 << 16;
+
 namespace detail {
 
 inline std::vector<int> widths(const json& j, const std::string& path) {
@@ -175,7 +179,10 @@ inline nlohmann::json run_dlrm_scenario(const nlohmann::json& j,
   int asked = j.contains("cluster") ? machine.devices() : 1;
   if (j.contains("cluster") && j["cluster"].is_object() && j["cluster"].contains("devices"))
     asked = std::min(asked, get_int(j["cluster"]["devices"], "cluster.devices", 1, max_degree));
-  const int gpus = int_field(j, "scenario", "gpus", 1, max_degree, asked);
+  const int gpus = int_field(j, "scenario", "gpus", 1, max_dlrm_gpus, asked);
+  if (gpus > max_dlrm_gpus)  // from cluster.devices: the report lists every rank
+    fail("cluster.devices", "a DLRM plan covers at most 65536 GPUs (got " + std::to_string(gpus) +
+                                "; give \"gpus\" to use part of the cluster)");
   if (gpus > machine.devices())
     fail("gpus",
          std::to_string(gpus) + " GPUs, the cluster has " + std::to_string(machine.devices()));

@@ -42,9 +42,10 @@ inline constexpr std::string_view default_scenario = R"({
 /// spreadsheet (`csv_of`).
 enum class report_format { json, table, csv };
 
-/// How to evaluate: the format, what a parameter-server search reports of its progress (false:
-/// stop it), whether the caller set a time limit (only a parameter-server search takes one), and
-/// how errors name these options ("--" on the command line, "" in Python).
+/// How to evaluate: the format, what a search (a transformer's plans or a parameter-server
+/// system's) reports of its progress (false: stop it), whether the caller set a time limit (only
+/// a search takes one), and how errors name these options ("--" on the command line, "" in
+/// Python).
 struct evaluate_request {
   report_format format = report_format::json;
   std::function<bool(double)> progress{};
@@ -76,8 +77,7 @@ inline scenario_evaluation evaluate_as(const nlohmann::json& j, const evaluate_r
                                        std::string_view shipped, bool table) {
   const std::string& n = o.names;
   const auto no_limit = [&](const char* what) {
-    if (o.time_limit)
-      throw plan_error(n + "time-limit: stops a parameter-server search, not " + what);
+    if (o.time_limit) throw plan_error(n + "time-limit: stops a search, not " + what);
   };
   scenario_evaluation out;
   if (o.explain > 0 && !(kind_of(j) == scenario_kind::transformer && j.contains("search") && table))
@@ -101,8 +101,9 @@ inline scenario_evaluation evaluate_as(const nlohmann::json& j, const evaluate_r
       if (table) out.table = step_table(out.report);
       return out;
     case scenario_kind::transformer: {
-      no_limit("a transformer scenario");
       transformer_request r = parse_transformer_request(j, shipped);
+      if (!r.scenario.search) no_limit("a transformer plan's evaluation");
+      if (r.scenario.search && o.progress) r.scenario.space.progress = o.progress;
       r.explain = o.explain;
       if (table)
         out.table = transformer_request_table(r);

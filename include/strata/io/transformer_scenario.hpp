@@ -455,6 +455,20 @@ inline std::vector<std::string> training_defaults(const json& j, const training&
   return out;
 }
 
+/// Refuses a value listed twice in a search list (a repeat would sweep its plans again): the
+/// error names the later entry.
+template <class T, class Name>
+void listed_once(const std::vector<T>& values, const std::string& path, Name&& name) {
+  std::vector<std::pair<T, std::size_t>> sorted;
+  sorted.reserve(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) sorted.emplace_back(values[i], i);
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t i = 1; i < sorted.size(); ++i)
+    if (sorted[i].first == sorted[i - 1].first)
+      fail(path + "[" + std::to_string(sorted[i].second) + "]",
+           name(sorted[i].first) + " is listed twice");
+}
+
 inline search::transformer_space parse_space(const json& j) {
   search::transformer_space sp;
   const std::string p = "search";
@@ -475,6 +489,7 @@ inline search::transformer_space parse_space(const json& j) {
     out.clear();
     for (std::size_t i = 0; i < a.size(); ++i)
       out.push_back(get_int(a[i], path + "[" + std::to_string(i) + "]", lo, hi));
+    listed_once(out, path, [](int v) { return std::to_string(v); });
   };
   ints("tensor", sp.tensor, 1, max_degree);
   ints("pipeline", sp.pipeline, 1, max_degree);
@@ -495,6 +510,9 @@ inline search::transformer_space parse_space(const json& j) {
                                          {"selective", parallel::recompute::selective},
                                          {"full", parallel::recompute::full},
                                          {"op", parallel::recompute::per_op}}));
+    listed_once(sp.recompute, p + ".recompute", [](parallel::recompute r) {
+      return '"' + std::string(parallel::to_string(r)) + '"';
+    });
   }
   if (j.contains("sequence_parallel")) {
     const bool b = flag_field(j, p, "sequence_parallel", false);

@@ -22,6 +22,7 @@
 #include <array>
 #include <concepts>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,10 @@ struct transformer_space {
   /// The axes whose lists the user gave (a bit per `space_usage::axis`): their values no plan
   /// used are reported (`unused_values`); the defaults' are not.
   unsigned listed = ~0U;
+  /// Called with the share of the space done (0 to 1) before each lowered-layer group and every
+  /// 4,096 combinations tried; returning false stops the sweep with a plan_error (a time
+  /// limit). Empty: never called.
+  std::function<bool(double)> progress{};
 };
 
 struct ranked_transformer_plan {
@@ -178,29 +183,53 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
     throw plan_error("search: the part to run must lie in [0, parts)");
   const int devices = c.devices();
   const int node = c.levels[0].fanout;
-  std::vector<int> tensor = space.tensor;
-  if (tensor.empty())
-    for (const int t : detail::divisors(node, node))
-      if (parallel::tensor_parallel{.degree = t}.admits(m)) tensor.push_back(t);
-  std::vector<int> pipeline =
-      space.pipeline.empty() ? detail::divisors(m.layers, m.layers) : space.pipeline;
   const int seq = tr.sequence_or(m.sequence);
+  // each degree must divide the devices and pass its policy's own limits (a degree the space
+  // lists that the model refuses is skipped): filtered once, so a long list costs its length
+  const auto degrees = [&](const std::vector<int>& listed, auto&& admits) {
+    std::vector<int> out;
+    for (const int v : listed)
+      if (v >= 1 && devices % v == 0 && admits(v)) out.push_back(v);
+    return out;
+  };
+  const std::vector<int> tensor =
+      degrees(space.tensor.empty() ? detail::divisors(node, node) : space.tensor,
+              [&](int t) { return parallel::tensor_parallel{.degree = t}.admits(m); });
+  const std::vector<int> pipeline =
+      degrees(space.pipeline.empty() ? detail::divisors(m.layers, m.layers) : space.pipeline,
+              [](int) { return true; });
+  const std::vector<int> expert = degrees(
+      space.expert, [&](int e) { return parallel::expert_parallel{.degree = e}.admits(m); });
+  const std::vector<int> context = degrees(
+      space.context, [&](int cx) { return parallel::context_parallel{.degree = cx}.admits(seq); });
+  const double combinations =
+      static_cast<double>(tensor.size()) * static_cast<double>(space.sequence_parallel.size()) *
+      static_cast<double>(expert.size()) * static_cast<double>(context.size()) *
+      static_cast<double>(space.micro_batch.size());
   long long group = -1;
+  double tried = 0;
+  const auto report = [&] {  // the share done: the combinations before the current one
+    const double done = (tried - 1) / combinations;
+    if (space.progress && !space.progress(done))
+      throw plan_error("search: stopped at its time limit after " +
+                       std::to_string(static_cast<int>(100 * done)) + " % of the space");
+  };
   // the axes that change the lowered layer: tensor, sequence parallelism, expert, context and
   // micro-batch; everything else reuses it
   for (const int t : tensor)
     for (const bool sp : space.sequence_parallel)
-      for (const int e : space.expert)
-        for (const int cx : space.context)
+      for (const int e : expert)
+        for (const int cx : context)
           for (const int b : space.micro_batch) {
-            // each policy's own limits (a degree the space lists that the model refuses is skipped)
-            if (!parallel::tensor_parallel{.degree = t, .sequence = sp}.admits(m) ||
-                !parallel::expert_parallel{.degree = e}.admits(m) ||
-                !parallel::context_parallel{.degree = cx}.admits(seq) || b < 1)
+            if (++tried, static_cast<long long>(tried) % 4096 == 0) report();
+            // t x e x cx must divide the devices (divided in turn: the product may not fit)
+            if (!parallel::tensor_parallel{.degree = t, .sequence = sp}.admits(m) || b < 1 ||
+                devices / t % e != 0 || devices / t / e % cx != 0)
               continue;
             // TP communication overlap needs sequence parallelism (nd::check)
             if (tr.framework.tp_comm_overlap && t > 1 && !sp) continue;
             if (++group % part.parts != part.part) continue;
+            report();
             // recipes whose kernels change under checkpointing lower once per recomputation, and
             // per-operator checkpointing always (it marks the kernels it caches)
             const bool per_rc = tr.framework.modules != frameworks::module_style::fused;
@@ -222,8 +251,8 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
                                             tr);
             }
             for (const int p : pipeline) {
-              if (p < 1 || devices % (t * p * e * cx) != 0) continue;
-              const int d = devices / (t * p * e * cx);
+              if (devices / t / e / cx % p != 0) continue;
+              const int d = devices / t / e / cx / p;
               const int replicas = d * e;
               if (tr.batch % replicas != 0 || (tr.batch / replicas) % b != 0) continue;
               const int micro = tr.batch / replicas / b;
