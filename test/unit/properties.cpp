@@ -5,9 +5,14 @@
 //   - no memory term is negative;
 //   - ZeRO-3 memory per GPU does not grow with the data-parallel degree;
 //   - the simulator gives bit-identical results on every run;
-//   - 1T parameters on 100,000 GPUs give finite predictions.
+//   - 1T parameters on 100,000 GPUs give finite predictions;
+//   - on random plans (seeded, so a failure names a reproducible draw): the simulator equals the
+//     closed form where both model the same thing and lies between its bounds with overlap,
+//     memory per GPU never grows with the data degree, and every run gives the same bits.
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -262,6 +267,144 @@ TEST_CASE("property: the simulator is bit-identical across runs") {
   for (std::size_t i = 0; same && i < t1.run.tasks.size(); ++i)
     same = t1.run.tasks[i].end == t2.run.tasks[i].end;
   CHECK(same);
+}
+
+namespace {
+// Draws from a fixed seed: the same sequence on every run and standard library (the
+// distribution objects of <random> are not portable, so indices are taken modulo).
+struct draw {
+  std::mt19937_64 g;
+  template <class T>
+  const T& of(std::initializer_list<T> xs) {
+    return *(xs.begin() + static_cast<std::ptrdiff_t>(g() % xs.size()));
+  }
+  bool coin() { return g() % 2 == 0; }
+};
+}  // namespace
+
+TEST_CASE(
+    "property: random ParaDL plans: simulator equals the closed form, within bounds with "
+    "overlap, the same bits on every run") {
+  draw r{std::mt19937_64{20261128}};
+  const cluster abci = presets::abci(128);
+  int checked = 0;
+  for (int i = 0; i < 60; ++i) {
+    const bool use_vgg = r.coin();
+    const int p = r.of({2, 4, 8, 16, 32});
+    const int kind = static_cast<int>(r.g() % 4);
+    const training t{.batch = p * r.of({1, 2, 4, 8}),
+                     .optim = r.coin() ? optimizer::sgd : optimizer::momentum};
+    const int buckets = r.of({1, 2, 4, 16});
+    const auto check_plan = [&](std::span<const layer> net, const auto& s) {
+      INFO("draw " << i << ": " << s.name << " p=" << p << " batch " << t.batch << " buckets "
+                   << buckets);
+      report closed;
+      try {
+        closed = analytic::evaluate(net, s, abci, t);
+      } catch (const plan_error&) {
+        return;  // a limit of ParaDL's Table III (tested elsewhere)
+      }
+      const report again = analytic::evaluate(net, s, abci, t);
+      CHECK(again.iteration_time().count() == closed.iteration_time().count());
+      CHECK(again.memory.total().count() == closed.memory.total().count());
+      const auto off = sim::simulate(net, s, abci, t, {.buckets = buckets});
+      const auto on = sim::simulate(net, s, abci, t, {.overlap = true, .buckets = buckets});
+      const auto on2 = sim::simulate(net, s, abci, t, {.overlap = true, .buckets = buckets});
+      CHECK(on2.iteration.count() == on.iteration.count());
+      CHECK(on2.run.events == on.run.events);
+      // ParaDL's sums: with one bucket the simulation is the closed form
+      if (buckets == 1)
+        CHECK(off.iteration.count() == Approx(closed.iteration_time().count()).epsilon(1e-3));
+      CHECK(off.run.peak_memory[0] == Approx(closed.memory.total().count()).epsilon(1e-9));
+      const double perfect =
+          std::max(closed.time.compute() + closed.time.tensor_comm + closed.time.context_comm,
+                   closed.time.data_comm)
+              .count();
+      CHECK(on.iteration.count() <= off.iteration.count() * (1 + 1e-12));
+      CHECK(on.iteration.count() >= perfect * (1 - 1e-12));
+      ++checked;
+    };
+    const auto check = [&](const auto& s) {
+      if (use_vgg)
+        check_plan(vgg.view(), s);
+      else
+        check_plan(resnet.view(), s);
+    };
+    switch (kind) {
+      case 0:
+        check(parallel::data{p});
+        break;
+      case 1:
+        check(parallel::filter{p});
+        break;
+      case 2:
+        check(parallel::channel{p});
+        break;
+      default:
+        check(parallel::data_filter{p, r.of({2, 4})});
+    }
+  }
+  CHECK(checked >= 40);
+}
+
+TEST_CASE(
+    "property: random transformer plans: one stage equals the closed form; memory per GPU "
+    "never grows with the data degree; the same bits on every run") {
+  draw r{std::mt19937_64{11282026}};
+  const device_profile prof = datasheet_profile(presets::a100_sxm4_80gb, h100_fitted_gemm);
+  int checked = 0;
+  for (int i = 0; i < 40; ++i) {
+    const transformer m = r.of({0, 1, 2}) == 0 ? zoo::gpt2_355m()
+                          : r.coin()           ? gpt2_16_heads()
+                                               : zoo::llama2_7b();
+    const int t = r.of({1, 2, 4, 8});
+    const bool sp = t > 1 && r.coin();
+    const int d = r.of({1, 2, 4});
+    const int zero = d > 1 ? r.of({0, 1, 2, 3}) : 0;
+    const auto rc = r.of(
+        {parallel::recompute::none, parallel::recompute::selective, parallel::recompute::full});
+    const int mb = r.of({1, 2, 4});
+    const training tr{.batch = 8 * d * mb, .sequence = r.of({512, 1024, 2048})};
+    const auto cluster_of = [&](int data) {
+      return make_cluster("part", presets::a100_sxm4_80gb,
+                          {level{"node", t * data, {seconds{5e-6}, byte_rate{3e11}}}});
+    };
+    const auto plan_of = [&](int data) {
+      return parallel::nd{.tensor = {.degree = t, .sequence = sp},
+                          .data = {.degree = data, .zero = zero, .overlap = 0},
+                          .recomputation = rc,
+                          .micro_batch = mb};
+    };
+    INFO("draw " << i << ": " << m.name << " t=" << t << " sp=" << sp << " d=" << d << " ZeRO-"
+                 << zero << " recompute " << to_string(rc) << " micro-batch " << mb);
+    report cf;
+    try {
+      cf = analytic::evaluate(m, plan_of(d), cluster_of(d), tr, prof);
+    } catch (const plan_error&) {
+      continue;  // a degree the model refuses (heads, hidden)
+    }
+    const report again = analytic::evaluate(m, plan_of(d), cluster_of(d), tr, prof);
+    CHECK(again.iteration_time().count() == cf.iteration_time().count());
+    CHECK(again.memory.total().count() == cf.memory.total().count());
+    // one stage, no overlap, ZeRO-0/1 (whose traffic the closed form and the simulator both
+    // put after the backward): the simulation is the closed form
+    const auto run =
+        sim::simulate(m, plan_of(d), cluster_of(d), tr, prof, {.overlap = false, .buckets = 1});
+    const auto run2 =
+        sim::simulate(m, plan_of(d), cluster_of(d), tr, prof, {.overlap = false, .buckets = 1});
+    CHECK(run2.iteration.count() == run.iteration.count());
+    if (zero <= 1)
+      CHECK(run.iteration.count() == Approx(cf.iteration_time().count()).epsilon(1e-9));
+    // twice the data degree (and batch, so each GPU's share is the same): no more memory
+    if (d > 1) {
+      training twice = tr;
+      twice.batch = 2 * tr.batch;
+      const report wider = analytic::evaluate(m, plan_of(2 * d), cluster_of(2 * d), twice, prof);
+      CHECK(wider.memory.total().count() <= cf.memory.total().count() * (1 + 1e-12));
+    }
+    ++checked;
+  }
+  CHECK(checked >= 25);
 }
 
 TEST_CASE("property: 1T parameters on 100,000 GPUs are finite") {
