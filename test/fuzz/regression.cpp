@@ -14,20 +14,12 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr,
-                 "usage: fuzz_regression scenario|transformer|lin_trace|nccl_tests|csv|op_trace|"
-                 "front_door DIR...\n");
+    std::fprintf(stderr, "usage: fuzz_regression TARGET DIR... (TARGET: %s)\n",
+                 strata_fuzz::target_names);
     return 2;
   }
   const std::string target = argv[1];
-  int (*run)(const std::uint8_t*, std::size_t) = nullptr;
-  if (target == "scenario") run = strata_fuzz::scenario;
-  if (target == "transformer") run = strata_fuzz::transformer;
-  if (target == "lin_trace") run = strata_fuzz::lin_trace;
-  if (target == "nccl_tests") run = strata_fuzz::nccl_tests;
-  if (target == "csv") run = strata_fuzz::csv;
-  if (target == "op_trace") run = strata_fuzz::op_trace;
-  if (target == "front_door") run = strata_fuzz::front_door;
+  int (*run)(const std::uint8_t*, std::size_t) = strata_fuzz::named(target);
   if (run == nullptr) {
     std::fprintf(stderr, "fuzz_regression: unknown target '%s'\n", target.c_str());
     return 2;

@@ -1,6 +1,6 @@
-// The fuzz targets' entry points (issue 13), shared by the libFuzzer programs (one per target,
-// clang -fsanitize=fuzzer,address,undefined) and by the regression runner that replays every
-// saved input with the normal compilers (ctest: fuzz_regression_*).
+// The fuzz targets' entry points (issue 13), shared by the libFuzzer program (fuzz.cpp, one for
+// every target, clang -fsanitize=fuzzer,address,undefined) and by the regression runner that
+// replays every saved input with the normal compilers (ctest: fuzz_regression_*).
 //
 // Each function feeds the input to one reader and everything behind it. An invalid input must
 // end in strata::plan_error; any other exception, a crash, a hang or undefined behaviour is a
@@ -199,6 +199,21 @@ inline int op_trace(const std::uint8_t* data, std::size_t size) {
   } catch (const strata::plan_error&) {
   }
   return 0;
+}
+
+inline constexpr const char* target_names =
+    "scenario, transformer, lin_trace, nccl_tests, csv, op_trace, front_door";
+
+/// The target named `name` (one of `target_names`), or nullptr.
+inline auto named(std::string_view name) -> int (*)(const std::uint8_t*, std::size_t) {
+  if (name == "scenario") return scenario;
+  if (name == "transformer") return transformer;
+  if (name == "lin_trace") return lin_trace;
+  if (name == "nccl_tests") return nccl_tests;
+  if (name == "csv") return csv;
+  if (name == "op_trace") return op_trace;
+  if (name == "front_door") return front_door;
+  return nullptr;
 }
 
 }  // namespace strata_fuzz

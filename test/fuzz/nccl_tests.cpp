@@ -1,6 +1,0 @@
-// libFuzzer target: see targets.hpp.
-#include "targets.hpp"
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  return strata_fuzz::nccl_tests(data, size);
-}
