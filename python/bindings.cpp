@@ -385,7 +385,8 @@ PYBIND11_MODULE(_strata, m) {
         R"(Evaluates a scenario (dict, JSON text, file path or strata.Scenario) as `strata FILE`
 does; returns the report as a dict (format="table" or "csv": the text). A search (a
 transformer's plans, a parameter-server system) stops after time_limit seconds (0: none) with
-strata.Error, as `--time-limit` does, and on Ctrl-C. explain=N: a search's table also breaks down its N-th plan, as `--explain N` does.)");
+strata.Error, as `--time-limit` does, and on Ctrl-C. explain=N: a search's table also breaks
+down its N-th plan, as `--explain N` does.)");
   m.def("sweep", &sweep, py::arg("scenario"), py::arg("columns") = false, py::arg("front") = false,
         py::arg("threads") = 0, py::arg("time_limit") = 0.0,
         R"(Runs the scenario's "search": the ranked plans (dicts, fastest first), the Pareto
