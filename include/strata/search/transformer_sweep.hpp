@@ -202,10 +202,13 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
       space.expert, [&](int e) { return parallel::expert_parallel{.degree = e}.admits(m); });
   const std::vector<int> context = degrees(
       space.context, [&](int cx) { return parallel::context_parallel{.degree = cx}.admits(seq); });
+  std::vector<int> micro_batch;  // a micro-batch divides a replica's share, so the whole batch
+  for (const int b : space.micro_batch)
+    if (b >= 1 && tr.batch % b == 0) micro_batch.push_back(b);
   const double combinations =
       static_cast<double>(tensor.size()) * static_cast<double>(space.sequence_parallel.size()) *
       static_cast<double>(expert.size()) * static_cast<double>(context.size()) *
-      static_cast<double>(space.micro_batch.size());
+      static_cast<double>(micro_batch.size());
   long long group = -1;
   double tried = 0;
   const auto report = [&] {  // the share done: the combinations before the current one
@@ -220,10 +223,10 @@ void for_each_plan(const transformer& m, const cluster& c, const training& tr,
     for (const bool sp : space.sequence_parallel)
       for (const int e : expert)
         for (const int cx : context)
-          for (const int b : space.micro_batch) {
+          for (const int b : micro_batch) {
             if (++tried, static_cast<long long>(tried) % 4096 == 0) report();
             // t x e x cx must divide the devices (divided in turn: the product may not fit)
-            if (!parallel::tensor_parallel{.degree = t, .sequence = sp}.admits(m) || b < 1 ||
+            if (!parallel::tensor_parallel{.degree = t, .sequence = sp}.admits(m) ||
                 devices / t % e != 0 || devices / t / e % cx != 0)
               continue;
             // TP communication overlap needs sequence parallelism (nd::check)
