@@ -380,6 +380,9 @@ def test_a_transformer_search_stops_at_its_time_limit():
         strata.sweep(LLAMA_SEARCH, columns=True, time_limit=1e-9)
     with pytest.raises(strata.Error, match=r"time_limit: must be a number of seconds"):
         strata.sweep(LLAMA_SEARCH, time_limit=float("nan"))
+    # a limit where nothing searches is refused, named by Python's keyword
+    with pytest.raises(strata.Error, match=r"^time_limit: stops a search, not a transformer plan"):
+        strata.evaluate(SCENARIOS / "gpt3_175b.json", time_limit=5)
     assert strata.sweep(LLAMA_SEARCH, time_limit=600)
 
 

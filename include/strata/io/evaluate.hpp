@@ -77,7 +77,9 @@ inline scenario_evaluation evaluate_as(const nlohmann::json& j, const evaluate_r
                                        std::string_view shipped, bool table) {
   const std::string& n = o.names;
   const auto no_limit = [&](const char* what) {
-    if (o.time_limit) throw plan_error(n + "time-limit: stops a search, not " + what);
+    if (o.time_limit)  // Python's keyword is time_limit
+      throw plan_error((n.empty() ? std::string("time_limit") : n + "time-limit") +
+                       ": stops a search, not " + what);
   };
   scenario_evaluation out;
   if (o.explain > 0 && !(kind_of(j) == scenario_kind::transformer && j.contains("search") && table))
