@@ -197,9 +197,7 @@ std::function<bool(double)> search_progress(double time_limit, bool signals) {
     const double spent =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (time_limit > 0 && spent > time_limit)
-      throw strata::plan_error("time_limit: the search stopped after " +
-                               nlohmann::json(time_limit).dump() + " s, " +
-                               std::to_string(static_cast<int>(f * 100)) + " % done");
+      throw strata::plan_error(strata::io::search_stopped("time_limit", time_limit, f));
     return true;
   };
 }

@@ -217,9 +217,7 @@ int run_scenario(const main_options& o, bool limit_given) {
     bar->limit_s = o.time_limit;
     req.progress = [bar](double f) {
       if (!(*bar)(f))
-        throw strata::plan_error("--time-limit: the search stopped after " +
-                                 nlohmann::json(bar->limit_s).dump() + " s, " +
-                                 std::to_string(static_cast<int>(f * 100)) + " % done");
+        throw strata::plan_error(strata::io::search_stopped("--time-limit", bar->limit_s, f));
       return true;
     };
     const auto r = strata::io::evaluate_scenario(strata::io::detail::parse_json(text), req,

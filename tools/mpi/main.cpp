@@ -150,9 +150,7 @@ int run(int rank, int ranks, int argc, char** argv) {
     if (limit > 0)
       s.space.progress = [start, limit](double f) {
         if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > limit)
-          throw strata::plan_error("--time-limit: the search stopped after " +
-                                   nlohmann::json(limit).dump() + " s, " +
-                                   std::to_string(static_cast<int>(f * 100)) + " % done");
+          throw strata::plan_error(strata::io::search_stopped("--time-limit", limit, f));
         return true;
       };
     mine = search::sweep(s.net, s.machine, s.setup, s.profile, s.space, {rank, ranks});

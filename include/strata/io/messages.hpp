@@ -58,4 +58,11 @@ inline std::string error_text(const std::string& fallback, std::string msg) {
   return detail::cut(msg, 400);
 }
 
+/// The sentence a search stopped at its time limit ends with: `option` as the caller spells it
+/// ("--time-limit", "time_limit"), the limit in seconds and the share of the space done.
+inline std::string search_stopped(const std::string& option, double limit_s, double done) {
+  return option + ": the search stopped after " + nlohmann::json(limit_s).dump() + " s, " +
+         std::to_string(static_cast<int>(done * 100)) + " % done";
+}
+
 }  // namespace strata::io
