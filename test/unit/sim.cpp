@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <strata/io/simulation.hpp>
 #include <strata/sim/core.hpp>
+#include <strata/sim/executor.hpp>
 #include <strata/sim/lin.hpp>
 
 namespace unit_sim {
@@ -346,6 +347,42 @@ TEST_CASE("timeline, exposed communication and critical path") {
   const auto sum = strata::io::summary(s, r);
   CHECK(sum["iteration_time_s"].get<double>() == Approx(2.0));
   CHECK(sum["utilization"][0]["utilization"].get<double>() == Approx(1.25 / 2.0));
+}
+
+TEST_CASE("the executor: an eager host issues kernels ahead of the GPU; levels share links") {
+  simulator s;
+  executor ex(s);
+  ex.add_device(0, "rank 0");
+  ex.add_host(0, "rank 0");
+  // A: 2 ms to issue, 0.5 ms to run: the issue lead is 2 ms, so A runs 2.0-2.5 ms. B (1 ms to
+  // issue, 5 ms to run) is issued once the host has issued A (2 ms) plus its own 1 ms lead: it
+  // runs 3-8 ms, although the GPU is free from 2.5 ms.
+  const int a = ex.kernels(0, "A", strata::lower::span::kernel(2e-3, 0.5e-3), {});
+  const int b = ex.kernels(0, "B", strata::lower::span::kernel(1e-3, 5e-3), {});
+  // Two 1 GB flows on level 1's 1 GB/s link share it (0.5 GB/s each after the 1 ms start-up,
+  // done at 2.001 s); level 0's link is another, so its 1 GB flow is done at 1.001 s.
+  const int l1 = ex.shared_link(1, 1e9);
+  CHECK(ex.shared_link(1, 1e9) == l1);
+  CHECK(ex.shared_link(0, 1e9) != l1);
+  const int f = ex.flow(0, "f", {l1}, 1e9, 1e-3, {});
+  const int g = ex.flow(0, "g", {l1}, 1e9, 1e-3, {});
+  const int h = ex.flow(0, "h", {ex.shared_link(0, 1e9)}, 1e9, 1e-3, {});
+  const auto r = s.run();
+  const auto at = [&](int t) { return r.tasks[static_cast<std::size_t>(t)]; };
+  CHECK(at(a).start == Approx(2e-3));
+  CHECK(at(a).end == Approx(2.5e-3));
+  CHECK(at(b).start == Approx(3e-3));
+  CHECK(at(b).end == Approx(8e-3));
+  CHECK(at(f).end == Approx(2.001));
+  CHECK(at(g).end == Approx(2.001));
+  CHECK(at(h).end == Approx(1.001));
+  // without a host the kernels start when the GPU is free: A 0-0.5 ms, B 0.5-5.5 ms
+  simulator s2;
+  executor plain(s2);
+  plain.add_device(0, "rank 0");
+  plain.kernels(0, "A", strata::lower::span::kernel(2e-3, 0.5e-3), {});
+  const int b2 = plain.kernels(0, "B", strata::lower::span::kernel(1e-3, 5e-3), {});
+  CHECK(s2.run().tasks[static_cast<std::size_t>(b2)].end == Approx(5.5e-3));
 }
 
 TEST_CASE("Lin et al. Algorithm 1, worked by hand") {

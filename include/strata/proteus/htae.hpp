@@ -1,7 +1,7 @@
 #pragma once
 /// @file proteus/htae.hpp
-/// @brief Proteus's hierarchical topology-aware executor, HTAE (Duan et al. §VI), on strata's
-/// event core (`sim/core.hpp`).
+/// @brief Proteus's hierarchical topology-aware executor, HTAE (Duan et al. §VI): a compiled
+/// execution graph lowered onto strata's executor (`sim/executor.hpp`) and its event core.
 ///
 /// Each device has a compute queue, a feature-communication queue and a gradient-communication
 /// queue (§VI-B); the three run concurrently, each queue in order. A communication operation
@@ -37,7 +37,7 @@
 
 #include "strata/hardware/cluster.hpp"
 #include "strata/proteus/compile.hpp"
-#include "strata/sim/core.hpp"
+#include "strata/sim/executor.hpp"
 
 namespace strata::proteus {
 
@@ -125,6 +125,7 @@ struct htae_builder {
   const cluster& c;
   const htae_options& o;
   sim::simulator& s;
+  sim::executor ex{s};
   int n;
   const level& l0;
   double port_bw;
@@ -174,11 +175,10 @@ struct htae_builder {
     for (int d = 0; d < n; ++d) {
       const std::string who = "gpu" + std::to_string(d);
       auto& r = res[static_cast<std::size_t>(d)];
-      r.compute = s.add_resource({who + " compute", sim::discipline::fifo, 1, 0, d});
-      r.feature = s.add_resource({who + " feature comm", sim::discipline::fifo, 1, 0, d});
-      r.gradient = s.add_resource({who + " gradient comm", sim::discipline::fifo, 1, 0, d});
-      r.port = s.add_resource(
-          {who + " " + std::string(l0.name) + " port", sim::discipline::fair_share, port_bw, 0, d});
+      r.compute = ex.add_device(d, who);
+      r.feature = ex.add_stream(d, who + " feature comm");
+      r.gradient = ex.add_stream(d, who + " gradient comm");
+      r.port = ex.add_link(d, who + " " + std::string(l0.name) + " port", port_bw);
       if (o.track_memory) s.set_memory_capacity(d, c.dev.memory.count());
     }
   }
@@ -190,8 +190,7 @@ struct htae_builder {
     const level& l = c.levels[static_cast<std::size_t>(k)];
     const std::string name = std::string(c.levels[static_cast<std::size_t>(k - 1)].name) + " " +
                              std::to_string(grp) + " uplink (" + std::string(l.name) + ")";
-    const int id = s.add_resource({name, sim::discipline::fair_share,
-                                   l.pair.bandwidth.count() * l.rails / l.oversubscription, 0, -1});
+    const int id = ex.add_link(-1, name, l.pair.bandwidth.count() * l.rails / l.oversubscription);
     uplinks[key] = id;
     return id;
   }
@@ -222,15 +221,12 @@ struct htae_builder {
     std::string name = std::string(l0.name) + " " + std::to_string(grp) + " channels {";
     for (std::size_t j = 0; j < local.size(); ++j)
       name += (j ? ", " : "") + std::to_string(local[j]);
-    const int id = s.add_resource({name + "}", sim::discipline::fair_share,
-                                   channels(local) * static_cast<double>(local.size()), 0, -1});
+    const int id = ex.add_link(-1, name + "}", channels(local) * static_cast<double>(local.size()));
     channel_links[key] = id;
     return id;
   }
   /// Without bandwidth sharing ("Plain", Fig. 9): a link of its own for one flow.
-  int fresh(double capacity, int d) {
-    return s.add_resource({"private link", sim::discipline::fair_share, capacity, 0, d});
-  }
+  int fresh(double capacity, int d) { return ex.add_link(d, "private link", capacity); }
 
   /// Memory (§VI-B): each device's model states, allocated by a zero-length task at the start.
   void add_model_states() {
@@ -238,13 +234,10 @@ struct htae_builder {
       for (int d = 0; d < n; ++d) {
         if (!(g.states[static_cast<std::size_t>(d)] > 0)) continue;
         states_tensor[static_cast<std::size_t>(d)] =
-            s.add_tensor({"model states", d, g.states[static_cast<std::size_t>(d)]});
+            ex.tensor(d, "model states", g.states[static_cast<std::size_t>(d)]);
         start_task[static_cast<std::size_t>(d)] =
-            s.add_task({.name = "model states",
-                        .resources = {res[static_cast<std::size_t>(d)].compute},
-                        .work = 0,
-                        .device = d,
-                        .produces = {states_tensor[static_cast<std::size_t>(d)]}});
+            ex.on_stream(res[static_cast<std::size_t>(d)].compute, d, "model states", 0, {},
+                         sim::task_class::compute, {states_tensor[static_cast<std::size_t>(d)]});
       }
   }
   /// Memory (§VI-B): the tensors each operation keeps, read by the operation that frees them.
@@ -253,7 +246,7 @@ struct htae_builder {
       for (std::size_t i = 0; i < g.ops.size(); ++i) {
         const auto& op = g.ops[i];
         if (op.keeps > 0 && op.freed_by >= 0) {
-          kept_tensor[i] = s.add_tensor({op.name, op.devices.front(), op.keeps});
+          kept_tensor[i] = ex.tensor(op.devices.front(), op.name, op.keeps);
           frees[static_cast<std::size_t>(op.freed_by)].push_back(kept_tensor[i]);
         }
       }
@@ -273,29 +266,17 @@ struct htae_builder {
     if (kept_tensor[i] >= 0) produces.push_back(kept_tensor[i]);
     if (op.kind == op_kind::optimizer && states_tensor[static_cast<std::size_t>(d)] >= 0)
       consumes.push_back(states_tensor[static_cast<std::size_t>(d)]);
-    done[i] = s.add_task({.name = op.name,
-                          .resources = {res[static_cast<std::size_t>(d)].compute},
-                          .work = op.seconds,
-                          .deps = std::move(deps),
-                          .cls = sim::task_class::compute,
-                          .device = d,
-                          .produces = std::move(produces),
-                          .consumes = std::move(consumes)});
+    done[i] = ex.on_stream(res[static_cast<std::size_t>(d)].compute, d, op.name, op.seconds,
+                           std::move(deps), sim::task_class::compute, std::move(produces),
+                           std::move(consumes));
     last_compute[static_cast<std::size_t>(d)] = done[i];
   }
 
   /// One flow of communication operation `i` over `links`, driven by `device`.
   [[gnu::always_inline]] void flow(std::size_t i, const comm_shape& cs, std::vector<int> links,
                                    int device) {
-    const int id = s.add_task({.name = g.ops[i].name,
-                               .resources = std::move(links),
-                               .work = cs.w,
-                               .deps = cs.deps,
-                               .cls = sim::task_class::communication,
-                               .device = device,
-                               .latency = cs.lat,
-                               .gamma = cs.gamma});
-    flows[i].push_back(id);
+    flows[i].push_back(
+        ex.flow(device, g.ops[i].name, std::move(links), cs.w, cs.lat, cs.deps, cs.gamma));
   }
   /// Level 0 (§VI-C, Fig. 7): members with a partner under the same switch drive their ports
   /// (and, on a mesh, their set's channels).
@@ -361,13 +342,8 @@ struct htae_builder {
     std::vector<int> jdeps = flows[i].empty() ? cs.deps : flows[i];
     for (int d : cs.members) {
       const auto& r = res[static_cast<std::size_t>(d)];
-      joins[i].push_back(
-          s.add_task({.name = op.name,
-                      .resources = {op.q == queue::gradient ? r.gradient : r.feature},
-                      .work = 0,
-                      .deps = jdeps,
-                      .cls = sim::task_class::other,
-                      .device = d}));
+      joins[i].push_back(ex.on_stream(op.q == queue::gradient ? r.gradient : r.feature, d, op.name,
+                                      0, jdeps, sim::task_class::other));
     }
     done[i] = joins[i].front();
     for (int d : op.devices) last[static_cast<std::size_t>(d)] = static_cast<int>(i);

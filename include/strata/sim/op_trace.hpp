@@ -33,7 +33,7 @@
 #include "strata/frameworks/recipe.hpp"
 #include "strata/hardware/cluster.hpp"
 #include "strata/model/transformer.hpp"
-#include "strata/sim/core.hpp"
+#include "strata/sim/executor.hpp"
 #include "strata/sim/ps.hpp"
 
 namespace strata::sim {
@@ -136,9 +136,9 @@ struct trace_replay {
   if (!(host_scale >= 0) || !(host_scale <= 1e3))
     throw plan_error("the host time scale must lie in [0, 1000]");
   simulator s;
+  executor ex(s);  // the trace's streams on one device, each in recorded order
   std::vector<int> res;
-  for (std::size_t k = 0; k < t.streams.size(); ++k)
-    res.push_back(s.add_resource({t.streams[k], discipline::fifo, 1, 0, 0}));
+  for (std::size_t k = 0; k < t.streams.size(); ++k) res.push_back(ex.add_stream(0, t.streams[k]));
   double t0 = std::numeric_limits<double>::infinity();
   for (const auto& o : t.ops) t0 = std::min(t0, o.start);
   const std::size_t n = t.ops.size();
@@ -149,13 +149,13 @@ struct trace_replay {
   for (std::size_t i = 0; i < n; ++i) {
     const trace_op& o = t.ops[i];
     const auto us = static_cast<std::size_t>(o.stream);
-    task_spec ts;
-    ts.resources = {res[us]};
-    ts.device = 0;
-    for (int d : o.deps) ts.deps.push_back(task[static_cast<std::size_t>(d)]);
+    std::vector<int> deps;
+    for (int d : o.deps) deps.push_back(task[static_cast<std::size_t>(d)]);
     // stream order (a fifo serves in the order tasks become ready, so it is made explicit)
     const int before = last_on[us] >= 0 ? task[static_cast<std::size_t>(last_on[us])] : -1;
-    if (before >= 0) ts.deps.push_back(before);
+    if (before >= 0) deps.push_back(before);
+    double work = o.duration;
+    task_class cls = task_class::compute;
     if (t.host(o.stream)) {
       // the host time before it, from the end of what it follows on this thread or (a hand-over)
       // the host op on another thread that ended last before it started
@@ -170,7 +170,6 @@ struct trace_replay {
         after = end_of(last_host);
         handover = task[static_cast<std::size_t>(last_host)];
       }
-      double work = o.duration;
       if (o.kind == "sync" && !o.deps.empty()) {  // its recorded time includes the wait
         double waited = o.start;
         for (int d : o.deps) waited = std::max(waited, end_of(d));
@@ -178,26 +177,21 @@ struct trace_replay {
       }
       const double gap = std::max(0.0, o.start - after) * host_scale;
       if (gap > 0) {
-        task_spec g;
-        g.resources = {res[us]};
-        g.work = gap;
-        g.device = 0;
-        g.cls = task_class::other;
-        if (handover >= 0) g.deps.push_back(handover);
-        if (before >= 0) g.deps.push_back(before);
-        ts.deps.push_back(s.add_task(std::move(g)));
+        std::vector<int> g;
+        if (handover >= 0) g.push_back(handover);
+        if (before >= 0) g.push_back(before);
+        deps.push_back(ex.on_stream(res[us], 0, "", gap, std::move(g), task_class::other));
       } else if (handover >= 0) {
-        ts.deps.push_back(handover);
+        deps.push_back(handover);
       }
-      ts.work = work * host_scale;
-      ts.cls = task_class::other;
+      work *= host_scale;
+      cls = task_class::other;
       if (last_host < 0 || end_of(static_cast<int>(i)) >= end_of(last_host))
         last_host = static_cast<int>(i);
     } else {
-      ts.work = o.duration;
       out.gpu_busy += o.duration;
     }
-    task[i] = s.add_task(std::move(ts));
+    task[i] = ex.on_stream(res[us], 0, "", work, std::move(deps), cls);
     last_on[us] = static_cast<int>(i);
   }
   const result r = s.run();

@@ -1,8 +1,8 @@
 #pragma once
 /// @file sim/paradl.hpp
-/// @brief The plan executor: a ParaDL plan, lowered by `lower::cnn_rank` / `lower::cnn_stages`
-/// (each strategy says what one of its ranks runs, `Strategy::rank`), run as tasks on the event
-/// core.
+/// @brief ParaDL plans simulated: a plan lowered by `lower::cnn_rank` / `lower::cnn_stages` (each
+/// strategy says what one of its ranks runs, `Strategy::rank`) onto the executor
+/// (`sim/executor.hpp`), which runs it as tasks on the event core.
 ///
 /// Each simulated rank has a compute stream (fifo); its communication runs as flows on
 /// fair-share links, one per level its groups span, so collectives that overlap share bandwidth.
@@ -42,7 +42,7 @@
 #include "strata/parallel/pipeline.hpp"
 #include "strata/parallel/strategy.hpp"
 #include "strata/sim/core.hpp"
-#include "strata/sim/program.hpp"
+#include "strata/sim/executor.hpp"
 
 namespace strata::sim {
 
@@ -69,47 +69,26 @@ struct plan_run {
 
 namespace detail {
 
-struct streams {
-  int compute, comm, device;
-};
-
-/// The fair-share link resource of group view `v`: one per (level, bandwidth), made on first use.
-inline int link_resource(simulator& s, std::vector<std::pair<std::pair<int, double>, int>>& links,
-                         const comm::group_view& v) {
-  const std::pair<int, double> key{v.top, v.ring.bandwidth.count()};
-  int res = -1;
-  for (const auto& [k, id] : links)
-    if (k == key) res = id;
-  if (res < 0) {
-    res = s.add_resource({"link (level " + std::to_string(v.top) + ")", discipline::fair_share,
-                          v.ring.bandwidth.count(), 0, 0});
-    links.push_back({key, res});
-  }
-  return res;
-}
-
-/// The executor of one lowered ParaDL rank (`lower::cnn_rank`): each operation becomes a task on
-/// the rank's compute stream, one after another, or a flow on the links its group crosses.
-/// Communication runs as flows on one fair-share link per (level, bandwidth) a group spans, so
-/// concurrent collectives on the same link share it: a collective of `steps` alpha-beta steps
-/// moving `wire` bytes per rank waits steps x alpha, then streams its bytes; alone on its link
-/// that is exactly the closed form.
-struct rank_executor {
+/// The lowering of one ParaDL rank (`lower::cnn_rank`) onto the executor: each operation becomes
+/// a task on the rank's compute stream, one after another, or a flow on the links its group
+/// crosses. Communication runs as flows on one fair-share link per (level, bandwidth) a group
+/// spans, so concurrent collectives on the same link share it: a collective of `steps`
+/// alpha-beta steps moving `wire` bytes per rank waits steps x alpha, then streams its bytes;
+/// alone on its link that is exactly the closed form.
+struct rank_lowering {
   const context& c;
   const plan_options& o;
-  simulator& s;
-  int compute_stream = -1;
+  executor ex;
   int weights = -1;
   std::vector<int> acts;
-  std::vector<std::pair<std::pair<int, double>, int>> links;
   int prev = -1;
   std::vector<int> backward_of;  ///< each layer's backward task
   std::vector<int> exchanges;
 
-  rank_executor(const context& ctx, const plan_options& opts, simulator& graph)
-      : c(ctx), o(opts), s(graph), acts(ctx.size()), backward_of(ctx.size(), -1) {
-    s.set_overlap_factor(o.gamma);
-    compute_stream = s.add_resource({"compute", discipline::fifo, 1, 0, 0});
+  rank_lowering(const context& ctx, const plan_options& opts, simulator& graph)
+      : c(ctx), o(opts), ex(graph), acts(ctx.size()), backward_of(ctx.size(), -1) {
+    graph.set_overlap_factor(o.gamma);
+    ex.add_device(0, "compute", "");
   }
 
   [[nodiscard]] std::vector<int> after() const {
@@ -117,14 +96,8 @@ struct rank_executor {
   }
   int task(const std::string& name, double t, std::vector<int> deps, std::vector<int> produces = {},
            std::vector<int> consumes = {}) {
-    return s.add_task({.name = name,
-                       .resources = {compute_stream},
-                       .work = t,
-                       .deps = std::move(deps),
-                       .cls = task_class::compute,
-                       .device = 0,
-                       .produces = std::move(produces),
-                       .consumes = std::move(consumes)});
+    return ex.on_stream(ex.compute_stream(0), 0, name, t, std::move(deps), task_class::compute,
+                        std::move(produces), std::move(consumes));
   }
   // ParaDL §IV's ring and p2p, split into start-ups and bytes on the wire.
   int flow(const std::string& name, lower::cnn_comm op, group g, double m, std::vector<int> deps) {
@@ -133,19 +106,13 @@ struct rank_executor {
     if (op == lower::cnn_comm::all_gather) steps = p - 1, wire = m * (p - 1) / p;
     if (op == lower::cnn_comm::all_reduce) steps = 2 * (p - 1), wire = 2 * m * (p - 1) / p;
     const comm::group_view v = comm::view(c.machine, g);
-    const int res = link_resource(s, links, v);
-    return s.add_task({.name = name,
-                       .resources = {res},
-                       .work = wire,
-                       .deps = std::move(deps),
-                       .cls = task_class::communication,
-                       .device = 0,
-                       .latency = steps * v.ring.alpha.count()});
+    return ex.flow(0, name, {ex.shared_link(v.top, v.ring.bandwidth.count())}, wire,
+                   steps * v.ring.alpha.count(), std::move(deps));
   }
 
-  void state(double b) { weights = s.add_tensor({"weights, gradients, optimizer states", 0, b}); }
+  void state(double b) { weights = ex.tensor(0, "weights, gradients, optimizer states", b); }
   void activation(std::size_t l, double b) {
-    acts[l] = s.add_tensor({"activations " + std::to_string(l), 0, b});
+    acts[l] = ex.tensor(0, "activations " + std::to_string(l), b);
   }
   void compute(lower::phase ph, std::size_t l, double t) {
     if (ph == lower::phase::forward) {
@@ -177,7 +144,7 @@ struct rank_executor {
 
 inline plan_run execute_rank(const context& c, const rank_shape& rp, const plan_options& o) {
   plan_run out;
-  rank_executor e(c, o, out.graph);
+  rank_lowering e(c, o, out.graph);
   lower::cnn_rank(c, rp, o.buckets, e);
   return out;
 }
@@ -195,22 +162,23 @@ inline std::vector<std::vector<parallel::pipeline_unit>> stage_programs(int p, i
   return order;
 }
 
-/// The executor of ParaDL's lowered pipeline stages (`lower::cnn_stages`) under the pipeline
+/// ParaDL's lowered pipeline stages (`lower::cnn_stages`) onto the executor, under the pipeline
 /// policy's program: each stage sends its micro-batch's output (forward) or input gradient
 /// (backward) to its neighbour, blocking the sender unless overlapping; weight update after the
 /// stage's last backward.
 inline plan_run execute_pipeline(const context& c, const parallel::pipeline& pp,
                                  const plan_options& o) {
   plan_run out;
-  simulator& s = out.graph;
-  s.set_overlap_factor(o.gamma);
+  out.graph.set_overlap_factor(o.gamma);
+  executor ex(out.graph);
   const std::vector<lower::cnn_stage> sc = lower::cnn_stages(c, pp);
   const int p = static_cast<int>(sc.size()), S = pp.segments;
   out.simulated_ranks = p;
-  std::vector<streams> r;
-  for (int i = 0; i < p; ++i)
-    r.push_back({s.add_resource({"compute", discipline::fifo, 1, 0, i}),
-                 s.add_resource({"communication", discipline::fifo, 1, 0, i}), i});
+  std::vector<int> comm_stream;
+  for (int i = 0; i < p; ++i) {
+    ex.add_device(i, "compute", "");
+    comm_stream.push_back(ex.add_stream(i, "communication"));
+  }
   auto send_time = [&](int i) {  // stage i <-> i + 1
     return comm::p2p(bytes{sc[static_cast<std::size_t>(i)].send}, c.machine.between(i, i + 1))
         .count();
@@ -219,30 +187,23 @@ inline plan_run execute_pipeline(const context& c, const parallel::pipeline& pp,
   // they happen to become ready.
   std::vector<int> last_compute(static_cast<std::size_t>(p), -1),
       last_comm(static_cast<std::size_t>(p), -1);
-  auto task = [&](int i, bool comm_stream, const std::string& name, double t, std::vector<int> deps,
+  auto task = [&](int i, bool on_comm, const std::string& name, double t, std::vector<int> deps,
                   std::vector<int> produces = {}, std::vector<int> consumes = {}) {
-    const auto& rs = r[static_cast<std::size_t>(i)];
-    int& last = comm_stream ? last_comm[static_cast<std::size_t>(i)]
-                            : last_compute[static_cast<std::size_t>(i)];
+    const auto I = static_cast<std::size_t>(i);
+    int& last = on_comm ? last_comm[I] : last_compute[I];
     if (last >= 0) deps.push_back(last);
-    last = s.add_task({.name = name,
-                       .resources = {comm_stream ? rs.comm : rs.compute},
-                       .work = t,
-                       .deps = std::move(deps),
-                       .cls = comm_stream ? task_class::communication : task_class::compute,
-                       .device = i,
-                       .produces = std::move(produces),
-                       .consumes = std::move(consumes)});
+    last = ex.on_stream(on_comm ? comm_stream[I] : ex.compute_stream(i), i, name, t,
+                        std::move(deps), on_comm ? task_class::communication : task_class::compute,
+                        std::move(produces), std::move(consumes));
     return last;
   };
   std::vector<int> weights(static_cast<std::size_t>(p));
   std::vector<std::vector<int>> acts(static_cast<std::size_t>(p));
   for (int i = 0; i < p; ++i) {
     const auto& x = sc[static_cast<std::size_t>(i)];
-    weights[static_cast<std::size_t>(i)] =
-        s.add_tensor({"weights " + std::to_string(i), i, x.state});
+    weights[static_cast<std::size_t>(i)] = ex.tensor(i, "weights " + std::to_string(i), x.state);
     for (int j = 0; j < S; ++j)
-      acts[static_cast<std::size_t>(i)].push_back(s.add_tensor({"activations", i, x.activations}));
+      acts[static_cast<std::size_t>(i)].push_back(ex.tensor(i, "activations", x.activations));
   }
   // Program order of each stage: the pipeline policy's (GPipe: every forward, then every
   // backward; 1F1B: p - i - 1 forwards, fewer under an in-flight limit, then alternating, then

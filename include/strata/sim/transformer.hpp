@@ -40,7 +40,7 @@
 #include "strata/analytic/price.hpp"
 #include "strata/comm/collectives.hpp"
 #include "strata/sim/core.hpp"
-#include "strata/sim/program.hpp"
+#include "strata/sim/executor.hpp"
 
 namespace strata::sim {
 
@@ -79,9 +79,10 @@ inline void check_transformer_run(const transformer& m, const parallel::nd& s, c
         "micro-batches in flight on each stage");
 }
 
-/// One pipeline stage's resources on the event core (`transformer_builder::add_resources`).
-struct stage_resources {
-  int compute, out, in, pcap, dcap, host = -1, issue = -1;
+/// One pipeline stage's links on the event core (`transformer_builder::add_resources`); its
+/// compute stream and eager host are the executor's.
+struct stage_links {
+  int out, in, pcap, dcap;
 };
 
 /// Stage i's parameters and data-parallel calls with their prices, as one pass over the stages
@@ -119,6 +120,7 @@ struct transformer_builder {
   const device_profile& prof;
   const transformer_options& o;
   simulator& g;
+  executor ex{g};
   const int p = s.pipeline.degree, v = s.pipeline.virtual_stages, mb = s.micro_batches(tr);
   const analytic::layer_compute lc = analytic::lower_layer(m, prof, tr, lower::shard_of(m, s, tr));
   // the per-layer collectives of the closed form
@@ -142,14 +144,13 @@ struct transformer_builder {
   const comm::group_view dv =
       comm::view(c, {0, s.data.degree, s.group_of(parallel::axis::data).stride});
   const double nic = std::max(pipe_link.bandwidth.count(), dv.ring.bandwidth.count());
-  std::vector<stage_resources> res = std::vector<stage_resources>(static_cast<std::size_t>(p));
+  std::vector<stage_links> res = std::vector<stage_links>(static_cast<std::size_t>(p));
   std::vector<int> states = std::vector<int>(static_cast<std::size_t>(p)),
                    working = std::vector<int>(static_cast<std::size_t>(p));
   std::vector<analytic::memory_terms> terms;
   const analytic::plan_keeps keeps = analytic::keeps_of(m, s, tr);
   const bool vocab_parallel = tr.framework.loss == frameworks::loss_style::vocab_parallel;
   const double shards = static_cast<double>(s.data.shards()) * s.expert.degree * s.context.degree;
-  std::vector<int> prev_host = std::vector<int>(static_cast<std::size_t>(p), -1);
   const double send_bytes = b * sl * h * act / tp;
   std::vector<std::vector<parallel::pipeline_unit>> prog =
       std::vector<std::vector<parallel::pipeline_unit>>(static_cast<std::size_t>(p));
@@ -207,17 +208,12 @@ struct transformer_builder {
     for (int i = 0; i < p; ++i) {
       const std::string n = "stage " + std::to_string(i);
       auto& r = res[static_cast<std::size_t>(i)];
-      r.compute = g.add_resource({n + " compute", discipline::fifo, 1, 0, i});
-      r.out = g.add_resource({n + " NIC out", discipline::fair_share, nic, 0, i});
-      r.in = g.add_resource({n + " NIC in", discipline::fair_share, nic, 0, i});
-      r.pcap = g.add_resource(
-          {n + " pipeline sends", discipline::fair_share, pipe_link.bandwidth.count(), 0, i});
-      r.dcap = g.add_resource(
-          {n + " data-parallel", discipline::fair_share, dv.ring.bandwidth.count(), 0, i});
-      if (host_model) {
-        r.host = g.add_resource({n + " host", discipline::fifo, 1, 0, i});
-        r.issue = g.add_resource({n + " issue lead", discipline::fifo, 1, 0, i});
-      }
+      ex.add_device(i, n);
+      r.out = ex.add_link(i, n + " NIC out", nic);
+      r.in = ex.add_link(i, n + " NIC in", nic);
+      r.pcap = ex.add_link(i, n + " pipeline sends", pipe_link.bandwidth.count());
+      r.dcap = ex.add_link(i, n + " data-parallel", dv.ring.bandwidth.count());
+      if (host_model) ex.add_host(i, n);
     }
   }
 
@@ -236,104 +232,25 @@ struct transformer_builder {
       // moment)
       const double dq = std::max(x.dequant, x.head_dequant);
       states[static_cast<std::size_t>(i)] =
-          g.add_tensor({dq > 0 ? "between steps and a dequantized weight" : "between steps", i,
-                        x.states.between_steps.count() + dq});
-      working[static_cast<std::size_t>(i)] = g.add_tensor(
-          {"recomputed layer", i, x.rebuilt + (parallel::rebuilds_layer(rc) ? x.full_casts : 0.0)});
+          ex.tensor(i, dq > 0 ? "between steps and a dequantized weight" : "between steps",
+                    x.states.between_steps.count() + dq);
+      working[static_cast<std::size_t>(i)] = ex.tensor(
+          i, "recomputed layer", x.rebuilt + (parallel::rebuilds_layer(rc) ? x.full_casts : 0.0));
     }
   }
 
   /// A tensor of `bytes` on stage i.
-  int tensor(int i, const char* name, double bytes) { return g.add_tensor({name, i, bytes}); }
+  int tensor(int i, const char* name, double bytes) { return ex.tensor(i, name, bytes); }
 
-  /// A data-parallel collective of stage i after `deps`, priced as the closed form prices it.
+  /// A data-parallel collective of stage i after `deps`, priced as the closed form prices it
+  /// (`analytic::data_collectives_of`): a flow that starts after the calls' start-up and moves
+  /// the bytes their transfer takes on the data-parallel link, so that alone it takes exactly the
+  /// calls' time and contention stretches only the transfer.
   int dp_flow(int i, const std::string& name, analytic::call_cost cost, std::vector<int> deps) {
-    // data-parallel collectives of a stage, priced as the closed form prices them
-    // (`analytic::data_collectives_of`): a flow that starts after the calls' start-up and moves
-    // the bytes their transfer takes on the data-parallel link, so that alone it takes exactly the
-    // calls' time and contention stretches only the transfer
     const auto& r = res[static_cast<std::size_t>(i)];
-    return g.add_task({.name = name,
-                       .resources = {r.dcap, r.out, r.in},
-                       .work = cost.transfer.count() * dv.ring.bandwidth.count(),
-                       .deps = std::move(deps),
-                       .cls = task_class::communication,
-                       .device = i,
-                       .latency = cost.startup.count()});
-  }
-
-  /// A task of span t on stage i's compute stream after `deps`; with an eager host, after its
-  /// kernels are issued (`hosted_task`).
-  int compute_task(int i, const std::string& name, lower::span t, std::vector<int> deps,
-                   task_class cls = task_class::compute, std::vector<int> produces = {},
-                   std::vector<int> consumes = {}) {
-    const auto& r = res[static_cast<std::size_t>(i)];
-    if (!host_model || t.host <= 0)
-      return g.add_task({.name = name,
-                         .resources = {r.compute},
-                         .work = t.gpu,
-                         .deps = std::move(deps),
-                         .cls = cls,
-                         .device = i,
-                         .produces = std::move(produces),
-                         .consumes = std::move(consumes)});
-    return hosted_task(i, name, t, deps, cls, produces, consumes);
-  }
-
-  /// `compute_task` with an eager host: the host issues the task's kernels as a task of its own.
-  int hosted_task(int i, const std::string& name, const lower::span& t, std::vector<int>& deps,
-                  task_class cls, std::vector<int>& produces, std::vector<int>& consumes) {
-    const auto& r = res[static_cast<std::size_t>(i)];
-    // The task's kernels can start once the host has issued enough of them: `first.time -
-    // first.gpu` after it finished issuing the previous task's (`lower::span`). A task with a
-    // synchronization runs as two: up to the host and GPU meeting at its last synchronization,
-    // then the rest, issued from there.
-    const int host = prev_host[static_cast<std::size_t>(i)];
-    const std::vector<int> after_host = host >= 0 ? std::vector<int>{host} : std::vector<int>{};
-    deps.push_back(issue_lead(i, name, " (issued)", t.first.time - t.first.gpu, after_host));
-    if (!t.synced) issue_host(i, name, t.host, after_host);
-    const double work = t.synced ? t.first.gpu + t.middle : t.gpu;
-    int task = g.add_task({.name = name,
-                           .resources = {r.compute},
-                           .work = work,
-                           .deps = std::move(deps),
-                           .cls = cls,
-                           .device = i,
-                           .produces = std::move(produces),
-                           .consumes = t.synced ? std::vector<int>{} : consumes});
-    if (!t.synced) return task;
-    issue_host(i, name, t.last.host, {task});
-    const int second =
-        issue_lead(i, name, " (issued after sync)", t.last.time - t.last.gpu, {task});
-    return g.add_task({.name = name + " (after sync)",
-                       .resources = {r.compute},
-                       .work = t.last.gpu,
-                       .deps = {task, second},
-                       .cls = cls,
-                       .device = i,
-                       .consumes = std::move(consumes)});
-  }
-
-  /// The lead of `seconds_` the host needs before a task's kernels can start, on stage i.
-  int issue_lead(int i, const std::string& name, const char* what, double seconds_,
-                 std::vector<int> after) {
-    return g.add_task({.name = name + what,
-                       .resources = {res[static_cast<std::size_t>(i)].issue},
-                       .work = seconds_,
-                       .deps = std::move(after),
-                       .cls = task_class::other,
-                       .device = i});
-  }
-
-  /// Stage i's host issuing a task's kernels for `seconds_`: the stage's latest host task.
-  void issue_host(int i, const std::string& name, double seconds_, std::vector<int> after) {
-    prev_host[static_cast<std::size_t>(i)] =
-        g.add_task({.name = name + " (host)",
-                    .resources = {res[static_cast<std::size_t>(i)].host},
-                    .work = seconds_,
-                    .deps = std::move(after),
-                    .cls = task_class::other,
-                    .device = i});
+    return ex.flow(i, name, {r.dcap, r.out, r.in},
+                   cost.transfer.count() * dv.ring.bandwidth.count(), cost.startup.count(),
+                   std::move(deps));
   }
 
   /// A blocking collective of `t` as a span on the compute stream.
@@ -343,13 +260,7 @@ struct transformer_builder {
   int send(int from, int to, const std::string& name, int after) {
     const auto& a = res[static_cast<std::size_t>(from)];
     const auto& z = res[static_cast<std::size_t>(to)];
-    return g.add_task({.name = name,
-                       .resources = {a.pcap, a.out, z.in},
-                       .work = send_bytes,
-                       .deps = {after},
-                       .cls = task_class::communication,
-                       .device = from,
-                       .latency = pipe_link.alpha.count()});
+    return ex.flow(from, name, {a.pcap, a.out, z.in}, send_bytes, pipe_link.alpha.count(), {after});
   }
 
   /// Each stage's program, and per stage the bytes of a layer's saved tensors and of the caches
@@ -444,8 +355,8 @@ struct transformer_builder {
     if (at.gs == vp - 1) {
       task = head_forward(i, at, task);
     } else if (!until[I][at.U].empty()) {
-      until_free.push_back(compute_task(i, "free caches mb " + at.tag, {}, {task},
-                                        task_class::compute, {}, until[I][at.U]));
+      until_free.push_back(ex.kernels(i, "free caches mb " + at.tag, {}, {task},
+                                      task_class::compute, {}, until[I][at.U]));
     }
     fdone[GS][J] = task;
     last[I] = task;
@@ -485,11 +396,11 @@ struct transformer_builder {
         }
       }
       before = task;
-      task = compute_task(i, "forward" + lt, t, std::move(d), task_class::compute,
-                          std::move(produces));
+      task =
+          ex.kernels(i, "forward" + lt, t, std::move(d), task_class::compute, std::move(produces));
       if (const seconds comm = dense ? dense_comm_fwd : comm_fwd; comm > seconds{})
         task =
-            compute_task(i, "collectives" + lt, comm_span(comm), {task}, task_class::communication);
+            ex.kernels(i, "collectives" + lt, comm_span(comm), {task}, task_class::communication);
     }
     return task;
   }
@@ -506,9 +417,9 @@ struct transformer_builder {
     loss[I][at.U].push_back(casts);
     const int logits = tensor(i, "logits", x.held_logits);
     held[I][at.U].push_back(logits);
-    return compute_task(i, "head mb " + at.tag, lc.head_forward, {task}, task_class::compute,
-                        {kept, casts, logits, tensor(i, "loss (forward)", x.forward_logits)},
-                        until[I][at.U]);
+    return ex.kernels(i, "head mb " + at.tag, lc.head_forward, {task}, task_class::compute,
+                      {kept, casts, logits, tensor(i, "loss (forward)", x.forward_logits)},
+                      until[I][at.U]);
   }
 
   /// Lowers backward unit `at` on stage sp.i: the head's backward on the last virtual stage, its
@@ -529,8 +440,8 @@ struct transformer_builder {
     int task = -1;
     if (at.gs == vp - 1) {  // the head's backward frees the loss's working set
       task =
-          compute_task(i, "head backward mb " + at.tag, lc.head_backward, deps, task_class::compute,
-                       {tensor(i, "loss (backward)", terms[I].logits)}, loss[I][at.U]);
+          ex.kernels(i, "head backward mb " + at.tag, lc.head_backward, deps, task_class::compute,
+                     {tensor(i, "loss (backward)", terms[I].logits)}, loss[I][at.U]);
       deps = {task};
     }
     task = backward_layers(sp, at, deps, task, reduce_here, released);
@@ -561,11 +472,11 @@ struct transformer_builder {
       std::vector<int> produces{working[sp.I]}, consumes;
       backward_tensors(sp, at, l, produces, consumes);
       before = task;
-      task = compute_task(i, "backward" + lt, t, std::move(d), task_class::compute,
-                          std::move(produces), std::move(consumes));
+      task = ex.kernels(i, "backward" + lt, t, std::move(d), task_class::compute,
+                        std::move(produces), std::move(consumes));
       if (const seconds comm = dense ? dense_comm_bwd : comm_bwd; comm > seconds{})
-        task = compute_task(i, "collectives (backward)" + lt, comm_span(comm), {task},
-                            task_class::communication);
+        task = ex.kernels(i, "collectives (backward)" + lt, comm_span(comm), {task},
+                          task_class::communication);
       if (o.overlap && zero.shards_gradients() && has_dp) reduce_layer(sp, lt, task);
       // bucket k closes once (k + 1) / buckets of the layers are done
       if (reduce_here && o.overlap)
@@ -707,8 +618,8 @@ struct transformer_builder {
             : analytic::optimizer_span(
                   prof, tr, lc, partition,
                   lower::parameter_tensors(m, tr.framework) * s.stage_layers(m, i) / m.layers);
-    const int upd = compute_task(i, "optimizer step", step, deps, task_class::compute,
-                                 std::move(last_grads), std::move(consumes));
+    const int upd = ex.kernels(i, "optimizer step", step, deps, task_class::compute,
+                               std::move(last_grads), std::move(consumes));
     if (zero.gathers_updated_weights() && has_dp)
       dp_flow(i, "all-gather updated weights",
               analytic::data_collectives_of(s, c, tr, np(i), n, {}).all_gather, {upd});
