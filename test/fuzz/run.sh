@@ -2,6 +2,8 @@
 # Builds the libFuzzer program with Clang 14 and runs each target for SECONDS (default 25) from its seed
 # corpus and dictionary. A crash, a leak, a sanitizer report, a timeout (>10 s on one input) or an
 # out-of-memory fails the run; the input is left in $WORK/artifacts for test/fuzz/regressions/.
+# BUILD_DIR may be an existing Clang build (CI passes its sanitizer build, configured with
+# -DSTRATA_FUZZ=ON, whose fuzz_strata is then already built).
 # Usage: test/fuzz/run.sh [SECONDS] [BUILD_DIR]
 set -euo pipefail
 seconds=${1:-25}

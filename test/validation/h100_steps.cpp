@@ -128,7 +128,7 @@ TEST_CASE("a row worked by hand: GPT-2 124M, sequence 512, micro-batch 1, bf16")
   CHECK(e.time() == Approx(m.time).epsilon(0.12));
 }
 
-TEST_CASE("the shipped dispatch costs are what the documented calibration fits") {
+TEST_CASE("the shipped dispatch costs are what the documented calibration fits", "[dispatch_fit]") {
   // strata calibrate ... --steps test/data/h100_steps_gpt2.csv --steps test/data/h100_steps_cnn.csv
   const auto profile = shipped();
   const auto fit = calibrate::fit_dispatch(steps(), profile);
