@@ -33,19 +33,21 @@ namespace {
 std::size_t live = 0, peak = 0;
 }  // namespace
 
-void* operator new(std::size_t n) {
+// None is inlined: GCC 12 would see `malloc` and `free` meet `operator new` and `delete` in a
+// caller and warn (-Wmismatched-new-delete), wrongly, since both are replaced here.
+[[gnu::noinline]] void* operator new(std::size_t n) {
   void* p = std::malloc(n == 0 ? 1 : n);
   if (p == nullptr) throw std::bad_alloc();
   live += malloc_usable_size(p);
   if (live > peak) peak = live;
   return p;
 }
-void operator delete(void* p) noexcept {
+[[gnu::noinline]] void operator delete(void* p) noexcept {
   if (p == nullptr) return;
   live -= malloc_usable_size(p);
   std::free(p);
 }
-void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
 
 namespace {
 
