@@ -1405,6 +1405,13 @@ struct recipe {
   /// (Megatron-Core's `--tp-comm-overlap`, Transformer Engine userbuffers;
   /// `analytic::overlapped_tensor_comm`); false: they block the stream
   bool tp_comm_overlap = false;
+  /// a column-parallel linear's backward runs its block's tensor-parallel collectives beside its
+  /// GEMMs (Megatron-LM's `LinearWithGradAccumulationAndAsyncCommunication`, core/tensor_parallel/
+  /// layers.py, under its required CUDA_DEVICE_MAX_CONNECTIONS=1): the input gradient's
+  /// all-reduce, or under sequence parallelism its reduce-scatter, beside the weight gradient's
+  /// GEMM, and under sequence parallelism the input's re-gather beside the input gradient's GEMM
+  /// (`analytic::collectives_of`); false: every backward collective blocks, as in the forward
+  bool tp_async_backward = true;
   /// pipelines run on DeepSpeed's pipeline engine (Megatron-DeepSpeed's `PipelineModule`,
   /// runtime/pipe/engine.py), which keeps per buffer slot the received activation and the stage's
   /// output (`analytic::pipe_buffers`); false: Megatron's schedule, which frees an output's data
@@ -1463,12 +1470,25 @@ struct megatron : frameworks::recipe {
   constexpr megatron() : frameworks::recipe{} {}
 };
 
+/// Megatron-LM as SC'21 ran it (v2.6 and before, August 2021): every backward tensor-parallel
+/// collective blocks the stream. The input gradient's all-reduce beside the weight gradient's
+/// GEMM (`recipe::tp_async_backward`) came after, in commit cf7efd4 ("allreduce overlap with
+/// wgrad gemm", 2021-08-30), and is in every later release Korthikanti et al. 2022 measured.
+struct megatron_2021 : megatron {
+  constexpr megatron_2021() {
+    name = "megatron-2021";
+    tp_async_backward = false;
+  }
+};
+
 }  // namespace strata::recipes
 
 namespace strata::frameworks {
 
 /// The rules of `recipes::megatron` as a value (what `training::framework` holds).
 inline constexpr recipe megatron = recipes::megatron{};
+/// The rules of `recipes::megatron_2021` as a value.
+inline constexpr recipe megatron_2021 = recipes::megatron_2021{};
 
 }  // namespace strata::frameworks
 
@@ -3900,6 +3920,19 @@ enum class kernel_kind { gemm, attention, memory, optimizer };
 /// The stream model that prices a memory-bound kernel (`device_profile`'s classes).
 enum class stream_class { copy, layer_norm, softmax, elementwise, dropout };
 
+/// A backward GEMM of a column-parallel linear (QKV, MLP up and gate) that a tensor-parallel
+/// collective of the same block can run beside (Megatron's
+/// `LinearWithGradAccumulationAndAsyncCommunication`, `analytic::collectives_of`): the input
+/// gradient's GEMM (dgrad, beside the sequence-parallel re-gather of the input) or the weight
+/// gradient's (wgrad, beside the input gradient's all-reduce or reduce-scatter).
+enum class tp_window : unsigned char {
+  none,
+  attention_dgrad,
+  attention_wgrad,
+  mlp_dgrad,
+  mlp_wgrad
+};
+
 /// One kernel. GEMMs are C = A(m x k) B(k x n) (`traffic`: the bytes an implicit GEMM really
 /// moves, 0 for its operands once); attention is flash (or PyTorch's memory-efficient kernel for
 /// fp32) over `batch` x `heads` sequences of `seq` tokens and head size `dim`, its forward or
@@ -3927,6 +3960,7 @@ struct kernel_op {
   /// its output is cached by per-operator checkpointing (`parallel::saves_op_outputs`): the
   /// recomputation skips it
   bool op_saved = false;
+  tp_window window = tp_window::none;  ///< the collective it can hide
   /// a 3 x 3 stride-1 convolution's pass, which cuDNN may run as Winograd transforms on the
   /// CUDA cores (`device_profile::winograd`); FLOPs are still counted as the direct convolution's
   winograd_pass winograd{};
@@ -5468,9 +5502,11 @@ struct builder {
   }
   constexpr void gemm(std::string_view what, std::string_view part, double m, double n, double k,
                       double times = 1, bool fp32 = false, bool sync = false,
-                      bool misaligned = false, bool op_saved = false) const {
+                      bool misaligned = false, bool op_saved = false,
+                      tp_window window = tp_window::none) const {
     if (tr.lora.on() && part == "dW") return;  // LoRA freezes every pretrained weight
     kernel_op op{.what = what, .part = part, .kind = kernel_kind::gemm, .m = m, .n = n, .k = k};
+    op.window = window;
     op.times = times;
     op.fp32 = fp32;
     op.misaligned = misaligned;
@@ -5522,6 +5558,25 @@ struct builder {
     if (backward)
       memory(what, "LoRA input gradient add", stream_class::elementwise, 3 * x * m * k, times);
   }
+  /// The input gradient's window of a column-parallel linear, beside which Megatron runs its
+  /// block's tensor-parallel collectives (`tp_window`; its weight gradient's is the next):
+  /// "QKV", "Q", "K", "V" (attention) and "MLP up", "MLP gate" (not "MLP down"), told apart by
+  /// length and a letter, as this runs for every linear of every plan a search prices.
+  [[nodiscard]] static constexpr tp_window column_window(std::string_view what) {
+    switch (what.size()) {
+      case 1:
+        return what[0] == 'Q' || what[0] == 'K' || what[0] == 'V' ? tp_window::attention_dgrad
+                                                                  : tp_window::none;
+      case 3:
+        return what[0] == 'Q' ? tp_window::attention_dgrad : tp_window::none;  // "QKV"
+      case 6:
+        return what[0] == 'M' && what[4] == 'u' ? tp_window::mlp_dgrad : tp_window::none;
+      case 8:
+        return what[0] == 'M' && what[4] == 'g' ? tp_window::mlp_dgrad : tp_window::none;
+      default:
+        return tp_window::none;
+    }
+  }
   /// y = x W^T (+ b) with W of n x k over m rows: one GEMM forward, dX and dW backward. Under
   /// autocast the weight (and bias) is cast to 16 bits before (held until backward; with
   /// `cast_input` the fp32 input too, and that copy is what the GEMM keeps) and the weight
@@ -5571,8 +5626,10 @@ struct builder {
     // dequantized again for dX
     if (tr.lora.quantized() && (what != "output projection" || tr.framework.quantizes_head))
       frozen_weight(what, elements, m, k, times);
-    gemm(what, "dX", m, k, n, times, false, false, mis);
-    gemm(what, "dW", k, n, m, times, false, false, mis);
+    const tp_window dgrad = column_window(what);
+    gemm(what, "dX", m, k, n, times, false, false, mis, false, dgrad);
+    gemm(what, "dW", k, n, m, times, false, false, mis, false,
+         dgrad == tp_window::none ? dgrad : static_cast<tp_window>(static_cast<int>(dgrad) + 1));
     if (adapted(what)) {  // dB, the gradient through B, dA and the gradient through A
       const double r = tr.lora.rank;
       gemm(what, "LoRA dB", n, r, m, times, false, false);
@@ -6861,6 +6918,10 @@ struct layer_kind_compute {
   layer_keeps keeps{}, whole_keeps{};
 };
 
+/// A layer's backward GEMM time (s) that its tensor-parallel collectives can run beside, per
+/// `lower::tp_window` but `none` (index: the window's value less one).
+using tp_windows = std::array<double, 4>;
+
 struct layer_compute {
   lower::span forward, backward;
   lower::span attention;  ///< the attention core's forward (recomputed under selective), fused
@@ -6869,6 +6930,7 @@ struct layer_compute {
   lower::span embedding_forward, embedding_backward;  ///< first stage
   lower::span head_forward, head_backward;            ///< last stage: norm, logits, loss
   double attention_backward = 0;  ///< s of GPU time (what ring attention hides behind)
+  tp_windows windows{};           ///< the backward's column-parallel GEMMs (`collectives_of`)
   double checkpoint_host = 0;     ///< host time to re-enter a checkpointed layer
   double per_kernel = 0;          ///< host time per kernel (eager recipes)
   double per_tensor = 0;          ///< host time per parameter tensor in the optimizer step
@@ -6902,10 +6964,12 @@ struct pricer {
   /// per-operator checkpointing: the GPU time and the number of the kernels whose outputs it
   /// caches (its recomputation runs the others)
   double cached_gpu = 0, cached_kernels = 0;
+  tp_windows windows{};
 
   [[gnu::always_inline]] constexpr void kernel(const lower::kernel_op& k) {  // see lower::emit
     const double t = lower::gpu_time<false>(k, p, g, fp32_attention);        // no convolutions here
     gpu += t;
+    if (k.window != lower::tp_window::none) windows[static_cast<std::size_t>(k.window) - 1] += t;
     // the attention core: what selective recomputation runs again
     const bool core = k.kind == lower::kernel_kind::attention || k.attention_core;
     if (core) attention_gpu += t;
@@ -6976,6 +7040,7 @@ struct pricer {
   c.uncached = f.uncached_result();
   c.backward = b.result();
   c.attention_backward = b.attention_gpu;
+  c.windows = b.windows;
   c.embedding_forward = ef.result();
   c.embedding_backward = eb.result();
   c.head_forward = hf.result();
@@ -7101,6 +7166,37 @@ struct layer_collectives {
   return max(comm - gemm, comm / static_cast<double>(tp));
 }
 
+namespace detail {
+constexpr std::size_t tp_call_index(comm::collective op) {
+  return op == comm::collective::all_reduce ? 0 : op == comm::collective::all_gather ? 1 : 2;
+}
+/// A layer's exposed tensor-parallel backward communication under Megatron's asynchronous
+/// backward (`recipe::tp_async_backward`), from one call of each collective (`ar`, `ag`, `rs`)
+/// and the layer's column-parallel GEMM windows `w` (`lower::tp_window`). Per block (attention,
+/// MLP) Megatron-LM's `LinearWithGradAccumulationAndAsyncCommunication.backward` runs:
+/// - without sequence parallelism: the row-parallel linear's backward has no collective; the
+///   column-parallel one all-reduces its input gradient beside its weight gradient's GEMM;
+/// - with it: the all-gather of the output gradient (the forward reduce-scatter's backward)
+///   blocks; the column-parallel linear re-gathers its input beside its input gradient's GEMM,
+///   then reduce-scatters that gradient beside the weight gradient's GEMM.
+/// What a GEMM does not cover stays exposed. A block without column-parallel GEMMs (MoE
+/// experts) keeps the forward's collectives, blocking.
+[[nodiscard]] constexpr seconds async_tensor_backward(seconds ar, seconds ag, seconds rs, bool sp,
+                                                      const tp_windows& w) {
+  const auto beside = [](seconds comm, double gemm) {
+    return max(comm - seconds{gemm}, seconds{});
+  };
+  const auto block = [&](double dgrad, double wgrad) {
+    if (!(wgrad > 0)) return sp ? ag + rs : ar;
+    return sp ? ag + beside(ag, dgrad) + beside(rs, wgrad) : beside(ar, wgrad);
+  };
+  using lower::tp_window;
+  const auto at = [&](tp_window k) { return w[static_cast<std::size_t>(k) - 1]; };
+  return block(at(tp_window::attention_dgrad), at(tp_window::attention_wgrad)) +
+         block(at(tp_window::mlp_dgrad), at(tp_window::mlp_wgrad));
+}
+}  // namespace detail
+
 /// Prices `lower::layer_collectives` on the groups `s` lays out: tensor-parallel collectives per
 /// call as NCCL prices them (`comm::nccl`), ring attention's transfers on the context ring's link
 /// less the attention they hide behind, MoE all-to-alls as direct exchanges.
@@ -7119,6 +7215,7 @@ struct layer_collectives {
     comm::collective tp_op = comm::collective::all_reduce;
     double tp_bytes = -1;
     seconds tp_time{};
+    seconds tp_call[3]{};  ///< one forward call of each: all-reduce, all-gather, reduce-scatter
     constexpr void collective(const lower::collective_op& op) {
       const bool fwd = op.when == lower::phase::forward;
       switch (op.axis) {
@@ -7129,6 +7226,7 @@ struct layer_collectives {
             tp_time = comm::nccl::time(op.op, c, s.group_of(axis::tensor), bytes{op.bytes});
           }
           (fwd ? out.tensor : out.tensor_backward) += tp_time;
+          if (fwd) tp_call[detail::tp_call_index(op.op)] = tp_time;
           break;
         case lower::comm_axis::context: {
           const seconds ring =
@@ -7151,6 +7249,9 @@ struct layer_collectives {
   // only ring attention's and latent attention's backward differ from their forward
   if (x.cp > 1 || m.mla()) lower::layer_collectives(m, x, tr, lower::phase::backward, v);
   if (!m.mla()) v.out.tensor_backward = v.out.tensor;
+  if (tr.framework.tp_async_backward && !tr.framework.tp_comm_overlap && x.tp > 1 && !m.mla())
+    v.out.tensor_backward =
+        detail::async_tensor_backward(v.tp_call[0], v.tp_call[1], v.tp_call[2], x.sp, lc.windows);
   if (tr.framework.tp_comm_overlap && x.tp > 1) {
     // the GEMMs are the layer's kernels less its attention core
     v.out.tensor =
@@ -8376,6 +8477,10 @@ struct deepspeed : megatron {
   constexpr deepspeed() {
     name = "deepspeed";
     pipe_buffers = true;
+    // the Megatron-LM fork its published runs (BLOOM) used: `ColumnParallelLinear` all-reduces
+    // its input gradient in `copy_to_tensor_model_parallel_region`'s backward, blocking
+    // (bigscience-workshop/Megatron-DeepSpeed megatron/mpu/layers.py)
+    tp_async_backward = false;
     data = frameworks::deepspeed_zero;
   }
 };
@@ -8432,6 +8537,8 @@ struct pytorch_eager : frameworks::recipe {
                            .workspace = 64.0 * 1024 * 1024,
                            .batch_bytes_per_token = 16,
                            .vocabulary_padding = 1,
+                           // no Megatron linear layers: every tensor-parallel collective blocks
+                           .tp_async_backward = false,
                            // SDPA has no soft-cap: a capped model is written out op by op
                            .capped_attention = frameworks::capped_attention::materialized} {}
 };
@@ -8578,6 +8685,8 @@ struct huggingface : frameworks::recipe {
                            .workspace = 64.0 * 1024 * 1024,
                            .batch_bytes_per_token = 16,
                            .vocabulary_padding = 1,
+                           // no Megatron linear layers: every tensor-parallel collective blocks
+                           .tp_async_backward = false,
                            // the default `sdpa` attention drops Gemma 2's cap
                            // (integrations/sdpa_attention.py takes no `softcap`)
                            .capped_attention = frameworks::capped_attention::dropped} {}

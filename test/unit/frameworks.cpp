@@ -368,6 +368,50 @@ TEST_CASE("tensor-parallel communication overlap hides all but one chunk behind 
   for (const auto& r : found.best) CHECK(r.strategy.tensor.sequence);
 }
 
+TEST_CASE("Megatron's backward runs tensor-parallel collectives beside column-parallel GEMMs") {
+  const auto ms = [](double x) { return seconds{x * 1e-3}; };
+  // the backward GEMMs of QKV and MLP up (`lower::tp_window` order: attention dgrad and wgrad,
+  // MLP dgrad and wgrad), in s
+  const analytic::tp_windows w{1.09e-3, 1.0e-3, 1.44e-3, 1.5e-3};
+  // without sequence parallelism each block's all-reduce hides behind its weight gradient:
+  // 0.77 ms fully; 2 ms leaves (2 - 1.0) + (2 - 1.5) = 1.5 ms
+  CHECK(analytic::detail::async_tensor_backward(ms(0.77), {}, {}, false, w).count() == 0);
+  CHECK(analytic::detail::async_tensor_backward(ms(2), {}, {}, false, w).count() == Approx(1.5e-3));
+  // with it the output gradient's all-gather blocks; the input's re-gather hides behind dgrad,
+  // the reduce-scatter behind wgrad: 1.2 ms each leaves
+  // (1.2 + 0.11 + 0.2) + (1.2 + 0 + 0) = 2.71 ms
+  CHECK(analytic::detail::async_tensor_backward({}, ms(1.2), ms(1.2), true, w).count() ==
+        Approx(2.71e-3));
+  // a block with no column-parallel GEMM (MoE experts) blocks as in the forward
+  const analytic::tp_windows attention_only{1.09e-3, 1.0e-3, 0, 0};
+  CHECK(analytic::detail::async_tensor_backward(ms(2), {}, {}, false, attention_only).count() ==
+        Approx(1.0e-3 + 2e-3));
+
+  // Korthikanti et al.'s 22B (t = 8, b = 4, s = 2048) on a DGX A100: every QKV and MLP-up weight
+  // gradient outlasts the 100 MB all-reduce, so the backward exposes none of it and the layer's
+  // tensor-parallel time halves; Megatron-LM of 2021 (before the overlap) and Hugging Face's
+  // recipe block on it
+  const transformer m{.name = "22B",
+                      .layers = 48,
+                      .hidden = 6144,
+                      .heads = 64,
+                      .ffn = 24576,
+                      .vocabulary = 51200,
+                      .sequence = 2048};
+  const parallel::nd s{.tensor = {.degree = 8}, .micro_batch = 4};
+  const device_profile a100 = datasheet_profile(presets::a100_sxm4_80gb, h100_fitted_gemm);
+  training tr{.batch = 4, .precision = precision_mode::fp16_mixed, .flash_attention = false};
+  const auto async = analytic::evaluate(m, s, presets::dgx_a100(1), tr, a100);
+  tr.framework = frameworks::megatron_2021;
+  const auto blocking = analytic::evaluate(m, s, presets::dgx_a100(1), tr, a100);
+  CHECK(async.time.tensor_comm.count() == Approx(blocking.time.tensor_comm.count() / 2));
+  CHECK(async.time.forward == blocking.time.forward);
+  CHECK(async.time.backward == blocking.time.backward);
+  CHECK_FALSE(frameworks::huggingface.tp_async_backward);
+  CHECK_FALSE(frameworks::fsdp.tp_async_backward);
+  CHECK_FALSE(frameworks::deepspeed.tp_async_backward);  // BigScience's Megatron-DeepSpeed
+}
+
 TEST_CASE("a search over per-operator checkpointing lowers it on its own") {
   // "op" beside the other modes: each mode's plans priced from their own lowering (a fused-module
   // recipe lowers once for the others), and per-op plans equal to evaluating them alone

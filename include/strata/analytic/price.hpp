@@ -67,6 +67,10 @@ struct layer_kind_compute {
   layer_keeps keeps{}, whole_keeps{};
 };
 
+/// A layer's backward GEMM time (s) that its tensor-parallel collectives can run beside, per
+/// `lower::tp_window` but `none` (index: the window's value less one).
+using tp_windows = std::array<double, 4>;
+
 struct layer_compute {
   lower::span forward, backward;
   lower::span attention;  ///< the attention core's forward (recomputed under selective), fused
@@ -75,6 +79,7 @@ struct layer_compute {
   lower::span embedding_forward, embedding_backward;  ///< first stage
   lower::span head_forward, head_backward;            ///< last stage: norm, logits, loss
   double attention_backward = 0;  ///< s of GPU time (what ring attention hides behind)
+  tp_windows windows{};           ///< the backward's column-parallel GEMMs (`collectives_of`)
   double checkpoint_host = 0;     ///< host time to re-enter a checkpointed layer
   double per_kernel = 0;          ///< host time per kernel (eager recipes)
   double per_tensor = 0;          ///< host time per parameter tensor in the optimizer step
@@ -108,10 +113,12 @@ struct pricer {
   /// per-operator checkpointing: the GPU time and the number of the kernels whose outputs it
   /// caches (its recomputation runs the others)
   double cached_gpu = 0, cached_kernels = 0;
+  tp_windows windows{};
 
   [[gnu::always_inline]] constexpr void kernel(const lower::kernel_op& k) {  // see lower::emit
     const double t = lower::gpu_time<false>(k, p, g, fp32_attention);        // no convolutions here
     gpu += t;
+    if (k.window != lower::tp_window::none) windows[static_cast<std::size_t>(k.window) - 1] += t;
     // the attention core: what selective recomputation runs again
     const bool core = k.kind == lower::kernel_kind::attention || k.attention_core;
     if (core) attention_gpu += t;
@@ -182,6 +189,7 @@ struct pricer {
   c.uncached = f.uncached_result();
   c.backward = b.result();
   c.attention_backward = b.attention_gpu;
+  c.windows = b.windows;
   c.embedding_forward = ef.result();
   c.embedding_backward = eb.result();
   c.head_forward = hf.result();
@@ -307,6 +315,37 @@ struct layer_collectives {
   return max(comm - gemm, comm / static_cast<double>(tp));
 }
 
+namespace detail {
+constexpr std::size_t tp_call_index(comm::collective op) {
+  return op == comm::collective::all_reduce ? 0 : op == comm::collective::all_gather ? 1 : 2;
+}
+/// A layer's exposed tensor-parallel backward communication under Megatron's asynchronous
+/// backward (`recipe::tp_async_backward`), from one call of each collective (`ar`, `ag`, `rs`)
+/// and the layer's column-parallel GEMM windows `w` (`lower::tp_window`). Per block (attention,
+/// MLP) Megatron-LM's `LinearWithGradAccumulationAndAsyncCommunication.backward` runs:
+/// - without sequence parallelism: the row-parallel linear's backward has no collective; the
+///   column-parallel one all-reduces its input gradient beside its weight gradient's GEMM;
+/// - with it: the all-gather of the output gradient (the forward reduce-scatter's backward)
+///   blocks; the column-parallel linear re-gathers its input beside its input gradient's GEMM,
+///   then reduce-scatters that gradient beside the weight gradient's GEMM.
+/// What a GEMM does not cover stays exposed. A block without column-parallel GEMMs (MoE
+/// experts) keeps the forward's collectives, blocking.
+[[nodiscard]] constexpr seconds async_tensor_backward(seconds ar, seconds ag, seconds rs, bool sp,
+                                                      const tp_windows& w) {
+  const auto beside = [](seconds comm, double gemm) {
+    return max(comm - seconds{gemm}, seconds{});
+  };
+  const auto block = [&](double dgrad, double wgrad) {
+    if (!(wgrad > 0)) return sp ? ag + rs : ar;
+    return sp ? ag + beside(ag, dgrad) + beside(rs, wgrad) : beside(ar, wgrad);
+  };
+  using lower::tp_window;
+  const auto at = [&](tp_window k) { return w[static_cast<std::size_t>(k) - 1]; };
+  return block(at(tp_window::attention_dgrad), at(tp_window::attention_wgrad)) +
+         block(at(tp_window::mlp_dgrad), at(tp_window::mlp_wgrad));
+}
+}  // namespace detail
+
 /// Prices `lower::layer_collectives` on the groups `s` lays out: tensor-parallel collectives per
 /// call as NCCL prices them (`comm::nccl`), ring attention's transfers on the context ring's link
 /// less the attention they hide behind, MoE all-to-alls as direct exchanges.
@@ -325,6 +364,7 @@ struct layer_collectives {
     comm::collective tp_op = comm::collective::all_reduce;
     double tp_bytes = -1;
     seconds tp_time{};
+    seconds tp_call[3]{};  ///< one forward call of each: all-reduce, all-gather, reduce-scatter
     constexpr void collective(const lower::collective_op& op) {
       const bool fwd = op.when == lower::phase::forward;
       switch (op.axis) {
@@ -335,6 +375,7 @@ struct layer_collectives {
             tp_time = comm::nccl::time(op.op, c, s.group_of(axis::tensor), bytes{op.bytes});
           }
           (fwd ? out.tensor : out.tensor_backward) += tp_time;
+          if (fwd) tp_call[detail::tp_call_index(op.op)] = tp_time;
           break;
         case lower::comm_axis::context: {
           const seconds ring =
@@ -357,6 +398,9 @@ struct layer_collectives {
   // only ring attention's and latent attention's backward differ from their forward
   if (x.cp > 1 || m.mla()) lower::layer_collectives(m, x, tr, lower::phase::backward, v);
   if (!m.mla()) v.out.tensor_backward = v.out.tensor;
+  if (tr.framework.tp_async_backward && !tr.framework.tp_comm_overlap && x.tp > 1 && !m.mla())
+    v.out.tensor_backward =
+        detail::async_tensor_backward(v.tp_call[0], v.tp_call[1], v.tp_call[2], x.sp, lc.windows);
   if (tr.framework.tp_comm_overlap && x.tp > 1) {
     // the GEMMs are the layer's kernels less its attention core
     v.out.tensor =

@@ -38,6 +38,10 @@ struct deepspeed : megatron {
   constexpr deepspeed() {
     name = "deepspeed";
     pipe_buffers = true;
+    // the Megatron-LM fork its published runs (BLOOM) used: `ColumnParallelLinear` all-reduces
+    // its input gradient in `copy_to_tensor_model_parallel_region`'s backward, blocking
+    // (bigscience-workshop/Megatron-DeepSpeed megatron/mpu/layers.py)
+    tp_async_backward = false;
     data = frameworks::deepspeed_zero;
   }
 };

@@ -54,6 +54,8 @@ struct huggingface : frameworks::recipe {
                            .workspace = 64.0 * 1024 * 1024,
                            .batch_bytes_per_token = 16,
                            .vocabulary_padding = 1,
+                           // no Megatron linear layers: every tensor-parallel collective blocks
+                           .tp_async_backward = false,
                            // the default `sdpa` attention drops Gemma 2's cap
                            // (integrations/sdpa_attention.py takes no `softcap`)
                            .capped_attention = frameworks::capped_attention::dropped} {}

@@ -17,11 +17,24 @@ struct megatron : frameworks::recipe {
   constexpr megatron() : frameworks::recipe{} {}
 };
 
+/// Megatron-LM as SC'21 ran it (v2.6 and before, August 2021): every backward tensor-parallel
+/// collective blocks the stream. The input gradient's all-reduce beside the weight gradient's
+/// GEMM (`recipe::tp_async_backward`) came after, in commit cf7efd4 ("allreduce overlap with
+/// wgrad gemm", 2021-08-30), and is in every later release Korthikanti et al. 2022 measured.
+struct megatron_2021 : megatron {
+  constexpr megatron_2021() {
+    name = "megatron-2021";
+    tp_async_backward = false;
+  }
+};
+
 }  // namespace strata::recipes
 
 namespace strata::frameworks {
 
 /// The rules of `recipes::megatron` as a value (what `training::framework` holds).
 inline constexpr recipe megatron = recipes::megatron{};
+/// The rules of `recipes::megatron_2021` as a value.
+inline constexpr recipe megatron_2021 = recipes::megatron_2021{};
 
 }  // namespace strata::frameworks

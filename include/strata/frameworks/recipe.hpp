@@ -173,6 +173,13 @@ struct recipe {
   /// (Megatron-Core's `--tp-comm-overlap`, Transformer Engine userbuffers;
   /// `analytic::overlapped_tensor_comm`); false: they block the stream
   bool tp_comm_overlap = false;
+  /// a column-parallel linear's backward runs its block's tensor-parallel collectives beside its
+  /// GEMMs (Megatron-LM's `LinearWithGradAccumulationAndAsyncCommunication`, core/tensor_parallel/
+  /// layers.py, under its required CUDA_DEVICE_MAX_CONNECTIONS=1): the input gradient's
+  /// all-reduce, or under sequence parallelism its reduce-scatter, beside the weight gradient's
+  /// GEMM, and under sequence parallelism the input's re-gather beside the input gradient's GEMM
+  /// (`analytic::collectives_of`); false: every backward collective blocks, as in the forward
+  bool tp_async_backward = true;
   /// pipelines run on DeepSpeed's pipeline engine (Megatron-DeepSpeed's `PipelineModule`,
   /// runtime/pipe/engine.py), which keeps per buffer slot the received activation and the stage's
   /// output (`analytic::pipe_buffers`); false: Megatron's schedule, which frees an output's data

@@ -307,11 +307,11 @@ inline lora_adapters parse_lora(const json& l) {
 
 inline training parse_transformer_training(const json& j) {
   const std::string p = "training";
-  only_keys(
-      j, p,
-      {"batch", "global_batch", "sequence", "precision", "optimizer", "gradients",
-       "flash_attention", "reserved_GiB", "framework", "engine", "offload_optimizer",
-       "offload_parameters", "tp_comm_overlap", "lora", "runtime", "tf32", "model_dtype", "loss"});
+  only_keys(j, p,
+            {"batch", "global_batch", "sequence", "precision", "optimizer", "gradients",
+             "flash_attention", "reserved_GiB", "framework", "engine", "offload_optimizer",
+             "offload_parameters", "tp_comm_overlap", "tp_async_backward", "lora", "runtime",
+             "tf32", "model_dtype", "loss"});
   training t;
   // "batch" as every scenario says it; "global_batch" is the older spelling
   if (j.contains("batch") && j.contains("global_batch"))
@@ -346,6 +346,7 @@ inline training parse_transformer_training(const json& j) {
   t.framework =
       enum_field<frameworks::recipe>(j, p, "framework", frameworks::megatron,
                                      {{"megatron", frameworks::megatron},
+                                      {"megatron-2021", frameworks::megatron_2021},
                                       {"pytorch", frameworks::pytorch_eager},
                                       {"pytorch-modules", frameworks::pytorch_eager_modules},
                                       {"huggingface", frameworks::huggingface},
@@ -367,6 +368,8 @@ inline training parse_transformer_training(const json& j) {
   t.framework.data.offload_parameters =
       enum_field(j, p, "offload_parameters", t.framework.data.offload_parameters, devices);
   t.framework.tp_comm_overlap = flag_field(j, p, "tp_comm_overlap", t.framework.tp_comm_overlap);
+  t.framework.tp_async_backward =
+      flag_field(j, p, "tp_async_backward", t.framework.tp_async_backward);
   // the type the model is loaded in (`torch_dtype`): bf16 trains it in bf16 throughout, with no
   // autocast and no fp32 masters (`recipe::pure_16bit`); fp32 keeps the recipe's own storage
   if (enum_field(j, p, "model_dtype", false, {{"fp32", false}, {"bf16", true}})) {

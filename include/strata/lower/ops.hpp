@@ -28,6 +28,19 @@ enum class kernel_kind { gemm, attention, memory, optimizer };
 /// The stream model that prices a memory-bound kernel (`device_profile`'s classes).
 enum class stream_class { copy, layer_norm, softmax, elementwise, dropout };
 
+/// A backward GEMM of a column-parallel linear (QKV, MLP up and gate) that a tensor-parallel
+/// collective of the same block can run beside (Megatron's
+/// `LinearWithGradAccumulationAndAsyncCommunication`, `analytic::collectives_of`): the input
+/// gradient's GEMM (dgrad, beside the sequence-parallel re-gather of the input) or the weight
+/// gradient's (wgrad, beside the input gradient's all-reduce or reduce-scatter).
+enum class tp_window : unsigned char {
+  none,
+  attention_dgrad,
+  attention_wgrad,
+  mlp_dgrad,
+  mlp_wgrad
+};
+
 /// One kernel. GEMMs are C = A(m x k) B(k x n) (`traffic`: the bytes an implicit GEMM really
 /// moves, 0 for its operands once); attention is flash (or PyTorch's memory-efficient kernel for
 /// fp32) over `batch` x `heads` sequences of `seq` tokens and head size `dim`, its forward or
@@ -55,6 +68,7 @@ struct kernel_op {
   /// its output is cached by per-operator checkpointing (`parallel::saves_op_outputs`): the
   /// recomputation skips it
   bool op_saved = false;
+  tp_window window = tp_window::none;  ///< the collective it can hide
   /// a 3 x 3 stride-1 convolution's pass, which cuDNN may run as Winograd transforms on the
   /// CUDA cores (`device_profile::winograd`); FLOPs are still counted as the direct convolution's
   winograd_pass winograd{};

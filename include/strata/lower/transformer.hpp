@@ -261,9 +261,11 @@ struct builder {
   }
   constexpr void gemm(std::string_view what, std::string_view part, double m, double n, double k,
                       double times = 1, bool fp32 = false, bool sync = false,
-                      bool misaligned = false, bool op_saved = false) const {
+                      bool misaligned = false, bool op_saved = false,
+                      tp_window window = tp_window::none) const {
     if (tr.lora.on() && part == "dW") return;  // LoRA freezes every pretrained weight
     kernel_op op{.what = what, .part = part, .kind = kernel_kind::gemm, .m = m, .n = n, .k = k};
+    op.window = window;
     op.times = times;
     op.fp32 = fp32;
     op.misaligned = misaligned;
@@ -315,6 +317,25 @@ struct builder {
     if (backward)
       memory(what, "LoRA input gradient add", stream_class::elementwise, 3 * x * m * k, times);
   }
+  /// The input gradient's window of a column-parallel linear, beside which Megatron runs its
+  /// block's tensor-parallel collectives (`tp_window`; its weight gradient's is the next):
+  /// "QKV", "Q", "K", "V" (attention) and "MLP up", "MLP gate" (not "MLP down"), told apart by
+  /// length and a letter, as this runs for every linear of every plan a search prices.
+  [[nodiscard]] static constexpr tp_window column_window(std::string_view what) {
+    switch (what.size()) {
+      case 1:
+        return what[0] == 'Q' || what[0] == 'K' || what[0] == 'V' ? tp_window::attention_dgrad
+                                                                  : tp_window::none;
+      case 3:
+        return what[0] == 'Q' ? tp_window::attention_dgrad : tp_window::none;  // "QKV"
+      case 6:
+        return what[0] == 'M' && what[4] == 'u' ? tp_window::mlp_dgrad : tp_window::none;
+      case 8:
+        return what[0] == 'M' && what[4] == 'g' ? tp_window::mlp_dgrad : tp_window::none;
+      default:
+        return tp_window::none;
+    }
+  }
   /// y = x W^T (+ b) with W of n x k over m rows: one GEMM forward, dX and dW backward. Under
   /// autocast the weight (and bias) is cast to 16 bits before (held until backward; with
   /// `cast_input` the fp32 input too, and that copy is what the GEMM keeps) and the weight
@@ -364,8 +385,10 @@ struct builder {
     // dequantized again for dX
     if (tr.lora.quantized() && (what != "output projection" || tr.framework.quantizes_head))
       frozen_weight(what, elements, m, k, times);
-    gemm(what, "dX", m, k, n, times, false, false, mis);
-    gemm(what, "dW", k, n, m, times, false, false, mis);
+    const tp_window dgrad = column_window(what);
+    gemm(what, "dX", m, k, n, times, false, false, mis, false, dgrad);
+    gemm(what, "dW", k, n, m, times, false, false, mis, false,
+         dgrad == tp_window::none ? dgrad : static_cast<tp_window>(static_cast<int>(dgrad) + 1));
     if (adapted(what)) {  // dB, the gradient through B, dA and the gradient through A
       const double r = tr.lora.rank;
       gemm(what, "LoRA dB", n, r, m, times, false, false);
