@@ -14,6 +14,7 @@
 #include <strata/io/dlrm_scenario.hpp>
 #include <strata/io/lin_trace.hpp>
 #include <strata/search/sharders.hpp>
+#include <strata/sim/dlrm.hpp>
 
 namespace unit_embedding {
 
@@ -253,6 +254,47 @@ TEST_CASE("the uneven all-to-all is priced on the busiest rank", "[embedding]") 
   // a table on a rank that does not exist is named
   CHECK_THROWS_WITH(analytic::dlrm_plan(m, {.batch = 8}, {0, 0, 1, 4}, 4, c, prof, toy),
                     Catch::Contains("table 't3' is sharded to rank 4 of 4"));
+}
+
+TEST_CASE("a DLRM plan simulated runs the closed form's lowering", "[embedding]") {
+  // the four tables of the test above on 4 ranks ({t0, t1}, {t2}, none, {t3}): every rank and
+  // collective a task, each collective waiting for the last rank
+  dlrm m{.bottom = {16}, .top = {1}};
+  for (const char* name : {"t0", "t1", "t2", "t3"}) m.tables.push_back({name, 100, 16, 1, {}});
+  const auto c = presets::dgx_h100(1);
+  const auto prof = datasheet_profile(presets::h100_sxm5_80gb);
+  const std::vector<int> owner{0, 0, 1, 3};
+  const auto r = analytic::dlrm_plan(m, {.batch = 8}, owner, 4, c, prof, toy);
+  const auto run = sim::simulate_dlrm(m, {.batch = 8}, owner, 4, c, prof, toy);
+  CHECK(run.iteration() == Approx(r.iteration_time).epsilon(1e-12));
+  CHECK(run.report.iteration_time == r.iteration_time);
+  // each rank holds the closed form's memory: rank 0's 19,200 B is the peak
+  REQUIRE(run.run.peak_memory.size() == 4);
+  CHECK(run.run.peak_memory[0] == r.ranks[0].memory);
+  CHECK(run.run.peak_memory[2] == r.ranks[2].memory);
+  // 4 ranks x 8 operations + 4 collectives
+  REQUIRE(run.graph.tasks().size() == 36);
+  const auto task = [&](const std::string& name, int nth = 0) {
+    for (std::size_t i = 0; i < run.graph.tasks().size(); ++i)
+      if (run.graph.tasks()[i].name == name && nth-- == 0) return run.run.tasks[i];
+    FAIL("no task " << name);
+    return sim::task_record{};
+  };
+  // the forward all-to-all starts when rank 0, the busiest, has looked its two tables up
+  const double looked_up = r.bottom_forward + r.ranks[0].embedding_forward;
+  CHECK(task("all-to-all forward").start == Approx(looked_up));
+  // rank 2, with no table, waits for it: its top MLP starts at the all-to-all's end
+  CHECK(task("interaction and top MLP forward", 2).start ==
+        Approx(looked_up + r.all_to_all_forward));
+  // one GPU: the same as the single-GPU step
+  dlrm one{.tables = generate_tables(6, table_mix::normal, 64, 5, 2048)};
+  const auto step =
+      analytic::dlrm_step(one, {.batch = 2048}, presets::h100_sxm5_80gb, prof, h100_embedding_bag);
+  const cluster gpu = make_cluster("one GPU", presets::h100_sxm5_80gb,
+                                   {level{"node", 1, interconnect{seconds{0}, byte_rate{1e12}}}});
+  CHECK(
+      sim::simulate_dlrm(one, {.batch = 2048}, {}, 1, gpu, prof, h100_embedding_bag).iteration() ==
+      Approx(step.iteration_time).epsilon(1e-12));
 }
 
 TEST_CASE("a DLRM step on one GPU is the one-rank plan", "[embedding]") {

@@ -18,6 +18,8 @@
 ///   the bottom MLP's all-reduce follows the backward all-to-all and the bottom backward;
 /// - the iteration ends at the latest rank's embedding update or the last all-reduce, plus the
 ///   MLPs' SGD step.
+/// These operations are one lowering (`lower_dlrm`): the closed form takes its critical path,
+/// `sim::simulate_dlrm` runs it as tasks on the executor.
 /// An all-to-all is uneven: rank r sends its tables' pooled rows for the other ranks' samples
 /// (sum of D_t x (B - b) x element) and receives the other tables' rows for its own b samples;
 /// its time is that of a uniform all-to-all as large as the busiest rank's traffic
@@ -219,36 +221,122 @@ inline std::pair<double, double> price_collectives(dlrm_report& r, const dlrm& m
   return {ar_top, ar_bottom};
 }
 
-/// The iteration's critical path (see the file comment) and the communication it exposes.
-inline void schedule_iteration(dlrm_report& r, const mlp_time& bot, const mlp_time& top,
-                               double inter_bwd, double ar_top, double ar_bottom) {
-  double worst_before = 0;
-  for (const auto& rk : r.ranks)
-    worst_before = std::max(worst_before, bot.forward + rk.embedding_forward);
-  const double a2a_fwd_end = worst_before + r.all_to_all_forward;
-  const double top_bwd_end = a2a_fwd_end + r.top_forward + top.backward;
-  const double inter_bwd_end = top_bwd_end + inter_bwd;
-  const double ar_top_end = top_bwd_end + ar_top;
-  const double a2a_bwd_end = std::max(inter_bwd_end, ar_top_end) + r.all_to_all_backward;
-  const double bottom_bwd_end = inter_bwd_end + bot.backward;
-  const double ar_bottom_end = std::max(bottom_bwd_end, a2a_bwd_end) + ar_bottom;
-  double end = ar_bottom_end;
-  for (const auto& rk : r.ranks)
-    end = std::max(end, std::max(a2a_bwd_end, bottom_bwd_end) + rk.embedding_backward);
-  r.iteration_time = end + r.optimizer;
-  double compute = 0;
-  for (const auto& rk : r.ranks)
-    compute = std::max(compute, bot.forward + bot.backward + r.top_forward + r.top_backward +
-                                    rk.embedding_forward + rk.embedding_backward);
-  r.exposed_communication = std::max(0.0, end - compute);
-}
+/// What the lowering needs beyond the report: the top MLP's backward apart from the
+/// interaction's, and the two all-reduces apart.
+struct dlrm_split {
+  double top_mlp_backward = 0, interaction_backward = 0;
+  double all_reduce_top = 0, all_reduce_bottom = 0;
+};
+
+/// Earliest finish of each lowered operation: one compute stream per rank and one communication
+/// stream that every collective occupies (the ranks join each collective together), each in
+/// issue order: what `sim::simulate_dlrm` runs as tasks, worked out in closed form.
+struct dlrm_critical_path {
+  std::vector<double> compute_free, ends;
+  double comm_free = 0;
+  explicit dlrm_critical_path(std::size_t ranks) : compute_free(ranks, 0.0) {}
+  [[nodiscard]] double ready(const std::vector<int>& deps) const {
+    double t = 0;
+    for (const int d : deps) t = std::max(t, ends[static_cast<std::size_t>(d)]);
+    return t;
+  }
+  int compute(int rank, const char*, double seconds, const std::vector<int>& deps) {
+    double& free = compute_free[static_cast<std::size_t>(rank)];
+    free = std::max(free, ready(deps)) + seconds;
+    ends.push_back(free);
+    return static_cast<int>(ends.size()) - 1;
+  }
+  int collective(const char*, double seconds, const std::vector<int>& deps) {
+    comm_free = std::max(comm_free, ready(deps)) + seconds;
+    ends.push_back(comm_free);
+    return static_cast<int>(ends.size()) - 1;
+  }
+};
 }  // namespace detail
 
-/// Prices the plan that puts table i on rank `owner[i]` of `ranks` devices of `machine`
-/// (ranks 0 .. p-1 of its device order). `owner` empty: every table on rank 0 (needs p = 1).
-inline dlrm_report dlrm_plan(const dlrm& model, const dlrm_setup& setup,
-                             const std::vector<int>& owner, int ranks, const cluster& machine,
-                             const device_profile& prof, const embedding_bag_model& el) {
+/// The ids of a lowered DLRM iteration's last operations.
+struct dlrm_lowered {
+  int bottom_all_reduce = -1;
+  std::vector<int> embedding_backward, optimizer;  ///< per rank
+};
+
+/// The DLRM iteration of the priced plan `r` as operations in issue order (see the file comment):
+/// per rank `v.compute(rank, name, seconds, deps)` on its compute stream, and
+/// `v.collective(name, seconds, deps)` for a collective every rank joins; each returns the
+/// operation's id, which later operations name in `deps`. The closed form (`dlrm_plan`) and the
+/// event simulation (`sim::simulate_dlrm`) both run this one lowering.
+template <class V>
+dlrm_lowered lower_dlrm(const dlrm_report& r, const detail::dlrm_split& x, V& v) {
+  const std::size_t p = r.ranks.size();
+  const auto each = [&](auto&& f) {
+    std::vector<int> ids;
+    for (std::size_t k = 0; k < p; ++k) ids.push_back(f(static_cast<int>(k)));
+    return ids;
+  };
+  const std::vector<int> looked_up = each([&](int k) {
+    const int bottom = v.compute(k, "bottom MLP forward", r.bottom_forward, {});
+    return v.compute(k, "embedding forward", r.ranks[static_cast<std::size_t>(k)].embedding_forward,
+                     {bottom});
+  });
+  // the pooled rows go out once the slowest rank has looked its tables up
+  const int a2a_forward = v.collective("all-to-all forward", r.all_to_all_forward, looked_up);
+  const std::vector<int> top = each([&](int k) {
+    const int forward =
+        v.compute(k, "interaction and top MLP forward", r.top_forward, {a2a_forward});
+    return v.compute(k, "top MLP backward", x.top_mlp_backward, {forward});
+  });
+  // DDP launches the top MLP's all-reduce when its backward ends; the embedding gradients'
+  // all-to-all queues behind it
+  const int top_all_reduce = v.collective("top MLP all-reduce", x.all_reduce_top, top);
+  std::vector<int> interaction = each([&](int k) {
+    return v.compute(k, "interaction backward", x.interaction_backward,
+                     {top[static_cast<std::size_t>(k)]});
+  });
+  const std::vector<int> bottom = each([&](int k) {
+    return v.compute(k, "bottom MLP backward", r.bottom_backward,
+                     {interaction[static_cast<std::size_t>(k)]});
+  });
+  interaction.push_back(top_all_reduce);
+  const int a2a_backward = v.collective("all-to-all backward", r.all_to_all_backward, interaction);
+  std::vector<int> bottom_done = bottom;
+  bottom_done.push_back(a2a_backward);
+  dlrm_lowered out;
+  out.bottom_all_reduce = v.collective("bottom MLP all-reduce", x.all_reduce_bottom, bottom_done);
+  for (std::size_t k = 0; k < p; ++k) {
+    const int rank = static_cast<int>(k);
+    out.embedding_backward.push_back(v.compute(rank, "embedding backward and update",
+                                               r.ranks[k].embedding_backward, {a2a_backward}));
+    out.optimizer.push_back(v.compute(rank, "MLP optimizer step", r.optimizer,
+                                      {out.embedding_backward.back(), out.bottom_all_reduce}));
+  }
+  return out;
+}
+
+namespace detail {
+/// The iteration's time from its lowering's critical path, and the communication it exposes.
+inline void schedule_iteration(dlrm_report& r, const dlrm_split& x) {
+  dlrm_critical_path path(r.ranks.size());
+  const dlrm_lowered ids = lower_dlrm(r, x, path);
+  const auto end_of = [&](int id) { return path.ends[static_cast<std::size_t>(id)]; };
+  double end = end_of(ids.bottom_all_reduce);
+  for (const int e : ids.embedding_backward) end = std::max(end, end_of(e));
+  for (const int o : ids.optimizer) r.iteration_time = std::max(r.iteration_time, end_of(o));
+  double compute = 0;
+  for (const auto& rk : r.ranks)
+    compute = std::max(compute, r.bottom_forward + r.bottom_backward + r.top_forward +
+                                    r.top_backward + rk.embedding_forward + rk.embedding_backward);
+  r.exposed_communication = std::max(0.0, end - compute);
+}
+
+}  // namespace detail
+
+namespace detail {
+/// `dlrm_plan`, with what its lowering needs beside the report.
+inline std::pair<dlrm_report, dlrm_split> price_dlrm(const dlrm& model, const dlrm_setup& setup,
+                                                     const std::vector<int>& owner, int ranks,
+                                                     const cluster& machine,
+                                                     const device_profile& prof,
+                                                     const embedding_bag_model& el) {
   dlrm_report r = detail::assign_tables(model, setup, owner, ranks, machine);
   const double e = size_of(setup.precision);
   const double B = setup.batch, b = B / ranks;
@@ -266,7 +354,8 @@ inline dlrm_report dlrm_plan(const dlrm& model, const dlrm_setup& setup,
   detail::price_tables(r, model, setup, el, emb_dim_total, B, b, e);
   const auto [ar_top, ar_bottom] = detail::price_collectives(r, model, ranks, machine, e);
   r.optimizer = prof.copy.time(3 * model.dense_parameters() * e);
-  detail::schedule_iteration(r, bot, top, inter.backward, ar_top, ar_bottom);
+  const dlrm_split split{top.backward, inter.backward, ar_top, ar_bottom};
+  detail::schedule_iteration(r, split);
   // memory per rank: its tables (+ dense gradients), the MLPs' weights and gradients, the MLP
   // and interaction activations at b, its pooled outputs for all B samples and the received
   // ones for its b samples, each with its gradient
@@ -278,7 +367,16 @@ inline dlrm_report dlrm_plan(const dlrm& model, const dlrm_setup& setup,
     const double buffers = 2 * (own_dim * B + emb_dim_total * b) * e;
     rk.memory = rk.table_bytes + mlp_states + acts + buffers;
   }
-  return r;
+  return {std::move(r), split};
+}
+}  // namespace detail
+
+/// Prices the plan that puts table i on rank `owner[i]` of `ranks` devices of `machine`
+/// (ranks 0 .. p-1 of its device order). `owner` empty: every table on rank 0 (needs p = 1).
+inline dlrm_report dlrm_plan(const dlrm& model, const dlrm_setup& setup,
+                             const std::vector<int>& owner, int ranks, const cluster& machine,
+                             const device_profile& prof, const embedding_bag_model& el) {
+  return detail::price_dlrm(model, setup, owner, ranks, machine, prof, el).first;
 }
 
 /// The single-GPU step: the one-rank plan.

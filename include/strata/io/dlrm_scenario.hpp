@@ -147,11 +147,89 @@ inline std::pair<device_profile, std::string> dlrm_profile(const device& dev,
 }
 }  // namespace detail
 
-/// Runs a DLRM scenario and returns its report. `profile_text`: a stored device profile
+/// A DLRM scenario read: the plan it describes with its sharding chosen, and the report's
+/// fields but the plan's (`run_dlrm_scenario` prices it, `simulate_scenario` simulates it).
+struct dlrm_scenario {
+  dlrm model;
+  analytic::dlrm_setup setup;
+  cluster machine;
+  int gpus = 1;
+  device_profile profile;
+  embedding_bag_model el;
+  std::vector<int> owner;  ///< table -> rank (empty: one GPU)
+  nlohmann::json head;
+};
+
+namespace detail {
+/// The sharding a scenario asks for (a sharder's name, "search", or one rank per table) into
+/// `d.owner`, and what the report says of it into `d.head`.
+inline void choose_sharding(const nlohmann::json& j, dlrm_scenario& d, double fraction, int seed) {
+  const dlrm& m = d.model;
+  const int gpus = d.gpus;
+  const json sj = j.contains("sharding") ? j["sharding"] : json("size_lookup_greedy");
+  if (sj.is_string() && sj.get<std::string>() == "search") {
+    search::sharding_selection sel;
+    try {
+      sel = search::select_sharder(m, d.setup, gpus, d.machine, d.profile, d.el, fraction,
+                                   static_cast<std::uint64_t>(seed));
+    } catch (const plan_error& e) {
+      fail("sharding", e.what());
+    }
+    json cands = json::array();
+    for (const auto& c : sel.candidates) {
+      json cj{{"sharder", std::string(search::to_string(c.which))}};
+      if (c.feasible)
+        cj["iteration_time_s"] = c.report.iteration_time;
+      else
+        cj["error"] = c.error;
+      cands.push_back(cj);
+    }
+    const auto& best = sel.candidates[static_cast<std::size_t>(sel.best)];
+    d.head["candidates"] = cands;
+    d.head["chosen"] = std::string(search::to_string(best.which));
+    d.head["spread"] = sel.spread();
+    d.owner = best.owner;
+    return;
+  }
+  const auto sizes = search::table_bytes(m, d.setup);
+  const double capacity =
+      search::table_capacity(m, d.setup, gpus, d.machine, d.profile, d.el, fraction);
+  if (sj.is_array()) {
+    if (sj.size() != m.tables.size())
+      fail("sharding", "names " + std::to_string(sj.size()) + " ranks, the model has " +
+                           std::to_string(m.tables.size()) + " tables");
+    for (std::size_t i = 0; i < sj.size(); ++i)
+      d.owner.push_back(get_int(sj[i], "sharding[" + std::to_string(i) + "]", 0, gpus - 1));
+    try {
+      search::check_sharding(m.tables, d.owner, gpus, sizes, capacity);
+    } catch (const plan_error& e) {
+      fail("sharding", e.what());
+    }
+    d.head["sharding"] = "explicit";
+  } else if (sj.is_string()) {
+    search::sharder s{};
+    try {
+      s = search::sharder_named(sj.get<std::string>());
+    } catch (const plan_error& e) {
+      fail("sharding", std::string(e.what()) + ", or \"search\"");
+    }
+    try {
+      d.owner = search::shard(m.tables, gpus, s, sizes, capacity, static_cast<std::uint64_t>(seed));
+    } catch (const plan_error& e) {
+      fail("sharding", e.what());
+    }
+    d.head["sharding"] = std::string(search::to_string(s));
+  } else {
+    fail("sharding", "must be a sharder's name, \"search\" or one rank per table");
+  }
+}
+}  // namespace detail
+
+/// Reads DLRM scenario `j` and chooses its sharding. `profile_text`: a stored device profile
 /// (io/profile.hpp) for the GEMMs and memory-bound kernels, carried to the cluster's device with
 /// `rescale_profile`; empty: the device's datasheet profile.
-inline nlohmann::json run_dlrm_scenario(const nlohmann::json& j,
-                                        std::string_view profile_text = {}) {
+inline dlrm_scenario parse_dlrm_scenario(const nlohmann::json& j,
+                                         std::string_view profile_text = {}) {
   using namespace detail;
   only_keys(j, "scenario",
             {"dlrm", "batch", "precision", "gradient", "cluster", "gpus", "sharding",
@@ -192,77 +270,29 @@ inline nlohmann::json run_dlrm_scenario(const nlohmann::json& j,
   const embedding_bag_model el = j.contains("embedding_model")
                                      ? parse_embedding_model(j["embedding_model"])
                                      : h100_embedding_bag;
-  const auto [prof, profile_name] = dlrm_profile(machine.dev, profile_text);
-  json out{{"model",
-            {{"tables", m.tables.size()},
-             {"dense_parameters", m.dense_parameters()},
-             {"embedding_parameters", m.embedding_parameters()}}},
-           {"batch", static_cast<long long>(setup.batch)},
-           {"gpus", gpus},
-           {"gradient", grad},
-           {"profile", profile_name},
-           {"device", std::string(machine.dev.name)},
-           {"capacity_bytes", machine.dev.memory.count()}};
-  // the sharding: a sharder's name, "search", or one rank per table
-  const json sj = j.contains("sharding") ? j["sharding"] : json("size_lookup_greedy");
-  if (sj.is_string() && sj.get<std::string>() == "search") {
-    search::sharding_selection sel;
-    try {
-      sel = search::select_sharder(m, setup, gpus, machine, prof, el, fraction,
-                                   static_cast<std::uint64_t>(seed));
-    } catch (const plan_error& e) {
-      fail("sharding", e.what());
-    }
-    json cands = json::array();
-    for (const auto& c : sel.candidates) {
-      json cj{{"sharder", std::string(search::to_string(c.which))}};
-      if (c.feasible)
-        cj["iteration_time_s"] = c.report.iteration_time;
-      else
-        cj["error"] = c.error;
-      cands.push_back(cj);
-    }
-    const auto& best = sel.candidates[static_cast<std::size_t>(sel.best)];
-    out["candidates"] = cands;
-    out["chosen"] = std::string(search::to_string(best.which));
-    out["spread"] = sel.spread();
-    out["plan"] = plan_json(m, best.report);
-    return out;
-  }
-  std::vector<int> owner;
-  if (sj.is_array()) {
-    if (sj.size() != m.tables.size())
-      fail("sharding", "names " + std::to_string(sj.size()) + " ranks, the model has " +
-                           std::to_string(m.tables.size()) + " tables");
-    for (std::size_t i = 0; i < sj.size(); ++i)
-      owner.push_back(get_int(sj[i], "sharding[" + std::to_string(i) + "]", 0, gpus - 1));
-    try {
-      search::check_sharding(m.tables, owner, gpus, search::table_bytes(m, setup),
-                             search::table_capacity(m, setup, gpus, machine, prof, el, fraction));
-    } catch (const plan_error& e) {
-      fail("sharding", e.what());
-    }
-    out["sharding"] = "explicit";
-  } else if (sj.is_string()) {
-    search::sharder s{};
-    try {
-      s = search::sharder_named(sj.get<std::string>());
-    } catch (const plan_error& e) {
-      fail("sharding", std::string(e.what()) + ", or \"search\"");
-    }
-    const auto sizes = search::table_bytes(m, setup);
-    const double capacity = search::table_capacity(m, setup, gpus, machine, prof, el, fraction);
-    try {
-      owner = search::shard(m.tables, gpus, s, sizes, capacity, static_cast<std::uint64_t>(seed));
-    } catch (const plan_error& e) {
-      fail("sharding", e.what());
-    }
-    out["sharding"] = std::string(search::to_string(s));
-  } else {
-    fail("sharding", "must be a sharder's name, \"search\" or one rank per table");
-  }
-  out["plan"] = plan_json(m, analytic::dlrm_plan(m, setup, owner, gpus, machine, prof, el));
-  return out;
+  auto [prof, profile_name] = dlrm_profile(machine.dev, profile_text);
+  dlrm_scenario d{m, setup, machine, gpus, std::move(prof), el, {}, json{}};
+  d.head = json{{"model",
+                 {{"tables", m.tables.size()},
+                  {"dense_parameters", m.dense_parameters()},
+                  {"embedding_parameters", m.embedding_parameters()}}},
+                {"batch", static_cast<long long>(setup.batch)},
+                {"gpus", gpus},
+                {"gradient", grad},
+                {"profile", profile_name},
+                {"device", std::string(machine.dev.name)},
+                {"capacity_bytes", machine.dev.memory.count()}};
+  choose_sharding(j, d, fraction, seed);
+  return d;
+}
+
+/// Evaluates DLRM scenario `j`: its report as JSON.
+inline nlohmann::json run_dlrm_scenario(const nlohmann::json& j,
+                                        std::string_view profile_text = {}) {
+  dlrm_scenario d = parse_dlrm_scenario(j, profile_text);
+  d.head["plan"] = detail::plan_json(
+      d.model, analytic::dlrm_plan(d.model, d.setup, d.owner, d.gpus, d.machine, d.profile, d.el));
+  return d.head;
 }
 
 /// A DLRM report (`run_dlrm_scenario`) as a table for people: the inputs, the iteration and its

@@ -1,7 +1,7 @@
 #pragma once
 /// @file io/simulate.hpp
-/// @brief `strata simulate` as one function: a scenario — ParaDL, transformer, or a Proteus
-/// strategy tree — simulated event by event, with its report and what the timeline and the
+/// @brief `strata simulate` as one function: a scenario — ParaDL, transformer, DLRM, or a
+/// Proteus strategy tree — simulated event by event, with its report and what the timeline and the
 /// pictures are drawn from. The command line and the Python module both call it, so their
 /// reports and their error sentences cannot differ.
 /// @code
@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "strata/io/csv.hpp"
+#include "strata/io/dlrm_scenario.hpp"
 #include "strata/io/human.hpp"
 #include "strata/io/model_list.hpp"
 #include "strata/io/proteus_tree.hpp"
@@ -26,6 +27,7 @@
 #include "strata/io/transformer_scenario.hpp"
 #include "strata/proteus/compile.hpp"
 #include "strata/proteus/htae.hpp"
+#include "strata/sim/dlrm.hpp"
 #include "strata/sim/paradl.hpp"
 #include "strata/sim/transformer.hpp"
 
@@ -56,6 +58,33 @@ struct scenario_simulation {
   std::optional<transformer_scenario> transformer;  ///< set for a transformer scenario
 };
 
+namespace detail {
+/// A DLRM plan: every rank simulated (`sim::simulate_dlrm`).
+inline scenario_simulation simulate_dlrm_scenario(const nlohmann::json& j,
+                                                  const simulate_request& o,
+                                                  std::string_view shipped) {
+  if (o.schedule || o.max_in_flight || o.overlap || o.buckets || o.gamma)
+    throw plan_error(o.names + "schedule, " + o.names + "max-in-flight, " + o.names + "overlap, " +
+                     o.names + "buckets and " + o.names +
+                     "gamma: a DLRM plan's schedule is fixed (Lin et al. §V-B1)");
+  const dlrm_scenario d = parse_dlrm_scenario(j, shipped);
+  auto run = sim::simulate_dlrm(d.model, d.setup, d.owner, d.gpus, d.machine, d.profile, d.el);
+  scenario_simulation out;
+  out.report = summary(run.graph, run.run, o.details);
+  out.report["closed_form_iteration_time_s"] = run.report.iteration_time;
+  out.report["simulated_ranks"] = d.gpus;
+  out.report["model"] = "DLRM";
+  out.report["cluster"] = std::string(d.machine.name);
+  out.report["devices"] = d.gpus;
+  if (d.head.contains("sharding")) out.report["sharding"] = d.head["sharding"];
+  if (d.head.contains("chosen")) out.report["sharding"] = d.head["chosen"];
+  if (o.trace) out.trace = chrome_trace(run.graph, run.run);
+  out.graph = std::move(run.graph);
+  out.run = std::move(run.run);
+  return out;
+}
+}  // namespace detail
+
 /// Simulates scenario `j` (`shipped`: the text of the H100 profile a transformer scenario's
 /// "auto" means, as `parse_transformer_scenario` takes it).
 inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simulate_request& o,
@@ -80,11 +109,12 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
     if (o.trace) out.trace = proteus_trace(g, run);
     return out;
   }
+  if (j.is_object() && j.contains("dlrm")) return detail::simulate_dlrm_scenario(j, o, shipped);
   // a scenario for the other command, named as such (not as an "unknown field")
-  if (j.is_object() && (j.contains("dlrm") || j.contains("step")))
-    throw plan_error(std::string("scenario: this is a ") +
-                     (j.contains("dlrm") ? "DLRM" : "one-GPU step") +
-                     " scenario: evaluate it with `strata FILE`, not `strata simulate`");
+  if (j.is_object() && j.contains("step"))
+    throw plan_error(
+        "scenario: this is a one-GPU step scenario: evaluate it with `strata FILE`, "
+        "not `strata simulate`");
   if (is_transformer_scenario(j)) {
     if (o.schedule)
       throw plan_error(n + "schedule: a transformer scenario sets its schedule in " +
