@@ -256,6 +256,38 @@ TEST_CASE("the uneven all-to-all is priced on the busiest rank", "[embedding]") 
                     Catch::Contains("table 't3' is sharded to rank 4 of 4"));
 }
 
+TEST_CASE("one embedding bag as a scenario: each time named by what it includes", "[embedding]") {
+  // test/data/h100_embedding_bag.csv: E = 10^7, D = 32, L = 20, B = 4096, uniform, fp32 measured
+  // 0.0448 ms forward, 2.342 ms forward + backward, 2.498 ms with the SGD step
+  const auto r = io::run_embedding_bag_scenario(nlohmann::json::parse(R"({
+    "embedding_bag": {"rows": 10000000, "dim": 32, "pooling": 20, "reuse": "uniform"},
+    "batch": 4096})"));
+  const embedding_bag_shape s{.rows = 1e7, .dim = 32, .pooling = 20, .batch = 4096};
+  const auto& el = h100_embedding_bag;
+  CHECK(r["lookups"].get<double>() == 81920);
+  CHECK(r["forward_call_s"].get<double>() == el.forward(s));
+  CHECK(r["forward_kernel_s"].get<double>() == el.forward_kernel(s));
+  CHECK(r["backward_dense_s"].get<double>() == el.backward(s, embedding_gradient::dense));
+  CHECK(r["sgd_update_dense_s"].get<double>() == el.update(s, embedding_gradient::dense));
+  CHECK(r["backward_fused_update_s"].get<double>() == el.backward(s, embedding_gradient::fused));
+  // the forward is host-bound (its kernel is shorter than the call's floor)
+  CHECK(r["forward_kernel_s"].get<double>() < r["forward_call_s"].get<double>());
+  // the measured row, to the fit's accuracy
+  CHECK(r["forward_call_s"].get<double>() == Approx(0.0448e-3).epsilon(0.10));
+  CHECK(r["step_dense_s"].get<double>() == Approx(2.498e-3).epsilon(0.10));
+  CHECK(r["step_dense_s"].get<double>() ==
+        Approx(r["forward_call_s"].get<double>() + r["backward_dense_s"].get<double>() +
+               r["sgd_update_dense_s"].get<double>()));
+  // a dimension is required (no MLP to take it from); a misspelt key is named
+  CHECK_THROWS_WITH(io::run_embedding_bag_scenario(nlohmann::json::parse(
+                        R"({"embedding_bag": {"rows": 10, "pooling": 1}, "batch": 4})")),
+                    Catch::Contains("embedding_bag.dim"));
+  CHECK_THROWS_WITH(io::run_embedding_bag_scenario(nlohmann::json::parse(
+                        R"({"embedding_bag": {"rows": 10, "dim": 4, "pooling": 1}, "batch": 4,
+                            "gradient": "fused"})")),
+                    Catch::Contains("gradient"));
+}
+
 TEST_CASE("a DLRM plan simulated runs the closed form's lowering", "[embedding]") {
   // the four tables of the test above on 4 ranks ({t0, t1}, {t2}, none, {t3}): every rank and
   // collective a task, each collective waiting for the last rank

@@ -83,6 +83,14 @@ struct dlrm_report {
   }
 };
 
+/// What the lowering (`lower_dlrm`) needs beyond the report: the top MLP's backward apart from
+/// the interaction's (`dlrm_report::top_backward` holds both), and the two all-reduces apart
+/// (`dlrm_report::all_reduce` holds both).
+struct dlrm_split {
+  double top_mlp_backward = 0, interaction_backward = 0;
+  double all_reduce_top = 0, all_reduce_bottom = 0;
+};
+
 namespace detail {
 /// Forward and backward time of an MLP on `b` samples (GEMMs and element-wise activations).
 struct mlp_time {
@@ -221,13 +229,6 @@ inline std::pair<double, double> price_collectives(dlrm_report& r, const dlrm& m
   return {ar_top, ar_bottom};
 }
 
-/// What the lowering needs beyond the report: the top MLP's backward apart from the
-/// interaction's, and the two all-reduces apart.
-struct dlrm_split {
-  double top_mlp_backward = 0, interaction_backward = 0;
-  double all_reduce_top = 0, all_reduce_bottom = 0;
-};
-
 /// Earliest finish of each lowered operation: one compute stream per rank and one communication
 /// stream that every collective occupies (the ranks join each collective together), each in
 /// issue order: what `sim::simulate_dlrm` runs as tasks, worked out in closed form.
@@ -266,7 +267,7 @@ struct dlrm_lowered {
 /// operation's id, which later operations name in `deps`. The closed form (`dlrm_plan`) and the
 /// event simulation (`sim::simulate_dlrm`) both run this one lowering.
 template <class V>
-dlrm_lowered lower_dlrm(const dlrm_report& r, const detail::dlrm_split& x, V& v) {
+dlrm_lowered lower_dlrm(const dlrm_report& r, const dlrm_split& x, V& v) {
   const std::size_t p = r.ranks.size();
   const auto each = [&](auto&& f) {
     std::vector<int> ids;
@@ -327,7 +328,6 @@ inline void schedule_iteration(dlrm_report& r, const dlrm_split& x) {
                                     r.top_backward + rk.embedding_forward + rk.embedding_backward);
   r.exposed_communication = std::max(0.0, end - compute);
 }
-
 }  // namespace detail
 
 namespace detail {

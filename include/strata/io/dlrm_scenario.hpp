@@ -45,6 +45,26 @@ inline std::vector<int> widths(const json& j, const std::string& path) {
   return out;
 }
 
+/// One embedding table at `tp`: `name` (default `fallback`), `rows`, `dim` (default `dim`; 0:
+/// required), `pooling`, `reuse` (the 17 counts of `batch` samples, "uniform" or {"zipf": a}).
+inline embedding_table parse_table(const json& j, const std::string& tp,
+                                   const std::string& fallback, int dim, double batch) {
+  only_keys(j, tp, {"name", "rows", "dim", "pooling", "reuse"});
+  embedding_table t;
+  t.name = str_field(j, tp, "name", fallback.c_str());
+  if (!j.contains("rows")) fail(tp + ".rows", "missing (required)");
+  t.rows = num_field(j, tp, "rows", 1.0, 1e12, 1.0);
+  t.dim = int_field(j, tp, "dim", 1, 1 << 16, dim, dim < 1);
+  if (!j.contains("pooling")) fail(tp + ".pooling", "missing (required)");
+  t.pooling = num_field(j, tp, "pooling", 0.0, 1e6, 1.0);
+  if (j.contains("reuse")) {
+    t.reuse = parse_reuse(j["reuse"], tp + ".reuse", t.rows, batch * t.pooling);
+    if (t.reuse.unique() > t.rows + 0.5)
+      fail(tp + ".reuse", "counts more distinct rows than the table has");
+  }
+  return t;
+}
+
 inline dlrm parse_dlrm(const json& j, double batch) {
   const std::string path = "dlrm";
   only_keys(j, path,
@@ -77,23 +97,9 @@ inline dlrm parse_dlrm(const json& j, double batch) {
   } else {
     const json& ts = j["tables"];
     if (!ts.is_array() || ts.empty()) fail(path + ".tables", "must be a non-empty array");
-    for (std::size_t i = 0; i < ts.size(); ++i) {
-      const std::string tp = path + ".tables[" + std::to_string(i) + "]";
-      only_keys(ts[i], tp, {"name", "rows", "dim", "pooling", "reuse"});
-      embedding_table t;
-      t.name = str_field(ts[i], tp, "name", ("table" + std::to_string(i)).c_str());
-      if (!ts[i].contains("rows")) fail(tp + ".rows", "missing (required)");
-      t.rows = num_field(ts[i], tp, "rows", 1.0, 1e12, 1.0);
-      t.dim = int_field(ts[i], tp, "dim", 1, 1 << 16, m.bottom.back());
-      if (!ts[i].contains("pooling")) fail(tp + ".pooling", "missing (required)");
-      t.pooling = num_field(ts[i], tp, "pooling", 0.0, 1e6, 1.0);
-      if (ts[i].contains("reuse")) {
-        t.reuse = parse_reuse(ts[i]["reuse"], tp + ".reuse", t.rows, batch * t.pooling);
-        if (t.reuse.unique() > t.rows + 0.5)
-          fail(tp + ".reuse", "counts more distinct rows than the table has");
-      }
-      m.tables.push_back(std::move(t));
-    }
+    for (std::size_t i = 0; i < ts.size(); ++i)
+      m.tables.push_back(parse_table(ts[i], path + ".tables[" + std::to_string(i) + "]",
+                                     "table" + std::to_string(i), m.bottom.back(), batch));
   }
   try {
     m.validate();
@@ -295,6 +301,44 @@ inline nlohmann::json run_dlrm_scenario(const nlohmann::json& j,
   return d.head;
 }
 
+/// One embedding bag on one GPU, as Lin et al.'s EL model prices it (`embedding_bag_model`): a
+/// scenario whose top-level object has the key "embedding_bag" (`{"embedding_bag": {"rows",
+/// "dim", "pooling", "reuse"}, "batch", "precision", "embedding_model"}`). The report names what
+/// each time includes: the forward call as CUDA events time it (host floor or kernel), the
+/// forward kernel alone (a profiler's view), the backward without and with the fused optimizer,
+/// the dense gradient's SGD step, and the whole step each way.
+inline nlohmann::json run_embedding_bag_scenario(const nlohmann::json& j) {
+  using namespace detail;
+  only_keys(j, "scenario", {"embedding_bag", "batch", "precision", "embedding_model"});
+  const double batch = int_field(j, "scenario", "batch", 1, 1 << 30, 0, true);
+  const dtype precision = compute_type(j, "scenario", "precision", "precision");
+  const embedding_table t =
+      parse_table(require(j, "scenario", "embedding_bag"), "embedding_bag", "table", 0, batch);
+  const embedding_bag_model el = j.contains("embedding_model")
+                                     ? parse_embedding_model(j["embedding_model"])
+                                     : h100_embedding_bag;
+  const embedding_bag_shape s = t.shape(batch, size_of(precision));
+  const reuse_histogram h = s.effective_reuse();
+  using g = embedding_gradient;
+  return json{{"embedding_bag",
+               {{"rows", t.rows},
+                {"dim", t.dim},
+                {"pooling", t.pooling},
+                {"batch", batch},
+                {"precision", std::string(to_string(precision))}}},
+              {"embedding_model", j.contains("embedding_model") ? "given" : "H100 fit"},
+              {"lookups", s.lookups()},
+              {"unique_rows", h.unique()},
+              {"forward_call_s", el.forward(s)},
+              {"forward_kernel_s", el.forward_kernel(s)},
+              {"backward_dense_s", el.backward(s, g::dense)},
+              {"backward_dense_accumulate_s", el.backward(s, g::dense_accumulate)},
+              {"sgd_update_dense_s", el.update(s, g::dense)},
+              {"backward_fused_update_s", el.backward(s, g::fused)},
+              {"step_dense_s", el.step(s, g::dense)},
+              {"step_fused_s", el.step(s, g::fused)}};
+}
+
 /// A DLRM report (`run_dlrm_scenario`) as a table for people: the inputs, the iteration and its
 /// terms on the busiest rank, each rank's tables, memory and all-to-all, and for a sharding
 /// search every sharder's time.
@@ -363,6 +407,38 @@ inline std::string dlrm_table(const nlohmann::json& j) {
                  : table_row(name, "-", c["error"].get<std::string>());
     }
   }
+  return out;
+}
+
+/// An "embedding_bag" scenario's report as a table for people.
+inline std::string embedding_bag_table(const nlohmann::json& j) {
+  const nlohmann::json& b = j["embedding_bag"];
+  std::string out;
+  char line[256];
+  std::snprintf(
+      line, sizeof line, "embedding bag: %s rows x %d, pooling %g, batch %s, %s; EL model: %s\n",
+      human_count(b["rows"].get<double>()).c_str(), b["dim"].get<int>(), b["pooling"].get<double>(),
+      human_count(b["batch"].get<double>()).c_str(), b["precision"].get<std::string>().c_str(),
+      j["embedding_model"].get<std::string>().c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "%s lookups over %s distinct rows\n",
+                human_count(j["lookups"].get<double>()).c_str(),
+                human_count(j["unique_rows"].get<double>()).c_str());
+  out += line;
+  struct term {
+    const char *key, *label, *note;
+  };
+  static constexpr term terms[] = {
+      {"forward_call_s", "forward call", "CUDA events: host floor or kernel"},
+      {"forward_kernel_s", "forward kernel", "the kernel alone (a profiler's view)"},
+      {"backward_dense_s", "backward", "a new dense gradient, no optimizer"},
+      {"backward_dense_accumulate_s", "backward, accumulated", "into an existing dense gradient"},
+      {"sgd_update_dense_s", "SGD step", "over the dense gradient"},
+      {"backward_fused_update_s", "fused backward + SGD", "FBGEMM TBE: the touched rows updated"},
+      {"step_dense_s", "step, dense", "forward + backward + SGD"},
+      {"step_fused_s", "step, fused", "forward + fused backward"}};
+  for (const term& t : terms)
+    out += table_row(t.label, human_duration(j[t.key].get<double>()), t.note);
   return out;
 }
 

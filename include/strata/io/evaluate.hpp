@@ -62,10 +62,11 @@ struct scenario_evaluation {
 };
 
 /// The kinds of scenario, told apart by their keys.
-enum class scenario_kind { cnn, transformer, dlrm, step };
+enum class scenario_kind { cnn, transformer, dlrm, embedding_bag, step };
 
 [[nodiscard]] inline scenario_kind kind_of(const nlohmann::json& j) {
   if (j.is_object() && j.contains("dlrm")) return scenario_kind::dlrm;
+  if (j.is_object() && j.contains("embedding_bag")) return scenario_kind::embedding_bag;
   if (j.is_object() && j.contains("step")) return scenario_kind::step;
   if (is_transformer_scenario(j)) return scenario_kind::transformer;
   return scenario_kind::cnn;
@@ -96,6 +97,11 @@ inline scenario_evaluation evaluate_as(const nlohmann::json& j, const evaluate_r
       no_limit("a DLRM scenario");
       out.report = run_dlrm_scenario(j, shipped);
       if (table) out.table = dlrm_table(out.report);
+      return out;
+    case scenario_kind::embedding_bag:
+      no_limit("an embedding-bag scenario");
+      out.report = run_embedding_bag_scenario(j);
+      if (table) out.table = embedding_bag_table(out.report);
       return out;
     case scenario_kind::step:
       no_limit("a step scenario");

@@ -94,14 +94,16 @@ inline void check_fit_scenario(const json& j) {
       break;
     case scenario_kind::cnn:
     case scenario_kind::dlrm:
+    case scenario_kind::embedding_bag:
     case scenario_kind::step: {
       const scenario_kind k = kind_of(j);
       fail("model", std::string("fit compares GPUs for transformer scenarios (\"model\": a zoo "
                                 "transformer such as \"llama3-8b\", its dimensions, or a Hugging "
                                 "Face {\"hf_id\"} or {\"hf_config\"}); this is a ") +
-                        (k == scenario_kind::dlrm   ? "DLRM"
-                         : k == scenario_kind::step ? "single-GPU step"
-                                                    : "CNN or parameter-server") +
+                        (k == scenario_kind::dlrm            ? "DLRM"
+                         : k == scenario_kind::embedding_bag ? "single embedding-bag"
+                         : k == scenario_kind::step          ? "single-GPU step"
+                                                             : "CNN or parameter-server") +
                         " scenario");
     }
   }

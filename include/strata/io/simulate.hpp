@@ -111,10 +111,10 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
   }
   if (j.is_object() && j.contains("dlrm")) return detail::simulate_dlrm_scenario(j, o, shipped);
   // a scenario for the other command, named as such (not as an "unknown field")
-  if (j.is_object() && j.contains("step"))
-    throw plan_error(
-        "scenario: this is a one-GPU step scenario: evaluate it with `strata FILE`, "
-        "not `strata simulate`");
+  if (j.is_object() && (j.contains("step") || j.contains("embedding_bag")))
+    throw plan_error(std::string("scenario: this is a ") +
+                     (j.contains("step") ? "one-GPU step" : "single embedding-bag") +
+                     " scenario: evaluate it with `strata FILE`, not `strata simulate`");
   if (is_transformer_scenario(j)) {
     if (o.schedule)
       throw plan_error(n + "schedule: a transformer scenario sets its schedule in " +
