@@ -13,6 +13,7 @@
 #include <strata/hardware/presets.hpp>
 #include <strata/io/dlrm_scenario.hpp>
 #include <strata/io/lin_trace.hpp>
+#include <strata/io/simulation.hpp>
 #include <strata/search/sharders.hpp>
 #include <strata/sim/dlrm.hpp>
 
@@ -304,8 +305,8 @@ TEST_CASE("a DLRM plan simulated runs the closed form's lowering", "[embedding]"
   REQUIRE(run.run.peak_memory.size() == 4);
   CHECK(run.run.peak_memory[0] == r.ranks[0].memory);
   CHECK(run.run.peak_memory[2] == r.ranks[2].memory);
-  // 4 ranks x 8 operations + 4 collectives
-  REQUIRE(run.graph.tasks().size() == 36);
+  // 4 ranks x 8 operations + 4 collectives, each a part on every rank
+  REQUIRE(run.graph.tasks().size() == 48);
   const auto task = [&](const std::string& name, int nth = 0) {
     for (std::size_t i = 0; i < run.graph.tasks().size(); ++i)
       if (run.graph.tasks()[i].name == name && nth-- == 0) return run.run.tasks[i];
@@ -315,9 +316,17 @@ TEST_CASE("a DLRM plan simulated runs the closed form's lowering", "[embedding]"
   // the forward all-to-all starts when rank 0, the busiest, has looked its two tables up
   const double looked_up = r.bottom_forward + r.ranks[0].embedding_forward;
   CHECK(task("all-to-all forward").start == Approx(looked_up));
-  // rank 2, with no table, waits for it: its top MLP starts at the all-to-all's end
+  // rank 2, with no table, waits for it: its part starts with rank 0's, and its top MLP at the
+  // all-to-all's end
+  CHECK(task("all-to-all forward", 2).start == Approx(looked_up));
   CHECK(task("interaction and top MLP forward", 2).start ==
         Approx(looked_up + r.all_to_all_forward));
+  // each rank's wait is its own exposed communication
+  const auto exposed = io::exposed_communication(run.graph, run.run);
+  REQUIRE(exposed.size() == 4);
+  CHECK(exposed[0] > 0);
+  // rank 2 has no embedding backward to hide the bottom MLP's all-reduce behind
+  CHECK(exposed[2] > exposed[0]);
   // one GPU: the same as the single-GPU step
   dlrm one{.tables = generate_tables(6, table_mix::normal, 64, 5, 2048)};
   const auto step =

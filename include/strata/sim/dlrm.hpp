@@ -2,9 +2,9 @@
 /// @file sim/dlrm.hpp
 /// @brief A DLRM plan (Lin et al. §V-B1, `analytic::dlrm_plan`) simulated event by event: the
 /// closed form's lowering (`analytic::lower_dlrm`) run as tasks on the executor. Every rank is
-/// simulated (their tables differ): each has a compute stream, and the collectives, which every
-/// rank joins, share one communication stream, so each starts when the last rank is ready
-/// (inter-rank synchronization, Lin et al. §IV-B) and they run in issue order.
+/// simulated (their tables differ): each has a compute stream and a communication stream, and
+/// every rank's part of a collective starts when the last rank is ready (inter-rank
+/// synchronization, Lin et al. §IV-B), so all parts end together.
 /// Without contention the simulation is the closed form's critical path; its timeline shows where
 /// each rank waits. Each rank holds the closed form's memory (`dlrm_rank::memory`) from its first
 /// operation on.
@@ -14,6 +14,7 @@
 /// run.iteration();  // s, == run.report.iteration_time
 /// @endcode
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,12 +44,20 @@ inline dlrm_run simulate_dlrm(const dlrm& model, const analytic::dlrm_setup& set
   executor ex(out.graph);
   for (int k = 0; k < ranks; ++k) ex.add_device(k, "rank " + std::to_string(k));
   // memory: each rank's (`dlrm_rank::memory`: tables, MLP states, activations, buffers) from
-  // its first operation on, the closed form's peak
+  // its first operation on, the closed form's peak. A collective is a task on every rank's
+  // communication stream, each after every rank's inputs; a rank's later operations wait for
+  // its own part (the lowering names the collective by its rank-0 part's id).
   struct visitor {
     executor& ex;
     const analytic::dlrm_report& r;
-    int collectives;
+    std::vector<int> streams;
     std::vector<bool> started;
+    std::map<int, std::vector<int>> parts;  ///< a collective's id -> its part on each rank
+    [[nodiscard]] std::vector<int> on_rank(std::size_t k, std::vector<int> deps) const {
+      for (int& d : deps)
+        if (const auto it = parts.find(d); it != parts.end()) d = it->second[k];
+      return deps;
+    }
     int compute(int rank, const char* name, double seconds, const std::vector<int>& deps) {
       const auto k = static_cast<std::size_t>(rank);
       std::vector<int> held;
@@ -56,14 +65,20 @@ inline dlrm_run simulate_dlrm(const dlrm& model, const analytic::dlrm_setup& set
         held.push_back(
             ex.tensor(rank, "tables, MLP states, activations, buffers", r.ranks[k].memory));
       started[k] = true;
-      return ex.kernels(rank, name, lower::span::kernel(0, seconds), deps, task_class::compute,
-                        std::move(held));
+      return ex.kernels(rank, name, lower::span::kernel(0, seconds), on_rank(k, deps),
+                        task_class::compute, std::move(held));
     }
     int collective(const char* name, double seconds, const std::vector<int>& deps) {
-      return ex.on_stream(collectives, 0, name, seconds, deps, task_class::communication);
+      std::vector<int> ids;
+      for (std::size_t k = 0; k < streams.size(); ++k)
+        ids.push_back(ex.on_stream(streams[k], static_cast<int>(k), name, seconds, on_rank(k, deps),
+                                   task_class::communication));
+      parts[ids.front()] = ids;
+      return ids.front();
     }
-  } v{ex, out.report, ex.add_stream(0, "collectives (every rank)"),
-      std::vector<bool>(static_cast<std::size_t>(ranks), false)};
+  } v{ex, out.report, {}, std::vector<bool>(static_cast<std::size_t>(ranks), false), {}};
+  for (int k = 0; k < ranks; ++k)
+    v.streams.push_back(ex.add_stream(k, "rank " + std::to_string(k) + " collectives"));
   analytic::lower_dlrm(out.report, split, v);
   out.run = out.graph.run();
   return out;
