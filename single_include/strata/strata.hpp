@@ -1412,6 +1412,14 @@ struct recipe {
   /// GEMM, and under sequence parallelism the input's re-gather beside the input gradient's GEMM
   /// (`analytic::collectives_of`); false: every backward collective blocks, as in the forward
   bool tp_async_backward = true;
+  /// under an interleaved schedule each model chunk's gradients are reduced once its last
+  /// micro-batch's backward on the stage ends and its updated weights gathered ahead of its first
+  /// forward (Megatron-Core's grad_sync_func and param_sync_func in
+  /// core/pipeline_parallel/schedules.py, with --overlap-grad-reduce and --overlap-param-gather;
+  /// `parallel::data_parallel::behind_chunks`); false: the stage's traffic hides behind one
+  /// micro-batch's pass at most (Megatron-LM 2021 all-reduced its gradient buffer after the
+  /// backward)
+  bool chunk_data_sync = true;
   /// pipelines run on DeepSpeed's pipeline engine (Megatron-DeepSpeed's `PipelineModule`,
   /// runtime/pipe/engine.py), which keeps per buffer slot the received activation and the stage's
   /// output (`analytic::pipe_buffers`); false: Megatron's schedule, which frees an output's data
@@ -1473,11 +1481,13 @@ struct megatron : frameworks::recipe {
 /// Megatron-LM as SC'21 ran it (v2.6 and before, August 2021): every backward tensor-parallel
 /// collective blocks the stream. The input gradient's all-reduce beside the weight gradient's
 /// GEMM (`recipe::tp_async_backward`) came after, in commit cf7efd4 ("allreduce overlap with
-/// wgrad gemm", 2021-08-30), and is in every later release Korthikanti et al. 2022 measured.
+/// wgrad gemm", 2021-08-30), and is in every later release Korthikanti et al. 2022 measured. Nor
+/// did it reduce an interleaved stage's gradients chunk by chunk (`recipe::chunk_data_sync`).
 struct megatron_2021 : megatron {
   constexpr megatron_2021() {
     name = "megatron-2021";
     tp_async_backward = false;
+    chunk_data_sync = false;
   }
 };
 
@@ -4626,7 +4636,8 @@ constexpr void check_engine(const frameworks::sharding& e, int stage, int pipeli
 ///   (PyTorch DDP, Megatron's grad buffers), a share `overlap` of the backward hiding them, the
 ///   last bucket never; ZeRO-2/3 reduce-scatter after every micro-batch; ZeRO-3 gathers each
 ///   layer's weights before its forward and backward, one layer ahead (the first is exposed);
-///   ZeRO-1/2 gather the updated weights behind the next forward (`exposed`);
+///   ZeRO-1/2 gather the updated weights behind the next forward; under an interleaved
+///   schedule both hide behind the other micro-batches' chunks as well (`behind_chunks`);
 /// - memory: a bucket of gradients in flight (ZeRO-0), two layers' gathered weights (ZeRO-3).
 
 
@@ -4653,18 +4664,37 @@ struct data_parallel {
   struct collective_times {
     seconds all_reduce{}, reduce_scatter{}, all_gather{};
   };
+  /// What of `comm`, one step's traffic in buckets of `share` each, stays exposed beside
+  /// `work`, one micro-batch's compute on the stage, under a schedule of p stages and v chunks
+  /// per stage. The buckets follow the stage's chunks in the order the compute needs them
+  /// (forward: chunk 0 first; backward: the last chunk first), so the traffic of the first c + 1
+  /// chunks, (c + 1) / v of it, hides behind the (c p + 1) / v micro-batches of work that come
+  /// before the point where its last bucket is due or released: with interleaving (Megatron's
+  /// 1F1B runs each chunk for p micro-batches in a row) micro-batch 0's chunk c starts c p units
+  /// after its chunk 0, and the last micro-batch's chunk c ends c p units before its chunk 0. The
+  /// expression is linear in c, so the first and the last chunk bound it; with v = 1 it is
+  /// comm - work. One bucket is never hidden. (Megatron-Core's interleaved 1F1B calls a chunk's
+  /// grad_sync_func after its last micro-batch's backward and its param_sync_func from the
+  /// chunk before's first forward: core/pipeline_parallel/schedules.py.)
+  [[nodiscard]] static constexpr seconds behind_chunks(seconds comm, seconds work, double share,
+                                                       int p, int v) {
+    const double k = v;
+    return max(max(comm / k - work / k, comm - ((k - 1) * p + 1) / k * work), share * comm);
+  }
+
   /// What data parallelism and its ZeRO stage add to an iteration: the collectives' time not
   /// hidden behind compute, per iteration of m micro-batches of `forward` and
   /// `backward` seconds each; `layer_share` = 1 / the stage's layers, `bucket_share` = one bucket
-  /// over the stage's gradients.
+  /// over the stage's gradients; p and v: the pipeline's stages and chunks per stage.
   [[nodiscard]] constexpr seconds time(int m, collective_times c, seconds forward, seconds backward,
-                                       double layer_share, double bucket_share) const {
+                                       double layer_share, double bucket_share, int p = 1,
+                                       int v = 1) const {
     const double ov = overlap;
     const zero_stage z{zero};
     seconds t{};
-    if (!z.shards_gradients()) {  // one reduction a step, behind the last backward
+    if (!z.shards_gradients()) {  // one reduction a step, behind the last backward(s)
       const seconds reduce = z.shards_optimizer() ? c.reduce_scatter : c.all_reduce;
-      t = max(reduce - ov * backward, bucket_share * reduce);
+      t = behind_chunks(reduce, ov * backward, bucket_share, p, v);
     } else if (!z.shards_weights()) {  // a reduce-scatter per micro-batch
       t = m * max(c.reduce_scatter - ov * backward, bucket_share * c.reduce_scatter);
     } else {  // and the weights gathered before each layer in both passes
@@ -4673,7 +4703,7 @@ struct data_parallel {
            max(c.all_gather + c.reduce_scatter - ov * backward, layer_share * c.reduce_scatter));
     }
     if (z.gathers_updated_weights())
-      t += max(c.all_gather - ov * forward, bucket_share * c.all_gather);
+      t += behind_chunks(c.all_gather, ov * forward, bucket_share, p, v);
     return t;
   }
 
@@ -7714,7 +7744,8 @@ struct pipeline_stages {
     const parallel::data_parallel::collective_times dp{dc.all_reduce.total(),
                                                        dc.reduce_scatter.total(), ag};
     T.data_comm =
-        s.data.time(mb, dp, f_mb, b_mb, 1.0 / strata::detail::max(1.0, lcrit), bucket_fraction);
+        s.data.time(mb, dp, f_mb, b_mb, 1.0 / strata::detail::max(1.0, lcrit), bucket_fraction, p,
+                    tr.framework.chunk_data_sync ? s.pipeline.virtual_stages : 1);
   }
   if (e.offload_optimizer != frameworks::offload_device::none) {
     T.optimizer = offloaded_update(c, tr, partition, b_mb);

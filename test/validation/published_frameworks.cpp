@@ -310,28 +310,38 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   // parallelism under TP communication overlap, as Megatron requires it: 19 -> 13)
   CHECK(ran[memory_verdict::tight] == 2);
   CHECK(ran[memory_verdict::does_not_fit] == 13);
-  CHECK(100 * median(errors["megatron"]) == Approx(17.6).margin(0.5));
+  // (Megatron's gradient reduction and weight gather hidden behind the interleaved schedule's
+  // chunks, as Megatron-Core runs them: 17.6 -> 24.7; the MLPerf runs on 512-1,344 nodes had
+  // been close only because that traffic was charged as exposed)
+  CHECK(100 * median(errors["megatron"]) == Approx(24.7).margin(0.5));
   CHECK(100 * median(errors["megatron_deepspeed"]) == Approx(18.7).margin(0.5));
   CHECK(100 * median(errors["fsdp"]) == Approx(27.1).margin(0.5));
   CHECK(100 * median(errors["deepspeed"]) == Approx(58.1).margin(0.5));
   CHECK(100 * median(errors["memory"]) == Approx(17.8).margin(0.5));
 }
 
-TEST_CASE("published ZeRO-3 runs: the simulator agrees with the closed form within 2 %") {
-  // FSDP and DeepSpeed reduce-scatter each unit's gradients as its backward ends, beside the
-  // next gathers (FSDP's post-backward hook and its own stream: sim/transformer.hpp
-  // `reduce_layer`), which the closed form hides behind the backward but for one layer's share
-  // (`parallel::data_parallel::time`). Before, the simulator reduced a micro-batch's gradients
-  // after its backward, behind the gathers: these rows came out 2-32 % slower than the closed
-  // form (issue 40, "one answer"). ZeRO-2 rows still differ by the updated weights' gather (the
-  // closed form hides it behind the next forward, the simulator exposes it: MPT-1b on 512 GPUs
-  // +2.4 %); Megatron's rows by it and by the buckets under interleaving.
-  int rows = 0;
+TEST_CASE("published runs: the simulator agrees with the closed form") {
+  // One answer (issue 40): the simulator runs each plan with the closed form's assumptions and
+  // the two agree.
+  // - FSDP and DeepSpeed reduce-scatter each unit's gradients as its backward ends, beside the
+  //   next gathers (sim/transformer.hpp `reduce_layer`); the closed form hides that traffic
+  //   behind the backward but for one layer's share. Within 2 % on the ZeRO-3 rows (before:
+  //   2-32 % slower).
+  // - ZeRO-0/1 reduce in the plan's buckets (`data.bucket`), each chunk's once its last backward
+  //   on the stage ends, and ZeRO-1/2 gather the updated weights bucket by bucket beside the
+  //   first forwards (Megatron-Core's --overlap-param-gather); the closed form hides both behind
+  //   the chunks that come before (`data_parallel::behind_chunks`). Before, the simulator
+  //   exposed the gather after the optimizer step and released the buckets in the stage's last
+  //   unit: Megatron's rows came out 2.6-11 % slower. Within 2 % on the unpipelined rows; on
+  //   the interleaved ones the simulator is up to 3.4 % faster (MLPerf GPT-3 on 2,560-2,688
+  //   GPUs, Llama-3.1 405B): stage 0's late chunks wait for their weights in the warm-up,
+  //   where the schedule has slack, and the closed form charges that wait in full.
+  int rows = 0, sharded = 0;
   for (const auto& r : rows_of_csv()) {
     const std::string metric = r.at("metric");
     if (metric == "oom" || metric == "peak_mem_gib") continue;
     const row_plan p = plan_of(r);
-    if (!p.why.empty() || p.s.data.zero != 3) continue;
+    if (!p.why.empty()) continue;
     INFO(r.at("source") << " " << r.at("model") << " " << r.at("stage_or_mode"));
     double closed = 0;
     try {
@@ -342,10 +352,13 @@ TEST_CASE("published ZeRO-3 runs: the simulator agrees with the closed form with
     const double run =
         sim::simulate(p.m, p.s, p.c, p.tr, datasheet_profile(p.c.dev, h100_fitted_gemm))
             .iteration.count();
-    CHECK(std::abs(run / closed - 1) <= 0.02);
+    const bool interleaved = p.s.pipeline.virtual_stages > 1;
+    CHECK(std::abs(run / closed - 1) <= (interleaved ? 0.035 : 0.02));
     ++rows;
+    sharded += p.s.data.zero == 3 ? 1 : 0;
   }
-  CHECK(rows == 39);
+  CHECK(rows == 85);
+  CHECK(sharded == 39);
 }
 
 }  // namespace validation_published_frameworks

@@ -37,8 +37,10 @@ CLI::App* add_simulate(CLI::App& app, simulate_options& o) {
   sim_cmd->add_flag("--overlap", o.overlap,
                     "overlap data-parallel collectives with compute (the gradient all-reduce with "
                     "backward; ZeRO-2/3's reductions with the next micro-batch; ZeRO-3's gathers "
-                    "one layer ahead)");
-  sim_cmd->add_option("--buckets", o.buckets, "gradient all-reduce buckets")
+                    "one layer ahead); a transformer plan overlaps unless its overlap is 0");
+  sim_cmd
+      ->add_option("--buckets", o.buckets,
+                   "gradient all-reduce buckets (a transformer plan: its bucket_MB's)")
       ->check(CLI::Range(1, 1 << 20));
   sim_cmd->add_option("--gamma", o.gamma, "compute slowdown while communicating (Proteus)")
       ->check(CLI::Range(0.0, 100.0));

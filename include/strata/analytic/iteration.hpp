@@ -158,7 +158,8 @@ struct pipeline_stages {
     const parallel::data_parallel::collective_times dp{dc.all_reduce.total(),
                                                        dc.reduce_scatter.total(), ag};
     T.data_comm =
-        s.data.time(mb, dp, f_mb, b_mb, 1.0 / strata::detail::max(1.0, lcrit), bucket_fraction);
+        s.data.time(mb, dp, f_mb, b_mb, 1.0 / strata::detail::max(1.0, lcrit), bucket_fraction, p,
+                    tr.framework.chunk_data_sync ? s.pipeline.virtual_stages : 1);
   }
   if (e.offload_optimizer != frameworks::offload_device::none) {
     T.optimizer = offloaded_update(c, tr, partition, b_mb);

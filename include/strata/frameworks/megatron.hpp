@@ -20,11 +20,13 @@ struct megatron : frameworks::recipe {
 /// Megatron-LM as SC'21 ran it (v2.6 and before, August 2021): every backward tensor-parallel
 /// collective blocks the stream. The input gradient's all-reduce beside the weight gradient's
 /// GEMM (`recipe::tp_async_backward`) came after, in commit cf7efd4 ("allreduce overlap with
-/// wgrad gemm", 2021-08-30), and is in every later release Korthikanti et al. 2022 measured.
+/// wgrad gemm", 2021-08-30), and is in every later release Korthikanti et al. 2022 measured. Nor
+/// did it reduce an interleaved stage's gradients chunk by chunk (`recipe::chunk_data_sync`).
 struct megatron_2021 : megatron {
   constexpr megatron_2021() {
     name = "megatron-2021";
     tp_async_backward = false;
+    chunk_data_sync = false;
   }
 };
 

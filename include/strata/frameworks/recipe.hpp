@@ -180,6 +180,14 @@ struct recipe {
   /// GEMM, and under sequence parallelism the input's re-gather beside the input gradient's GEMM
   /// (`analytic::collectives_of`); false: every backward collective blocks, as in the forward
   bool tp_async_backward = true;
+  /// under an interleaved schedule each model chunk's gradients are reduced once its last
+  /// micro-batch's backward on the stage ends and its updated weights gathered ahead of its first
+  /// forward (Megatron-Core's grad_sync_func and param_sync_func in
+  /// core/pipeline_parallel/schedules.py, with --overlap-grad-reduce and --overlap-param-gather;
+  /// `parallel::data_parallel::behind_chunks`); false: the stage's traffic hides behind one
+  /// micro-batch's pass at most (Megatron-LM 2021 all-reduced its gradient buffer after the
+  /// backward)
+  bool chunk_data_sync = true;
   /// pipelines run on DeepSpeed's pipeline engine (Megatron-DeepSpeed's `PipelineModule`,
   /// runtime/pipe/engine.py), which keeps per buffer slot the received activation and the stage's
   /// output (`analytic::pipe_buffers`); false: Megatron's schedule, which frees an output's data

@@ -33,7 +33,8 @@
 
 namespace strata::io {
 
-/// The simulator's options (not given: one gradient bucket, no in-flight limit, gamma 0, GPipe).
+/// The simulator's options (not given: no in-flight limit, gamma 0, GPipe; a transformer plan's
+/// own overlap and gradient buckets, as the closed form prices them, and one bucket otherwise).
 /// Given ones a scenario kind has no use for are refused. `names` is how errors name them: "--"
 /// on the command line, "" in Python.
 struct simulate_request {
@@ -126,8 +127,16 @@ inline scenario_simulation simulate_scenario(const nlohmann::json& j, const simu
                        st.data.shards() * st.expert.degree * st.context.degree > 1))
       throw plan_error(n + "buckets: only ZeRO-0/1 data parallelism reduces gradients in " +
                        "buckets (this plan's reductions follow its ZeRO stage, or it has none)");
-    const sim::transformer_options opt{.overlap = o.overlap,
-                                       .buckets = o.buckets.value_or(1),
+    // the plan's own assumptions unless given, so that the closed form beside it prices the same
+    // iteration: its overlap (all or nothing in events) and its buckets (`data.bucket`)
+    const double ov = st.data.overlap;
+    if (!o.overlap && ov > 0 && ov < 1)
+      throw plan_error("parallel.overlap " + std::to_string(ov).substr(0, 4) +
+                       ": the simulator runs a data-parallel collective beside the compute or "
+                       "after it; give 0 or 1 (or " +
+                       n + "overlap) to simulate this plan");
+    const sim::transformer_options opt{.overlap = o.overlap || ov > 0,
+                                       .buckets = o.buckets.value_or(0),
                                        .max_in_flight = o.max_in_flight.value_or(0),
                                        .gamma = o.gamma.value_or(0.0)};
     auto run = sim::simulate(ts.net, ts.strategy, ts.machine, ts.setup, ts.profile, opt);

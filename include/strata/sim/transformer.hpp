@@ -15,11 +15,14 @@
 /// max_ongoing_micro_batch). Activations and gradients travel between stages as flows: each
 /// crosses its sender's and receiver's NIC (fair-share links, so sends that meet on a wire share
 /// it) and a cap at the pair's bandwidth. Data-parallel traffic runs as flows on the same NICs:
-/// ZeRO-0/1 reduce the stage's gradients in `buckets` buckets as the last backward proceeds
-/// (after it, without overlap); ZeRO-2/3 reduce-scatter each layer's gradients as its backward
-/// ends, beside the gathers (FSDP's post-backward hook; without overlap, a micro-batch's after it,
-/// before the next one starts), ZeRO-3 also all-gathers each layer's weights before its
-/// forward and backward, one layer ahead (without overlap, after the layer before it); the
+/// ZeRO-0/1 reduce the stage's gradients in buckets (the plan's `data.bucket`, as the closed form
+/// counts them) as the last backward proceeds (after it, without overlap); ZeRO-2/3
+/// reduce-scatter each layer's gradients as its backward ends, beside the gathers (FSDP's
+/// post-backward hook; without overlap, a micro-batch's after it, before the next one starts),
+/// ZeRO-3 also all-gathers each layer's weights before its forward and backward, one layer ahead
+/// (without overlap, after the layer before it); ZeRO-1/2 gather the weights the last step
+/// updated bucket by bucket beside the first forward, each layer waiting for its bucket
+/// (Megatron-Core's --overlap-param-gather; without overlap, after the optimizer step); the
 /// optimizer step ends the iteration. Memory: model states all iteration, each unit's
 /// activations from its forward to its backward.
 ///
@@ -31,6 +34,7 @@
 /// @endcode
 
 #include <algorithm>
+#include <cmath>
 #include <concepts>
 #include <string>
 #include <vector>
@@ -46,7 +50,7 @@ namespace strata::sim {
 
 struct transformer_options {
   bool overlap = true;    ///< data-parallel collectives overlap compute (see the file comment)
-  int buckets = 4;        ///< gradient buckets (ZeRO-0/1)
+  int buckets = 0;        ///< gradient buckets (ZeRO-0/1); 0: the plan's (`data.bucket`)
   int max_in_flight = 0;  ///< micro-batches in flight per stage (0: the schedule's own)
   double gamma = 0;       ///< Proteus's overlap slowdown of compute under communication
 };
@@ -64,7 +68,7 @@ namespace detail {
 inline void check_transformer_run(const transformer& m, const parallel::nd& s, const cluster& c,
                                   const training& tr, const transformer_options& o) {
   s.check(m, tr, c.devices());
-  if (o.buckets < 1) throw plan_error("the gradient reduction needs at least one bucket");
+  if (o.buckets < 0) throw plan_error("the gradient reduction needs at least one bucket");
   if (o.max_in_flight < 0) throw plan_error("max_in_flight must not be negative");
   const int p = s.pipeline.degree, v = s.pipeline.virtual_stages, mb = s.micro_batches(tr);
   if (o.max_in_flight > 0 && s.pipeline.kind == parallel::schedule::gpipe && o.max_in_flight < mb)
@@ -96,6 +100,9 @@ struct stage_pass {
   analytic::data_collective_costs dc;
   analytic::call_cost layer_gather;   ///< one layer's share of the ZeRO-3 all-gather
   analytic::call_cost layer_scatter;  ///< one layer's share of a micro-batch's reduce-scatter
+  int buckets;                        ///< ZeRO-0/1: the gradients' buckets
+  analytic::call_cost bucket_reduce;  ///< ZeRO-0/1: one bucket's reduction
+  analytic::call_cost bucket_gather;  ///< ZeRO-1/2: one bucket of the updated weights' gather
 };
 
 /// A unit (micro-batch, chunk) of a stage's program: where it runs and what it names its tasks.
@@ -162,7 +169,14 @@ struct transformer_builder {
   std::vector<int> last = std::vector<int>(static_cast<std::size_t>(p), -1);
   std::vector<int> prev_dp = std::vector<int>(static_cast<std::size_t>(p), -1);
   std::vector<int> prev_rs = prev_dp;  ///< the stage's last ZeRO-2/3 reduce-scatter
+  std::vector<stage_pass> passes;      ///< per stage, its parameters and data-parallel prices
+  /// per stage, ZeRO-1/2 with overlap: the gathers of the updated weights' buckets
+  std::vector<std::vector<int>> fresh = std::vector<std::vector<int>>(static_cast<std::size_t>(p));
   std::vector<int> remaining_bwd = std::vector<int>(static_cast<std::size_t>(p * mb), v);
+  /// per stage and chunk, its backward units left; per stage, the gradient buckets released
+  std::vector<int> chunk_left = std::vector<int>(static_cast<std::size_t>(p * v), mb);
+  std::vector<int> released = std::vector<int>(static_cast<std::size_t>(p), 0);
+  const bool chunked = tr.framework.chunk_data_sync;  ///< `recipe::chunk_data_sync`
   // what the update waits on
   std::vector<std::vector<int>> pending =
       std::vector<std::vector<int>>(static_cast<std::size_t>(p));
@@ -283,8 +297,8 @@ struct transformer_builder {
   /// Lowers the stages' programs, each as far as the sends it waits for exist, until all are
   /// (`sim::lower_programs`, the walk every pipeline executor shares).
   void lower_schedule() {
-    std::vector<stage_pass> passes;
     for (int i = 0; i < p; ++i) passes.push_back(pass_of(i));
+    if (o.overlap && zero.gathers_updated_weights() && has_dp) gather_updated_weights();
     lower_programs(prog, [&](std::size_t i, std::size_t k, const parallel::pipeline_unit& u) {
       const stage_pass& sp = passes[i];
       const unit_at at = unit_of(sp.i, u, k);
@@ -304,6 +318,19 @@ struct transformer_builder {
     const analytic::data_collective_costs dc =
         analytic::data_collectives_of(s, c, tr, n, tn, calls);
     const double share = 1.0 / std::max(1, stage_layers);
+    // ZeRO-0/1/2's buckets: the plan's (`data.bucket`), shares of the call the closed form
+    // prices, or the options' count, each a call of its own
+    const double grad_bytes = (tn.dense + tn.expert) * gb;
+    const int nb = o.buckets > 0 ? o.buckets
+                   : calls.bucket > 0
+                       ? static_cast<int>(std::max(1.0, std::ceil(grad_bytes / calls.bucket)))
+                       : 1;
+    analytic::data_collective_costs per = dc;
+    if (o.buckets > 0 && !zero.shards_gradients()) {
+      parallel::calls_per_step k = calls;
+      k.reduces = nb;
+      per = analytic::data_collectives_of(s, c, tr, n, tn, k);
+    }
     return {i,
             static_cast<std::size_t>(i),
             n,
@@ -312,7 +339,39 @@ struct transformer_builder {
             calls,
             dc,
             share * dc.all_gather,
-            share * dc.reduce_scatter};
+            share * dc.reduce_scatter,
+            nb,
+            (1.0 / nb) * (zero.shards_optimizer() ? per.reduce_scatter : per.all_reduce),
+            (1.0 / nb) * per.all_gather};
+  }
+
+  /// ZeRO-1/2 with overlap: the weights the last step updated, gathered bucket by bucket from the
+  /// step's start on each stage's data-parallel links; each layer's first forward waits for its
+  /// bucket (`fresh_bucket`). Megatron-Core (--overlap-param-gather) dispatches the next bucket
+  /// group's all-gather from the forward pre-hook; here they queue back to back.
+  void gather_updated_weights() {
+    for (const stage_pass& sp : passes) {
+      int prev = -1;
+      for (int k = 0; k < sp.buckets; ++k) {
+        std::vector<int> d;
+        if (prev >= 0) d.push_back(prev);
+        prev = dp_flow(sp.i, "all-gather updated weights bucket " + std::to_string(k),
+                       sp.bucket_gather, std::move(d));
+        fresh[sp.I].push_back(prev);
+      }
+      prev_dp[sp.I] = prev;
+    }
+  }
+
+  /// The gather that layer l of chunk `chunk` waits for on stage i (its bucket's), or -1.
+  [[nodiscard]] int fresh_bucket(int i, int chunk, int l) const {
+    const auto& f = fresh[static_cast<std::size_t>(i)];
+    if (f.empty()) return -1;
+    int q = l;  // the layer's place among the stage's
+    for (int k = 0; k < chunk; ++k) q += s.pipeline.chunk_layers(m.layers, i, k);
+    const auto n = static_cast<long long>(f.size());
+    const long long at = static_cast<long long>(q) * n / std::max(1, s.stage_layers(m, i));
+    return f[static_cast<std::size_t>(std::min(at, n - 1))];
   }
 
   /// Unit u, the k-th of stage i's program: its virtual stage, indices, tag and layers.
@@ -374,6 +433,8 @@ struct transformer_builder {
       const std::string lt = " layer " + std::to_string(l) + " mb " + at.tag;
       std::vector<int> d = l == 0 ? deps : std::vector<int>{task};
       if (at.gathers) d.push_back(gather(sp, "all-gather weights" + lt, before, task));
+      if (const int w = at.u.micro == 0 ? fresh_bucket(i, at.u.chunk, l) : -1; w >= 0)
+        d.push_back(w);
       const bool dense = at.gs == 0 && l < lc.dense_layers;  // a dense first layer
       lower::span t = dense ? lc.dense.forward : lc.forward;
       std::vector<int> produces{tensor(i, "layer activations", layer_bytes[I])};
@@ -433,10 +494,12 @@ struct transformer_builder {
     if (last[I] >= 0) deps.push_back(last[I]);
     if (at.gs + 1 < vp) deps.push_back(bsend[GS + 1][J]);
     deps.push_back(fdone[GS][J]);
-    // ZeRO-0/1: the stage's last backward releases the gradient buckets layer group by
-    // layer group (all of them after it, without overlap)
-    const bool reduce_here = at.last && !zero.shards_gradients() && has_dp;
-    int released = 0;
+    // ZeRO-0/1: each chunk's last backward on the stage releases its gradient buckets layer
+    // group by layer group (all of them after the stage's last backward, without overlap;
+    // without `chunk_data_sync`, the stage's last unit releases them all)
+    const bool chunk_done =
+        --chunk_left[I * static_cast<std::size_t>(v) + static_cast<std::size_t>(at.u.chunk)] == 0;
+    const bool reduce_here = (chunked ? chunk_done : at.last) && !zero.shards_gradients() && has_dp;
     int task = -1;
     if (at.gs == vp - 1) {  // the head's backward frees the loss's working set
       task =
@@ -444,9 +507,9 @@ struct transformer_builder {
                      {tensor(i, "loss (backward)", terms[I].logits)}, loss[I][at.U]);
       deps = {task};
     }
-    task = backward_layers(sp, at, deps, task, reduce_here, released);
-    if (reduce_here)
-      while (released < o.buckets) reduce_bucket(sp, released, task);
+    task = backward_layers(sp, at, deps, task, reduce_here);
+    if (reduce_here && at.last)
+      while (released[I] < sp.buckets) reduce_bucket(sp, task);
     last[I] = task;
     if (at.gs > 0) bsend[GS][J] = send(i, (at.gs - 1) % p, "send gradients " + at.tag, task);
     if (at.gs > 0) pending[I].push_back(bsend[GS][J]);
@@ -456,11 +519,18 @@ struct transformer_builder {
 
   /// Unit `at`'s backward layers on stage sp.i after `deps` (`task`: the head's backward or -1),
   /// each with its recomputation, its weights' gather and its collectives, releasing the
-  /// gradient buckets as they close when `reduce_here`; returns the last task.
+  /// gradient buckets as they close when `reduce_here` (its chunk's last backward); returns the
+  /// last task.
   int backward_layers(const stage_pass& sp, const unit_at& at, const std::vector<int>& deps,
-                      int task, bool reduce_here, int& released) {
+                      int task, bool reduce_here) {
     const int i = sp.i;
     int before = -1;
+    // the stage's layers whose gradients are complete before this unit: the later chunks'
+    int done = 0, of = at.layers;
+    if (chunked) {
+      for (int k = at.u.chunk + 1; k < v; ++k) done += s.pipeline.chunk_layers(m.layers, i, k);
+      of = sp.stage_layers;
+    }
     for (int l = at.layers - 1; l >= 0; --l) {
       const std::string lt = " layer " + std::to_string(l) + " mb " + at.tag;
       std::vector<int> d = l == at.layers - 1 ? deps : std::vector<int>{task};
@@ -478,11 +548,12 @@ struct transformer_builder {
         task = ex.kernels(i, "collectives (backward)" + lt, comm_span(comm), {task},
                           task_class::communication);
       if (o.overlap && zero.shards_gradients() && has_dp) reduce_layer(sp, lt, task);
-      // bucket k closes once (k + 1) / buckets of the layers are done
+      // bucket k closes once (k + 1) / buckets of the stage's layers are done (Megatron orders
+      // its buckets by the backward: the last chunk's first)
+      const int n = sp.buckets;
+      int& r = released[sp.I];
       if (reduce_here && o.overlap)
-        while (released < o.buckets - 1 &&
-               (at.layers - l) * o.buckets >= (released + 1) * at.layers)
-          reduce_bucket(sp, released, task);
+        while (r < n - 1 && (done + at.layers - l) * n >= (r + 1) * of) reduce_bucket(sp, task);
     }
     return task;
   }
@@ -518,18 +589,11 @@ struct transformer_builder {
 
   /// ZeRO-0/1: stage sp.i's next gradient bucket, reduced after `after` and the stage's
   /// previous flow.
-  void reduce_bucket(const stage_pass& sp, int& released, int after) {
-    // each bucket is a call of its own
-    parallel::calls_per_step per_bucket = sp.calls;
-    per_bucket.reduces = o.buckets;
-    const analytic::data_collective_costs bucket =
-        analytic::data_collectives_of(s, c, tr, sp.n, sp.tn, per_bucket);
+  void reduce_bucket(const stage_pass& sp, int after) {
     std::vector<int> d{after};
     if (prev_dp[sp.I] >= 0) d.push_back(prev_dp[sp.I]);
-    prev_dp[sp.I] = dp_flow(
-        sp.i, "reduce gradients bucket " + std::to_string(released++),
-        (1.0 / o.buckets) * (zero.shards_optimizer() ? bucket.reduce_scatter : bucket.all_reduce),
-        d);
+    prev_dp[sp.I] = dp_flow(sp.i, "reduce gradients bucket " + std::to_string(released[sp.I]++),
+                            sp.bucket_reduce, d);
     pending[sp.I].push_back(prev_dp[sp.I]);
   }
 
@@ -620,9 +684,10 @@ struct transformer_builder {
                   lower::parameter_tensors(m, tr.framework) * s.stage_layers(m, i) / m.layers);
     const int upd = ex.kernels(i, "optimizer step", step, deps, task_class::compute,
                                std::move(last_grads), std::move(consumes));
-    if (zero.gathers_updated_weights() && has_dp)
-      dp_flow(i, "all-gather updated weights",
-              analytic::data_collectives_of(s, c, tr, np(i), n, {}).all_gather, {upd});
+    if (!o.overlap && zero.gathers_updated_weights() && has_dp) {
+      const stage_pass& sp = passes[I];
+      dp_flow(i, "all-gather updated weights", sp.buckets * sp.bucket_gather, {upd});
+    }
   }
 };
 
