@@ -398,4 +398,44 @@ TEST_CASE("per-operator checkpointing keeps what torchtitan's op policy caches")
   CHECK_NOTHROW(s.check(m, tr, 8));
 }
 
+TEST_CASE("fp8: Transformer Engine's casts beside each linear, the head at the 16-bit rate") {
+  // one GPU, 4 x 1024 tokens, h = 1024: TE's fp8_cast_transpose_fused reads the 16-bit input
+  // (2 B) and writes it and its transpose in fp8 (1 + 1 B): QKV's input 4 x 4096 x 1024 =
+  // 16,777,216 B; backward its output gradient, 4096 x 3072 elements: 50,331,648 B
+  const transformer m{.name = "gpt",
+                      .layers = 2,
+                      .hidden = 1024,
+                      .heads = 16,
+                      .ffn = 4096,
+                      .vocabulary = 50304,
+                      .sequence = 1024};
+  const parallel::nd s{.micro_batch = 4};
+  training bf16{.batch = 4, .sequence = 1024};
+  training fp8 = bf16;
+  fp8.precision = precision_mode::fp8_mixed;
+  const auto a = analytic::step_kernels(m, s, bf16, h100);
+  const auto b = analytic::step_kernels(m, s, fp8, h100);
+  auto find = [](const analytic::step_estimate& e, std::string_view name) {
+    for (const auto& k : e.kernels)
+      if (k.name == name) return k;
+    FAIL("no kernel " << name);
+    return analytic::kernel{};
+  };
+  CHECK(find(b, "block 0 QKV fp8 cast and transpose").bytes == 16'777'216.0);
+  CHECK(find(b, "block 0 backward QKV fp8 gradient cast and transpose").bytes == 50'331'648.0);
+  CHECK(find(b, "block 1 MLP down fp8 cast and transpose").bytes == 4 * 4096.0 * 4096);
+  // the head outside fp8_autocast: its GEMM takes as long as under bf16; no casts around it
+  CHECK(find(b, "output projection").time == find(a, "output projection").time);
+  int head_casts = 0, bf16_casts = 0;
+  for (const auto& k : b.kernels) head_casts += k.name.find("output projection fp8") == 0 ? 1 : 0;
+  for (const auto& k : a.kernels) bf16_casts += k.name.find("fp8") != std::string::npos ? 1 : 0;
+  CHECK(head_casts == 0);
+  CHECK(bf16_casts == 0);
+  // the closed form and the simulator price the same kernels (the head's pricer too)
+  const double closed = analytic::evaluate(m, s, one_h100, fp8, h100).iteration_time().count();
+  CHECK(b.time() == Approx(closed).epsilon(1e-9));
+  CHECK(sim::simulate(m, s, one_h100, fp8, h100).iteration.count() == Approx(closed).epsilon(1e-9));
+  CHECK(b.time() > a.time() / 2);
+}
+
 }  // namespace unit_lowering

@@ -312,10 +312,11 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   CHECK(ran[memory_verdict::does_not_fit] == 13);
   // (Megatron's gradient reduction and weight gather hidden behind the interleaved schedule's
   // chunks, as Megatron-Core runs them: 17.6 -> 24.7; the MLPerf runs on 512-1,344 nodes had
-  // been close only because that traffic was charged as exposed)
-  CHECK(100 * median(errors["megatron"]) == Approx(24.7).margin(0.5));
+  // been close only because that traffic was charged as exposed; Transformer Engine's fp8 casts
+  // and the 16-bit head: 24.7 -> 20.8, fsdp's float8 rows 27.1 -> 26.1)
+  CHECK(100 * median(errors["megatron"]) == Approx(20.8).margin(0.5));
   CHECK(100 * median(errors["megatron_deepspeed"]) == Approx(18.7).margin(0.5));
-  CHECK(100 * median(errors["fsdp"]) == Approx(27.1).margin(0.5));
+  CHECK(100 * median(errors["fsdp"]) == Approx(26.1).margin(0.5));
   CHECK(100 * median(errors["deepspeed"]) == Approx(58.1).margin(0.5));
   CHECK(100 * median(errors["memory"]) == Approx(17.8).margin(0.5));
 }

@@ -177,7 +177,10 @@ struct pricer {
   c.checkpoint_host = eager ? q.dispatch.per_checkpoint : 0.0;
   const bool fp32_attention = tr.compute() == dtype::fp32;
   using lower::phase;
-  detail::pricer f{q, g, fp32_attention, c.per_kernel}, b = f, ef = f, eb = f, hf = f, hb = f;
+  detail::pricer f{q, g, fp32_attention, c.per_kernel}, b = f, ef = f, eb = f;
+  // under fp8 the head's GEMMs run at the 16-bit rate (`lower::builder::linear`)
+  const gemm_model g16 = q.gemm(tr.compute() == dtype::fp8 ? dtype::bf16 : tr.compute());
+  detail::pricer hf{q, tr.compute() == dtype::fp8 ? g16 : g, fp32_attention, c.per_kernel}, hb = hf;
   lower::layer(m, x, tr, phase::forward, f);
   lower::layer(m, x, tr, phase::backward, b);
   lower::embedding(m, x, tr, phase::forward, ef);

@@ -150,6 +150,10 @@ struct kernel_list {
   const lower::shard x = lower::shard_of(m, s, tr);
   step_estimate out;
   detail::kernel_list v{out, q, g, tr.compute() == dtype::fp32, lc.per_kernel};
+  // under fp8 the head's GEMMs run at the 16-bit rate (`lower::builder::linear`)
+  const gemm_model g16 = q.gemm(dtype::bf16);
+  detail::kernel_list head{out, q, tr.compute() == dtype::fp8 ? g16 : g,
+                           tr.compute() == dtype::fp32, lc.per_kernel};
   using lower::phase;
   auto block = [](int l, const char* what) {  // "block 3 backward " (appends: GCC 12's
     std::string p = "block ";                 // -Wrestrict misfires on "literal" + string)
@@ -169,8 +173,8 @@ struct kernel_list {
       lower::layer(layer_at(l), x, tr, phase::forward, v);
     }
     v.prefix.clear();
-    lower::head(m, x, tr, phase::forward, v);
-    lower::head(m, x, tr, phase::backward, v);
+    lower::head(m, x, tr, phase::forward, head);
+    lower::head(m, x, tr, phase::backward, head);
     for (int l = m.layers - 1; l >= 0; --l) {
       if (s.recomputation == parallel::recompute::full) {
         v.extra_host = lc.checkpoint_host;

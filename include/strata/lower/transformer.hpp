@@ -348,6 +348,17 @@ struct builder {
     // never are): one that is no multiple of 16 bytes slows all three
     const double element = !tr.mixed() ? 4.0 : tr.compute() == dtype::fp8 ? 1.0 : 2.0;
     const bool mis = !padded && (!aligned_dimension(n, element) || !aligned_dimension(k, element));
+    // fp8 GEMMs take fp8 operands: Transformer Engine's Linear casts its 16-bit input to fp8 and
+    // writes its transpose for the weight gradient's GEMM in one kernel (fp8_cast_transpose_fused:
+    // 2 B read, 1 + 1 written per element), and backward the output gradient the same way
+    // (module/linear.py, grad_output_preprocess). The head runs outside fp8_autocast (Megatron's
+    // output layer is a plain ColumnParallelLinear, core/models/gpt/gpt_model.py; torchtitan's
+    // float8 conversion skips "output") and is priced at the 16-bit rate (`analytic::lower_layer`).
+    // The fp8 weight and its transpose are made once a step (is_first_microbatch) and not counted.
+    const bool fp8 = tr.compute() == dtype::fp8 && what != "output projection";
+    if (fp8)
+      memory(what, backward ? "fp8 gradient cast and transpose" : "fp8 cast and transpose",
+             stream_class::copy, 4 * m * (backward ? n : k), times);
     if (!backward) {
       if (in) {
         memory(what, "input cast", stream_class::copy, 6 * m * k, times);
