@@ -92,6 +92,9 @@ inline constexpr const char* deepspeed_zero_with_pipeline =
 inline constexpr const char* fsdp_has_no_zero1 =
     "FSDP has no ZeRO-1 mode: its sharding strategies are NO_SHARD (zero 0), SHARD_GRAD_OP "
     "(zero 2) and FULL_SHARD (zero 3)";
+inline constexpr const char* megatron_2021_has_no_zero =
+    "megatron-2021: Megatron-LM as SC'21 ran it has no ZeRO stage (its distributed optimizer, "
+    "--use-distributed-optimizer, came in 2022): give zero 0 or the megatron recipe";
 inline constexpr const char* offload_needs_deepspeed =
     "offload: optimizer and parameter offload are modelled for the DeepSpeed engine only "
     "(ZeRO-Offload, ZeRO-Infinity)";

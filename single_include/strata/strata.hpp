@@ -572,6 +572,9 @@ inline constexpr const char* deepspeed_zero_with_pipeline =
 inline constexpr const char* fsdp_has_no_zero1 =
     "FSDP has no ZeRO-1 mode: its sharding strategies are NO_SHARD (zero 0), SHARD_GRAD_OP "
     "(zero 2) and FULL_SHARD (zero 3)";
+inline constexpr const char* megatron_2021_has_no_zero =
+    "megatron-2021: Megatron-LM as SC'21 ran it has no ZeRO stage (its distributed optimizer, "
+    "--use-distributed-optimizer, came in 2022): give zero 0 or the megatron recipe";
 inline constexpr const char* offload_needs_deepspeed =
     "offload: optimizer and parameter offload are modelled for the DeepSpeed engine only "
     "(ZeRO-Offload, ZeRO-Infinity)";
@@ -1309,6 +1312,8 @@ struct sharding {
   /// torch.distributed.fsdp.ShardingStrategy's default; Megatron and DeepSpeed: 0). A scenario
   /// that leaves `zero` out gets it, and its report names it.
   int default_stage = 0;
+  /// The highest ZeRO stage the framework has (Megatron-LM 2021: 0, no distributed optimizer).
+  int highest_stage = 3;
   /// Gradient bytes per reduction call under ZeRO-2/3 (DeepSpeed's `reduce_bucket_size`);
   /// 0: one call per layer (FSDP reduce-scatters each unit, Megatron each micro-batch's layer).
   double reduce_bucket = 0;
@@ -1488,6 +1493,7 @@ struct megatron_2021 : megatron {
     name = "megatron-2021";
     tp_async_backward = false;
     chunk_data_sync = false;
+    data.highest_stage = 0;
   }
 };
 
@@ -4610,6 +4616,7 @@ template <class Modules>
     return limits::deepspeed_zero_with_pipeline;
   if (e.engine == data_engine::fsdp && z.gathers_updated_weights() && !z.shards_gradients())
     return limits::fsdp_has_no_zero1;
+  if (stage > e.highest_stage) return limits::megatron_2021_has_no_zero;
   const bool opt = e.offload_optimizer != offload_device::none,
              par = e.offload_parameters != offload_device::none;
   if ((opt || par) && e.engine != data_engine::deepspeed) return limits::offload_needs_deepspeed;

@@ -456,6 +456,47 @@ TEST_CASE("the search ranks plans per framework and never returns one its engine
   CHECK(zero3 > 0);      // without pipelines
 }
 
+TEST_CASE("each recipe refuses the ZeRO and pipeline combinations its framework cannot run") {
+  // (ZeRO stage, pipeline degree) pairs refused per recipe, with where the framework rules them
+  // out; the search skips the same pairs (`engine_refuses`, search/transformer_sweep.hpp)
+  struct rule {
+    frameworks::recipe r;
+    const char* refused;
+  };
+  const rule rules[] = {
+      // Megatron-Core: the distributed optimizer (ZeRO-1) and Megatron-FSDP
+      // (--data-parallel-sharding-strategy optim_grads / optim_grads_params: ZeRO-2/3), with
+      // pipelines (only --use-torch-fsdp2 refuses them: megatron/training/arguments.py)
+      {frameworks::megatron, ""},
+      // Megatron-LM v2.6 (2021) had no distributed optimizer: no --use-distributed-optimizer
+      {frameworks::megatron_2021, "1/1 1/2 2/1 2/2 3/1 3/2 "},
+      // DeepSpeed's PipelineEngine asserts ZeRO stage < 2 (runtime/pipe/engine.py)
+      {frameworks::deepspeed, "2/2 3/2 "},
+      // FSDP's ShardingStrategy has NO_SHARD, SHARD_GRAD_OP, FULL_SHARD and the hybrids: no ZeRO-1
+      {frameworks::fsdp, "1/1 1/2 "},
+  };
+  for (const auto& [r, refused] : rules) {
+    std::string got;
+    for (int z = 0; z <= 3; ++z)
+      for (const int p : {1, 2})
+        if (parallel::engine_refuses(r.data, z, p) != nullptr)
+          got += std::to_string(z) + "/" + std::to_string(p) + " ";
+    INFO(r.name);
+    CHECK(got == refused);
+  }
+  // and the search under megatron-2021 proposes no ZeRO stage
+  const transformer m = zoo::llama2_7b();
+  training tr{.batch = 64, .sequence = 4096, .framework = frameworks::megatron_2021};
+  search::transformer_space space;
+  space.keep = 1000;
+  const cluster c = presets::dgx_a100(2);
+  const auto found = search::sweep(m, c, tr, datasheet_profile(c.dev, h100_fitted_gemm), space);
+  REQUIRE(!found.best.empty());
+  for (const auto& f : found.best) CHECK(f.strategy.data.zero == 0);
+  CHECK_THROWS_WITH(analytic::evaluate(m, {.data = {.degree = 16, .zero = 1}}, c, tr),
+                    Catch::Contains("--use-distributed-optimizer"));
+}
+
 TEST_CASE("DeepSpeed ZeRO-3 with parameter offload: one GPU never needs less than two") {
   // issue 39: Llama-2 7B under DeepSpeed with the optimizer and the parameters on the host needed
   // 18.13 GiB on one GPU and 19.90 GiB on two, since one rank counted no gather buffers: stage 3

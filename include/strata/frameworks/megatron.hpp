@@ -27,6 +27,7 @@ struct megatron_2021 : megatron {
     name = "megatron-2021";
     tp_async_backward = false;
     chunk_data_sync = false;
+    data.highest_stage = 0;
   }
 };
 

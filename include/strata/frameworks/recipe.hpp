@@ -77,6 +77,8 @@ struct sharding {
   /// torch.distributed.fsdp.ShardingStrategy's default; Megatron and DeepSpeed: 0). A scenario
   /// that leaves `zero` out gets it, and its report names it.
   int default_stage = 0;
+  /// The highest ZeRO stage the framework has (Megatron-LM 2021: 0, no distributed optimizer).
+  int highest_stage = 3;
   /// Gradient bytes per reduction call under ZeRO-2/3 (DeepSpeed's `reduce_bucket_size`);
   /// 0: one call per layer (FSDP reduce-scatters each unit, Megatron each micro-batch's layer).
   double reduce_bucket = 0;

@@ -280,6 +280,7 @@ template <class Modules>
     return limits::deepspeed_zero_with_pipeline;
   if (e.engine == data_engine::fsdp && z.gathers_updated_weights() && !z.shards_gradients())
     return limits::fsdp_has_no_zero1;
+  if (stage > e.highest_stage) return limits::megatron_2021_has_no_zero;
   const bool opt = e.offload_optimizer != offload_device::none,
              par = e.offload_parameters != offload_device::none;
   if ((opt || par) && e.engine != data_engine::deepspeed) return limits::offload_needs_deepspeed;
