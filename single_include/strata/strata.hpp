@@ -7058,17 +7058,31 @@ struct pricer {
 }
 }  // namespace detail
 
+/// The GEMM models of a training setup on queued profile `q`: the layers' (fp8 GEMMs: the bf16
+/// model at the fp8 peak) and the head's, which under fp8 runs outside fp8_autocast at the
+/// 16-bit rate (`lower::builder::linear`).
+struct gemm_models {
+  gemm_model layers, head;
+};
+[[nodiscard]] constexpr gemm_models gemm_models_of(const device_profile& q, const training& tr) {
+  gemm_model g = q.gemm(tr.compute());
+  if (tr.compute() != dtype::fp8) return {g, g};
+  const gemm_model head = q.gemm(dtype::bf16);
+  if (q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
+    g.peak = q.dev.peak(dtype::fp8).count();
+    g.element = 1;
+  }
+  return {g, head};
+}
+
 /// Lowers one layer, the embedding and the head for the shard `x` (`lower/transformer.hpp`) and
 /// prices them.
 [[nodiscard]] constexpr layer_compute lower_layer(const transformer& m, const device_profile& prof,
                                                   const training& tr, const lower::shard& x) {
   device_profile q = prof.queued();
   q.allow_tf32(tr.tf32);
-  gemm_model g = q.gemm(tr.compute());
-  if (tr.compute() == dtype::fp8 && q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
-    g.peak = q.dev.peak(dtype::fp8).count();
-    g.element = 1;
-  }
+  const gemm_models gm = gemm_models_of(q, tr);
+  const gemm_model& g = gm.layers;
   const bool eager = tr.framework.eager;
   layer_compute c;
   c.per_kernel = eager ? q.dispatch.per_kernel * tr.framework.dispatch_share : 0.0;
@@ -7077,9 +7091,7 @@ struct pricer {
   const bool fp32_attention = tr.compute() == dtype::fp32;
   using lower::phase;
   detail::pricer f{q, g, fp32_attention, c.per_kernel}, b = f, ef = f, eb = f;
-  // under fp8 the head's GEMMs run at the 16-bit rate (`lower::builder::linear`)
-  const gemm_model g16 = q.gemm(tr.compute() == dtype::fp8 ? dtype::bf16 : tr.compute());
-  detail::pricer hf{q, tr.compute() == dtype::fp8 ? g16 : g, fp32_attention, c.per_kernel}, hb = hf;
+  detail::pricer hf{q, gm.head, fp32_attention, c.per_kernel}, hb = hf;
   lower::layer(m, x, tr, phase::forward, f);
   lower::layer(m, x, tr, phase::backward, b);
   lower::embedding(m, x, tr, phase::forward, ef);

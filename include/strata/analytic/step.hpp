@@ -142,18 +142,11 @@ struct kernel_list {
   if (s.devices() != 1) throw plan_error("a step lists the kernels of a one-GPU plan");
   const layer_compute lc = lower_layer(m, profile, tr, lower::shard_of(m, s, tr));
   const device_profile q = profile.queued().with_tf32(tr.tf32);
-  gemm_model g = q.gemm(tr.compute());
-  if (tr.compute() == dtype::fp8 && q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
-    g.peak = q.dev.peak(dtype::fp8).count();
-    g.element = 1;
-  }
+  const gemm_models gm = gemm_models_of(q, tr);
   const lower::shard x = lower::shard_of(m, s, tr);
   step_estimate out;
-  detail::kernel_list v{out, q, g, tr.compute() == dtype::fp32, lc.per_kernel};
-  // under fp8 the head's GEMMs run at the 16-bit rate (`lower::builder::linear`)
-  const gemm_model g16 = q.gemm(dtype::bf16);
-  detail::kernel_list head{out, q, tr.compute() == dtype::fp8 ? g16 : g,
-                           tr.compute() == dtype::fp32, lc.per_kernel};
+  detail::kernel_list v{out, q, gm.layers, tr.compute() == dtype::fp32, lc.per_kernel};
+  detail::kernel_list head{out, q, gm.head, tr.compute() == dtype::fp32, lc.per_kernel};
   using lower::phase;
   auto block = [](int l, const char* what) {  // "block 3 backward " (appends: GCC 12's
     std::string p = "block ";                 // -Wrestrict misfires on "literal" + string)
