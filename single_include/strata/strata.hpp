@@ -5165,6 +5165,12 @@ struct nd {
   pipeline_parallel pipeline{};
   data_parallel data{};
   recompute recomputation = recompute::none;
+  /// With full recomputation, the layers of each chunk (of each stage without interleaving)
+  /// that are checkpointed, the first ones; the others keep every tensor (0: all of them).
+  /// Megatron-LM's `--recompute-method block --recompute-num-layers N`; fms-fsdp's
+  /// `selective_checkpointing` p checkpoints about p of the blocks, evenly spaced
+  /// (`policies/ac_handler.py`), the same count.
+  int recompute_layers = 0;
   int micro_batch = 1;  ///< b, sequences per micro-batch
   std::array<axis, 5> order{axis::tensor, axis::context, axis::expert, axis::pipeline, axis::data};
 
@@ -5212,6 +5218,19 @@ struct nd {
   /// Layers of pipeline stage `i` (all its virtual chunks together).
   [[nodiscard]] constexpr int stage_layers(const transformer& m, int i) const {
     return pipeline.stage_layers(m.layers, i);
+  }
+  /// Whether layer `l` of a chunk is checkpointed (`recompute_layers`).
+  [[nodiscard]] constexpr bool checkpointed(int l) const {
+    return recompute_layers == 0 || l < recompute_layers;
+  }
+  /// The checkpointed layers of pipeline stage `i`: all of them, or `recompute_layers` of
+  /// each chunk.
+  [[nodiscard]] constexpr int checkpointed_layers(const transformer& m, int i) const {
+    if (recompute_layers == 0) return stage_layers(m, i);
+    int n = 0;
+    for (int k = 0; k < pipeline.virtual_stages; ++k)
+      n += strata::detail::min(recompute_layers, pipeline.chunk_layers(m.layers, i, k));
+    return n;
   }
 
   /// The limits of a transformer plan on `devices` ranks (see `limits.hpp`): each policy's own,
@@ -5262,6 +5281,16 @@ struct nd {
           "strategy.tensor: overlapping the tensor-parallel communication with the GEMMs "
           "(tp_comm_overlap) needs sequence parallelism (Megatron: --tp-comm-overlap requires "
           "--sequence-parallel)");
+    if (recompute_layers < 0)
+      throw plan_error("strategy.recompute_layers: a count of layers, at least 0 (0: all)");
+    if (recompute_layers > 0 && recomputation != recompute::full)
+      throw plan_error(
+          "strategy.recompute_layers: checkpointing some of the layers is modelled with "
+          "\"recompute\": \"full\" (Megatron-LM's --recompute-method block)");
+    if (recompute_layers > 0 && m.dense_layers > 0)
+      throw plan_error(
+          "strategy.recompute_layers: checkpointing some of the layers of a model with dense "
+          "first layers is not modelled");
     if (saves_op_outputs(recomputation) && !per_op_modelled(m, t))
       throw plan_error(
           "strategy.recompute: \"op\" (per-operator checkpointing) is modelled for dense layers "
@@ -7363,6 +7392,14 @@ namespace detail {
 struct layer_spans {
   lower::span forward, recompute, backward;
 };
+/// A layer's backward with its collectives and no recomputation (`stage_spans::backward_kept`).
+[[nodiscard, gnu::noinline]] constexpr lower::span kept_backward(const lower::span& backward,
+                                                                 seconds comm_backward,
+                                                                 bool host_free) {
+  const lower::span comm_b = lower::span::kernel(0, comm_backward.count());
+  return host_free ? lower::span::kernel(0, backward.gpu + comm_backward.count())
+                   : backward.then(comm_b);
+}
 }  // namespace detail
 
 /// What one micro-batch runs on pipeline stage `i`, in issue order: the embedding (first
@@ -7373,6 +7410,7 @@ struct stage_spans {
   lower::span recompute;                      ///< what `backward_layer` repeats of the forward
   /// the same for a dense first layer (`layer_compute::dense`), the first stage's first
   detail::layer_spans dense{};
+  lower::span backward_kept{};  ///< a layer's backward that recomputes nothing (it kept all)
   [[nodiscard]] constexpr lower::span micro_batch(const layer_compute& lc, double layers,
                                                   bool first, bool last) const {
     const double d = first ? lc.dense_layers : 0;
@@ -7382,6 +7420,20 @@ struct stage_spans {
     if (last) s = s.then(lc.head_forward).then(lc.head_backward);
     s = s.then(backward_layer.repeat(layers - d));
     if (d > 0) s = s.then(dense.backward.repeat(d));
+    if (first) s = s.then(lc.embedding_backward);
+    return s;
+  }
+  /// The same when only `checkpointed` of the layers recompute (`parallel::nd::recompute_layers`;
+  /// no dense first layers): the others' backward first, as the backward runs them.
+  [[nodiscard, gnu::noinline]] constexpr lower::span micro_batch(const layer_compute& lc,
+                                                                 double layers, bool first,
+                                                                 bool last,
+                                                                 double checkpointed) const {
+    lower::span s = first ? lc.embedding_forward : lower::span{};
+    s = s.then(forward_layer.repeat(layers));
+    if (last) s = s.then(lc.head_forward).then(lc.head_backward);
+    s = s.then(backward_kept.repeat(layers - checkpointed))
+            .then(backward_layer.repeat(checkpointed));
     if (first) s = s.then(lc.embedding_backward);
     return s;
   }
@@ -7430,13 +7482,16 @@ namespace detail {
 }
 }  // namespace detail
 
+/// `kept`: also the backward of a layer that keeps its tensors (`parallel::nd::recompute_layers`).
 [[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
-                                             const layer_collectives& lcoll, recompute rc) {
+                                             const layer_collectives& lcoll, recompute rc,
+                                             bool kept = false) {
   const bool host_free = lc.per_kernel <= 0 && lc.checkpoint_host <= 0;
   const detail::layer_spans own =
       detail::spans_of_layer(lc.forward, lc.backward, lc.attention, lc.uncached, lc.checkpoint_host,
                              lcoll.forward(), lcoll.backward(), rc, host_free);
   stage_spans out{own.forward, own.backward, own.recompute};
+  if (kept) out.backward_kept = detail::kept_backward(lc.backward, lcoll.backward(), host_free);
   if (lc.dense_layers > 0) {
     const layer_kind_compute& d = lc.dense;
     const layer_collectives dc = dense_collectives(lcoll);
@@ -7649,6 +7704,25 @@ struct pipeline_stages {
   int critical = 0;
 };
 
+namespace detail {
+/// Stage i's micro-batch when only some of its layers are checkpointed
+/// (`parallel::nd::recompute_layers`): the others' backward recomputes nothing.
+[[nodiscard, gnu::noinline]] constexpr lower::span some_checkpointed_span(const transformer& m,
+                                                                          const parallel::nd& s,
+                                                                          const layer_compute& lc,
+                                                                          const stage_spans& sp,
+                                                                          int i, bool host_free) {
+  const int p = s.pipeline.degree, layers = s.stage_layers(m, i);
+  const int k = s.checkpointed_layers(m, i);
+  if (!host_free) return sp.micro_batch(lc, layers, i == 0, i == p - 1, k);
+  double t =
+      layers * (sp.forward_layer.gpu + sp.backward_layer.gpu) - (layers - k) * sp.recompute.gpu;
+  if (i == 0) t += lc.embedding_forward.gpu + lc.embedding_backward.gpu;
+  if (i == p - 1) t += lc.head_forward.gpu + lc.head_backward.gpu;
+  return lower::span::kernel(0, t);
+}
+}  // namespace detail
+
 /// Per micro-batch time of each stage of plan `s`; the slowest sets the steady state. The middle
 /// stages are alike, so three stage times give the worst and the sum. Without host costs a span
 /// is its GPU time: a sum (the same algebra, fewer operations).
@@ -7657,6 +7731,7 @@ struct pipeline_stages {
   const int p = s.pipeline.degree;
   const bool host_free = lc.per_kernel <= 0 && lc.checkpoint_host <= 0;
   auto stage_span = [&](int i) {
+    if (s.recompute_layers > 0) return detail::some_checkpointed_span(m, s, lc, sp, i, host_free);
     if (!host_free) return sp.micro_batch(lc, s.stage_layers(m, i), i == 0, i == p - 1);
     const int d = i == 0 ? lc.dense_layers : 0;  // the dense first layers
     double t = d == 0
@@ -7703,7 +7778,7 @@ struct pipeline_stages {
   const int tp = s.tensor.degree;
   const recompute rc = s.recomputation;
 
-  const stage_spans sp = spans_of(lc, lcoll, rc);
+  const stage_spans sp = spans_of(lc, lcoll, rc, s.recompute_layers > 0);
 
   const pipeline_stages stages = stages_of(m, s, lc, sp);
   const lower::span crit = stages.crit;
@@ -7723,8 +7798,10 @@ struct pipeline_stages {
   T.backward =
       mb * seconds{over_layers(lc.backward.gpu, lc.dense.backward.gpu) +
                    (first ? lc.embedding_backward.gpu : 0.0) + (last ? lc.head_backward.gpu : 0.0)};
-  T.recompute = dcrit == 0 ? mb * lcrit * seconds{sp.recompute.gpu}
-                           : mb * seconds{over_layers(sp.recompute.gpu, sp.dense.recompute.gpu)};
+  T.recompute = s.recompute_layers > 0
+                    ? mb * s.checkpointed_layers(m, critical) * seconds{sp.recompute.gpu}
+                : dcrit == 0 ? mb * lcrit * seconds{sp.recompute.gpu}
+                             : mb * seconds{over_layers(sp.recompute.gpu, sp.dense.recompute.gpu)};
   // each policy adds its term: the fold over the plan's policies
   const double passes = mb * lcrit;  // layer passes of the critical stage
   T.tensor_comm = s.tensor.time(passes, lcoll.tensor, lcoll.tensor_backward);
@@ -8004,6 +8081,21 @@ constexpr void layer_terms(memory_terms& x, const plan_keeps& keeps, int layers,
   x.last_saved = x.saved;
   if (d > 0) dense_layer_terms(x, keeps, layers, d);
 }
+/// `layer_terms` when `k` of the stage's `layers` are checkpointed (the first ones, layer 0
+/// the last backward's) and the others keep what they keep without recomputation
+/// (`parallel::nd::recompute_layers`): the per-layer figures on average.
+constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int layers, int k) {
+  if (layers <= 0 || k >= layers) return;
+  const auto mix = [&](double checkpointed, double kept) {
+    return (k * checkpointed + (layers - k) * kept) / layers;
+  };
+  const layer_keeps &c = keeps.layer, &f = keeps.full;
+  x.saved = mix(c.activation, f.activation);
+  x.casts = mix(c.weight_copy, f.weight_copy);
+  x.until_loss = x.in_flight * (k * c.until_loss + (layers - k) * f.until_loss);
+  x.graph = mix(c.graph, f.graph);
+  x.last_saved = k > 0 ? c.activation : f.activation;
+}
 }  // namespace detail
 
 /// The terms of pipeline stage `stage` on one rank.
@@ -8075,9 +8167,11 @@ constexpr void layer_terms(memory_terms& x, const plan_keeps& keeps, int layers,
   x.in_flight = s.pipeline.in_flight(micro_batches, stage);
   using lower::keep_kind;
   detail::layer_terms(x, keeps, layers, dense_layers_on(m, stage));
+  const int checkpointed = s.recompute_layers > 0 ? s.checkpointed_layers(m, stage) : layers;
+  if (checkpointed < layers) detail::some_checkpointed(x, keeps, layers, checkpointed);
   // what a checkpointed layer rebuilds while its backward runs: the whole layer, or what the
   // per-operator policy does not cache (its cached outputs are in `saved` already)
-  if (parallel::rebuilds_layer(sh.recompute)) x.rebuilt = x.full_layer;
+  if (parallel::rebuilds_layer(sh.recompute) && checkpointed > 0) x.rebuilt = x.full_layer;
   if (parallel::saves_op_outputs(sh.recompute))
     x.rebuilt = strata::detail::max(0.0, x.full_layer - x.saved);
   x.layer_gradients =

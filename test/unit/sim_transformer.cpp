@@ -90,6 +90,33 @@ TEST_CASE("1F1B on 1024 GPUs: the simulated pipeline agrees with the closed form
   CHECK(again.run.events == gp.run.events);
 }
 
+TEST_CASE("checkpointing 3 of each stage's 12 layers: the simulator recomputes those three") {
+  // GPT-3 175B, t = 8, 8 stages, 16 replicas; Megatron-LM's --recompute-method block
+  // --recompute-num-layers 3: the first three layers of each stage recompute, the other nine
+  // keep their tensors
+  const transformer m = zoo::gpt3_175b();
+  const cluster c = presets::dgx_a100(128);
+  const training tr{.batch = 1024, .sequence = 2048};
+  parallel::nd s{.tensor = {.degree = 8},
+                 .pipeline = {.degree = 8},
+                 .data = {.degree = 16},
+                 .recomputation = recompute::full,
+                 .recompute_layers = 3,
+                 .micro_batch = 1};
+  const auto run = sim::simulate(m, s, c, tr, a100);
+  const auto cf = analytic::evaluate(m, s, c, tr, a100);
+  CHECK(run.iteration.count() == Approx(cf.iteration_time().count()).epsilon(0.002));
+  CHECK(run.run.peak_memory[0] == Approx(cf.memory.total().count()).epsilon(1e-9));
+  // a quarter of full recomputation's work: between none and full
+  parallel::nd all = s, none = s;
+  all.recompute_layers = 0;
+  none.recomputation = recompute::none;
+  none.recompute_layers = 0;
+  const double t_all = sim::simulate(m, all, c, tr, a100).iteration.count();
+  const double t_none = sim::simulate(m, none, c, tr, a100).iteration.count();
+  CHECK(run.iteration.count() == Approx(t_none + (t_all - t_none) / 4).epsilon(0.01));
+}
+
 TEST_CASE("an embedding/loss-aware interleaved split: simulation and closed form agree") {
   // GPT-2 355M's 24 layers + embedding + loss = 26: no multiple of p v = 4 x 2 = 8. 22 layers
   // + 2 = 24 are: 3 per chunk, the first stage's first chunk and the last stage's last hold 2.

@@ -282,6 +282,46 @@ TEST_CASE("pipeline bubble: (p - 1) / (v m), halved by two virtual stages") {
   CHECK(two.memory.activations.count() / one.memory.activations.count() == Approx(1 + 7.0 / 16));
 }
 
+TEST_CASE("checkpointing some layers: Megatron's --recompute-num-layers, fms-fsdp's fraction") {
+  // GPT-3 175B on t = 8 with sequence parallelism, 8 stages of 12 layers; full recomputation
+  // of 3 of each stage's 12 layers (Megatron-LM: --recompute-method block
+  // --recompute-num-layers 3; fms-fsdp: selective_checkpointing 1/4)
+  const transformer m = zoo::gpt3_175b();
+  const training t{.batch = 64};
+  const cluster c = presets::dgx_a100(8);
+  parallel::nd all{.tensor = {.degree = 8, .sequence = true},
+                   .pipeline = {.degree = 8},
+                   .recomputation = recompute::full,
+                   .micro_batch = 1};
+  parallel::nd some = all, none = all;
+  some.recompute_layers = 3;
+  none.recomputation = recompute::none;
+  CHECK(some.checkpointed_layers(m, 0) == 3);
+  const auto a = analytic::evaluate(m, all, c, t, a100),
+             k = analytic::evaluate(m, some, c, t, a100);
+  // a quarter of the layers run their forward again; nothing else changes
+  CHECK(k.time.recompute.count() == Approx(a.time.recompute.count() / 4));
+  CHECK(k.time.forward.count() == Approx(a.time.forward.count()));
+  CHECK(k.time.backward.count() == Approx(a.time.backward.count()));
+  // each checkpointed layer keeps its input, 2 s b h / t; the other nine what Korthikanti's
+  // Table 2 gives with sequence parallelism and flash attention, 34 s b h / t: per layer
+  // (3 x 2 + 9 x 34) / 12 / 8 = 3.25 s b h
+  const double sbh = 2048.0 * 12288;
+  const auto x = analytic::stage_terms(m, some, t, 0);
+  CHECK(analytic::stage_terms(m, all, t, 0).saved == Approx(2 * sbh / 8));
+  CHECK(analytic::stage_terms(m, none, t, 0).saved == Approx(34 * sbh / 8));
+  CHECK(x.saved == Approx(3.25 * sbh));
+  CHECK(x.rebuilt == Approx(analytic::stage_terms(m, none, t, 0).saved));  // one layer rebuilt
+  // only with full recomputation, and a count
+  parallel::nd bad = some;
+  bad.recomputation = recompute::selective;
+  CHECK_THROWS_WITH(analytic::evaluate(m, bad, c, t, a100),
+                    Catch::Contains("recompute_layers") && Catch::Contains("full"));
+  bad = some;
+  bad.recompute_layers = -1;
+  CHECK_THROWS_AS(analytic::evaluate(m, bad, c, t, a100), plan_error);
+}
+
 TEST_CASE("data parallelism: overlap hides the all-reduce behind backward, up to a bucket") {
   const transformer m = zoo::gpt2_355m();
   const training t{.batch = 64};

@@ -178,10 +178,14 @@ row_plan plan_of(const std::map<std::string, std::string>& r) {
   const std::string rc = r.at("recompute");
   // torchtitan's "selective" is its per-operator policy ('op' in train_configs/llama3_*.toml at
   // 9dec370, test/data/published_frameworks.md)
-  s.recomputation = rc == "full"                      ? parallel::recompute::full
+  // "full:N": N layers of each chunk checkpointed (Megatron's --recompute-num-layers; fms-fsdp's
+  // selective_checkpointing fraction of the blocks, test/data/published_frameworks.md)
+  const bool some = rc.rfind("full:", 0) == 0;
+  s.recomputation = rc == "full" || some              ? parallel::recompute::full
                     : rc == "selective" && torchtitan ? parallel::recompute::per_op
                     : rc == "selective"               ? parallel::recompute::selective
                                                       : parallel::recompute::none;
+  if (some) s.recompute_layers = std::stoi(rc.substr(5));
   // layers that do not split evenly: fewer on the first and last stages, which also hold the
   // embedding and the head (Megatron's --decoder-first/last-pipeline-num-layers; DeepSpeed's
   // parameter-balanced partition does the same)
@@ -307,16 +311,18 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
                          << " tight, " << ran[memory_verdict::does_not_fit] << " do not fit");
   // (torchtitan's per-operator checkpointing modelled: 28 -> 23 do not fit, 4 -> 2 tight; its
   // sequence and loss parallelism: 23 -> 19, every torchtitan run that ran now fits; sequence
-  // parallelism under TP communication overlap, as Megatron requires it: 19 -> 13)
+  // parallelism under TP communication overlap, as Megatron requires it: 19 -> 13; fms-fsdp's
+  // "selective AC" as the whole blocks it checkpoints: 13 -> 10)
   CHECK(ran[memory_verdict::tight] == 2);
-  CHECK(ran[memory_verdict::does_not_fit] == 13);
+  CHECK(ran[memory_verdict::does_not_fit] == 10);
   // (Megatron's gradient reduction and weight gather hidden behind the interleaved schedule's
   // chunks, as Megatron-Core runs them: 17.6 -> 24.7; the MLPerf runs on 512-1,344 nodes had
   // been close only because that traffic was charged as exposed; Transformer Engine's fp8 casts
-  // and the 16-bit head: 24.7 -> 20.8, fsdp's float8 rows 27.1 -> 26.1)
+  // and the 16-bit head: 24.7 -> 20.8, fsdp's float8 rows 27.1 -> 26.1; fms-fsdp's checkpointed
+  // blocks recomputed: fsdp 26.1 -> 24.4)
   CHECK(100 * median(errors["megatron"]) == Approx(20.8).margin(0.5));
   CHECK(100 * median(errors["megatron_deepspeed"]) == Approx(18.7).margin(0.5));
-  CHECK(100 * median(errors["fsdp"]) == Approx(26.1).margin(0.5));
+  CHECK(100 * median(errors["fsdp"]) == Approx(24.4).margin(0.5));
   CHECK(100 * median(errors["deepspeed"]) == Approx(58.1).margin(0.5));
   CHECK(100 * median(errors["memory"]) == Approx(17.8).margin(0.5));
 }

@@ -30,6 +30,25 @@ struct pipeline_stages {
   int critical = 0;
 };
 
+namespace detail {
+/// Stage i's micro-batch when only some of its layers are checkpointed
+/// (`parallel::nd::recompute_layers`): the others' backward recomputes nothing.
+[[nodiscard, gnu::noinline]] constexpr lower::span some_checkpointed_span(const transformer& m,
+                                                                          const parallel::nd& s,
+                                                                          const layer_compute& lc,
+                                                                          const stage_spans& sp,
+                                                                          int i, bool host_free) {
+  const int p = s.pipeline.degree, layers = s.stage_layers(m, i);
+  const int k = s.checkpointed_layers(m, i);
+  if (!host_free) return sp.micro_batch(lc, layers, i == 0, i == p - 1, k);
+  double t =
+      layers * (sp.forward_layer.gpu + sp.backward_layer.gpu) - (layers - k) * sp.recompute.gpu;
+  if (i == 0) t += lc.embedding_forward.gpu + lc.embedding_backward.gpu;
+  if (i == p - 1) t += lc.head_forward.gpu + lc.head_backward.gpu;
+  return lower::span::kernel(0, t);
+}
+}  // namespace detail
+
 /// Per micro-batch time of each stage of plan `s`; the slowest sets the steady state. The middle
 /// stages are alike, so three stage times give the worst and the sum. Without host costs a span
 /// is its GPU time: a sum (the same algebra, fewer operations).
@@ -38,6 +57,7 @@ struct pipeline_stages {
   const int p = s.pipeline.degree;
   const bool host_free = lc.per_kernel <= 0 && lc.checkpoint_host <= 0;
   auto stage_span = [&](int i) {
+    if (s.recompute_layers > 0) return detail::some_checkpointed_span(m, s, lc, sp, i, host_free);
     if (!host_free) return sp.micro_batch(lc, s.stage_layers(m, i), i == 0, i == p - 1);
     const int d = i == 0 ? lc.dense_layers : 0;  // the dense first layers
     double t = d == 0
@@ -84,7 +104,7 @@ struct pipeline_stages {
   const int tp = s.tensor.degree;
   const recompute rc = s.recomputation;
 
-  const stage_spans sp = spans_of(lc, lcoll, rc);
+  const stage_spans sp = spans_of(lc, lcoll, rc, s.recompute_layers > 0);
 
   const pipeline_stages stages = stages_of(m, s, lc, sp);
   const lower::span crit = stages.crit;
@@ -104,8 +124,10 @@ struct pipeline_stages {
   T.backward =
       mb * seconds{over_layers(lc.backward.gpu, lc.dense.backward.gpu) +
                    (first ? lc.embedding_backward.gpu : 0.0) + (last ? lc.head_backward.gpu : 0.0)};
-  T.recompute = dcrit == 0 ? mb * lcrit * seconds{sp.recompute.gpu}
-                           : mb * seconds{over_layers(sp.recompute.gpu, sp.dense.recompute.gpu)};
+  T.recompute = s.recompute_layers > 0
+                    ? mb * s.checkpointed_layers(m, critical) * seconds{sp.recompute.gpu}
+                : dcrit == 0 ? mb * lcrit * seconds{sp.recompute.gpu}
+                             : mb * seconds{over_layers(sp.recompute.gpu, sp.dense.recompute.gpu)};
   // each policy adds its term: the fold over the plan's policies
   const double passes = mb * lcrit;  // layer passes of the critical stage
   T.tensor_comm = s.tensor.time(passes, lcoll.tensor, lcoll.tensor_backward);

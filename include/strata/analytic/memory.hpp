@@ -204,6 +204,21 @@ constexpr void layer_terms(memory_terms& x, const plan_keeps& keeps, int layers,
   x.last_saved = x.saved;
   if (d > 0) dense_layer_terms(x, keeps, layers, d);
 }
+/// `layer_terms` when `k` of the stage's `layers` are checkpointed (the first ones, layer 0
+/// the last backward's) and the others keep what they keep without recomputation
+/// (`parallel::nd::recompute_layers`): the per-layer figures on average.
+constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int layers, int k) {
+  if (layers <= 0 || k >= layers) return;
+  const auto mix = [&](double checkpointed, double kept) {
+    return (k * checkpointed + (layers - k) * kept) / layers;
+  };
+  const layer_keeps &c = keeps.layer, &f = keeps.full;
+  x.saved = mix(c.activation, f.activation);
+  x.casts = mix(c.weight_copy, f.weight_copy);
+  x.until_loss = x.in_flight * (k * c.until_loss + (layers - k) * f.until_loss);
+  x.graph = mix(c.graph, f.graph);
+  x.last_saved = k > 0 ? c.activation : f.activation;
+}
 }  // namespace detail
 
 /// The terms of pipeline stage `stage` on one rank.
@@ -275,9 +290,11 @@ constexpr void layer_terms(memory_terms& x, const plan_keeps& keeps, int layers,
   x.in_flight = s.pipeline.in_flight(micro_batches, stage);
   using lower::keep_kind;
   detail::layer_terms(x, keeps, layers, dense_layers_on(m, stage));
+  const int checkpointed = s.recompute_layers > 0 ? s.checkpointed_layers(m, stage) : layers;
+  if (checkpointed < layers) detail::some_checkpointed(x, keeps, layers, checkpointed);
   // what a checkpointed layer rebuilds while its backward runs: the whole layer, or what the
   // per-operator policy does not cache (its cached outputs are in `saved` already)
-  if (parallel::rebuilds_layer(sh.recompute)) x.rebuilt = x.full_layer;
+  if (parallel::rebuilds_layer(sh.recompute) && checkpointed > 0) x.rebuilt = x.full_layer;
   if (parallel::saves_op_outputs(sh.recompute))
     x.rebuilt = strata::detail::max(0.0, x.full_layer - x.saved);
   x.layer_gradients =

@@ -464,6 +464,14 @@ namespace detail {
 struct layer_spans {
   lower::span forward, recompute, backward;
 };
+/// A layer's backward with its collectives and no recomputation (`stage_spans::backward_kept`).
+[[nodiscard, gnu::noinline]] constexpr lower::span kept_backward(const lower::span& backward,
+                                                                 seconds comm_backward,
+                                                                 bool host_free) {
+  const lower::span comm_b = lower::span::kernel(0, comm_backward.count());
+  return host_free ? lower::span::kernel(0, backward.gpu + comm_backward.count())
+                   : backward.then(comm_b);
+}
 }  // namespace detail
 
 /// What one micro-batch runs on pipeline stage `i`, in issue order: the embedding (first
@@ -474,6 +482,7 @@ struct stage_spans {
   lower::span recompute;                      ///< what `backward_layer` repeats of the forward
   /// the same for a dense first layer (`layer_compute::dense`), the first stage's first
   detail::layer_spans dense{};
+  lower::span backward_kept{};  ///< a layer's backward that recomputes nothing (it kept all)
   [[nodiscard]] constexpr lower::span micro_batch(const layer_compute& lc, double layers,
                                                   bool first, bool last) const {
     const double d = first ? lc.dense_layers : 0;
@@ -483,6 +492,20 @@ struct stage_spans {
     if (last) s = s.then(lc.head_forward).then(lc.head_backward);
     s = s.then(backward_layer.repeat(layers - d));
     if (d > 0) s = s.then(dense.backward.repeat(d));
+    if (first) s = s.then(lc.embedding_backward);
+    return s;
+  }
+  /// The same when only `checkpointed` of the layers recompute (`parallel::nd::recompute_layers`;
+  /// no dense first layers): the others' backward first, as the backward runs them.
+  [[nodiscard, gnu::noinline]] constexpr lower::span micro_batch(const layer_compute& lc,
+                                                                 double layers, bool first,
+                                                                 bool last,
+                                                                 double checkpointed) const {
+    lower::span s = first ? lc.embedding_forward : lower::span{};
+    s = s.then(forward_layer.repeat(layers));
+    if (last) s = s.then(lc.head_forward).then(lc.head_backward);
+    s = s.then(backward_kept.repeat(layers - checkpointed))
+            .then(backward_layer.repeat(checkpointed));
     if (first) s = s.then(lc.embedding_backward);
     return s;
   }
@@ -531,13 +554,16 @@ namespace detail {
 }
 }  // namespace detail
 
+/// `kept`: also the backward of a layer that keeps its tensors (`parallel::nd::recompute_layers`).
 [[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
-                                             const layer_collectives& lcoll, recompute rc) {
+                                             const layer_collectives& lcoll, recompute rc,
+                                             bool kept = false) {
   const bool host_free = lc.per_kernel <= 0 && lc.checkpoint_host <= 0;
   const detail::layer_spans own =
       detail::spans_of_layer(lc.forward, lc.backward, lc.attention, lc.uncached, lc.checkpoint_host,
                              lcoll.forward(), lcoll.backward(), rc, host_free);
   stage_spans out{own.forward, own.backward, own.recompute};
+  if (kept) out.backward_kept = detail::kept_backward(lc.backward, lcoll.backward(), host_free);
   if (lc.dense_layers > 0) {
     const layer_kind_compute& d = lc.dense;
     const layer_collectives dc = dense_collectives(lcoll);

@@ -145,7 +145,8 @@ inline nlohmann::json transformer_request_json(const transformer_request& q) {
 }
 
 namespace detail {
-/// A plan's degrees (`nd_json`) as "t=4+sp c=1 e=1 p=2 v=1 d=8 zero=1 b=2 recompute=none".
+/// A plan's degrees (`nd_json`) as "t=4+sp c=1 e=1 p=2 v=1 d=8 zero=1 b=2 recompute=none"
+/// (`recompute=full:3` when 3 layers of each chunk are checkpointed).
 inline std::string plan_text(const nlohmann::json& x) {
   char plan[160];
   std::snprintf(plan, sizeof plan, "t=%d%s c=%d e=%d p=%d v=%d d=%d zero=%d b=%d recompute=%s",
@@ -153,6 +154,8 @@ inline std::string plan_text(const nlohmann::json& x) {
                 x["context"].get<int>(), x["expert"].get<int>(), x["pipeline"].get<int>(),
                 x["virtual_stages"].get<int>(), x["data"].get<int>(), x["zero"].get<int>(),
                 x["micro_batch"].get<int>(), x["recompute"].get<std::string>().c_str());
+  if (x.contains("recompute_layers"))
+    return std::string(plan) + ":" + std::to_string(x["recompute_layers"].get<int>());
   return plan;
 }
 

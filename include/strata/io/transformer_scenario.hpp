@@ -220,11 +220,27 @@ inline transformer parse_transformer(const json& j, std::string& name,
 
 inline parallel::nd parse_nd(const json& j) {
   const std::string p = "parallel";
-  only_keys(
-      j, p,
-      {"tensor", "sequence_parallel", "context", "expert", "pipeline", "virtual_stages", "schedule",
-       "first_stage_layers", "last_stage_layers", "account_for_embedding", "account_for_loss",
-       "data", "zero", "overlap", "bucket_MB", "shard_group", "recompute", "micro_batch", "order"});
+  only_keys(j, p,
+            {"tensor",
+             "sequence_parallel",
+             "context",
+             "expert",
+             "pipeline",
+             "virtual_stages",
+             "schedule",
+             "first_stage_layers",
+             "last_stage_layers",
+             "account_for_embedding",
+             "account_for_loss",
+             "data",
+             "zero",
+             "overlap",
+             "bucket_MB",
+             "shard_group",
+             "recompute",
+             "recompute_layers",
+             "micro_batch",
+             "order"});
   parallel::nd s;
   s.tensor.degree = int_field(j, p, "tensor", 1, max_degree, 1);
   s.tensor.sequence = flag_field(j, p, "sequence_parallel", false);
@@ -252,6 +268,7 @@ inline parallel::nd parse_nd(const json& j) {
                                 {"selective", parallel::recompute::selective},
                                 {"full", parallel::recompute::full},
                                 {"op", parallel::recompute::per_op}});
+  s.recompute_layers = int_field(j, p, "recompute_layers", 0, 1 << 20, 0);
   s.micro_batch = int_field(j, p, "micro_batch", 1, 1 << 20, 1);
   if (j.contains("order")) {
     const json& o = j["order"];
@@ -612,18 +629,20 @@ inline transformer_scenario parse_transformer_scenario(const nlohmann::json& j,
 
 namespace detail {
 inline nlohmann::json nd_json(const parallel::nd& s) {
-  return {{"tensor", s.tensor.degree},
-          {"sequence_parallel", s.tensor.sequence},
-          {"context", s.context.degree},
-          {"expert", s.expert.degree},
-          {"pipeline", s.pipeline.degree},
-          {"virtual_stages", s.pipeline.virtual_stages},
-          {"schedule", to_string(s.pipeline.kind)},
-          {"data", s.data.degree},
-          {"zero", s.data.zero},
-          {"shard_group", s.data.shards()},
-          {"recompute", to_string(s.recomputation)},
-          {"micro_batch", s.micro_batch}};
+  nlohmann::json j{{"tensor", s.tensor.degree},
+                   {"sequence_parallel", s.tensor.sequence},
+                   {"context", s.context.degree},
+                   {"expert", s.expert.degree},
+                   {"pipeline", s.pipeline.degree},
+                   {"virtual_stages", s.pipeline.virtual_stages},
+                   {"schedule", to_string(s.pipeline.kind)},
+                   {"data", s.data.degree},
+                   {"zero", s.data.zero},
+                   {"shard_group", s.data.shards()},
+                   {"recompute", to_string(s.recomputation)},
+                   {"micro_batch", s.micro_batch}};
+  if (s.recompute_layers > 0) j["recompute_layers"] = s.recompute_layers;
+  return j;
 }
 inline nlohmann::json time_json(const time_breakdown& t) {
   return {

@@ -101,6 +101,12 @@ struct nd {
   pipeline_parallel pipeline{};
   data_parallel data{};
   recompute recomputation = recompute::none;
+  /// With full recomputation, the layers of each chunk (of each stage without interleaving)
+  /// that are checkpointed, the first ones; the others keep every tensor (0: all of them).
+  /// Megatron-LM's `--recompute-method block --recompute-num-layers N`; fms-fsdp's
+  /// `selective_checkpointing` p checkpoints about p of the blocks, evenly spaced
+  /// (`policies/ac_handler.py`), the same count.
+  int recompute_layers = 0;
   int micro_batch = 1;  ///< b, sequences per micro-batch
   std::array<axis, 5> order{axis::tensor, axis::context, axis::expert, axis::pipeline, axis::data};
 
@@ -148,6 +154,19 @@ struct nd {
   /// Layers of pipeline stage `i` (all its virtual chunks together).
   [[nodiscard]] constexpr int stage_layers(const transformer& m, int i) const {
     return pipeline.stage_layers(m.layers, i);
+  }
+  /// Whether layer `l` of a chunk is checkpointed (`recompute_layers`).
+  [[nodiscard]] constexpr bool checkpointed(int l) const {
+    return recompute_layers == 0 || l < recompute_layers;
+  }
+  /// The checkpointed layers of pipeline stage `i`: all of them, or `recompute_layers` of
+  /// each chunk.
+  [[nodiscard]] constexpr int checkpointed_layers(const transformer& m, int i) const {
+    if (recompute_layers == 0) return stage_layers(m, i);
+    int n = 0;
+    for (int k = 0; k < pipeline.virtual_stages; ++k)
+      n += strata::detail::min(recompute_layers, pipeline.chunk_layers(m.layers, i, k));
+    return n;
   }
 
   /// The limits of a transformer plan on `devices` ranks (see `limits.hpp`): each policy's own,
@@ -198,6 +217,16 @@ struct nd {
           "strategy.tensor: overlapping the tensor-parallel communication with the GEMMs "
           "(tp_comm_overlap) needs sequence parallelism (Megatron: --tp-comm-overlap requires "
           "--sequence-parallel)");
+    if (recompute_layers < 0)
+      throw plan_error("strategy.recompute_layers: a count of layers, at least 0 (0: all)");
+    if (recompute_layers > 0 && recomputation != recompute::full)
+      throw plan_error(
+          "strategy.recompute_layers: checkpointing some of the layers is modelled with "
+          "\"recompute\": \"full\" (Megatron-LM's --recompute-method block)");
+    if (recompute_layers > 0 && m.dense_layers > 0)
+      throw plan_error(
+          "strategy.recompute_layers: checkpointing some of the layers of a model with dense "
+          "first layers is not modelled");
     if (saves_op_outputs(recomputation) && !per_op_modelled(m, t))
       throw plan_error(
           "strategy.recompute: \"op\" (per-operator checkpointing) is modelled for dense layers "

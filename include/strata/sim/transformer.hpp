@@ -536,8 +536,10 @@ struct transformer_builder {
       std::vector<int> d = l == at.layers - 1 ? deps : std::vector<int>{task};
       if (at.gathers) d.push_back(gather(sp, "all-gather weights (backward)" + lt, before, task));
       const bool dense = at.gs == 0 && l < lc.dense_layers;  // a dense first layer
-      lower::span t =
-          dense ? spans.dense.recompute.then(lc.dense.backward) : spans.recompute.then(lc.backward);
+      // a layer that kept its tensors (`parallel::nd::recompute_layers`) recomputes nothing
+      lower::span t = dense               ? spans.dense.recompute.then(lc.dense.backward)
+                      : s.checkpointed(l) ? spans.recompute.then(lc.backward)
+                                          : lc.backward;
       if (l == 0 && at.gs == 0) t = t.then(lc.embedding_backward);
       std::vector<int> produces{working[sp.I]}, consumes;
       backward_tensors(sp, at, l, produces, consumes);
@@ -632,9 +634,9 @@ struct transformer_builder {
   /// One micro-batch's backward on stage i (with its recomputation): what ZeRO-Offload's
   /// gradient copies hide behind, as in the closed form.
   [[nodiscard]] seconds stage_backward(int i) const {
-    double t = s.stage_layers(m, i) *
-               (lc.backward.gpu +
-                parallel::recomputed(rc, lc.forward.gpu, lc.attention.gpu, lc.uncached.gpu));
+    double t = s.stage_layers(m, i) * lc.backward.gpu +
+               s.checkpointed_layers(m, i) *
+                   parallel::recomputed(rc, lc.forward.gpu, lc.attention.gpu, lc.uncached.gpu);
     if (const int d = i == 0 ? lc.dense_layers : 0; d > 0) {  // the dense first layers instead
       const analytic::layer_kind_compute& k = lc.dense;
       t += d * (k.backward.gpu +
