@@ -1,5 +1,6 @@
 // The event core, case by case, with the expected times worked by hand.
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -293,6 +294,145 @@ TEST_CASE("event heap: pops by (time, id), moves and removals in place") {
     CHECK(e.id() == i);
   }
   CHECK(heap.empty());
+}
+
+TEST_CASE("event queue: a run of a few entries and the heap beyond it pop alike") {
+  // Pushes, moves, removals and pops drawn from a fixed seed against a sorted list, at sizes
+  // around the run's limits (a sorted run up to 16 entries, a heap past them, a run again at 8
+  // or fewer), with many ties broken by id; the link flows' queue (not indexed) alike.
+  detail::quad_heap<detail::event, true> heap(64);
+  detail::quad_heap<detail::timed_id, false> flows;
+  std::vector<std::pair<double, int>> want, want_flows;
+  std::vector<double> key(64, -1);
+  std::uint64_t x = 20261129;
+  auto draw = [&x](std::uint64_t n) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int>((x >> 33) % n);
+  };
+  auto same_front = [&] {
+    std::sort(want.begin(), want.end());
+    std::sort(want_flows.begin(), want_flows.end());
+    CHECK(heap.empty() == want.empty());
+    CHECK(flows.empty() == want_flows.empty());
+    bool same = true;
+    if (!want.empty())
+      same = heap.top().time() == want.front().first && heap.top().id() == want.front().second;
+    if (!want_flows.empty())
+      same = same && flows.top().time() == want_flows.front().first &&
+             flows.top().id() == want_flows.front().second;
+    return same;
+  };
+  int flow_id = 0, ops = 0;
+  bool agree = true;
+  for (int round = 0; round < 40 && agree; ++round) {
+    const auto size = static_cast<std::size_t>(draw(40));  // the size it hovers around
+    for (int op = 0; op < 100 && agree; ++op, ++ops) {
+      const int what = draw(10), id = draw(64);
+      const double t = 1e-3 * draw(12);
+      if (what < 4 && want.size() < size + 2) {  // insert or move
+        if (key[static_cast<std::size_t>(id)] >= 0)
+          std::erase(want, std::pair{key[static_cast<std::size_t>(id)], id});
+        key[static_cast<std::size_t>(id)] = t;
+        want.emplace_back(t, id);
+        heap.set(detail::event::make(t, id));
+      } else if (what == 4) {  // remove, if there
+        if (key[static_cast<std::size_t>(id)] >= 0)
+          std::erase(want, std::pair{key[static_cast<std::size_t>(id)], id});
+        key[static_cast<std::size_t>(id)] = -1;
+        heap.erase(id);
+      } else if (what < 7 && !want.empty()) {
+        const auto e = heap.pop();
+        agree = e.time() == want.front().first && e.id() == want.front().second;
+        key[static_cast<std::size_t>(want.front().second)] = -1;
+        want.erase(want.begin());
+      } else if (what < 9 && want_flows.size() < size + 2) {
+        want_flows.emplace_back(t, flow_id);
+        flows.push(detail::timed_id::make(t, flow_id++));
+      } else if (!want_flows.empty()) {
+        const auto e = flows.pop();
+        agree = e.time() == want_flows.front().first && e.id() == want_flows.front().second;
+        want_flows.erase(want_flows.begin());
+      }
+      agree = agree && same_front();
+    }
+  }
+  CHECK(agree);
+  CHECK(ops == 4000);
+}
+
+TEST_CASE("repeat_tasks: a repeated block is that block added again") {
+  // Two simulators: one adds a block (a round-robin turn over a link with a latency, a compute
+  // task that allocates a tensor, a flow that reads it) after a task `a`, then repeats it after
+  // a task `b` (the block's wait for `a` becomes a wait for `b`); the other adds the same
+  // tasks one by one. Their stores and runs are the same, bit for bit.
+  auto layout = [](simulator& s) {
+    const int gpu = s.add_resource({"gpu", discipline::fifo, 1, 0, 0});
+    const int rr = s.add_resource({"rr", discipline::round_robin, 1e9, 3e5, 0, true});
+    const int link = s.add_resource({"link", discipline::fair_share, 1e9});
+    const int act = s.add_tensor({"activation", 0, 1e6});
+    return std::vector<int>{gpu, rr, link, act};
+  };
+  auto block = [](simulator& s, const std::vector<int>& r, int after, double scale) {
+    const int turn = s.add_task({.name = "turn",
+                                 .resources = {r[1], r[2]},
+                                 .work = 1e6 * scale,
+                                 .deps = {after},
+                                 .cls = task_class::communication,
+                                 .device = 0,
+                                 .latency = 1e-5});
+    const int fw = s.add_task({.name = "fw",
+                               .resources = {r[0]},
+                               .work = 2e-3,
+                               .deps = {turn},
+                               .device = 0,
+                               .produces = {r[3]}});
+    s.add_task({.resources = {r[2]},
+                .work = 5e5,
+                .deps = {fw, after, turn},
+                .cls = task_class::communication,
+                .device = 0,
+                .consumes = {r[3]},
+                .gamma = 0.1});
+  };
+  simulator a, b;
+  const auto ra = layout(a), rb = layout(b);
+  for (auto* s : {&a, &b}) s->set_overlap_factor(0.2);
+  const int a0 = a.add_task({.name = "a", .resources = {ra[0]}, .work = 1e-3});
+  block(a, ra, a0, 1);
+  const int a1 = a.add_task({.name = "b", .resources = {ra[0]}, .work = 1e-3, .deps = {3}});
+  const std::pair<int, int> after{a0, a1};
+  const std::pair<int, int> nowhere{a0, 99};
+  CHECK_THROWS(a.repeat_tasks(1, 9));                 // past the last task
+  CHECK_THROWS(a.repeat_tasks(1, 3, {&nowhere, 1}));  // a wait for a task that does not exist
+  CHECK(a.tasks().size() == 5);                       // refused: nothing added
+  CHECK(a.repeat_tasks(1, 3, {&after, 1}) == 5);
+  const int b0 = b.add_task({.name = "a", .resources = {rb[0]}, .work = 1e-3});
+  block(b, rb, b0, 1);
+  const int b1 = b.add_task({.name = "b", .resources = {rb[0]}, .work = 1e-3, .deps = {3}});
+  block(b, rb, b1, 1);
+  REQUIRE(a.tasks().size() == b.tasks().size());
+  for (std::size_t i = 0; i < a.tasks().size(); ++i) {
+    const task_view x = a.tasks()[i], y = b.tasks()[i];
+    CHECK(x.name == y.name);
+    CHECK(
+        std::equal(x.resources.begin(), x.resources.end(), y.resources.begin(), y.resources.end()));
+    CHECK(std::equal(x.deps.begin(), x.deps.end(), y.deps.begin(), y.deps.end()));
+    CHECK(std::equal(x.produces.begin(), x.produces.end(), y.produces.begin(), y.produces.end()));
+    CHECK(std::equal(x.consumes.begin(), x.consumes.end(), y.consumes.begin(), y.consumes.end()));
+    CHECK((x.work == y.work && x.cls == y.cls && x.device == y.device && x.latency == y.latency &&
+           x.gamma == y.gamma));
+  }
+  const auto ta = a.run(), tb = b.run();
+  REQUIRE(ta.tasks.size() == 8);
+  for (std::size_t i = 0; i < ta.tasks.size(); ++i) {
+    CHECK(ta.tasks[i].ready == tb.tasks[i].ready);  // exact, not approximate
+    CHECK(ta.tasks[i].start == tb.tasks[i].start);
+    CHECK(ta.tasks[i].end == tb.tasks[i].end);
+  }
+  CHECK(ta.events == tb.events);
+  CHECK(ta.memory.size() == tb.memory.size());
+  CHECK(ta.busy == tb.busy);
+  CHECK(ta.tasks[5].start > ta.tasks[4].end);  // the copy waited for b
 }
 
 TEST_CASE("dependents become ready in task order, a run leaves the graph as it was") {

@@ -20,13 +20,15 @@
 /// Gamma (Proteus §VI-C): a compute task runs 1 + gamma times slower while a communication task
 /// of the same device is in service; a communication task may carry its own gamma (its class of
 /// device pair), and the largest of those in service on the device applies.
-/// The loop is an event heap (4-ary, one entry per task or link, moved in place) with per-task
-/// and per-link state: an event costs O(log n) plus the tasks it changes, whatever the number of
-/// streams (bench/sim.cpp: event_core), and allocates nothing once its buffers have grown.
+/// The loop is an event queue (one entry per task or link, moved in place: a sorted run while a
+/// few events are pending, a 4-ary heap beyond) with per-task and per-link state: an event costs
+/// O(log n) plus the tasks it changes, whatever the number of streams (bench/sim.cpp:
+/// event_core), and allocates nothing once its buffers have grown.
 /// add_task stores a task compactly and prepares what a run reads of it: a 64-byte line of loop
 /// state, a 32-byte record of what the loop seldom reads, flat resource and dependent lists, and
 /// for `tasks()` a 32-byte record with the name, dependencies and tensors in shared pools (no
-/// allocation per task), so a run starts from a copy. A fair-share link whose flows all cross it
+/// allocation per task), so a run starts from a copy; `repeat_tasks` adds a copy of tasks already
+/// added (a repeated step) for a few stores per task. A fair-share link whose flows all cross it
 /// alone keeps a virtual clock; flows crossing several links are re-rated by progressive filling
 /// when the set of flows changes.
 /// @code
@@ -133,52 +135,139 @@ struct result {
 };
 
 namespace detail {
-/// A 4-ary min-heap on `E::before`, a strict total order. A pop moves the hole at the top down
-/// to a leaf along the least children, then lifts the last entry into it (Wegener's bottom-up
-/// heapsort: the comparison that decides where the entry stops is left to the lift, which mostly
-/// stops at once). The least of four children is found by two rounds of comparisons whose
-/// outcomes are used as numbers, not branches, and the slots past the last entry hold
-/// `E::sentinel()` (never less than an entry), so every node has four children to compare: the
-/// per-level branches that a binary heap mispredicts half the time are gone. With `Indexed`,
-/// every entry's place is kept by its `id()` (below `ids`), so an entry can be moved or removed.
+/// A priority queue on `E::before`, a strict total order: a sorted run while it holds a few
+/// entries, a 4-ary min-heap beyond. An event core mostly has a handful of events pending (Li et
+/// al.'s 10 workers: 7.5 on average), so a pop is then a step of the run's head and a push a
+/// store after the few later entries moved up a slot (no comparisons of four children per
+/// level); past `run_most` entries the run, being sorted, is already a heap, and a heap of
+/// `run_least` or fewer is sorted back into a run.
+/// The heap: a pop moves the hole at the top down to a leaf along the least children, then
+/// lifts the last entry into it (Wegener's bottom-up heapsort: the comparison that decides where
+/// the entry stops is left to the lift, which mostly stops at once). The least of four children
+/// is found by two rounds of comparisons whose outcomes are used as numbers, not branches, and
+/// the slots past the last entry hold `E::sentinel()` (never less than an entry), so every node
+/// has four children to compare: the per-level branches that a binary heap mispredicts half the
+/// time are gone. With `Indexed`, every entry's place is kept by its `id()` (below `ids`), so an
+/// entry can be moved or removed.
 template <class E, bool Indexed>
 class quad_heap {
  public:
   quad_heap() = default;
   explicit quad_heap(std::size_t ids) : pos_(ids, -1) {}
   [[nodiscard]] bool empty() const { return m_ == 0; }
-  [[nodiscard]] const E& top() const { return heap_.front(); }
-  void push(const E& e) {
-    while (heap_.size() < m_ + 4) heap_.push_back(E::sentinel());
-    up(m_++, e);
+  [[nodiscard]] const E& top() const { return heap_[head_]; }
+  /// A push onto a run with room is inlined (the common case); the rest is not.
+  [[gnu::always_inline]] void push(const E& e) {
+    if (!heaped_ && m_ < run_most) {
+      if (head_ > 0 && (m_ == 0 || E::before(e, heap_[head_]))) {  // the least: in front
+        ++m_;
+        place(--head_, e);
+        return;
+      }
+      if (head_ + m_ < heap_.size()) {
+        run_front(head_ + m_++, e);
+        return;
+      }
+    }
+    push_slow(e);
   }
   E pop() {
-    const E first = heap_.front();
+    const E first = heap_[head_];
     if constexpr (Indexed) pos_[static_cast<std::size_t>(first.id())] = -1;
+    if (!heaped_) {
+      --m_;
+      head_ = m_ > 0 ? head_ + 1 : 0;
+      return first;
+    }
     const E last = take_last();
     if (m_ > 0) up(to_leaf(0), last);
+    if (m_ <= run_least) make_run();
     return first;
   }
   /// Indexed: inserts `e`, or moves the entry with its id to `e`'s key.
-  void set(const E& e) {
+  [[gnu::always_inline]] void set(const E& e) {
     const int p = pos_[static_cast<std::size_t>(e.id())];
     if (p < 0)
       push(e);
-    else if (E::before(e, heap_[static_cast<std::size_t>(p)]))
-      up(static_cast<std::size_t>(p), e);
     else
-      down(static_cast<std::size_t>(p), e);  // a later time: mostly a level or two
+      move(static_cast<std::size_t>(p), e);
   }
   /// Indexed: removes the entry with this id, if any.
   void erase(int id) {
     const int p = pos_[static_cast<std::size_t>(id)];
     if (p < 0) return;
     pos_[static_cast<std::size_t>(id)] = -1;
+    auto k = static_cast<std::size_t>(p);
+    if (!heaped_) {  // the later entries move down a slot
+      for (const std::size_t end = head_ + --m_; k < end; ++k) place(k, heap_[k + 1]);
+      if (m_ == 0) head_ = 0;
+      return;
+    }
     const E last = take_last();
-    if (static_cast<std::size_t>(p) < m_) up(to_leaf(static_cast<std::size_t>(p)), last);
+    if (k < m_) up(to_leaf(k), last);
+    if (m_ <= run_least) make_run();
   }
 
  private:
+  static constexpr std::size_t run_most = 16, run_least = 8;
+  /// A push onto the heap, or onto a run that is full or has no slot after its last entry.
+  void push_slow(const E& e) {
+    if (heaped_) {
+      up(m_++, e);
+      while (heap_.size() < m_ + 4) heap_.push_back(E::sentinel());
+    } else if (m_ < run_most) {
+      make_room();
+      run_front(head_ + m_++, e);
+    } else {
+      make_heap();
+      push_slow(e);
+    }
+  }
+  /// Indexed: the entry at k moves to `e`'s key.
+  void move(std::size_t k, const E& e) {
+    if (!heaped_)
+      E::before(e, heap_[k]) ? run_front(k, e) : run_back(k, e);
+    else if (E::before(e, heap_[k]))
+      up(k, e);
+    else
+      down(k, e);  // a later time: mostly a level or two
+  }
+  /// The run: the hole at k (its last slot, or an entry's place) takes `e`, the entries after it
+  /// that come before `e` moving down a slot.
+  void run_back(std::size_t k, const E& e) {
+    for (const std::size_t end = head_ + m_ - 1; k < end && E::before(heap_[k + 1], e); ++k)
+      place(k, heap_[k + 1]);
+    place(k, e);
+  }
+  /// The run: the hole at k takes `e`, the entries before it that come after `e` moving up.
+  void run_front(std::size_t k, const E& e) {
+    for (; k > head_ && E::before(e, heap_[k - 1]); --k) place(k, heap_[k - 1]);
+    place(k, e);
+  }
+  /// The run has no slot after its last entry: it moves to the front, or the slots double.
+  void make_room() {
+    if (head_ == 0) {
+      heap_.resize(std::max<std::size_t>(64, 2 * heap_.size()), E::sentinel());
+      return;
+    }
+    for (std::size_t k = 0; k < m_; ++k) place(k, heap_[head_ + k]);
+    head_ = 0;
+  }
+  /// The run becomes the heap (sorted, it is one), at the front with sentinels after it.
+  void make_heap() {
+    if (head_ > 0) make_room();
+    if (heap_.size() < m_ + 4) heap_.resize(m_ + 4);
+    std::fill(heap_.begin() + static_cast<std::ptrdiff_t>(m_), heap_.end(), E::sentinel());
+    heaped_ = true;
+  }
+  /// The heap becomes the run: its entries sorted.
+  void make_run() {
+    const auto first = heap_.begin(), last = first + static_cast<std::ptrdiff_t>(m_);
+    std::sort(first, last, [](const E& x, const E& y) { return E::before(x, y); });
+    if constexpr (Indexed)
+      for (std::size_t k = 0; k < m_; ++k) place(k, heap_[k]);
+    heaped_ = false;
+  }
   E take_last() {
     const E last = heap_[--m_];
     heap_[m_] = E::sentinel();
@@ -220,8 +309,10 @@ class quad_heap {
     }
     place(k, e);
   }
-  std::vector<E> heap_;   ///< the entries, then at least three sentinels
+  std::vector<E> heap_;   ///< the run from head_, or the heap's entries then sentinels
   std::size_t m_ = 0;     ///< entries
+  std::size_t head_ = 0;  ///< where the run starts; 0 for the heap
+  bool heaped_ = false;   ///< a heap, not a run
   std::vector<int> pos_;  ///< Indexed: per id, its place in heap_; -1: none
 };
 /// A list of task or resource ids that the loop fills and empties on every event. Its push_back
@@ -230,14 +321,17 @@ class quad_heap {
 /// sort up to 16 ids, as std::sort does on so few, so the order of equal keys is the same too.
 class id_list {
  public:
+  id_list() = default;
+  id_list(const id_list&) = delete;  // data_ points into buf_
+  id_list& operator=(const id_list&) = delete;
   [[gnu::always_inline]] void push_back(int x) {
-    if (size_ == buf_.size()) buf_.resize(std::max<std::size_t>(16, 2 * size_));
-    buf_[size_++] = x;
+    if (size_ == cap_) grow();
+    data_[size_++] = x;
   }
   void clear() { size_ = 0; }
   [[nodiscard]] bool empty() const { return size_ == 0; }
-  int* begin() { return buf_.data(); }
-  int* end() { return buf_.data() + size_; }
+  int* begin() { return data_; }
+  int* end() { return data_ + size_; }
   template <class Less>
   void sort(Less less) {
     if (size_ < 2) return;
@@ -246,10 +340,10 @@ class id_list {
       return;
     }
     for (std::size_t k = 1; k < size_; ++k) {
-      const int x = buf_[k];
+      const int x = data_[k];
       std::size_t j = k;
-      for (; j > 0 && less(x, buf_[j - 1]); --j) buf_[j] = buf_[j - 1];
-      buf_[j] = x;
+      for (; j > 0 && less(x, data_[j - 1]); --j) data_[j] = data_[j - 1];
+      data_[j] = x;
     }
   }
   void sort() {
@@ -257,8 +351,14 @@ class id_list {
   }
 
  private:
+  void grow() {
+    buf_.resize(std::max<std::size_t>(16, 2 * size_));
+    data_ = buf_.data();
+    cap_ = buf_.size();
+  }
   std::vector<int> buf_;
-  std::size_t size_ = 0;
+  int* data_ = nullptr;  ///< buf_'s
+  std::size_t size_ = 0, cap_ = 0;
 };
 #if defined(__SIZEOF_INT128__)
 __extension__ typedef unsigned __int128 key128;
@@ -456,18 +556,70 @@ class simulator {
     cold.cbegin = cold.pbegin + static_cast<int>(t.produces.size());
     cold.cend = static_cast<int>(ilist_.size());
     cold.cls = t.cls;
-    for (int d : t.deps) {  // appended to its dependencies' lists, so in task order
-      const int e = static_cast<int>(edges_.size());
-      edges_.push_back({nt, -1});  // reserved: no throw
-      int& tail = cold_[static_cast<std::size_t>(d)].out_tail;
-      if (tail < 0)
-        hot_[static_cast<std::size_t>(d)].out = e;
-      else
-        edges_[static_cast<std::size_t>(tail)].next = e;
-      tail = e;
-    }
+    for (int d : t.deps) link_dependent(d, nt);  // reserved: no throw
     devices_ = std::max(devices_, t.device + 1);
     if (h.comm && t.gamma > 0) any_own_gamma_ = true;
+    return nt;
+  }
+  /// Adds a copy of tasks [first, first + count) after the last task, as if each were added
+  /// again in order (a repeated step or iteration): a dependency inside the range becomes the
+  /// copy of that task, one outside it the task `remap` pairs it with (itself when none).
+  /// Returns the first copy's id. A copy shares its original's name and resources in the
+  /// simulator's pools and starts from its loop line, so a repeat costs a few stores per task
+  /// instead of add_task's checks and records (sim::simulate_ps repeats a worker's steps).
+  int repeat_tasks(int first, int count, std::span<const std::pair<int, int>> remap = {}) {
+    const auto nt = static_cast<int>(hot_.size());
+    if (first < 0 || count < 0 || first > nt - count)
+      throw plan_error("repeat_tasks: tasks " + std::to_string(first) + " to " +
+                       std::to_string(static_cast<long long>(first) + count - 1) +
+                       " do not all exist");
+    for (const auto& [from, to] : remap)
+      if (to < 0 || to >= nt)
+        throw plan_error("repeat_tasks: remaps to a task that does not exist");
+    if (count == 0) return nt;
+    const auto b = static_cast<std::size_t>(first), e = b + static_cast<std::size_t>(count);
+    // room first, so that nothing below throws (all or nothing): the range's ids in ilist_ are
+    // contiguous (tasks append theirs in order), so its copies' are too, `delta` later; its
+    // dependencies, some of those ids, have an edge each
+    const int ib = cold_[b].dbegin, ie = cold_[e - 1].cend;
+    const auto ids_size = static_cast<std::size_t>(ie - ib);
+    hot_.reserve(grown(hot_, e - b));
+    static_.reserve(grown(static_, e - b));
+    cold_.reserve(grown(cold_, e - b));
+    roots_.reserve(grown(roots_, e - b));
+    ilist_.reserve(grown(ilist_, ids_size));
+    edges_.reserve(grown(edges_, ids_size));
+    const int delta = static_cast<int>(ilist_.size()) - ib, shift = nt - first;
+    ilist_.resize(ilist_.size() + ids_size);
+    int* const ids = ilist_.data();
+    for (std::size_t i = b; i < e; ++i) {
+      const int id = static_cast<int>(i) + shift;
+      hot_.push_back(hot_[i]);  // its loop line as add_task left it: no dependents yet
+      hot_.back().out = -1;
+      static_.push_back(static_[i]);
+      detail::task_cold c = cold_[i];
+      for (int k = c.dbegin; k < c.pbegin; ++k) {
+        int d = ids[k];
+        if (d >= first && d < first + count)
+          d += shift;
+        else
+          for (const auto& [from, to] : remap)
+            if (d == from) {
+              d = to;
+              break;
+            }
+        ids[k + delta] = d;
+        link_dependent(d, id);
+      }
+      for (int k = c.pbegin; k < c.cend; ++k) ids[k + delta] = ids[k];
+      if (c.pbegin == c.dbegin) roots_.push_back(id);
+      c.dbegin += delta;
+      c.pbegin += delta;
+      c.cbegin += delta;
+      c.cend += delta;
+      c.out_tail = -1;
+      cold_.push_back(c);
+    }
     return nt;
   }
   /// Room for `tasks` tasks, so that a large graph is not moved as it grows.
@@ -579,6 +731,23 @@ class simulator {
   int devices_ = 0;                          ///< 1 + the largest device of a task or tensor
   bool any_own_gamma_ = false;               ///< a communication task on a device carries gamma > 0
 
+  /// Appends task `to` to task `d`'s dependents (so in task order); edges_ has room.
+  void link_dependent(int d, int to) {
+    const int e = static_cast<int>(edges_.size());
+    edges_.push_back({to, -1});
+    int& tail = cold_[static_cast<std::size_t>(d)].out_tail;
+    if (tail < 0)
+      hot_[static_cast<std::size_t>(d)].out = e;
+    else
+      edges_[static_cast<std::size_t>(tail)].next = e;
+    tail = e;
+  }
+  /// The capacity `v` needs for `more` elements: doubled when it has no room for them.
+  template <class V>
+  static std::size_t grown(const V& v, std::size_t more) {
+    return v.capacity() - v.size() >= more ? v.capacity()
+                                           : std::max(2 * v.capacity(), v.size() + more);
+  }
   /// Task `i`'s tensors (what a run reads of its specs; not its loop state).
   [[nodiscard]] std::span<const int> produces_of(std::size_t i) const {
     const detail::task_cold& c = cold_[i];
@@ -751,9 +920,11 @@ struct simulator::event_loop {
     }
   }
   /// Counts communication task `i` in (+1) or out of (-1) service on its device, by its gamma.
-  void comm_change(int i, int delta) {
+  [[gnu::always_inline]] void comm_change(int i, int delta) {
     // without gamma the largest gamma in service stays 0: nothing to count
-    if (!any_gamma || !at(i).comm) return;
+    if (any_gamma && at(i).comm) count_comm(i, delta);
+  }
+  void count_comm(int i, int delta) {
     const detail::task_static& c = sim.static_[static_cast<std::size_t>(i)];
     const int dev = c.device;
     const auto d = static_cast<std::size_t>(dev);
@@ -814,8 +985,10 @@ struct simulator::event_loop {
   }
 
   /// Allocates the tensors task i produces, noting peaks and the first out-of-memory.
-  void allocate(int i) {
-    if (!at(i).memory) return;
+  [[gnu::always_inline]] void allocate(int i) {
+    if (at(i).memory) allocate_tensors(i);
+  }
+  void allocate_tensors(int i) {
     for (int x : sim.produces_of(static_cast<std::size_t>(i))) {
       const auto& t = sim.tensors_[static_cast<std::size_t>(x)];
       auto& m = mem[static_cast<std::size_t>(t.device)];
@@ -830,8 +1003,10 @@ struct simulator::event_loop {
     }
   }
   /// Frees the tensors whose last reader was task i, and those i produced that nobody reads.
-  void release(int i) {
-    if (!at(i).memory) return;
+  [[gnu::always_inline]] void release(int i) {
+    if (at(i).memory) release_tensors(i);
+  }
+  void release_tensors(int i) {
     auto drop = [&](int x) {
       const auto& t = sim.tensors_[static_cast<std::size_t>(x)];
       mem[static_cast<std::size_t>(t.device)] -= t.bytes;
@@ -1060,29 +1235,22 @@ struct simulator::event_loop {
   }
   /// After an event's changes: new rates (fair shares, gamma, newly started tasks), busy time.
   void settle() {
-    settle_gamma();
+    if (!touched_devices.empty()) settle_gamma();
     for (int i : started) {
       detail::task_hot& h = at(i);
       h.rate = fifo_rate(i, static_cast<std::size_t>(h.first));
       predict(i);
     }
     started.clear();
-    if (shares_changed || !multi.empty()) {
+    const bool filling = shares_changed || !multi.empty();
+    if (filling) {
       bool any_dirty = shares_changed;
       for (int r : touched_resources)
         any_dirty = any_dirty || link_dirty[static_cast<std::size_t>(r)];
       if (any_dirty) fill();
-    } else {
-      // no flow crosses several links: each link splits its capacity evenly
-      for (int r : touched_resources) {
-        const auto ur = static_cast<std::size_t>(r);
-        if (link_dirty[ur] && sim.resources_[ur].kind == discipline::fair_share)
-          set_link_share(ur,
-                         link_users[ur] > 0 ? sim.resources_[ur].capacity / link_users[ur] : 0.0);
-      }
     }
     shares_changed = false;
-    settle_busy();
+    settle_resources(!filling);
   }
   /// The touched devices' largest gamma in service; where it changed, their compute in
   /// service is re-rated.
@@ -1102,10 +1270,13 @@ struct simulator::event_loop {
     }
     touched_devices.clear();
   }
-  /// The touched resources' busy time, as they turn busy or idle; their marks cleared.
-  void settle_busy() {
+  /// The touched resources' busy time, as they turn busy or idle; their marks cleared. With
+  /// `even` (no flow crosses several links), first each touched link splits its capacity evenly.
+  void settle_resources(bool even) {
     for (int r : touched_resources) {
       const auto ur = static_cast<std::size_t>(r);
+      if (even && link_dirty[ur] && sim.resources_[ur].kind == discipline::fair_share)
+        set_link_share(ur, link_users[ur] > 0 ? sim.resources_[ur].capacity / link_users[ur] : 0.0);
       resource_mark[ur] = 0;
       link_dirty[ur] = 0;
       const bool busy = link_users[ur] > 0 || in_service[ur] >= 0;  // one is never set

@@ -22,7 +22,8 @@
 ///   `parse_on_host`; PS_i for an uplink); the transfer's dependents wait for it.
 /// - Steps (§3.4): every worker runs `steps` steps, each drawn with replacement from the profiled
 ///   ones (a seeded splitmix64 stream, so runs are reproducible); a step starts when the previous
-///   one has finished on every resource (Algorithm 3.1 lines 35-38).
+///   one has finished on every resource (Algorithm 3.1 lines 35-38). A worker's step drawn from a
+///   profiled step it drew before is a copy of that step's tasks (`simulator::repeat_tasks`).
 /// - Synchronous mode (`synchronous`): a worker's next step waits for every worker's step, as in
 ///   BytePS-style synchronous training through CPU summation servers (with tensors partitioned
 ///   over all servers: `io::lowered_ps_options::partition`).
@@ -377,6 +378,9 @@ struct ps_stamper {
   std::vector<ps_task_info> info;         ///< per task, for the timeline only
   std::vector<std::vector<int>> barrier;  ///< per worker, its steps' ends
   std::vector<int> global;                ///< synchronous: the end of step k on every worker
+  /// per worker and profiled step: the first task of its last step drawn from it that waited
+  /// for a previous step, and that previous step's end (-1: none yet), for `repeat`
+  std::vector<std::pair<int, int>> stamped;
   int global_res = -1;
   // reused, so that adding a task allocates nothing
   task_spec t_spec, b_spec;
@@ -397,6 +401,7 @@ struct ps_stamper {
     if (c.timeline) info.reserve(total_steps * most_tasks);
     barrier.resize(static_cast<std::size_t>(W));
     for (auto& b : barrier) b.reserve(static_cast<std::size_t>(c.steps));
+    stamped.assign(static_cast<std::size_t>(W) * job.steps.size(), {-1, -1});
     if (c.synchronous) global_res = s.add_resource({"all workers", discipline::fifo, 1, 0, -1});
     b_spec.cls = task_class::other;
   }
@@ -419,8 +424,32 @@ struct ps_stamper {
     const ps_template& tp = template_of(k);
     // the template's tasks get ids base, base + 1, ... (the core numbers tasks as added)
     const int base = static_cast<int>(s.tasks().size());
-    stamp_tasks(tp, r, w, step, k, prev, base);
-    end_step(tp, r, w, step, k, prev, base);
+    if (!repeat(tp, w, k, prev, base)) {
+      stamp_tasks(tp, r, w, prev, base);
+      add_end(tp, r, w, prev, base);
+    }
+    if (c.timeline)
+      for (const auto& x : tp.tasks) info.push_back({w, step, x.op, static_cast<int>(k), x.parse});
+    end_step(w, step, k);
+  }
+
+  /// Worker w's step as a copy of its last step drawn from profiled step k (§3.4: steps are drawn
+  /// with replacement, so with 1000 steps from 8 profiled ones almost every step repeats one),
+  /// when that one waited for a previous step too, as this one does on `prev`: the same tasks on
+  /// the same resources in the same queue order, its sources and its end waiting for `prev`
+  /// instead (`simulator::repeat_tasks`: a few stores per task instead of add_task's checks and
+  /// records). Not with the random order, whose every step has a queue order of its own (§3.3).
+  /// Returns whether it was copied; either way, the step from `base` is the one to copy next.
+  bool repeat(const ps_template& tp, int w, std::size_t k, int prev, int base) {
+    if (c.order == ps_order::random || prev < 0) return false;
+    auto& last = stamped[static_cast<std::size_t>(w) * job.steps.size() + k];
+    const bool again = last.first >= 0;
+    if (again) {
+      const std::pair<int, int> to{last.second, prev};
+      s.repeat_tasks(last.first, static_cast<int>(tp.tasks.size()) + 1, {&to, 1});
+    }
+    last = {base, prev};
+    return again;
   }
 
   /// The template of profiled step k; with the random order, one built for a queue order drawn
@@ -437,11 +466,10 @@ struct ps_stamper {
   /// Adds template `tp`'s tasks as worker w's step, with ids from `base`; its sources wait for
   /// `prev`, the previous step's end.
   [[gnu::always_inline]] void stamp_tasks(const ps_template& tp, const ps_worker& r, int w,
-                                          int step, std::size_t k, int prev, int base) {
+                                          int prev, int base) {
     // locals, so that the loop keeps them in registers across `add_task`
     simulator& core = s;
     task_spec& t = t_spec;
-    const bool timeline = c.timeline;
     for (const auto& x : tp.tasks) {
       t.device = w;
       t.cls = task_class::compute;
@@ -455,7 +483,6 @@ struct ps_stamper {
         t.deps.push_back(base + tp.deps[static_cast<std::size_t>(d)]);
       if (after_prev) t.deps.push_back(prev);
       core.add_task(t);
-      if (timeline) info.push_back({w, step, x.op, static_cast<int>(k), x.parse});
     }
   }
 
@@ -494,16 +521,22 @@ struct ps_stamper {
     return nres;
   }
 
-  /// Worker w's step end: after every op (its sinks suffice) and the previous step's end; with
-  /// `synchronous`, after the last worker's, the step's end on all workers.
-  [[gnu::always_inline]] void end_step(const ps_template& tp, const ps_worker& r, int w, int step,
-                                       std::size_t k, int prev, int base) {
+  /// Worker w's step end, the task after its tasks (from `base`): after every op (its sinks
+  /// suffice) and the previous step's end.
+  [[gnu::always_inline]] void add_end(const ps_template& tp, const ps_worker& r, int w, int prev,
+                                      int base) {
     b_spec.resources.assign(1, r.barrier);
     b_spec.device = w;
     b_spec.deps.clear();
     for (int e : tp.ends) b_spec.deps.push_back(base + e);
     if (prev >= 0) b_spec.deps.push_back(prev);
-    barrier[static_cast<std::size_t>(w)].push_back(s.add_task(b_spec));
+    s.add_task(b_spec);
+  }
+
+  /// Worker w's step has ended (its last task): with `synchronous`, after the last worker's, the
+  /// step's end on all workers.
+  void end_step(int w, int step, std::size_t k) {
+    barrier[static_cast<std::size_t>(w)].push_back(static_cast<int>(s.tasks().size()) - 1);
     if (c.timeline) info.push_back({w, step, -1, static_cast<int>(k), false});
     if (c.synchronous && w == W - 1) {  // the step's end on all workers
       task_spec all;
