@@ -270,8 +270,15 @@ struct training {
   /// main_grad buffers (18 B/param with Adam), bf16/fp16 as DeepSpeed (16 B/param).
   dtype gradients = dtype::fp32;
   bool flash_attention = true;  ///< fused attention: no s x s tensors are kept (or moved)
-  double efficiency = 0.5;      ///< CNN plans: achieved fraction of the device's peak FLOP/s
-  double reserved = 0;          ///< bytes of "other" memory per device (framework, workspaces)
+  /// DeepSpeed's activation checkpointing (Megatron-DeepSpeed's --partition-activations and
+  /// --checkpoint-in-cpu; deepspeed/runtime/activation_checkpointing/checkpointing.py): each
+  /// checkpointed layer input split over the tensor-parallel ranks (gathered again before its
+  /// recomputation), and kept in host memory (`.cpu()` after the forward, `.to(device)` before
+  /// the recomputation: two copies over PCIe)
+  bool partition_activations = false;
+  bool checkpoint_in_cpu = false;
+  double efficiency = 0.5;  ///< CNN plans: achieved fraction of the device's peak FLOP/s
+  double reserved = 0;      ///< bytes of "other" memory per device (framework, workspaces)
   /// how the framework runs the step (`frameworks/*.hpp`): kernels, saved tensors, storage
   frameworks::recipe framework = frameworks::megatron;
   /// the CUDA context, NCCL buffers and allocator slack beside the tensors (judges "fits")

@@ -1776,8 +1776,15 @@ struct training {
   /// main_grad buffers (18 B/param with Adam), bf16/fp16 as DeepSpeed (16 B/param).
   dtype gradients = dtype::fp32;
   bool flash_attention = true;  ///< fused attention: no s x s tensors are kept (or moved)
-  double efficiency = 0.5;      ///< CNN plans: achieved fraction of the device's peak FLOP/s
-  double reserved = 0;          ///< bytes of "other" memory per device (framework, workspaces)
+  /// DeepSpeed's activation checkpointing (Megatron-DeepSpeed's --partition-activations and
+  /// --checkpoint-in-cpu; deepspeed/runtime/activation_checkpointing/checkpointing.py): each
+  /// checkpointed layer input split over the tensor-parallel ranks (gathered again before its
+  /// recomputation), and kept in host memory (`.cpu()` after the forward, `.to(device)` before
+  /// the recomputation: two copies over PCIe)
+  bool partition_activations = false;
+  bool checkpoint_in_cpu = false;
+  double efficiency = 0.5;  ///< CNN plans: achieved fraction of the device's peak FLOP/s
+  double reserved = 0;      ///< bytes of "other" memory per device (framework, workspaces)
   /// how the framework runs the step (`frameworks/*.hpp`): kernels, saved tensors, storage
   frameworks::recipe framework = frameworks::megatron;
   /// the CUDA context, NCCL buffers and allocator slack beside the tensors (judges "fits")
@@ -7482,15 +7489,22 @@ namespace detail {
 }
 }  // namespace detail
 
-/// `kept`: also the backward of a layer that keeps its tensors (`parallel::nd::recompute_layers`).
+/// `kept`: also the backward of a layer that keeps its tensors (`parallel::nd::recompute_layers`);
+/// `checkpoint_io`: what a checkpointed layer waits for before its recomputation
+/// (`analytic::checkpoint_io`).
 [[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
                                              const layer_collectives& lcoll, recompute rc,
-                                             bool kept = false) {
+                                             bool kept = false, seconds checkpoint_io = {}) {
   const bool host_free = lc.per_kernel <= 0 && lc.checkpoint_host <= 0;
   const detail::layer_spans own =
       detail::spans_of_layer(lc.forward, lc.backward, lc.attention, lc.uncached, lc.checkpoint_host,
                              lcoll.forward(), lcoll.backward(), rc, host_free);
   stage_spans out{own.forward, own.backward, own.recompute};
+  if (checkpoint_io > seconds{}) {
+    const lower::span io = lower::span::kernel(0, checkpoint_io.count());
+    out.recompute = io.then(out.recompute);
+    out.backward_layer = io.then(out.backward_layer);
+  }
   if (kept) out.backward_kept = detail::kept_backward(lc.backward, lcoll.backward(), host_free);
   if (lc.dense_layers > 0) {
     const layer_kind_compute& d = lc.dense;
@@ -7518,6 +7532,35 @@ namespace detail {
 struct offload_efficiency {
   static constexpr double pcie = 0.8, nvme = 0.9;
 };
+
+/// DeepSpeed's checkpoint traffic per checkpointed layer and micro-batch
+/// (`training::checkpoint_in_cpu`, `partition_activations`; runtime/activation_checkpointing/
+/// checkpointing.py): the rank's part of the layer input copied to host memory after the forward
+/// and back before the recomputation (`.cpu()`, `.to(device)`: over PCIe, blocking), and the
+/// parts all-gathered over the tensor-parallel group before it (`gather_partitioned_activations`).
+[[nodiscard]] constexpr seconds checkpoint_io(const transformer& m, const parallel::nd& s,
+                                              const cluster& c, const training& t) {
+  if (!parallel::rebuilds_layer(s.recomputation) ||
+      !(t.checkpoint_in_cpu || t.partition_activations))
+    return {};
+  const lower::shard sh = lower::shard_of(m, s, t);
+  const int tp = s.tensor.degree;
+  const double input = sh.tokens() * m.hidden * t.activation_bytes() / (s.tensor.sequence ? tp : 1);
+  const bool split = t.partition_activations && !s.tensor.sequence && tp > 1;
+  seconds io{};
+  if (t.checkpoint_in_cpu) {
+    if (!(c.host.pcie > byte_rate{}))
+      throw plan_error(
+          "training.checkpoint_in_cpu: the checkpoints go to host memory over PCIe, and the "
+          "cluster gives no host PCIe bandwidth (cluster.host)");
+    io += seconds{2 * (split ? input / tp : input) /
+                  (c.host.pcie.count() * offload_efficiency::pcie)};
+  }
+  if (split)
+    io += comm::nccl::time(comm::collective::all_gather, c, s.group_of(parallel::axis::tensor),
+                           bytes{input});
+  return io;
+}
 
 /// ZeRO-Offload's step for a rank's partition of `partition` parameters (Ren et al. 2021 §4):
 /// the 16-bit gradient partition goes to the host as the last backward produces it (hidden
@@ -7778,7 +7821,8 @@ namespace detail {
   const int tp = s.tensor.degree;
   const recompute rc = s.recomputation;
 
-  const stage_spans sp = spans_of(lc, lcoll, rc, s.recompute_layers > 0);
+  const stage_spans sp =
+      spans_of(lc, lcoll, rc, s.recompute_layers > 0, checkpoint_io(m, s, c, tr));
 
   const pipeline_stages stages = stages_of(m, s, lc, sp);
   const lower::span crit = stages.crit;
@@ -8081,20 +8125,29 @@ constexpr void layer_terms(memory_terms& x, const plan_keeps& keeps, int layers,
   x.last_saved = x.saved;
   if (d > 0) dense_layer_terms(x, keeps, layers, d);
 }
+/// The share of a checkpointed layer's input that stays on the device: none in host memory
+/// (`training::checkpoint_in_cpu`), 1/t split over the tensor-parallel ranks
+/// (`partition_activations`, unless sequence parallelism has split it already).
+[[nodiscard]] constexpr double checkpoint_share(const parallel::nd& s, const training& t) {
+  if (t.checkpoint_in_cpu) return 0.0;
+  return t.partition_activations && !s.tensor.sequence ? 1.0 / s.tensor.degree : 1.0;
+}
 /// `layer_terms` when `k` of the stage's `layers` are checkpointed (the first ones, layer 0
 /// the last backward's) and the others keep what they keep without recomputation
-/// (`parallel::nd::recompute_layers`): the per-layer figures on average.
-constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int layers, int k) {
+/// (`parallel::nd::recompute_layers`), `share` of each checkpoint on the device
+/// (`checkpoint_share`): the per-layer figures on average.
+constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int layers, int k,
+                                 double share) {
   if (layers <= 0 || k >= layers) return;
   const auto mix = [&](double checkpointed, double kept) {
     return (k * checkpointed + (layers - k) * kept) / layers;
   };
   const layer_keeps &c = keeps.layer, &f = keeps.full;
-  x.saved = mix(c.activation, f.activation);
+  x.saved = mix(share * c.activation, f.activation);
   x.casts = mix(c.weight_copy, f.weight_copy);
   x.until_loss = x.in_flight * (k * c.until_loss + (layers - k) * f.until_loss);
   x.graph = mix(c.graph, f.graph);
-  x.last_saved = k > 0 ? c.activation : f.activation;
+  x.last_saved = k > 0 ? share * c.activation : f.activation;
 }
 }  // namespace detail
 
@@ -8166,9 +8219,19 @@ constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int l
   x.layers = layers;
   x.in_flight = s.pipeline.in_flight(micro_batches, stage);
   using lower::keep_kind;
-  detail::layer_terms(x, keeps, layers, dense_layers_on(m, stage));
   const int checkpointed = s.recompute_layers > 0 ? s.checkpointed_layers(m, stage) : layers;
-  if (checkpointed < layers) detail::some_checkpointed(x, keeps, layers, checkpointed);
+  // DeepSpeed's checkpoints kept on the host, or split over the tensor-parallel ranks
+  // (`training::checkpoint_in_cpu`, `partition_activations`): what a checkpointed layer keeps
+  const double share =
+      parallel::rebuilds_layer(sh.recompute) && (t.checkpoint_in_cpu || t.partition_activations)
+          ? detail::checkpoint_share(s, t)
+          : 1.0;
+  detail::layer_terms(x, keeps, layers, dense_layers_on(m, stage));
+  if (share != 1.0) {  // every layer a checkpoint
+    x.saved *= share;
+    x.last_saved *= share;
+  }
+  if (checkpointed < layers) detail::some_checkpointed(x, keeps, layers, checkpointed, share);
   // what a checkpointed layer rebuilds while its backward runs: the whole layer, or what the
   // per-operator policy does not cache (its cached outputs are in `saved` already)
   if (parallel::rebuilds_layer(sh.recompute) && checkpointed > 0) x.rebuilt = x.full_layer;
@@ -8651,8 +8714,13 @@ namespace strata::frameworks {
 inline constexpr recipe deepspeed = recipes::deepspeed{};
 
 /// `r` run by another data-parallel engine (e.g. Hugging Face model code under DeepSpeed or FSDP).
+/// DeepSpeed manages its own mixed precision: it casts the module to 16 bits and keeps the fp32
+/// masters in its optimizer, and the trainers leave autocast off under it (transformers'
+/// Trainer: `if args.fp16 and not args.deepspeed:  # deepspeed manages its own fp16`;
+/// accelerate: no native AMP for DistributedType.DEEPSPEED), so an autocast recipe stops casting.
 [[nodiscard]] constexpr recipe with_engine(recipe r, const sharding& engine) {
   r.data = engine;
+  if (engine.engine == data_engine::deepspeed) r.autocast = false;
   return r;
 }
 

@@ -101,6 +101,25 @@ TEST_CASE("FSDP FULL_SHARD: no 16-bit weights at rest, fp32 gradient shards, two
   CHECK(run(frameworks::fsdp, 2).memory.weights.count() == Approx(2 * P));
 }
 
+TEST_CASE("Hugging Face under DeepSpeed: DeepSpeed's own mixed precision, no autocast") {
+  // transformers' Trainer leaves autocast off under DeepSpeed ("deepspeed manages its own fp16")
+  // and DeepSpeed casts the model to 16 bits, with fp32 masters in its optimizer: 2 B weights,
+  // 2 B gradients, 4 + 8 B of optimizer state; under autocast the weights stay fp32 (4 B)
+  const frameworks::recipe ds =
+      frameworks::with_engine(frameworks::huggingface, frameworks::deepspeed_zero);
+  CHECK(frameworks::huggingface.autocast);
+  CHECK_FALSE(ds.autocast);
+  CHECK(frameworks::with_engine(frameworks::huggingface, frameworks::fsdp_units).autocast);
+  const training hf{
+      .batch = 8, .precision = precision_mode::bf16_mixed, .framework = frameworks::huggingface};
+  training under_ds = hf;
+  under_ds.framework = ds;
+  CHECK(hf.weight_bytes() == 4);
+  CHECK(under_ds.weight_bytes() == 2);
+  CHECK(under_ds.gradient_bytes() == 2);
+  CHECK(under_ds.optimizer_bytes() == 12);
+}
+
 TEST_CASE("ZeRO-3's collective schedule per engine, priced per call") {
   const transformer m = zoo::gpt2_355m();
   const parallel::nd s{.data = {.degree = 8, .zero = 3}};

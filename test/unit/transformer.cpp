@@ -322,6 +322,43 @@ TEST_CASE("checkpointing some layers: Megatron's --recompute-num-layers, fms-fsd
   CHECK_THROWS_AS(analytic::evaluate(m, bad, c, t, a100), plan_error);
 }
 
+TEST_CASE("DeepSpeed's checkpoints split over the tensor ranks and kept in host memory") {
+  // GPT-3 175B, t = 8 without sequence parallelism, b = 1, s = 2048, fp16, full recomputation:
+  // each checkpoint is the layer input, 2048 x 12288 x 2 B = 50,331,648 B on every tensor rank;
+  // Megatron-DeepSpeed's --partition-activations keeps 1/8 of it, --checkpoint-in-cpu none
+  const transformer m = zoo::gpt3_175b();
+  const cluster c = presets::dgx_a100(8);
+  training t{.batch = 64, .sequence = 2048, .precision = precision_mode::fp16_mixed};
+  const parallel::nd s{.tensor = {.degree = 8},
+                       .pipeline = {.degree = 8},
+                       .recomputation = recompute::full,
+                       .micro_batch = 1};
+  const double input = 2048.0 * 12288 * 2;
+  CHECK(analytic::stage_terms(m, s, t, 0).saved == Approx(input));
+  CHECK(analytic::checkpoint_io(m, s, c, t).count() == 0);
+  t.partition_activations = true;
+  CHECK(analytic::stage_terms(m, s, t, 0).saved == Approx(input / 8));
+  // before each recomputation the eight parts are gathered again
+  const double gather =
+      comm::nccl::time(comm::collective::all_gather, c, s.group_of(axis::tensor), bytes{input})
+          .count();
+  CHECK(analytic::checkpoint_io(m, s, c, t).count() == Approx(gather));
+  t.checkpoint_in_cpu = true;
+  CHECK(analytic::stage_terms(m, s, t, 0).saved == 0);
+  // and the part goes to the host and back over the DGX A100's 32 GB/s PCIe (80 % of it):
+  // 2 x 6,291,456 B / 25.6 GB/s = 0.49 ms a layer and micro-batch
+  const double copies = 2 * input / 8 / (32e9 * 0.8);
+  CHECK(analytic::checkpoint_io(m, s, c, t).count() == Approx(gather + copies));
+  // in every checkpointed layer's recomputation: the critical stage's 12 layers in each of the
+  // 64 micro-batches (batch 64 on one replica, b = 1)
+  training plain = t;
+  plain.partition_activations = plain.checkpoint_in_cpu = false;
+  const auto a = analytic::evaluate(m, s, c, plain, a100), k = analytic::evaluate(m, s, c, t, a100);
+  CHECK(k.time.recompute.count() - a.time.recompute.count() ==
+        Approx(64 * 12 * (gather + copies)).epsilon(1e-6));
+  CHECK(k.memory.activations < a.memory.activations);
+}
+
 TEST_CASE("data parallelism: overlap hides the all-reduce behind backward, up to a bucket") {
   const transformer m = zoo::gpt2_355m();
   const training t{.batch = 64};

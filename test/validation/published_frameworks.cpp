@@ -163,6 +163,9 @@ row_plan plan_of(const std::map<std::string, std::string>& r) {
   tr.framework.tp_comm_overlap =
       has(mode, "TP comm overlap") || has(mode, "tp-comm-overlap") || has(mode, "async TP");
   if (has(mode, "grad_sync_dtype bf16")) tr.gradients = dtype::bf16;
+  // DeepSpeed's activation checkpointing options as Megatron-DeepSpeed passes them
+  tr.partition_activations = has(mode, "--partition-activations");
+  tr.checkpoint_in_cpu = has(mode, "--checkpoint-in-cpu");
   const int t = std::stoi(r.at("tp")), p = std::stoi(r.at("pp")), d = std::stoi(r.at("dp"));
   const int cp = number_after(mode, "CP", 1), v = number_after(mode, "VP", 1);
   parallel::nd s{.tensor = {.degree = t,
@@ -304,17 +307,19 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   // these is a change in the model's accuracy and must be looked at
   CHECK(skipped == 1);
   CHECK(oom_rows == 8);
-  CHECK(oom_predicted == 5);
-  // of the 105 rows that ran, the verdicts (issue 40: none should read "does not fit"); the three
+  CHECK(oom_predicted == 4);  // (5 while Megatron-DeepSpeed's host checkpoints were on the GPU)
+  // of the 105 rows that ran, the verdicts (issue 40: none should read "does not fit"); the four
   // OOM rows predicted to fit are a memory shortfall, not the slack's
   WARN("runs that ran: " << ran[memory_verdict::fits] << " fit, " << ran[memory_verdict::tight]
                          << " tight, " << ran[memory_verdict::does_not_fit] << " do not fit");
   // (torchtitan's per-operator checkpointing modelled: 28 -> 23 do not fit, 4 -> 2 tight; its
   // sequence and loss parallelism: 23 -> 19, every torchtitan run that ran now fits; sequence
   // parallelism under TP communication overlap, as Megatron requires it: 19 -> 13; fms-fsdp's
-  // "selective AC" as the whole blocks it checkpoints: 13 -> 10)
+  // "selective AC" as the whole blocks it checkpoints: 13 -> 10; NeMo's 512-GPU GPT-3 run with
+  // the 16-bit gradients of its MLPerf configuration: 10 -> 9; BigScience's DeepSpeed
+  // checkpoints in host memory and the Trainer's own mixed precision under DeepSpeed: 9 -> 0)
   CHECK(ran[memory_verdict::tight] == 2);
-  CHECK(ran[memory_verdict::does_not_fit] == 10);
+  CHECK(ran[memory_verdict::does_not_fit] == 0);
   // (Megatron's gradient reduction and weight gather hidden behind the interleaved schedule's
   // chunks, as Megatron-Core runs them: 17.6 -> 24.7; the MLPerf runs on 512-1,344 nodes had
   // been close only because that traffic was charged as exposed; Transformer Engine's fp8 casts
@@ -323,7 +328,8 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   CHECK(100 * median(errors["megatron"]) == Approx(20.8).margin(0.5));
   CHECK(100 * median(errors["megatron_deepspeed"]) == Approx(18.7).margin(0.5));
   CHECK(100 * median(errors["fsdp"]) == Approx(24.4).margin(0.5));
-  CHECK(100 * median(errors["deepspeed"]) == Approx(58.1).margin(0.5));
+  // (BigScience's DeepSpeed checkpoints to the host, the Trainer without autocast: 58.1 -> 56.7)
+  CHECK(100 * median(errors["deepspeed"]) == Approx(56.7).margin(0.5));
   CHECK(100 * median(errors["memory"]) == Approx(17.8).margin(0.5));
 }
 

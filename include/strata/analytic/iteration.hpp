@@ -104,7 +104,8 @@ namespace detail {
   const int tp = s.tensor.degree;
   const recompute rc = s.recomputation;
 
-  const stage_spans sp = spans_of(lc, lcoll, rc, s.recompute_layers > 0);
+  const stage_spans sp =
+      spans_of(lc, lcoll, rc, s.recompute_layers > 0, checkpoint_io(m, s, c, tr));
 
   const pipeline_stages stages = stages_of(m, s, lc, sp);
   const lower::span crit = stages.crit;

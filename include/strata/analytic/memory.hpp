@@ -204,20 +204,29 @@ constexpr void layer_terms(memory_terms& x, const plan_keeps& keeps, int layers,
   x.last_saved = x.saved;
   if (d > 0) dense_layer_terms(x, keeps, layers, d);
 }
+/// The share of a checkpointed layer's input that stays on the device: none in host memory
+/// (`training::checkpoint_in_cpu`), 1/t split over the tensor-parallel ranks
+/// (`partition_activations`, unless sequence parallelism has split it already).
+[[nodiscard]] constexpr double checkpoint_share(const parallel::nd& s, const training& t) {
+  if (t.checkpoint_in_cpu) return 0.0;
+  return t.partition_activations && !s.tensor.sequence ? 1.0 / s.tensor.degree : 1.0;
+}
 /// `layer_terms` when `k` of the stage's `layers` are checkpointed (the first ones, layer 0
 /// the last backward's) and the others keep what they keep without recomputation
-/// (`parallel::nd::recompute_layers`): the per-layer figures on average.
-constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int layers, int k) {
+/// (`parallel::nd::recompute_layers`), `share` of each checkpoint on the device
+/// (`checkpoint_share`): the per-layer figures on average.
+constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int layers, int k,
+                                 double share) {
   if (layers <= 0 || k >= layers) return;
   const auto mix = [&](double checkpointed, double kept) {
     return (k * checkpointed + (layers - k) * kept) / layers;
   };
   const layer_keeps &c = keeps.layer, &f = keeps.full;
-  x.saved = mix(c.activation, f.activation);
+  x.saved = mix(share * c.activation, f.activation);
   x.casts = mix(c.weight_copy, f.weight_copy);
   x.until_loss = x.in_flight * (k * c.until_loss + (layers - k) * f.until_loss);
   x.graph = mix(c.graph, f.graph);
-  x.last_saved = k > 0 ? c.activation : f.activation;
+  x.last_saved = k > 0 ? share * c.activation : f.activation;
 }
 }  // namespace detail
 
@@ -289,9 +298,19 @@ constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int l
   x.layers = layers;
   x.in_flight = s.pipeline.in_flight(micro_batches, stage);
   using lower::keep_kind;
-  detail::layer_terms(x, keeps, layers, dense_layers_on(m, stage));
   const int checkpointed = s.recompute_layers > 0 ? s.checkpointed_layers(m, stage) : layers;
-  if (checkpointed < layers) detail::some_checkpointed(x, keeps, layers, checkpointed);
+  // DeepSpeed's checkpoints kept on the host, or split over the tensor-parallel ranks
+  // (`training::checkpoint_in_cpu`, `partition_activations`): what a checkpointed layer keeps
+  const double share =
+      parallel::rebuilds_layer(sh.recompute) && (t.checkpoint_in_cpu || t.partition_activations)
+          ? detail::checkpoint_share(s, t)
+          : 1.0;
+  detail::layer_terms(x, keeps, layers, dense_layers_on(m, stage));
+  if (share != 1.0) {  // every layer a checkpoint
+    x.saved *= share;
+    x.last_saved *= share;
+  }
+  if (checkpointed < layers) detail::some_checkpointed(x, keeps, layers, checkpointed, share);
   // what a checkpointed layer rebuilds while its backward runs: the whole layer, or what the
   // per-operator policy does not cache (its cached outputs are in `saved` already)
   if (parallel::rebuilds_layer(sh.recompute) && checkpointed > 0) x.rebuilt = x.full_layer;

@@ -554,15 +554,22 @@ namespace detail {
 }
 }  // namespace detail
 
-/// `kept`: also the backward of a layer that keeps its tensors (`parallel::nd::recompute_layers`).
+/// `kept`: also the backward of a layer that keeps its tensors (`parallel::nd::recompute_layers`);
+/// `checkpoint_io`: what a checkpointed layer waits for before its recomputation
+/// (`analytic::checkpoint_io`).
 [[nodiscard]] constexpr stage_spans spans_of(const layer_compute& lc,
                                              const layer_collectives& lcoll, recompute rc,
-                                             bool kept = false) {
+                                             bool kept = false, seconds checkpoint_io = {}) {
   const bool host_free = lc.per_kernel <= 0 && lc.checkpoint_host <= 0;
   const detail::layer_spans own =
       detail::spans_of_layer(lc.forward, lc.backward, lc.attention, lc.uncached, lc.checkpoint_host,
                              lcoll.forward(), lcoll.backward(), rc, host_free);
   stage_spans out{own.forward, own.backward, own.recompute};
+  if (checkpoint_io > seconds{}) {
+    const lower::span io = lower::span::kernel(0, checkpoint_io.count());
+    out.recompute = io.then(out.recompute);
+    out.backward_layer = io.then(out.backward_layer);
+  }
   if (kept) out.backward_kept = detail::kept_backward(lc.backward, lcoll.backward(), host_free);
   if (lc.dense_layers > 0) {
     const layer_kind_compute& d = lc.dense;
@@ -590,6 +597,35 @@ namespace detail {
 struct offload_efficiency {
   static constexpr double pcie = 0.8, nvme = 0.9;
 };
+
+/// DeepSpeed's checkpoint traffic per checkpointed layer and micro-batch
+/// (`training::checkpoint_in_cpu`, `partition_activations`; runtime/activation_checkpointing/
+/// checkpointing.py): the rank's part of the layer input copied to host memory after the forward
+/// and back before the recomputation (`.cpu()`, `.to(device)`: over PCIe, blocking), and the
+/// parts all-gathered over the tensor-parallel group before it (`gather_partitioned_activations`).
+[[nodiscard]] constexpr seconds checkpoint_io(const transformer& m, const parallel::nd& s,
+                                              const cluster& c, const training& t) {
+  if (!parallel::rebuilds_layer(s.recomputation) ||
+      !(t.checkpoint_in_cpu || t.partition_activations))
+    return {};
+  const lower::shard sh = lower::shard_of(m, s, t);
+  const int tp = s.tensor.degree;
+  const double input = sh.tokens() * m.hidden * t.activation_bytes() / (s.tensor.sequence ? tp : 1);
+  const bool split = t.partition_activations && !s.tensor.sequence && tp > 1;
+  seconds io{};
+  if (t.checkpoint_in_cpu) {
+    if (!(c.host.pcie > byte_rate{}))
+      throw plan_error(
+          "training.checkpoint_in_cpu: the checkpoints go to host memory over PCIe, and the "
+          "cluster gives no host PCIe bandwidth (cluster.host)");
+    io += seconds{2 * (split ? input / tp : input) /
+                  (c.host.pcie.count() * offload_efficiency::pcie)};
+  }
+  if (split)
+    io += comm::nccl::time(comm::collective::all_gather, c, s.group_of(parallel::axis::tensor),
+                           bytes{input});
+  return io;
+}
 
 /// ZeRO-Offload's step for a rank's partition of `partition` parameters (Ren et al. 2021 §4):
 /// the 16-bit gradient partition goes to the host as the last backward produces it (hidden

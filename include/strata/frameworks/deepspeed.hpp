@@ -54,8 +54,13 @@ namespace strata::frameworks {
 inline constexpr recipe deepspeed = recipes::deepspeed{};
 
 /// `r` run by another data-parallel engine (e.g. Hugging Face model code under DeepSpeed or FSDP).
+/// DeepSpeed manages its own mixed precision: it casts the module to 16 bits and keeps the fp32
+/// masters in its optimizer, and the trainers leave autocast off under it (transformers'
+/// Trainer: `if args.fp16 and not args.deepspeed:  # deepspeed manages its own fp16`;
+/// accelerate: no native AMP for DistributedType.DEEPSPEED), so an autocast recipe stops casting.
 [[nodiscard]] constexpr recipe with_engine(recipe r, const sharding& engine) {
   r.data = engine;
+  if (engine.engine == data_engine::deepspeed) r.autocast = false;
   return r;
 }
 

@@ -325,10 +325,27 @@ inline lora_adapters parse_lora(const json& l) {
 inline training parse_transformer_training(const json& j) {
   const std::string p = "training";
   only_keys(j, p,
-            {"batch", "global_batch", "sequence", "precision", "optimizer", "gradients",
-             "flash_attention", "reserved_GiB", "framework", "engine", "offload_optimizer",
-             "offload_parameters", "tp_comm_overlap", "tp_async_backward", "lora", "runtime",
-             "tf32", "model_dtype", "loss"});
+            {"batch",
+             "global_batch",
+             "sequence",
+             "precision",
+             "optimizer",
+             "gradients",
+             "flash_attention",
+             "reserved_GiB",
+             "framework",
+             "engine",
+             "offload_optimizer",
+             "offload_parameters",
+             "tp_comm_overlap",
+             "tp_async_backward",
+             "lora",
+             "runtime",
+             "tf32",
+             "model_dtype",
+             "loss",
+             "partition_activations",
+             "checkpoint_in_cpu"});
   training t;
   // "batch" as every scenario says it; "global_batch" is the older spelling
   if (j.contains("batch") && j.contains("global_batch"))
@@ -358,6 +375,8 @@ inline training parse_transformer_training(const json& j) {
   t.gradients = enum_field(j, p, "gradients", dtype::fp32,
                            {{"fp32", dtype::fp32}, {"bf16", dtype::bf16}, {"fp16", dtype::fp16}});
   t.flash_attention = flag_field(j, p, "flash_attention", true);
+  t.partition_activations = flag_field(j, p, "partition_activations", false);
+  t.checkpoint_in_cpu = flag_field(j, p, "checkpoint_in_cpu", false);
   t.tf32 = flag_field(j, p, "tf32", true);
   t.reserved = num_field(j, p, "reserved_GiB", 0.0, 1e6, 0.0) * 1024.0 * 1024 * 1024;
   t.framework =
@@ -372,10 +391,11 @@ inline training parse_transformer_training(const json& j) {
                                       {"litgpt", frameworks::litgpt},
                                       {"torchtune", frameworks::torchtune}});
   // another data-parallel engine under the framework's model code (e.g. huggingface + deepspeed)
-  t.framework.data = enum_field(j, p, "engine", t.framework.data,
-                                {{"megatron", frameworks::sharding{}},
-                                 {"deepspeed", frameworks::deepspeed_zero},
-                                 {"fsdp", frameworks::fsdp_units}});
+  t.framework =
+      frameworks::with_engine(t.framework, enum_field(j, p, "engine", t.framework.data,
+                                                      {{"megatron", frameworks::sharding{}},
+                                                       {"deepspeed", frameworks::deepspeed_zero},
+                                                       {"fsdp", frameworks::fsdp_units}}));
   const std::initializer_list<std::pair<const char*, frameworks::offload_device>> devices{
       {"none", frameworks::offload_device::none},
       {"cpu", frameworks::offload_device::cpu},

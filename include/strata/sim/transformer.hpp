@@ -141,7 +141,8 @@ struct transformer_builder {
   const seconds dense_comm_fwd = analytic::dense_collectives(lcoll).forward(),
                 dense_comm_bwd = analytic::dense_collectives(lcoll).backward();
   const parallel::recompute rc = s.recomputation;
-  const analytic::stage_spans spans = analytic::spans_of(lc, lcoll, rc);
+  const analytic::stage_spans spans =
+      analytic::spans_of(lc, lcoll, rc, false, analytic::checkpoint_io(m, s, c, tr));
   // an eager host issues every kernel: each compute task waits for its kernels to be issued
   const bool host_model = lc.per_kernel > 0 || lc.checkpoint_host > 0 || lc.per_tensor > 0;
   // resources: per stage a compute stream, a NIC out and in (shared wires), a cap on its
