@@ -7533,6 +7533,21 @@ struct offload_efficiency {
   static constexpr double pcie = 0.8, nvme = 0.9;
 };
 
+/// DeepSpeed's activation checkpointing (`training::partition_activations`, `checkpoint_in_cpu`;
+/// runtime/activation_checkpointing/checkpointing.py) under full recomputation: the tensor ranks
+/// a layer's checkpoint is split over (t with `partition_activations`, unless sequence
+/// parallelism has split it already; else 1).
+[[nodiscard]] constexpr int checkpoint_parts(const parallel::nd& s, const training& t) {
+  const bool split =
+      parallel::rebuilds_layer(s.recomputation) && t.partition_activations && !s.tensor.sequence;
+  return split ? s.tensor.degree : 1;
+}
+/// The share of a checkpoint that stays on the device: none in host memory (`checkpoint_in_cpu`),
+/// else 1 / `checkpoint_parts`.
+[[nodiscard]] constexpr double checkpoint_share(const parallel::nd& s, const training& t) {
+  if (t.checkpoint_in_cpu && parallel::rebuilds_layer(s.recomputation)) return 0.0;
+  return 1.0 / checkpoint_parts(s, t);
+}
 /// DeepSpeed's checkpoint traffic per checkpointed layer and micro-batch
 /// (`training::checkpoint_in_cpu`, `partition_activations`; runtime/activation_checkpointing/
 /// checkpointing.py): the rank's part of the layer input copied to host memory after the forward
@@ -7544,19 +7559,17 @@ struct offload_efficiency {
       !(t.checkpoint_in_cpu || t.partition_activations))
     return {};
   const lower::shard sh = lower::shard_of(m, s, t);
-  const int tp = s.tensor.degree;
+  const int tp = s.tensor.degree, parts = checkpoint_parts(s, t);
   const double input = sh.tokens() * m.hidden * t.activation_bytes() / (s.tensor.sequence ? tp : 1);
-  const bool split = t.partition_activations && !s.tensor.sequence && tp > 1;
   seconds io{};
   if (t.checkpoint_in_cpu) {
     if (!(c.host.pcie > byte_rate{}))
       throw plan_error(
           "training.checkpoint_in_cpu: the checkpoints go to host memory over PCIe, and the "
           "cluster gives no host PCIe bandwidth (cluster.host)");
-    io += seconds{2 * (split ? input / tp : input) /
-                  (c.host.pcie.count() * offload_efficiency::pcie)};
+    io += seconds{2 * input / parts / (c.host.pcie.count() * offload_efficiency::pcie)};
   }
-  if (split)
+  if (parts > 1)
     io += comm::nccl::time(comm::collective::all_gather, c, s.group_of(parallel::axis::tensor),
                            bytes{input});
   return io;
@@ -8125,13 +8138,6 @@ constexpr void layer_terms(memory_terms& x, const plan_keeps& keeps, int layers,
   x.last_saved = x.saved;
   if (d > 0) dense_layer_terms(x, keeps, layers, d);
 }
-/// The share of a checkpointed layer's input that stays on the device: none in host memory
-/// (`training::checkpoint_in_cpu`), 1/t split over the tensor-parallel ranks
-/// (`partition_activations`, unless sequence parallelism has split it already).
-[[nodiscard]] constexpr double checkpoint_share(const parallel::nd& s, const training& t) {
-  if (t.checkpoint_in_cpu) return 0.0;
-  return t.partition_activations && !s.tensor.sequence ? 1.0 / s.tensor.degree : 1.0;
-}
 /// `layer_terms` when `k` of the stage's `layers` are checkpointed (the first ones, layer 0
 /// the last backward's) and the others keep what they keep without recomputation
 /// (`parallel::nd::recompute_layers`), `share` of each checkpoint on the device
@@ -8221,11 +8227,7 @@ constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int l
   using lower::keep_kind;
   const int checkpointed = s.recompute_layers > 0 ? s.checkpointed_layers(m, stage) : layers;
   // DeepSpeed's checkpoints kept on the host, or split over the tensor-parallel ranks
-  // (`training::checkpoint_in_cpu`, `partition_activations`): what a checkpointed layer keeps
-  const double share =
-      parallel::rebuilds_layer(sh.recompute) && (t.checkpoint_in_cpu || t.partition_activations)
-          ? detail::checkpoint_share(s, t)
-          : 1.0;
+  const double share = checkpoint_share(s, t);
   detail::layer_terms(x, keeps, layers, dense_layers_on(m, stage));
   if (share != 1.0) {  // every layer a checkpoint
     x.saved *= share;

@@ -204,13 +204,6 @@ constexpr void layer_terms(memory_terms& x, const plan_keeps& keeps, int layers,
   x.last_saved = x.saved;
   if (d > 0) dense_layer_terms(x, keeps, layers, d);
 }
-/// The share of a checkpointed layer's input that stays on the device: none in host memory
-/// (`training::checkpoint_in_cpu`), 1/t split over the tensor-parallel ranks
-/// (`partition_activations`, unless sequence parallelism has split it already).
-[[nodiscard]] constexpr double checkpoint_share(const parallel::nd& s, const training& t) {
-  if (t.checkpoint_in_cpu) return 0.0;
-  return t.partition_activations && !s.tensor.sequence ? 1.0 / s.tensor.degree : 1.0;
-}
 /// `layer_terms` when `k` of the stage's `layers` are checkpointed (the first ones, layer 0
 /// the last backward's) and the others keep what they keep without recomputation
 /// (`parallel::nd::recompute_layers`), `share` of each checkpoint on the device
@@ -300,11 +293,7 @@ constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int l
   using lower::keep_kind;
   const int checkpointed = s.recompute_layers > 0 ? s.checkpointed_layers(m, stage) : layers;
   // DeepSpeed's checkpoints kept on the host, or split over the tensor-parallel ranks
-  // (`training::checkpoint_in_cpu`, `partition_activations`): what a checkpointed layer keeps
-  const double share =
-      parallel::rebuilds_layer(sh.recompute) && (t.checkpoint_in_cpu || t.partition_activations)
-          ? detail::checkpoint_share(s, t)
-          : 1.0;
+  const double share = checkpoint_share(s, t);
   detail::layer_terms(x, keeps, layers, dense_layers_on(m, stage));
   if (share != 1.0) {  // every layer a checkpoint
     x.saved *= share;
