@@ -16,19 +16,24 @@
 /// - the rank's time is max(T_cm, T_cp, cpu_time); the iteration time is the maximum over ranks
 ///   (lines 40-41).
 /// The ranks run in lockstep between collectives: every rank must issue the same collectives in
-/// the same order.
+/// the same order. The trace is lowered onto the executor every simulator shares
+/// (`sim/executor.hpp`), one task per overhead, launch, kernel and gap, and runs on the event
+/// core, so its kernels' times are the algorithm's (`replay`).
 /// @code
 /// strata::sim::lin_trace t{.ranks = {...}, .overheads = {.t1 = 5e-6, ...}};
 /// const auto r = strata::sim::replay(t);
 /// @endcode
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "strata/error.hpp"
+#include "strata/sim/core.hpp"
+#include "strata/sim/executor.hpp"
 
 namespace strata::sim {
 
@@ -112,87 +117,145 @@ inline void validate(const lin_trace& t) {
 }
 }  // namespace detail
 
-/// Lin et al. Algorithm 1.
+/// Lin et al. Algorithm 1, lowered onto the executor (`sim/executor.hpp`) and run on the event
+/// core. Per rank: a CPU, a launch lead, the compute and communication streams, and a gap stream
+/// beside each. The CPU never waits for the GPU, so its overheads are a chain of tasks; a kernel
+/// waits for its launch lead (T4 / 2 after the CPU reaches the launch) and for the stream's
+/// previous kernel plus the kernel gap (after an intra-rank synchronization, for both streams');
+/// a collective ends with a task that waits for every rank's kernels of it. Every task ends at
+/// its start plus its work, in the algorithm's order of additions, so the times are the
+/// algorithm's to the last bit (the gap applies between kernels: a stream whose kernels all
+/// ended at time 0 is one the algorithm would treat as idle).
 [[nodiscard]] inline lin_result replay(const lin_trace& t) {
   detail::validate(t);
   const std::size_t n = t.ranks.size();
   const lin_overheads& o = t.overheads;
-  struct state {
-    double cpu = 0, cp = 0, cm = 0, gpu = 0;
+  simulator g;
+  executor ex(g);
+  const int collectives = ex.add_stream(-1, "collectives");
+  struct rank_state {
+    int cpu = -1, lead = -1;
+    std::array<int, 2> stream{-1, -1}, gap{-1, -1};  // compute, communication
+    int last_cpu = -1;                               // the CPU's latest task (-1: time 0)
+    std::array<std::vector<int>, 2> ready;           // what a stream's next kernel waits for
+    int comm_kernel = -1;                            // the collective's last kernel
     std::string last_comm;
     std::size_t next = 0;
   };
-  std::vector<state> st(n);
+  std::vector<rank_state> st(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    rank_state& s = st[r];
+    const int d = static_cast<int>(r);
+    const std::string name = "rank " + std::to_string(r);
+    s.stream = {ex.add_device(d, name), ex.add_stream(d, name + " communication")};
+    s.gap = {ex.add_stream(d, name + " compute gap"),
+             ex.add_stream(d, name + " communication gap")};
+    s.cpu = ex.add_stream(d, name + " CPU");
+    s.lead = ex.add_stream(d, name + " launch lead");
+  }
   lin_result out;
-  // Advance one rank through its ops up to and including its next collective's kernels; returns
-  // false when the rank has no ops left.
-  auto advance = [&](std::size_t r, bool& at_collective) {
-    at_collective = false;
-    state& s = st[r];
+  out.gpu_time.assign(n, 0.0);
+  std::vector<int> kernel_of, end_of;  // per event: its kernel task, the task its end is
+  auto after = [](int task) { return task >= 0 ? std::vector<int>{task} : std::vector<int>{}; };
+  // The CPU of rank r spends `seconds_` (no task for 0 s: adding 0 changes no time).
+  auto cpu = [&](std::size_t r, const std::string& what, double seconds_) {
+    rank_state& s = st[r];
+    if (seconds_ > 0)
+      s.last_cpu = ex.on_stream(s.cpu, static_cast<int>(r), what, seconds_, after(s.last_cpu),
+                                task_class::other);
+  };
+  // Stream x of rank r is busy until `task` ends: its next kernel starts a gap later.
+  auto stream_after = [&](std::size_t r, std::size_t x, int task) {
+    rank_state& s = st[r];
+    s.ready[x] = {o.kernel_gap > 0 ? ex.on_stream(s.gap[x], static_cast<int>(r), "gap",
+                                                  o.kernel_gap, {task}, task_class::other)
+                                   : task};
+  };
+  // Lowers one rank's ops up to and including its next collective's kernels; true if it stopped
+  // at a collective.
+  auto advance = [&](std::size_t r) {
+    rank_state& s = st[r];
     const auto& ops = t.ranks[r];
-    while (s.next < ops.size()) {
+    for (; s.next < ops.size(); ++s.next) {
       const lin_op& op = ops[s.next];
       const bool is_comm = op.on == stream::communication;
       const bool after_comm = !s.last_comm.empty() && std::find(op.deps.begin(), op.deps.end(),
                                                                 s.last_comm) != op.deps.end();
-      if (after_comm || is_comm) {  // intra-rank synchronization
+      if (after_comm || is_comm) {  // intra-rank synchronization: T_cp = T_cm = their maximum
         s.last_comm.clear();
-        s.cp = s.cm = std::max(s.cp, s.cm);
+        s.ready[0].insert(s.ready[0].end(), s.ready[1].begin(), s.ready[1].end());
+        s.ready[1] = s.ready[0];
       }
-      s.cpu += o.t1;
-      if (!op.kernels.empty()) {
-        s.cpu += o.t2;
-        double& ts = is_comm ? s.cm : s.cp;
-        for (std::size_t k = 0; k < op.kernels.size(); ++k) {
-          const double start = std::max(ts + (ts > 0 ? o.kernel_gap : 0.0), s.cpu + o.t4 / 2);
-          ts = start + op.kernels[k];
-          s.gpu += op.kernels[k];
-          out.events.push_back({static_cast<int>(r), op.on, op.id, start, ts});
-          s.cpu += o.t4;
-          if (k + 1 < op.kernels.size()) s.cpu += o.t5;
-        }
-        if (is_comm) {  // inter-rank synchronization happens in the caller
-          at_collective = true;
-          ++s.next;
+      cpu(r, op.id + " (T1)", o.t1);
+      if (op.kernels.empty()) {
+        cpu(r, op.id + " (T5)", o.t5);
+        continue;
+      }
+      cpu(r, op.id + " (T2)", o.t2);
+      const std::size_t x = is_comm ? 1 : 0;
+      for (std::size_t k = 0; k < op.kernels.size(); ++k) {
+        std::vector<int> deps = s.ready[x];
+        const int lead = o.t4 > 0 ? ex.on_stream(s.lead, static_cast<int>(r), op.id + " (launch)",
+                                                 o.t4 / 2, after(s.last_cpu), task_class::other)
+                                  : s.last_cpu;
+        if (lead >= 0) deps.push_back(lead);
+        const int kernel =
+            ex.on_stream(s.stream[x], static_cast<int>(r), op.id, op.kernels[k], std::move(deps),
+                         is_comm ? task_class::communication : task_class::compute);
+        out.events.push_back({static_cast<int>(r), op.on, op.id, 0, 0});
+        kernel_of.push_back(kernel);
+        end_of.push_back(kernel);
+        out.gpu_time[r] += op.kernels[k];
+        cpu(r, op.id + " (T4)", o.t4);
+        if (k + 1 < op.kernels.size()) {
+          cpu(r, op.id + " (T5)", o.t5);
+          stream_after(r, x, kernel);
+        } else if (is_comm) {  // the collective's end comes from every rank (the caller)
+          s.comm_kernel = kernel;
           s.last_comm = op.id;
+          ++s.next;
           return true;
+        } else {
+          stream_after(r, x, kernel);
         }
-        s.cpu += o.t3;
-      } else {
-        s.cpu += o.t5;
       }
-      ++s.next;
+      cpu(r, op.id + " (T3)", o.t3);
     }
     return false;
   };
   while (true) {
     std::size_t waiting = 0;
-    for (std::size_t r = 0; r < n; ++r) {
-      bool at = false;
-      advance(r, at);
-      waiting += at ? 1 : 0;
-    }
+    for (std::size_t r = 0; r < n; ++r) waiting += advance(r) ? 1 : 0;
     if (waiting == 0) break;
     if (waiting != n) throw plan_error("collectives do not match across ranks");
-    double end = 0;
-    for (const state& s : st) end = std::max(end, s.cm);
+    // inter-rank synchronization: the collective's kernels end together, when the last one does
+    std::vector<int> kernels;
+    for (const rank_state& s : st) kernels.push_back(s.comm_kernel);
+    const int end = ex.on_stream(collectives, -1, "collective", 0, kernels, task_class::other);
     for (std::size_t r = 0; r < n; ++r) {
-      // the collective's kernels on every rank end together
-      for (auto it = out.events.rbegin(); it != out.events.rend(); ++it)
-        if (it->rank == static_cast<int>(r) && it->on == stream::communication) {
-          it->end = end;
+      for (std::size_t e = out.events.size(); e-- > 0;)
+        if (kernel_of[e] == st[r].comm_kernel) {
+          end_of[e] = end;
           break;
         }
-      st[r].cm = end;
-      st[r].cpu += o.t3;
+      stream_after(r, 1, end);
+      cpu(r, "collective (T3)", o.t3);
     }
   }
-  for (const state& s : st) {
-    const double rt = std::max({s.cm, s.cp, s.cpu});
-    out.rank_time.push_back(rt);
-    out.gpu_time.push_back(s.gpu);
-    out.time = std::max(out.time, rt);
+  const result run = g.run();
+  const auto record = [&](int task) { return run.tasks[static_cast<std::size_t>(task)]; };
+  // a rank's time, max(T_cm, T_cp, cpu_time): its streams' times are its kernels' ends
+  out.rank_time.assign(n, 0.0);
+  for (std::size_t r = 0; r < n; ++r)
+    if (st[r].last_cpu >= 0) out.rank_time[r] = record(st[r].last_cpu).end;
+  for (std::size_t e = 0; e < out.events.size(); ++e) {
+    lin_event& ev = out.events[e];
+    ev.start = record(kernel_of[e]).start;
+    ev.end = record(end_of[e]).end;
+    double& rt = out.rank_time[static_cast<std::size_t>(ev.rank)];
+    rt = std::max(rt, ev.end);
   }
+  for (double rt : out.rank_time) out.time = std::max(out.time, rt);
   return out;
 }
 
