@@ -525,6 +525,34 @@ TEST_CASE("the executor: an eager host issues kernels ahead of the GPU; levels s
   CHECK(s2.run().tasks[static_cast<std::size_t>(b2)].end == Approx(5.5e-3));
 }
 
+TEST_CASE("the executor: HTTP/2 streams take turns on a channel; kept dependencies") {
+  // Li et al. §3.2.2: streams A = 2, B = 8, C = 4 MB on a 1 MB/s channel with WIN = 3 MB, its
+  // turns crossing a 1 MB/s link. A fits WIN: 0-2 s. B's first turn: 2-5 s. C's: 5-8 s. B's
+  // second runs to completion: 8-13 s. C's last 1 MB: 13-14 s. Then 1 s of work after C.
+  simulator s;
+  executor ex(s);
+  const int ch = ex.add_channel(0, "DOWNLINK", 1e6, 3e6, true);
+  const int link[] = {ex.add_link(-1, "server NIC", 1e6)};
+  const int a = ex.turn(0, ch, link, 2e6);
+  const int b = ex.turn(0, ch, link, 8e6);
+  const int c = ex.turn(0, ch, link, 4e6);
+  const int worker = ex.add_stream(0, "WORKER");
+  ex.next_deps().push_back(c);
+  const int w = ex.on_stream(worker, 0, 1.0);
+  CHECK(ex.next_deps().empty());
+  ex.next_deps().push_back(w + 1);  // refused (no such task), its dependencies emptied all the same
+  CHECK_THROWS(ex.on_stream(worker, 0, 1.0));
+  CHECK(ex.next_deps().empty());
+  CHECK(s.task(static_cast<std::size_t>(a)).cls == task_class::communication);
+  CHECK(s.task(static_cast<std::size_t>(w)).deps.size() == 1);
+  const auto r = s.run();
+  const auto end = [&](int t) { return r.tasks[static_cast<std::size_t>(t)].end; };
+  CHECK(end(a) == Approx(2.0));
+  CHECK(end(b) == Approx(13.0));
+  CHECK(end(c) == Approx(14.0));
+  CHECK(end(w) == Approx(15.0));
+}
+
 TEST_CASE("Lin et al. Algorithm 1, worked by hand") {
   // Two ranks, overheads T1 = T3 = 1 us, T2 = T4 = 2 us, T5 = 1 us, kernel gap 0.
   // rank 0: gemm 100 us, all_reduce 50 us, update 10 us (depends on the all-reduce)

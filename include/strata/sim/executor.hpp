@@ -2,14 +2,18 @@
 /// @file sim/executor.hpp
 /// @brief The executor every plan's lowered operations run on: a simulated device's streams
 /// (its compute stream, and for an eager host the host that issues its kernels), kernels as
-/// tasks on them, collectives and sends as flows over fair-share links, tensors, and the walk
-/// that turns the stages' pipeline programs into tasks.
+/// tasks on them, collectives and sends as flows over fair-share links, transfers taking turns
+/// on round-robin channels, tensors, and the walk that turns the stages' pipeline programs into
+/// tasks.
 ///
 /// A model family's simulator is a lowering onto this executor: ParaDL's strategies
-/// (`sim/paradl.hpp`, from `lower::cnn_rank` and `lower::cnn_stages`) and transformer plans
-/// (`sim/transformer.hpp`, from `lower::layer` priced by `analytic::lower_layer`) say which
-/// operations a rank runs and in which order; how an operation becomes tasks, and how a host
-/// issues kernels ahead of the GPU, is said here once.
+/// (`sim/paradl.hpp`, from `lower::cnn_rank` and `lower::cnn_stages`), transformer plans
+/// (`sim/transformer.hpp`, from `lower::layer` priced by `analytic::lower_layer`), DLRM
+/// (`sim/dlrm.hpp`), Proteus's execution graphs (`proteus/htae.hpp`), PyTorch op traces
+/// (`sim/op_trace.hpp`) and Li et al.'s parameter server (`sim/ps.hpp`: its HTTP/2 schedulers
+/// as round-robin channels whose turns cross the NICs' fair-share links) say which operations a
+/// rank runs and in which order; how an operation becomes tasks, and how a host issues kernels
+/// ahead of the GPU, is said here once.
 /// @code
 /// strata::sim::simulator g;
 /// strata::sim::executor ex(g);
@@ -19,7 +23,9 @@
 /// ex.flow(0, "all-reduce", {link}, 25e6, 20e-6, {f});  // 20 us of start-up, then 2 ms of bytes
 /// @endcode
 
+#include <algorithm>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -177,11 +183,69 @@ class executor {
                          .gamma = gamma});
   }
 
+  /// A round-robin channel of device d (-1: shared) sending `bandwidth` bytes/s: the transfers
+  /// queued on it take turns of at most `window` bytes, in the order they became ready (an
+  /// infinite window: each whole, one after another). With `window_once` only a transfer's first
+  /// turn stops at the window and its second runs to completion: the streams of one HTTP/2
+  /// connection under gRPC's flow-control window WIN (Li et al. §3.2.2).
+  int add_channel(int d, const std::string& name, double bandwidth, double window,
+                  bool window_once = false) {
+    return g_->add_resource({name, discipline::round_robin, bandwidth, window, d, window_once});
+  }
+
+  /// The dependencies of the next task `turn` or the unnamed `on_stream` adds, filled in place:
+  /// a list the executor keeps and empties as that task is added, so that a lowering adding
+  /// many tasks (every step of every worker) allocates nothing once the list has grown.
+  [[nodiscard]] std::vector<int>& next_deps() { return spec_.deps; }
+
+  /// A transfer of device d moving `bytes` over round-robin channel `channel` after
+  /// `next_deps()`, each of its turns also a flow over the fair-share `links`: a turn runs at the
+  /// channel's bandwidth or its max-min share of those links, whichever is less, so that a
+  /// connection's streams take turns while connections share the NICs (Li et al. Algorithm 3.1,
+  /// Share(r, active) of §3.1). Unnamed.
+  int turn(int d, int channel, std::span<const int> links, double bytes) {
+    task_spec& t = spec_;
+    t.resources.resize(links.size() + 1);  // resized in place: cheaper than insert's general path
+    t.resources[0] = channel;
+    std::copy(links.begin(), links.end(), t.resources.begin() + 1);
+    t.work = bytes;
+    t.cls = task_class::communication;
+    t.device = d;
+    return add_kept();
+  }
+
+  /// `seconds_` of work on fifo stream `stream` of device d after `next_deps()`, unnamed.
+  int on_stream(int stream, int d, double seconds_, task_class cls = task_class::compute) {
+    task_spec& t = spec_;
+    t.resources.assign(1, stream);
+    t.work = seconds_;
+    t.cls = cls;
+    t.device = d;
+    return add_kept();
+  }
+
+  /// Adds a copy of tasks [first, first + count), as if each were lowered again in order (a
+  /// repeated step): dependencies inside the range go to the copies, one outside it to the task
+  /// `remap` pairs it with (itself when none). Returns the first copy's id
+  /// (`simulator::repeat_tasks`: a few stores per task).
+  int repeat(int first, int count, std::span<const std::pair<int, int>> remap = {}) {
+    return g_->repeat_tasks(first, count, remap);
+  }
+
  private:
   struct device {
     int compute = -1, host = -1, issue = -1;
     int last_host = -1;  ///< the host's latest task
   };
+
+  /// Adds the kept task spec as a task and empties its dependencies (also when it is refused).
+  int add_kept() {
+    struct empty_deps {
+      std::vector<int>& deps;
+      ~empty_deps() { deps.clear(); }
+    } guard{spec_.deps};
+    return g_->add_task(spec_);
+  }
 
   device& at(int d) {
     const auto D = static_cast<std::size_t>(d);
@@ -202,6 +266,7 @@ class executor {
   }
 
   simulator* g_;
+  task_spec spec_;  ///< kept for `turn` and the unnamed `on_stream`: its name stays empty
   std::vector<device> devices_;
   std::vector<std::pair<std::pair<int, double>, int>> links_;
 };

@@ -1,29 +1,32 @@
 #pragma once
 /// @file sim/ps.hpp
-/// @brief Li et al.'s asynchronous parameter-server simulator (Algorithm 3.1, §3-5) on the event
-/// core: per worker a DOWNLINK and an UPLINK scheduler per parameter server, a WORKER resource
-/// and a PS resource per server, driven by SGD steps profiled on one worker.
+/// @brief Li et al.'s asynchronous parameter-server simulator (Algorithm 3.1, §3-5) lowered onto
+/// the shared executor (`sim/executor.hpp`): per worker a DOWNLINK and an UPLINK scheduler per
+/// parameter server, a WORKER resource and a PS resource per server, driven by SGD steps profiled
+/// on one worker.
 ///
-/// Mapping onto `sim/core.hpp`:
-/// - DOWNLINK_i / UPLINK_i of worker w: a `round_robin` resource (HTTP/2 multiplexing with window
-///   WIN, §3.2.2: a stream's first turn sends at most WIN bytes, its second runs to completion)
-///   whose turns cross two `fair_share` links: the server's NIC and the worker's NIC, each of
-///   `bandwidth` bytes/s per direction (with one server a worker's NIC carries one turn per
-///   direction at a time and never binds, so only the server's link is crossed). Max-min fair
-///   sharing of those links is Li's Share(r, active) = 1/active for one server (§3.1, Algorithm 3.1
-///   `Share`) and, for two servers, gives a worker alone on PS1 but sharing PS2 with n-1 others 1/n
-///   on PS2 and 1-1/n on PS1 (§5).
+/// Lowering onto `sim::executor` (and through it the event core, `sim/core.hpp`):
+/// - DOWNLINK_i / UPLINK_i of worker w: a round-robin channel (`executor::add_channel`: HTTP/2
+///   multiplexing with window WIN, §3.2.2: a stream's first turn sends at most WIN bytes, its
+///   second runs to completion) whose turns (`executor::turn`) cross two fair-share links
+///   (`executor::add_link`): the server's NIC and the worker's NIC, each of `bandwidth` bytes/s
+///   per direction (with one server a worker's NIC carries one turn per direction at a time and
+///   never binds, so only the server's link is crossed). Max-min fair sharing of those links is
+///   Li's Share(r, active) = 1/active for one server (§3.1, Algorithm 3.1 `Share`) and, for two
+///   servers, gives a worker alone on PS1 but sharing PS2 with n-1 others 1/n on PS2 and 1-1/n on
+///   PS1 (§5).
 /// - Flow control off (§3.3): the window is infinite, streams go whole in queue order; the order
 ///   in which a step's downlinks enter the queue is `ps_order` (as scheduled, TicTac, reversed,
 ///   random).
-/// - WORKER and PS_i: `fifo` resources, one per worker (Share = 1: §3.2.3).
+/// - WORKER and PS_i: fifo streams of the worker (`executor::add_stream`; Share = 1: §3.2.3), as
+///   are its host CPU and its steps' ends.
 /// - Parsing overhead (§3.2.1): each transfer is followed by a parse task of alpha * bytes +
 ///   beta seconds on the receiver (WORKER for a downlink, or the worker's host CPU when
 ///   `parse_on_host`; PS_i for an uplink); the transfer's dependents wait for it.
 /// - Steps (§3.4): every worker runs `steps` steps, each drawn with replacement from the profiled
 ///   ones (a seeded splitmix64 stream, so runs are reproducible); a step starts when the previous
 ///   one has finished on every resource (Algorithm 3.1 lines 35-38). A worker's step drawn from a
-///   profiled step it drew before is a copy of that step's tasks (`simulator::repeat_tasks`).
+///   profiled step it drew before is a copy of that step's tasks (`executor::repeat`).
 /// - Synchronous mode (`synchronous`): a worker's next step waits for every worker's step, as in
 ///   BytePS-style synchronous training through CPU summation servers (with tensors partitioned
 ///   over all servers: `io::lowered_ps_options::partition`).
@@ -40,11 +43,13 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "strata/error.hpp"
 #include "strata/sim/core.hpp"
+#include "strata/sim/executor.hpp"
 
 namespace strata::sim {
 
@@ -262,15 +267,15 @@ struct ps_worker {
   std::vector<int> down, up, ps;
 };
 
-/// The resources of a job on the event core: every server's NIC both ways, then every worker's.
+/// The resources of a job on the executor: every server's NIC both ways, then every worker's.
 struct ps_resources {
   std::vector<int> ps_out, ps_in;
   std::vector<ps_worker> workers;
 };
 
-/// Adds the resources of `servers` parameter servers and `c.workers` workers to `s`: DOWNLINK and
-/// UPLINK schedulers with HTTP/2's window WIN (infinite with flow control off, §3.3).
-inline ps_resources add_ps_resources(simulator& s, const ps_config& c, int servers) {
+/// Adds the resources of `servers` parameter servers and `c.workers` workers to `ex`: DOWNLINK
+/// and UPLINK schedulers with HTTP/2's window WIN (infinite with flow control off, §3.3).
+inline ps_resources add_ps_resources(executor& ex, const ps_config& c, int servers) {
   const int W = c.workers, M = servers;
   const double inf = std::numeric_limits<double>::infinity();
   ps_resources net;
@@ -279,27 +284,25 @@ inline ps_resources add_ps_resources(simulator& s, const ps_config& c, int serve
   net.ps_in.resize(static_cast<std::size_t>(M));
   for (int i = 0; i < M; ++i) {
     net.ps_out[static_cast<std::size_t>(i)] =
-        s.add_resource({"PS" + std::to_string(i) + " out", discipline::fair_share, c.bandwidth});
+        ex.add_link(-1, "PS" + std::to_string(i) + " out", c.bandwidth);
     net.ps_in[static_cast<std::size_t>(i)] =
-        s.add_resource({"PS" + std::to_string(i) + " in", discipline::fair_share, c.bandwidth});
+        ex.add_link(-1, "PS" + std::to_string(i) + " in", c.bandwidth);
   }
   net.workers.resize(static_cast<std::size_t>(W));
   const double win = c.flow_control ? c.window : inf;
   for (int w = 0; w < W; ++w) {
     auto& r = net.workers[static_cast<std::size_t>(w)];
     const std::string n = "worker " + std::to_string(w);
-    r.nic_in = s.add_resource({n + " NIC in", discipline::fair_share, c.bandwidth, 0, w});
-    r.nic_out = s.add_resource({n + " NIC out", discipline::fair_share, c.bandwidth, 0, w});
-    r.worker = s.add_resource({n + " WORKER", discipline::fifo, 1, 0, w});
-    r.barrier = s.add_resource({n + " step", discipline::fifo, 1, 0, w});
-    r.host = c.parse_on_host ? s.add_resource({n + " host", discipline::fifo, 1, 0, w}) : r.worker;
+    r.nic_in = ex.add_link(w, n + " NIC in", c.bandwidth);
+    r.nic_out = ex.add_link(w, n + " NIC out", c.bandwidth);
+    r.worker = ex.add_stream(w, n + " WORKER");
+    r.barrier = ex.add_stream(w, n + " step");
+    r.host = c.parse_on_host ? ex.add_stream(w, n + " host") : r.worker;
     for (int i = 0; i < M; ++i) {
       const std::string k = std::to_string(i);
-      r.down.push_back(s.add_resource(
-          {n + " DOWNLINK" + k, discipline::round_robin, c.bandwidth, win, w, true}));
-      r.up.push_back(
-          s.add_resource({n + " UPLINK" + k, discipline::round_robin, c.bandwidth, win, w, true}));
-      r.ps.push_back(s.add_resource({n + " PS" + k, discipline::fifo, 1, 0, w}));
+      r.down.push_back(ex.add_channel(w, n + " DOWNLINK" + k, c.bandwidth, win, true));
+      r.up.push_back(ex.add_channel(w, n + " UPLINK" + k, c.bandwidth, win, true));
+      r.ps.push_back(ex.add_stream(w, n + " PS" + k));
     }
   }
   return net;
@@ -360,12 +363,12 @@ struct ps_task_info {
   bool parse;
 };
 
-/// Stamps every worker's sampled steps onto the event core (Algorithm 3.1 lines 35-38: a step
+/// Stamps every worker's sampled steps onto the executor (Algorithm 3.1 lines 35-38: a step
 /// starts when the previous one has finished).
 struct ps_stamper {
   const ps_job& job;
   const ps_config& c;
-  simulator& s;
+  executor& ex;
   const ps_resources& net;
   const std::vector<std::vector<int>>& order;
   const std::vector<std::vector<int>>& sinks;
@@ -382,17 +385,15 @@ struct ps_stamper {
   /// for a previous step, and that previous step's end (-1: none yet), for `repeat`
   std::vector<std::pair<int, int>> stamped;
   int global_res = -1;
-  // reused, so that adding a task allocates nothing
-  task_spec t_spec, b_spec;
 
   /// Prepares stamping `total_steps` steps of at most `most_tasks` tasks each.
-  ps_stamper(const ps_job& job_, const ps_config& c_, simulator& s_, const ps_resources& net_,
+  ps_stamper(const ps_job& job_, const ps_config& c_, executor& ex_, const ps_resources& net_,
              const std::vector<std::vector<int>>& order_,
              const std::vector<std::vector<int>>& sinks_, const std::vector<ps_template>& tmpl_,
              bool parse_, std::size_t total_steps, std::size_t most_tasks)
       : job(job_),
         c(c_),
-        s(s_),
+        ex(ex_),
         net(net_),
         order(order_),
         sinks(sinks_),
@@ -402,8 +403,7 @@ struct ps_stamper {
     barrier.resize(static_cast<std::size_t>(W));
     for (auto& b : barrier) b.reserve(static_cast<std::size_t>(c.steps));
     stamped.assign(static_cast<std::size_t>(W) * job.steps.size(), {-1, -1});
-    if (c.synchronous) global_res = s.add_resource({"all workers", discipline::fifo, 1, 0, -1});
-    b_spec.cls = task_class::other;
+    if (c.synchronous) global_res = ex.add_stream(-1, "all workers");
   }
 
   /// Every worker's `c.steps` steps, each drawn with replacement from the profiled ones (§3.4).
@@ -423,7 +423,7 @@ struct ps_stamper {
                                      : barrier[static_cast<std::size_t>(w)].back();
     const ps_template& tp = template_of(k);
     // the template's tasks get ids base, base + 1, ... (the core numbers tasks as added)
-    const int base = static_cast<int>(s.tasks().size());
+    const int base = static_cast<int>(ex.graph().tasks().size());
     if (!repeat(tp, w, k, prev, base)) {
       stamp_tasks(tp, r, w, prev, base);
       add_end(tp, r, w, prev, base);
@@ -437,7 +437,7 @@ struct ps_stamper {
   /// with replacement, so with 1000 steps from 8 profiled ones almost every step repeats one),
   /// when that one waited for a previous step too, as this one does on `prev`: the same tasks on
   /// the same resources in the same queue order, its sources and its end waiting for `prev`
-  /// instead (`simulator::repeat_tasks`: a few stores per task instead of add_task's checks and
+  /// instead (`executor::repeat`: a few stores per task instead of add_task's checks and
   /// records). Not with the random order, whose every step has a queue order of its own (§3.3).
   /// Returns whether it was copied; either way, the step from `base` is the one to copy next.
   bool repeat(const ps_template& tp, int w, std::size_t k, int prev, int base) {
@@ -446,7 +446,7 @@ struct ps_stamper {
     const bool again = last.first >= 0;
     if (again) {
       const std::pair<int, int> to{last.second, prev};
-      s.repeat_tasks(last.first, static_cast<int>(tp.tasks.size()) + 1, {&to, 1});
+      ex.repeat(last.first, static_cast<int>(tp.tasks.size()) + 1, {&to, 1});
     }
     last = {base, prev};
     return again;
@@ -467,83 +467,64 @@ struct ps_stamper {
   /// `prev`, the previous step's end.
   [[gnu::always_inline]] void stamp_tasks(const ps_template& tp, const ps_worker& r, int w,
                                           int prev, int base) {
-    // locals, so that the loop keeps them in registers across `add_task`
-    simulator& core = s;
-    task_spec& t = t_spec;
+    std::vector<int>& d = ex.next_deps();  // a local, so that the loop keeps it in a register
     for (const auto& x : tp.tasks) {
-      t.device = w;
-      t.cls = task_class::compute;
-      t.work = x.work;
-      int res[3] = {0, 0, 0};
-      const std::size_t nres = resources_of(x, r, res);
-      t.resources.assign(res, res + nres);
-      const bool after_prev = x.source && prev >= 0;
-      t.deps.clear();
-      for (int d = x.dep_begin; d < x.dep_end; ++d)
-        t.deps.push_back(base + tp.deps[static_cast<std::size_t>(d)]);
-      if (after_prev) t.deps.push_back(prev);
-      core.add_task(t);
+      for (int i = x.dep_begin; i < x.dep_end; ++i)
+        d.push_back(base + tp.deps[static_cast<std::size_t>(i)]);
+      if (x.source && prev >= 0) d.push_back(prev);
+      lower_task(x, r, w);
     }
   }
 
-  /// The resources task x of worker r crosses, in `res` (their number returned); a transfer
-  /// becomes communication.
-  [[gnu::always_inline]] std::size_t resources_of(const ps_template::task& x, const ps_worker& r,
-                                                  int (&res)[3]) {
+  /// Task x of worker r after `ex.next_deps()`: a transfer is a turn on its DOWNLINK or UPLINK
+  /// channel crossing the server's link (and with several servers the worker's NIC), the rest
+  /// work on a fifo stream.
+  [[gnu::always_inline]] void lower_task(const ps_template::task& x, const ps_worker& r, int w) {
     const auto srv = static_cast<std::size_t>(x.server);
-    std::size_t nres = 1;
+    const std::size_t nlinks = M > 1 ? 2 : 1;
     if (x.parse) {  // §3.2.1: parsing on the receiver
-      res[0] = x.res == ps_resource::downlink ? r.host : r.ps[srv];
-    } else {
-      switch (x.res) {
-        case ps_resource::downlink:
-          res[0] = r.down[srv];
-          res[1] = net.ps_out[srv];
-          res[2] = r.nic_in;
-          nres = M > 1 ? 3 : 2;
-          t_spec.cls = task_class::communication;
-          break;
-        case ps_resource::uplink:
-          res[0] = r.up[srv];
-          res[1] = net.ps_in[srv];
-          res[2] = r.nic_out;
-          nres = M > 1 ? 3 : 2;
-          t_spec.cls = task_class::communication;
-          break;
-        case ps_resource::worker:
-          res[0] = r.worker;
-          break;
-        case ps_resource::ps:
-          res[0] = r.ps[srv];
-          break;
-      }
+      ex.on_stream(x.res == ps_resource::downlink ? r.host : r.ps[srv], w, x.work);
+      return;
     }
-    return nres;
+    switch (x.res) {
+      case ps_resource::downlink: {
+        const int links[2] = {net.ps_out[srv], r.nic_in};
+        ex.turn(w, r.down[srv], {links, nlinks}, x.work);
+        break;
+      }
+      case ps_resource::uplink: {
+        const int links[2] = {net.ps_in[srv], r.nic_out};
+        ex.turn(w, r.up[srv], {links, nlinks}, x.work);
+        break;
+      }
+      case ps_resource::worker:
+        ex.on_stream(r.worker, w, x.work);
+        break;
+      case ps_resource::ps:
+        ex.on_stream(r.ps[srv], w, x.work);
+        break;
+    }
   }
 
   /// Worker w's step end, the task after its tasks (from `base`): after every op (its sinks
   /// suffice) and the previous step's end.
   [[gnu::always_inline]] void add_end(const ps_template& tp, const ps_worker& r, int w, int prev,
                                       int base) {
-    b_spec.resources.assign(1, r.barrier);
-    b_spec.device = w;
-    b_spec.deps.clear();
-    for (int e : tp.ends) b_spec.deps.push_back(base + e);
-    if (prev >= 0) b_spec.deps.push_back(prev);
-    s.add_task(b_spec);
+    std::vector<int>& d = ex.next_deps();
+    for (int e : tp.ends) d.push_back(base + e);
+    if (prev >= 0) d.push_back(prev);
+    ex.on_stream(r.barrier, w, 0.0, task_class::other);
   }
 
   /// Worker w's step has ended (its last task): with `synchronous`, after the last worker's, the
   /// step's end on all workers.
   void end_step(int w, int step, std::size_t k) {
-    barrier[static_cast<std::size_t>(w)].push_back(static_cast<int>(s.tasks().size()) - 1);
+    barrier[static_cast<std::size_t>(w)].push_back(static_cast<int>(ex.graph().tasks().size()) - 1);
     if (c.timeline) info.push_back({w, step, -1, static_cast<int>(k), false});
     if (c.synchronous && w == W - 1) {  // the step's end on all workers
-      task_spec all;
-      all.resources = {global_res};
-      all.cls = task_class::other;
-      for (int v = 0; v < W; ++v) all.deps.push_back(barrier[static_cast<std::size_t>(v)].back());
-      global.push_back(s.add_task(std::move(all)));
+      std::vector<int>& d = ex.next_deps();
+      for (int v = 0; v < W; ++v) d.push_back(barrier[static_cast<std::size_t>(v)].back());
+      global.push_back(ex.on_stream(global_res, -1, 0.0, task_class::other));
       if (c.timeline) info.push_back({-1, step, -1, -1, false});
     }
   }
@@ -594,7 +575,8 @@ inline void read_timeline(ps_result& out, const result& run,
   detail::validate(job, c);
   const int W = c.workers;
   simulator s;
-  const detail::ps_resources net = detail::add_ps_resources(s, c, job.servers);
+  executor ex(s);
+  const detail::ps_resources net = detail::add_ps_resources(ex, c, job.servers);
   const std::vector<std::vector<int>> order = detail::queue_orders(job, c);
   const detail::ps_step_ends ends = detail::step_ends(job);
   // every profiled step's tasks, built once and stamped for each worker and step (with the
@@ -607,7 +589,7 @@ inline void read_timeline(ps_result& out, const result& run,
         detail::make_template(job.steps[k].ops, order[k], ends.sinks[k], parse, c.alpha, c.beta);
   const auto total_steps = static_cast<std::size_t>(c.steps) * static_cast<std::size_t>(W);
   s.reserve(total_steps * ends.most_tasks);
-  detail::ps_stamper st(job, c, s, net, order, ends.sinks, tmpl, parse, total_steps,
+  detail::ps_stamper st(job, c, ex, net, order, ends.sinks, tmpl, parse, total_steps,
                         ends.most_tasks);
   st.stamp_all();
   ps_result out;
