@@ -117,65 +117,30 @@ inline void validate(const lin_trace& t) {
 }
 }  // namespace detail
 
-/// Lin et al. Algorithm 1, lowered onto the executor (`sim/executor.hpp`) and run on the event
-/// core. Per rank: a CPU, a launch lead, the compute and communication streams, and a gap stream
-/// beside each. The CPU never waits for the GPU, so its overheads are a chain of tasks; a kernel
-/// waits for its launch lead (T4 / 2 after the CPU reaches the launch) and for the stream's
-/// previous kernel plus the kernel gap (after an intra-rank synchronization, for both streams');
-/// a collective ends with a task that waits for every rank's kernels of it. Every task ends at
-/// its start plus its work, in the algorithm's order of additions, so the times are the
-/// algorithm's to the last bit (the gap applies between kernels: a stream whose kernels all
-/// ended at time 0 is one the algorithm would treat as idle).
-[[nodiscard]] inline lin_result replay(const lin_trace& t) {
-  detail::validate(t);
-  const std::size_t n = t.ranks.size();
-  const lin_overheads& o = t.overheads;
-  simulator g;
-  executor ex(g);
-  const int collectives = ex.add_stream(-1, "collectives");
-  struct rank_state {
-    int cpu = -1, lead = -1;
-    std::array<int, 2> stream{-1, -1}, gap{-1, -1};  // compute, communication
-    int last_cpu = -1;                               // the CPU's latest task (-1: time 0)
-    std::array<std::vector<int>, 2> ready;           // what a stream's next kernel waits for
-    int comm_kernel = -1;                            // the collective's last kernel
-    std::string last_comm;
-    std::size_t next = 0;
-  };
-  std::vector<rank_state> st(n);
-  for (std::size_t r = 0; r < n; ++r) {
-    rank_state& s = st[r];
-    const int d = static_cast<int>(r);
-    const std::string name = "rank " + std::to_string(r);
-    s.stream = {ex.add_device(d, name), ex.add_stream(d, name + " communication")};
-    s.gap = {ex.add_stream(d, name + " compute gap"),
-             ex.add_stream(d, name + " communication gap")};
-    s.cpu = ex.add_stream(d, name + " CPU");
-    s.lead = ex.add_stream(d, name + " launch lead");
+namespace detail {
+/// Algorithm 1's trace as tasks on the executor (`replay`): per rank a CPU, a launch lead, the
+/// compute and communication streams, and a gap stream beside each.
+class lin_lowering {
+ public:
+  explicit lin_lowering(const lin_trace& t) : t_(t), o_(t.overheads), ex_(g_), st_(t.ranks.size()) {
+    out_.gpu_time.assign(st_.size(), 0.0);
+    for (std::size_t r = 0; r < st_.size(); ++r) {
+      rank_state& s = st_[r];
+      const int d = static_cast<int>(r);
+      const std::string name = "rank " + std::to_string(r);
+      s.stream = {ex_.add_device(d, name), ex_.add_stream(d, name + " communication")};
+      s.gap = {ex_.add_stream(d, name + " compute gap"),
+               ex_.add_stream(d, name + " communication gap")};
+      s.cpu = ex_.add_stream(d, name + " CPU");
+      s.lead = ex_.add_stream(d, name + " launch lead");
+    }
   }
-  lin_result out;
-  out.gpu_time.assign(n, 0.0);
-  std::vector<int> kernel_of, end_of;  // per event: its kernel task, the task its end is
-  auto after = [](int task) { return task >= 0 ? std::vector<int>{task} : std::vector<int>{}; };
-  // The CPU of rank r spends `seconds_` (no task for 0 s: adding 0 changes no time).
-  auto cpu = [&](std::size_t r, const std::string& what, double seconds_) {
-    rank_state& s = st[r];
-    if (seconds_ > 0)
-      s.last_cpu = ex.on_stream(s.cpu, static_cast<int>(r), what, seconds_, after(s.last_cpu),
-                                task_class::other);
-  };
-  // Stream x of rank r is busy until `task` ends: its next kernel starts a gap later.
-  auto stream_after = [&](std::size_t r, std::size_t x, int task) {
-    rank_state& s = st[r];
-    s.ready[x] = {o.kernel_gap > 0 ? ex.on_stream(s.gap[x], static_cast<int>(r), "gap",
-                                                  o.kernel_gap, {task}, task_class::other)
-                                   : task};
-  };
-  // Lowers one rank's ops up to and including its next collective's kernels; true if it stopped
-  // at a collective.
-  auto advance = [&](std::size_t r) {
-    rank_state& s = st[r];
-    const auto& ops = t.ranks[r];
+
+  /// Lowers rank r's ops up to and including its next collective's kernels; true if it stopped
+  /// at a collective.
+  bool advance(std::size_t r) {
+    rank_state& s = st_[r];
+    const auto& ops = t_.ranks[r];
     for (; s.next < ops.size(); ++s.next) {
       const lin_op& op = ops[s.next];
       const bool is_comm = op.on == stream::communication;
@@ -186,77 +151,150 @@ inline void validate(const lin_trace& t) {
         s.ready[0].insert(s.ready[0].end(), s.ready[1].begin(), s.ready[1].end());
         s.ready[1] = s.ready[0];
       }
-      cpu(r, op.id + " (T1)", o.t1);
+      cpu(r, op.id + " (T1)", o_.t1);
       if (op.kernels.empty()) {
-        cpu(r, op.id + " (T5)", o.t5);
+        cpu(r, op.id + " (T5)", o_.t5);
         continue;
       }
-      cpu(r, op.id + " (T2)", o.t2);
-      const std::size_t x = is_comm ? 1 : 0;
+      cpu(r, op.id + " (T2)", o_.t2);
       for (std::size_t k = 0; k < op.kernels.size(); ++k) {
-        std::vector<int> deps = s.ready[x];
-        const int lead = o.t4 > 0 ? ex.on_stream(s.lead, static_cast<int>(r), op.id + " (launch)",
-                                                 o.t4 / 2, after(s.last_cpu), task_class::other)
-                                  : s.last_cpu;
-        if (lead >= 0) deps.push_back(lead);
-        const int kernel =
-            ex.on_stream(s.stream[x], static_cast<int>(r), op.id, op.kernels[k], std::move(deps),
-                         is_comm ? task_class::communication : task_class::compute);
-        out.events.push_back({static_cast<int>(r), op.on, op.id, 0, 0});
-        kernel_of.push_back(kernel);
-        end_of.push_back(kernel);
-        out.gpu_time[r] += op.kernels[k];
-        cpu(r, op.id + " (T4)", o.t4);
+        const int kernel = launch(r, op, op.kernels[k]);
+        cpu(r, op.id + " (T4)", o_.t4);
         if (k + 1 < op.kernels.size()) {
-          cpu(r, op.id + " (T5)", o.t5);
-          stream_after(r, x, kernel);
-        } else if (is_comm) {  // the collective's end comes from every rank (the caller)
+          cpu(r, op.id + " (T5)", o_.t5);
+          stream_after(r, is_comm ? 1 : 0, kernel);
+        } else if (is_comm) {  // the collective's end comes from every rank (`collective`)
           s.comm_kernel = kernel;
           s.last_comm = op.id;
           ++s.next;
           return true;
         } else {
-          stream_after(r, x, kernel);
+          stream_after(r, 0, kernel);
         }
       }
-      cpu(r, op.id + " (T3)", o.t3);
+      cpu(r, op.id + " (T3)", o_.t3);
     }
     return false;
-  };
-  while (true) {
-    std::size_t waiting = 0;
-    for (std::size_t r = 0; r < n; ++r) waiting += advance(r) ? 1 : 0;
-    if (waiting == 0) break;
-    if (waiting != n) throw plan_error("collectives do not match across ranks");
-    // inter-rank synchronization: the collective's kernels end together, when the last one does
+  }
+
+  /// Inter-rank synchronization: every rank's kernels of the collective end together, when the
+  /// last of them does; then each CPU spends T3.
+  void collective() {
     std::vector<int> kernels;
-    for (const rank_state& s : st) kernels.push_back(s.comm_kernel);
-    const int end = ex.on_stream(collectives, -1, "collective", 0, kernels, task_class::other);
-    for (std::size_t r = 0; r < n; ++r) {
-      for (std::size_t e = out.events.size(); e-- > 0;)
-        if (kernel_of[e] == st[r].comm_kernel) {
-          end_of[e] = end;
+    for (const rank_state& s : st_) kernels.push_back(s.comm_kernel);
+    if (collectives_ < 0) collectives_ = ex_.add_stream(-1, "collectives");
+    const int end = ex_.on_stream(collectives_, -1, "collective", 0, kernels, task_class::other);
+    for (std::size_t r = 0; r < st_.size(); ++r) {
+      for (std::size_t e = out_.events.size(); e-- > 0;)
+        if (kernel_of_[e] == st_[r].comm_kernel) {
+          end_of_[e] = end;
           break;
         }
       stream_after(r, 1, end);
-      cpu(r, "collective (T3)", o.t3);
+      cpu(r, "collective (T3)", o_.t3);
     }
   }
-  const result run = g.run();
-  const auto record = [&](int task) { return run.tasks[static_cast<std::size_t>(task)]; };
-  // a rank's time, max(T_cm, T_cp, cpu_time): its streams' times are its kernels' ends
-  out.rank_time.assign(n, 0.0);
-  for (std::size_t r = 0; r < n; ++r)
-    if (st[r].last_cpu >= 0) out.rank_time[r] = record(st[r].last_cpu).end;
-  for (std::size_t e = 0; e < out.events.size(); ++e) {
-    lin_event& ev = out.events[e];
-    ev.start = record(kernel_of[e]).start;
-    ev.end = record(end_of[e]).end;
-    double& rt = out.rank_time[static_cast<std::size_t>(ev.rank)];
-    rt = std::max(rt, ev.end);
+
+  /// Runs the tasks: the kernels' times, and each rank's max(T_cm, T_cp, cpu_time) (its streams'
+  /// times are its kernels' ends).
+  lin_result run() && {
+    const result run = g_.run();
+    const auto record = [&](int task) { return run.tasks[static_cast<std::size_t>(task)]; };
+    out_.rank_time.assign(st_.size(), 0.0);
+    for (std::size_t r = 0; r < st_.size(); ++r)
+      if (st_[r].last_cpu >= 0) out_.rank_time[r] = record(st_[r].last_cpu).end;
+    for (std::size_t e = 0; e < out_.events.size(); ++e) {
+      lin_event& ev = out_.events[e];
+      ev.start = record(kernel_of_[e]).start;
+      ev.end = record(end_of_[e]).end;
+      double& rt = out_.rank_time[static_cast<std::size_t>(ev.rank)];
+      rt = std::max(rt, ev.end);
+    }
+    for (double rt : out_.rank_time) out_.time = std::max(out_.time, rt);
+    return std::move(out_);
   }
-  for (double rt : out.rank_time) out.time = std::max(out.time, rt);
-  return out;
+
+ private:
+  struct rank_state {
+    int cpu = -1, lead = -1;
+    std::array<int, 2> stream{-1, -1}, gap{-1, -1};  // compute, communication
+    int last_cpu = -1;                               // the CPU's latest task (-1: time 0)
+    std::array<std::vector<int>, 2> ready;           // what a stream's next kernel waits for
+    int comm_kernel = -1;                            // the collective's last kernel
+    std::string last_comm;
+    std::size_t next = 0;
+  };
+
+  static std::vector<int> after(int task) {
+    return task >= 0 ? std::vector<int>{task} : std::vector<int>{};
+  }
+
+  /// The CPU of rank r spends `seconds_` (no task for 0 s: adding 0 changes no time).
+  void cpu(std::size_t r, const std::string& what, double seconds_) {
+    rank_state& s = st_[r];
+    if (seconds_ > 0)
+      s.last_cpu = ex_.on_stream(s.cpu, static_cast<int>(r), what, seconds_, after(s.last_cpu),
+                                 task_class::other);
+  }
+
+  /// Stream x of rank r is busy until `task` ends: its next kernel starts a gap later.
+  void stream_after(std::size_t r, std::size_t x, int task) {
+    rank_state& s = st_[r];
+    s.ready[x] = {o_.kernel_gap > 0 ? ex_.on_stream(s.gap[x], static_cast<int>(r), "gap",
+                                                    o_.kernel_gap, {task}, task_class::other)
+                                    : task};
+  }
+
+  /// One kernel of op on its stream: after the stream's previous kernel and gap, and T4 / 2
+  /// after the CPU reaches its launch.
+  int launch(std::size_t r, const lin_op& op, double seconds_) {
+    rank_state& s = st_[r];
+    const std::size_t x = op.on == stream::communication ? 1 : 0;
+    std::vector<int> deps = s.ready[x];
+    const int lead = o_.t4 > 0 ? ex_.on_stream(s.lead, static_cast<int>(r), op.id + " (launch)",
+                                               o_.t4 / 2, after(s.last_cpu), task_class::other)
+                               : s.last_cpu;
+    if (lead >= 0) deps.push_back(lead);
+    const int kernel =
+        ex_.on_stream(s.stream[x], static_cast<int>(r), op.id, seconds_, std::move(deps),
+                      x == 1 ? task_class::communication : task_class::compute);
+    out_.events.push_back({static_cast<int>(r), op.on, op.id, 0, 0});
+    kernel_of_.push_back(kernel);
+    end_of_.push_back(kernel);
+    out_.gpu_time[r] += seconds_;
+    return kernel;
+  }
+
+  const lin_trace& t_;
+  const lin_overheads& o_;
+  simulator g_;
+  executor ex_;
+  std::vector<rank_state> st_;
+  int collectives_ = -1;
+  lin_result out_;
+  std::vector<int> kernel_of_, end_of_;  // per event: its kernel task, the task it ends with
+};
+}  // namespace detail
+
+/// Lin et al. Algorithm 1, lowered onto the executor (`sim/executor.hpp`) and run on the event
+/// core. The CPU never waits for the GPU, so its overheads are a chain of tasks; a kernel waits
+/// for its launch lead (T4 / 2 after the CPU reaches the launch) and for the stream's previous
+/// kernel plus the kernel gap (after an intra-rank synchronization, for both streams'); a
+/// collective ends with a task that waits for every rank's kernels of it. Every task ends at its
+/// start plus its work, in the algorithm's order of additions, so the times are the algorithm's
+/// up to rounding (the gap applies between kernels: a stream whose kernels all ended at time 0
+/// is one the algorithm would treat as idle).
+[[nodiscard]] inline lin_result replay(const lin_trace& t) {
+  detail::validate(t);
+  detail::lin_lowering l(t);
+  while (true) {
+    std::size_t waiting = 0;
+    for (std::size_t r = 0; r < t.ranks.size(); ++r) waiting += l.advance(r) ? 1 : 0;
+    if (waiting == 0) break;
+    if (waiting != t.ranks.size()) throw plan_error("collectives do not match across ranks");
+    l.collective();
+  }
+  return std::move(l).run();
 }
 
 }  // namespace strata::sim
