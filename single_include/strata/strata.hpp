@@ -1417,6 +1417,14 @@ struct recipe {
   /// GEMM, and under sequence parallelism the input's re-gather beside the input gradient's GEMM
   /// (`analytic::collectives_of`); false: every backward collective blocks, as in the forward
   bool tp_async_backward = true;
+  /// an interleaved pipeline's sends run beside the compute: a stage waits only where the data
+  /// it needs is still on the wire, which in the steady state it never is (Megatron-Core's
+  /// overlap_p2p_comm, the default since 2023-10-12, megatron/training/arguments.py
+  /// --no-overlap-p2p-communication; NeMo's configs set it); false: each send blocks its
+  /// stage (Megatron-LM before 2023, batched p2p). Megatron turns it off for 1F1B without
+  /// interleaving, whose sends every stage waits for anyway
+  /// (`parallel::pipeline_parallel::sends`)
+  bool overlap_p2p = true;
   /// under an interleaved schedule each model chunk's gradients are reduced once its last
   /// micro-batch's backward on the stage ends and its updated weights gathered ahead of its first
   /// forward (Megatron-Core's grad_sync_func and param_sync_func in
@@ -1487,12 +1495,14 @@ struct megatron : frameworks::recipe {
 /// collective blocks the stream. The input gradient's all-reduce beside the weight gradient's
 /// GEMM (`recipe::tp_async_backward`) came after, in commit cf7efd4 ("allreduce overlap with
 /// wgrad gemm", 2021-08-30), and is in every later release Korthikanti et al. 2022 measured. Nor
-/// did it reduce an interleaved stage's gradients chunk by chunk (`recipe::chunk_data_sync`).
+/// did it reduce an interleaved stage's gradients chunk by chunk (`recipe::chunk_data_sync`), nor
+/// overlap an interleaved pipeline's sends with compute (`recipe::overlap_p2p`, 2023).
 struct megatron_2021 : megatron {
   constexpr megatron_2021() {
     name = "megatron-2021";
     tp_async_backward = false;
     chunk_data_sync = false;
+    overlap_p2p = false;
     data.highest_stage = 0;
   }
 };
@@ -4890,20 +4900,26 @@ struct pipeline_parallel {
   [[nodiscard]] constexpr seconds bubble(seconds all_stages, seconds slowest) const {
     return (all_stages - slowest) / static_cast<double>(virtual_stages);
   }
-  /// Sends a stage waits for: one per forward and backward step, 2 (v m + p - 1).
-  [[nodiscard]] constexpr double sends(int micro_batches) const {
-    return degree > 1 ? 2.0 * (virtual_stages * micro_batches + degree - 1) : 0.0;
+  /// Sends a stage waits for: one per forward and backward step, 2 (v m + p - 1). An interleaved
+  /// schedule whose sends run beside the compute (`overlapped`, Megatron-Core's overlap_p2p_comm)
+  /// waits only along the first micro-batch's way through the p v virtual stages and back,
+  /// 2 (p v - 1): each of its rounds through the stages reaches stage 0 p sends late, while in the
+  /// steady state a stage has p units of other work to do before it needs what is sent.
+  [[nodiscard]] constexpr double sends(int micro_batches, bool overlapped = false) const {
+    if (degree <= 1) return 0.0;
+    if (overlapped && virtual_stages > 1) return 2.0 * (degree * virtual_stages - 1);
+    return 2.0 * (virtual_stages * micro_batches + degree - 1);
   }
 
   /// What the pipeline adds to an iteration of `micro_batches`: the fill-and-drain bubble of the
   /// stages' per-micro-batch times (`all_stages` summed, `slowest`) and the sends a stage waits
-  /// for, `send` each.
+  /// for, `send` each (`overlapped`: as in `sends`).
   struct time_terms {
     seconds bubble{}, sends{};
   };
   [[nodiscard]] constexpr time_terms time(seconds all_stages, seconds slowest, int micro_batches,
-                                          seconds send) const {
-    return {bubble(all_stages, slowest), sends(micro_batches) * send};
+                                          seconds send, bool overlapped = false) const {
+    return {bubble(all_stages, slowest), sends(micro_batches, overlapped) * send};
   }
 
   /// The program of stage i with m micro-batches, in Megatron's order: GPipe runs every forward
@@ -7872,7 +7888,7 @@ namespace detail {
     const interconnect link = c.between(0, s.group_of(axis::pipeline).stride);
     send = link.transfer(bytes{b * sl * h * act / tp});
   }
-  const auto pipeline_terms = s.pipeline.time(sum, worst, mb, send);
+  const auto pipeline_terms = s.pipeline.time(sum, worst, mb, send, tr.framework.overlap_p2p);
   T.pipeline_bubble = pipeline_terms.bubble;
   T.pipeline_p2p = pipeline_terms.sends;
 

@@ -158,6 +158,23 @@ TEST_CASE("misuse of a transformer plan names the mistake") {
   CHECK_THROWS_WITH(thin.check(6, 4), limits::pipeline_chunk_without_layers);
 }
 
+TEST_CASE("the sends a pipeline stage waits for, blocking and overlapped") {
+  // Megatron-Bridge's Llama-3.1 405B: p = 8, v = 8, m = 1536 / (8 x 1) = 192 micro-batches.
+  // Blocking, every forward and backward step waits: 2 (v m + p - 1) = 2 (1536 + 7) = 3086.
+  // Overlapped (overlap_p2p_comm): the first micro-batch's way through the 64 virtual stages and
+  // back, 2 (64 - 1) = 126; 1F1B without interleaving waits for every send either way.
+  const parallel::pipeline_parallel pp{
+      .degree = 8, .virtual_stages = 8, .kind = schedule::interleaved};
+  CHECK(pp.sends(192) == 3086);
+  CHECK(pp.sends(192, true) == 126);
+  const parallel::pipeline_parallel plain{.degree = 8};
+  CHECK(plain.sends(192, true) == 2 * (192 + 7));
+  CHECK(parallel::pipeline_parallel{}.sends(192, true) == 0);
+  // 0.34 ms a send: 1.05 s of waits against 43 ms
+  const auto t = pp.time(seconds{0}, seconds{0}, 192, seconds{0.34e-3}, true);
+  CHECK(t.sends.count() == Approx(126 * 0.34e-3));
+}
+
 TEST_CASE("Llama-3.1 405B's split: 126 + 2 layers over 8 stages of 8 chunks") {
   // (126 + 2) / 64 = 2 per chunk; the first chunk of stage 0 and the last of stage 7 hold 1
   const parallel::pipeline_parallel pp{.degree = 8,
@@ -275,8 +292,15 @@ TEST_CASE("pipeline bubble: (p - 1) / (v m), halved by two virtual stages") {
   s.pipeline.kind = schedule::interleaved;
   const auto two = analytic::evaluate(m, s, c, t, a100);
   CHECK(two.time.pipeline_bubble.count() == Approx(one.time.pipeline_bubble.count() / 2));
-  // interleaving costs p2p: 2 (v m + p - 1) sends instead of 2 (m + p - 1)
+  // interleaving costs p2p: 2 (v m + p - 1) sends instead of 2 (m + p - 1) when each blocks
+  // (Megatron-LM before 2023); overlapped (`recipe::overlap_p2p`, the default) only the first
+  // micro-batch's 2 (p v - 1) = 30 wait
   CHECK(two.time.pipeline_p2p.count() / one.time.pipeline_p2p.count() ==
+        Approx(30.0 / (2 * (64 + 7))));
+  training blocking = t;
+  blocking.framework.overlap_p2p = false;
+  const auto two_blocking = analytic::evaluate(m, s, c, blocking, a100);
+  CHECK(two_blocking.time.pipeline_p2p.count() / one.time.pipeline_p2p.count() ==
         Approx((2.0 * 64 + 7) / (64 + 7)));
   // and memory: the first stage holds 1 + (p - 1)/(p v) times the activations
   CHECK(two.memory.activations.count() / one.memory.activations.count() == Approx(1 + 7.0 / 16));

@@ -101,6 +101,11 @@ bool cluster_of(const std::map<std::string, std::string>& r, cluster& c, std::st
     why = "no preset for " + gpu;
     return false;
   }
+  // The network between nodes as the source gives it (Gbps per node), over the preset's rails.
+  if (const auto net = r.find("network_gbps"); net != r.end() && !net->second.empty()) {
+    level& between = c.levels[1];
+    between.pair.bandwidth = byte_rate{std::stod(net->second) * 1e9 / 8 / between.rails};
+  }
   return true;
 }
 
@@ -324,10 +329,11 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   // chunks, as Megatron-Core runs them: 17.6 -> 24.7; the MLPerf runs on 512-1,344 nodes had
   // been close only because that traffic was charged as exposed; Transformer Engine's fp8 casts
   // and the 16-bit head: 24.7 -> 20.8, fsdp's float8 rows 27.1 -> 26.1; fms-fsdp's checkpointed
-  // blocks recomputed: fsdp 26.1 -> 24.4)
+  // blocks recomputed: fsdp 26.1 -> 24.4; fms-fsdp's network as its README gives it, 400 and
+  // 800 Gbps a node: 24.4 -> 23.8)
   CHECK(100 * median(errors["megatron"]) == Approx(20.8).margin(0.5));
   CHECK(100 * median(errors["megatron_deepspeed"]) == Approx(18.7).margin(0.5));
-  CHECK(100 * median(errors["fsdp"]) == Approx(24.4).margin(0.5));
+  CHECK(100 * median(errors["fsdp"]) == Approx(23.8).margin(0.5));
   // (BigScience's DeepSpeed checkpoints to the host, the Trainer without autocast: 58.1 -> 56.7)
   CHECK(100 * median(errors["deepspeed"]) == Approx(56.7).margin(0.5));
   CHECK(100 * median(errors["memory"]) == Approx(17.8).margin(0.5));
@@ -365,8 +371,14 @@ TEST_CASE("published runs: the simulator agrees with the closed form") {
     const double run =
         sim::simulate(p.m, p.s, p.c, p.tr, datasheet_profile(p.c.dev, h100_fitted_gemm))
             .iteration.count();
-    const bool interleaved = p.s.pipeline.virtual_stages > 1;
-    CHECK(std::abs(run / closed - 1) <= (interleaved ? 0.035 : 0.02));
+    // Interleaved: within 0.2 % since the closed form prices Megatron-Core's overlapped sends
+    // (`recipe::overlap_p2p`; up to 3.2 % before), except MLPerf v3.1 with as many micro-batches
+    // as stages (m = p = 8 at d = 320 and 336): 2.55 %, stage 0's late chunks waiting for their
+    // weights in the warm-up, where the simulated schedule has slack the closed form does not
+    // count (`data_parallel::behind_chunks`)
+    const bool warm_up_bound =
+        p.s.pipeline.virtual_stages > 1 && p.s.micro_batches(p.tr) <= p.s.pipeline.degree;
+    CHECK(std::abs(run / closed - 1) <= (warm_up_bound ? 0.026 : 0.02));
     ++rows;
     sharded += p.s.data.zero == 3 ? 1 : 0;
   }

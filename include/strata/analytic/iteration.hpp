@@ -142,7 +142,7 @@ namespace detail {
     const interconnect link = c.between(0, s.group_of(axis::pipeline).stride);
     send = link.transfer(bytes{b * sl * h * act / tp});
   }
-  const auto pipeline_terms = s.pipeline.time(sum, worst, mb, send);
+  const auto pipeline_terms = s.pipeline.time(sum, worst, mb, send, tr.framework.overlap_p2p);
   T.pipeline_bubble = pipeline_terms.bubble;
   T.pipeline_p2p = pipeline_terms.sends;
 

@@ -21,12 +21,14 @@ struct megatron : frameworks::recipe {
 /// collective blocks the stream. The input gradient's all-reduce beside the weight gradient's
 /// GEMM (`recipe::tp_async_backward`) came after, in commit cf7efd4 ("allreduce overlap with
 /// wgrad gemm", 2021-08-30), and is in every later release Korthikanti et al. 2022 measured. Nor
-/// did it reduce an interleaved stage's gradients chunk by chunk (`recipe::chunk_data_sync`).
+/// did it reduce an interleaved stage's gradients chunk by chunk (`recipe::chunk_data_sync`), nor
+/// overlap an interleaved pipeline's sends with compute (`recipe::overlap_p2p`, 2023).
 struct megatron_2021 : megatron {
   constexpr megatron_2021() {
     name = "megatron-2021";
     tp_async_backward = false;
     chunk_data_sync = false;
+    overlap_p2p = false;
     data.highest_stage = 0;
   }
 };

@@ -182,6 +182,14 @@ struct recipe {
   /// GEMM, and under sequence parallelism the input's re-gather beside the input gradient's GEMM
   /// (`analytic::collectives_of`); false: every backward collective blocks, as in the forward
   bool tp_async_backward = true;
+  /// an interleaved pipeline's sends run beside the compute: a stage waits only where the data
+  /// it needs is still on the wire, which in the steady state it never is (Megatron-Core's
+  /// overlap_p2p_comm, the default since 2023-10-12, megatron/training/arguments.py
+  /// --no-overlap-p2p-communication; NeMo's configs set it); false: each send blocks its
+  /// stage (Megatron-LM before 2023, batched p2p). Megatron turns it off for 1F1B without
+  /// interleaving, whose sends every stage waits for anyway
+  /// (`parallel::pipeline_parallel::sends`)
+  bool overlap_p2p = true;
   /// under an interleaved schedule each model chunk's gradients are reduced once its last
   /// micro-batch's backward on the stage ends and its updated weights gathered ahead of its first
   /// forward (Megatron-Core's grad_sync_func and param_sync_func in

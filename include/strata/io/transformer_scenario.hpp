@@ -339,6 +339,7 @@ inline training parse_transformer_training(const json& j) {
              "offload_parameters",
              "tp_comm_overlap",
              "tp_async_backward",
+             "overlap_p2p",
              "lora",
              "runtime",
              "tf32",
@@ -407,6 +408,7 @@ inline training parse_transformer_training(const json& j) {
   t.framework.tp_comm_overlap = flag_field(j, p, "tp_comm_overlap", t.framework.tp_comm_overlap);
   t.framework.tp_async_backward =
       flag_field(j, p, "tp_async_backward", t.framework.tp_async_backward);
+  t.framework.overlap_p2p = flag_field(j, p, "overlap_p2p", t.framework.overlap_p2p);
   // the type the model is loaded in (`torch_dtype`): bf16 trains it in bf16 throughout, with no
   // autocast and no fp32 masters (`recipe::pure_16bit`); fp32 keeps the recipe's own storage
   if (enum_field(j, p, "model_dtype", false, {{"fp32", false}, {"bf16", true}})) {

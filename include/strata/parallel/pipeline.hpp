@@ -111,20 +111,26 @@ struct pipeline_parallel {
   [[nodiscard]] constexpr seconds bubble(seconds all_stages, seconds slowest) const {
     return (all_stages - slowest) / static_cast<double>(virtual_stages);
   }
-  /// Sends a stage waits for: one per forward and backward step, 2 (v m + p - 1).
-  [[nodiscard]] constexpr double sends(int micro_batches) const {
-    return degree > 1 ? 2.0 * (virtual_stages * micro_batches + degree - 1) : 0.0;
+  /// Sends a stage waits for: one per forward and backward step, 2 (v m + p - 1). An interleaved
+  /// schedule whose sends run beside the compute (`overlapped`, Megatron-Core's overlap_p2p_comm)
+  /// waits only along the first micro-batch's way through the p v virtual stages and back,
+  /// 2 (p v - 1): each of its rounds through the stages reaches stage 0 p sends late, while in the
+  /// steady state a stage has p units of other work to do before it needs what is sent.
+  [[nodiscard]] constexpr double sends(int micro_batches, bool overlapped = false) const {
+    if (degree <= 1) return 0.0;
+    if (overlapped && virtual_stages > 1) return 2.0 * (degree * virtual_stages - 1);
+    return 2.0 * (virtual_stages * micro_batches + degree - 1);
   }
 
   /// What the pipeline adds to an iteration of `micro_batches`: the fill-and-drain bubble of the
   /// stages' per-micro-batch times (`all_stages` summed, `slowest`) and the sends a stage waits
-  /// for, `send` each.
+  /// for, `send` each (`overlapped`: as in `sends`).
   struct time_terms {
     seconds bubble{}, sends{};
   };
   [[nodiscard]] constexpr time_terms time(seconds all_stages, seconds slowest, int micro_batches,
-                                          seconds send) const {
-    return {bubble(all_stages, slowest), sends(micro_batches) * send};
+                                          seconds send, bool overlapped = false) const {
+    return {bubble(all_stages, slowest), sends(micro_batches, overlapped) * send};
   }
 
   /// The program of stage i with m micro-batches, in Megatron's order: GPipe runs every forward

@@ -178,6 +178,8 @@ struct transformer_builder {
   std::vector<int> chunk_left = std::vector<int>(static_cast<std::size_t>(p * v), mb);
   std::vector<int> released = std::vector<int>(static_cast<std::size_t>(p), 0);
   const bool chunked = tr.framework.chunk_data_sync;  ///< `recipe::chunk_data_sync`
+  /// an interleaved stage's sends block it until delivered (without `recipe::overlap_p2p`)
+  const bool blocking_sends = v > 1 && !tr.framework.overlap_p2p;
   // what the update waits on
   std::vector<std::vector<int>> pending =
       std::vector<std::vector<int>>(static_cast<std::size_t>(p));
@@ -420,7 +422,10 @@ struct transformer_builder {
     }
     fdone[GS][J] = task;
     last[I] = task;
-    if (at.gs + 1 < vp) fsend[GS][J] = send(i, (at.gs + 1) % p, "send activations " + at.tag, task);
+    if (at.gs + 1 < vp) {
+      fsend[GS][J] = send(i, (at.gs + 1) % p, "send activations " + at.tag, task);
+      if (blocking_sends) last[I] = fsend[GS][J];
+    }
     return true;
   }
 
@@ -512,8 +517,11 @@ struct transformer_builder {
     if (reduce_here && at.last)
       while (released[I] < sp.buckets) reduce_bucket(sp, task);
     last[I] = task;
-    if (at.gs > 0) bsend[GS][J] = send(i, (at.gs - 1) % p, "send gradients " + at.tag, task);
-    if (at.gs > 0) pending[I].push_back(bsend[GS][J]);
+    if (at.gs > 0) {
+      bsend[GS][J] = send(i, (at.gs - 1) % p, "send gradients " + at.tag, task);
+      pending[I].push_back(bsend[GS][J]);
+      if (blocking_sends) last[I] = bsend[GS][J];
+    }
     if (!o.overlap) reduce_micro_batch(sp, at.u, task);
     return true;
   }
