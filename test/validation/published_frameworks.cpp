@@ -371,14 +371,12 @@ TEST_CASE("published runs: the simulator agrees with the closed form") {
     const double run =
         sim::simulate(p.m, p.s, p.c, p.tr, datasheet_profile(p.c.dev, h100_fitted_gemm))
             .iteration.count();
-    // Interleaved: within 0.2 % since the closed form prices Megatron-Core's overlapped sends
-    // (`recipe::overlap_p2p`; up to 3.2 % before), except MLPerf v3.1 with as many micro-batches
-    // as stages (m = p = 8 at d = 320 and 336): 2.55 %, stage 0's late chunks waiting for their
-    // weights in the warm-up, where the simulated schedule has slack the closed form does not
-    // count (`data_parallel::behind_chunks`)
-    const bool warm_up_bound =
-        p.s.pipeline.virtual_stages > 1 && p.s.micro_batches(p.tr) <= p.s.pipeline.degree;
-    CHECK(std::abs(run / closed - 1) <= (warm_up_bound ? 0.026 : 0.02));
+    // measured: -0.4 to +0.7 % on every row but fms-fsdp's 7B HSDP on H100s (+1.8 %: its
+    // replicas' all-reduce over the 800 Gbps network) (issue 40 asks 2 %). The interleaved rows
+    // differed by up to 3.2 % until the closed form priced Megatron-Core's overlapped sends
+    // (`recipe::overlap_p2p`) and the simulator made a layer wait for the last bucket of its
+    // updated weights, not the first (`fresh_bucket`)
+    CHECK(std::abs(run / closed - 1) <= 0.02);
     ++rows;
     sharded += p.s.data.zero == 3 ? 1 : 0;
   }

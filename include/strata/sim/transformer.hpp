@@ -366,14 +366,16 @@ struct transformer_builder {
     }
   }
 
-  /// The gather that layer l of chunk `chunk` waits for on stage i (its bucket's), or -1.
+  /// The gather that layer l of chunk `chunk` waits for on stage i, or -1: the last of the
+  /// buckets that hold its weights (the stage's n buckets spread evenly over its layers), as its
+  /// last module waits in Megatron-Core's forward pre-hook for the bucket of its parameters.
   [[nodiscard]] int fresh_bucket(int i, int chunk, int l) const {
     const auto& f = fresh[static_cast<std::size_t>(i)];
     if (f.empty()) return -1;
     int q = l;  // the layer's place among the stage's
     for (int k = 0; k < chunk; ++k) q += s.pipeline.chunk_layers(m.layers, i, k);
     const auto n = static_cast<long long>(f.size());
-    const long long at = static_cast<long long>(q) * n / std::max(1, s.stage_layers(m, i));
+    const long long at = ((q + 1LL) * n - 1) / std::max(1, s.stage_layers(m, i));
     return f[static_cast<std::size_t>(std::min(at, n - 1))];
   }
 
