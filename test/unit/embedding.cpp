@@ -432,6 +432,32 @@ TEST_CASE("DLRM scenarios report field paths", "[embedding]") {
                     Catch::StartsWith("dlrm: table 'x' has dimension 32"));
 }
 
+TEST_CASE("a DLRM scenario names the profile of its GEMMs", "[embedding]") {
+  auto run = [](const std::string& profile) {
+    nlohmann::json j = nlohmann::json::parse(
+        R"({"dlrm": {"generate": {"count": 8, "mix": "normal"}}, "batch": 4096,
+            "cluster": {"preset": "dgx1-v100", "devices": 1}})");
+    if (!profile.empty()) j["profile"] = profile;
+    return io::run_dlrm_scenario(j);
+  };
+  const auto plain = run(""), datasheet = run("datasheet"), fitted = run("fitted-gemm");
+  // without a stored profile the plan is priced on the datasheet: naming it changes nothing
+  CHECK(plain["plan"]["iteration_time_s"] == datasheet["plan"]["iteration_time_s"]);
+  CHECK(datasheet["profile"] == "datasheet");
+  // GEMMs at 86 % of the peak for large tiles instead of 70 %: the MLPs run faster
+  CHECK(fitted["plan"]["breakdown_s"]["interaction_top_mlp_forward"].get<double>() <
+        datasheet["plan"]["breakdown_s"]["interaction_top_mlp_forward"].get<double>());
+  // DeepBench's V100 fit on a V100, refused on an H100
+  const std::string v100 = STRATA_PROFILES_DIR "/v100_sxm2.json";
+  CHECK(run(v100)["profile"] == v100);
+  nlohmann::json h = nlohmann::json::parse(
+      R"({"dlrm": {"generate": {"count": 8}}, "batch": 64, "cluster": {"preset": "dgx-h100",
+          "devices": 1}})");
+  h["profile"] = v100;
+  CHECK_THROWS_WITH(io::run_dlrm_scenario(h),
+                    Catch::StartsWith("profile: '" + v100 + "' describes"));
+}
+
 TEST_CASE("trace ops of kind embedding_bag are priced with the EL model", "[embedding]") {
   const auto t = io::parse_lin_trace(R"({"ops": [
     {"id": "f", "rank": 0, "kind": "embedding_bag", "rows": 1000, "dim": 16, "pooling": 2,

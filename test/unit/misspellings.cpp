@@ -111,4 +111,23 @@ TEST_CASE("common spellings of a format or an optimizer are understood") {
   CHECK(error_of(j).empty());
 }
 
+TEST_CASE("\"overlap_p2p\" reaches the recipe: an interleaved pipeline's sends block or not") {
+  // Llama-3 8B on 8 A100s, p = 4, v = 2, d = 2, m = 16 / 2 = 8 micro-batches: blocking, a stage
+  // waits for 2 (v m + p - 1) = 38 sends; overlapped (Megatron's default), for 2 (p v - 1) = 14
+  json j = base();
+  j["parallel"] = {{"pipeline", 4},
+                   {"virtual_stages", 2},
+                   {"data", 2},
+                   {"schedule", "interleaved"},
+                   {"micro_batch", 1}};
+  const auto overlapped = strata_test::evaluate_scenario(j, {}, "").report;
+  j["training"]["overlap_p2p"] = false;
+  const auto blocking = strata_test::evaluate_scenario(j, {}, "").report;
+  const double o = overlapped["time"]["pipeline_p2p_s"].get<double>(),
+               b = blocking["time"]["pipeline_p2p_s"].get<double>();
+  CHECK(b / o == Approx(38.0 / 14));
+  j["training"]["overlap_p2p"] = "no";
+  CHECK_THAT(error_of(j), Catch::Contains("overlap_p2p"));
+}
+
 }  // namespace unit_misspellings

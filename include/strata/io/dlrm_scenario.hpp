@@ -26,6 +26,7 @@
 #include "strata/io/human.hpp"
 #include "strata/io/lin_trace.hpp"
 #include "strata/io/profile.hpp"
+#include "strata/io/profile_choice.hpp"
 #include "strata/model/dlrm.hpp"
 #include "strata/search/sharders.hpp"
 
@@ -231,15 +232,17 @@ inline void choose_sharding(const nlohmann::json& j, dlrm_scenario& d, double fr
 }
 }  // namespace detail
 
-/// Reads DLRM scenario `j` and chooses its sharding. `profile_text`: a stored device profile
-/// (io/profile.hpp) for the GEMMs and memory-bound kernels, carried to the cluster's device with
-/// `rescale_profile`; empty: the device's datasheet profile.
+/// Reads DLRM scenario `j` and chooses its sharding. Its `"profile"` (io/profile_choice.hpp: a
+/// profile file measured on the cluster's device, `"h100"`, `"fitted-gemm"`, `"datasheet"`)
+/// prices the GEMMs and memory-bound kernels; without one, `profile_text` (a stored device
+/// profile, io/profile.hpp) carried to the cluster's device with `rescale_profile`, or when
+/// that is empty the device's datasheet profile.
 inline dlrm_scenario parse_dlrm_scenario(const nlohmann::json& j,
                                          std::string_view profile_text = {}) {
   using namespace detail;
   only_keys(j, "scenario",
             {"dlrm", "batch", "precision", "gradient", "cluster", "gpus", "sharding",
-             "memory_fraction", "seed", "embedding_model"});
+             "memory_fraction", "seed", "embedding_model", "profile"});
   analytic::dlrm_setup setup;
   setup.batch = int_field(j, "scenario", "batch", 1, 1 << 30, 0, true);
   setup.precision = compute_type(j, "scenario", "precision", "precision");
@@ -276,7 +279,13 @@ inline dlrm_scenario parse_dlrm_scenario(const nlohmann::json& j,
   const embedding_bag_model el = j.contains("embedding_model")
                                      ? parse_embedding_model(j["embedding_model"])
                                      : h100_embedding_bag;
-  auto [prof, profile_name] = dlrm_profile(machine.dev, profile_text);
+  auto [prof, profile_name] =
+      j.contains("profile")
+          ? [&] {
+              chosen_profile c = choose_profile(j["profile"], machine.dev, profile_text);
+              return std::pair{std::move(c.profile), std::move(c.name)};
+            }()
+          : dlrm_profile(machine.dev, profile_text);
   dlrm_scenario d{m, setup, machine, gpus, std::move(prof), el, {}, json{}};
   d.head = json{{"model",
                  {{"tables", m.tables.size()},
@@ -286,6 +295,8 @@ inline dlrm_scenario parse_dlrm_scenario(const nlohmann::json& j,
                 {"gpus", gpus},
                 {"gradient", grad},
                 {"profile", profile_name},
+                // the EL model's rates are an H100's unless given: named, as it is not the device's
+                {"embedding_model", j.contains("embedding_model") ? "given" : "H100 fit"},
                 {"device", std::string(machine.dev.name)},
                 {"capacity_bytes", machine.dev.memory.count()}};
   choose_sharding(j, d, fraction, seed);
@@ -354,11 +365,11 @@ inline std::string dlrm_table(const nlohmann::json& j) {
       human_count(mj["dense_parameters"].get<double>()).c_str(), j["gpus"].get<int>(),
       j["device"].get<std::string>().c_str());
   out += line;
-  std::snprintf(line, sizeof line, "batch %s; gradient %s; sharding %s; profile %s\n",
-                human_count(j["batch"].get<double>()).c_str(),
-                j["gradient"].get<std::string>().c_str(),
-                (j.contains("chosen") ? j["chosen"] : j["sharding"]).get<std::string>().c_str(),
-                j["profile"].get<std::string>().c_str());
+  std::snprintf(
+      line, sizeof line, "batch %s; gradient %s; sharding %s; profile %s; embedding model %s\n",
+      human_count(j["batch"].get<double>()).c_str(), j["gradient"].get<std::string>().c_str(),
+      (j.contains("chosen") ? j["chosen"] : j["sharding"]).get<std::string>().c_str(),
+      j["profile"].get<std::string>().c_str(), j["embedding_model"].get<std::string>().c_str());
   out += line;
   std::snprintf(line, sizeof line, "iteration %s (rank %d is the busiest)\n",
                 human_duration(p["iteration_time_s"].get<double>()).c_str(),
