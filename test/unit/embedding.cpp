@@ -450,12 +450,36 @@ TEST_CASE("a DLRM scenario names the profile of its GEMMs", "[embedding]") {
   // DeepBench's V100 fit on a V100, refused on an H100
   const std::string v100 = STRATA_PROFILES_DIR "/v100_sxm2.json";
   CHECK(run(v100)["profile"] == v100);
+  // the lookups: the H100 EL fit carried to the V100, and the report says so
+  CHECK(plain["embedding_model"] == "H100 fit carried to V100-SXM2-16GB");
   nlohmann::json h = nlohmann::json::parse(
       R"({"dlrm": {"generate": {"count": 8}}, "batch": 64, "cluster": {"preset": "dgx-h100",
           "devices": 1}})");
   h["profile"] = v100;
   CHECK_THROWS_WITH(io::run_dlrm_scenario(h),
                     Catch::StartsWith("profile: '" + v100 + "' describes"));
+}
+
+TEST_CASE("the EL model carried to another GPU keeps its fraction of the memory bandwidth",
+          "[embedding]") {
+  // 4,096 bags of 100 lookups into 1e9 rows of 64 fp32: about 409,600 distinct rows of 256 B,
+  // 106 MB over the gather's 2.68 TB/s, 40 us; the serial chain is 1 x 100 x 0.2 us = 20 us, so
+  // the kernel is traffic-bound and half the bandwidth doubles it. A V100 (900 GB/s against
+  // 3,350) takes 3.72 times as long.
+  const embedding_bag_shape s{.rows = 1e9, .dim = 64, .pooling = 100, .batch = 4096};
+  const embedding_bag_model half = h100_embedding_bag.carried(0.5, 0);
+  CHECK(half.gather_bandwidth == Approx(h100_embedding_bag.gather_bandwidth / 2));
+  CHECK(half.l2_bytes == h100_embedding_bag.l2_bytes);
+  CHECK(h100_embedding_bag.forward_work(s) == Approx(4.0e-5).epsilon(0.02));
+  CHECK(half.forward_work(s) == Approx(2 * h100_embedding_bag.forward_work(s)));
+  const embedding_bag_model v100 = h100_embedding_bag.carried(900.0 / 3350, 6.0 * 1024 * 1024);
+  // (its 6 MiB L2 serves fewer of the few re-reads: 5e-5 more)
+  CHECK(v100.forward_work(s) ==
+        Approx(3350.0 / 900 * h100_embedding_bag.forward_work(s)).epsilon(1e-4));
+  CHECK(v100.l2_bytes == 6.0 * 1024 * 1024);
+  // host floors stay: they belong to the framework and the CPU
+  CHECK(v100.floor_forward == h100_embedding_bag.floor_forward);
+  CHECK_THROWS(h100_embedding_bag.carried(0, 0));
 }
 
 TEST_CASE("trace ops of kind embedding_bag are priced with the EL model", "[embedding]") {

@@ -296,6 +296,22 @@ struct embedding_bag_model {
                                       embedding_gradient g = embedding_gradient::dense) const {
     return forward(s) + backward(s, g) + update(s, g);
   }
+
+  /// The model carried to another GPU, as `rescale_profile` carries a device profile: the
+  /// memory-bound rates (gather, L2 re-reads, dense passes) keep their fraction of the memory
+  /// bandwidth (`bandwidth_ratio`, the target's over this device's), the L2 is the target's
+  /// (`l2_bytes`; 0 keeps this one); the host floors, the launch, the per-lookup latencies and
+  /// PyTorch's grid stay.
+  [[nodiscard]] constexpr embedding_bag_model carried(double bandwidth_ratio,
+                                                      double target_l2_bytes) const {
+    if (!(bandwidth_ratio > 0)) throw plan_error("an EL model's bandwidth ratio must be positive");
+    embedding_bag_model m = *this;
+    m.gather_bandwidth *= bandwidth_ratio;
+    m.l2_bandwidth *= bandwidth_ratio;
+    m.dense_bandwidth *= bandwidth_ratio;
+    if (target_l2_bytes > 0) m.l2_bytes = target_l2_bytes;
+    return m;
+  }
 };
 
 /// EL on an H100 SXM (PyTorch 2 nn.EmbeddingBag, fp32), fitted on all 36 rows of
