@@ -50,6 +50,7 @@ VALIDATION_TESTS = [  # Catch2 test names (wildcards allowed), each run on its o
     "the recipe on a second H100 session*,Llama-style models in plain eager PyTorch*",
     "the MoE step with TF32 allowed and off*",
     "Lin et al.'s model predicts held-out all-reduce sizes",
+    "Lin et al.'s measured DLRM steps*",
     "published framework runs*",
     "published LoRA and QLoRA runs*",
     "LoRA and QLoRA steps measured on an H200*",
@@ -209,6 +210,18 @@ def tables(out):
             lines.append(f"| {hc} | {r['strategy']} | {float(r['iteration_s']):.3f} | "
                          f"{float(r['samples_per_s']):.1f} | {r['truth_rank']} / {order.index(r) + 1} |")
     t["proteus_table5"] = lines
+    rows = read(out, "validation/lin_dlrm_steps.csv")
+    lines = ["| GPU | model | batch | measured | strata (eager loop) | error | kernels alone | error |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['gpu']} | {r['model']} | {float(r['batch']):.0f} | {float(r['measured_ms']):.2f} ms | "
+                     f"{float(r['strata_ms']):.2f} ms | {pct(r['strata_ms'], r['measured_ms'])} | "
+                     f"{float(r['kernels_ms']):.2f} ms | {pct(r['kernels_ms'], r['measured_ms'])} |")
+    e = sorted(abs(float(r["strata_ms"]) / float(r["measured_ms"]) - 1) for r in rows)
+    k = sorted(abs(float(r["kernels_ms"]) / float(r["measured_ms"]) - 1) for r in rows)
+    lines.append(f"| all | | | | median \\|error\\| | {100 * percentile(e, 0.5):.1f} % | | "
+                 f"{100 * percentile(k, 0.5):.1f} % |")
+    t["lin_dlrm_steps"] = lines
     rows = read(out, "validation/korthikanti_table5.csv")
     lines = ["| model | mode | paper s | strata s | error |", "|---|---|---|---|---|"]
     for r in rows:

@@ -3854,13 +3854,27 @@ struct gemm_efficiency {
 /// tiles reach 86.3 % of the peak, a 4880-element tile half of that, 3.063 us per wave.
 inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
 
+/// One direction of a GPU's PCIe x16 link to the host as pinned copies reach it: 80 % of the
+/// link (the share `analytic::offload_efficiency::pcie` assumes) of 15.75 GB/s for Gen3 (Pascal,
+/// Volta: the V100 and TITAN Xp datasheets), 31.5 GB/s for Gen4 (Ampere, Ada) and 63 GB/s for
+/// Gen5 (Hopper, Blackwell), by the compute capability; 25 GB/s where it is unknown. The H100's
+/// measured pinned copies reach 54.6 GB/s (`tools/profiles/h100_sxm.json`), the 50.4 this gives.
+[[nodiscard]] constexpr double pinned_host_copy_rate(const device& d) {
+  constexpr double share = 0.8;
+  if (d.arch <= 0) return 25e9;
+  if (d.arch < 80) return share * 15.75e9;
+  if (d.arch < 90) return share * 31.5e9;
+  return share * 63e9;
+}
+
 /// A profile from datasheet peaks alone, with default efficiencies that are the same for every
 /// device (no fitting): GEMMs at 70 % of the dense peak for large tiles (half of it at a 64 x 64
 /// tile), 2 us per wave (or the given `gemm_efficiency`); copies and element-wise kernels at 80 %
-/// of the memory bandwidth, normalization (layer norm, softmax) at 50 %; host copies at 25 GB/s
-/// (PCIe Gen4 x16 in practice); attention at 50 % of the 16-bit peak forward, 40 % forward +
-/// backward (fp32 attention: the same fractions of the fp32 peak); a 10 us launch floor; PyTorch
-/// eager's dispatch costs as measured with the H100 (`pytorch_eager_dispatch`).
+/// of the memory bandwidth, normalization (layer norm, softmax) at 50 %; host copies at
+/// `pinned_host_copy_rate` (the PCIe generation of the device's architecture); attention at 50 % of
+/// the 16-bit peak forward, 40 % forward + backward (fp32 attention: the same fractions of the fp32
+/// peak); a 10 us launch floor; PyTorch eager's dispatch costs as measured with the H100
+/// (`pytorch_eager_dispatch`).
 [[nodiscard]] constexpr device_profile datasheet_profile(const device& d, int sms,
                                                          gemm_efficiency e = {}) {
   if (sms < 1) throw plan_error("a device profile needs at least one SM");
@@ -3875,8 +3889,8 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
                    gemm(dtype::bf16, 2),
                    gemm(dtype::tf32, 4),
                    {0.8 * bw, 10e-6},
-                   {25e9, 10e-6},
-                   {25e9, 10e-6},
+                   {pinned_host_copy_rate(d), 10e-6},
+                   {pinned_host_copy_rate(d), 10e-6},
                    {0.8 * bw, 10e-6},
                    {0.8 * bw, 10e-6},
                    {0.5 * bw, 10e-6},

@@ -226,7 +226,9 @@ TEST_CASE("the uneven all-to-all is priced on the busiest rank", "[embedding]") 
   for (const char* name : {"t0", "t1", "t2", "t3"}) m.tables.push_back({name, 100, 16, 1, {}});
   const auto c = presets::dgx_h100(1);
   const auto prof = datasheet_profile(presets::h100_sxm5_80gb);
-  const auto r = analytic::dlrm_plan(m, {.batch = 8}, {0, 0, 1, 3}, 4, c, prof, toy);
+  // the kernels alone: each at its isolated floor, the optimizer's copy included
+  const auto r = analytic::dlrm_plan(m, {.batch = 8, .loop = analytic::dlrm_loop::kernels},
+                                     {0, 0, 1, 3}, 4, c, prof, toy);
   CHECK(r.ranks[0].sent == 768);
   CHECK(r.ranks[0].received == 256);
   CHECK(r.ranks[2].received == 512);
@@ -297,8 +299,10 @@ TEST_CASE("a DLRM plan simulated runs the closed form's lowering", "[embedding]"
   const auto c = presets::dgx_h100(1);
   const auto prof = datasheet_profile(presets::h100_sxm5_80gb);
   const std::vector<int> owner{0, 0, 1, 3};
-  const auto r = analytic::dlrm_plan(m, {.batch = 8}, owner, 4, c, prof, toy);
-  const auto run = sim::simulate_dlrm(m, {.batch = 8}, owner, 4, c, prof, toy);
+  // the kernels alone (the eager loop's host: below)
+  const analytic::dlrm_setup kernels{.batch = 8, .loop = analytic::dlrm_loop::kernels};
+  const auto r = analytic::dlrm_plan(m, kernels, owner, 4, c, prof, toy);
+  const auto run = sim::simulate_dlrm(m, kernels, owner, 4, c, prof, toy);
   CHECK(run.iteration() == Approx(r.iteration_time).epsilon(1e-12));
   CHECK(run.report.iteration_time == r.iteration_time);
   // each rank holds the closed form's memory: rank 0's 19,200 B is the peak
@@ -336,15 +340,21 @@ TEST_CASE("a DLRM plan simulated runs the closed form's lowering", "[embedding]"
   CHECK(
       sim::simulate_dlrm(one, {.batch = 2048}, {}, 1, gpu, prof, h100_embedding_bag).iteration() ==
       Approx(step.iteration_time).epsilon(1e-12));
+  // the eager loop on 4 ranks: each rank's host is a stream of the simulation too
+  const auto eager = analytic::dlrm_plan(m, {.batch = 8}, owner, 4, c, prof, toy);
+  const auto eager_run = sim::simulate_dlrm(m, {.batch = 8}, owner, 4, c, prof, toy);
+  CHECK(eager_run.iteration() == Approx(eager.iteration_time).epsilon(1e-12));
+  CHECK(eager.iteration_time >= eager.host + eager.input_copy);
 }
 
 TEST_CASE("a DLRM step on one GPU is the one-rank plan", "[embedding]") {
   dlrm m{.tables = generate_tables(6, table_mix::normal, 64, 5, 2048)};
   const auto prof = datasheet_profile(presets::h100_sxm5_80gb);
+  const analytic::dlrm_setup kernels{.batch = 2048, .loop = analytic::dlrm_loop::kernels};
   const auto one =
-      analytic::dlrm_step(m, {.batch = 2048}, presets::h100_sxm5_80gb, prof, h100_embedding_bag);
-  const auto plan = analytic::dlrm_plan(m, {.batch = 2048}, std::vector<int>(6, 0), 1,
-                                        presets::dgx_h100(1), prof, h100_embedding_bag);
+      analytic::dlrm_step(m, kernels, presets::h100_sxm5_80gb, prof, h100_embedding_bag);
+  const auto plan = analytic::dlrm_plan(m, kernels, std::vector<int>(6, 0), 1, presets::dgx_h100(1),
+                                        prof, h100_embedding_bag);
   CHECK(one.iteration_time == Approx(plan.iteration_time));
   CHECK(one.peak_memory() == Approx(plan.peak_memory()));
   CHECK(one.all_to_all_forward == 0);
@@ -353,6 +363,51 @@ TEST_CASE("a DLRM step on one GPU is the one-rank plan", "[embedding]") {
   CHECK(one.iteration_time ==
         Approx(one.bottom_forward + one.bottom_backward + one.top_forward + one.top_backward +
                one.embedding_forward + one.embedding_backward + one.optimizer));
+}
+
+TEST_CASE("an eager DLRM step: Lin et al.'s host overheads per operator, worked by hand",
+          "[embedding]") {
+  // One bottom and one top layer, one batched table: dlrm_s_pytorch.py's operators priced with
+  // lin_pytorch1 (us; an operator costs T1 7.7 + T2 + T4 4 per launch + T5 between launches +
+  // T3; one without kernels T1 + T5): copy 27.7, linear 88.3, relu 40.8, cat 44.8, view 12.1,
+  // bmm 55.3, index 73.8, loss 61.3, LookupFunction 110.7, zero_ 17.6, add_ 19.2; backward:
+  // AddmmBackward0 142.2, ReluBackward0 36.5, TBackward0 10.8, AccumulateGrad 27.3,
+  // IndexBackward0 59.4, BmmBackward0 101.9, the loss's 54.7, LookupFunctionBackward 140.7.
+  // Phases: inputs 3 x 27.7 = 83.1 (each copy blocks: the three are issued, then copied); bottom
+  // 129.1; lookup 110.7; interaction 44.8 + 5 x 12.1 + 55.3 = 160.6; top 73.8 + 44.8 + 129.1 + 27.7
+  // = 275.4; loss 61.3 + 12.1 + 27.7 = 101.1; zero_grad 4 x 17.6 = 70.4; a layer's backward 36.5 +
+  // 142.2 + 10.8 + 2 x 27.3 = 244.1, the top's 54.7 + 244.1 = 298.8; interaction 10.8 + 59.4 + 19.2
+  // + 101.9 + 21.6 + 19.2 = 232.1; lookup 140.7; bottom 244.1 - 4 - 30 (no input gradient) = 210.1;
+  // SGD 4 x 19.2 = 76.8. In all 1,888.9 us.
+  const dlrm m{.dense_features = 4,
+               .bottom = {8},
+               .top = {1},
+               .tables = {{.name = "t", .rows = 100, .dim = 8, .pooling = 2}}};
+  const analytic::dlrm_host h =
+      analytic::eager_host(m, embedding_gradient::fused, 1, 2, 16, 16, analytic::lin_pytorch1);
+  CHECK(h.total() == Approx(1888.9e-6).epsilon(1e-9));
+  CHECK(h.interaction_backward.total() == Approx(232.1e-6).epsilon(1e-9));
+  CHECK(h.bottom_backward.total() == Approx(210.1e-6).epsilon(1e-9));
+  // inputs: 16 samples x 4 dense features, 16 x 2 indices, 16 + 1 offsets, 4 B each
+  CHECK(h.input_bytes == 4 * (64 + 32 + 17));
+  // so small a step is the host's: it ends after every operator is issued, the blocking copies
+  // and what each wait left on the GPU, no later than host + input copy + every kernel
+  const auto prof = datasheet_profile(presets::h100_sxm5_80gb);
+  const auto r =
+      analytic::dlrm_step(m, {.batch = 16}, presets::h100_sxm5_80gb, prof, h100_embedding_bag);
+  CHECK(r.host == Approx(h.total()));
+  CHECK(r.input_copy == Approx(prof.host_to_device.time(4 * (64 + 32 + 17))));
+  const double gpu = r.bottom_forward + r.bottom_backward + r.top_forward + r.top_backward +
+                     r.embedding_forward + r.embedding_backward + r.optimizer;
+  CHECK(r.iteration_time >= r.host + r.input_copy);
+  CHECK(r.iteration_time <= r.host + r.input_copy + gpu);
+  CHECK(r.exposed_communication == 0);
+  // the same plan with the kernels alone pays each call's isolated floor instead
+  const auto alone = analytic::dlrm_step(m, {.batch = 16, .loop = analytic::dlrm_loop::kernels},
+                                         presets::h100_sxm5_80gb, prof, h100_embedding_bag);
+  CHECK(alone.embedding_forward == Approx(h100_embedding_bag.floor_forward));
+  CHECK(r.embedding_forward ==
+        Approx(h100_embedding_bag.forward_kernel(m.tables[0].shape(16))).epsilon(1e-12));
 }
 
 TEST_CASE("fused tables pay one host floor per rank, nn.EmbeddingBag one per table",
@@ -364,10 +419,15 @@ TEST_CASE("fused tables pay one host floor per rank, nn.EmbeddingBag one per tab
   const embedding_bag_model& el = h100_embedding_bag;
   const dlrm m{.tables = generate_tables(26, table_mix::normal, 64, 7, 256)};
   const auto prof = datasheet_profile(presets::h100_sxm5_80gb);
-  const auto fused = analytic::dlrm_step(m, {.batch = 256}, presets::h100_sxm5_80gb, prof, el);
-  const auto dense = analytic::dlrm_step(
-      m, {.batch = 256, .precision = dtype::fp32, .gradient = embedding_gradient::dense},
-      presets::h100_sxm5_80gb, prof, el);
+  // the calls as CUDA events time them alone (`dlrm_loop::kernels`): the host floor or the kernel
+  const auto fused = analytic::dlrm_step(m, {.batch = 256, .loop = analytic::dlrm_loop::kernels},
+                                         presets::h100_sxm5_80gb, prof, el);
+  const auto dense = analytic::dlrm_step(m,
+                                         {.batch = 256,
+                                          .precision = dtype::fp32,
+                                          .gradient = embedding_gradient::dense,
+                                          .loop = analytic::dlrm_loop::kernels},
+                                         presets::h100_sxm5_80gb, prof, el);
   double work = 0, calls = 0;
   for (const auto& t : m.tables) {
     work += el.forward_work(t.shape(256));
@@ -382,8 +442,8 @@ TEST_CASE("fused tables pay one host floor per rank, nn.EmbeddingBag one per tab
 TEST_CASE("sharder selection picks the fastest predicted plan", "[embedding]") {
   dlrm m{.tables = generate_tables(52, table_mix::heavy, 64, 4, 4096)};
   const auto prof = datasheet_profile(presets::h100_sxm5_80gb);
-  const auto sel =
-      search::select_sharder(m, {.batch = 4096}, 4, presets::dgx_h100(1), prof, h100_embedding_bag);
+  const auto sel = search::select_sharder(m, {.batch = 4096, .loop = analytic::dlrm_loop::kernels},
+                                          4, presets::dgx_h100(1), prof, h100_embedding_bag);
   REQUIRE(sel.candidates.size() == 6);
   REQUIRE(sel.best >= 0);
   for (const auto& c : sel.candidates) {

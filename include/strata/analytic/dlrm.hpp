@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "strata/analytic/dlrm_host.hpp"
 #include "strata/comm/collectives.hpp"
 #include "strata/error.hpp"
 #include "strata/hardware/cluster.hpp"
@@ -45,11 +46,24 @@
 
 namespace strata::analytic {
 
+/// What runs around a DLRM step's kernels.
+enum class dlrm_loop {
+  /// facebookresearch/dlrm's `dlrm_s_pytorch.py`, as Lin et al. measured it (`dlrm_host.hpp`):
+  /// the inputs copied to the GPU at the start, every operator issued by the host at
+  /// `dlrm_setup::host`'s costs, the host waiting at the loop's blocking copies
+  eager,
+  /// the kernels back to back and nothing on the host; each embedding call keeps its isolated
+  /// floor (the EL model's `floor_forward`, `floor_backward`)
+  kernels,
+};
+
 /// The training setup of a DLRM step.
 struct dlrm_setup {
   double batch = 4096;  ///< global batch B
   dtype precision = dtype::fp32;
   embedding_gradient gradient = embedding_gradient::fused;  ///< how tables are updated
+  dlrm_loop loop = dlrm_loop::eager;
+  eager_overheads host = lin_pytorch1;  ///< `eager`: the host's cost per operator
 };
 
 /// One rank's share of a plan.
@@ -60,6 +74,8 @@ struct dlrm_rank {
   double sent = 0, received = 0;      ///< bytes of the forward all-to-all (the backward mirrors it)
   double table_bytes = 0;             ///< weights (+ dense gradients) of its tables
   double memory = 0;                  ///< bytes: tables, MLP states, activations and buffers
+  dlrm_host host{};                   ///< `dlrm_loop::eager`: its host's phases
+  double input_copy = 0;              ///< s, `eager`: its inputs copied to the GPU
 };
 
 /// The plan's time breakdown (s) and memory.
@@ -73,7 +89,10 @@ struct dlrm_report {
   double all_to_all_bytes = 0;  ///< the equivalent uniform S of each all-to-all
   double all_reduce = 0;        ///< both MLP all-reduces, back to back
   double exposed_communication = 0;
-  double optimizer = 0;  ///< the MLPs' SGD step
+  double optimizer = 0;   ///< the MLPs' SGD step
+  double host = 0;        ///< s, `dlrm_loop::eager`: the busiest rank's host time
+  double input_copy = 0;  ///< s, `eager`: its inputs' copy to the GPU
+  dlrm_loop loop = dlrm_loop::eager;
   int busiest_rank = 0;  ///< the rank whose embedding work is largest
   std::vector<dlrm_rank> ranks{};
   [[nodiscard]] double peak_memory() const {
@@ -88,6 +107,7 @@ struct dlrm_report {
 /// (`dlrm_report::all_reduce` holds both).
 struct dlrm_split {
   double top_mlp_backward = 0, interaction_backward = 0;
+  double interaction_forward = 0;  ///< part of `dlrm_report::top_forward`
   double all_reduce_top = 0, all_reduce_bottom = 0;
 };
 
@@ -176,14 +196,22 @@ inline void price_tables(dlrm_report& r, const dlrm& model, const dlrm_setup& se
     // fused (FBGEMM TBE): one kernel per pass for all the rank's tables, one floor; dense
     // (PyTorch nn.EmbeddingBag): every table its own kernels and floors
     const bool batched = setup.gradient == embedding_gradient::fused;
+    // an eager loop prices the calls' host work itself (`dlrm_host`): the device's part of a
+    // call is its kernel, from its launch
+    const bool eager = setup.loop == dlrm_loop::eager;
     double forward_work = 0;  // batched: the one forward kernel's work above its launch
-    if (batched && !rk.tables.empty()) rk.embedding_backward = el.backward_floor(setup.gradient);
+    if (batched && !rk.tables.empty())
+      rk.embedding_backward = eager ? el.launch : el.backward_floor(setup.gradient);
     for (std::size_t i : rk.tables) {
       const embedding_table& t = model.tables[i];
       const embedding_bag_shape s = t.shape(B, e);
       if (batched) {
         forward_work += el.forward_work(s);
         rk.embedding_backward += el.backward_work(s, setup.gradient);
+      } else if (eager) {
+        rk.embedding_forward += el.forward_kernel(s);
+        rk.embedding_backward += el.launch + el.backward_work(s, setup.gradient) + el.launch +
+                                 el.update(s, setup.gradient) - el.floor_update;
       } else {
         rk.embedding_forward += el.forward(s);
         rk.embedding_backward += el.backward(s, setup.gradient) + el.update(s, setup.gradient);
@@ -192,7 +220,8 @@ inline void price_tables(dlrm_report& r, const dlrm& model, const dlrm_setup& se
           t.weight_bytes(e) * (setup.gradient == embedding_gradient::fused ? 1.0 : 2.0);
       own_dim += t.dim;
     }
-    if (batched && !rk.tables.empty()) rk.embedding_forward = el.forward_call(forward_work);
+    if (batched && !rk.tables.empty())
+      rk.embedding_forward = eager ? el.launch + forward_work : el.forward_call(forward_work);
     rk.sent = own_dim * (B - b) * e;
     rk.received = (emb_dim_total - own_dim) * b * e;
     if (rk.embedding_forward + rk.embedding_backward > r.embedding_forward + r.embedding_backward) {
@@ -229,13 +258,15 @@ inline std::pair<double, double> price_collectives(dlrm_report& r, const dlrm& m
   return {ar_top, ar_bottom};
 }
 
-/// Earliest finish of each lowered operation: one compute stream per rank and one communication
-/// stream that every collective occupies (the ranks join each collective together), each in
-/// issue order: what `sim::simulate_dlrm` runs as tasks, worked out in closed form.
+/// Earliest finish of each lowered operation: one compute stream and one host per rank and one
+/// communication stream that every collective occupies (the ranks join each collective
+/// together), each in issue order: what `sim::simulate_dlrm` runs as tasks, worked out in
+/// closed form.
 struct dlrm_critical_path {
-  std::vector<double> compute_free, ends;
+  std::vector<double> compute_free, host_free, ends;
   double comm_free = 0;
-  explicit dlrm_critical_path(std::size_t ranks) : compute_free(ranks, 0.0) {}
+  explicit dlrm_critical_path(std::size_t ranks)
+      : compute_free(ranks, 0.0), host_free(ranks, 0.0) {}
   [[nodiscard]] double ready(const std::vector<int>& deps) const {
     double t = 0;
     for (const int d : deps) t = std::max(t, ends[static_cast<std::size_t>(d)]);
@@ -243,6 +274,12 @@ struct dlrm_critical_path {
   }
   int compute(int rank, const char*, double seconds, const std::vector<int>& deps) {
     double& free = compute_free[static_cast<std::size_t>(rank)];
+    free = std::max(free, ready(deps)) + seconds;
+    ends.push_back(free);
+    return static_cast<int>(ends.size()) - 1;
+  }
+  int host(int rank, const char*, double seconds, const std::vector<int>& deps) {
+    double& free = host_free[static_cast<std::size_t>(rank)];
     free = std::max(free, ready(deps)) + seconds;
     ends.push_back(free);
     return static_cast<int>(ends.size()) - 1;
@@ -261,41 +298,91 @@ struct dlrm_lowered {
   std::vector<int> embedding_backward, optimizer;  ///< per rank
 };
 
+namespace detail {
+/// The phases of each rank's step: on the GPU alone (`dlrm_loop::kernels`), or issued by the
+/// rank's host (`eager`): the phase's first operator is issued, the GPU runs the phase once that
+/// is done and its inputs are ready while the host issues the rest, and the phase is over when
+/// both are; after a blocking copy the host waits for the phase.
+template <class V>
+class dlrm_phases {
+ public:
+  dlrm_phases(const dlrm_report& r, V& v) : r_(r), v_(v), issued_(r.ranks.size(), -1) {}
+  int run(int k, const char* name, host_phase dlrm_host::*part, double seconds,
+          std::vector<int> deps, bool wait = false) {
+    if (r_.loop != dlrm_loop::eager) return v_.compute(k, name, seconds, deps);
+    const auto kk = static_cast<std::size_t>(k);
+    const host_phase& h = r_.ranks[kk].host.*part;
+    std::vector<int> after;
+    if (issued_[kk] >= 0) after.push_back(issued_[kk]);
+    const int first = v_.host(k, name, h.first, after);
+    deps.push_back(first);
+    const int gpu = v_.compute(k, name, seconds, deps);
+    const int rest = v_.host(k, name, h.rest, {first});
+    const int done = v_.compute(k, name, 0, {gpu, rest});
+    issued_[kk] = wait ? done : rest;
+    return done;
+  }
+
+ private:
+  const dlrm_report& r_;
+  V& v_;
+  std::vector<int> issued_;  ///< each rank's host: what its next operator waits for
+};
+}  // namespace detail
+
 /// The DLRM iteration of the priced plan `r` as operations in issue order (see the file comment):
-/// per rank `v.compute(rank, name, seconds, deps)` on its compute stream, and
+/// per rank `v.compute(rank, name, seconds, deps)` on its compute stream,
+/// `v.host(rank, name, seconds, deps)` on its host (`dlrm_loop::eager`), and
 /// `v.collective(name, seconds, deps)` for a collective every rank joins; each returns the
 /// operation's id, which later operations name in `deps`. The closed form (`dlrm_plan`) and the
 /// event simulation (`sim::simulate_dlrm`) both run this one lowering.
 template <class V>
 dlrm_lowered lower_dlrm(const dlrm_report& r, const dlrm_split& x, V& v) {
   const std::size_t p = r.ranks.size();
+  const bool eager = r.loop == dlrm_loop::eager;
+  detail::dlrm_phases<V> ph(r, v);
   const auto each = [&](auto&& f) {
     std::vector<int> ids;
     for (std::size_t k = 0; k < p; ++k) ids.push_back(f(static_cast<int>(k)));
     return ids;
   };
+  const auto rank = [&](int k) -> const dlrm_rank& { return r.ranks[static_cast<std::size_t>(k)]; };
   const std::vector<int> looked_up = each([&](int k) {
-    const int bottom = v.compute(k, "bottom MLP forward", r.bottom_forward, {});
-    return v.compute(k, "embedding forward", r.ranks[static_cast<std::size_t>(k)].embedding_forward,
-                     {bottom});
+    std::vector<int> in;
+    if (eager)
+      in.push_back(ph.run(k, "input copies", &dlrm_host::inputs, rank(k).input_copy, {}, true));
+    const int bottom =
+        ph.run(k, "bottom MLP forward", &dlrm_host::bottom_forward, r.bottom_forward, in);
+    return ph.run(k, "embedding forward", &dlrm_host::embedding_forward, rank(k).embedding_forward,
+                  {bottom});
   });
   // the pooled rows go out once the slowest rank has looked its tables up
   const int a2a_forward = v.collective("all-to-all forward", r.all_to_all_forward, looked_up);
   const std::vector<int> top = each([&](int k) {
-    const int forward =
-        v.compute(k, "interaction and top MLP forward", r.top_forward, {a2a_forward});
-    return v.compute(k, "top MLP backward", x.top_mlp_backward, {forward});
+    int forward = -1;
+    if (eager) {
+      // the index lists' copies, the labels' copy and `E.detach().cpu()` each wait for the GPU
+      const int inter = ph.run(k, "interaction forward", &dlrm_host::interaction_forward,
+                               x.interaction_forward, {a2a_forward}, true);
+      const int mlp = ph.run(k, "top MLP forward", &dlrm_host::top_forward,
+                             r.top_forward - x.interaction_forward, {inter}, true);
+      const int loss = ph.run(k, "loss", &dlrm_host::loss, 0, {mlp}, true);
+      forward = ph.run(k, "zero_grad", &dlrm_host::zero_grad, 0, {loss});
+    } else {
+      forward = v.compute(k, "interaction and top MLP forward", r.top_forward, {a2a_forward});
+    }
+    return ph.run(k, "top MLP backward", &dlrm_host::top_backward, x.top_mlp_backward, {forward});
   });
   // DDP launches the top MLP's all-reduce when its backward ends; the embedding gradients'
   // all-to-all queues behind it
   const int top_all_reduce = v.collective("top MLP all-reduce", x.all_reduce_top, top);
   std::vector<int> interaction = each([&](int k) {
-    return v.compute(k, "interaction backward", x.interaction_backward,
-                     {top[static_cast<std::size_t>(k)]});
+    return ph.run(k, "interaction backward", &dlrm_host::interaction_backward,
+                  x.interaction_backward, {top[static_cast<std::size_t>(k)]});
   });
   const std::vector<int> bottom = each([&](int k) {
-    return v.compute(k, "bottom MLP backward", r.bottom_backward,
-                     {interaction[static_cast<std::size_t>(k)]});
+    return ph.run(k, "bottom MLP backward", &dlrm_host::bottom_backward, r.bottom_backward,
+                  {interaction[static_cast<std::size_t>(k)]});
   });
   interaction.push_back(top_all_reduce);
   const int a2a_backward = v.collective("all-to-all backward", r.all_to_all_backward, interaction);
@@ -304,11 +391,12 @@ dlrm_lowered lower_dlrm(const dlrm_report& r, const dlrm_split& x, V& v) {
   dlrm_lowered out;
   out.bottom_all_reduce = v.collective("bottom MLP all-reduce", x.all_reduce_bottom, bottom_done);
   for (std::size_t k = 0; k < p; ++k) {
-    const int rank = static_cast<int>(k);
-    out.embedding_backward.push_back(v.compute(rank, "embedding backward and update",
-                                               r.ranks[k].embedding_backward, {a2a_backward}));
-    out.optimizer.push_back(v.compute(rank, "MLP optimizer step", r.optimizer,
-                                      {out.embedding_backward.back(), out.bottom_all_reduce}));
+    const int rk = static_cast<int>(k);
+    out.embedding_backward.push_back(ph.run(rk, "embedding backward and update",
+                                            &dlrm_host::embedding_backward,
+                                            r.ranks[k].embedding_backward, {a2a_backward}));
+    out.optimizer.push_back(ph.run(rk, "MLP optimizer step", &dlrm_host::optimizer, r.optimizer,
+                                   {out.embedding_backward.back(), out.bottom_all_reduce}));
   }
   return out;
 }
@@ -322,6 +410,19 @@ inline void schedule_iteration(dlrm_report& r, const dlrm_split& x) {
   double end = end_of(ids.bottom_all_reduce);
   for (const int e : ids.embedding_backward) end = std::max(end, end_of(e));
   for (const int o : ids.optimizer) r.iteration_time = std::max(r.iteration_time, end_of(o));
+  if (r.loop == dlrm_loop::eager) {
+    // behind an eager host, what communication adds: the same lowering with free collectives
+    dlrm_report quiet = r;
+    quiet.all_to_all_forward = quiet.all_to_all_backward = 0;
+    dlrm_split y = x;
+    y.all_reduce_top = y.all_reduce_bottom = 0;
+    dlrm_critical_path alone(r.ranks.size());
+    double base = 0;
+    for (const int o : lower_dlrm(quiet, y, alone).optimizer)
+      base = std::max(base, alone.ends[static_cast<std::size_t>(o)]);
+    r.exposed_communication = std::max(0.0, r.iteration_time - base);
+    return;
+  }
   double compute = 0;
   for (const auto& rk : r.ranks)
     compute = std::max(compute, r.bottom_forward + r.bottom_backward + r.top_forward +
@@ -331,6 +432,22 @@ inline void schedule_iteration(dlrm_report& r, const dlrm_split& x) {
 }  // namespace detail
 
 namespace detail {
+/// Each rank's host phases and input copy under `dlrm_loop::eager` (the copies at the profile's
+/// host-to-device rate); the busiest host's time in `r`.
+inline void price_host(dlrm_report& r, const dlrm& model, const dlrm_setup& setup,
+                       const device_profile& prof, double b, double B) {
+  for (auto& rk : r.ranks) {
+    double lookups = 0;
+    for (std::size_t i : rk.tables) lookups += model.tables[i].pooling;
+    rk.host = eager_host(model, setup.gradient, rk.tables.size(), lookups, b, B, setup.host);
+    rk.input_copy = prof.host_to_device.time(rk.host.input_bytes);
+    if (rk.host.total() > r.host) {
+      r.host = rk.host.total();
+      r.input_copy = rk.input_copy;
+    }
+  }
+}
+
 /// `dlrm_plan`, with what its lowering needs beside the report.
 inline std::pair<dlrm_report, dlrm_split> price_dlrm(const dlrm& model, const dlrm_setup& setup,
                                                      const std::vector<int>& owner, int ranks,
@@ -338,12 +455,16 @@ inline std::pair<dlrm_report, dlrm_split> price_dlrm(const dlrm& model, const dl
                                                      const device_profile& prof,
                                                      const embedding_bag_model& el) {
   dlrm_report r = detail::assign_tables(model, setup, owner, ranks, machine);
+  r.loop = setup.loop;
+  const bool eager = setup.loop == dlrm_loop::eager;
   const double e = size_of(setup.precision);
   const double B = setup.batch, b = B / ranks;
-  // MLPs and the interaction, the same on every rank (batch b)
-  const auto bot = detail::mlp(prof, setup.precision, model.dense_features, model.bottom, b, false);
-  const auto top = detail::mlp(prof, setup.precision, model.top_input(), model.top, b, true);
-  const detail::interaction_cost inter = detail::interaction_of(model, prof, b, e);
+  // MLPs and the interaction, the same on every rank (batch b); queued behind an eager host,
+  // a kernel's floor is the device's, not an isolated launch's
+  const device_profile q = eager ? prof.queued() : prof;
+  const auto bot = detail::mlp(q, setup.precision, model.dense_features, model.bottom, b, false);
+  const auto top = detail::mlp(q, setup.precision, model.top_input(), model.top, b, true);
+  const detail::interaction_cost inter = detail::interaction_of(model, q, b, e);
   r.bottom_forward = bot.forward;
   r.bottom_backward = bot.backward;
   r.top_forward = top.forward + inter.forward;
@@ -353,8 +474,13 @@ inline std::pair<dlrm_report, dlrm_split> price_dlrm(const dlrm& model, const dl
   for (const auto& t : model.tables) emb_dim_total += t.dim;
   detail::price_tables(r, model, setup, el, emb_dim_total, B, b, e);
   const auto [ar_top, ar_bottom] = detail::price_collectives(r, model, ranks, machine, e);
-  r.optimizer = prof.copy.time(3 * model.dense_parameters() * e);
-  const dlrm_split split{top.backward, inter.backward, ar_top, ar_bottom};
+  r.optimizer = q.copy.time(3 * model.dense_parameters() * e);
+  if (eager) detail::price_host(r, model, setup, prof, b, B);
+  const dlrm_split split{.top_mlp_backward = top.backward,
+                         .interaction_backward = inter.backward,
+                         .interaction_forward = inter.forward,
+                         .all_reduce_top = ar_top,
+                         .all_reduce_bottom = ar_bottom};
   detail::schedule_iteration(r, split);
   // memory per rank: its tables (+ dense gradients), the MLPs' weights and gradients, the MLP
   // and interaction activations at b, its pooled outputs for all B samples and the received

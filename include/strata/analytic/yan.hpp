@@ -13,7 +13,7 @@
 ///   U_i(l,p,h) = C_interf(H(l)) U_i(l,p); threads share the NIC: C_nbw / H(l) (9)
 ///   M_w^max = sum_l C_ncost + N_mr W(l) / C_nbw                                (10)
 ///   M_w^min = sum_l C_ncost + W(l) / (C_nbw min(N_ps, N_wr))                   (11)
-///   T_epoch = M_w N_sample / (N_read N_mr) + sum_l (U_f + M_f + U_b + M_b + U_w) N_sample / Q(l),
+///   T_epoch = M_w N_sample / N_read + sum_l (U_f + M_f + U_b + M_b + U_w) N_sample / Q(l),
 ///   Q(l) = H(l) R(l) N_mr.
 /// Choices where the paper is silent are documented next to the code and in docs/yan.md.
 /// @code
@@ -265,7 +265,7 @@ struct layer_estimate {
 /// The epoch estimate.
 struct estimate {
   std::vector<layer_estimate> layers;
-  double weight_reads = 0;   ///< M_w N_sample / (N_read N_mr)
+  double weight_reads = 0;   ///< M_w N_sample / N_read (§4.2.3; no 1 / N_mr)
   double compute = 0;        ///< sum_l (U_f + U_b + U_w) N_sample / Q(l)
   double communication = 0;  ///< sum_l (M_f + M_b) N_sample / Q(l)
   [[nodiscard]] double epoch() const { return weight_reads + compute + communication; }

@@ -136,7 +136,11 @@ inline json plan_json(const dlrm& m, const analytic::dlrm_report& r) {
             {"all_to_all_backward", r.all_to_all_backward},
             {"all_reduce", r.all_reduce},
             {"exposed_communication", r.exposed_communication},
-            {"optimizer", r.optimizer}}},
+            {"optimizer", r.optimizer},
+            // `"loop": "eager"`: the busiest rank's host issuing its operators, and its inputs'
+            // copy to the GPU
+            {"host_busiest", r.host},
+            {"input_copy_busiest", r.input_copy}}},
           {"all_to_all_bytes", r.all_to_all_bytes},
           {"busiest_rank", r.busiest_rank},
           {"peak_memory_bytes", r.peak_memory()},
@@ -242,7 +246,7 @@ inline dlrm_scenario parse_dlrm_scenario(const nlohmann::json& j,
   using namespace detail;
   only_keys(j, "scenario",
             {"dlrm", "batch", "precision", "gradient", "cluster", "gpus", "sharding",
-             "memory_fraction", "seed", "embedding_model", "profile"});
+             "memory_fraction", "seed", "embedding_model", "profile", "loop"});
   analytic::dlrm_setup setup;
   setup.batch = int_field(j, "scenario", "batch", 1, 1 << 30, 0, true);
   setup.precision = compute_type(j, "scenario", "precision", "precision");
@@ -255,6 +259,11 @@ inline dlrm_scenario parse_dlrm_scenario(const nlohmann::json& j,
     setup.gradient = embedding_gradient::dense_accumulate;
   else
     fail("gradient", "must be \"fused\", \"dense\" or \"dense_accumulate\" (got \"" + grad + "\")");
+  const std::string loop = str_field(j, "scenario", "loop", "eager");
+  if (loop == "kernels")
+    setup.loop = analytic::dlrm_loop::kernels;
+  else if (loop != "eager")
+    fail("loop", "must be \"eager\" or \"kernels\" (got \"" + loop + "\")");
   const dlrm m = parse_dlrm(require(j, "scenario", "dlrm"), setup.batch);
   const cluster machine = j.contains("cluster")
                               ? parse_cluster(j["cluster"])
@@ -303,6 +312,9 @@ inline dlrm_scenario parse_dlrm_scenario(const nlohmann::json& j,
                 {"batch", static_cast<long long>(setup.batch)},
                 {"gpus", gpus},
                 {"gradient", grad},
+                {"loop", loop == "eager" ? "eager: dlrm_s_pytorch.py's host, Lin et al.'s PyTorch "
+                                           "1.x overheads per operator"
+                                         : "kernels: back to back, no host"},
                 {"profile", profile_name},
                 {"embedding_model", el_name},
                 {"device", std::string(machine.dev.name)},
@@ -379,6 +391,7 @@ inline std::string dlrm_table(const nlohmann::json& j) {
       (j.contains("chosen") ? j["chosen"] : j["sharding"]).get<std::string>().c_str(),
       j["profile"].get<std::string>().c_str(), j["embedding_model"].get<std::string>().c_str());
   out += line;
+  out += "loop " + j["loop"].get<std::string>() + "\n";
   std::snprintf(line, sizeof line, "iteration %s (rank %d is the busiest)\n",
                 human_duration(p["iteration_time_s"].get<double>()).c_str(),
                 p["busiest_rank"].get<int>());
@@ -395,7 +408,9 @@ inline std::string dlrm_table(const nlohmann::json& j) {
       {"bottom_mlp_backward", "bottom MLP backward"},
       {"all_reduce", "dense all-reduce"},
       {"exposed_communication", "exposed comm"},
-      {"optimizer", "optimizer step"}};
+      {"optimizer", "optimizer step"},
+      {"host_busiest", "host (issuing)"},
+      {"input_copy_busiest", "input copies"}};
   for (const auto& [key, label] : terms)
     if (p["breakdown_s"][key].get<double>() > 0)
       out += table_row(label, human_duration(p["breakdown_s"][key].get<double>()));

@@ -5,9 +5,10 @@
 /// simulated (their tables differ): each has a compute stream and a communication stream, and
 /// every rank's part of a collective starts when the last rank is ready (inter-rank
 /// synchronization, Lin et al. §IV-B), so all parts end together.
-/// Without contention the simulation is the closed form's critical path; its timeline shows where
-/// each rank waits. Each rank holds the closed form's memory (`dlrm_rank::memory`) from its first
-/// operation on.
+/// Under `dlrm_loop::eager` each rank's host is a stream of its own that issues the rank's
+/// phases (`analytic::dlrm_host`). Without contention the simulation is the closed form's
+/// critical path; its timeline shows where each rank waits. Each rank holds the closed form's
+/// memory (`dlrm_rank::memory`) from its first operation on.
 /// @code
 /// auto run = strata::sim::simulate_dlrm(model, {.batch = 4096}, owners, 8, cluster, profile,
 ///                                       strata::h100_embedding_bag);
@@ -50,7 +51,7 @@ inline dlrm_run simulate_dlrm(const dlrm& model, const analytic::dlrm_setup& set
   struct visitor {
     executor& ex;
     const analytic::dlrm_report& r;
-    std::vector<int> streams;
+    std::vector<int> streams, hosts;
     std::vector<bool> started;
     std::map<int, std::vector<int>> parts;  ///< a collective's id -> its part on each rank
     [[nodiscard]] std::vector<int> on_rank(std::size_t k, std::vector<int> deps) const {
@@ -68,6 +69,11 @@ inline dlrm_run simulate_dlrm(const dlrm& model, const analytic::dlrm_setup& set
       return ex.kernels(rank, name, lower::span::kernel(0, seconds), on_rank(k, deps),
                         task_class::compute, std::move(held));
     }
+    int host(int rank, const char* name, double seconds, const std::vector<int>& deps) {
+      const auto k = static_cast<std::size_t>(rank);
+      return ex.on_stream(hosts[k], rank, std::string(name) + " (host)", seconds, on_rank(k, deps),
+                          task_class::other);
+    }
     int collective(const char* name, double seconds, const std::vector<int>& deps) {
       std::vector<int> ids;
       for (std::size_t k = 0; k < streams.size(); ++k)
@@ -76,9 +82,11 @@ inline dlrm_run simulate_dlrm(const dlrm& model, const analytic::dlrm_setup& set
       parts[ids.front()] = ids;
       return ids.front();
     }
-  } v{ex, out.report, {}, std::vector<bool>(static_cast<std::size_t>(ranks), false), {}};
-  for (int k = 0; k < ranks; ++k)
+  } v{ex, out.report, {}, {}, std::vector<bool>(static_cast<std::size_t>(ranks), false), {}};
+  for (int k = 0; k < ranks; ++k) {
     v.streams.push_back(ex.add_stream(k, "rank " + std::to_string(k) + " collectives"));
+    v.hosts.push_back(ex.add_stream(k, "rank " + std::to_string(k) + " host"));
+  }
   analytic::lower_dlrm(out.report, split, v);
   out.run = out.graph.run();
   return out;
