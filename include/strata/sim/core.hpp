@@ -458,6 +458,26 @@ struct edge {
   int to;
   int next;
 };
+/// What the event loop keeps of one resource, in one place (an event reads and writes several
+/// of these fields of each resource it touches): its spec's numbers, a fifo / round-robin
+/// resource's waiting line and the task it serves, a fair-share link's flows and the virtual
+/// clock of its single-link flows, and its busy time.
+struct resource_state {
+  double vclock = 0;  ///< bytes served to each single-link flow so far, at `vlast`
+  double vlast = 0;
+  double vshare = 0;  ///< a single-link flow's rate
+  double busy_since = 0, busy = 0;
+  double capacity = 1, window = 0;
+  int qhead = -1, qtail = -1;  ///< the waiting line, linked through the tasks' `count`
+  int in_service = -1;         ///< the task served; -1: none (always for a link)
+  int users = 0;               ///< a link's flows (and turns crossing it)
+  int multi = 0;               ///< ... of which cross other links too
+  discipline kind = discipline::fifo;
+  bool window_once = false;
+  bool mark = false;   ///< in this event's touched list
+  bool dirty = false;  ///< a link whose flows changed: its shares to be brought up to date
+  bool was_busy = false;
+};
 }  // namespace detail
 
 class simulator {
@@ -787,18 +807,10 @@ struct simulator::event_loop {
   std::vector<char> unread;  ///< per tensor: no task reads it
   // the overlap factor each communication task imposes while in service: its own or gamma_
   bool any_gamma;
-  // fifo / round-robin waiting lines, linked through the tasks (a task waits in one at most)
-  std::vector<int> qhead, qtail;
-  std::vector<int> in_service;  // fifo / round-robin: the task served
-  detail::id_list joined;       // links round-robin turns joined in `dispatch`
-  std::vector<int> multi;       // flows crossing several links, in start order
-  std::vector<int> link_users;  // fair-share: flows crossing the link
-  std::vector<int> link_multi;  // ... of which cross other links too
-  // single-link flows: per link, a virtual clock and its flows by completion
-  std::vector<double> vclock, vlast, vshare;
+  std::vector<detail::resource_state> R;  ///< per resource
+  std::vector<int> multi;                 // flows crossing several links, in start order
+  // single-link flows: per link, its flows by the virtual time they complete
   std::vector<detail::quad_heap<detail::timed_id, false>> link_flows;
-  std::vector<char> was_busy;
-  std::vector<double> busy_since;
   // per device: communication tasks in service by their gamma, and the largest such gamma
   std::vector<std::vector<std::pair<double, int>>> comm_in;
   std::vector<double> slow;
@@ -808,8 +820,10 @@ struct simulator::event_loop {
   double now = 0, max_slack = 0;
   std::size_t finished = 0;
   bool shares_changed = false;  // a flow crossing several links started or ended
-  detail::id_list touched_resources, touched_devices, started, done_now, turns, wakes;
-  std::vector<char> resource_mark, device_mark, link_dirty;
+  // touched_queues: fifo / round-robin resources changed by this event; touched_links: links
+  detail::id_list touched_queues, touched_links, touched_devices, started, done_now, turns, wakes;
+  detail::id_list allocating;  // tasks with tensors started by `dispatch`
+  std::vector<char> device_mark;
   std::vector<double> link_left, share_of;       // progressive-filling scratch
   std::vector<int> users, fair_links, fair_ids;  // fair_ids: every fair-share link
   std::vector<detail::event> popped;
@@ -832,25 +846,20 @@ struct simulator::event_loop {
         any_gamma(s.gamma_ > 0 || s.any_own_gamma_),
         heap(n + nr) {
     res.tasks.assign(n, {});
-    res.busy.assign(nr, 0.0);
     count_readers();
-    qhead.assign(nr, -1);
-    qtail.assign(nr, -1);
-    in_service.assign(nr, -1);
-    link_users.assign(nr, 0);
-    link_multi.assign(nr, 0);
-    vclock.assign(nr, 0.0);
-    vlast.assign(nr, 0.0);
-    vshare.assign(nr, 0.0);
+    R.resize(nr);
+    for (std::size_t r = 0; r < nr; ++r) {
+      const resource_spec& spec = sim.resources_[r];
+      R[r].capacity = spec.capacity;
+      R[r].window = spec.window;
+      R[r].kind = spec.kind;
+      R[r].window_once = spec.window_once;
+    }
     link_flows.resize(nr);
-    was_busy.assign(nr, 0);
-    busy_since.assign(nr, 0.0);
     comm_in.resize(nd);
     slow.assign(nd, 0.0);
     find_compute_streams();
-    resource_mark.assign(nr, 0);
     device_mark.assign(nd, 0);
-    link_dirty.assign(nr, 0);
     link_left.resize(nr);
     users.resize(nr);
     for (std::size_t r = 0; r < nr; ++r)
@@ -897,26 +906,47 @@ struct simulator::event_loop {
   }
   /// Puts task `i` at the back of resource `r`'s waiting line.
   [[gnu::always_inline]] void queue_push(int r, int i) {
-    const auto ur = static_cast<std::size_t>(r);
+    detail::resource_state& q = R[static_cast<std::size_t>(r)];
     at(i).count = -1;
-    if (qtail[ur] < 0)
-      qhead[ur] = i;
+    if (q.qtail < 0)
+      q.qhead = i;
     else
-      at(qtail[ur]).count = i;
-    qtail[ur] = i;
+      at(q.qtail).count = i;
+    q.qtail = i;
   }
-  /// Takes the task at the front of resource `ur`'s waiting line.
-  [[gnu::always_inline]] int queue_pop(std::size_t ur) {
-    const int i = qhead[ur];
-    qhead[ur] = at(i).count;
-    if (qhead[ur] < 0) qtail[ur] = -1;
+  /// Takes the task at the front of waiting line `q`.
+  [[gnu::always_inline]] int queue_pop(detail::resource_state& q) {
+    const int i = q.qhead;
+    q.qhead = at(i).count;
+    if (q.qhead < 0) q.qtail = -1;
     return i;
   }
-  /// Marks resource `r` as changed by this event, once.
-  [[gnu::always_inline]] void touch_resource(int r) {
-    if (!resource_mark[static_cast<std::size_t>(r)]) {
-      resource_mark[static_cast<std::size_t>(r)] = 1;
-      touched_resources.push_back(r);
+  /// Marks fifo / round-robin resource `r` as changed by this event, once.
+  [[gnu::always_inline]] void touch_queue(int r) {
+    detail::resource_state& q = R[static_cast<std::size_t>(r)];
+    if (!q.mark) {
+      q.mark = true;
+      touched_queues.push_back(r);
+    }
+  }
+  /// Fair-share link `r` gained or lost a flow in this event: marked as changed, once, and its
+  /// shares to be brought up to date.
+  [[gnu::always_inline]] void touch_link(int r) {
+    detail::resource_state& l = R[static_cast<std::size_t>(r)];
+    l.dirty = true;
+    if (!l.mark) {
+      l.mark = true;
+      touched_links.push_back(r);
+    }
+  }
+  /// Resource `q`'s busy time, as it turns busy or idle at the end of an event.
+  [[gnu::always_inline]] void note_busy(detail::resource_state& q, bool busy) {
+    if (busy != q.was_busy) {
+      if (busy)
+        q.busy_since = now;
+      else
+        q.busy += now - q.busy_since;
+      q.was_busy = busy;
     }
   }
   /// Counts communication task `i` in (+1) or out of (-1) service on its device, by its gamma.
@@ -961,24 +991,25 @@ struct simulator::event_loop {
     predict(i);
   }
   /// Brings link r's virtual clock up to now.
-  [[gnu::always_inline]] void advance_link(std::size_t r) {
-    vclock[r] += vshare[r] * (now - vlast[r]);
-    vlast[r] = now;
+  [[gnu::always_inline]] void advance_link(detail::resource_state& l) {
+    l.vclock += l.vshare * (now - l.vlast);
+    l.vlast = now;
   }
   /// (Re)schedules the next completion among link r's single-link flows.
   void predict_link(std::size_t r) {
-    if (link_flows[r].empty() || !(vshare[r] > 0)) {
+    const detail::resource_state& l = R[r];
+    if (link_flows[r].empty() || !(l.vshare > 0)) {
       heap.erase(static_cast<int>(n + r));
       return;
     }
     const detail::timed_id& f = link_flows[r].top();
-    const double t = now + std::max(0.0, f.time() - vclock[r]) / vshare[r];
-    max_slack = std::max(max_slack, tolerance(f.id()) / vshare[r]);
+    const double t = now + std::max(0.0, f.time() - l.vclock) / l.vshare;
+    max_slack = std::max(max_slack, tolerance(f.id()) / l.vshare);
     heap.set(detail::event::make(t, static_cast<int>(n + r)));
   }
   /// The rate at which fifo / round-robin resource r serves task i (gamma slows compute).
   double fifo_rate(int i, std::size_t r) const {
-    if (sim.resources_[r].kind == discipline::round_robin) return sim.resources_[r].capacity;
+    if (R[r].kind == discipline::round_robin) return R[r].capacity;
     if (!any_gamma || !T[static_cast<std::size_t>(i)].slowable) return 1.0;  // 1 / (1 + 0)
     return 1.0 /
            (1.0 + slow[static_cast<std::size_t>(sim.static_[static_cast<std::size_t>(i)].device)]);
@@ -1028,7 +1059,7 @@ struct simulator::event_loop {
       start_flow(i, h);
     } else {
       queue_push(r, i);
-      touch_resource(r);
+      touch_queue(r);
     }
   }
   /// Starts fair-share flow i on its links: on its link's virtual clock, or rated by `fill`.
@@ -1039,18 +1070,17 @@ struct simulator::event_loop {
     allocate(i);
     const auto [rb, re] = res_of(i);
     for (const int* x = rb; x != re; ++x) {
-      const auto ux = static_cast<std::size_t>(*x);
-      ++link_users[ux];
-      link_dirty[ux] = 1;
-      touch_resource(*x);
+      ++R[static_cast<std::size_t>(*x)].users;
+      touch_link(*x);
     }
     if (!h.links) {
       const auto ur = static_cast<std::size_t>(r);
-      advance_link(ur);
-      link_flows[ur].push(detail::timed_id::make(vclock[ur] + h.work, i));
+      detail::resource_state& l = R[ur];
+      advance_link(l);
+      link_flows[ur].push(detail::timed_id::make(l.vclock + h.work, i));
     } else {
       multi.push_back(i);
-      for (const int* x = rb; x != re; ++x) ++link_multi[static_cast<std::size_t>(*x)];
+      for (const int* x = rb; x != re; ++x) ++R[static_cast<std::size_t>(*x)].multi;
       h.left = h.work;
       h.rate = 0;
       h.last = now;
@@ -1070,57 +1100,69 @@ struct simulator::event_loop {
       enqueue(i);
     }
   }
-  /// Idle fifo / round-robin resources take their next task.
+  /// Idle fifo / round-robin resources changed by this event take their next task; their busy
+  /// time is noted (nothing later in the event changes whom they serve). Tasks with tensors
+  /// allocate them afterwards, by resource.
   void dispatch() {
-    touched_resources.sort();
-    joined.clear();
-    for (int r : touched_resources) {
-      const auto ur = static_cast<std::size_t>(r);
-      const resource_spec& rs = sim.resources_[ur];
-      if (rs.kind == discipline::fair_share) continue;
-      if (in_service[ur] >= 0 || qhead[ur] < 0) continue;
-      const int i = queue_pop(ur);
-      const auto ii = static_cast<std::size_t>(i);
-      detail::task_hot& h = T[ii];
-      in_service[ur] = i;
-      const bool first_turn = h.st == detail::task_state::queued;
-      if (first_turn) {
-        h.st = detail::task_state::serving;
-        res.tasks[ii].start = now;
-        allocate(i);
-      }
-      h.left = rs.kind == discipline::round_robin && (first_turn || !rs.window_once)
-                   ? std::min(rs.window, h.remaining)
-                   : h.remaining;
-      h.rate = 0;
-      h.last = now;
-      comm_change(i, +1);
-      if (!h.links)
-        started.push_back(i);
-      else
-        join_links(i, h);
+    for (int r : touched_queues) {
+      detail::resource_state& q = R[static_cast<std::size_t>(r)];
+      q.mark = false;
+      if (q.in_service < 0 && q.qhead >= 0) serve_next(q);
+      note_busy(q, q.in_service >= 0);
     }
-    for (int x : joined) touch_resource(x);
+    touched_queues.clear();
+    if (!allocating.empty()) allocate_started();
   }
-  /// Round-robin turn i joins the fair-share links it crosses (touched after `dispatch`'s loop,
-  /// which walks touched_resources).
+  /// Idle resource `q` starts the next task or turn in its line: rated at once unless gamma
+  /// may change its rate before the event is over (`settle`), or it crosses links.
+  [[gnu::always_inline]] void serve_next(detail::resource_state& q) {
+    const int i = queue_pop(q);
+    detail::task_hot& h = at(i);
+    q.in_service = i;
+    const bool first_turn = h.st == detail::task_state::queued;
+    if (first_turn) {
+      h.st = detail::task_state::serving;
+      records[static_cast<std::size_t>(i)].start = now;
+      if (h.memory) allocating.push_back(i);
+    }
+    const bool rr = q.kind == discipline::round_robin;
+    h.left = rr && (first_turn || !q.window_once) ? std::min(q.window, h.remaining) : h.remaining;
+    h.rate = 0;
+    h.last = now;
+    comm_change(i, +1);
+    if (h.links) {
+      join_links(i, h);
+    } else if (rr || !any_gamma || !h.slowable) {
+      h.rate = rr ? q.capacity : 1.0;  // fifo_rate: no gamma to wait for
+      predict(i);
+    } else {
+      started.push_back(i);
+    }
+  }
+  /// The tasks `dispatch` started that produce tensors allocate them, in the order of their
+  /// resources (the order dispatch took resources in).
+  void allocate_started() {
+    allocating.sort([&](int a, int b) { return at(a).first < at(b).first; });
+    for (int i : allocating) allocate_tensors(i);
+    allocating.clear();
+  }
+  /// Round-robin turn i joins the fair-share links it crosses.
   void join_links(int i, detail::task_hot& h) {
     const auto [rb, re] = res_of(i);
     if (h.single_turn) {  // a flow of the link's virtual clock (the link's share binds)
       const int x = rb[1];
       const auto ux = static_cast<std::size_t>(x);
-      ++link_users[ux];
-      link_dirty[ux] = 1;
-      joined.push_back(x);
-      advance_link(ux);
-      link_flows[ux].push(detail::timed_id::make(vclock[ux] + h.left, i));
+      detail::resource_state& l = R[ux];
+      ++l.users;
+      touch_link(x);
+      advance_link(l);
+      link_flows[ux].push(detail::timed_id::make(l.vclock + h.left, i));
     } else {  // a round-robin turn over fair-share links: rated by `fill`
       for (const int* x = rb + 1; x != re; ++x) {
-        const auto ux = static_cast<std::size_t>(*x);
-        ++link_users[ux];
-        ++link_multi[ux];
-        link_dirty[ux] = 1;
-        joined.push_back(*x);  // touched after the loop (it walks touched_resources)
+        detail::resource_state& l = R[static_cast<std::size_t>(*x)];
+        ++l.users;
+        ++l.multi;
+        touch_link(*x);
       }
       multi.push_back(i);
       shares_changed = true;
@@ -1155,13 +1197,14 @@ struct simulator::event_loop {
   }
   /// Gives link r's single-link flows the rate `share`, and reschedules them if it changed.
   [[gnu::always_inline]] void set_link_share(std::size_t r, double share) {
-    if (share != vshare[r]) {
-      advance_link(r);
-      vshare[r] = share;
-      link_dirty[r] = 1;
+    detail::resource_state& l = R[r];
+    if (share != l.vshare) {
+      advance_link(l);
+      l.vshare = share;
+      l.dirty = true;
     }
-    if (link_dirty[r]) predict_link(r);
-    link_dirty[r] = 0;
+    if (l.dirty) predict_link(r);
+    l.dirty = false;
   }
   /// Max-min fair rates by progressive filling over every link in use: the flows crossing
   /// several links one by one, each link's single-link flows together.
@@ -1185,9 +1228,8 @@ struct simulator::event_loop {
         const int i = multi[q];
         const detail::task_hot& h = at(i);
         const auto own = static_cast<std::size_t>(h.first);
-        set_rate(i, h.kind() == discipline::fair_share
-                        ? share_of[q]
-                        : std::min(share_of[q], sim.resources_[own].capacity));
+        set_rate(i, h.kind() == discipline::fair_share ? share_of[q]
+                                                       : std::min(share_of[q], R[own].capacity));
       }
   }
   /// Progressive filling's start: the links in use with their capacity and flows, no flow's
@@ -1196,17 +1238,16 @@ struct simulator::event_loop {
     fair_links.clear();
     for (int x : fair_ids) {
       const auto r = static_cast<std::size_t>(x);
-      if (link_users[r] > 0) {
+      if (R[r].users > 0) {
         fair_links.push_back(x);
-        link_left[r] = sim.resources_[r].capacity;
-        users[r] = link_users[r];
+        link_left[r] = R[r].capacity;
+        users[r] = R[r].users;
       }
     }
     share_of.assign(multi.size(), -1.0);
     std::size_t unfixed = multi.size();
     for (int r : fair_links)
-      if (link_users[static_cast<std::size_t>(r)] > link_multi[static_cast<std::size_t>(r)])
-        ++unfixed;
+      if (R[static_cast<std::size_t>(r)].users > R[static_cast<std::size_t>(r)].multi) ++unfixed;
     return unfixed;
   }
   /// Progressive filling's step: the unfixed flows crossing the `bottleneck` link, and its
@@ -1225,7 +1266,7 @@ struct simulator::event_loop {
         --users[static_cast<std::size_t>(*x)];
       }
     }
-    const int singles = link_users[ub] - link_multi[ub];
+    const int singles = R[ub].users - R[ub].multi;
     if (singles > 0 && users[ub] > 0) {  // the link's own flows: all at the bottleneck share
       link_left[ub] -= share * singles;
       users[ub] -= singles;
@@ -1233,7 +1274,8 @@ struct simulator::event_loop {
       set_link_share(ub, share);
     }
   }
-  /// After an event's changes: new rates (fair shares, gamma, newly started tasks), busy time.
+  /// After an event's changes: new rates (fair shares, gamma, tasks started waiting for gamma),
+  /// the links' busy time.
   void settle() {
     if (!touched_devices.empty()) settle_gamma();
     for (int i : started) {
@@ -1245,12 +1287,11 @@ struct simulator::event_loop {
     const bool filling = shares_changed || !multi.empty();
     if (filling) {
       bool any_dirty = shares_changed;
-      for (int r : touched_resources)
-        any_dirty = any_dirty || link_dirty[static_cast<std::size_t>(r)];
+      for (int r : touched_links) any_dirty = any_dirty || R[static_cast<std::size_t>(r)].dirty;
       if (any_dirty) fill();
     }
     shares_changed = false;
-    settle_resources(!filling);
+    settle_links(!filling);
   }
   /// The touched devices' largest gamma in service; where it changed, their compute in
   /// service is re-rated.
@@ -1264,41 +1305,32 @@ struct simulator::event_loop {
       if (g == slow[ud]) continue;
       slow[ud] = g;
       for (int r : compute_streams[ud]) {  // gamma > 0 only
-        const int i = in_service[static_cast<std::size_t>(r)];
+        const int i = R[static_cast<std::size_t>(r)].in_service;
         if (i >= 0 && at(i).rate > 0) set_rate(i, fifo_rate(i, static_cast<std::size_t>(r)));
       }
     }
     touched_devices.clear();
   }
-  /// The touched resources' busy time, as they turn busy or idle; their marks cleared. With
-  /// `even` (no flow crosses several links), first each touched link splits its capacity evenly.
-  void settle_resources(bool even) {
-    for (int r : touched_resources) {
+  /// The touched links' busy time, as they turn busy or idle; their marks cleared. With `even`
+  /// (no flow crosses several links), first each touched link splits its capacity evenly.
+  void settle_links(bool even) {
+    for (int r : touched_links) {
       const auto ur = static_cast<std::size_t>(r);
-      if (even && link_dirty[ur] && sim.resources_[ur].kind == discipline::fair_share)
-        set_link_share(ur, link_users[ur] > 0 ? sim.resources_[ur].capacity / link_users[ur] : 0.0);
-      resource_mark[ur] = 0;
-      link_dirty[ur] = 0;
-      const bool busy = link_users[ur] > 0 || in_service[ur] >= 0;  // one is never set
-      if (busy != static_cast<bool>(was_busy[ur])) {
-        if (busy)
-          busy_since[ur] = now;
-        else
-          res.busy[ur] += now - busy_since[ur];
-        was_busy[ur] = busy;
-      }
+      detail::resource_state& l = R[ur];
+      if (even && l.dirty) set_link_share(ur, l.users > 0 ? l.capacity / l.users : 0.0);
+      l.mark = false;
+      l.dirty = false;
+      note_busy(l, l.users > 0);
     }
-    touched_resources.clear();
+    touched_links.clear();
   }
   /// Fair-share flow i leaves its links; it is done.
   void flow_leaves(int i) {
     detail::task_hot& h = at(i);
     const auto [rb, re] = res_of(i);
     for (const int* x = rb; x != re; ++x) {
-      const auto ux = static_cast<std::size_t>(*x);
-      --link_users[ux];
-      link_dirty[ux] = 1;
-      touch_resource(*x);
+      --R[static_cast<std::size_t>(*x)].users;
+      touch_link(*x);
     }
     comm_change(i, -1);
     h.remaining = 0;
@@ -1306,9 +1338,8 @@ struct simulator::event_loop {
   }
   /// A single-link round-robin turn (task i, on link r) is over.
   [[gnu::always_inline]] void turn_leaves(int i, std::size_t r) {
-    --link_users[r];
-    link_dirty[r] = 1;
-    touch_resource(static_cast<int>(r));
+    --R[r].users;
+    touch_link(static_cast<int>(r));
     turns.push_back(i);
   }
 
@@ -1331,13 +1362,14 @@ struct simulator::event_loop {
   void link_event(const detail::event& e) {
     const std::size_t r = static_cast<std::size_t>(e.id()) - n;
     auto& q = link_flows[r];
-    if (!(e.time() <= now + tolerance(q.top().id()) / vshare[r])) {
+    detail::resource_state& l = R[r];
+    if (!(e.time() <= now + tolerance(q.top().id()) / l.vshare)) {
       heap.set(e);
       return;
     }
-    advance_link(r);
-    vclock[r] = std::max(vclock[r], q.top().time());  // the first flow is done
-    while (!q.empty() && q.top().time() <= vclock[r] + tolerance(q.top().id())) {
+    advance_link(l);
+    l.vclock = std::max(l.vclock, q.top().time());  // the first flow is done
+    while (!q.empty() && q.top().time() <= l.vclock + tolerance(q.top().id())) {
       const int i = q.top().id();
       if (const int o = at(i).out; o >= 0) {  // see edge_list
         detail::prefetch(hot + edge_list[o].to);
@@ -1373,7 +1405,7 @@ struct simulator::event_loop {
     }
     if (h.kind() == discipline::fair_share) {
       const auto [rb, re] = res_of(i);
-      for (const int* x = rb; x != re; ++x) --link_multi[static_cast<std::size_t>(*x)];
+      for (const int* x = rb; x != re; ++x) --R[static_cast<std::size_t>(*x)].multi;
       h.st = detail::task_state::done;  // marks it for removal from `multi`
       flow_leaves(i);
       return true;
@@ -1388,11 +1420,10 @@ struct simulator::event_loop {
     const auto [rb, re] = res_of(i);
     h.turn_over = true;
     for (const int* x = rb + 1; x != re; ++x) {
-      const auto ux = static_cast<std::size_t>(*x);
-      --link_multi[ux];
-      --link_users[ux];
-      link_dirty[ux] = 1;
-      touch_resource(*x);
+      detail::resource_state& l = R[static_cast<std::size_t>(*x)];
+      --l.multi;
+      --l.users;
+      touch_link(*x);
     }
   }
   /// Removes the flows and turns that ended from `multi`: fair shares change.
@@ -1414,8 +1445,8 @@ struct simulator::event_loop {
     for (int i : turns) {
       detail::task_hot& h = at(i);
       const int r = h.first;
-      in_service[static_cast<std::size_t>(r)] = -1;
-      touch_resource(r);
+      R[static_cast<std::size_t>(r)].in_service = -1;
+      touch_queue(r);
       comm_change(i, -1);
       h.remaining -= h.left;
       h.left = 0;
@@ -1454,6 +1485,8 @@ struct simulator::event_loop {
       settle();
     }
     for (const auto& r : res.tasks) res.makespan = std::max(res.makespan, r.end);
+    res.busy.resize(nr);
+    for (std::size_t r = 0; r < nr; ++r) res.busy[r] = R[r].busy;
     return std::move(res);
   }
 };
