@@ -610,16 +610,25 @@ class simulator {
     ilist_.reserve(grown(ilist_, ids_size));
     edges_.reserve(grown(edges_, ids_size));
     const int delta = static_cast<int>(ilist_.size()) - ib, shift = nt - first;
-    ilist_.resize(ilist_.size() + ids_size);
+    // the range's records and ids copied in one go each, then the copies' links set
+    append_copy(hot_, b, e);
+    append_copy(static_, b, e);
+    append_copy(cold_, b, e);
+    append_copy(ilist_, static_cast<std::size_t>(ib), static_cast<std::size_t>(ie));
     int* const ids = ilist_.data();
     for (std::size_t i = b; i < e; ++i) {
       const int id = static_cast<int>(i) + shift;
-      hot_.push_back(hot_[i]);  // its loop line as add_task left it: no dependents yet
-      hot_.back().out = -1;
-      static_.push_back(static_[i]);
-      detail::task_cold c = cold_[i];
+      const auto ui = static_cast<std::size_t>(id);
+      hot_[ui].out = -1;  // its loop line as add_task left it: no dependents yet
+      detail::task_cold& c = cold_[ui];
+      c.dbegin += delta;
+      c.pbegin += delta;
+      c.cbegin += delta;
+      c.cend += delta;
+      c.out_tail = -1;
+      if (c.pbegin == c.dbegin) roots_.push_back(id);
       for (int k = c.dbegin; k < c.pbegin; ++k) {
-        int d = ids[k];
+        int& d = ids[k];
         if (d >= first && d < first + count)
           d += shift;
         else
@@ -628,17 +637,8 @@ class simulator {
               d = to;
               break;
             }
-        ids[k + delta] = d;
         link_dependent(d, id);
       }
-      for (int k = c.pbegin; k < c.cend; ++k) ids[k + delta] = ids[k];
-      if (c.pbegin == c.dbegin) roots_.push_back(id);
-      c.dbegin += delta;
-      c.pbegin += delta;
-      c.cbegin += delta;
-      c.cend += delta;
-      c.out_tail = -1;
-      cold_.push_back(c);
     }
     return nt;
   }
@@ -752,7 +752,7 @@ class simulator {
   bool any_own_gamma_ = false;               ///< a communication task on a device carries gamma > 0
 
   /// Appends task `to` to task `d`'s dependents (so in task order); edges_ has room.
-  void link_dependent(int d, int to) {
+  [[gnu::always_inline]] void link_dependent(int d, int to) {
     const int e = static_cast<int>(edges_.size());
     edges_.push_back({to, -1});
     int& tail = cold_[static_cast<std::size_t>(d)].out_tail;
@@ -761,6 +761,15 @@ class simulator {
     else
       edges_[static_cast<std::size_t>(tail)].next = e;
     tail = e;
+  }
+  /// Appends a copy of v's elements [b, e) in one go; v has room for them.
+  template <class V>
+  static void append_copy(V& v, std::size_t b, std::size_t e) {
+    const std::size_t size = v.size();
+    v.resize(size + (e - b));
+    std::copy(v.begin() + static_cast<std::ptrdiff_t>(b),
+              v.begin() + static_cast<std::ptrdiff_t>(e),
+              v.begin() + static_cast<std::ptrdiff_t>(size));
   }
   /// The capacity `v` needs for `more` elements: doubled when it has no room for them.
   template <class V>
