@@ -333,8 +333,16 @@ class id_list {
   int* begin() { return data_; }
   int* end() { return data_ + size_; }
   template <class Less>
-  void sort(Less less) {
-    if (size_ < 2) return;
+  [[gnu::always_inline]] void sort(Less less) {
+    if (size_ >= 2) sort_some(less);
+  }
+  void sort() {
+    sort([](int a, int b) { return a < b; });
+  }
+
+ private:
+  template <class Less>
+  void sort_some(Less less) {
     if (size_ > 16) {
       std::sort(begin(), end(), less);
       return;
@@ -346,11 +354,6 @@ class id_list {
       data_[j] = x;
     }
   }
-  void sort() {
-    sort([](int a, int b) { return a < b; });
-  }
-
- private:
   void grow() {
     buf_.resize(std::max<std::size_t>(16, 2 * size_));
     data_ = buf_.data();
@@ -830,7 +833,7 @@ struct simulator::event_loop {
   std::size_t finished = 0;
   bool shares_changed = false;  // a flow crossing several links started or ended
   // touched_queues: fifo / round-robin resources changed by this event; touched_links: links
-  detail::id_list touched_queues, touched_links, touched_devices, started, done_now, turns, wakes;
+  detail::id_list touched_queues, touched_links, touched_devices, started, done_now, wakes;
   detail::id_list allocating;  // tasks with tensors started by `dispatch`
   std::vector<char> device_mark;
   std::vector<double> link_left, share_of;       // progressive-filling scratch
@@ -1058,7 +1061,7 @@ struct simulator::event_loop {
       if (unread[static_cast<std::size_t>(x)]) drop(x);  // nobody reads it: gone at once
   }
   /// Task i, ready and past its latency: a fair-share flow starts, other tasks wait in line.
-  void enqueue(int i) {
+  [[gnu::always_inline]] void enqueue(int i) {
     const auto ii = static_cast<std::size_t>(i);
     detail::task_hot& h = T[ii];
     h.st = detail::task_state::queued;
@@ -1349,7 +1352,7 @@ struct simulator::event_loop {
   [[gnu::always_inline]] void turn_leaves(int i, std::size_t r) {
     --R[r].users;
     touch_link(static_cast<int>(r));
-    turns.push_back(i);
+    end_turn(i);
   }
 
   /// Moves to the next event's time and pops every event due then (within the completion
@@ -1421,7 +1424,7 @@ struct simulator::event_loop {
     }
     const bool multi_ended = h.links;
     if (h.links) turn_leaves_links(i, h);
-    turns.push_back(i);
+    end_turn(i);
     return multi_ended;
   }
   /// A round-robin turn over several links (task i) leaves its links.
@@ -1447,26 +1450,23 @@ struct simulator::event_loop {
                 multi.end());
     shares_changed = true;
   }
-  /// Turns and tasks ended on fifo / round-robin resources, by resource: each task is done, or
-  /// (round-robin) goes to the back of the line.
-  void end_turns() {
-    turns.sort([&](int a, int b) { return at(a).first < at(b).first; });
-    for (int i : turns) {
-      detail::task_hot& h = at(i);
-      const int r = h.first;
-      R[static_cast<std::size_t>(r)].in_service = -1;
-      touch_queue(r);
-      comm_change(i, -1);
-      h.remaining -= h.left;
-      h.left = 0;
-      h.rate = 0;
-      if (h.remaining <= h.tolerance()) {
-        done_now.push_back(i);
-      } else {
-        queue_push(r, i);  // round-robin: back of the line
-      }
+  /// Task i's turn on its fifo / round-robin resource ended: the task is done, or (round-robin)
+  /// goes to the back of the line. Ended as its event is handled: what it changes (its own
+  /// resource's line, its task) no other event of the same time reads.
+  [[gnu::always_inline]] void end_turn(int i) {
+    detail::task_hot& h = at(i);
+    const int r = h.first;
+    R[static_cast<std::size_t>(r)].in_service = -1;
+    touch_queue(r);
+    comm_change(i, -1);
+    h.remaining -= h.left;
+    h.left = 0;
+    h.rate = 0;
+    if (h.remaining <= h.tolerance()) {
+      done_now.push_back(i);
+    } else {
+      queue_push(r, i);  // round-robin: back of the line
     }
-    turns.clear();
   }
   /// Runs the loop until every task is done.
   result run() {
@@ -1483,7 +1483,6 @@ struct simulator::event_loop {
           multi_ended = true;
       }
       if (multi_ended) drop_ended();
-      end_turns();
       done_now.sort();
       for (int i : done_now) finish(i);
       done_now.clear();
