@@ -234,14 +234,19 @@ class quad_heap {
   }
   /// The run: the hole at k (its last slot, or an entry's place) takes `e`, the entries after it
   /// that come before `e` moving down a slot.
-  void run_back(std::size_t k, const E& e) {
+  /// (`e` by value: a reference could alias the slots written.)
+  void run_back(std::size_t k, const E e) {
     for (const std::size_t end = head_ + m_ - 1; k < end && E::before(heap_[k + 1], e); ++k)
       place(k, heap_[k + 1]);
     place(k, e);
   }
   /// The run: the hole at k takes `e`, the entries before it that come after `e` moving up.
-  void run_front(std::size_t k, const E& e) {
-    for (; k > head_ && E::before(e, heap_[k - 1]); --k) place(k, heap_[k - 1]);
+  void run_front(std::size_t k, const E e) {
+    E* const slots = heap_.data();
+    for (; k > head_ && E::before(e, slots[k - 1]); --k) {
+      slots[k] = slots[k - 1];
+      if constexpr (Indexed) pos_[static_cast<std::size_t>(slots[k].id())] = static_cast<int>(k);
+    }
     place(k, e);
   }
   /// The run has no slot after its last entry: it moves to the front, or the slots double.
@@ -383,6 +388,8 @@ struct timed_id {
   [[nodiscard]] int id() const { return static_cast<int>(static_cast<std::uint32_t>(key)); }
   static bool before(const timed_id& a, const timed_id& b) { return a.key < b.key; }
   static timed_id sentinel() { return {~static_cast<key128>(0)}; }
+  /// The last key at time t: a key is not after it exactly when its time is not after t.
+  static timed_id last_at(double t) { return make(t, -1); }
 #else
   std::uint64_t bits;
   std::uint32_t ident;
@@ -395,6 +402,7 @@ struct timed_id {
     return (a.bits < b.bits) | ((a.bits == b.bits) & (a.ident < b.ident));
   }
   static timed_id sentinel() { return {~std::uint64_t{0}, ~std::uint32_t{0}}; }
+  static timed_id last_at(double t) { return make(t, -1); }
 #endif
 };
 /// A pending event of the core: a task's predicted completion (of its work, or of its
@@ -1115,7 +1123,7 @@ struct simulator::event_loop {
   /// Idle fifo / round-robin resources changed by this event take their next task; their busy
   /// time is noted (nothing later in the event changes whom they serve). Tasks with tensors
   /// allocate them afterwards, by resource.
-  void dispatch() {
+  [[gnu::always_inline]] void dispatch() {
     for (int r : touched_queues) {
       detail::resource_state& q = R[static_cast<std::size_t>(r)];
       q.mark = false;
@@ -1181,7 +1189,7 @@ struct simulator::event_loop {
     }
   }
   /// Task i is done: its tensors are released and its dependents counted down.
-  void finish(int i) {
+  [[gnu::always_inline]] void finish(int i) {
     const auto ii = static_cast<std::size_t>(i);
     prefetch_ahead(ii);
     T[ii].st = detail::task_state::done;
@@ -1288,14 +1296,9 @@ struct simulator::event_loop {
   }
   /// After an event's changes: new rates (fair shares, gamma, tasks started waiting for gamma),
   /// the links' busy time.
-  void settle() {
+  [[gnu::always_inline]] void settle() {
     if (!touched_devices.empty()) settle_gamma();
-    for (int i : started) {
-      detail::task_hot& h = at(i);
-      h.rate = fifo_rate(i, static_cast<std::size_t>(h.first));
-      predict(i);
-    }
-    started.clear();
+    if (!started.empty()) rate_started();
     const bool filling = shares_changed || !multi.empty();
     if (filling) {
       bool any_dirty = shares_changed;
@@ -1304,6 +1307,15 @@ struct simulator::event_loop {
     }
     shares_changed = false;
     settle_links(!filling);
+  }
+  /// The tasks `dispatch` started whose rate waited for gamma are rated.
+  void rate_started() {
+    for (int i : started) {
+      detail::task_hot& h = at(i);
+      h.rate = fifo_rate(i, static_cast<std::size_t>(h.first));
+      predict(i);
+    }
+    started.clear();
   }
   /// The touched devices' largest gamma in service; where it changed, their compute in
   /// service is re-rated.
@@ -1367,11 +1379,13 @@ struct simulator::event_loop {
     ++res.events;
     now = t;
     popped.clear();
-    while (!heap.empty() && heap.top().time() <= t + max_slack) popped.push_back(heap.pop());
+    // every event at t + max_slack or before (compared as keys: no conversion back to times)
+    const detail::event last = detail::event::last_at(t + max_slack);
+    while (!heap.empty() && !detail::event::before(last, heap.top())) popped.push_back(heap.pop());
   }
   /// Event `e` of a link's single-link flows: those done by its virtual clock leave it (or it
   /// is put back, not yet due).
-  void link_event(const detail::event& e) {
+  [[gnu::always_inline]] void link_event(const detail::event& e) {
     const std::size_t r = static_cast<std::size_t>(e.id()) - n;
     auto& q = link_flows[r];
     detail::resource_state& l = R[r];
@@ -1468,6 +1482,12 @@ struct simulator::event_loop {
       queue_push(r, i);  // round-robin: back of the line
     }
   }
+  /// The tasks whose latency ended in this event are enqueued, in index order.
+  void enqueue_woken() {
+    wakes.sort();
+    for (int i : wakes) enqueue(i);
+    wakes.clear();
+  }
   /// Runs the loop until every task is done.
   result run() {
     for (int i : sim.roots_) make_ready(i);
@@ -1486,9 +1506,7 @@ struct simulator::event_loop {
       done_now.sort();
       for (int i : done_now) finish(i);
       done_now.clear();
-      wakes.sort();
-      for (int i : wakes) enqueue(i);
-      wakes.clear();
+      if (!wakes.empty()) enqueue_woken();
       dispatch();
       settle();
     }
