@@ -632,13 +632,14 @@ class simulator {
       const auto ui = static_cast<std::size_t>(id);
       hot_[ui].out = -1;  // its loop line as add_task left it: no dependents yet
       detail::task_cold& c = cold_[ui];
-      c.dbegin += delta;
-      c.pbegin += delta;
+      const int db = c.dbegin + delta, pb = c.pbegin + delta;  // locals: ids' stores alias c
+      c.dbegin = db;
+      c.pbegin = pb;
       c.cbegin += delta;
       c.cend += delta;
       c.out_tail = -1;
-      if (c.pbegin == c.dbegin) roots_.push_back(id);
-      for (int k = c.dbegin; k < c.pbegin; ++k) {
+      if (pb == db) roots_.push_back(id);
+      for (int k = db; k < pb; ++k) {
         int& d = ids[k];
         if (d >= first && d < first + count)
           d += shift;
@@ -846,7 +847,7 @@ struct simulator::event_loop {
   std::vector<char> device_mark;
   std::vector<double> link_left, share_of;       // progressive-filling scratch
   std::vector<int> users, fair_links, fair_ids;  // fair_ids: every fair-share link
-  std::vector<detail::event> popped;
+  std::vector<detail::event> not_due;            // events handled too early, put back
   // A task about to end: its first dependent's lines are fetched while the event is handled
   // (with many streams they have left the cache since that task was last touched), by
   // detail::prefetch: not a lambda, as GCC would drop its calls.
@@ -1367,9 +1368,11 @@ struct simulator::event_loop {
     end_turn(i);
   }
 
-  /// Moves to the next event's time and pops every event due then (within the completion
-  /// tolerance of its task) into `popped`.
-  [[gnu::always_inline]] void pop_due() {
+  /// Moves to the next event's time and handles every event due then (within the completion
+  /// tolerance of its task) as it is popped, in order; returns whether a flow or turn crossing
+  /// several links ended. Handling an event adds none, so the events popped are those due when
+  /// the first was; one found not due yet goes back after the last is popped.
+  [[gnu::always_inline]] bool handle_due() {
     if (heap.empty())
       throw plan_error("the task graph has a cycle: " + std::to_string(n - finished) +
                        " tasks can never start");
@@ -1378,10 +1381,21 @@ struct simulator::event_loop {
       throw plan_error("a task can never finish: its resource serves it at rate 0");
     ++res.events;
     now = t;
-    popped.clear();
     // every event at t + max_slack or before (compared as keys: no conversion back to times)
     const detail::event last = detail::event::last_at(t + max_slack);
-    while (!heap.empty() && !detail::event::before(last, heap.top())) popped.push_back(heap.pop());
+    bool multi_ended = false;
+    while (!heap.empty() && !detail::event::before(last, heap.top())) {
+      const detail::event e = heap.pop();
+      if (static_cast<std::size_t>(e.id()) >= n)
+        link_event(e);
+      else if (task_event(e))
+        multi_ended = true;
+    }
+    if (!not_due.empty()) {
+      for (const detail::event& e : not_due) heap.set(e);
+      not_due.clear();
+    }
+    return multi_ended;
   }
   /// Event `e` of a link's single-link flows: those done by its virtual clock leave it (or it
   /// is put back, not yet due).
@@ -1390,7 +1404,7 @@ struct simulator::event_loop {
     auto& q = link_flows[r];
     detail::resource_state& l = R[r];
     if (!(e.time() <= now + tolerance(q.top().id()) / l.vshare)) {
-      heap.set(e);
+      not_due.push_back(e);
       return;
     }
     advance_link(l);
@@ -1421,12 +1435,12 @@ struct simulator::event_loop {
       if (h.due <= now) {
         wakes.push_back(i);
       } else {
-        heap.set(e);
+        not_due.push_back(e);
       }
       return false;
     }
     if (!(h.due <= now + h.tolerance() / h.rate)) {
-      heap.set(e);
+      not_due.push_back(e);
       return false;
     }
     if (h.kind() == discipline::fair_share) {
@@ -1494,15 +1508,7 @@ struct simulator::event_loop {
     dispatch();
     settle();
     while (finished < n) {
-      pop_due();
-      bool multi_ended = false;
-      for (const detail::event& e : popped) {
-        if (static_cast<std::size_t>(e.id()) >= n)
-          link_event(e);
-        else if (task_event(e))
-          multi_ended = true;
-      }
-      if (multi_ended) drop_ended();
+      if (handle_due()) drop_ended();
       done_now.sort();
       for (int i : done_now) finish(i);
       done_now.clear();
