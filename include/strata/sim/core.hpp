@@ -388,7 +388,7 @@ struct timed_id {
   [[nodiscard]] int id() const { return static_cast<int>(static_cast<std::uint32_t>(key)); }
   static bool before(const timed_id& a, const timed_id& b) { return a.key < b.key; }
   static timed_id sentinel() { return {~static_cast<key128>(0)}; }
-  /// The last key at time t: a key is not after it exactly when its time is not after t.
+  /// The last key at time t >= 0: a key is not after it exactly when its time is not after t.
   static timed_id last_at(double t) { return make(t, -1); }
 #else
   std::uint64_t bits;
@@ -816,7 +816,10 @@ class simulator {
 /// changes (only on the links touched when no flow crosses several links), gamma's slowdown only
 /// when the largest gamma of a device's communication in service changes. A task completes at
 /// its predicted time, or within 1e-12 of its work of it, so tasks that end together (up to
-/// rounding) end in one event, in index order. Nothing is allocated per event once the buffers
+/// rounding) end in one event, in index order. What an event changed is settled in one pass
+/// over the fifo / round-robin resources it touched (each idle one takes its next task, its busy
+/// time noted) and one over the links it touched (their shares, their busy time); a resource
+/// keeps what the loop reads of it in one record. Nothing is allocated per event once the buffers
 /// have grown.
 struct simulator::event_loop {
   const simulator& sim;
