@@ -1326,6 +1326,11 @@ struct sharding {
   /// The optimizer step makes an fp32 copy of the rank's gradient partition, this many
   /// elements at a time (DeepSpeed's `sub_group_size`); 0: none (the gradients are fp32).
   double fp32_gradient_group = 0;
+  /// The 16-bit `.grad` tensors autograd makes stay alive beside fp32 gradient buffers until
+  /// the next backward: DeepSpeed's BF16_Optimizer under its pipeline engine adds them into its
+  /// fp32 buffer with `update_hp_grads(clear_lp_grads=False)` and clears them only before the
+  /// next backward (runtime/pipe/engine.py, `_exec_backward_pass`; runtime/bf16_optimizer.py).
+  bool keeps_16bit_gradients = false;
   /// ZeRO-Offload: optimizer states and fp32 master weights on the host (`cpu`) or on NVMe
   /// (ZeRO-Infinity); the optimizer step then runs on the CPU.
   offload_device offload_optimizer = offload_device::none;
@@ -4440,6 +4445,16 @@ constexpr void check_zero_stage(int stage) {
   const zero_stage zs{stage};
   if (e.engine == frameworks::data_engine::fsdp && zs.shards_weights() && t.master_weights())
     z.weights = 0;
+  // the 16-bit gradients autograd made, unsharded beside the fp32 buffers
+  if (e.keeps_16bit_gradients && t.master_weights() && b.gradient >= 4)
+    z.gradients += n * t.weight_bytes();
+  // DeepSpeed ZeRO-1 with `contiguous_gradients` (on by default) copies the rank's partition of
+  // the reduced gradients into a buffer of its own, allocated at the first step and kept
+  // (`grads_in_partition`, stage_1_and_2.py `copy_grads_in_partition`); the gradients of the
+  // whole model are still made in every backward
+  if (e.engine == frameworks::data_engine::deepspeed && zs.shards_optimizer() &&
+      !zs.shards_gradients() && b.gradient < 4)
+    z.gradients += n * b.gradient / shards;
   if (e.offload_optimizer != frameworks::offload_device::none) {
     z.optimizer = 0;
     // from stage 2 each reduced gradient bucket is copied to the host partition and freed
@@ -4454,16 +4469,17 @@ constexpr void check_zero_stage(int stage) {
 }
 
 /// Bytes the optimizer step adds on one GPU for a partition of `n` parameters at ZeRO stage
-/// `stage`: DeepSpeed's fp32 copy of the 16-bit gradient partition, whole under ZeRO-1/2
-/// (stage_1_and_2.py flattens the partition's gradients to fp32 at once) and one
+/// `stage`: DeepSpeed's fp32 copy of the 16-bit gradient partition, whole under ZeRO-1/2 and one
 /// `sub_group_size` group at a time under ZeRO-3; none when the optimizer runs on the host.
+/// ZeRO-1/2 make it as `flatten(averaged_gradients).to(fp32)` (stage_1_and_2.py, `step`): the
+/// flattened 16-bit partition and its fp32 copy exist together.
 [[nodiscard]] constexpr double update_buffer(double n, int stage, const training& t) {
   const frameworks::sharding& e = t.framework.data;
   if (e.fp32_gradient_group <= 0 || !t.master_weights() || t.gradient_bytes() >= 4 ||
       e.offload_optimizer != frameworks::offload_device::none)
     return 0;
-  return 4 *
-         (zero_stage{stage}.shards_weights() ? strata::detail::min(n, e.fp32_gradient_group) : n);
+  if (zero_stage{stage}.shards_weights()) return 4 * strata::detail::min(n, e.fp32_gradient_group);
+  return (4 + t.gradient_bytes()) * n;
 }
 
 /// What the engines' buffer rule (`engine_buffers`) reads of a plan, on one rank of one stage.
@@ -4908,6 +4924,15 @@ struct pipeline_parallel {
     if (virtual_stages > 1 && stage == 0)
       n *= 1.0 + static_cast<double>(degree - 1) / (static_cast<double>(degree) * virtual_stages);
     return n;
+  }
+  /// Micro-batches whose first-chunk tensors (the embedding's) stage 0 holds at its fullest: as
+  /// `in_flight`, but under an interleaved schedule 2p: its warm-up runs 2 (p - 1) + (v - 1) p
+  /// forwards, p at a time per chunk, and the first chunk's backwards start (v - 1) p steps into
+  /// the steady state, by when that chunk has run 2p forwards (Megatron-Core's
+  /// `forward_backward_pipelining_with_interleaving`; the simulator runs the same order).
+  [[nodiscard]] constexpr double first_chunk_in_flight(int micro_batches) const {
+    if (kind != schedule::interleaved || virtual_stages <= 1) return in_flight(micro_batches, 0);
+    return strata::detail::min(micro_batches, 2 * degree);
   }
   /// Fill and drain: the other stages' micro-batch time over v (Narayanan et al. SC'21 §2.2:
   /// bubble fraction (p - 1) / (v m) when the stages are alike).
@@ -6384,7 +6409,9 @@ constexpr void embedding(const transformer& m, const shard& x, const training& t
     k.backward_only("embedding gradient accumulate", stream_class::copy, 8 * T * h);
     if (m.tied) k.backward_only("tied gradient add", stream_class::elementwise, 12 * Vh);
   }
-  if (fwd && m.dropout) detail::keep(v, "embedding dropout mask", x.b * x.s * h / x.tp);
+  // after the tensor-parallel all-reduce the embedding's output is whole on every rank; sequence
+  // parallelism scatters it first (Megatron's `Embedding.forward`)
+  if (fwd && m.dropout) detail::keep(v, "embedding dropout mask", x.norm_tokens() * h);
 }
 
 namespace detail {
@@ -8271,7 +8298,8 @@ constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int l
     x.rebuilt = strata::detail::max(0.0, x.full_layer - x.saved);
   x.layer_gradients =
       (mem.gradients.count() - x.head_gradients) / strata::detail::max(x.layers, 1.0);
-  if (stage == 0) x.embedding = x.in_flight * keeps.embedding.activation;
+  if (stage == 0)
+    x.embedding = s.pipeline.first_chunk_in_flight(micro_batches) * keeps.embedding.activation;
   if (stage == p - 1) {
     const double act = t.activation_bytes(), V = m.vocabulary / tp;
     // the final norm's and the projection's inputs (and weight copy; Megatron's fp32 logits)
@@ -8721,6 +8749,13 @@ inline constexpr sharding deepspeed_zero{.engine = data_engine::deepspeed,
                                          .prefetch_bucket = 2 * 5e7,
                                          .persistence_threshold = 1e5,
                                          .fp32_gradient_group = 1e9};
+
+/// Megatron-DeepSpeed's `BF16_Optimizer` (DeepSpeed runtime/bf16_optimizer.py, with
+/// `zero_optimization.stage` 0 and bf16 on): bf16 weights, an unsharded fp32 gradient
+/// accumulation buffer (`training::gradients` fp32), fp32 masters and moments sharded over the
+/// data-parallel ranks (ZeRO-1), reduced by all-reducing the fp32 buffer in place; the bf16
+/// `.grad` tensors stay alive beside the buffer (`sharding::keeps_16bit_gradients`).
+inline constexpr sharding deepspeed_bf16_optimizer{.keeps_16bit_gradients = true};
 
 }  // namespace strata::frameworks
 

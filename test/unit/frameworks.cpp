@@ -68,18 +68,21 @@ TEST_CASE("parallel::zero_memory_of: one stage's states and buffers from its par
   const training tr{.batch = 8, .sequence = 1024, .framework = frameworks::deepspeed};
   const auto modules = [] { return parallel::partitioned_modules{1e7, 4}; };
   // ZeRO-1 under DeepSpeed: 16-bit weights (2 B) and gradients (2 B) whole, fp32 master and
-  // Adam moments (12 B) sharded: 12 x (1e9 / 8 + 4e8 / 4) = 2.7e9
+  // Adam moments (12 B) sharded: 12 x (1e9 / 8 + 4e8 / 4) = 2.7e9; the rank's partition of the
+  // reduced gradients copied into a buffer it keeps (`contiguous_gradients`): 2 x 2.25e8
   const auto z1 = parallel::zero_memory_of(1, tr, held, x, modules);
   CHECK(z1.weights == 2 * 1.4e9);
-  CHECK(z1.gradients == 2 * 1.4e9);
+  CHECK(z1.gradients == Approx(2 * 1.4e9 + 2 * 2.25e8));
   CHECK(z1.optimizer == Approx(2.7e9));
-  // the embedding's part of the dense ones, once more on its own: 2 + 2 + 12 / 8 = 5.5 B each
-  CHECK(z1.embedding_states == Approx(5.5e8));
-  CHECK(z1.head_gradients == 2e8);
+  // the embedding's part of the dense ones, once more on its own: 2 + 2 + 2 / 8 + 12 / 8 =
+  // 5.75 B each, its gradients 2 + 2 / 8
+  CHECK(z1.embedding_states == Approx(5.75e8));
+  CHECK(z1.head_gradients == Approx(2.25e8));
   // the contiguous gradient bucket: min(5e8 elements x 2 B, 1.4e9 x 2 B) = 1e9 B
   CHECK(z1.buffers == 1e9);
-  // the step's fp32 copy of the rank's 16-bit gradient partition: 4 x (1.25e8 + 1e8) = 9e8 B
-  CHECK(z1.update_buffer == Approx(9e8));
+  // the step's flattened 16-bit gradient partition and its fp32 copy at once:
+  // (2 + 4) x (1.25e8 + 1e8) = 1.35e9 B
+  CHECK(z1.update_buffer == Approx(1.35e9));
   // ZeRO-3 also shards weights and gradients (16 B per parameter over the shards) and gathers
   // the largest module (1e7 x 2 B) and the prefetch bucket (5e7 elements x 2 B) beside the bucket
   const auto z3 = parallel::zero_memory_of(3, tr, held, x, modules);

@@ -307,7 +307,8 @@ constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int l
     x.rebuilt = strata::detail::max(0.0, x.full_layer - x.saved);
   x.layer_gradients =
       (mem.gradients.count() - x.head_gradients) / strata::detail::max(x.layers, 1.0);
-  if (stage == 0) x.embedding = x.in_flight * keeps.embedding.activation;
+  if (stage == 0)
+    x.embedding = s.pipeline.first_chunk_in_flight(micro_batches) * keeps.embedding.activation;
   if (stage == p - 1) {
     const double act = t.activation_bytes(), V = m.vocabulary / tp;
     // the final norm's and the projection's inputs (and weight copy; Megatron's fp32 logits)

@@ -30,6 +30,13 @@ inline constexpr sharding deepspeed_zero{.engine = data_engine::deepspeed,
                                          .persistence_threshold = 1e5,
                                          .fp32_gradient_group = 1e9};
 
+/// Megatron-DeepSpeed's `BF16_Optimizer` (DeepSpeed runtime/bf16_optimizer.py, with
+/// `zero_optimization.stage` 0 and bf16 on): bf16 weights, an unsharded fp32 gradient
+/// accumulation buffer (`training::gradients` fp32), fp32 masters and moments sharded over the
+/// data-parallel ranks (ZeRO-1), reduced by all-reducing the fp32 buffer in place; the bf16
+/// `.grad` tensors stay alive beside the buffer (`sharding::keeps_16bit_gradients`).
+inline constexpr sharding deepspeed_bf16_optimizer{.keeps_16bit_gradients = true};
+
 }  // namespace strata::frameworks
 
 namespace strata::recipes {

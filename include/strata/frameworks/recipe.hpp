@@ -91,6 +91,11 @@ struct sharding {
   /// The optimizer step makes an fp32 copy of the rank's gradient partition, this many
   /// elements at a time (DeepSpeed's `sub_group_size`); 0: none (the gradients are fp32).
   double fp32_gradient_group = 0;
+  /// The 16-bit `.grad` tensors autograd makes stay alive beside fp32 gradient buffers until
+  /// the next backward: DeepSpeed's BF16_Optimizer under its pipeline engine adds them into its
+  /// fp32 buffer with `update_hp_grads(clear_lp_grads=False)` and clears them only before the
+  /// next backward (runtime/pipe/engine.py, `_exec_backward_pass`; runtime/bf16_optimizer.py).
+  bool keeps_16bit_gradients = false;
   /// ZeRO-Offload: optimizer states and fp32 master weights on the host (`cpu`) or on NVMe
   /// (ZeRO-Infinity); the optimizer step then runs on the CPU.
   offload_device offload_optimizer = offload_device::none;

@@ -1040,7 +1040,9 @@ constexpr void embedding(const transformer& m, const shard& x, const training& t
     k.backward_only("embedding gradient accumulate", stream_class::copy, 8 * T * h);
     if (m.tied) k.backward_only("tied gradient add", stream_class::elementwise, 12 * Vh);
   }
-  if (fwd && m.dropout) detail::keep(v, "embedding dropout mask", x.b * x.s * h / x.tp);
+  // after the tensor-parallel all-reduce the embedding's output is whole on every rank; sequence
+  // parallelism scatters it first (Megatron's `Embedding.forward`)
+  if (fwd && m.dropout) detail::keep(v, "embedding dropout mask", x.norm_tokens() * h);
 }
 
 namespace detail {

@@ -106,6 +106,15 @@ struct pipeline_parallel {
       n *= 1.0 + static_cast<double>(degree - 1) / (static_cast<double>(degree) * virtual_stages);
     return n;
   }
+  /// Micro-batches whose first-chunk tensors (the embedding's) stage 0 holds at its fullest: as
+  /// `in_flight`, but under an interleaved schedule 2p: its warm-up runs 2 (p - 1) + (v - 1) p
+  /// forwards, p at a time per chunk, and the first chunk's backwards start (v - 1) p steps into
+  /// the steady state, by when that chunk has run 2p forwards (Megatron-Core's
+  /// `forward_backward_pipelining_with_interleaving`; the simulator runs the same order).
+  [[nodiscard]] constexpr double first_chunk_in_flight(int micro_batches) const {
+    if (kind != schedule::interleaved || virtual_stages <= 1) return in_flight(micro_batches, 0);
+    return strata::detail::min(micro_batches, 2 * degree);
+  }
   /// Fill and drain: the other stages' micro-batch time over v (Narayanan et al. SC'21 §2.2:
   /// bubble fraction (p - 1) / (v m) when the stages are alike).
   [[nodiscard]] constexpr seconds bubble(seconds all_stages, seconds slowest) const {

@@ -73,6 +73,16 @@ constexpr void check_zero_stage(int stage) {
   const zero_stage zs{stage};
   if (e.engine == frameworks::data_engine::fsdp && zs.shards_weights() && t.master_weights())
     z.weights = 0;
+  // the 16-bit gradients autograd made, unsharded beside the fp32 buffers
+  if (e.keeps_16bit_gradients && t.master_weights() && b.gradient >= 4)
+    z.gradients += n * t.weight_bytes();
+  // DeepSpeed ZeRO-1 with `contiguous_gradients` (on by default) copies the rank's partition of
+  // the reduced gradients into a buffer of its own, allocated at the first step and kept
+  // (`grads_in_partition`, stage_1_and_2.py `copy_grads_in_partition`); the gradients of the
+  // whole model are still made in every backward
+  if (e.engine == frameworks::data_engine::deepspeed && zs.shards_optimizer() &&
+      !zs.shards_gradients() && b.gradient < 4)
+    z.gradients += n * b.gradient / shards;
   if (e.offload_optimizer != frameworks::offload_device::none) {
     z.optimizer = 0;
     // from stage 2 each reduced gradient bucket is copied to the host partition and freed
@@ -87,16 +97,17 @@ constexpr void check_zero_stage(int stage) {
 }
 
 /// Bytes the optimizer step adds on one GPU for a partition of `n` parameters at ZeRO stage
-/// `stage`: DeepSpeed's fp32 copy of the 16-bit gradient partition, whole under ZeRO-1/2
-/// (stage_1_and_2.py flattens the partition's gradients to fp32 at once) and one
+/// `stage`: DeepSpeed's fp32 copy of the 16-bit gradient partition, whole under ZeRO-1/2 and one
 /// `sub_group_size` group at a time under ZeRO-3; none when the optimizer runs on the host.
+/// ZeRO-1/2 make it as `flatten(averaged_gradients).to(fp32)` (stage_1_and_2.py, `step`): the
+/// flattened 16-bit partition and its fp32 copy exist together.
 [[nodiscard]] constexpr double update_buffer(double n, int stage, const training& t) {
   const frameworks::sharding& e = t.framework.data;
   if (e.fp32_gradient_group <= 0 || !t.master_weights() || t.gradient_bytes() >= 4 ||
       e.offload_optimizer != frameworks::offload_device::none)
     return 0;
-  return 4 *
-         (zero_stage{stage}.shards_weights() ? strata::detail::min(n, e.fp32_gradient_group) : n);
+  if (zero_stage{stage}.shards_weights()) return 4 * strata::detail::min(n, e.fp32_gradient_group);
+  return (4 + t.gradient_bytes()) * n;
 }
 
 /// What the engines' buffer rule (`engine_buffers`) reads of a plan, on one rank of one stage.
