@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <sstream>
+#include <strata/calibrate/kernel_fit.hpp>
 #include <strata/calibrate/lin_fit.hpp>
 #include <strata/calibrate/readers.hpp>
 #include <strata/strata.hpp>
@@ -127,3 +129,20 @@ TEST_CASE("measured curves interpolate in log-log space") {
 }
 
 }  // namespace unit_calibrate
+
+TEST_CASE("FlashAttention-2's H100 figures fit as an attention class") {
+  // test/data/fa2_h100_attention.csv: 4 causal shapes (head size 128, 2k-16k tokens) read off the
+  // FlashAttention-2 and -3 papers' H100 figures. At head size 128, 8k tokens, 2 x 16 heads the
+  // figures give 308 TFLOP/s forward + backward and 333 forward: 3.5 x 2 x 2 x 16 x 8192^2 x 128 /
+  // 308e12 = 6.247 ms and 2 x 2 x 16 x 8192^2 x 128 / 333e12 = 1.651 ms
+  std::ifstream in(STRATA_TEST_DATA_DIR "/fa2_h100_attention.csv");
+  REQUIRE(in);
+  strata::attention_model a;
+  std::vector<strata::calibrate::class_report> report;
+  strata::calibrate::fit_attention_class(a, report, in, "attention");
+  CHECK(a.forward_backward(2, 16, 8192, 128) == Approx(6.247e-3).epsilon(0.05));
+  CHECK(a.forward(2, 16, 8192, 128) == Approx(1.651e-3).epsilon(0.05));
+  // far below what PyTorch 2.11's SDPA (cuDNN) measured on the H100 at that shape's FLOPs:
+  // 491 TFLOP/s forward + backward (test/data/h100_attention.csv, 1 x 64 heads)
+  CHECK(3.5 * 2 * 2 * 16 * 8192.0 * 8192 * 128 / a.forward_backward(2, 16, 8192, 128) < 350e12);
+}

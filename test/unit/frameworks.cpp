@@ -546,4 +546,22 @@ TEST_CASE("DeepSpeed ZeRO-3 with parameter offload: one GPU never needs less tha
   CHECK(one.memory.total().count() >= two.memory.total().count());
 }
 
+TEST_CASE("BF16_Optimizer: the bf16 .grad tensors stay beside the fp32 accumulation buffer") {
+  // Megatron-DeepSpeed's BF16_Optimizer (zero stage 0, its own ZeRO-1), 1e9 parameters over 8
+  // data-parallel ranks: bf16 weights (2 B), the fp32 accumulation buffer (4 B) and the bf16
+  // gradients autograd made (2 B), whole; fp32 masters and Adam moments (12 B) sharded
+  training tr{.batch = 8,
+              .sequence = 1024,
+              .framework = frameworks::with_engine(frameworks::deepspeed,
+                                                   frameworks::deepspeed_bf16_optimizer)};
+  tr.gradients = dtype::fp32;
+  const auto z = parallel::engine_states(1e9, 8, 1, tr);
+  CHECK(z.weights == 2e9);
+  CHECK(z.gradients == 6e9);
+  CHECK(z.optimizer == Approx(12e9 / 8));
+  // Megatron's engine frees them into its main_grad buffer: the buffer alone
+  tr.framework.data.keeps_16bit_gradients = false;
+  CHECK(parallel::engine_states(1e9, 8, 1, tr).gradients == 4e9);
+}
+
 }  // namespace unit_frameworks
