@@ -4450,10 +4450,11 @@ constexpr void check_zero_stage(int stage) {
     z.gradients += n * t.weight_bytes();
   // DeepSpeed ZeRO-1 with `contiguous_gradients` (on by default) copies the rank's partition of
   // the reduced gradients into a buffer of its own, allocated at the first step and kept
-  // (`grads_in_partition`, stage_1_and_2.py `copy_grads_in_partition`); the gradients of the
-  // whole model are still made in every backward
+  // (`grads_in_partition`, stage_1_and_2.py `copy_grads_in_partition`; an offloaded optimizer
+  // copies them to the host instead); the whole model's gradients are still made every backward
   if (e.engine == frameworks::data_engine::deepspeed && zs.shards_optimizer() &&
-      !zs.shards_gradients() && b.gradient < 4)
+      !zs.shards_gradients() && b.gradient < 4 &&
+      e.offload_optimizer == frameworks::offload_device::none)
     z.gradients += n * b.gradient / shards;
   if (e.offload_optimizer != frameworks::offload_device::none) {
     z.optimizer = 0;
