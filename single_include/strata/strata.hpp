@@ -6271,6 +6271,20 @@ template <class B>
 }
 }  // namespace detail
 
+namespace detail {
+/// DeepSpeed's `BF16_Optimizer` (`sharding::keeps_16bit_gradients`) adds each micro-batch's
+/// 16-bit gradients of `n` parameters into its fp32 buffer after the backward: the pipeline
+/// engine's `_exec_backward_pass` (and `BF16_Optimizer.backward` on the last stage) calls
+/// `update_hp_grads`, whose `hp_grad.add_(lp.grad.to(fp32))` casts (2 B read, 4 written) and
+/// adds (4 + 4 read, 4 written): 18 B per parameter, every micro-batch.
+template <class B>
+constexpr void accumulate_16bit_gradients(const B& k, const training& tr, double n) {
+  if (tr.framework.data.keeps_16bit_gradients && tr.master_weights())
+    k.backward_only("fp32 gradient accumulation (update_hp_grads)", stream_class::elementwise,
+                    18 * n);
+}
+}  // namespace detail
+
 /// The kernels (issue order) and, forward, the kept tensors of one layer on one rank.
 ///
 /// Under the `transformers` module style (Hugging Face modeling code, see
@@ -6322,6 +6336,9 @@ constexpr void layer(const transformer& m, const shard& x, const training& tr, p
   // per-operator checkpointing also caches the sequence-parallel reduce-scatters' outputs
   if (fwd && k.op_sac && x.tp > 1 && x.sp)
     detail::keep(v, "cached reduce-scatter outputs", 2 * L.act * L.tn * L.h);
+  if (!fwd)
+    detail::accumulate_16bit_gradients(
+        k, tr, (m.dense_layer_parameters() + m.expert_layer_parameters() / x.ep) / x.tp);
 }
 
 namespace detail {
@@ -6410,6 +6427,7 @@ constexpr void embedding(const transformer& m, const shard& x, const training& t
     k.backward_only("embedding gradient accumulate", stream_class::copy, 8 * T * h);
     if (m.tied) k.backward_only("tied gradient add", stream_class::elementwise, 12 * Vh);
   }
+  if (!fwd) detail::accumulate_16bit_gradients(k, tr, m.embedding_parameters() / x.tp);
   // after the tensor-parallel all-reduce the embedding's output is whole on every rank; sequence
   // parallelism scatters it first (Megatron's `Embedding.forward`)
   if (fwd && m.dropout) detail::keep(v, "embedding dropout mask", x.norm_tokens() * h);
@@ -6449,6 +6467,8 @@ constexpr void head(const transformer& m, const shard& x, const training& tr, ph
   const bool hf = k.hf();
   const double T = x.tokens(), h = m.hidden, Vt = m.vocabulary / static_cast<double>(x.tp);
   const double logits = T * Vt;
+  // an untied head's own matrix (a tied one's gradient is the embedding's)
+  if (!fwd && !m.tied) detail::accumulate_16bit_gradients(k, tr, Vt * h);
   // LitGPT's `lm_head_chunk_size`: the projection runs per chunk of positions
   // (`recipe::head_chunk`), a quantized head dequantized for each
   const double chunks =

@@ -564,4 +564,54 @@ TEST_CASE("BF16_Optimizer: the bf16 .grad tensors stay beside the fp32 accumulat
   CHECK(parallel::engine_states(1e9, 8, 1, tr).gradients == 4e9);
 }
 
+namespace {
+/// Bytes of the kernels a lowering names `what`.
+struct bytes_of {
+  std::string_view what;
+  double bytes = 0;
+  void kernel(const lower::kernel_op& k) {
+    if (k.what == what) bytes += k.bytes * k.times;
+  }
+  void save(const lower::saved_tensor&) {}
+  void collective(const lower::collective_op&) {}
+};
+}  // namespace
+
+TEST_CASE("BF16_Optimizer: every micro-batch's gradients are added into the fp32 buffer") {
+  // DeepSpeed's pipeline engine calls update_hp_grads after each micro-batch's backward:
+  // hp_grad.add_(lp.grad.to(fp32)), 2 + 4 B by the cast and 4 + 4 + 4 by the add per
+  // parameter. A GPT layer of h = 1024 (MHA, 4h MLP, biases, LayerNorm) has 4h^2 + 4h
+  // attention, 8h^2 + 5h MLP and 4h norm parameters: 12,596,224; over TP 2, 6,298,112 per
+  // rank, 113,366,016 B per micro-batch, in the backward only.
+  const transformer m{.name = "GPT layer",
+                      .layers = 1,
+                      .hidden = 1024,
+                      .heads = 16,
+                      .vocabulary = 50304,
+                      .sequence = 2048};
+  training tr{.batch = 8,
+              .sequence = 2048,
+              .framework = frameworks::with_engine(frameworks::deepspeed,
+                                                   frameworks::deepspeed_bf16_optimizer)};
+  tr.gradients = dtype::fp32;
+  CHECK(m.dense_layer_parameters() == 12'596'224.0);
+  const lower::shard x{.b = 1, .s = 2048, .seq = 2048, .tp = 2};
+  const std::string_view name = "fp32 gradient accumulation (update_hp_grads)";
+  bytes_of back{name}, forward{name};
+  lower::layer(m, x, tr, lower::phase::backward, back);
+  lower::layer(m, x, tr, lower::phase::forward, forward);
+  CHECK(back.bytes == 113'366'016.0);
+  CHECK(forward.bytes == 0);
+  // the embedding's (V + s) h / t with learned positions: 18 x 52,352 x 1024 / 2 =
+  // 482,476,032 B (the head is tied: its gradient is the embedding's)
+  bytes_of embed{name};
+  lower::embedding(m, x, tr, lower::phase::backward, embed);
+  CHECK(embed.bytes == 482'476'032.0);
+  // Megatron accumulates into main_grad inside the weight-gradient GEMM: no pass of its own
+  tr.framework.data.keeps_16bit_gradients = false;
+  bytes_of none{name};
+  lower::layer(m, x, tr, lower::phase::backward, none);
+  CHECK(none.bytes == 0);
+}
+
 }  // namespace unit_frameworks
