@@ -352,6 +352,12 @@ struct training {
     if (!master_weights()) return 4.0;
     return framework.data.engine == frameworks::data_engine::deepspeed ? 2.0 : size_of(gradients);
   }
+  /// The 16-bit `.grad` tensors autograd makes are added into fp32 gradient buffers after each
+  /// backward and stay beside them (`frameworks::sharding::keeps_16bit_gradients`: DeepSpeed's
+  /// BF16_Optimizer): what `parallel::engine_states` keeps and the lowering's accumulation pass.
+  [[nodiscard]] constexpr bool keeps_16bit_gradients() const {
+    return framework.data.keeps_16bit_gradients && master_weights() && gradient_bytes() >= 4;
+  }
   /// Optimizer bytes per parameter: the fp32 master copy (if any) and its states
   /// (`state_bytes`: 4 B each, about 1 B for 8-bit Adam).
   [[nodiscard]] constexpr double optimizer_bytes() const {

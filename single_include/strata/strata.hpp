@@ -1873,6 +1873,12 @@ struct training {
     if (!master_weights()) return 4.0;
     return framework.data.engine == frameworks::data_engine::deepspeed ? 2.0 : size_of(gradients);
   }
+  /// The 16-bit `.grad` tensors autograd makes are added into fp32 gradient buffers after each
+  /// backward and stay beside them (`frameworks::sharding::keeps_16bit_gradients`: DeepSpeed's
+  /// BF16_Optimizer): what `parallel::engine_states` keeps and the lowering's accumulation pass.
+  [[nodiscard]] constexpr bool keeps_16bit_gradients() const {
+    return framework.data.keeps_16bit_gradients && master_weights() && gradient_bytes() >= 4;
+  }
   /// Optimizer bytes per parameter: the fp32 master copy (if any) and its states
   /// (`state_bytes`: 4 B each, about 1 B for 8-bit Adam).
   [[nodiscard]] constexpr double optimizer_bytes() const {
@@ -4446,8 +4452,7 @@ constexpr void check_zero_stage(int stage) {
   if (e.engine == frameworks::data_engine::fsdp && zs.shards_weights() && t.master_weights())
     z.weights = 0;
   // the 16-bit gradients autograd made, unsharded beside the fp32 buffers
-  if (e.keeps_16bit_gradients && t.master_weights() && b.gradient >= 4)
-    z.gradients += n * t.weight_bytes();
+  if (t.keeps_16bit_gradients() && b.gradient >= 4) z.gradients += n * t.weight_bytes();
   // DeepSpeed ZeRO-1 with `contiguous_gradients` (on by default) copies the rank's partition of
   // the reduced gradients into a buffer of its own, allocated at the first step and kept
   // (`grads_in_partition`, stage_1_and_2.py `copy_grads_in_partition`; an offloaded optimizer
@@ -6276,10 +6281,11 @@ namespace detail {
 /// 16-bit gradients of `n` parameters into its fp32 buffer after the backward: the pipeline
 /// engine's `_exec_backward_pass` (and `BF16_Optimizer.backward` on the last stage) calls
 /// `update_hp_grads`, whose `hp_grad.add_(lp.grad.to(fp32))` casts (2 B read, 4 written) and
-/// adds (4 + 4 read, 4 written): 18 B per parameter, every micro-batch.
+/// adds (4 + 4 read, 4 written): 18 B per parameter, every micro-batch. Under LoRA only the
+/// adapters have gradients, a fraction of a percent of the weights: not charged.
 template <class B>
 constexpr void accumulate_16bit_gradients(const B& k, const training& tr, double n) {
-  if (tr.framework.data.keeps_16bit_gradients && tr.master_weights())
+  if (tr.keeps_16bit_gradients() && !tr.lora.on())
     k.backward_only("fp32 gradient accumulation (update_hp_grads)", stream_class::elementwise,
                     18 * n);
 }

@@ -607,7 +607,13 @@ TEST_CASE("BF16_Optimizer: every micro-batch's gradients are added into the fp32
   bytes_of embed{name};
   lower::embedding(m, x, tr, lower::phase::backward, embed);
   CHECK(embed.bytes == 482'476'032.0);
+  // bf16 gradients: no fp32 buffer to add into
+  tr.gradients = dtype::bf16;
+  bytes_of bf16{name};
+  lower::layer(m, x, tr, lower::phase::backward, bf16);
+  CHECK(bf16.bytes == 0);
   // Megatron accumulates into main_grad inside the weight-gradient GEMM: no pass of its own
+  tr.gradients = dtype::fp32;
   tr.framework.data.keeps_16bit_gradients = false;
   bytes_of none{name};
   lower::layer(m, x, tr, lower::phase::backward, none);

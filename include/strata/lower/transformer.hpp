@@ -906,10 +906,11 @@ namespace detail {
 /// 16-bit gradients of `n` parameters into its fp32 buffer after the backward: the pipeline
 /// engine's `_exec_backward_pass` (and `BF16_Optimizer.backward` on the last stage) calls
 /// `update_hp_grads`, whose `hp_grad.add_(lp.grad.to(fp32))` casts (2 B read, 4 written) and
-/// adds (4 + 4 read, 4 written): 18 B per parameter, every micro-batch.
+/// adds (4 + 4 read, 4 written): 18 B per parameter, every micro-batch. Under LoRA only the
+/// adapters have gradients, a fraction of a percent of the weights: not charged.
 template <class B>
 constexpr void accumulate_16bit_gradients(const B& k, const training& tr, double n) {
-  if (tr.framework.data.keeps_16bit_gradients && tr.master_weights())
+  if (tr.keeps_16bit_gradients() && !tr.lora.on())
     k.backward_only("fp32 gradient accumulation (update_hp_grads)", stream_class::elementwise,
                     18 * n);
 }

@@ -74,8 +74,7 @@ constexpr void check_zero_stage(int stage) {
   if (e.engine == frameworks::data_engine::fsdp && zs.shards_weights() && t.master_weights())
     z.weights = 0;
   // the 16-bit gradients autograd made, unsharded beside the fp32 buffers
-  if (e.keeps_16bit_gradients && t.master_weights() && b.gradient >= 4)
-    z.gradients += n * t.weight_bytes();
+  if (t.keeps_16bit_gradients() && b.gradient >= 4) z.gradients += n * t.weight_bytes();
   // DeepSpeed ZeRO-1 with `contiguous_gradients` (on by default) copies the rank's partition of
   // the reduced gradients into a buffer of its own, allocated at the first step and kept
   // (`grads_in_partition`, stage_1_and_2.py `copy_grads_in_partition`; an offloaded optimizer
