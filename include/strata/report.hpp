@@ -53,7 +53,10 @@ enum class memory_moment {
   update,          ///< the optimizer step: every gradient
   /// the end of the forward with the previous step's graph still held by the training loop
   /// (`recipe::keep_logits`) and the tensors it holds outside `save_for_backward`
-  next_forward
+  next_forward,
+  /// after a micro-batch's backward, its 16-bit gradients added into fp32 buffers one tensor at
+  /// a time through an fp32 copy (DeepSpeed's BF16_Optimizer, `update_hp_grads`)
+  accumulation
 };
 
 [[nodiscard]] constexpr std::string_view to_string(memory_moment m) {
@@ -68,6 +71,8 @@ enum class memory_moment {
       return "update";
     case memory_moment::next_forward:
       return "next forward";
+    case memory_moment::accumulation:
+      return "gradient accumulation";
   }
   return "loss";
 }

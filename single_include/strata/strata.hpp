@@ -1118,7 +1118,10 @@ enum class memory_moment {
   update,          ///< the optimizer step: every gradient
   /// the end of the forward with the previous step's graph still held by the training loop
   /// (`recipe::keep_logits`) and the tensors it holds outside `save_for_backward`
-  next_forward
+  next_forward,
+  /// after a micro-batch's backward, its 16-bit gradients added into fp32 buffers one tensor at
+  /// a time through an fp32 copy (DeepSpeed's BF16_Optimizer, `update_hp_grads`)
+  accumulation
 };
 
 [[nodiscard]] constexpr std::string_view to_string(memory_moment m) {
@@ -1133,6 +1136,8 @@ enum class memory_moment {
       return "update";
     case memory_moment::next_forward:
       return "next forward";
+    case memory_moment::accumulation:
+      return "gradient accumulation";
   }
   return "loss";
 }
@@ -8125,6 +8130,9 @@ struct memory_terms {
   double dequant = 0;        ///< a quantized block layer's dequantized copy (one at a time)
   double head_dequant = 0;   ///< the quantized head's (`recipe::quantizes_head`)
   double update_buffer = 0;  ///< the optimizer step's working copy (`parallel::update_buffer`)
+  /// the fp32 copy of the stage's largest gradient that adding the 16-bit gradients into fp32
+  /// buffers makes after each backward (`training::keeps_16bit_gradients`)
+  double accumulation_copy = 0;
 };
 
 /// What the strategy's lowering keeps: a layer (as the strategy recomputes it, and without
@@ -8306,6 +8314,15 @@ constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int l
   const int p = s.pipeline.degree;
   const lower::shard sh = lower::shard_of(m, s, t);
   const double T = sh.tokens(), tp = s.tensor.degree;
+  // BF16_Optimizer's update_hp_grads: hp_grad.add_(lp.grad.to(fp32)) makes an fp32 copy of one
+  // gradient at a time; the largest is a layer's largest matrix or, on a stage holding it, the
+  // embedding (the last stage keeps its own copy of a tied one under pipeline parallelism)
+  if (t.keeps_16bit_gradients() && !t.lora.on()) {
+    double largest = lower::weight_modules(m, sh, t).largest;
+    if (stage == 0 || (stage == p - 1 && (!m.tied || p > 1)))
+      largest = strata::detail::max(largest, static_cast<double>(m.vocabulary) * m.hidden / tp);
+    x.accumulation_copy = 4 * largest;
+  }
   x.layers = layers;
   x.in_flight = s.pipeline.in_flight(micro_batches, stage);
   using lower::keep_kind;
@@ -8363,7 +8380,7 @@ constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int l
   return x;
 }
 
-/// Memory of pipeline stage `stage` on one rank at its peak, the largest of five moments:
+/// Memory of pipeline stage `stage` on one rank at its peak, the largest of six moments:
 /// - loss: model states, every in-flight micro-batch's saved tensors and weight copies, the
 ///   head's inputs and the loss's working set;
 /// - first backward: the same without the loss's working set (and, unless the recipe keeps them
@@ -8375,7 +8392,9 @@ constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int l
 ///   that step's graph-held tensors (bitsandbytes before 0.43.2 under LitGPT);
 /// - last backward: every gradient but the layer's own, the layer's saved and rebuilt tensors
 ///   (and every layer's graph-held ones), the other in-flight micro-batches;
-/// - update: every gradient.
+/// - update: every gradient;
+/// - gradient accumulation (`training::keeps_16bit_gradients`): every gradient, the other
+///   in-flight micro-batches' tensors and the fp32 copy of one gradient.
 /// A quantized base adds one dequantized weight to each moment but the update.
 /// Gradients live all step under Megatron (main_grad buffers) and are made by the backward under
 /// `zero_grad(set_to_none=True)` (PyTorch eager, Hugging Face).
@@ -8414,7 +8433,10 @@ constexpr void some_checkpointed(memory_terms& x, const plan_keeps& keeps, int l
            (x.layers * x.in_flight - 1) * x.graph,
        (x.in_flight - 1) * x.layers * x.casts + x.full_casts, x.embedding, x.held_logits, 0,
        x.dequant},
-      {memory_moment::update, x.gradients, 0, 0, 0, 0, x.update_buffer}};
+      {memory_moment::update, x.gradients, 0, 0, 0, 0, x.update_buffer},
+      // the micro-batch's own tensors are freed; the others in flight stay
+      {memory_moment::accumulation, x.gradients, (x.in_flight - 1) * x.layers * x.saved,
+       (x.in_flight - 1) * x.layers * x.casts, x.embedding, x.held_logits, 0, x.accumulation_copy}};
   const moment* top = &moments[0];
   double first = 0;  // the largest without the previous step's graph
   for (const moment& mo : moments) {

@@ -607,6 +607,29 @@ TEST_CASE("BF16_Optimizer: every micro-batch's gradients are added into the fp32
   bytes_of embed{name};
   lower::embedding(m, x, tr, lower::phase::backward, embed);
   CHECK(embed.bytes == 482'476'032.0);
+  // the fp32 copy update_hp_grads makes of one gradient at a time
+  // (`analytic::memory_terms::accumulation_copy`): on a stage holding the embedding its
+  // 50304 x 1024 / 2 elements, 4 x 25,755,648 = 103,022,592 B; in between the largest layer
+  // matrix, the MLP's 1024 x 4096 / 2: 8,388,608 B. The last stage holds the tied copy.
+  const transformer deep{.name = "GPT",
+                         .layers = 6,
+                         .hidden = 1024,
+                         .heads = 16,
+                         .vocabulary = 50304,
+                         .sequence = 2048};
+  const parallel::nd plan{.tensor = {.degree = 2}, .pipeline = {.degree = 3}};
+  CHECK(analytic::stage_terms(deep, plan, tr, 0).accumulation_copy == 103'022'592.0);
+  CHECK(analytic::stage_terms(deep, plan, tr, 1).accumulation_copy == 8'388'608.0);
+  CHECK(analytic::stage_terms(deep, plan, tr, 2).accumulation_copy == 103'022'592.0);
+  // with full recomputation the copy of the embedding's gradient outweighs the layer rebuilt
+  // in the last backward: the first stage peaks after a backward, every gradient, the copy and
+  // what the other in-flight micro-batches keep
+  parallel::nd full = plan;
+  full.recomputation = parallel::recompute::full;
+  const analytic::memory_terms first = analytic::stage_terms(deep, full, tr, 0);
+  const memory_breakdown peak = analytic::stage_memory(first, tr);
+  CHECK(peak.moment == memory_moment::accumulation);
+  CHECK(peak.workspace.count() - first.states.workspace.count() == 103'022'592.0);
   // bf16 gradients: no fp32 buffer to add into
   tr.gradients = dtype::bf16;
   bytes_of bf16{name};

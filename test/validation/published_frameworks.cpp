@@ -320,9 +320,8 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
     if (o.metric == "oom") {
       ++oom_rows;
       oom_predicted += o.predicted > 0 ? 1 : 0;
-      if (o.predicted == 0)
-        WARN("ran out of memory, predicted to fit: " << o.plan << ", " << o.required_gib
-                                                     << " GiB required");
+      WARN("ran out of memory, predicted " << to_string(o.verdict) << ": " << o.plan << ", "
+                                           << o.required_gib << " GiB required");
       strata_test::record("published_frameworks",
                           "source,framework,metric,measured,predicted,error_pct", o.source,
                           o.framework, o.metric, o.measured, o.predicted, 0.0);
@@ -355,9 +354,11 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   CHECK(oom_rows == 8);
   // (5 while Megatron-DeepSpeed's host checkpoints were on the GPU; 4 -> 5 with what DeepSpeed's
   // optimizers keep: BF16_Optimizer's bf16 gradients, ZeRO-1's gradient partition and the step's
-  // flattened copy, and the embedding's whole dropout mask without sequence parallelism)
-  CHECK(oom_predicted == 5);
-  // of the 105 rows that ran, the verdicts (issue 40: none should read "does not fit"); the four
+  // flattened copy, and the embedding's whole dropout mask without sequence parallelism; 5 -> 6
+  // with the fp32 copy of the embedding's gradient that update_hp_grads makes after each
+  // backward: BLOOM 184.3B at micro-batch 1)
+  CHECK(oom_predicted == 6);
+  // of the 105 rows that ran, the verdicts (issue 40: none should read "does not fit"); the
   // OOM rows predicted to fit are a memory shortfall, not the slack's
   WARN("runs that ran: " << ran[memory_verdict::fits] << " fit, " << ran[memory_verdict::tight]
                          << " tight, " << ran[memory_verdict::does_not_fit] << " do not fit");
@@ -385,8 +386,9 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   // (BigScience's DeepSpeed checkpoints to the host, the Trainer without autocast: 58.1 -> 56.7;
   // attention without FlashAttention: 55.6)
   CHECK(100 * median(errors["deepspeed"]) == Approx(55.6).margin(0.5));
-  // (DeepSpeed's optimizer buffers, the CUDA context BigScience measured: 17.8 -> 11.8)
-  CHECK(100 * median(errors["memory"]) == Approx(11.8).margin(0.5));
+  // (DeepSpeed's optimizer buffers, the CUDA context BigScience measured: 17.8 -> 11.8;
+  // update_hp_grads's fp32 copy of a gradient: 11.5)
+  CHECK(100 * median(errors["memory"]) == Approx(11.5).margin(0.5));
 }
 
 TEST_CASE("published runs: the simulator agrees with the closed form") {

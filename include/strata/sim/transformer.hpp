@@ -516,6 +516,13 @@ struct transformer_builder {
       deps = {task};
     }
     task = backward_layers(sp, at, deps, task, reduce_here);
+    // DeepSpeed's BF16_Optimizer then adds the micro-batch's gradients into its fp32 buffer,
+    // one tensor at a time through an fp32 copy (the pass itself is in the layers' backward)
+    if (const double copy = terms[I].accumulation_copy; copy > 0) {
+      const int fp32 = tensor(i, "fp32 copy of a gradient (update_hp_grads)", copy);
+      task = ex.kernels(i, "update_hp_grads mb " + at.tag, lower::span::kernel(0, 0), {task},
+                        task_class::compute, {fp32}, {fp32});
+    }
     if (reduce_here && at.last)
       while (released[I] < sp.buckets) reduce_bucket(sp, task);
     last[I] = task;
