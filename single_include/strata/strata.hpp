@@ -1297,6 +1297,26 @@ enum class data_engine {
   fsdp        ///< PyTorch FSDP (FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2, NO_SHARD = 0)
 };
 
+/// What pipelines the tensor-parallel collectives with GEMMs under `recipe::tp_comm_overlap`
+/// (with sequence parallelism each block gathers its input before its column-parallel GEMM and
+/// reduce-scatters its output after its row-parallel one; `analytic::overlapped_layer_comm`).
+enum class tp_overlap_engine {
+  /// Transformer Engine's userbuffers (Megatron-Core's `--tp-comm-overlap`, NeMo): every
+  /// collective of both passes beside the GEMM it feeds or drains (`initialize_ub` in
+  /// transformer_engine/pytorch/module/base.py: ring-exchange or pipelined overlaps of the
+  /// qkv, proj, fc1 and fc2 forward GEMMs and of the proj and fc2 input gradients; bulk overlaps
+  /// of the input's re-gather beside the qkv and fc1 input gradients and of their reduce-scatter
+  /// beside the weight gradients)
+  userbuffers,
+  /// PyTorch's micro-pipelined tensor parallelism (torch.compile's `micro_pipeline_tp_pass`,
+  /// torch/_inductor/fx_passes/micro_pipeline_tp.py; torchtitan's async TP), which fuses what
+  /// matches `all_gather -> mm` and `reduce_scatter(mm)`: forward all four; backward the
+  /// gathers of the output gradient before the row-parallel input gradients. The reduce-scatter
+  /// of a column-parallel input gradient reduces a sum of matmuls (Q, K and V; gate and up),
+  /// which the pattern does not match: it blocks
+  micro_pipeline
+};
+
 /// Where ZeRO-Offload and ZeRO-Infinity keep what they take off the GPU.
 enum class offload_device { none, cpu, nvme };
 
@@ -1417,9 +1437,11 @@ struct recipe {
   /// counted.
   int vocabulary_padding = 128;
   /// tensor-parallel all-gathers and reduce-scatters pipelined with the GEMMs beside them
-  /// (Megatron-Core's `--tp-comm-overlap`, Transformer Engine userbuffers;
-  /// `analytic::overlapped_tensor_comm`); false: they block the stream
+  /// (Megatron-Core's `--tp-comm-overlap`, Transformer Engine userbuffers; torchtitan's async TP;
+  /// `analytic::overlapped_layer_comm`); false: they block the stream
   bool tp_comm_overlap = false;
+  /// what does that overlap, and which collectives it covers
+  frameworks::tp_overlap_engine tp_overlap = frameworks::tp_overlap_engine::userbuffers;
   /// a column-parallel linear's backward runs its block's tensor-parallel collectives beside its
   /// GEMMs (Megatron-LM's `LinearWithGradAccumulationAndAsyncCommunication`, core/tensor_parallel/
   /// layers.py, under its required CUDA_DEVICE_MAX_CONNECTIONS=1): the input gradient's
@@ -3983,17 +4005,25 @@ enum class kernel_kind { gemm, attention, memory, optimizer };
 /// The stream model that prices a memory-bound kernel (`device_profile`'s classes).
 enum class stream_class { copy, layer_norm, softmax, elementwise, dropout };
 
-/// A backward GEMM of a column-parallel linear (QKV, MLP up and gate) that a tensor-parallel
-/// collective of the same block can run beside (Megatron's
-/// `LinearWithGradAccumulationAndAsyncCommunication`, `analytic::collectives_of`): the input
-/// gradient's GEMM (dgrad, beside the sequence-parallel re-gather of the input) or the weight
-/// gradient's (wgrad, beside the input gradient's all-reduce or reduce-scatter).
+/// A GEMM of a tensor-parallel linear that a collective of the same block can run beside
+/// (`analytic::collectives_of`). Backward, of a column-parallel linear (QKV, MLP up and gate):
+/// the input gradient's GEMM (dgrad, beside the sequence-parallel re-gather of the input) or the
+/// weight gradient's (wgrad, beside the input gradient's all-reduce or reduce-scatter), as
+/// Megatron's `LinearWithGradAccumulationAndAsyncCommunication` and Transformer Engine's bulk
+/// overlaps run them. Under a pipelined overlap (`recipe::tp_comm_overlap`) also the forward
+/// GEMMs, each beside the all-gather that feeds it (`in`: QKV, MLP up) or the reduce-scatter
+/// that drains it (`out`: the attention projection, MLP down), and backward the row-parallel
+/// linear's input gradient (`out`), beside the gather of its output gradient.
 enum class tp_window : unsigned char {
   none,
   attention_dgrad,
   attention_wgrad,
   mlp_dgrad,
-  mlp_wgrad
+  mlp_wgrad,
+  attention_in,
+  mlp_in,
+  attention_out,
+  mlp_out
 };
 
 /// One kernel. GEMMs are C = A(m x k) B(k x n) (`traffic`: the bytes an implicit GEMM really
@@ -5716,6 +5746,19 @@ struct builder {
         return tp_window::none;
     }
   }
+  /// The window of linear `what`'s forward GEMM (and, for a row-parallel one, its input
+  /// gradient's): the block's `in` for a column-parallel linear, `out` for the attention
+  /// projection and MLP down.
+  [[nodiscard]] static constexpr tp_window block_window(std::string_view what) {
+    const tp_window column = column_window(what);
+    if (column == tp_window::attention_dgrad) return tp_window::attention_in;
+    if (column == tp_window::mlp_dgrad) return tp_window::mlp_in;
+    if (what.size() == 20 && what[0] == 'a' && what[10] == 'p')  // "attention projection"
+      return tp_window::attention_out;
+    if (what.size() == 8 && what[0] == 'M' && what[4] == 'd')  // "MLP down"
+      return tp_window::mlp_out;
+    return tp_window::none;
+  }
   /// y = x W^T (+ b) with W of n x k over m rows: one GEMM forward, dX and dW backward. Under
   /// autocast the weight (and bias) is cast to 16 bits before (held until backward; with
   /// `cast_input` the fp32 input too, and that copy is what the GEMM keeps) and the weight
@@ -5753,7 +5796,7 @@ struct builder {
              hf() ? keep_kind::until_loss : keep_kind::weight_copy);
       }
       const bool keep_output = cached(what);  // per-operator checkpointing
-      gemm(what, {}, m, n, k, times, false, false, mis, keep_output);
+      gemm(what, {}, m, n, k, times, false, false, mis, keep_output, block_window(what));
       if (keep_output)
         detail::keep(v, "cached matmul output", times * tr.activation_bytes() * m * n);
       if (adapted(what)) {  // x A^T, then (x A^T) B^T added to y; A's output kept for dB
@@ -5776,8 +5819,9 @@ struct builder {
     // dequantized again for dX
     if (tr.lora.quantized() && (what != "output projection" || tr.framework.quantizes_head))
       frozen_weight(what, elements, m, k, times);
-    const tp_window dgrad = column_window(what);
-    gemm(what, "dX", m, k, n, times, false, false, mis, false, dgrad);
+    const tp_window dgrad = column_window(what), block = block_window(what);
+    gemm(what, "dX", m, k, n, times, false, false, mis, false,
+         dgrad != tp_window::none ? dgrad : block);
     gemm(what, "dW", k, n, m, times, false, false, mis, false,
          dgrad == tp_window::none ? dgrad : static_cast<tp_window>(static_cast<int>(dgrad) + 1));
     if (adapted(what)) {  // dB, the gradient through B, dA and the gradient through A
@@ -7091,9 +7135,9 @@ struct layer_kind_compute {
   layer_keeps keeps{}, whole_keeps{};
 };
 
-/// A layer's backward GEMM time (s) that its tensor-parallel collectives can run beside, per
-/// `lower::tp_window` but `none` (index: the window's value less one).
-using tp_windows = std::array<double, 4>;
+/// A layer's GEMM time (s) that its tensor-parallel collectives can run beside, per
+/// `lower::tp_window` but `none` (index: the window's value less one), in one pass.
+using tp_windows = std::array<double, 8>;
 
 struct layer_compute {
   lower::span forward, backward;
@@ -7103,7 +7147,8 @@ struct layer_compute {
   lower::span embedding_forward, embedding_backward;  ///< first stage
   lower::span head_forward, head_backward;            ///< last stage: norm, logits, loss
   double attention_backward = 0;  ///< s of GPU time (what ring attention hides behind)
-  tp_windows windows{};           ///< the backward's column-parallel GEMMs (`collectives_of`)
+  tp_windows windows{};           ///< the backward's GEMMs by window (`collectives_of`)
+  tp_windows forward_windows{};   ///< the forward's GEMMs by window
   double checkpoint_host = 0;     ///< host time to re-enter a checkpointed layer
   double per_kernel = 0;          ///< host time per kernel (eager recipes)
   double per_tensor = 0;          ///< host time per parameter tensor in the optimizer step
@@ -7229,6 +7274,7 @@ struct gemm_models {
   c.backward = b.result();
   c.attention_backward = b.attention_gpu;
   c.windows = b.windows;
+  c.forward_windows = f.windows;
   c.embedding_forward = ef.result();
   c.embedding_backward = eb.result();
   c.head_forward = hf.result();
@@ -7354,6 +7400,49 @@ struct layer_collectives {
   return max(comm - gemm, comm / static_cast<double>(tp));
 }
 
+/// What a sequence-parallel layer's tensor-parallel collectives leave exposed under
+/// `recipe::tp_comm_overlap`, from one call's time of an all-gather (`ag`) and a reduce-scatter
+/// (`rs`) of the block's b s h and the layer's GEMMs by window (`fwd`, `bwd`;
+/// `lower::tp_window`). Each collective is pipelined in `tp` chunks with the GEMM it feeds or
+/// drains and leaves `overlapped_tensor_comm` of that GEMM exposed, not of the whole layer's:
+/// a small projection beside an equal collective shows it. Per block (attention, MLP):
+/// - forward: the input's gather beside the column-parallel GEMM (`in`), the output's
+///   reduce-scatter beside the row-parallel one (`out`);
+/// - backward, Transformer Engine's userbuffers: the output gradient's gather beside the
+///   row-parallel input gradient (`out`), the input's re-gather beside the column-parallel input
+///   gradient (dgrad) and its reduce-scatter beside the weight gradient (wgrad);
+/// - backward, PyTorch's micro-pipelined TP: the gather beside the row-parallel input gradient;
+///   the reduce-scatter of the column-parallel input gradient blocks (a sum of matmuls, which
+///   the fused pattern does not match; `frameworks::tp_overlap_engine`).
+/// A block without such GEMMs (MoE experts) leaves its collectives whole.
+struct overlapped_comm {
+  seconds forward{}, backward{};
+};
+[[nodiscard]] constexpr overlapped_comm overlapped_layer_comm(seconds ag, seconds rs,
+                                                              const tp_windows& fwd,
+                                                              const tp_windows& bwd, int tp,
+                                                              frameworks::tp_overlap_engine e) {
+  using lower::tp_window;
+  const auto at = [](const tp_windows& w, tp_window k) {
+    return seconds{w[static_cast<std::size_t>(k) - 1]};
+  };
+  const auto hide = [tp](seconds comm, seconds gemm) {
+    return gemm > seconds{} ? overlapped_tensor_comm(comm, gemm, tp) : comm;
+  };
+  const bool torch = e == frameworks::tp_overlap_engine::micro_pipeline;
+  overlapped_comm out;
+  for (const auto [in, out_gemm, dgrad, wgrad] :
+       {std::array{tp_window::attention_in, tp_window::attention_out, tp_window::attention_dgrad,
+                   tp_window::attention_wgrad},
+        std::array{tp_window::mlp_in, tp_window::mlp_out, tp_window::mlp_dgrad,
+                   tp_window::mlp_wgrad}}) {
+    out.forward += hide(ag, at(fwd, in)) + hide(rs, at(fwd, out_gemm));
+    out.backward += hide(ag, at(bwd, out_gemm)) +
+                    (torch ? rs : hide(ag, at(bwd, dgrad)) + hide(rs, at(bwd, wgrad)));
+  }
+  return out;
+}
+
 namespace detail {
 constexpr std::size_t tp_call_index(comm::collective op) {
   return op == comm::collective::all_reduce ? 0 : op == comm::collective::all_gather ? 1 : 2;
@@ -7440,8 +7529,14 @@ constexpr std::size_t tp_call_index(comm::collective op) {
   if (tr.framework.tp_async_backward && !tr.framework.tp_comm_overlap && x.tp > 1 && !m.mla())
     v.out.tensor_backward =
         detail::async_tensor_backward(v.tp_call[0], v.tp_call[1], v.tp_call[2], x.sp, lc.windows);
-  if (tr.framework.tp_comm_overlap && x.tp > 1) {
-    // the GEMMs are the layer's kernels less its attention core
+  if (tr.framework.tp_comm_overlap && x.tp > 1 && !m.mla()) {
+    const overlapped_comm o = overlapped_layer_comm(v.tp_call[1], v.tp_call[2],
+                                                    lc.forward_windows, lc.windows, x.tp,
+                                                    tr.framework.tp_overlap);
+    v.out.tensor = o.forward;
+    v.out.tensor_backward = o.backward;
+  } else if (tr.framework.tp_comm_overlap && x.tp > 1) {
+    // latent attention's collectives differ: behind the layer's kernels less its attention core
     v.out.tensor =
         overlapped_tensor_comm(v.out.tensor, seconds{lc.forward.gpu - lc.attention.gpu}, x.tp);
     v.out.tensor_backward = overlapped_tensor_comm(
@@ -8879,6 +8974,8 @@ struct pytorch_eager : frameworks::recipe {
                            .workspace = 64.0 * 1024 * 1024,
                            .batch_bytes_per_token = 16,
                            .vocabulary_padding = 1,
+                           // DTensor's tensor parallelism, overlapped by torch.compile's pass
+                           .tp_overlap = frameworks::tp_overlap_engine::micro_pipeline,
                            // no Megatron linear layers: every tensor-parallel collective blocks
                            .tp_async_backward = false,
                            // SDPA has no soft-cap: a capped model is written out op by op

@@ -390,6 +390,52 @@ TEST_CASE("tensor-parallel communication overlap hides all but one chunk behind 
   for (const auto& r : found.best) CHECK(r.strategy.tensor.sequence);
 }
 
+TEST_CASE("an overlapped collective hides behind the GEMM it feeds or drains, not the layer's") {
+  const auto ms = [](double x) { return seconds{x * 1e-3}; };
+  using lower::tp_window;
+  const auto set = [](analytic::tp_windows& w, tp_window k, double s) {
+    w[static_cast<std::size_t>(k) - 1] = s;
+  };
+  // forward GEMMs: QKV 2 ms, attention projection 0.5 ms, MLP up 4 ms, MLP down 2 ms; backward:
+  // QKV dgrad and wgrad 2 ms each, MLP up's 4 ms each, the projections' input gradients 0.5 and
+  // 2 ms; each all-gather and reduce-scatter 1 ms, in 4 chunks
+  analytic::tp_windows f{}, b{};
+  set(f, tp_window::attention_in, 2e-3);
+  set(f, tp_window::attention_out, 0.5e-3);
+  set(f, tp_window::mlp_in, 4e-3);
+  set(f, tp_window::mlp_out, 2e-3);
+  set(b, tp_window::attention_dgrad, 2e-3);
+  set(b, tp_window::attention_wgrad, 2e-3);
+  set(b, tp_window::mlp_dgrad, 4e-3);
+  set(b, tp_window::mlp_wgrad, 4e-3);
+  set(b, tp_window::attention_out, 0.5e-3);
+  set(b, tp_window::mlp_out, 2e-3);
+  // forward: max(1 - 2, 1/4) + max(1 - 0.5, 1/4) + max(1 - 4, 1/4) + max(1 - 2, 1/4)
+  //        = 0.25 + 0.5 + 0.25 + 0.25 = 1.25 ms (all 4 ms behind all 8.5 ms: 1 ms)
+  const auto te = analytic::overlapped_layer_comm(ms(1), ms(1), f, b, 4,
+                                                  frameworks::tp_overlap_engine::userbuffers);
+  CHECK(te.forward.count() == Approx(1.25e-3));
+  // userbuffers backward, per block the gather before the row-parallel dX, the re-gather beside
+  // dgrad and the reduce-scatter beside wgrad: (0.5 + 0.25 + 0.25) + (0.25 + 0.25 + 0.25)
+  CHECK(te.backward.count() == Approx(1.75e-3));
+  // PyTorch's micro-pipelined TP: the reduce-scatters of the summed column-parallel input
+  // gradients block: (0.5 + 1) + (0.25 + 1) = 2.75 ms
+  const auto torch = analytic::overlapped_layer_comm(
+      ms(1), ms(1), f, b, 4, frameworks::tp_overlap_engine::micro_pipeline);
+  CHECK(torch.forward.count() == Approx(1.25e-3));
+  CHECK(torch.backward.count() == Approx(2.75e-3));
+  // a block with no such GEMM (MoE experts) leaves both of its collectives whole
+  analytic::tp_windows moe = f;
+  set(moe, tp_window::mlp_in, 0);
+  set(moe, tp_window::mlp_out, 0);
+  CHECK(analytic::overlapped_layer_comm(ms(1), ms(1), moe, b, 4,
+                                        frameworks::tp_overlap_engine::userbuffers)
+            .forward.count() == Approx(2.75e-3));
+  // the recipes: Megatron's Transformer Engine, PyTorch's (and FSDP's) compiled DTensor
+  STATIC_REQUIRE(frameworks::megatron.tp_overlap == frameworks::tp_overlap_engine::userbuffers);
+  STATIC_REQUIRE(frameworks::fsdp.tp_overlap == frameworks::tp_overlap_engine::micro_pipeline);
+}
+
 TEST_CASE("Megatron's backward runs tensor-parallel collectives beside column-parallel GEMMs") {
   const auto ms = [](double x) { return seconds{x * 1e-3}; };
   // the backward GEMMs of QKV and MLP up (`lower::tp_window` order: attention dgrad and wgrad,

@@ -377,8 +377,9 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   // been close only because that traffic was charged as exposed; Transformer Engine's fp8 casts
   // and the 16-bit head: 24.7 -> 20.8, fsdp's float8 rows 27.1 -> 26.1; fms-fsdp's checkpointed
   // blocks recomputed: fsdp 26.1 -> 24.4; fms-fsdp's network as its README gives it, 400 and
-  // 800 Gbps a node: 24.4 -> 23.8)
-  CHECK(100 * median(errors["megatron"]) == Approx(20.8).margin(0.5));
+  // 800 Gbps a node: 24.4 -> 23.8; each overlapped tensor-parallel collective behind the GEMM
+  // it feeds or drains rather than the whole layer's: megatron 20.8 -> 20.3)
+  CHECK(100 * median(errors["megatron"]) == Approx(20.3).margin(0.5));
   // (Megatron-DeepSpeed's 2022 attention without FlashAttention: 18.7 -> 15.0)
   CHECK(100 * median(errors["megatron_deepspeed"]) == Approx(15.0).margin(0.5));
   // (FlashAttention-2's H100 rates on the rows whose sources ran it: fsdp 23.8 -> 20.6)

@@ -67,9 +67,9 @@ struct layer_kind_compute {
   layer_keeps keeps{}, whole_keeps{};
 };
 
-/// A layer's backward GEMM time (s) that its tensor-parallel collectives can run beside, per
-/// `lower::tp_window` but `none` (index: the window's value less one).
-using tp_windows = std::array<double, 4>;
+/// A layer's GEMM time (s) that its tensor-parallel collectives can run beside, per
+/// `lower::tp_window` but `none` (index: the window's value less one), in one pass.
+using tp_windows = std::array<double, 8>;
 
 struct layer_compute {
   lower::span forward, backward;
@@ -79,7 +79,8 @@ struct layer_compute {
   lower::span embedding_forward, embedding_backward;  ///< first stage
   lower::span head_forward, head_backward;            ///< last stage: norm, logits, loss
   double attention_backward = 0;  ///< s of GPU time (what ring attention hides behind)
-  tp_windows windows{};           ///< the backward's column-parallel GEMMs (`collectives_of`)
+  tp_windows windows{};           ///< the backward's GEMMs by window (`collectives_of`)
+  tp_windows forward_windows{};   ///< the forward's GEMMs by window
   double checkpoint_host = 0;     ///< host time to re-enter a checkpointed layer
   double per_kernel = 0;          ///< host time per kernel (eager recipes)
   double per_tensor = 0;          ///< host time per parameter tensor in the optimizer step
@@ -205,6 +206,7 @@ struct gemm_models {
   c.backward = b.result();
   c.attention_backward = b.attention_gpu;
   c.windows = b.windows;
+  c.forward_windows = f.windows;
   c.embedding_forward = ef.result();
   c.embedding_backward = eb.result();
   c.head_forward = hf.result();
@@ -330,6 +332,49 @@ struct layer_collectives {
   return max(comm - gemm, comm / static_cast<double>(tp));
 }
 
+/// What a sequence-parallel layer's tensor-parallel collectives leave exposed under
+/// `recipe::tp_comm_overlap`, from one call's time of an all-gather (`ag`) and a reduce-scatter
+/// (`rs`) of the block's b s h and the layer's GEMMs by window (`fwd`, `bwd`;
+/// `lower::tp_window`). Each collective is pipelined in `tp` chunks with the GEMM it feeds or
+/// drains and leaves `overlapped_tensor_comm` of that GEMM exposed, not of the whole layer's:
+/// a small projection beside an equal collective shows it. Per block (attention, MLP):
+/// - forward: the input's gather beside the column-parallel GEMM (`in`), the output's
+///   reduce-scatter beside the row-parallel one (`out`);
+/// - backward, Transformer Engine's userbuffers: the output gradient's gather beside the
+///   row-parallel input gradient (`out`), the input's re-gather beside the column-parallel input
+///   gradient (dgrad) and its reduce-scatter beside the weight gradient (wgrad);
+/// - backward, PyTorch's micro-pipelined TP: the gather beside the row-parallel input gradient;
+///   the reduce-scatter of the column-parallel input gradient blocks (a sum of matmuls, which
+///   the fused pattern does not match; `frameworks::tp_overlap_engine`).
+/// A block without such GEMMs (MoE experts) leaves its collectives whole.
+struct overlapped_comm {
+  seconds forward{}, backward{};
+};
+[[nodiscard]] constexpr overlapped_comm overlapped_layer_comm(seconds ag, seconds rs,
+                                                              const tp_windows& fwd,
+                                                              const tp_windows& bwd, int tp,
+                                                              frameworks::tp_overlap_engine e) {
+  using lower::tp_window;
+  const auto at = [](const tp_windows& w, tp_window k) {
+    return seconds{w[static_cast<std::size_t>(k) - 1]};
+  };
+  const auto hide = [tp](seconds comm, seconds gemm) {
+    return gemm > seconds{} ? overlapped_tensor_comm(comm, gemm, tp) : comm;
+  };
+  const bool torch = e == frameworks::tp_overlap_engine::micro_pipeline;
+  overlapped_comm out;
+  for (const auto [in, out_gemm, dgrad, wgrad] :
+       {std::array{tp_window::attention_in, tp_window::attention_out, tp_window::attention_dgrad,
+                   tp_window::attention_wgrad},
+        std::array{tp_window::mlp_in, tp_window::mlp_out, tp_window::mlp_dgrad,
+                   tp_window::mlp_wgrad}}) {
+    out.forward += hide(ag, at(fwd, in)) + hide(rs, at(fwd, out_gemm));
+    out.backward += hide(ag, at(bwd, out_gemm)) +
+                    (torch ? rs : hide(ag, at(bwd, dgrad)) + hide(rs, at(bwd, wgrad)));
+  }
+  return out;
+}
+
 namespace detail {
 constexpr std::size_t tp_call_index(comm::collective op) {
   return op == comm::collective::all_reduce ? 0 : op == comm::collective::all_gather ? 1 : 2;
@@ -416,8 +461,14 @@ constexpr std::size_t tp_call_index(comm::collective op) {
   if (tr.framework.tp_async_backward && !tr.framework.tp_comm_overlap && x.tp > 1 && !m.mla())
     v.out.tensor_backward =
         detail::async_tensor_backward(v.tp_call[0], v.tp_call[1], v.tp_call[2], x.sp, lc.windows);
-  if (tr.framework.tp_comm_overlap && x.tp > 1) {
-    // the GEMMs are the layer's kernels less its attention core
+  if (tr.framework.tp_comm_overlap && x.tp > 1 && !m.mla()) {
+    const overlapped_comm o = overlapped_layer_comm(v.tp_call[1], v.tp_call[2],
+                                                    lc.forward_windows, lc.windows, x.tp,
+                                                    tr.framework.tp_overlap);
+    v.out.tensor = o.forward;
+    v.out.tensor_backward = o.backward;
+  } else if (tr.framework.tp_comm_overlap && x.tp > 1) {
+    // latent attention's collectives differ: behind the layer's kernels less its attention core
     v.out.tensor =
         overlapped_tensor_comm(v.out.tensor, seconds{lc.forward.gpu - lc.attention.gpu}, x.tp);
     v.out.tensor_backward = overlapped_tensor_comm(

@@ -36,6 +36,8 @@ struct pytorch_eager : frameworks::recipe {
                            .workspace = 64.0 * 1024 * 1024,
                            .batch_bytes_per_token = 16,
                            .vocabulary_padding = 1,
+                           // DTensor's tensor parallelism, overlapped by torch.compile's pass
+                           .tp_overlap = frameworks::tp_overlap_engine::micro_pipeline,
                            // no Megatron linear layers: every tensor-parallel collective blocks
                            .tp_async_backward = false,
                            // SDPA has no soft-cap: a capped model is written out op by op

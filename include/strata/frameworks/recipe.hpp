@@ -57,6 +57,26 @@ enum class data_engine {
   fsdp        ///< PyTorch FSDP (FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2, NO_SHARD = 0)
 };
 
+/// What pipelines the tensor-parallel collectives with GEMMs under `recipe::tp_comm_overlap`
+/// (with sequence parallelism each block gathers its input before its column-parallel GEMM and
+/// reduce-scatters its output after its row-parallel one; `analytic::overlapped_layer_comm`).
+enum class tp_overlap_engine {
+  /// Transformer Engine's userbuffers (Megatron-Core's `--tp-comm-overlap`, NeMo): every
+  /// collective of both passes beside the GEMM it feeds or drains (`initialize_ub` in
+  /// transformer_engine/pytorch/module/base.py: ring-exchange or pipelined overlaps of the
+  /// qkv, proj, fc1 and fc2 forward GEMMs and of the proj and fc2 input gradients; bulk overlaps
+  /// of the input's re-gather beside the qkv and fc1 input gradients and of their reduce-scatter
+  /// beside the weight gradients)
+  userbuffers,
+  /// PyTorch's micro-pipelined tensor parallelism (torch.compile's `micro_pipeline_tp_pass`,
+  /// torch/_inductor/fx_passes/micro_pipeline_tp.py; torchtitan's async TP), which fuses what
+  /// matches `all_gather -> mm` and `reduce_scatter(mm)`: forward all four; backward the
+  /// gathers of the output gradient before the row-parallel input gradients. The reduce-scatter
+  /// of a column-parallel input gradient reduces a sum of matmuls (Q, K and V; gate and up),
+  /// which the pattern does not match: it blocks
+  micro_pipeline
+};
+
 /// Where ZeRO-Offload and ZeRO-Infinity keep what they take off the GPU.
 enum class offload_device { none, cpu, nvme };
 
@@ -177,9 +197,11 @@ struct recipe {
   /// counted.
   int vocabulary_padding = 128;
   /// tensor-parallel all-gathers and reduce-scatters pipelined with the GEMMs beside them
-  /// (Megatron-Core's `--tp-comm-overlap`, Transformer Engine userbuffers;
-  /// `analytic::overlapped_tensor_comm`); false: they block the stream
+  /// (Megatron-Core's `--tp-comm-overlap`, Transformer Engine userbuffers; torchtitan's async TP;
+  /// `analytic::overlapped_layer_comm`); false: they block the stream
   bool tp_comm_overlap = false;
+  /// what does that overlap, and which collectives it covers
+  frameworks::tp_overlap_engine tp_overlap = frameworks::tp_overlap_engine::userbuffers;
   /// a column-parallel linear's backward runs its block's tensor-parallel collectives beside its
   /// GEMMs (Megatron-LM's `LinearWithGradAccumulationAndAsyncCommunication`, core/tensor_parallel/
   /// layers.py, under its required CUDA_DEVICE_MAX_CONNECTIONS=1): the input gradient's

@@ -28,17 +28,25 @@ enum class kernel_kind { gemm, attention, memory, optimizer };
 /// The stream model that prices a memory-bound kernel (`device_profile`'s classes).
 enum class stream_class { copy, layer_norm, softmax, elementwise, dropout };
 
-/// A backward GEMM of a column-parallel linear (QKV, MLP up and gate) that a tensor-parallel
-/// collective of the same block can run beside (Megatron's
-/// `LinearWithGradAccumulationAndAsyncCommunication`, `analytic::collectives_of`): the input
-/// gradient's GEMM (dgrad, beside the sequence-parallel re-gather of the input) or the weight
-/// gradient's (wgrad, beside the input gradient's all-reduce or reduce-scatter).
+/// A GEMM of a tensor-parallel linear that a collective of the same block can run beside
+/// (`analytic::collectives_of`). Backward, of a column-parallel linear (QKV, MLP up and gate):
+/// the input gradient's GEMM (dgrad, beside the sequence-parallel re-gather of the input) or the
+/// weight gradient's (wgrad, beside the input gradient's all-reduce or reduce-scatter), as
+/// Megatron's `LinearWithGradAccumulationAndAsyncCommunication` and Transformer Engine's bulk
+/// overlaps run them. Under a pipelined overlap (`recipe::tp_comm_overlap`) also the forward
+/// GEMMs, each beside the all-gather that feeds it (`in`: QKV, MLP up) or the reduce-scatter
+/// that drains it (`out`: the attention projection, MLP down), and backward the row-parallel
+/// linear's input gradient (`out`), beside the gather of its output gradient.
 enum class tp_window : unsigned char {
   none,
   attention_dgrad,
   attention_wgrad,
   mlp_dgrad,
-  mlp_wgrad
+  mlp_wgrad,
+  attention_in,
+  mlp_in,
+  attention_out,
+  mlp_out
 };
 
 /// One kernel. GEMMs are C = A(m x k) B(k x n) (`traffic`: the bytes an implicit GEMM really

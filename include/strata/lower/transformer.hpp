@@ -336,6 +336,19 @@ struct builder {
         return tp_window::none;
     }
   }
+  /// The window of linear `what`'s forward GEMM (and, for a row-parallel one, its input
+  /// gradient's): the block's `in` for a column-parallel linear, `out` for the attention
+  /// projection and MLP down.
+  [[nodiscard]] static constexpr tp_window block_window(std::string_view what) {
+    const tp_window column = column_window(what);
+    if (column == tp_window::attention_dgrad) return tp_window::attention_in;
+    if (column == tp_window::mlp_dgrad) return tp_window::mlp_in;
+    if (what.size() == 20 && what[0] == 'a' && what[10] == 'p')  // "attention projection"
+      return tp_window::attention_out;
+    if (what.size() == 8 && what[0] == 'M' && what[4] == 'd')  // "MLP down"
+      return tp_window::mlp_out;
+    return tp_window::none;
+  }
   /// y = x W^T (+ b) with W of n x k over m rows: one GEMM forward, dX and dW backward. Under
   /// autocast the weight (and bias) is cast to 16 bits before (held until backward; with
   /// `cast_input` the fp32 input too, and that copy is what the GEMM keeps) and the weight
@@ -373,7 +386,7 @@ struct builder {
              hf() ? keep_kind::until_loss : keep_kind::weight_copy);
       }
       const bool keep_output = cached(what);  // per-operator checkpointing
-      gemm(what, {}, m, n, k, times, false, false, mis, keep_output);
+      gemm(what, {}, m, n, k, times, false, false, mis, keep_output, block_window(what));
       if (keep_output)
         detail::keep(v, "cached matmul output", times * tr.activation_bytes() * m * n);
       if (adapted(what)) {  // x A^T, then (x A^T) B^T added to y; A's output kept for dB
@@ -396,8 +409,9 @@ struct builder {
     // dequantized again for dX
     if (tr.lora.quantized() && (what != "output projection" || tr.framework.quantizes_head))
       frozen_weight(what, elements, m, k, times);
-    const tp_window dgrad = column_window(what);
-    gemm(what, "dX", m, k, n, times, false, false, mis, false, dgrad);
+    const tp_window dgrad = column_window(what), block = block_window(what);
+    gemm(what, "dX", m, k, n, times, false, false, mis, false,
+         dgrad != tp_window::none ? dgrad : block);
     gemm(what, "dW", k, n, m, times, false, false, mis, false,
          dgrad == tp_window::none ? dgrad : static_cast<tp_window>(static_cast<int>(dgrad) + 1));
     if (adapted(what)) {  // dB, the gradient through B, dA and the gradient through A
