@@ -1404,6 +1404,11 @@ struct recipe {
   /// RMSNorm upcasts its input (`x.float()`, LitGPT's and torchtune's own RMSNorm) and autograd
   /// keeps that fp32 copy; false: the norm keeps its input as the residual stream holds it
   bool norm_fp32_input = false;
+  /// RMSNorm is written as tensor ops and runs as one kernel each (pow, mean, + eps, rsqrt,
+  /// x r, the cast back, w n; `transformers`' and torchtitan's own RMSNorm without
+  /// torch.compile); false: one fused kernel (Megatron's, `nn.RMSNorm`'s on current PyTorch).
+  /// The `transformers` module style always runs the op chain.
+  bool rmsnorm_op_chain = false;
   /// attention's inputs as LitGPT writes them: q and k rotated into new tensors and, with fewer
   /// k/v heads than query heads, k and v repeated to every head (`expand` then `reshape`,
   /// copies); SDPA keeps what it is given, so with one k/v head per query head v stays a view
@@ -5848,31 +5853,39 @@ struct builder {
     // LitGPT's and torchtune's RMSNorm: `x.float()` first, and that copy is what autograd keeps
     // (with a trained weight the fp32 normalized tensor too, for the weight's gradient)
     const bool upcast = tr.framework.norm_fp32_input && hf() && !transformers_code();
+    // an RMSNorm written as tensor ops (`recipe::rmsnorm_op_chain`): a kernel per op
+    const bool chain = kind == norm_kind::rms_norm && hf() &&
+                       (transformers_code() || tr.framework.rmsnorm_op_chain);
     if (keep_input) save("norm input", (upcast ? 4.0 : tr.residual_bytes()) * tokens * h);
-    if (keep_input && upcast && !tr.lora.on()) save("norm fp32 output", 4 * tokens * h);
+    if (keep_input && upcast && !chain && !tr.lora.on()) save("norm fp32 output", 4 * tokens * h);
     if (!hf()) {
       pointwise(what, stream_class::layer_norm, 2 * tokens * h * tr.activation_bytes());
       if (cast && autocast()) memory(what, "cast", stream_class::copy, 6 * tokens * h);
       return;
     }
-    if (kind == norm_kind::layer_norm || !transformers_code()) {  // one fp32 kernel
+    if (!chain) {  // one fp32 kernel
       pointwise(what, stream_class::layer_norm, 8 * tokens * h);
       save(kind == norm_kind::layer_norm ? "norm mean and rstd" : "norm rstd",
            (kind == norm_kind::layer_norm ? 8 : 4) * tokens);
       return;
     }
     if (!backward) {
+      // a 16-bit residual stream is upcast first (`x.float()`) and the result cast back
+      // (`type_as(x)`, torchtitan/models/norms.py), and w n then runs at its width
+      const double res = tr.residual_bytes();
+      if (upcast) memory(what, "upcast", stream_class::copy, (res + 4) * tokens * h);
       memory(what, "pow", stream_class::elementwise, 8 * tokens * h);
       memory(what, "mean", stream_class::layer_norm, 4 * tokens * h);
       memory(what, "+ eps", stream_class::elementwise, 8 * tokens);
       memory(what, "rsqrt", stream_class::elementwise, 8 * tokens);
       memory(what, "x r", stream_class::elementwise, 8 * tokens * h);
-      memory(what, "w n", stream_class::elementwise, 8 * tokens * h);
+      if (upcast) memory(what, "cast back", stream_class::copy, (4 + res) * tokens * h);
+      memory(what, "w n", stream_class::elementwise, (upcast ? 3 * res : 8.0) * tokens * h);
       // w n keeps n for the weight's gradient: none when LoRA freezes the weight
       if (tr.lora.on())
         save("norm r", 4 * tokens);
       else
-        save("norm n and r", 4 * tokens * h + 4 * tokens);
+        save("norm n and r", (upcast ? res : 4.0) * tokens * h + 4 * tokens);
     } else {
       memory(what, "backward", stream_class::elementwise, 10 * tokens * h, 11);
       memory(what, "backward (rows)", stream_class::elementwise, 8 * tokens, 3);
@@ -7530,9 +7543,8 @@ constexpr std::size_t tp_call_index(comm::collective op) {
     v.out.tensor_backward =
         detail::async_tensor_backward(v.tp_call[0], v.tp_call[1], v.tp_call[2], x.sp, lc.windows);
   if (tr.framework.tp_comm_overlap && x.tp > 1 && !m.mla()) {
-    const overlapped_comm o = overlapped_layer_comm(v.tp_call[1], v.tp_call[2],
-                                                    lc.forward_windows, lc.windows, x.tp,
-                                                    tr.framework.tp_overlap);
+    const overlapped_comm o = overlapped_layer_comm(v.tp_call[1], v.tp_call[2], lc.forward_windows,
+                                                    lc.windows, x.tp, tr.framework.tp_overlap);
     v.out.tensor = o.forward;
     v.out.tensor_backward = o.backward;
   } else if (tr.framework.tp_comm_overlap && x.tp > 1) {
@@ -9060,12 +9072,37 @@ struct fsdp : pytorch_eager {
   }
 };
 
+/// torchtitan's Llama as its configurations run it without torch.compile (`compile = false`
+/// in train_configs/llama3_*.toml, read at 9dec370, December 2024): FSDP2 units with
+/// `MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)` (no autocast: a 16-bit residual
+/// stream) over torch.nn modules, each op its own kernel (torchtitan/models/llama/model.py):
+/// - separate wq, wk, wv and w1, w3, w2 linears, SDPA, `F.silu(w1(x)) * w3(x)`;
+/// - torchtitan's RMSNorm (models/norms.py, `norm_type = "rmsnorm"`): `x.float()`, pow, mean,
+///   + eps, rsqrt, x r, `type_as(x)`, w n, one kernel each; autograd keeps the fp32 copy, r
+///   and the 16-bit n;
+/// - the loss on `pred.float()` (`cross_entropy` of the fp32 logits).
+/// Its rotary embedding multiplies complex fp32 copies of q and k (three kernels each), priced
+/// as the rotate-half chain of `pytorch_eager_modules` (five). With torch.compile the norms'
+/// and activations' chains fuse: `fsdp`, whose modules are fused kernels, prices those runs.
+struct torchtitan : pytorch_eager_modules {
+  constexpr torchtitan() {
+    name = "torchtitan";
+    autocast = false;  // MixedPrecisionPolicy casts the gathered parameters instead
+    norm_fp32_input = true;
+    rmsnorm_op_chain = true;
+    batch_bytes_per_token = 16;  // int64 inputs and labels
+    data = frameworks::fsdp_units;
+  }
+};
+
 }  // namespace strata::recipes
 
 namespace strata::frameworks {
 
 /// The rules of `recipes::fsdp` as a value (what `training::framework` holds).
 inline constexpr recipe fsdp = recipes::fsdp{};
+/// The rules of `recipes::torchtitan` as a value.
+inline constexpr recipe torchtitan = recipes::torchtitan{};
 
 }  // namespace strata::frameworks
 

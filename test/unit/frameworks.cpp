@@ -420,8 +420,8 @@ TEST_CASE("an overlapped collective hides behind the GEMM it feeds or drains, no
   CHECK(te.backward.count() == Approx(1.75e-3));
   // PyTorch's micro-pipelined TP: the reduce-scatters of the summed column-parallel input
   // gradients block: (0.5 + 1) + (0.25 + 1) = 2.75 ms
-  const auto torch = analytic::overlapped_layer_comm(
-      ms(1), ms(1), f, b, 4, frameworks::tp_overlap_engine::micro_pipeline);
+  const auto torch = analytic::overlapped_layer_comm(ms(1), ms(1), f, b, 4,
+                                                     frameworks::tp_overlap_engine::micro_pipeline);
   CHECK(torch.forward.count() == Approx(1.25e-3));
   CHECK(torch.backward.count() == Approx(2.75e-3));
   // a block with no such GEMM (MoE experts) leaves both of its collectives whole
@@ -622,6 +622,47 @@ struct bytes_of {
   void collective(const lower::collective_op&) {}
 };
 }  // namespace
+
+namespace {
+/// Bytes of the tensors a lowering keeps under the name `what`.
+struct kept_as {
+  std::string_view what;
+  double bytes = 0;
+  void save(const lower::saved_tensor& t) {
+    if (t.what == what) bytes += t.bytes;
+  }
+};
+}  // namespace
+
+TEST_CASE("torchtitan without torch.compile runs its RMSNorm as a chain of fp32 kernels") {
+  // torchtitan/models/norms.py: x.float(), pow, mean, + eps, rsqrt, x r, type_as(x), w n, on
+  // a bf16 residual stream (FSDP2's MixedPrecisionPolicy, no autocast). Per norm of T = 512
+  // tokens of h = 2048, in bytes of T h: the upcast 2 + 4, pow 8, mean 4, x r 8, the cast back
+  // 4 + 2, w n 3 x 2 = 38; per row (+ eps, rsqrt) 16: 38 x 1,048,576 + 16 x 512 = 39,854,080 B.
+  // A layer has two (before attention and before the MLP).
+  const transformer m = zoo::llama3_2_1b();
+  REQUIRE(m.hidden == 2048);
+  const lower::shard x{.b = 1, .s = 512, .seq = 512};
+  training tr{.batch = 1, .sequence = 512, .framework = frameworks::torchtitan};
+  bytes_of norm{"input norm"};
+  lower::layer(m, x, tr, lower::phase::forward, norm);
+  CHECK(norm.bytes == 39'854'080.0);
+  // autograd keeps the fp32 copy (4 T h), the bf16 n (2 T h) and r (4 T), per norm
+  kept_as input{"norm input"}, n{"norm n and r"};
+  lower::layer(m, x, tr, lower::phase::forward, input);
+  lower::layer(m, x, tr, lower::phase::forward, n);
+  CHECK(input.bytes == 2 * 4.0 * 512 * 2048);
+  CHECK(n.bytes == 2 * (2.0 * 512 * 2048 + 4 * 512));
+  // compiled (`fsdp`) the chain is one fused kernel over the bf16 stream: 2 x 2 B of T h
+  tr.framework = frameworks::fsdp;
+  bytes_of fused{"input norm"};
+  lower::layer(m, x, tr, lower::phase::forward, fused);
+  CHECK(fused.bytes == 4.0 * 512 * 2048);
+  // the recipe is FSDP2's engine under torch.nn module code, without autocast
+  STATIC_REQUIRE(frameworks::torchtitan.data.engine == frameworks::data_engine::fsdp);
+  STATIC_REQUIRE(!frameworks::torchtitan.autocast);
+  STATIC_REQUIRE(!frameworks::torchtitan.fused_qkv);
+}
 
 TEST_CASE("BF16_Optimizer: every micro-batch's gradients are added into the fp32 buffer") {
   // DeepSpeed's pipeline engine calls update_hp_grads after each micro-batch's backward:

@@ -156,7 +156,11 @@ row_plan plan_of(const std::map<std::string, std::string>& r) {
     tr.framework = frameworks::megatron;
     zero = 1;  // the distributed optimizer
   } else if (fw == "fsdp") {
-    tr.framework = frameworks::fsdp;
+    // torchtitan without torch.compile runs its modules op by op (its RMSNorm a chain of
+    // kernels); compiled runs (the rest of the set) fuse them, as `fsdp` prices them
+    const bool eager_titan =
+        r.at("source") == "torchtitan-bench" && has(r.at("notes"), "no compile");
+    tr.framework = eager_titan ? frameworks::torchtitan : frameworks::fsdp;
     zero = has(mode, "SHARD_GRAD_OP") ? 2 : 3;
     if (has(mode, "HYBRID") || has(mode, "HSDP")) shard_group = 8;
   } else if (has(mode, "inside BF16_Optimizer")) {
@@ -382,8 +386,9 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   CHECK(100 * median(errors["megatron"]) == Approx(20.3).margin(0.5));
   // (Megatron-DeepSpeed's 2022 attention without FlashAttention: 18.7 -> 15.0)
   CHECK(100 * median(errors["megatron_deepspeed"]) == Approx(15.0).margin(0.5));
-  // (FlashAttention-2's H100 rates on the rows whose sources ran it: fsdp 23.8 -> 20.6)
-  CHECK(100 * median(errors["fsdp"]) == Approx(20.6).margin(0.5));
+  // (FlashAttention-2's H100 rates on the rows whose sources ran it: fsdp 23.8 -> 20.6;
+  // torchtitan's runs without torch.compile priced as its module code runs op by op: 18.8)
+  CHECK(100 * median(errors["fsdp"]) == Approx(18.8).margin(0.5));
   // (BigScience's DeepSpeed checkpoints to the host, the Trainer without autocast: 58.1 -> 56.7;
   // attention without FlashAttention: 55.6)
   CHECK(100 * median(errors["deepspeed"]) == Approx(55.6).margin(0.5));

@@ -462,9 +462,8 @@ constexpr std::size_t tp_call_index(comm::collective op) {
     v.out.tensor_backward =
         detail::async_tensor_backward(v.tp_call[0], v.tp_call[1], v.tp_call[2], x.sp, lc.windows);
   if (tr.framework.tp_comm_overlap && x.tp > 1 && !m.mla()) {
-    const overlapped_comm o = overlapped_layer_comm(v.tp_call[1], v.tp_call[2],
-                                                    lc.forward_windows, lc.windows, x.tp,
-                                                    tr.framework.tp_overlap);
+    const overlapped_comm o = overlapped_layer_comm(v.tp_call[1], v.tp_call[2], lc.forward_windows,
+                                                    lc.windows, x.tp, tr.framework.tp_overlap);
     v.out.tensor = o.forward;
     v.out.tensor_backward = o.backward;
   } else if (tr.framework.tp_comm_overlap && x.tp > 1) {

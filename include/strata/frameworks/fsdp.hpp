@@ -33,11 +33,36 @@ struct fsdp : pytorch_eager {
   }
 };
 
+/// torchtitan's Llama as its configurations run it without torch.compile (`compile = false`
+/// in train_configs/llama3_*.toml, read at 9dec370, December 2024): FSDP2 units with
+/// `MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)` (no autocast: a 16-bit residual
+/// stream) over torch.nn modules, each op its own kernel (torchtitan/models/llama/model.py):
+/// - separate wq, wk, wv and w1, w3, w2 linears, SDPA, `F.silu(w1(x)) * w3(x)`;
+/// - torchtitan's RMSNorm (models/norms.py, `norm_type = "rmsnorm"`): `x.float()`, pow, mean,
+///   + eps, rsqrt, x r, `type_as(x)`, w n, one kernel each; autograd keeps the fp32 copy, r
+///   and the 16-bit n;
+/// - the loss on `pred.float()` (`cross_entropy` of the fp32 logits).
+/// Its rotary embedding multiplies complex fp32 copies of q and k (three kernels each), priced
+/// as the rotate-half chain of `pytorch_eager_modules` (five). With torch.compile the norms'
+/// and activations' chains fuse: `fsdp`, whose modules are fused kernels, prices those runs.
+struct torchtitan : pytorch_eager_modules {
+  constexpr torchtitan() {
+    name = "torchtitan";
+    autocast = false;  // MixedPrecisionPolicy casts the gathered parameters instead
+    norm_fp32_input = true;
+    rmsnorm_op_chain = true;
+    batch_bytes_per_token = 16;  // int64 inputs and labels
+    data = frameworks::fsdp_units;
+  }
+};
+
 }  // namespace strata::recipes
 
 namespace strata::frameworks {
 
 /// The rules of `recipes::fsdp` as a value (what `training::framework` holds).
 inline constexpr recipe fsdp = recipes::fsdp{};
+/// The rules of `recipes::torchtitan` as a value.
+inline constexpr recipe torchtitan = recipes::torchtitan{};
 
 }  // namespace strata::frameworks

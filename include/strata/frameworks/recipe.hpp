@@ -164,6 +164,11 @@ struct recipe {
   /// RMSNorm upcasts its input (`x.float()`, LitGPT's and torchtune's own RMSNorm) and autograd
   /// keeps that fp32 copy; false: the norm keeps its input as the residual stream holds it
   bool norm_fp32_input = false;
+  /// RMSNorm is written as tensor ops and runs as one kernel each (pow, mean, + eps, rsqrt,
+  /// x r, the cast back, w n; `transformers`' and torchtitan's own RMSNorm without
+  /// torch.compile); false: one fused kernel (Megatron's, `nn.RMSNorm`'s on current PyTorch).
+  /// The `transformers` module style always runs the op chain.
+  bool rmsnorm_op_chain = false;
   /// attention's inputs as LitGPT writes them: q and k rotated into new tensors and, with fewer
   /// k/v heads than query heads, k and v repeated to every head (`expand` then `reshape`,
   /// copies); SDPA keeps what it is given, so with one k/v head per query head v stays a view

@@ -389,6 +389,7 @@ inline training parse_transformer_training(const json& j) {
                                       {"huggingface", frameworks::huggingface},
                                       {"deepspeed", frameworks::deepspeed},
                                       {"fsdp", frameworks::fsdp},
+                                      {"torchtitan", frameworks::torchtitan},
                                       {"litgpt", frameworks::litgpt},
                                       {"torchtune", frameworks::torchtune}});
   // another data-parallel engine under the framework's model code (e.g. huggingface + deepspeed)

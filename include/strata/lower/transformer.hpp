@@ -438,31 +438,39 @@ struct builder {
     // LitGPT's and torchtune's RMSNorm: `x.float()` first, and that copy is what autograd keeps
     // (with a trained weight the fp32 normalized tensor too, for the weight's gradient)
     const bool upcast = tr.framework.norm_fp32_input && hf() && !transformers_code();
+    // an RMSNorm written as tensor ops (`recipe::rmsnorm_op_chain`): a kernel per op
+    const bool chain = kind == norm_kind::rms_norm && hf() &&
+                       (transformers_code() || tr.framework.rmsnorm_op_chain);
     if (keep_input) save("norm input", (upcast ? 4.0 : tr.residual_bytes()) * tokens * h);
-    if (keep_input && upcast && !tr.lora.on()) save("norm fp32 output", 4 * tokens * h);
+    if (keep_input && upcast && !chain && !tr.lora.on()) save("norm fp32 output", 4 * tokens * h);
     if (!hf()) {
       pointwise(what, stream_class::layer_norm, 2 * tokens * h * tr.activation_bytes());
       if (cast && autocast()) memory(what, "cast", stream_class::copy, 6 * tokens * h);
       return;
     }
-    if (kind == norm_kind::layer_norm || !transformers_code()) {  // one fp32 kernel
+    if (!chain) {  // one fp32 kernel
       pointwise(what, stream_class::layer_norm, 8 * tokens * h);
       save(kind == norm_kind::layer_norm ? "norm mean and rstd" : "norm rstd",
            (kind == norm_kind::layer_norm ? 8 : 4) * tokens);
       return;
     }
     if (!backward) {
+      // a 16-bit residual stream is upcast first (`x.float()`) and the result cast back
+      // (`type_as(x)`, torchtitan/models/norms.py), and w n then runs at its width
+      const double res = tr.residual_bytes();
+      if (upcast) memory(what, "upcast", stream_class::copy, (res + 4) * tokens * h);
       memory(what, "pow", stream_class::elementwise, 8 * tokens * h);
       memory(what, "mean", stream_class::layer_norm, 4 * tokens * h);
       memory(what, "+ eps", stream_class::elementwise, 8 * tokens);
       memory(what, "rsqrt", stream_class::elementwise, 8 * tokens);
       memory(what, "x r", stream_class::elementwise, 8 * tokens * h);
-      memory(what, "w n", stream_class::elementwise, 8 * tokens * h);
+      if (upcast) memory(what, "cast back", stream_class::copy, (4 + res) * tokens * h);
+      memory(what, "w n", stream_class::elementwise, (upcast ? 3 * res : 8.0) * tokens * h);
       // w n keeps n for the weight's gradient: none when LoRA freezes the weight
       if (tr.lora.on())
         save("norm r", 4 * tokens);
       else
-        save("norm n and r", 4 * tokens * h + 4 * tokens);
+        save("norm n and r", (upcast ? res : 4.0) * tokens * h + 4 * tokens);
     } else {
       memory(what, "backward", stream_class::elementwise, 10 * tokens * h, 11);
       memory(what, "backward (rows)", stream_class::elementwise, 8 * tokens, 3);
