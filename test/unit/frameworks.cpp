@@ -611,26 +611,17 @@ TEST_CASE("BF16_Optimizer: the bf16 .grad tensors stay beside the fp32 accumulat
 }
 
 namespace {
-/// Bytes of the kernels a lowering names `what`.
+/// Bytes of the kernels a lowering names `what`, and of the tensors it keeps under that name.
 struct bytes_of {
   std::string_view what;
-  double bytes = 0;
+  double bytes = 0, kept = 0;
   void kernel(const lower::kernel_op& k) {
     if (k.what == what) bytes += k.bytes * k.times;
   }
-  void save(const lower::saved_tensor&) {}
-  void collective(const lower::collective_op&) {}
-};
-}  // namespace
-
-namespace {
-/// Bytes of the tensors a lowering keeps under the name `what`.
-struct kept_as {
-  std::string_view what;
-  double bytes = 0;
   void save(const lower::saved_tensor& t) {
-    if (t.what == what) bytes += t.bytes;
+    if (t.what == what) kept += t.bytes;
   }
+  void collective(const lower::collective_op&) {}
 };
 }  // namespace
 
@@ -648,11 +639,11 @@ TEST_CASE("torchtitan without torch.compile runs its RMSNorm as a chain of fp32 
   lower::layer(m, x, tr, lower::phase::forward, norm);
   CHECK(norm.bytes == 39'854'080.0);
   // autograd keeps the fp32 copy (4 T h), the bf16 n (2 T h) and r (4 T), per norm
-  kept_as input{"norm input"}, n{"norm n and r"};
+  bytes_of input{"norm input"}, n{"norm n and r"};
   lower::layer(m, x, tr, lower::phase::forward, input);
   lower::layer(m, x, tr, lower::phase::forward, n);
-  CHECK(input.bytes == 2 * 4.0 * 512 * 2048);
-  CHECK(n.bytes == 2 * (2.0 * 512 * 2048 + 4 * 512));
+  CHECK(input.kept == 2 * 4.0 * 512 * 2048);
+  CHECK(n.kept == 2 * (2.0 * 512 * 2048 + 4 * 512));
   // compiled (`fsdp`) the chain is one fused kernel over the bf16 stream: 2 x 2 B of T h
   tr.framework = frameworks::fsdp;
   bytes_of fused{"input norm"};
