@@ -35,11 +35,11 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string_view>
-#include <compare>
-#include <type_traits>
 #include <string>
 #include <limits>
+#include <type_traits>
 #include <cmath>
+#include <compare>
 #include <utility>
 #include <vector>
 #include <bit>
@@ -64,6 +64,114 @@ class plan_error : public std::invalid_argument {
 };
 
 }  // namespace strata
+
+// ---- strata/detail/cmath.hpp -------------------------------------------------------------------
+/// @file detail/cmath.hpp
+/// @brief `constexpr` exp, log, log2 and pow for the cost models (std's are not constexpr in
+/// C++20). At run time they call the C library's functions; in constant evaluation they use range
+/// reduction and series accurate to a few ulp over the ranges the models use.
+///
+/// With GCC and Clang the run-time calls go through the compilers' builtins, which are the
+/// functions <cmath> declares, so that the umbrella header need not include <cmath> (in C++17 and
+/// later it brings the special functions: 21 MB of GCC's memory, against 90 MB for the whole
+/// umbrella header without it).
+
+
+#if defined(__GNUC__) || defined(__clang__)
+#define STRATA_DETAIL_LIBM(f) __builtin_##f
+#else
+#define STRATA_DETAIL_LIBM(f) std::f
+#endif
+
+namespace strata::detail {
+
+inline constexpr double ln2 = 0.693147180559945309417232121458176568;
+
+constexpr double ldexp_ce(double x, int e) {
+  while (e > 0) {
+    x *= 2.0;
+    --e;
+  }
+  while (e < 0) {
+    x *= 0.5;
+    ++e;
+  }
+  return x;
+}
+
+/// e^x.
+constexpr double exp(double x) {
+  if (!std::is_constant_evaluated()) return STRATA_DETAIL_LIBM(exp)(x);
+  if (x != x) return x;
+  if (x > 709.0) return std::numeric_limits<double>::infinity();
+  if (x < -745.0) return 0.0;
+  // x = k ln2 + r, |r| <= ln2 / 2
+  const double kd = x / ln2;
+  const int k = static_cast<int>(kd < 0 ? kd - 0.5 : kd + 0.5);
+  const double r = x - k * ln2;
+  double term = 1.0, sum = 1.0;
+  for (int n = 1; n < 30; ++n) {
+    term *= r / n;
+    sum += term;
+  }
+  return ldexp_ce(sum, k);
+}
+
+/// Natural logarithm of x > 0.
+constexpr double log(double x) {
+  if (!std::is_constant_evaluated()) return STRATA_DETAIL_LIBM(log)(x);
+  if (!(x > 0.0)) return std::numeric_limits<double>::quiet_NaN();
+  if (x == std::numeric_limits<double>::infinity()) return x;
+  // x = m 2^e with m in [1, 2)
+  int e = 0;
+  while (x >= 2.0) {
+    x *= 0.5;
+    ++e;
+  }
+  while (x < 1.0) {
+    x *= 2.0;
+    --e;
+  }
+  // log(m) = 2 atanh(z), z = (m - 1) / (m + 1) in [0, 1/3)
+  const double z = (x - 1.0) / (x + 1.0), z2 = z * z;
+  double term = z, sum = 0.0;
+  for (int n = 1; n < 80; n += 2) {
+    sum += term / n;
+    term *= z2;
+  }
+  return 2.0 * sum + e * ln2;
+}
+
+constexpr double log2(double x) { return log(x) / ln2; }
+constexpr double log10(double x) { return log(x) / 2.302585092994045684017991454684364208; }
+constexpr double pow(double base, double e) { return exp(e * log(base)); }
+
+/// Square root: Newton's iteration in a constant expression, the C library's at run time.
+constexpr double sqrt(double x) {
+  if (!std::is_constant_evaluated()) return STRATA_DETAIL_LIBM(sqrt)(x);
+  if (!(x > 0.0)) return x == 0.0 ? 0.0 : std::numeric_limits<double>::quiet_NaN();
+  if (x == std::numeric_limits<double>::infinity()) return x;
+  double r = x > 1.0 ? x : 1.0;
+  for (int i = 0; i < 200; ++i) {
+    const double next = 0.5 * (r + x / r);
+    if (next >= r) break;  // converged: Newton's iterates decrease to the root
+    r = next;
+  }
+  return r;
+}
+
+/// True when x is neither infinite nor NaN (as `std::isfinite`, and usable in constant
+/// expressions).
+constexpr bool isfinite(double x) { return x - x == 0.0; }
+/// The smallest integer not below `q` (|q| < 2^63).
+constexpr double ceil_of(double q) {
+  const double f = static_cast<double>(static_cast<long long>(q));
+  return f < q ? f + 1 : f;
+}
+
+}  // namespace strata::detail
+
+#undef STRATA_DETAIL_LIBM
 
 // ---- strata/units.hpp --------------------------------------------------------------------------
 /// @file units.hpp
@@ -295,6 +403,12 @@ struct device {
   double clock_mhz = 0;  ///< boost clock
   bytes l2{};            ///< L2 cache
   byte_rate link{};      ///< one direction of the part's peer links (NVLink, Infinity Fabric, PCIe)
+  /// Rated board power, the power the datasheet's peaks are sustained at (H100 SXM 700 W); 0
+  /// where unknown.
+  double power_w = 0;
+  /// The power limit the GPU is held at (`nvidia-smi -pl`); 0: its rated `power_w`. Profiles
+  /// built for the device scale its arithmetic rates by `power_clock_share` (hardware/kernels.hpp).
+  double power_limit_w = 0;
 
   /// Dense peak for arithmetic in `t`.
   [[nodiscard]] constexpr flop_rate peak(dtype t) const {
@@ -319,6 +433,38 @@ struct device {
     return fp32;
   }
 };
+
+/// What a power limit does to a GPU's arithmetic, in the form P ~ f^(1/a) that dynamic power
+/// (f V^2, the voltage rising with the clock) takes over the clocks a limit selects: held at
+/// `power_limit_w` below its rated `power_w` it sustains (limit / rated)^a of its rated arithmetic
+/// rates (tensor and CUDA cores, GEMMs and attention alike); HBM has its own clock, so
+/// memory-bound kernels keep their rates. a = 0.445 rests on one public H100 pair at the same
+/// shape: a bf16 8192^3 GEMM at 585.23 TFLOP/s on Meta's H100s held at 500 W (pytorch/FBGEMM
+/// pull request 2546, 2024-04-29) against 679.76 TFLOP/s on this project's H100 SXM at its rated
+/// 700 W (test/data/h100_gemm.csv): 585.23 / 679.76 = 0.8609 = (500 / 700)^0.445. The same pair's
+/// fp8 GEMM (1,125.5 TFLOP/s) is 4 % below what the bf16 share gives at the fp8 peak.
+inline constexpr double power_clock_exponent = 0.445;
+
+/// The share of its rated arithmetic rates device `d` sustains at its power limit: 1 without one,
+/// (power_limit_w / power_w)^`power_clock_exponent` below the rated power. A limit above the rated
+/// power, under a quarter of it, or on a device whose rated power is unknown is an error.
+[[nodiscard]] constexpr double power_clock_share(const device& d) {
+  if (d.power_limit_w <= 0 || d.power_limit_w == d.power_w) return 1.0;
+  const std::string name(d.name);
+  const auto watts = [](double w) {
+    return std::to_string(static_cast<long long>(w + 0.5)) + " W";
+  };
+  if (d.power_w <= 0)
+    throw plan_error(name + " has a power limit but no rated board power: give its power_W");
+  if (d.power_limit_w > d.power_w)
+    throw plan_error(name + ": a power limit of " + watts(d.power_limit_w) +
+                     " is above its rated " + watts(d.power_w));
+  if (d.power_limit_w < 0.25 * d.power_w)
+    throw plan_error(name + ": a power limit of " + watts(d.power_limit_w) +
+                     " is under a quarter of its rated " + watts(d.power_w) +
+                     ", outside what the model rests on");
+  return detail::pow(d.power_limit_w / d.power_w, power_clock_exponent);
+}
 
 }  // namespace strata
 
@@ -2065,7 +2211,8 @@ struct context {
   [[nodiscard]] constexpr layer_time time(std::size_t i) const {
     if (!profiled.empty()) return profiled[i];
     const layer& l = layers[i];
-    const flop_rate rate = machine.dev.peak(setup.element_type()) * setup.efficiency;
+    const flop_rate rate =
+        machine.dev.peak(setup.element_type()) * setup.efficiency * power_clock_share(machine.dev);
     const bytes touched{l.params * delta() * update_passes(setup.cnn_optimizer())};
     return {flops{l.fw_flops} / rate, flops{l.bw_flops} / rate,
             touched / machine.dev.memory_bandwidth};
@@ -2148,114 +2295,6 @@ concept Strategy = requires(const S& s, const context& c) {
 };
 
 }  // namespace strata
-
-// ---- strata/detail/cmath.hpp -------------------------------------------------------------------
-/// @file detail/cmath.hpp
-/// @brief `constexpr` exp, log, log2 and pow for the cost models (std's are not constexpr in
-/// C++20). At run time they call the C library's functions; in constant evaluation they use range
-/// reduction and series accurate to a few ulp over the ranges the models use.
-///
-/// With GCC and Clang the run-time calls go through the compilers' builtins, which are the
-/// functions <cmath> declares, so that the umbrella header need not include <cmath> (in C++17 and
-/// later it brings the special functions: 21 MB of GCC's memory, against 90 MB for the whole
-/// umbrella header without it).
-
-
-#if defined(__GNUC__) || defined(__clang__)
-#define STRATA_DETAIL_LIBM(f) __builtin_##f
-#else
-#define STRATA_DETAIL_LIBM(f) std::f
-#endif
-
-namespace strata::detail {
-
-inline constexpr double ln2 = 0.693147180559945309417232121458176568;
-
-constexpr double ldexp_ce(double x, int e) {
-  while (e > 0) {
-    x *= 2.0;
-    --e;
-  }
-  while (e < 0) {
-    x *= 0.5;
-    ++e;
-  }
-  return x;
-}
-
-/// e^x.
-constexpr double exp(double x) {
-  if (!std::is_constant_evaluated()) return STRATA_DETAIL_LIBM(exp)(x);
-  if (x != x) return x;
-  if (x > 709.0) return std::numeric_limits<double>::infinity();
-  if (x < -745.0) return 0.0;
-  // x = k ln2 + r, |r| <= ln2 / 2
-  const double kd = x / ln2;
-  const int k = static_cast<int>(kd < 0 ? kd - 0.5 : kd + 0.5);
-  const double r = x - k * ln2;
-  double term = 1.0, sum = 1.0;
-  for (int n = 1; n < 30; ++n) {
-    term *= r / n;
-    sum += term;
-  }
-  return ldexp_ce(sum, k);
-}
-
-/// Natural logarithm of x > 0.
-constexpr double log(double x) {
-  if (!std::is_constant_evaluated()) return STRATA_DETAIL_LIBM(log)(x);
-  if (!(x > 0.0)) return std::numeric_limits<double>::quiet_NaN();
-  if (x == std::numeric_limits<double>::infinity()) return x;
-  // x = m 2^e with m in [1, 2)
-  int e = 0;
-  while (x >= 2.0) {
-    x *= 0.5;
-    ++e;
-  }
-  while (x < 1.0) {
-    x *= 2.0;
-    --e;
-  }
-  // log(m) = 2 atanh(z), z = (m - 1) / (m + 1) in [0, 1/3)
-  const double z = (x - 1.0) / (x + 1.0), z2 = z * z;
-  double term = z, sum = 0.0;
-  for (int n = 1; n < 80; n += 2) {
-    sum += term / n;
-    term *= z2;
-  }
-  return 2.0 * sum + e * ln2;
-}
-
-constexpr double log2(double x) { return log(x) / ln2; }
-constexpr double log10(double x) { return log(x) / 2.302585092994045684017991454684364208; }
-constexpr double pow(double base, double e) { return exp(e * log(base)); }
-
-/// Square root: Newton's iteration in a constant expression, the C library's at run time.
-constexpr double sqrt(double x) {
-  if (!std::is_constant_evaluated()) return STRATA_DETAIL_LIBM(sqrt)(x);
-  if (!(x > 0.0)) return x == 0.0 ? 0.0 : std::numeric_limits<double>::quiet_NaN();
-  if (x == std::numeric_limits<double>::infinity()) return x;
-  double r = x > 1.0 ? x : 1.0;
-  for (int i = 0; i < 200; ++i) {
-    const double next = 0.5 * (r + x / r);
-    if (next >= r) break;  // converged: Newton's iterates decrease to the root
-    r = next;
-  }
-  return r;
-}
-
-/// True when x is neither infinite nor NaN (as `std::isfinite`, and usable in constant
-/// expressions).
-constexpr bool isfinite(double x) { return x - x == 0.0; }
-/// The smallest integer not below `q` (|q| < 2^63).
-constexpr double ceil_of(double q) {
-  const double f = static_cast<double>(static_cast<long long>(q));
-  return f < q ? f + 1 : f;
-}
-
-}  // namespace strata::detail
-
-#undef STRATA_DETAIL_LIBM
 
 // ---- strata/comm/collectives.hpp ---------------------------------------------------------------
 /// @file comm/collectives.hpp
@@ -3910,6 +3949,23 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
   return share * 63e9;
 }
 
+/// `p`, a profile of `p.dev` at that device's power limit, with its arithmetic as `d`'s limit holds
+/// it: GEMM peaks and attention rates scaled by the ratio of their `power_clock_share`s;
+/// memory-bound kernels, floors and host costs unchanged. The profile's device takes `d`'s rated
+/// power and limit.
+[[nodiscard]] constexpr device_profile at_power_limit(device_profile p, const device& d) {
+  const double k = power_clock_share(d) / power_clock_share(p.dev);
+  p.dev.power_w = d.power_w;
+  p.dev.power_limit_w = d.power_limit_w;
+  if (k == 1.0) return p;
+  for (gemm_model* g : {&p.bf16, &p.fp32, &p.fp32_ieee}) g->peak *= k;
+  for (attention_model* a : {&p.attention, &p.attention_fp32}) {
+    a->forward_rate *= k;
+    a->training_rate *= k;
+  }
+  return p;
+}
+
 /// A profile from datasheet peaks alone, with default efficiencies that are the same for every
 /// device (no fitting): GEMMs at 70 % of the dense peak for large tiles (half of it at a 64 x 64
 /// tile), 2 us per wave (or the given `gemm_efficiency`); copies and element-wise kernels at 80 %
@@ -3917,10 +3973,12 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
 /// `pinned_host_copy_rate` (the PCIe generation of the device's architecture); attention at 50 % of
 /// the 16-bit peak forward, 40 % forward + backward (fp32 attention: the same fractions of the fp32
 /// peak); a 10 us launch floor; PyTorch eager's dispatch costs as measured with the H100
-/// (`pytorch_eager_dispatch`).
-[[nodiscard]] constexpr device_profile datasheet_profile(const device& d, int sms,
+/// (`pytorch_eager_dispatch`). Arithmetic at the device's power limit (`at_power_limit`).
+[[nodiscard]] constexpr device_profile datasheet_profile(const device& held, int sms,
                                                          gemm_efficiency e = {}) {
   if (sms < 1) throw plan_error("a device profile needs at least one SM");
+  device d = held;
+  d.power_limit_w = 0;
   const double bw = d.memory_bandwidth.count();
   auto gemm = [&](dtype t, double element) {
     return gemm_model{
@@ -3942,7 +4000,7 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
                    {0.5 * d.peak(dtype::fp32).count(), 0.4 * d.peak(dtype::fp32).count(), 0, 10e-6},
                    pytorch_eager_dispatch};
   p.fp32_ieee = gemm(dtype::fp32, 4);
-  return p;
+  return at_power_limit(p, held);
 }
 
 /// `datasheet_profile` with the device's own SM count.
@@ -3954,10 +4012,14 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
 /// Carries a profile measured on one device to another: every rate keeps its fraction of the
 /// datasheet peak it is bound by (GEMMs and attention of the arithmetic peak, memory-bound
 /// kernels of the memory bandwidth), shapes, floors and per-wave overheads stay, the SM count is
-/// the target's. Host copies are unchanged (the same PCIe generation is assumed).
-[[nodiscard]] constexpr device_profile rescale_profile(const device_profile& from,
-                                                       const device& to) {
-  if (to.sms < 1) throw plan_error("rescale_profile: the target device lists no SM count");
+/// the target's. Host copies are unchanged (the same PCIe generation is assumed). Power limits are
+/// undone on `from` and applied for `to` (`at_power_limit`).
+[[nodiscard]] constexpr device_profile rescale_profile(const device_profile& held_from,
+                                                       const device& held_to) {
+  if (held_to.sms < 1) throw plan_error("rescale_profile: the target device lists no SM count");
+  device rated = held_from.dev, to = held_to;
+  rated.power_limit_w = to.power_limit_w = 0;
+  const device_profile from = at_power_limit(held_from, rated);
   device_profile p = from;
   p.dev = to;
   p.sms = to.sms;
@@ -3979,7 +4041,7 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
   const double simt = to.peak(dtype::fp32) / from.dev.peak(dtype::fp32);
   p.attention_fp32.forward_rate *= simt;
   p.attention_fp32.training_rate *= simt;
-  return p;
+  return at_power_limit(p, held_to);
 }
 
 }  // namespace strata
@@ -7252,7 +7314,7 @@ struct gemm_models {
   if (tr.compute() != dtype::fp8) return {g, g};
   const gemm_model head = q.gemm(dtype::bf16);
   if (q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
-    g.peak = q.dev.peak(dtype::fp8).count();
+    g.peak *= q.dev.peak(dtype::fp8) / q.dev.peak(dtype::bf16);  // at the profile's power limit
     g.element = 1;
   }
   return {g, head};
@@ -9285,18 +9347,47 @@ namespace strata::presets {
 using namespace strata::literals;
 
 // ---- devices (gpu_peak_specs.csv; dense tensor-core peaks) ----------------------------------
-inline constexpr device v100_sxm2_16gb{
-    "V100-SXM2-16GB", 15.7_TFLOPS, {}, 125_TFLOPS, {},   {},    16_GiB,
-    900_GBps,         80,          70, {},         1530, 6_MiB, 150_GBps};
-inline constexpr device v100_sxm2_32gb{
-    "V100-SXM2-32GB", 15.7_TFLOPS, {}, 125_TFLOPS, {},   {},    32_GiB,
-    900_GBps,         80,          70, {},         1530, 6_MiB, 150_GBps};
+// The last figure of the V100, A100, H100 and H200 SXM parts is the board power their datasheets
+// rate them at (300, 400, 700 and 700 W): the power a limit below it is compared with
+// (`power_clock_share`). The other presets leave it unknown.
+inline constexpr device v100_sxm2_16gb{"V100-SXM2-16GB",
+                                       15.7_TFLOPS,
+                                       {},
+                                       125_TFLOPS,
+                                       {},
+                                       {},
+                                       16_GiB,
+                                       900_GBps,
+                                       80,
+                                       70,
+                                       {},
+                                       1530,
+                                       6_MiB,
+                                       150_GBps,
+                                       300};
+inline constexpr device v100_sxm2_32gb{"V100-SXM2-32GB",
+                                       15.7_TFLOPS,
+                                       {},
+                                       125_TFLOPS,
+                                       {},
+                                       {},
+                                       32_GiB,
+                                       900_GBps,
+                                       80,
+                                       70,
+                                       {},
+                                       1530,
+                                       6_MiB,
+                                       150_GBps,
+                                       300};
 inline constexpr device a100_sxm4_40gb{
-    "A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {},     40_GiB,
-    1555_GBps,        108,         80,         624_TFLOPS, 1410,       40_MiB, 300_GBps};
+    "A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {},
+    40_GiB,           1555_GBps,   108,        80,         624_TFLOPS, 1410,
+    40_MiB,           300_GBps,    400};
 inline constexpr device a100_sxm4_80gb{
-    "A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {},     80_GiB,
-    2039_GBps,        108,         80,         624_TFLOPS, 1410,       40_MiB, 300_GBps};
+    "A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {},
+    80_GiB,           2039_GBps,   108,        80,         624_TFLOPS, 1410,
+    40_MiB,           300_GBps,    400};
 inline constexpr device h100_sxm5_80gb{"H100-SXM5-80GB",
                                        66.9_TFLOPS,
                                        494.7_TFLOPS,
@@ -9310,11 +9401,13 @@ inline constexpr device h100_sxm5_80gb{"H100-SXM5-80GB",
                                        1978.9_TFLOPS,
                                        1980,
                                        50_MiB,
-                                       450_GBps};
+                                       450_GBps,
+                                       700};
 // H100 memory: 85,017,493,504 B, as CUDA reports it (test/data/h100_device.json).
 inline constexpr device h200_sxm_141gb{
-    "H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS, 989_TFLOPS,  989_TFLOPS, 1979_TFLOPS, 141_GB,
-    4800_GBps,        132,         90,           1979_TFLOPS, 1980,       50_MiB,      450_GBps};
+    "H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS, 989_TFLOPS, 989_TFLOPS,
+    1979_TFLOPS,      141_GB,      4800_GBps,    132,        90,
+    1979_TFLOPS,      1980,        50_MiB,       450_GBps,   700};
 // Current accelerators (test/data/gpu_datasheets.csv: dense peaks, memory and bandwidth from the
 // vendors' datasheets; SM counts from the architecture documents).
 /// NVIDIA L40S (Ada, PCIe Gen4 x16, no NVLink): 48 GB GDDR6 at 864 GB/s, 142 SMs.

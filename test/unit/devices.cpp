@@ -2,6 +2,7 @@
 // files (tools/devices/*.json) against the presets, the datasheet reader's errors, and a
 // profile's device against the cluster's (issue 36, "any device").
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -242,6 +243,83 @@ TEST_CASE("a profile's device: the cluster's, or refused; the report says how ef
   r = io::transformer_report_json(io::parse_transformer_scenario(s, h100));
   CHECK(r["memory_GiB"]["capacity"].get<double>() == Approx(24.0));
   std::remove(file.c_str());
+}
+
+}  // namespace unit_devices
+
+namespace unit_devices {
+
+TEST_CASE(
+    "a power limit: the arithmetic of a GPU held below its rated power, named in the report") {
+  device h = presets::h100_sxm5_80gb;
+  CHECK(h.power_w == 700);
+  CHECK(power_clock_share(h) == 1.0);
+  // (500 / 700)^0.445: ln(5 / 7) = -0.336472, x 0.445 = -0.149730, e^-0.149730 = 0.860940
+  h.power_limit_w = 500;
+  CHECK(power_clock_share(h) == Approx(0.860940).epsilon(1e-5));
+  // pytorch/FBGEMM pull request 2546 timed bf16 GEMMs on H100s held at 500 W: 8192^3 at 585.23
+  // TFLOP/s (the point the exponent rests on, with test/data/h100_gemm.csv's 679.76 at 700 W),
+  // (65536, 8192, 7168) at 575.12 and (65536, 3584, 8192) at 546.31, 7-13 ms each. The profile
+  // published H100 rows run with (datasheet peaks, the H100-fitted efficiency) held at 500 W
+  // gives 603.7, 615.9 and 614.7: 3, 7 and 13 % fast, as it is at 700 W on its own 13-14 ms
+  // GEMMs (h100_gemm.csv: 615-661 TFLOP/s measured)
+  const device_profile rated = datasheet_profile(presets::h100_sxm5_80gb, h100_fitted_gemm);
+  const device_profile held = datasheet_profile(h, h100_fitted_gemm);
+  const auto tflops = [](const gemm_model& g, double m, double n, double k) {
+    return 2 * m * n * k / g.time(m, n, k) / 1e12;
+  };
+  CHECK(tflops(rated.bf16, 8192, 8192, 8192) == Approx(698.2).epsilon(1e-3));
+  CHECK(tflops(held.bf16, 8192, 8192, 8192) == Approx(603.7).epsilon(1e-3));
+  CHECK(tflops(held.bf16, 65536, 8192, 7168) / 575.12 == Approx(1.071).epsilon(2e-3));
+  CHECK(tflops(held.bf16, 65536, 3584, 8192) / 546.31 == Approx(1.125).epsilon(2e-3));
+  // memory-bound kernels keep their rates; attention scales with the arithmetic
+  CHECK(held.gelu.bandwidth == rated.gelu.bandwidth);
+  CHECK(held.attention.training_rate == Approx(0.860940 * rated.attention.training_rate));
+  // carried to another device and back, a limit is undone and applied, never compounded
+  device h200 = presets::h200_sxm_141gb;
+  const device_profile carried = rescale_profile(held, h200);
+  CHECK(carried.bf16.peak == Approx(989e12));
+  h200.power_limit_w = 500;
+  CHECK(rescale_profile(held, h200).bf16.peak == Approx(0.860940 * 989e12));
+  CHECK(at_power_limit(held, presets::h100_sxm5_80gb).bf16.peak == Approx(989.4e12));
+
+  // a scenario's cluster holds its GPUs at a limit; the report names it
+  const std::string shipped = slurp(STRATA_PROFILES_DIR "/h100_sxm.json");
+  json s = json::parse(R"({"model": "gpt2-124m",
+    "cluster": {"preset": "dgx-h100", "devices": 8, "power_limit_W": 500},
+    "training": {"batch": 64, "sequence": 1024}, "parallel": {"data": 8}})");
+  const auto r = io::transformer_report_json(io::parse_transformer_scenario(s, shipped));
+  CHECK(r["efficiencies"] ==
+        "fitted on H100-SXM5-80GB (profile h100); held at 500 W of its rated 700 W: arithmetic "
+        "at 86.1 % of its rates");
+  s["cluster"].erase("power_limit_W");
+  const auto free = io::transformer_report_json(io::parse_transformer_scenario(s, shipped));
+  CHECK(r["iteration_time_s"].get<double>() > 1.05 * free["iteration_time_s"].get<double>());
+  CHECK(r["iteration_time_s"].get<double>() <
+        1.0 / 0.860940 * free["iteration_time_s"].get<double>());
+
+  // what it refuses, by name
+  s["cluster"]["power_limit_W"] = 800;
+  CHECK_THROWS_WITH(io::parse_transformer_scenario(s, shipped),
+                    "cluster.power_limit_W: H100-SXM5-80GB: a power limit of 800 W is above its "
+                    "rated 700 W");
+  s["cluster"]["power_limit_W"] = 150;
+  CHECK_THROWS_WITH(io::parse_transformer_scenario(s, shipped),
+                    Contains("150 W is under a quarter of its rated 700 W"));
+  s["cluster"] = json::parse(R"({"preset": "l40s-x8", "devices": 8, "power_limit_W": 300})");
+  CHECK_THROWS_WITH(io::parse_transformer_scenario(s, shipped),
+                    "cluster.power_limit_W: L40S-48GB has a power limit but no rated board "
+                    "power: give its power_W");
+  json sheet = rtx4090_sheet();
+  sheet["power_W"] = 450;
+  sheet["power_limit_W"] = 300;
+  const device d = io::device_from_json(sheet, "device");
+  CHECK(power_clock_share(d) == Approx(std::pow(300.0 / 450, 0.445)));
+  CHECK(io::device_to_json(d)["power_limit_W"] == 300);
+  sheet.erase("power_W");
+  CHECK(device_error(sheet) ==
+        "device.power_limit_W: my-4090 has a power limit but no rated board power: give its "
+        "power_W");
 }
 
 }  // namespace unit_devices

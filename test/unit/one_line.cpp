@@ -49,6 +49,16 @@ TEST_CASE("one-line flags build the scenario a file would hold") {
   CHECK(q.scenario["cluster"] ==
         json{{"preset", "l40s-x8"}, {"devices", 4}, {"device", "rtx4090"}});
   CHECK(q.notes.size() == 2);
+
+  // GPUs held below their rated power: the cluster says so, the report names it
+  q = scenario_from_flags(
+      one_line{.model = "gpt2-124m", .gpus = "8xh100", .batch = 64, .data = 8, .power_limit = 500});
+  CHECK(q.scenario["cluster"] ==
+        json{{"preset", "dgx-h100"}, {"devices", 8}, {"power_limit_W", 500}});
+  CHECK(strata_test::evaluate_scenario(q.scenario, {}, {})
+            .report["efficiencies"]
+            .get<std::string>()
+            .find("held at 500 W of its rated 700 W") != std::string::npos);
 }
 
 TEST_CASE("one-line flags: each mistake names the flag and the fix") {

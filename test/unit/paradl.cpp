@@ -169,4 +169,19 @@ TEST_CASE("Table III limits are errors that name the limit") {
       Catch::Contains("efficiency"));
 }
 
+TEST_CASE("a power limit slows ParaDL's compute, not its weight update") {
+  // an A100 held at 200 W of its rated 400 W: (1/2)^0.445 = e^(-0.693147 x 0.445) = e^-0.308450 =
+  // 0.734585 of its arithmetic; FW_l and BW_l stretch by 1 / 0.734585, WU_l (memory-bound) does not
+  cluster held = presets::abci(4);
+  held.dev = presets::a100_sxm4_80gb;
+  cluster rated = held;
+  held.dev.power_limit_w = 200;
+  const auto net = zoo::vgg16();
+  const context a = make_context(net.view(), rated, {.batch = 8});
+  const context b = make_context(net.view(), held, {.batch = 8});
+  CHECK(b.time(0).fw.count() == Approx(a.time(0).fw.count() / 0.734585).epsilon(1e-5));
+  CHECK(b.time(0).bw.count() == Approx(a.time(0).bw.count() / 0.734585).epsilon(1e-5));
+  CHECK(b.time(0).wu.count() == a.time(0).wu.count());
+}
+
 }  // namespace unit_paradl

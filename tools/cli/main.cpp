@@ -57,6 +57,10 @@ void add_main_options(CLI::App& app, main_options& o) {
   app.add_option("--model", q.model, "a zoo transformer or a Hugging Face id (--list-models)")
       ->group(one);
   app.add_option("--gpus", q.gpus, "N x a device preset, e.g. 8xh100 (--list-gpus)")->group(one);
+  app.add_option("--power-limit", q.power_limit,
+                 "watts each GPU is held at (nvidia-smi -pl; default: its rated power)")
+      ->group(one)
+      ->check(CLI::Range(1, 100000));
   app.add_option("--batch", q.batch, "global batch, sequences")
       ->group(one)
       ->check(CLI::Range(1, 1 << 30));

@@ -171,7 +171,7 @@ struct gemm_models {
   if (tr.compute() != dtype::fp8) return {g, g};
   const gemm_model head = q.gemm(dtype::bf16);
   if (q.dev.peak(dtype::fp8) > q.dev.peak(dtype::bf16)) {
-    g.peak = q.dev.peak(dtype::fp8).count();
+    g.peak *= q.dev.peak(dtype::fp8) / q.dev.peak(dtype::bf16);  // at the profile's power limit
     g.element = 1;
   }
   return {g, head};

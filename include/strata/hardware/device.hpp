@@ -6,8 +6,11 @@
 /// static_assert(gpu.peak(strata::dtype::fp32) == 15.7_TFLOPS);
 /// @endcode
 
+#include <string>
 #include <string_view>
 
+#include "strata/detail/cmath.hpp"
+#include "strata/error.hpp"
 #include "strata/units.hpp"
 
 namespace strata {
@@ -67,6 +70,12 @@ struct device {
   double clock_mhz = 0;  ///< boost clock
   bytes l2{};            ///< L2 cache
   byte_rate link{};      ///< one direction of the part's peer links (NVLink, Infinity Fabric, PCIe)
+  /// Rated board power, the power the datasheet's peaks are sustained at (H100 SXM 700 W); 0
+  /// where unknown.
+  double power_w = 0;
+  /// The power limit the GPU is held at (`nvidia-smi -pl`); 0: its rated `power_w`. Profiles
+  /// built for the device scale its arithmetic rates by `power_clock_share` (hardware/kernels.hpp).
+  double power_limit_w = 0;
 
   /// Dense peak for arithmetic in `t`.
   [[nodiscard]] constexpr flop_rate peak(dtype t) const {
@@ -91,5 +100,37 @@ struct device {
     return fp32;
   }
 };
+
+/// What a power limit does to a GPU's arithmetic, in the form P ~ f^(1/a) that dynamic power
+/// (f V^2, the voltage rising with the clock) takes over the clocks a limit selects: held at
+/// `power_limit_w` below its rated `power_w` it sustains (limit / rated)^a of its rated arithmetic
+/// rates (tensor and CUDA cores, GEMMs and attention alike); HBM has its own clock, so
+/// memory-bound kernels keep their rates. a = 0.445 rests on one public H100 pair at the same
+/// shape: a bf16 8192^3 GEMM at 585.23 TFLOP/s on Meta's H100s held at 500 W (pytorch/FBGEMM
+/// pull request 2546, 2024-04-29) against 679.76 TFLOP/s on this project's H100 SXM at its rated
+/// 700 W (test/data/h100_gemm.csv): 585.23 / 679.76 = 0.8609 = (500 / 700)^0.445. The same pair's
+/// fp8 GEMM (1,125.5 TFLOP/s) is 4 % below what the bf16 share gives at the fp8 peak.
+inline constexpr double power_clock_exponent = 0.445;
+
+/// The share of its rated arithmetic rates device `d` sustains at its power limit: 1 without one,
+/// (power_limit_w / power_w)^`power_clock_exponent` below the rated power. A limit above the rated
+/// power, under a quarter of it, or on a device whose rated power is unknown is an error.
+[[nodiscard]] constexpr double power_clock_share(const device& d) {
+  if (d.power_limit_w <= 0 || d.power_limit_w == d.power_w) return 1.0;
+  const std::string name(d.name);
+  const auto watts = [](double w) {
+    return std::to_string(static_cast<long long>(w + 0.5)) + " W";
+  };
+  if (d.power_w <= 0)
+    throw plan_error(name + " has a power limit but no rated board power: give its power_W");
+  if (d.power_limit_w > d.power_w)
+    throw plan_error(name + ": a power limit of " + watts(d.power_limit_w) +
+                     " is above its rated " + watts(d.power_w));
+  if (d.power_limit_w < 0.25 * d.power_w)
+    throw plan_error(name + ": a power limit of " + watts(d.power_limit_w) +
+                     " is under a quarter of its rated " + watts(d.power_w) +
+                     ", outside what the model rests on");
+  return detail::pow(d.power_limit_w / d.power_w, power_clock_exponent);
+}
 
 }  // namespace strata

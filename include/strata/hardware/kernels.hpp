@@ -19,6 +19,7 @@
 
 #include <array>
 #include <limits>
+#include <string>
 #include <string_view>
 
 #include "strata/detail/cmath.hpp"
@@ -317,6 +318,23 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
   return share * 63e9;
 }
 
+/// `p`, a profile of `p.dev` at that device's power limit, with its arithmetic as `d`'s limit holds
+/// it: GEMM peaks and attention rates scaled by the ratio of their `power_clock_share`s;
+/// memory-bound kernels, floors and host costs unchanged. The profile's device takes `d`'s rated
+/// power and limit.
+[[nodiscard]] constexpr device_profile at_power_limit(device_profile p, const device& d) {
+  const double k = power_clock_share(d) / power_clock_share(p.dev);
+  p.dev.power_w = d.power_w;
+  p.dev.power_limit_w = d.power_limit_w;
+  if (k == 1.0) return p;
+  for (gemm_model* g : {&p.bf16, &p.fp32, &p.fp32_ieee}) g->peak *= k;
+  for (attention_model* a : {&p.attention, &p.attention_fp32}) {
+    a->forward_rate *= k;
+    a->training_rate *= k;
+  }
+  return p;
+}
+
 /// A profile from datasheet peaks alone, with default efficiencies that are the same for every
 /// device (no fitting): GEMMs at 70 % of the dense peak for large tiles (half of it at a 64 x 64
 /// tile), 2 us per wave (or the given `gemm_efficiency`); copies and element-wise kernels at 80 %
@@ -324,10 +342,12 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
 /// `pinned_host_copy_rate` (the PCIe generation of the device's architecture); attention at 50 % of
 /// the 16-bit peak forward, 40 % forward + backward (fp32 attention: the same fractions of the fp32
 /// peak); a 10 us launch floor; PyTorch eager's dispatch costs as measured with the H100
-/// (`pytorch_eager_dispatch`).
-[[nodiscard]] constexpr device_profile datasheet_profile(const device& d, int sms,
+/// (`pytorch_eager_dispatch`). Arithmetic at the device's power limit (`at_power_limit`).
+[[nodiscard]] constexpr device_profile datasheet_profile(const device& held, int sms,
                                                          gemm_efficiency e = {}) {
   if (sms < 1) throw plan_error("a device profile needs at least one SM");
+  device d = held;
+  d.power_limit_w = 0;
   const double bw = d.memory_bandwidth.count();
   auto gemm = [&](dtype t, double element) {
     return gemm_model{
@@ -349,7 +369,7 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
                    {0.5 * d.peak(dtype::fp32).count(), 0.4 * d.peak(dtype::fp32).count(), 0, 10e-6},
                    pytorch_eager_dispatch};
   p.fp32_ieee = gemm(dtype::fp32, 4);
-  return p;
+  return at_power_limit(p, held);
 }
 
 /// `datasheet_profile` with the device's own SM count.
@@ -361,10 +381,14 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
 /// Carries a profile measured on one device to another: every rate keeps its fraction of the
 /// datasheet peak it is bound by (GEMMs and attention of the arithmetic peak, memory-bound
 /// kernels of the memory bandwidth), shapes, floors and per-wave overheads stay, the SM count is
-/// the target's. Host copies are unchanged (the same PCIe generation is assumed).
-[[nodiscard]] constexpr device_profile rescale_profile(const device_profile& from,
-                                                       const device& to) {
-  if (to.sms < 1) throw plan_error("rescale_profile: the target device lists no SM count");
+/// the target's. Host copies are unchanged (the same PCIe generation is assumed). Power limits are
+/// undone on `from` and applied for `to` (`at_power_limit`).
+[[nodiscard]] constexpr device_profile rescale_profile(const device_profile& held_from,
+                                                       const device& held_to) {
+  if (held_to.sms < 1) throw plan_error("rescale_profile: the target device lists no SM count");
+  device rated = held_from.dev, to = held_to;
+  rated.power_limit_w = to.power_limit_w = 0;
+  const device_profile from = at_power_limit(held_from, rated);
   device_profile p = from;
   p.dev = to;
   p.sms = to.sms;
@@ -386,7 +410,7 @@ inline constexpr gemm_efficiency h100_fitted_gemm{0.863, 4880, 3.063e-6};
   const double simt = to.peak(dtype::fp32) / from.dev.peak(dtype::fp32);
   p.attention_fp32.forward_rate *= simt;
   p.attention_fp32.training_rate *= simt;
-  return p;
+  return at_power_limit(p, held_to);
 }
 
 }  // namespace strata

@@ -21,18 +21,47 @@ namespace strata::presets {
 using namespace strata::literals;
 
 // ---- devices (gpu_peak_specs.csv; dense tensor-core peaks) ----------------------------------
-inline constexpr device v100_sxm2_16gb{
-    "V100-SXM2-16GB", 15.7_TFLOPS, {}, 125_TFLOPS, {},   {},    16_GiB,
-    900_GBps,         80,          70, {},         1530, 6_MiB, 150_GBps};
-inline constexpr device v100_sxm2_32gb{
-    "V100-SXM2-32GB", 15.7_TFLOPS, {}, 125_TFLOPS, {},   {},    32_GiB,
-    900_GBps,         80,          70, {},         1530, 6_MiB, 150_GBps};
+// The last figure of the V100, A100, H100 and H200 SXM parts is the board power their datasheets
+// rate them at (300, 400, 700 and 700 W): the power a limit below it is compared with
+// (`power_clock_share`). The other presets leave it unknown.
+inline constexpr device v100_sxm2_16gb{"V100-SXM2-16GB",
+                                       15.7_TFLOPS,
+                                       {},
+                                       125_TFLOPS,
+                                       {},
+                                       {},
+                                       16_GiB,
+                                       900_GBps,
+                                       80,
+                                       70,
+                                       {},
+                                       1530,
+                                       6_MiB,
+                                       150_GBps,
+                                       300};
+inline constexpr device v100_sxm2_32gb{"V100-SXM2-32GB",
+                                       15.7_TFLOPS,
+                                       {},
+                                       125_TFLOPS,
+                                       {},
+                                       {},
+                                       32_GiB,
+                                       900_GBps,
+                                       80,
+                                       70,
+                                       {},
+                                       1530,
+                                       6_MiB,
+                                       150_GBps,
+                                       300};
 inline constexpr device a100_sxm4_40gb{
-    "A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {},     40_GiB,
-    1555_GBps,        108,         80,         624_TFLOPS, 1410,       40_MiB, 300_GBps};
+    "A100-SXM4-40GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {},
+    40_GiB,           1555_GBps,   108,        80,         624_TFLOPS, 1410,
+    40_MiB,           300_GBps,    400};
 inline constexpr device a100_sxm4_80gb{
-    "A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {},     80_GiB,
-    2039_GBps,        108,         80,         624_TFLOPS, 1410,       40_MiB, 300_GBps};
+    "A100-SXM4-80GB", 19.5_TFLOPS, 156_TFLOPS, 312_TFLOPS, 312_TFLOPS, {},
+    80_GiB,           2039_GBps,   108,        80,         624_TFLOPS, 1410,
+    40_MiB,           300_GBps,    400};
 inline constexpr device h100_sxm5_80gb{"H100-SXM5-80GB",
                                        66.9_TFLOPS,
                                        494.7_TFLOPS,
@@ -46,11 +75,13 @@ inline constexpr device h100_sxm5_80gb{"H100-SXM5-80GB",
                                        1978.9_TFLOPS,
                                        1980,
                                        50_MiB,
-                                       450_GBps};
+                                       450_GBps,
+                                       700};
 // H100 memory: 85,017,493,504 B, as CUDA reports it (test/data/h100_device.json).
 inline constexpr device h200_sxm_141gb{
-    "H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS, 989_TFLOPS,  989_TFLOPS, 1979_TFLOPS, 141_GB,
-    4800_GBps,        132,         90,           1979_TFLOPS, 1980,       50_MiB,      450_GBps};
+    "H200-SXM-141GB", 66.9_TFLOPS, 494.7_TFLOPS, 989_TFLOPS, 989_TFLOPS,
+    1979_TFLOPS,      141_GB,      4800_GBps,    132,        90,
+    1979_TFLOPS,      1980,        50_MiB,       450_GBps,   700};
 // Current accelerators (test/data/gpu_datasheets.csv: dense peaks, memory and bandwidth from the
 // vendors' datasheets; SM counts from the architecture documents).
 /// NVIDIA L40S (Ada, PCIe Gen4 x16, no NVLink): 48 GB GDDR6 at 864 GB/s, 142 SMs.

@@ -53,6 +53,18 @@ inline device parse_device(const json& j, const std::string& path) {
                  "; or a datasheet: an object, or the path of a .json file)");
 }
 
+/// `"power_limit_W"` of cluster `j`: every GPU held at that power (`nvidia-smi -pl`), which lowers
+/// its arithmetic rates (`power_clock_share`).
+inline void hold_at_power_limit(const json& j, cluster& c) {
+  if (!j.contains("power_limit_W")) return;
+  c.dev.power_limit_w = num_field(j, "cluster", "power_limit_W", 1.0, 1e5, 0.0);
+  try {
+    (void)power_clock_share(c.dev);
+  } catch (const plan_error& e) {
+    fail("cluster.power_limit_W", e.what());
+  }
+}
+
 /// The names `{"preset": ...}` takes (`strata --list-presets`).
 inline constexpr std::string_view cluster_presets[] = {
     "abci",     "hc1",      "hc2",      "hc3",       "dgx1-v100", "dgx-a100", "dgx-a100-40gb",
@@ -113,16 +125,17 @@ inline cluster parse_cluster(const json& j) {
   }
   if (!j.is_object()) fail("cluster", "must be a preset name or an object");
   if (j.contains("preset")) {
-    only_keys(j, "cluster", {"preset", "devices", "device"});
+    only_keys(j, "cluster", {"preset", "devices", "device", "power_limit_W"});
     cluster c = preset_cluster(j);
     // another device in the preset's nodes (an RTX 4090 server on the L40S server's PCIe)
     if (j.contains("device")) {
       c.dev = parse_device(j["device"], "cluster.device");
       c.name = intern_device_name(std::string(c.name) + " with " + std::string(c.dev.name));
     }
+    hold_at_power_limit(j, c);
     return c;
   }
-  only_keys(j, "cluster", {"name", "device", "levels", "host"});
+  only_keys(j, "cluster", {"name", "device", "levels", "host", "power_limit_W"});
   const std::string dpath = "cluster.device";
   const device dev = parse_device(require(j, "cluster", "device"), dpath);
   const json& lv = require(j, "cluster", "levels");
@@ -174,6 +187,7 @@ inline cluster parse_cluster(const json& j) {
            "must be a positive number of GiB (leave it out to skip the host-memory check)");
     c.host.capacity = bytes{num_field(*h, path, "dram_GiB", 0.0, 1e7, 0.0) * 1024.0 * 1024 * 1024};
   }
+  hold_at_power_limit(j, c);
   return c;
 }
 

@@ -82,10 +82,10 @@ inline int compute_capability(const json& v, const std::string& at) {
 /// Reads a datasheet object; `path` names it in errors ("cluster.device").
 inline device device_from_json(const nlohmann::json& j, const std::string& path) {
   namespace d = detail;
-  d::only_keys(
-      j, path,
-      {"name", "key", "source", "memory_GiB", "memory_GB", "memory_bytes", "memory_bandwidth_GBps",
-       "tflops", "sms", "compute_capability", "clock_MHz", "l2_MiB", "link_GBps"});
+  d::only_keys(j, path,
+               {"name", "key", "source", "memory_GiB", "memory_GB", "memory_bytes",
+                "memory_bandwidth_GBps", "tflops", "sms", "compute_capability", "clock_MHz",
+                "l2_MiB", "link_GBps", "power_W", "power_limit_W"});
   device dev;
   const std::string name = d::str_field(j, path, "name", nullptr);
   if (name.empty() || name.size() > 64) d::fail(path + ".name", "must have 1 to 64 characters");
@@ -127,6 +127,13 @@ inline device device_from_json(const nlohmann::json& j, const std::string& path)
   dev.clock_mhz = d::sheet_number(j, path, "clock_MHz", 0, 1e5, "MHz", 0);
   dev.l2 = bytes{d::sheet_number(j, path, "l2_MiB", 0, 1e6, "MiB", 0) * d::bytes_per_mib};
   dev.link = byte_rate{d::sheet_number(j, path, "link_GBps", 0, 1e6, "GB/s", 0) * 1e9};
+  dev.power_w = d::sheet_number(j, path, "power_W", 0, 1e5, "W", 0);
+  dev.power_limit_w = d::sheet_number(j, path, "power_limit_W", 0, 1e5, "W", 0);
+  try {
+    (void)power_clock_share(dev);
+  } catch (const plan_error& e) {
+    d::fail(path + ".power_limit_W", e.what());
+  }
   return dev;
 }
 
@@ -172,6 +179,8 @@ inline nlohmann::json device_to_json(const device& dev, std::string_view key = {
   if (dev.clock_mhz > 0) j["clock_MHz"] = dev.clock_mhz;
   if (dev.l2.count() > 0) j["l2_MiB"] = round6(dev.l2.count() / detail::bytes_per_mib);
   if (dev.link.count() > 0) j["link_GBps"] = round6(dev.link.count() / 1e9);
+  if (dev.power_w > 0) j["power_W"] = dev.power_w;
+  if (dev.power_limit_w > 0) j["power_limit_W"] = dev.power_limit_w;
   if (!source.empty()) j["source"] = std::string(source);
   return j;
 }

@@ -7,7 +7,7 @@
 /// - `--gpus N x DEVICE` (a `strata --list-gpus` key) puts N GPUs in DEVICE's node preset (DGX
 ///   A100/H100/H200/B200, the MI300X and L40S platforms, the GH200 quad, DGX-1 V100); one GPU of
 ///   any other device stands alone; several of a device without a node of its own sit in the
-///   L40S server's PCIe nodes, which `notes` says.
+///   L40S server's PCIe nodes, which `notes` says; `--power-limit W` holds them at W watts.
 /// - Without any parallel flag on more than one GPU the scenario searches every plan; with some,
 ///   the data-parallel degree fills the GPUs the others leave (named in `notes`).
 #include <nlohmann/json.hpp>
@@ -28,13 +28,14 @@ namespace strata::io {
 struct one_line {
   std::string model{}, gpus{}, framework{}, recompute{}, precision{};
   int batch = 0, sequence = 0, tensor = 0, pipeline = 0, data = 0, zero = -1, micro_batch = 0;
-  int lora = 0;  ///< LoRA rank
+  int lora = 0;         ///< LoRA rank
+  int power_limit = 0;  ///< watts every GPU is held at (`nvidia-smi -pl`)
   bool search = false;
   /// Whether any flag of the question was given (else the CLI reads a scenario file).
   [[nodiscard]] bool given() const {
     return !model.empty() || !gpus.empty() || !framework.empty() || !recompute.empty() ||
            !precision.empty() || batch > 0 || sequence > 0 || tensor > 0 || pipeline > 0 ||
-           data > 0 || zero >= 0 || micro_batch > 0 || lora > 0 || search;
+           data > 0 || zero >= 0 || micro_batch > 0 || lora > 0 || power_limit > 0 || search;
   }
 };
 
@@ -103,6 +104,7 @@ inline nlohmann::json one_line_cluster(const std::string& gpus, std::vector<std:
   s["model"] = f.model.find('/') != std::string::npos ? nlohmann::json{{"hf_id", f.model}}
                                                       : nlohmann::json(f.model);
   s["cluster"] = detail::one_line_cluster(f.gpus, out.notes);
+  if (f.power_limit > 0) s["cluster"]["power_limit_W"] = f.power_limit;
   nlohmann::json training{{"batch", f.batch}};
   if (f.sequence > 0) training["sequence"] = f.sequence;
   if (!f.framework.empty()) training["framework"] = f.framework;

@@ -19,6 +19,7 @@
 /// // p.profile prices the kernels; p.efficiencies says where they come from
 /// @endcode
 
+#include <cstdio>
 #include <string>
 #include <string_view>
 
@@ -58,15 +59,26 @@ inline chosen_profile choose_profile(const nlohmann::json& pj, const device& dev
   chosen_profile out;
   out.name = pn;
   const std::string on = std::string(dev.name);
+  // a power limit changes every arithmetic rate: the report says so
+  const double share = power_clock_share(dev);
+  const auto held = [&](chosen_profile c) {
+    if (share == 1.0) return c;
+    char note[160];
+    std::snprintf(note, sizeof note,
+                  "; held at %.0f W of its rated %.0f W: arithmetic at %.1f %% of its rates",
+                  dev.power_limit_w, dev.power_w, 100 * share);
+    c.efficiencies += note;
+    return c;
+  };
   if (pn == "fitted-gemm") {
     out.profile = datasheet_profile(dev, h100_fitted_gemm);
     out.efficiencies = "datasheet of " + on + ", GEMM efficiency fitted on H100-SXM5-80GB";
-    return out;
+    return held(out);
   }
   if (pn == "datasheet") {
     out.profile = datasheet_profile(dev);
     out.efficiencies = "datasheet of " + on + ", default efficiencies";
-    return out;
+    return held(out);
   }
   std::string text;
   if (pn == "h100") {
@@ -92,13 +104,13 @@ inline chosen_profile choose_profile(const nlohmann::json& pj, const device& dev
                            "\" (" + describe_figures(dev) + "): give the " + owner +
                            " that device (a name, a datasheet or its .json file) or a profile "
                            "measured on its own");
-  out.profile = p.dev.name == dev.name ? p : rescale_profile(p, dev);
+  out.profile = p.dev.name == dev.name ? at_power_limit(p, dev) : rescale_profile(p, dev);
   out.efficiencies =
       "fitted on " + sp.name +
       (same         ? std::string(" (profile ") + (pn == "h100" ? "h100" : "file") + ")"
        : same_rates ? " (profile file; the same rates, the memory of " + on + ")"
                     : ", rescaled to " + on + " (rates keep their fraction of the peaks)");
-  return out;
+  return held(out);
 }
 
 }  // namespace strata::io

@@ -58,7 +58,8 @@ struct context {
   [[nodiscard]] constexpr layer_time time(std::size_t i) const {
     if (!profiled.empty()) return profiled[i];
     const layer& l = layers[i];
-    const flop_rate rate = machine.dev.peak(setup.element_type()) * setup.efficiency;
+    const flop_rate rate =
+        machine.dev.peak(setup.element_type()) * setup.efficiency * power_clock_share(machine.dev);
     const bytes touched{l.params * delta() * update_passes(setup.cnn_optimizer())};
     return {flops{l.fw_flops} / rate, flops{l.bw_flops} / rate,
             touched / machine.dev.memory_bandwidth};
