@@ -269,6 +269,8 @@ outcome predict(const std::map<std::string, std::string>& r) {
   };
   const row_plan p = plan_of(r);
   if (!p.why.empty()) return skip(p.why);
+  // rows priced with the torchtitan recipe count toward its band, which its scenarios print
+  if (std::string_view(p.tr.framework.name) == "torchtitan") o.framework = "torchtitan";
   const transformer& m = p.m;
   const cluster& c = p.c;
   const training& tr = p.tr;
@@ -392,8 +394,10 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   CHECK(100 * median(errors["megatron_deepspeed"]) == Approx(15.0).margin(0.5));
   // (FlashAttention-2's H100 rates on the rows whose sources ran it: fsdp 23.8 -> 20.6;
   // torchtitan's runs without torch.compile priced as its module code runs op by op: 18.8;
-  // torchtitan's H100s held at 500 W, their arithmetic at 86 %: 16.2)
-  CHECK(100 * median(errors["fsdp"]) == Approx(16.2).margin(0.5));
+  // torchtitan's H100s held at 500 W, their arithmetic at 86 %: 16.2; the two rows priced with
+  // the torchtitan recipe counted under it: 16.7)
+  CHECK(100 * median(errors["fsdp"]) == Approx(16.7).margin(0.5));
+  CHECK(100 * median(errors["torchtitan"]) == Approx(5.0).margin(0.5));
   // (BigScience's DeepSpeed checkpoints to the host, the Trainer without autocast: 58.1 -> 56.7;
   // attention without FlashAttention: 55.6)
   CHECK(100 * median(errors["deepspeed"]) == Approx(55.6).margin(0.5));
