@@ -19,7 +19,6 @@
 
 #include <array>
 #include <limits>
-#include <string>
 #include <string_view>
 
 #include "strata/detail/cmath.hpp"
