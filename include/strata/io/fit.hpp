@@ -15,8 +15,9 @@
 ///   measured on the H100 SXM for that device, the datasheet and the H100's GEMM efficiency
 ///   elsewhere (docs/devices.md), so no number is carried to another device without saying so.
 /// - Refused, each with a sentence: scenarios other than a transformer's, a `"search"` (fit
-///   compares one plan across devices), a profile file (it describes one device) and `"cost"`
-///   (a price per GPU-hour belongs to one device).
+///   compares one plan across devices), a profile file (it describes one device), `"cost"`
+///   (a price per GPU-hour belongs to one device) and a cluster's `"power_limit_W"` (watts of
+///   one device).
 /// @code
 /// const auto f = strata::io::which_gpus(nlohmann::json::parse(R"({
 ///   "model": "llama3-8b", "training": {"batch": 1, "sequence": 4096,
@@ -111,6 +112,10 @@ inline void check_fit_scenario(const json& j) {
     fail("search",
          "fit evaluates the scenario's one plan on every device: give \"parallel\" "
          "(or nothing, for one GPU) instead of a search");
+  if (j.contains("cluster") && j["cluster"].is_object() && j["cluster"].contains("power_limit_W"))
+    fail("cluster.power_limit_W",
+         "holds one device at a limit in watts; fit compares every preset at its rated power "
+         "(run the scenario on the device you hold at that limit)");
   if (j.contains("cost"))
     fail("cost",
          "prices one device's GPU-hours; fit compares devices (run the scenario on the "
