@@ -121,6 +121,7 @@ TEST_CASE("tools/devices/*.json are the presets, one file each") {
     CHECK(d.l2.count() == Approx(e.dev->l2.count()).epsilon(1e-12));
     CHECK(d.link.count() == Approx(e.dev->link.count()).epsilon(1e-12));
     CHECK(d.clock_mhz == e.dev->clock_mhz);
+    CHECK(d.power_w == e.dev->power_w);
   }
 }
 
