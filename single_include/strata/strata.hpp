@@ -1555,6 +1555,11 @@ struct recipe {
   /// torch.compile); false: one fused kernel (Megatron's, `nn.RMSNorm`'s on current PyTorch).
   /// The `transformers` module style always runs the op chain.
   bool rmsnorm_op_chain = false;
+  /// Rotary embedding as complex products (torchtitan's `apply_rotary_emb`:
+  /// `view_as_complex(x.float())`, the product with `freqs_cis`, `type_as(x)`; three kernels per
+  /// tensor each way, nothing kept, as `freqs_cis` needs no gradient); false under eager module
+  /// styles: the rotate-half chain of Hugging Face's `apply_rotary_pos_emb` (five kernels)
+  bool rope_complex = false;
   /// attention's inputs as LitGPT writes them: q and k rotated into new tensors and, with fewer
   /// k/v heads than query heads, k and v repeated to every head (`expand` then `reshape`,
   /// copies); SDPA keeps what it is given, so with one k/v head per query head v stays a view
@@ -6160,6 +6165,16 @@ template <class B>
     if (!L.hf) {
       k.pointwise("rotary embedding", stream_class::elementwise,
                   2 * L.T * (L.q + L.w) / L.t * L.act);
+    } else if (L.r.rope_complex) {  // x.float(), x * freqs_cis (complex), type_as(x)
+      for (const double width : {L.q / L.t, L.w / L.t}) {
+        k.forward_only("rotary to fp32", stream_class::copy, 6 * L.T * width);
+        k.forward_only("rotary complex product", stream_class::elementwise, 8 * L.T * width);
+        k.forward_only("rotary cast back", stream_class::copy, 6 * L.T * width);
+        // the gradient's way back: to fp32, times conj(freqs_cis), to the 16-bit type
+        k.backward_only("rotary gradient to fp32", stream_class::copy, 6 * L.T * width);
+        k.backward_only("rotary complex product", stream_class::elementwise, 8 * L.T * width);
+        k.backward_only("rotary gradient cast back", stream_class::copy, 6 * L.T * width);
+      }
     } else {  // q cos + rotate_half(q) sin in fp32, for Q and for K
       for (const double width : {L.q / L.t, L.w / L.t}) {
         k.forward_only("rotary q cos", stream_class::elementwise, 6 * L.T * width);
@@ -9143,15 +9158,17 @@ struct fsdp : pytorch_eager {
 ///   + eps, rsqrt, x r, `type_as(x)`, w n, one kernel each; autograd keeps the fp32 copy, r
 ///   and the 16-bit n;
 /// - the loss on `pred.float()` (`cross_entropy` of the fp32 logits).
-/// Its rotary embedding multiplies complex fp32 copies of q and k (three kernels each), priced
-/// as the rotate-half chain of `pytorch_eager_modules` (five). With torch.compile the norms'
-/// and activations' chains fuse: `fsdp`, whose modules are fused kernels, prices those runs.
+/// - its rotary embedding (models/llama/model.py `apply_rotary_emb`): complex fp32 copies of q
+///   and k times `freqs_cis`, cast back (`recipe::rope_complex`, three kernels each).
+/// With torch.compile the norms' and activations' chains fuse: `fsdp`, whose modules are fused
+/// kernels, prices those runs.
 struct torchtitan : pytorch_eager_modules {
   constexpr torchtitan() {
     name = "torchtitan";
     autocast = false;  // MixedPrecisionPolicy casts the gathered parameters instead
     norm_fp32_input = true;
     rmsnorm_op_chain = true;
+    rope_complex = true;
     batch_bytes_per_token = 16;  // int64 inputs and labels
     data = frameworks::fsdp_units;
   }

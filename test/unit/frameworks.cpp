@@ -625,7 +625,7 @@ struct bytes_of {
 };
 }  // namespace
 
-TEST_CASE("torchtitan without torch.compile runs its RMSNorm as a chain of fp32 kernels") {
+TEST_CASE("torchtitan without torch.compile: RMSNorm as a chain of fp32 kernels, complex RoPE") {
   // torchtitan/models/norms.py: x.float(), pow, mean, + eps, rsqrt, x r, type_as(x), w n, on
   // a bf16 residual stream (FSDP2's MixedPrecisionPolicy, no autocast). Per norm of T = 512
   // tokens of h = 2048, in bytes of T h: the upcast 2 + 4, pow 8, mean 4, x r 8, the cast back
@@ -649,6 +649,21 @@ TEST_CASE("torchtitan without torch.compile runs its RMSNorm as a chain of fp32 
   bytes_of fused{"input norm"};
   lower::layer(m, x, tr, lower::phase::forward, fused);
   CHECK(fused.bytes == 4.0 * 512 * 2048);
+  // its RoPE (models/llama/model.py apply_rotary_emb): x.float() 2 + 4, the complex product
+  // 4 + 4, type_as 4 + 2 = 20 B per element of q (32 heads x 64 = 2048 wide) and k (8 x 64 =
+  // 512): 20 x 512 x (2048 + 512) = 26,214,400 B forward, as much backward; the rotate-half
+  // chain of plain eager modules moves 30 B forward
+  tr.framework = frameworks::torchtitan;
+  bytes_of cast{"rotary to fp32"}, product{"rotary complex product"}, back{"rotary cast back"};
+  for (bytes_of* b : {&cast, &product, &back}) lower::layer(m, x, tr, lower::phase::forward, *b);
+  CHECK(cast.bytes + product.bytes + back.bytes == 26'214'400.0);
+  bytes_of product_bwd{"rotary complex product"};
+  lower::layer(m, x, tr, lower::phase::backward, product_bwd);
+  CHECK(product_bwd.bytes == 8.0 * 512 * (2048 + 512));
+  tr.framework = frameworks::pytorch_eager_modules;
+  bytes_of q_cos{"rotary q cos"};
+  lower::layer(m, x, tr, lower::phase::forward, q_cos);
+  CHECK(q_cos.bytes == 6.0 * 512 * (2048 + 512));
   // the recipe is FSDP2's engine under torch.nn module code, without autocast
   STATIC_REQUIRE(frameworks::torchtitan.data.engine == frameworks::data_engine::fsdp);
   STATIC_REQUIRE(!frameworks::torchtitan.autocast);

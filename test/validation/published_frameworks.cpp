@@ -397,7 +397,8 @@ TEST_CASE("published framework runs: every row predicted or skipped with a reaso
   // torchtitan's H100s held at 500 W, their arithmetic at 86 %: 16.2; the two rows priced with
   // the torchtitan recipe counted under it: 16.7)
   CHECK(100 * median(errors["fsdp"]) == Approx(16.7).margin(0.5));
-  CHECK(100 * median(errors["torchtitan"]) == Approx(5.0).margin(0.5));
+  // (its complex RoPE, three kernels each way instead of the rotate-half chain: 5.0 -> 7.9)
+  CHECK(100 * median(errors["torchtitan"]) == Approx(7.9).margin(0.5));
   // (BigScience's DeepSpeed checkpoints to the host, the Trainer without autocast: 58.1 -> 56.7;
   // attention without FlashAttention: 55.6)
   CHECK(100 * median(errors["deepspeed"]) == Approx(55.6).margin(0.5));

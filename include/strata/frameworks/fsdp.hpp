@@ -42,15 +42,17 @@ struct fsdp : pytorch_eager {
 ///   + eps, rsqrt, x r, `type_as(x)`, w n, one kernel each; autograd keeps the fp32 copy, r
 ///   and the 16-bit n;
 /// - the loss on `pred.float()` (`cross_entropy` of the fp32 logits).
-/// Its rotary embedding multiplies complex fp32 copies of q and k (three kernels each), priced
-/// as the rotate-half chain of `pytorch_eager_modules` (five). With torch.compile the norms'
-/// and activations' chains fuse: `fsdp`, whose modules are fused kernels, prices those runs.
+/// - its rotary embedding (models/llama/model.py `apply_rotary_emb`): complex fp32 copies of q
+///   and k times `freqs_cis`, cast back (`recipe::rope_complex`, three kernels each).
+/// With torch.compile the norms' and activations' chains fuse: `fsdp`, whose modules are fused
+/// kernels, prices those runs.
 struct torchtitan : pytorch_eager_modules {
   constexpr torchtitan() {
     name = "torchtitan";
     autocast = false;  // MixedPrecisionPolicy casts the gathered parameters instead
     norm_fp32_input = true;
     rmsnorm_op_chain = true;
+    rope_complex = true;
     batch_bytes_per_token = 16;  // int64 inputs and labels
     data = frameworks::fsdp_units;
   }

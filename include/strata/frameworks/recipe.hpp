@@ -169,6 +169,11 @@ struct recipe {
   /// torch.compile); false: one fused kernel (Megatron's, `nn.RMSNorm`'s on current PyTorch).
   /// The `transformers` module style always runs the op chain.
   bool rmsnorm_op_chain = false;
+  /// Rotary embedding as complex products (torchtitan's `apply_rotary_emb`:
+  /// `view_as_complex(x.float())`, the product with `freqs_cis`, `type_as(x)`; three kernels per
+  /// tensor each way, nothing kept, as `freqs_cis` needs no gradient); false under eager module
+  /// styles: the rotate-half chain of Hugging Face's `apply_rotary_pos_emb` (five kernels)
+  bool rope_complex = false;
   /// attention's inputs as LitGPT writes them: q and k rotated into new tensors and, with fewer
   /// k/v heads than query heads, k and v repeated to every head (`expand` then `reshape`,
   /// copies); SDPA keeps what it is given, so with one k/v head per query head v stays a view

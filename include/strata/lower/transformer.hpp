@@ -683,6 +683,16 @@ template <class B>
     if (!L.hf) {
       k.pointwise("rotary embedding", stream_class::elementwise,
                   2 * L.T * (L.q + L.w) / L.t * L.act);
+    } else if (L.r.rope_complex) {  // x.float(), x * freqs_cis (complex), type_as(x)
+      for (const double width : {L.q / L.t, L.w / L.t}) {
+        k.forward_only("rotary to fp32", stream_class::copy, 6 * L.T * width);
+        k.forward_only("rotary complex product", stream_class::elementwise, 8 * L.T * width);
+        k.forward_only("rotary cast back", stream_class::copy, 6 * L.T * width);
+        // the gradient's way back: to fp32, times conj(freqs_cis), to the 16-bit type
+        k.backward_only("rotary gradient to fp32", stream_class::copy, 6 * L.T * width);
+        k.backward_only("rotary complex product", stream_class::elementwise, 8 * L.T * width);
+        k.backward_only("rotary gradient cast back", stream_class::copy, 6 * L.T * width);
+      }
     } else {  // q cos + rotate_half(q) sin in fp32, for Q and for K
       for (const double width : {L.q / L.t, L.w / L.t}) {
         k.forward_only("rotary q cos", stream_class::elementwise, 6 * L.T * width);
